@@ -1,0 +1,88 @@
+#include "exact_attention.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "validate.hpp"
+
+namespace favor {
+
+double resolve_scale(const AttentionOptions& options, Index dim) {
+  if (!options.scale) return 1.0 / std::sqrt(static_cast<double>(dim));
+  const double s = *options.scale;
+  if (!std::isfinite(s) || s <= 0.0) throw_range("scale", "expected a finite number > 0, got " + std::to_string(s));
+  return s;
+}
+
+namespace {
+constexpr Index kQueryBlock = 64;
+constexpr Index kKeyBlock = 256;
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+}  // namespace
+
+void exact_attention(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v, MatrixRef out,
+                     const AttentionOptions& options) {
+  detail::check_head(q, k, &v, options.causal);
+  detail::check_out(out, q.rows(), v.cols());
+  const float scale = static_cast<float>(resolve_scale(options, q.cols()));
+  const Index L = q.rows(), S = k.rows(), dv = v.cols();
+
+  Matrix scores, acc;
+  Vector row_max, row_sum;
+  for (Index q0 = 0; q0 < L; q0 += kQueryBlock) {
+    const Index nq = std::min(kQueryBlock, L - q0);
+    const Index key_end = options.causal ? q0 + nq : S;
+    acc.setZero(nq, dv);
+    row_max.setConstant(nq, kNegInf);
+    row_sum.setZero(nq);
+    for (Index k0 = 0; k0 < key_end; k0 += kKeyBlock) {
+      const Index nk = std::min(kKeyBlock, key_end - k0);
+      scores.resize(nq, nk);
+      scores.noalias() = scale * (q.middleRows(q0, nq) * k.middleRows(k0, nk).transpose());
+      if (options.causal && k0 + nk > q0)  // the diagonal block: mask keys after each query
+        for (Index i = 0; i < nq; ++i)
+          for (Index j = std::max<Index>(0, q0 + i + 1 - k0); j < nk; ++j) scores(i, j) = kNegInf;
+      for (Index i = 0; i < nq; ++i) {
+        const float new_max = std::max(row_max(i), scores.row(i).maxCoeff());
+        const float rescale = std::exp(row_max(i) - new_max);  // 0 on the first block
+        scores.row(i) = (scores.row(i).array() - new_max).exp().matrix();
+        row_sum(i) = row_sum(i) * rescale + scores.row(i).sum();
+        acc.row(i) *= rescale;
+        row_max(i) = new_max;
+      }
+      acc.noalias() += scores * v.middleRows(k0, nk);
+    }
+    out.middleRows(q0, nq) = row_sum.cwiseInverse().asDiagonal() * acc;
+  }
+}
+
+Matrix exact_attention(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v,
+                       const AttentionOptions& options) {
+  Matrix out(q.rows(), v.cols());
+  exact_attention(q, k, v, out, options);
+  return out;
+}
+
+void attention_matrix(ConstMatrixRef q, ConstMatrixRef k, MatrixRef out,
+                      const AttentionOptions& options) {
+  detail::check_head(q, k, nullptr, options.causal);
+  detail::check_out(out, q.rows(), k.rows());
+  const float scale = static_cast<float>(resolve_scale(options, q.cols()));
+  out.noalias() = scale * (q * k.transpose());
+  for (Index i = 0; i < out.rows(); ++i) {
+    const Index visible = options.causal ? i + 1 : out.cols();
+    auto row = out.row(i).head(visible);
+    row = (row.array() - row.maxCoeff()).exp().matrix();
+    row /= row.sum();
+    out.row(i).tail(out.cols() - visible).setZero();
+  }
+}
+
+Matrix attention_matrix(ConstMatrixRef q, ConstMatrixRef k, const AttentionOptions& options) {
+  Matrix out(q.rows(), k.rows());
+  attention_matrix(q, k, out, options);
+  return out;
+}
+
+}  // namespace favor

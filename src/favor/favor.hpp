@@ -1,0 +1,12 @@
+// favor-attention: exact softmax attention and its random-feature approximations.
+#pragma once
+
+#include "error.hpp"
+#include "exact_attention.hpp"
+#include "feature_map.hpp"
+#include "linear_attention.hpp"
+#include "metrics.hpp"
+#include "projection.hpp"
+#include "random.hpp"
+#include "tensor.hpp"
+#include "types.hpp"

@@ -1,0 +1,192 @@
+#include "feature_map.hpp"
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "error.hpp"
+
+namespace favor {
+
+Kernel parse_kernel(const std::string& name, const std::string& argument) {
+  if (name == "positive") return Kernel::positive;
+  if (name == "hyperbolic") return Kernel::hyperbolic;
+  if (name == "trigonometric") return Kernel::trigonometric;
+  if (name == "relu") return Kernel::relu;
+  if (name == "oprf") return Kernel::oprf;
+  throw_range(argument, "expected 'positive', 'hyperbolic', 'trigonometric', 'relu' or 'oprf', got '" +
+                            name + "'");
+}
+
+const char* to_string(Kernel kernel) {
+  switch (kernel) {
+    case Kernel::positive: return "positive";
+    case Kernel::hyperbolic: return "hyperbolic";
+    case Kernel::trigonometric: return "trigonometric";
+    case Kernel::relu: return "relu";
+    case Kernel::oprf: return "oprf";
+  }
+  return "?";
+}
+
+bool is_softmax_estimator(Kernel kernel) { return kernel != Kernel::relu; }
+
+OprfCoefficients oprf_coefficients(double rho, Index dim) {
+  const double phi = rho / static_cast<double>(dim);
+  const double a = (1.0 - 2.0 * phi - std::sqrt((2.0 * phi + 1.0) * (2.0 * phi + 1.0) + 8.0 * phi)) / 16.0;
+  OprfCoefficients c;
+  c.a = a;
+  c.b = std::sqrt(1.0 - 4.0 * a);
+  c.log_d = 0.25 * static_cast<double>(dim) * std::log(1.0 - 4.0 * a);
+  return c;
+}
+
+double oprf_rho(ConstMatrixRef x, ConstMatrixRef y) {
+  const VectorD mean_x = x.cast<double>().colwise().mean().transpose();
+  const VectorD mean_y = y.cast<double>().colwise().mean().transpose();
+  const double sq_x = x.cast<double>().rowwise().squaredNorm().mean();
+  const double sq_y = y.cast<double>().rowwise().squaredNorm().mean();
+  return sq_x + sq_y + 2.0 * mean_x.dot(mean_y);
+}
+
+FeatureMap::FeatureMap(const FeatureMapOptions& options)
+    : kernel_(options.kernel), sampling_(options.sampling), features_(options.features),
+      epsilon_(options.epsilon) {
+  check_epsilon();
+  projection_ = sample_projection(options.features, options.dim, options.sampling, options.seed);
+  projection_sq_norms_ = projection_.rowwise().squaredNorm();
+}
+
+FeatureMap::FeatureMap(Kernel kernel, Matrix projection, double epsilon)
+    : kernel_(kernel), explicit_(true), features_(projection.rows()), epsilon_(epsilon),
+      projection_(std::move(projection)) {
+  check_epsilon();
+  if (projection_.rows() < 1 || projection_.cols() < 1)
+    throw_range("projection", "expected dims [m, d] with m >= 1 and d >= 1, got [" +
+                                  std::to_string(projection_.rows()) + ", " +
+                                  std::to_string(projection_.cols()) + "]");
+  if (!projection_.allFinite()) throw_range("projection", "contains NaN or Infinity");
+  projection_sq_norms_ = projection_.rowwise().squaredNorm();
+}
+
+void FeatureMap::check_epsilon() const {
+  if (!std::isfinite(epsilon_) || epsilon_ < 0.0)
+    throw_range("epsilon", "expected a finite number >= 0, got " + std::to_string(epsilon_));
+}
+
+void FeatureMap::redraw(std::uint64_t seed) {
+  projection_ = sample_projection(projection_.rows(), projection_.cols(), sampling_, seed);
+  projection_sq_norms_ = projection_.rowwise().squaredNorm();
+  explicit_ = false;
+}
+
+Index FeatureMap::num_features() const {
+  const bool doubled = kernel_ == Kernel::hyperbolic || kernel_ == Kernel::trigonometric;
+  return doubled ? 2 * projection_.rows() : projection_.rows();
+}
+
+KernelParameters FeatureMap::parameters(ConstMatrixRef x, ConstMatrixRef y, double scale) const {
+  KernelParameters params;
+  if (kernel_ == Kernel::oprf) params.oprf = oprf_coefficients(scale * oprf_rho(x, y), dim());
+  return params;
+}
+
+double FeatureMap::log_prefactor(const KernelParameters& params) const {
+  const double m = static_cast<double>(projection_.rows());
+  switch (kernel_) {
+    case Kernel::positive:
+    case Kernel::trigonometric: return -0.5 * std::log(m);
+    case Kernel::hyperbolic: return -0.5 * std::log(2.0 * m);
+    case Kernel::oprf: return params.oprf.log_d - 0.5 * std::log(m);
+    case Kernel::relu: return 0.0;
+  }
+  return 0.0;
+}
+
+FactoredFeatures FeatureMap::factored(ConstMatrixRef x, const KernelParameters& params) const {
+  if (x.cols() != dim())
+    throw_range("x", "expected " + std::to_string(dim()) + " columns (the feature map's d), got " +
+                         std::to_string(x.cols()));
+  const Index rows = x.rows(), m = projection_.rows();
+  Matrix projected(rows, m);
+  projected.noalias() = x * projection_.transpose();
+  FactoredFeatures f;
+  const Vector half_sq = 0.5f * x.rowwise().squaredNorm();
+  switch (kernel_) {
+    case Kernel::positive:
+      f.row_log = -half_sq;
+      f.exponent = std::move(projected);
+      break;
+    case Kernel::hyperbolic:
+      f.row_log = -half_sq;
+      f.exponent.resize(rows, 2 * m);
+      f.exponent.leftCols(m) = projected;
+      f.exponent.rightCols(m) = -projected;
+      break;
+    case Kernel::oprf: {
+      f.row_log = -half_sq;
+      const float a = static_cast<float>(params.oprf.a), b = static_cast<float>(params.oprf.b);
+      f.exponent = b * projected;
+      f.exponent.rowwise() += a * projection_sq_norms_.transpose();
+      break;
+    }
+    case Kernel::trigonometric:
+      f.row_log = half_sq;
+      f.value.resize(rows, 2 * m);
+      f.value.leftCols(m) = projected.array().cos();
+      f.value.rightCols(m) = projected.array().sin();
+      break;
+    case Kernel::relu:
+      f.row_log = Vector::Zero(rows);
+      f.value = (projected.array().max(0.0f) + static_cast<float>(epsilon_)).matrix();
+      break;
+  }
+  return f;
+}
+
+Matrix FeatureMap::features(ConstMatrixRef x, const KernelParameters& params) const {
+  const FactoredFeatures f = factored(x, params);
+  const double lp = log_prefactor(params);
+  Matrix phi(x.rows(), num_features());
+  for (Index i = 0; i < phi.rows(); ++i)
+    for (Index r = 0; r < phi.cols(); ++r) {
+      double log_mag = lp + f.row_log(i) + (f.exponent.size() ? f.exponent(i, r) : 0.0);
+      const double value = f.value.size() ? f.value(i, r) : 1.0;
+      phi(i, r) = static_cast<float>(std::exp(log_mag) * value);
+    }
+  return phi;
+}
+
+StabilizedFeatures stabilized_features(const FeatureMap& map, ConstMatrixRef x, ConstMatrixRef y,
+                                       const KernelParameters& params) {
+  const Index features = map.num_features();
+  StabilizedFeatures st;
+  // Keys: log magnitudes shifted by their per-feature column max.
+  FactoredFeatures kf = map.factored(y, params);
+  Matrix key_log = kf.exponent.size() ? std::move(kf.exponent) : Matrix::Zero(y.rows(), features);
+  key_log.colwise() += kf.row_log;
+  const Vector column_shift = key_log.colwise().maxCoeff().transpose();
+  key_log.rowwise() -= column_shift.transpose();
+  st.key = key_log.array().exp().matrix();
+  if (kf.value.size()) st.key.array() *= kf.value.array();
+  // Queries: the key shift moves into the query exponent, then a per-row max comes out.
+  FactoredFeatures qf = map.factored(x, params);
+  Matrix query_log = qf.exponent.size() ? std::move(qf.exponent) : Matrix::Zero(x.rows(), features);
+  query_log.rowwise() += column_shift.transpose();
+  const Vector row_shift = query_log.rowwise().maxCoeff();
+  query_log.colwise() -= row_shift;
+  st.query = query_log.array().exp().matrix();
+  if (qf.value.size()) st.query.array() *= qf.value.array();
+  st.query_log = (qf.row_log + row_shift).array() + static_cast<float>(2.0 * map.log_prefactor(params));
+  return st;
+}
+
+MatrixD kernel_estimate(const FeatureMap& map, ConstMatrixRef x, ConstMatrixRef y) {
+  const KernelParameters params = map.parameters(x, y);
+  const StabilizedFeatures st = stabilized_features(map, x, y, params);
+  MatrixD est = st.query.cast<double>() * st.key.cast<double>().transpose();
+  for (Index i = 0; i < est.rows(); ++i) est.row(i) *= std::exp(static_cast<double>(st.query_log(i)));
+  return est;
+}
+
+}  // namespace favor

@@ -1,0 +1,127 @@
+// Random feature maps phi with exp(x.y) ~= phi(x).phi(y) for inputs already scaled by
+// sqrt(scale) (DESIGN.md section 4). Every map is written in a factored form
+//
+//     phi_r(x_i) = exp(log_prefactor + row_log_i + exponent_ir) * value_ir
+//
+// so that attention can shift exponents without bias (see linear_attention.hpp):
+//   positive      row_log = -|x|^2/2, exponent = w_r.x,                        value = 1
+//   hyperbolic    row_log = -|x|^2/2, exponent = [w.x, -w.x],                   value = 1
+//   oprf          row_log = -|x|^2/2, exponent = A |w_r|^2 + B w_r.x,           value = 1
+//   trigonometric row_log = +|x|^2/2, exponent = 0,           value = [cos w.x, sin w.x]
+//   relu          row_log = 0,        exponent = 0,           value = relu(w.x) + epsilon
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "projection.hpp"
+#include "types.hpp"
+
+namespace favor {
+
+enum class Kernel { positive, hyperbolic, trigonometric, relu, oprf };
+
+// 'positive' | 'hyperbolic' | 'trigonometric' | 'relu' | 'oprf'; throws favor::Error otherwise.
+Kernel parse_kernel(const std::string& name, const std::string& argument = "kernel");
+const char* to_string(Kernel kernel);
+
+// True for kernels that estimate the softmax kernel exp(x.y) (all but relu).
+bool is_softmax_estimator(Kernel kernel);
+
+// OPRF (FAVOR++) coefficients for a given rho = mean_ij |x_i + y_j|^2 in dimension d.
+struct OprfCoefficients {
+  double a = 0.0;      // A* < 0
+  double b = 1.0;      // sqrt(1 - 4A)
+  double log_d = 0.0;  // log D = (d/4) log(1 - 4A)
+};
+OprfCoefficients oprf_coefficients(double rho, Index dim);
+// rho of the optimal A for all pairs of rows, in O((L + S) d):
+// mean|x|^2 + mean|y|^2 + 2 mean(x).mean(y).
+double oprf_rho(ConstMatrixRef x, ConstMatrixRef y);
+
+struct FeatureMapOptions {
+  Index dim = 0;        // d
+  Index features = 0;   // m, number of random projections
+  Kernel kernel = Kernel::positive;
+  Sampling sampling = Sampling::orthogonal;
+  std::uint64_t seed = 0;
+  double epsilon = 1e-3;  // relu only
+};
+
+// Data-dependent parameters of one head's kernel (OPRF's A, B, D; neutral for other kernels).
+struct KernelParameters {
+  OprfCoefficients oprf;
+};
+
+// Features in factored form for a block of rows (see the header comment).
+struct FactoredFeatures {
+  Vector row_log;   // rows
+  Matrix exponent;  // rows x M; empty (0 x 0) when the kernel has no exponent (trig, relu)
+  Matrix value;     // rows x M; empty when every value is 1 (positive, hyperbolic, oprf)
+};
+
+class FeatureMap {
+ public:
+  // Samples W (m x d) from options.sampling and options.seed.
+  explicit FeatureMap(const FeatureMapOptions& options);
+  // Uses an explicit projection W (m x d): outputs are the estimator for exactly that W.
+  FeatureMap(Kernel kernel, Matrix projection, double epsilon = 1e-3);
+
+  // A new W from a new seed, same sampling mode. A map built from an explicit projection has no
+  // sampling mode: it redraws with `orthogonal`.
+  void redraw(std::uint64_t seed);
+
+  Kernel kernel() const { return kernel_; }
+  Sampling sampling() const { return sampling_; }
+  bool explicit_projection() const { return explicit_; }
+  Index dim() const { return projection_.cols(); }
+  Index num_projections() const { return projection_.rows(); }  // m
+  Index num_features() const;                                    // M: m, or 2m for hyperbolic/trig
+  double epsilon() const { return epsilon_; }
+  const Matrix& projection() const { return projection_; }
+
+  // Parameters for a head whose scaled queries and keys are x * sqrt(scale) and y * sqrt(scale)
+  // (OPRF uses their rho; x and y themselves are not copied or scaled).
+  KernelParameters parameters(ConstMatrixRef x, ConstMatrixRef y, double scale = 1.0) const;
+
+  // log of the constant factor in front of phi: -log(m)/2, -log(2m)/2, log D - log(m)/2, or 0.
+  double log_prefactor(const KernelParameters& params) const;
+
+  // Factored features of scaled rows x (rows x d).
+  FactoredFeatures factored(ConstMatrixRef x, const KernelParameters& params) const;
+
+  // phi(x) as plain numbers (rows x M). Overflows for large inputs: meant for tests, small
+  // inputs and users who want the raw features; attention never calls it.
+  Matrix features(ConstMatrixRef x, const KernelParameters& params) const;
+
+ private:
+  void check_epsilon() const;
+
+  Kernel kernel_;
+  Sampling sampling_ = Sampling::orthogonal;
+  bool explicit_ = false;
+  Index features_ = 0;
+  double epsilon_;
+  Matrix projection_;
+  Vector projection_sq_norms_;  // |w_r|^2, for OPRF
+};
+
+// Stabilized features of a query/key pair, for building the L x S estimate:
+//   phi(x_i).phi(y_j) = exp(query_log_i) * (query.row(i) . key.row(j))
+// Exponents are shifted per key column (max over keys) and per query row; the shifts cancel
+// exactly, every entry is finite, and every query row has a nonnegative dot product >= 1 with
+// the column sums of `key` for positive-valued kernels.
+struct StabilizedFeatures {
+  Matrix query;     // L x M
+  Matrix key;       // S x M
+  Vector query_log; // L
+};
+StabilizedFeatures stabilized_features(const FeatureMap& map, ConstMatrixRef x, ConstMatrixRef y,
+                                       const KernelParameters& params);
+
+// The unbiased estimate phi(x).phi(y) of exp(x.y) for every pair (L x S), in double, computed
+// from the stabilized factors; +inf where it truly overflows.
+MatrixD kernel_estimate(const FeatureMap& map, ConstMatrixRef x, ConstMatrixRef y);
+
+}  // namespace favor

@@ -1,0 +1,40 @@
+// Matrix and tensor types shared by the whole core.
+#pragma once
+
+#include <Eigen/Core>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace favor {
+
+using Index = Eigen::Index;
+
+// Row-major like every tensor that crosses the JS boundary: a head's [L, d] block is one Map.
+using Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using MatrixD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using Vector = Eigen::VectorXf;
+using VectorD = Eigen::VectorXd;
+
+using MatrixRef = Eigen::Ref<Matrix>;
+using ConstMatrixRef = Eigen::Ref<const Matrix>;
+
+// A borrowed, row-major, dense float32 tensor: the core never owns or frees it.
+struct ConstTensorView {
+  const float* data = nullptr;
+  std::vector<Index> dims;
+};
+
+struct TensorView {
+  float* data = nullptr;
+  std::vector<Index> dims;
+};
+
+// Options shared by every attention call.
+struct AttentionOptions {
+  bool causal = false;
+  // Score scale; default 1/sqrt(d). Must be finite and > 0.
+  std::optional<double> scale;
+};
+
+}  // namespace favor

@@ -1,0 +1,35 @@
+// Shape checks shared by the one-head kernels (internal).
+#pragma once
+
+#include <string>
+
+#include "error.hpp"
+#include "types.hpp"
+
+namespace favor::detail {
+
+inline std::string shape(Index rows, Index cols) {
+  return "[" + std::to_string(rows) + ", " + std::to_string(cols) + "]";
+}
+
+// q: L x d, k: S x d, optional v: S x dv; causal needs L == S.
+inline void check_head(ConstMatrixRef q, ConstMatrixRef k, const Eigen::Ref<const Matrix>* v,
+                       bool causal) {
+  if (q.rows() < 1 || q.cols() < 1) throw_range("q", "expected [L, d] with L, d >= 1, got " + shape(q.rows(), q.cols()));
+  if (k.rows() < 1 || k.cols() != q.cols())
+    throw_range("k", "expected [S, " + std::to_string(q.cols()) + "] (d of q) with S >= 1, got " +
+                         shape(k.rows(), k.cols()));
+  if (v && ((*v).rows() != k.rows() || (*v).cols() < 1))
+    throw_range("v", "expected [" + std::to_string(k.rows()) + ", dv] (S of k) with dv >= 1, got " +
+                         shape((*v).rows(), (*v).cols()));
+  if (causal && q.rows() != k.rows())
+    throw_range("causal", "causal attention needs as many keys as queries, got L = " +
+                              std::to_string(q.rows()) + ", S = " + std::to_string(k.rows()));
+}
+
+inline void check_out(const MatrixRef& out, Index rows, Index cols) {
+  if (out.rows() != rows || out.cols() != cols)
+    throw_range("out", "expected " + shape(rows, cols) + ", got " + shape(out.rows(), out.cols()));
+}
+
+}  // namespace favor::detail

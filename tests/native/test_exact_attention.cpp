@@ -1,0 +1,176 @@
+// Exact softmax attention (exact_attention, attention_matrix; Matrix and TensorView APIs)
+// against the brute-force float64 softmax of reference.hpp.
+//
+// Tolerance 1e-5 (max entry error relative to the largest reference entry, and relative
+// Frobenius for outputs): inputs are float32 (unit roundoff 6e-8); a score scale*q.k with
+// |score| <~ 10 accumulated over d <= 64 terms carries an absolute error ~1e-6, i.e. ~1e-6
+// relative error in exp(score), and the normalizing sums over S <= 300 add ~sqrt(S)*6e-8. So a
+// correct float32 implementation lands at ~1e-6; 1e-5 leaves a 10x margin while any real
+// mistake (wrong scale, off-by-one mask, lost block) is orders of magnitude larger.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+#include "reference.hpp"
+
+namespace {
+
+using ref::Index;
+using ref::MatD;
+using ref::MatF;
+
+constexpr double kTol = 1e-5;
+
+struct Case {
+  Index L, S, d, dv;
+  bool causal;
+  double scale;  // <= 0: default 1/sqrt(d)
+};
+
+void check_case(const Case& c, unsigned seed) {
+  std::mt19937 gen(seed);
+  const MatF q = ref::normal_matrix(c.L, c.d, gen);
+  const MatF k = ref::normal_matrix(c.S, c.d, gen);
+  const MatF v = ref::normal_matrix(c.S, c.dv, gen);
+  favor::AttentionOptions opt;
+  opt.causal = c.causal;
+  if (c.scale > 0) opt.scale = c.scale;
+  const double scale = c.scale > 0 ? c.scale : ref::default_scale(c.d);
+  const MatD a_ref = ref::softmax_matrix(ref::to_double(q), ref::to_double(k), scale, c.causal);
+  const MatD out_ref = a_ref * ref::to_double(v);
+
+  SCOPED_TRACE(testing::Message() << "L=" << c.L << " S=" << c.S << " d=" << c.d
+                                  << " dv=" << c.dv << " causal=" << c.causal
+                                  << " scale=" << scale);
+
+  // Returning overloads.
+  const MatF out = favor::exact_attention(q, k, v, opt);
+  EXPECT_LT(ref::max_rel(ref::to_double(out), out_ref), kTol);
+  EXPECT_LT(ref::rel_frobenius(ref::to_double(out), out_ref), kTol);
+  const MatF a = favor::attention_matrix(q, k, opt);
+  EXPECT_LT(ref::max_rel(ref::to_double(a), a_ref), kTol);
+  if (c.causal) {
+    // Masked entries must be exactly zero.
+    for (Index i = 0; i < c.L; ++i)
+      for (Index j = i + 1; j < c.S; ++j) ASSERT_EQ(a(i, j), 0.0f) << i << "," << j;
+  }
+
+  // Output-parameter overloads.
+  MatF out2(c.L, c.dv), a2(c.L, c.S);
+  out2.setConstant(123.0f);
+  a2.setConstant(123.0f);
+  favor::exact_attention(q, k, v, out2, opt);
+  favor::attention_matrix(q, k, a2, opt);
+  EXPECT_LT(ref::max_rel(ref::to_double(out2), out_ref), kTol);
+  EXPECT_LT(ref::max_rel(ref::to_double(a2), a_ref), kTol);
+
+  // The streaming (online softmax) output equals the materialized matrix times V.
+  const MatD av = ref::to_double(a) * ref::to_double(v);
+  EXPECT_LT(ref::max_rel(ref::to_double(out), av), kTol);
+}
+
+TEST(ExactAttention, BidirectionalAcrossBlockSizes) {
+  unsigned seed = 100;
+  for (Index L : {1, 7, 64, 130, 300}) check_case({L, L, 32, 32, false, 0.0}, seed++);
+}
+
+TEST(ExactAttention, CausalAcrossBlockSizes) {
+  unsigned seed = 200;
+  for (Index L : {1, 7, 64, 130, 300}) check_case({L, L, 32, 32, true, 0.0}, seed++);
+}
+
+TEST(ExactAttention, CrossAttentionDifferentLengthsAndValueDim) {
+  unsigned seed = 300;
+  check_case({70, 130, 24, 40, false, 0.0}, seed++);
+  check_case({300, 7, 16, 5, false, 0.0}, seed++);
+  check_case({1, 300, 8, 3, false, 0.0}, seed++);
+  check_case({129, 257, 64, 17, false, 0.0}, seed++);
+}
+
+TEST(ExactAttention, CustomScale) {
+  unsigned seed = 400;
+  // scale 0.5 with d=16 gives scores of std 2 (up to ~10): peaked rows that stress the running
+  // max; scale 0.01 gives nearly uniform rows.
+  check_case({130, 130, 16, 16, false, 0.5}, seed++);
+  check_case({130, 130, 16, 16, true, 0.5}, seed++);
+  check_case({64, 200, 16, 8, false, 0.01}, seed++);
+  check_case({300, 300, 64, 32, true, 0.02}, seed++);
+}
+
+// A scale other than the default must actually change the result (guards against an ignored
+// option that the comparisons above could only catch through the reference).
+TEST(ExactAttention, ScaleIsUsed) {
+  std::mt19937 gen(450);
+  const MatF q = ref::normal_matrix(10, 16, gen), k = ref::normal_matrix(10, 16, gen);
+  favor::AttentionOptions a, b;
+  b.scale = 1.0;
+  const MatD x = ref::to_double(favor::attention_matrix(q, k, a));
+  const MatD y = ref::to_double(favor::attention_matrix(q, k, b));
+  EXPECT_GT((x - y).cwiseAbs().maxCoeff(), 1e-2);
+}
+
+TEST(ExactAttention, ResolveScale) {
+  favor::AttentionOptions opt;
+  EXPECT_DOUBLE_EQ(favor::resolve_scale(opt, 64), 0.125);
+  opt.scale = 0.3;
+  EXPECT_DOUBLE_EQ(favor::resolve_scale(opt, 64), 0.3);
+}
+
+// TensorView API: leading head/batch dims, each head against the brute-force reference.
+void check_tensor(const std::vector<Index>& lead, Index L, Index S, Index d, Index dv, bool causal,
+                  unsigned seed) {
+  std::mt19937 gen(seed);
+  Index heads = 1;
+  for (Index x : lead) heads *= x;
+  auto dims = [&](Index rows, Index cols) {
+    std::vector<Index> out = lead;
+    out.push_back(rows);
+    out.push_back(cols);
+    return out;
+  };
+  std::vector<float> q = ref::normal_buffer(static_cast<std::size_t>(heads * L * d), gen);
+  std::vector<float> k = ref::normal_buffer(static_cast<std::size_t>(heads * S * d), gen);
+  std::vector<float> v = ref::normal_buffer(static_cast<std::size_t>(heads * S * dv), gen);
+  std::vector<float> out(static_cast<std::size_t>(heads * L * dv), -7.0f);
+  std::vector<float> mat(static_cast<std::size_t>(heads * L * S), -7.0f);
+  favor::AttentionOptions opt;
+  opt.causal = causal;
+  favor::exact_attention(favor::ConstTensorView{q.data(), dims(L, d)},
+                         favor::ConstTensorView{k.data(), dims(S, d)},
+                         favor::ConstTensorView{v.data(), dims(S, dv)},
+                         favor::TensorView{out.data(), dims(L, dv)}, opt);
+  favor::attention_matrix(favor::ConstTensorView{q.data(), dims(L, d)},
+                          favor::ConstTensorView{k.data(), dims(S, d)},
+                          favor::TensorView{mat.data(), dims(L, S)}, opt);
+  for (Index h = 0; h < heads; ++h) {
+    SCOPED_TRACE(testing::Message() << "head " << h << " of " << heads);
+    const MatD qh = ref::to_double(ref::head(q, h, L, d));
+    const MatD kh = ref::to_double(ref::head(k, h, S, d));
+    const MatD vh = ref::to_double(ref::head(v, h, S, dv));
+    const MatD a_ref = ref::softmax_matrix(qh, kh, ref::default_scale(d), causal);
+    EXPECT_LT(ref::max_rel(ref::to_double(ref::head(out, h, L, dv)), a_ref * vh), kTol);
+    EXPECT_LT(ref::max_rel(ref::to_double(ref::head(mat, h, L, S)), a_ref), kTol);
+  }
+}
+
+TEST(ExactAttentionTensor, HeadsLd) {
+  check_tensor({3}, 65, 65, 16, 16, false, 500);
+  check_tensor({3}, 65, 65, 16, 16, true, 501);
+  check_tensor({2}, 33, 70, 8, 12, false, 502);
+}
+
+TEST(ExactAttentionTensor, BatchHeadsLd) {
+  check_tensor({2, 3}, 40, 40, 16, 16, false, 510);
+  check_tensor({2, 3}, 40, 40, 16, 16, true, 511);
+  check_tensor({2, 2}, 17, 130, 32, 4, false, 512);
+}
+
+TEST(ExactAttentionTensor, OutputDims) {
+  EXPECT_EQ(favor::attention_output_dims({2, 3, 10, 8}, {2, 3, 12, 8}, {2, 3, 12, 5}, false),
+            (std::vector<Index>{2, 3, 10, 5}));
+  EXPECT_EQ(favor::attention_matrix_dims({2, 3, 10, 8}, {2, 3, 12, 8}, false),
+            (std::vector<Index>{2, 3, 10, 12}));
+}
+
+}  // namespace
