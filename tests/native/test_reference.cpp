@@ -10,6 +10,7 @@
 namespace {
 
 using favor::Kernel;
+using ref::Index;
 using ref::MatD;
 
 // With very many iid N(0,1) projections (m = 400000, in double) every softmax estimator's

@@ -1,0 +1,24 @@
+# ctest driver: MODE=subdirectory builds the consumer against the source tree; MODE=install
+# installs this build into a temporary prefix and builds the consumer with find_package.
+set(work ${BUILD_DIR}/consumer-${MODE})
+file(REMOVE_RECURSE ${work})
+if(MODE STREQUAL "install")
+  execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${work}/prefix
+                  RESULT_VARIABLE rc OUTPUT_QUIET)
+  if(rc)
+    message(FATAL_ERROR "install failed")
+  endif()
+  set(configure_args -DCMAKE_PREFIX_PATH=${work}/prefix)
+else()
+  set(configure_args -DFAVOR_SOURCE_DIR=${SOURCE_DIR})
+endif()
+foreach(step
+    "${CMAKE_COMMAND};-S;${SOURCE_DIR}/tests/consumer;-B;${work}/build;-DCMAKE_BUILD_TYPE=Release;${configure_args}"
+    "${CMAKE_COMMAND};--build;${work}/build"
+    "${work}/build/consumer")
+  execute_process(COMMAND ${step} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  if(rc)
+    message(FATAL_ERROR "step failed: ${step}\n${out}")
+  endif()
+endforeach()
+message(STATUS "${out}")
