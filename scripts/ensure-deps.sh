@@ -5,6 +5,8 @@ set -euo pipefail
 
 declare -A GROUP_PACKAGES=(
   [native]="cmake make g++ libeigen3-dev libgtest-dev"
+  [wasm]="cmake make emscripten libeigen3-dev"
+  [browser]="chromium"
 )
 
 missing=()

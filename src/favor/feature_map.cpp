@@ -50,15 +50,14 @@ double oprf_rho(ConstMatrixRef x, ConstMatrixRef y) {
 }
 
 FeatureMap::FeatureMap(const FeatureMapOptions& options)
-    : kernel_(options.kernel), sampling_(options.sampling), features_(options.features),
-      epsilon_(options.epsilon) {
+    : kernel_(options.kernel), sampling_(options.sampling), epsilon_(options.epsilon) {
   check_epsilon();
   projection_ = sample_projection(options.features, options.dim, options.sampling, options.seed);
   projection_sq_norms_ = projection_.rowwise().squaredNorm();
 }
 
-FeatureMap::FeatureMap(Kernel kernel, Matrix projection, double epsilon)
-    : kernel_(kernel), explicit_(true), features_(projection.rows()), epsilon_(epsilon),
+FeatureMap::FeatureMap(Kernel kernel, Matrix projection, double epsilon, Sampling sampling)
+    : kernel_(kernel), sampling_(sampling), explicit_(true), epsilon_(epsilon),
       projection_(std::move(projection)) {
   check_epsilon();
   if (projection_.rows() < 1 || projection_.cols() < 1)

@@ -66,10 +66,11 @@ class FeatureMap {
   // Samples W (m x d) from options.sampling and options.seed.
   explicit FeatureMap(const FeatureMapOptions& options);
   // Uses an explicit projection W (m x d): outputs are the estimator for exactly that W.
-  FeatureMap(Kernel kernel, Matrix projection, double epsilon = 1e-3);
+  // `sampling` is only used by a later redraw().
+  FeatureMap(Kernel kernel, Matrix projection, double epsilon = 1e-3,
+             Sampling sampling = Sampling::orthogonal);
 
-  // A new W from a new seed, same sampling mode. A map built from an explicit projection has no
-  // sampling mode: it redraws with `orthogonal`.
+  // A new W (same m x d) from a new seed, drawn with the map's sampling mode.
   void redraw(std::uint64_t seed);
 
   Kernel kernel() const { return kernel_; }
@@ -101,7 +102,6 @@ class FeatureMap {
   Kernel kernel_;
   Sampling sampling_ = Sampling::orthogonal;
   bool explicit_ = false;
-  Index features_ = 0;
   double epsilon_;
   Matrix projection_;
   Vector projection_sq_norms_;  // |w_r|^2, for OPRF

@@ -1,0 +1,266 @@
+// Embind glue: heap pointers and dims in, core calls, errors out as values.
+//
+// No exception may unwind through wasm frames into JS (it leaks the shadow stack in
+// Emscripten 3.1.6), so every entry point catches everything and returns either a result
+// object or { error, message } that web/api.js turns into a TypeError or RangeError.
+#include <emscripten/bind.h>
+#include <emscripten/val.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <new>
+#include <string>
+#include <vector>
+
+#include <favor/favor.hpp>
+
+using emscripten::val;
+
+namespace {
+
+// One wasm allocation cannot reach 2 GiB (see docs/emscripten-3.1.6-notes.md).
+constexpr double kMaxAllocationBytes = 2147483647.0 - 65536.0;
+
+std::vector<favor::Index> to_dims(const val& dims) {
+  std::vector<favor::Index> out;
+  const unsigned n = dims["length"].as<unsigned>();
+  out.reserve(n);
+  for (unsigned i = 0; i < n; ++i) out.push_back(static_cast<favor::Index>(dims[i].as<double>()));
+  return out;
+}
+
+val to_array(const std::vector<favor::Index>& dims) {
+  val a = val::array();
+  for (favor::Index d : dims) a.call<void>("push", static_cast<double>(d));
+  return a;
+}
+
+val error(const char* kind, const std::string& message) {
+  val e = val::object();
+  e.set("error", kind);
+  e.set("message", message);
+  return e;
+}
+
+template <class Fn>
+val guarded(Fn&& fn) {
+  try {
+    return fn();
+  } catch (const favor::Error& e) {
+    return error(e.kind() == favor::Error::Kind::type ? "TypeError" : "RangeError", e.what());
+  } catch (const std::bad_alloc&) {
+    return error("RangeError", "out of memory: the request does not fit in the WebAssembly heap");
+  } catch (const std::length_error&) {
+    return error("RangeError", "out of memory: the request does not fit in the WebAssembly heap");
+  } catch (const std::exception& e) {
+    return error("Error", e.what());
+  } catch (...) {
+    return error("Error", "unknown internal error");
+  }
+}
+
+// A float buffer owned by JS from here on (freed with Module._free after copying out).
+float* allocate_output(const std::vector<favor::Index>& dims, const char* what) {
+  double bytes = 4.0;
+  for (favor::Index d : dims) bytes *= static_cast<double>(d);
+  if (bytes > kMaxAllocationBytes)
+    favor::throw_range(what, "the result would take " + std::to_string(bytes / 1073741824.0) +
+                                 " GiB, more than one WebAssembly allocation can hold (2 GiB)");
+  auto* out = static_cast<float*>(std::malloc(static_cast<std::size_t>(bytes)));
+  if (!out) throw std::bad_alloc();
+  return out;
+}
+
+val result(float* out, const std::vector<favor::Index>& dims) {
+  val r = val::object();
+  r.set("ptr", static_cast<double>(reinterpret_cast<std::uintptr_t>(out)));
+  r.set("dims", to_array(dims));
+  return r;
+}
+
+favor::ConstTensorView view(std::uintptr_t ptr, const val& dims) {
+  return {reinterpret_cast<const float*>(ptr), to_dims(dims)};
+}
+
+favor::AttentionOptions attention_options(bool causal, double scale) {
+  favor::AttentionOptions o;
+  o.causal = causal;
+  if (!std::isnan(scale)) o.scale = scale;  // NaN from JS means "not given"
+  return o;
+}
+
+// Runs `compute(out)` into a freshly allocated output of `dims`, freeing it on failure.
+template <class Compute>
+val with_output(const std::vector<favor::Index>& dims, const char* what, Compute&& compute) {
+  float* out = allocate_output(dims, what);
+  try {
+    compute(favor::TensorView{out, dims});
+  } catch (...) {
+    std::free(out);
+    throw;
+  }
+  return result(out, dims);
+}
+
+// The JS-facing feature map: constructing it cannot fail; init() reports errors as values.
+class FeatureMapHandle {
+ public:
+  val init(double dim, double features, std::string kernel, std::string sampling, double seed,
+           double epsilon) {
+    return guarded([&] {
+      favor::FeatureMapOptions o;
+      o.dim = static_cast<favor::Index>(dim);
+      o.features = static_cast<favor::Index>(features);
+      o.kernel = favor::parse_kernel(kernel);
+      o.sampling = favor::parse_sampling(sampling);
+      o.seed = static_cast<std::uint64_t>(seed);
+      o.epsilon = epsilon;
+      check_size(o.features, o.dim);
+      map_ = std::make_unique<favor::FeatureMap>(o);
+      return val::undefined();
+    });
+  }
+
+  val init_projection(std::uintptr_t ptr, double rows, double cols, std::string kernel,
+                      std::string sampling, double epsilon) {
+    return guarded([&] {
+      const favor::Kernel k = favor::parse_kernel(kernel);
+      const favor::Sampling s = favor::parse_sampling(sampling);
+      const auto m = static_cast<favor::Index>(rows), d = static_cast<favor::Index>(cols);
+      favor::check_finite(reinterpret_cast<const float*>(ptr), m * d, "projection");
+      favor::Matrix w = Eigen::Map<const favor::Matrix>(reinterpret_cast<const float*>(ptr), m, d);
+      map_ = std::make_unique<favor::FeatureMap>(k, std::move(w), epsilon, s);
+      return val::undefined();
+    });
+  }
+
+  val redraw(double seed) {
+    return guarded([&] {
+      map_->redraw(static_cast<std::uint64_t>(seed));
+      return val::undefined();
+    });
+  }
+
+  // A copy-free view of W; JS copies it before the next call into wasm.
+  val projection() const {
+    const favor::Matrix& w = map_->projection();
+    return val(emscripten::typed_memory_view(static_cast<std::size_t>(w.size()), w.data()));
+  }
+
+  double dim() const { return static_cast<double>(map_->dim()); }
+  double features() const { return static_cast<double>(map_->num_projections()); }
+  double num_features() const { return static_cast<double>(map_->num_features()); }
+  std::string kernel() const { return favor::to_string(map_->kernel()); }
+  std::string sampling() const { return favor::to_string(map_->sampling()); }
+  double epsilon() const { return map_->epsilon(); }
+
+  const favor::FeatureMap& map() const { return *map_; }
+
+ private:
+  static void check_size(favor::Index m, favor::Index d) {
+    if (4.0 * static_cast<double>(m) * static_cast<double>(d) > kMaxAllocationBytes)
+      favor::throw_range("features", "a projection of " + std::to_string(m) + " x " + std::to_string(d) +
+                                         " floats does not fit in one WebAssembly allocation");
+  }
+
+  std::unique_ptr<favor::FeatureMap> map_;
+};
+
+val exact_attention(std::uintptr_t q, val q_dims, std::uintptr_t k, val k_dims, std::uintptr_t v,
+                    val v_dims, bool causal, double scale) {
+  return guarded([&] {
+    const auto qv = view(q, q_dims), kv = view(k, k_dims), vv = view(v, v_dims);
+    const auto dims = favor::attention_output_dims(qv.dims, kv.dims, vv.dims, causal);
+    return with_output(dims, "output", [&](const favor::TensorView& out) {
+      favor::exact_attention(qv, kv, vv, out, attention_options(causal, scale));
+    });
+  });
+}
+
+val attention_matrix(std::uintptr_t q, val q_dims, std::uintptr_t k, val k_dims, bool causal,
+                     double scale) {
+  return guarded([&] {
+    const auto qv = view(q, q_dims), kv = view(k, k_dims);
+    const auto dims = favor::attention_matrix_dims(qv.dims, kv.dims, causal);
+    return with_output(dims, "output", [&](const favor::TensorView& out) {
+      favor::attention_matrix(qv, kv, out, attention_options(causal, scale));
+    });
+  });
+}
+
+val favor_attention(const FeatureMapHandle& map, std::uintptr_t q, val q_dims, std::uintptr_t k,
+                    val k_dims, std::uintptr_t v, val v_dims, bool causal, double scale,
+                    double chunk) {
+  return guarded([&] {
+    const auto qv = view(q, q_dims), kv = view(k, k_dims), vv = view(v, v_dims);
+    const auto dims = favor::attention_output_dims(qv.dims, kv.dims, vv.dims, causal);
+    favor::FavorOptions o;
+    static_cast<favor::AttentionOptions&>(o) = attention_options(causal, scale);
+    if (!std::isnan(chunk)) o.chunk = static_cast<favor::Index>(chunk);
+    return with_output(dims, "output", [&](const favor::TensorView& out) {
+      favor::favor_attention(map.map(), qv, kv, vv, out, o);
+    });
+  });
+}
+
+val favor_attention_matrix(const FeatureMapHandle& map, std::uintptr_t q, val q_dims,
+                           std::uintptr_t k, val k_dims, bool causal, double scale) {
+  return guarded([&] {
+    const auto qv = view(q, q_dims), kv = view(k, k_dims);
+    const auto dims = favor::attention_matrix_dims(qv.dims, kv.dims, causal);
+    return with_output(dims, "output", [&](const favor::TensorView& out) {
+      favor::favor_attention_matrix(map.map(), qv, kv, out, attention_options(causal, scale));
+    });
+  });
+}
+
+val compare(std::uintptr_t exact, val exact_dims, std::uintptr_t approx, val approx_dims) {
+  return guarded([&] {
+    const favor::MatrixErrors e = favor::compare(view(exact, exact_dims), view(approx, approx_dims));
+    val r = val::object();
+    r.set("mse", e.mse);
+    r.set("relFrobenius", e.rel_frobenius);
+    r.set("maxAbs", e.max_abs);
+    r.set("meanRowKL", e.mean_row_kl);
+    return r;
+  });
+}
+
+val output_relative_error(std::uintptr_t exact, val exact_dims, std::uintptr_t approx,
+                          val approx_dims) {
+  return guarded([&] {
+    const auto e = view(exact, exact_dims), a = view(approx, approx_dims);
+    if (e.dims != a.dims) favor::throw_range("approx", "expected the dims of exact");
+    const favor::Index n = favor::element_count(e.dims, "exact");
+    favor::check_finite(e.data, n, "exact");
+    using Row = Eigen::Map<const favor::Matrix>;
+    val r = val::object();
+    r.set("value", favor::output_relative_error(Row(e.data, 1, n), Row(a.data, 1, n)));
+    return r;
+  });
+}
+
+}  // namespace
+
+EMSCRIPTEN_BINDINGS(favor_attention) {
+  emscripten::class_<FeatureMapHandle>("FeatureMap")
+      .constructor<>()
+      .function("init", &FeatureMapHandle::init)
+      .function("initProjection", &FeatureMapHandle::init_projection)
+      .function("redraw", &FeatureMapHandle::redraw)
+      .function("projection", &FeatureMapHandle::projection)
+      .function("dim", &FeatureMapHandle::dim)
+      .function("features", &FeatureMapHandle::features)
+      .function("numFeatures", &FeatureMapHandle::num_features)
+      .function("kernel", &FeatureMapHandle::kernel)
+      .function("sampling", &FeatureMapHandle::sampling)
+      .function("epsilon", &FeatureMapHandle::epsilon);
+  emscripten::function("exactAttention", &exact_attention);
+  emscripten::function("attentionMatrix", &attention_matrix);
+  emscripten::function("favorAttention", &favor_attention);
+  emscripten::function("favorAttentionMatrix", &favor_attention_matrix);
+  emscripten::function("compare", &compare);
+  emscripten::function("outputRelativeError", &output_relative_error);
+}

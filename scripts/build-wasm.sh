@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Builds the WebAssembly modules (SIMD and scalar) into dist/: favor-simd.{js,wasm} and
+# favor-scalar.{js,wasm}. Incremental: reruns only what changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/ensure-deps.sh wasm
+# Debian's emcc needs its Node modules (acorn) at -O2 and above.
+export NODE_PATH=/usr/share/nodejs${NODE_PATH:+:$NODE_PATH}
+mkdir -p dist
+for variant in simd scalar; do
+  simd=ON; [[ $variant == scalar ]] && simd=OFF
+  dir=build/wasm-$variant
+  if [[ ! -f $dir/CMakeCache.txt ]]; then
+    emcmake cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DFAVOR_WASM_SIMD=$simd \
+      -DEigen3_DIR=/usr/share/eigen3/cmake >/dev/null
+  fi
+  cmake --build "$dir" -j"$(nproc)" --target favor_wasm
+  cp "$dir/favor-$variant.js" "$dir/favor-$variant.wasm" dist/
+done

@@ -1,0 +1,290 @@
+// The public API over an instantiated Emscripten module. Validates every argument in JS
+// (types, dims, data length) before anything reaches wasm; the core validates the rest
+// (shapes across q/k/v, finite values) and reports errors as values, turned into
+// TypeError/RangeError here. Inputs are copied into the wasm heap once and freed after the
+// call; outputs are copied out into fresh arrays that stay valid after later calls.
+
+export const version = '0.1.0';
+
+const KERNELS = ['positive', 'hyperbolic', 'trigonometric', 'relu', 'oprf'];
+const SAMPLINGS = ['iid', 'orthogonal', 'orthogonal-fixed'];
+const ERROR_TYPES = { TypeError, RangeError };
+const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
+
+function describe(value) {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an Array';
+  if (ArrayBuffer.isView(value)) return `a ${value.constructor.name}`;
+  if (typeof value === 'object') return `an object (${value.constructor?.name ?? 'Object'})`;
+  if (typeof value === 'string') return `the string '${value}'`;
+  return `${typeof value} ${String(value)}`;
+}
+
+function checkOptions(options, name, allowed) {
+  if (options === undefined) return {};
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new TypeError(`${name}: expected an options object, got ${describe(options)}`);
+  }
+  for (const key of Object.keys(options)) {
+    if (!allowed.includes(key)) {
+      throw new TypeError(`${name}.${key}: unknown option (known: ${allowed.join(', ')})`);
+    }
+  }
+  return options;
+}
+
+function checkBoolean(value, name) {
+  if (value === undefined) return false;
+  if (typeof value !== 'boolean') throw new TypeError(`${name}: expected a boolean, got ${describe(value)}`);
+  return value;
+}
+
+function checkNumber(value, name) {
+  if (typeof value !== 'number') throw new TypeError(`${name}: expected a number, got ${describe(value)}`);
+  if (!Number.isFinite(value)) throw new RangeError(`${name}: expected a finite number, got ${value}`);
+  return value;
+}
+
+function checkInteger(value, name, min, max = Number.MAX_SAFE_INTEGER) {
+  checkNumber(value, name);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new RangeError(`${name}: expected an integer in [${min}, ${max}], got ${value}`);
+  }
+  return value;
+}
+
+function checkScale(value, name) {
+  if (value === undefined) return NaN;  // the core's default, 1/sqrt(d)
+  checkNumber(value, name);
+  if (value <= 0) throw new RangeError(`${name}: expected a number > 0, got ${value}`);
+  return value;
+}
+
+function checkChoice(value, name, choices, fallback) {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'string') throw new TypeError(`${name}: expected one of '${choices.join("', '")}', got ${describe(value)}`);
+  if (!choices.includes(value)) throw new RangeError(`${name}: expected one of '${choices.join("', '")}', got '${value}'`);
+  return value;
+}
+
+export function checkTensor(tensor, name) {
+  if (tensor === null || typeof tensor !== 'object' || ArrayBuffer.isView(tensor) || Array.isArray(tensor)) {
+    throw new TypeError(`${name}: expected a tensor { data: Float32Array, dims: number[] }, got ${describe(tensor)}`);
+  }
+  const { data, dims } = tensor;
+  if (!(data instanceof Float32Array)) {
+    throw new TypeError(`${name}.data: expected a Float32Array, got ${describe(data)}`);
+  }
+  if (!Array.isArray(dims)) throw new TypeError(`${name}.dims: expected an array of integers, got ${describe(dims)}`);
+  if (dims.length < 2) throw new RangeError(`${name}.dims: expected at least 2 dims ([..., rows, cols]), got [${dims}]`);
+  let count = 1;
+  for (const d of dims) {
+    if (typeof d !== 'number') throw new TypeError(`${name}.dims: expected integers, got ${describe(d)}`);
+    if (!Number.isInteger(d) || d < 1) throw new RangeError(`${name}.dims: expected integers >= 1, got [${dims}]`);
+    count *= d;
+  }
+  if (data.length !== count) {
+    throw new RangeError(`${name}: data has ${data.length} values but dims [${dims}] need ${count}`);
+  }
+  return tensor;
+}
+
+export function createApi(Module, { simd }) {
+  // Copies each tensor into the wasm heap, calls fn(pointers), frees, and rethrows core errors.
+  function call(fnName, tensors, fn) {
+    const pointers = [];
+    try {
+      for (const t of tensors) {
+        const bytes = t.data.length * 4;
+        const ptr = Module._malloc(bytes) >>> 0;
+        if (ptr === 0) throw new RangeError(`${fnName}: out of memory: ${bytes} bytes of input do not fit in the WebAssembly heap`);
+        pointers.push(ptr);
+        Module.HEAPF32.set(t.data, ptr >>> 2);  // read HEAPF32 fresh: growth replaces it
+      }
+      const result = fn(...pointers);
+      if (result.error) throw new (ERROR_TYPES[result.error] ?? Error)(`${fnName}: ${result.message}`);
+      return result;
+    } finally {
+      for (const ptr of pointers) Module._free(ptr);
+    }
+  }
+
+  // Takes ownership of an output buffer from the core: copy out, free.
+  function takeTensor(result) {
+    const ptr = result.ptr >>> 0;
+    try {
+      const count = result.dims.reduce((a, b) => a * b, 1);
+      return { data: Module.HEAPF32.slice(ptr >>> 2, (ptr >>> 2) + count), dims: result.dims };
+    } finally {
+      Module._free(ptr);
+    }
+  }
+
+  const live = new FinalizationRegistry((handle) => handle.delete());
+
+  class FeatureMap {
+    #handle;
+
+    constructor(handle) {
+      this.#handle = handle;
+      live.register(this, handle, this);
+    }
+
+    /** @internal the wasm handle, or a TypeError if disposed */
+    handle(name = 'featureMap') {
+      if (!this.#handle) throw new TypeError(`${name}: this feature map has been disposed`);
+      return this.#handle;
+    }
+
+    get dim() { return this.handle().dim(); }
+    get features() { return this.handle().features(); }
+    get numFeatures() { return this.handle().numFeatures(); }
+    get kernel() { return this.handle().kernel(); }
+    get sampling() { return this.handle().sampling(); }
+    get epsilon() { return this.handle().epsilon(); }
+    get disposed() { return !this.#handle; }
+
+    get projection() {
+      const handle = this.handle();
+      return { data: new Float32Array(handle.projection()), dims: [handle.features(), handle.dim()] };
+    }
+
+    redraw(seed) {
+      const handle = this.handle();
+      checkInteger(seed, 'seed', 0);
+      const result = handle.redraw(seed);
+      if (result?.error) throw new ERROR_TYPES[result.error](`redraw: ${result.message}`);
+      return this;
+    }
+
+    dispose() {
+      if (!this.#handle) return;
+      live.unregister(this);
+      this.#handle.delete();
+      this.#handle = null;
+    }
+
+    [disposeSymbol]() { this.dispose(); }
+  }
+
+  function createFeatureMap(options) {
+    const o = checkOptions(options, 'options', ['dim', 'features', 'kernel', 'sampling', 'seed', 'projection', 'epsilon']);
+    if (options === undefined) throw new TypeError('createFeatureMap: expected an options object with dim and features (or projection)');
+    const kernel = checkChoice(o.kernel, 'kernel', KERNELS, 'positive');
+    const sampling = checkChoice(o.sampling, 'sampling', SAMPLINGS, 'orthogonal');
+    const epsilon = o.epsilon === undefined ? 1e-3 : checkNumber(o.epsilon, 'epsilon');
+    if (epsilon < 0) throw new RangeError(`epsilon: expected a number >= 0, got ${epsilon}`);
+    const seed = o.seed === undefined ? 0 : checkInteger(o.seed, 'seed', 0);
+    const handle = new Module.FeatureMap();
+    try {
+      let result;
+      if (o.projection !== undefined) {
+        const w = checkTensor(o.projection, 'projection');
+        if (w.dims.length !== 2) throw new RangeError(`projection: expected dims [m, d], got [${w.dims}]`);
+        if (o.features !== undefined && checkInteger(o.features, 'features', 1) !== w.dims[0]) {
+          throw new RangeError(`features: ${o.features} does not match the projection's m = ${w.dims[0]}`);
+        }
+        if (o.dim !== undefined && checkInteger(o.dim, 'dim', 1) !== w.dims[1]) {
+          throw new RangeError(`dim: ${o.dim} does not match the projection's d = ${w.dims[1]}`);
+        }
+        result = call('createFeatureMap', [w], (ptr) => handle.initProjection(ptr, w.dims[0], w.dims[1], kernel, sampling, epsilon));
+      } else {
+        if (o.dim === undefined) throw new TypeError('dim: required (the head dimension d) unless a projection is given');
+        if (o.features === undefined) throw new TypeError('features: required (the number of random features m) unless a projection is given');
+        const dim = checkInteger(o.dim, 'dim', 1, 1 << 20);
+        const features = checkInteger(o.features, 'features', 1, 1 << 24);
+        result = handle.init(dim, features, kernel, sampling, seed, epsilon);
+      }
+      if (result?.error) throw new ERROR_TYPES[result.error](`createFeatureMap: ${result.message}`);
+    } catch (e) {
+      handle.delete();
+      throw e;
+    }
+    return new FeatureMap(handle);
+  }
+
+  function attentionArgs(name, q, k, v, options, extra = []) {
+    const o = checkOptions(options, `${name} options`, ['causal', 'scale', ...extra]);
+    checkTensor(q, 'q');
+    checkTensor(k, 'k');
+    if (v !== null) checkTensor(v, 'v');
+    return { o, causal: checkBoolean(o.causal, 'causal'), scale: checkScale(o.scale, 'scale') };
+  }
+
+  function featureMapOf(o) {
+    if (o.featureMap === undefined) throw new TypeError('featureMap: required (create one with favor.createFeatureMap)');
+    if (!(o.featureMap instanceof FeatureMap)) {
+      throw new TypeError(`featureMap: expected a FeatureMap from this instance's createFeatureMap, got ${describe(o.featureMap)}`);
+    }
+    return o.featureMap.handle('featureMap');
+  }
+
+  return {
+    info: Object.freeze({ version, simd, threads: 1 }),
+
+    exactAttention(q, k, v, options) {
+      const { causal, scale } = attentionArgs('exactAttention', q, k, v, options);
+      return takeTensor(call('exactAttention', [q, k, v], (qp, kp, vp) =>
+        Module.exactAttention(qp, q.dims, kp, k.dims, vp, v.dims, causal, scale)));
+    },
+
+    attentionMatrix(q, k, options) {
+      const { causal, scale } = attentionArgs('attentionMatrix', q, k, null, options);
+      return takeTensor(call('attentionMatrix', [q, k], (qp, kp) =>
+        Module.attentionMatrix(qp, q.dims, kp, k.dims, causal, scale)));
+    },
+
+    createFeatureMap,
+
+    favorAttention(q, k, v, options) {
+      const { o, causal, scale } = attentionArgs('favorAttention', q, k, v, options, ['featureMap', 'chunk']);
+      const handle = featureMapOf(o);
+      const chunk = o.chunk === undefined ? NaN : checkInteger(o.chunk, 'chunk', 1, 1 << 20);
+      return takeTensor(call('favorAttention', [q, k, v], (qp, kp, vp) =>
+        Module.favorAttention(handle, qp, q.dims, kp, k.dims, vp, v.dims, causal, scale, chunk)));
+    },
+
+    favorAttentionMatrix(q, k, options) {
+      const { o, causal, scale } = attentionArgs('favorAttentionMatrix', q, k, null, options, ['featureMap']);
+      const handle = featureMapOf(o);
+      return takeTensor(call('favorAttentionMatrix', [q, k], (qp, kp) =>
+        Module.favorAttentionMatrix(handle, qp, q.dims, kp, k.dims, causal, scale)));
+    },
+
+    compare(exactMatrix, approxMatrix) {
+      checkTensor(exactMatrix, 'exactMatrix');
+      checkTensor(approxMatrix, 'approxMatrix');
+      const { mse, relFrobenius, maxAbs, meanRowKL } = call('compare', [exactMatrix, approxMatrix], (ep, ap) =>
+        Module.compare(ep, exactMatrix.dims, ap, approxMatrix.dims));
+      return { mse, relFrobenius, maxAbs, meanRowKL };
+    },
+
+    outputRelativeError(exact, approx) {
+      checkTensor(exact, 'exact');
+      checkTensor(approx, 'approx');
+      return call('outputRelativeError', [exact, approx], (ep, ap) =>
+        Module.outputRelativeError(ep, exact.dims, ap, approx.dims)).value;
+    },
+  };
+}
+
+// A 1-function module using one SIMD instruction: validates only where wasm SIMD exists.
+const SIMD_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 10, 1, 8, 0, 65, 0, 253, 15, 253, 98, 11]);
+
+export function chooseSimd(option) {
+  const supported = WebAssembly.validate(SIMD_PROBE);
+  if (option === undefined || option === 'auto') return supported;
+  if (typeof option !== 'boolean') throw new TypeError(`simd: expected 'auto', true or false, got ${describe(option)}`);
+  if (option && !supported) throw new RangeError('simd: true was requested but this engine does not support WebAssembly SIMD');
+  return option;
+}
+
+export function checkLoadOptions(options) {
+  return checkOptions(options, 'loadFavor options', ['wasmUrl', 'wasmBinary', 'simd', 'locateFile']);
+}
+
+export function checkWasmBinary(binary) {
+  if (binary === undefined) return undefined;
+  if (binary instanceof ArrayBuffer || ArrayBuffer.isView(binary)) return binary;
+  throw new TypeError(`wasmBinary: expected an ArrayBuffer or Uint8Array, got ${describe(binary)}`);
+}

@@ -1,0 +1,108 @@
+// Type declarations for favor-attention (hand-written; they mirror web/api.js exactly).
+
+/** A dense row-major float32 tensor: dims [L, d], [H, L, d] or [B, H, L, d] (any rank >= 2). */
+export interface Tensor {
+  data: Float32Array;
+  dims: number[];
+}
+
+export type Kernel = 'positive' | 'hyperbolic' | 'trigonometric' | 'relu' | 'oprf';
+export type Sampling = 'iid' | 'orthogonal' | 'orthogonal-fixed';
+
+export interface LoadOptions {
+  /** Where the .wasm is: a URL (browser) or a path / file: URL (Node). */
+  wasmUrl?: string | URL;
+  /** The .wasm bytes themselves; nothing is fetched or read. */
+  wasmBinary?: ArrayBuffer | Uint8Array;
+  /** Maps the module's file name ('favor-simd.wasm' or 'favor-scalar.wasm') to its location. */
+  locateFile?: (fileName: string) => string | URL;
+  /** 'auto' (default) uses SIMD where the engine validates it; true requires it; false never. */
+  simd?: 'auto' | boolean;
+}
+
+export interface FavorInfo {
+  readonly version: string;
+  readonly simd: boolean;
+  readonly threads: number;
+}
+
+export interface AttentionOptions {
+  /** Query i sees keys j <= i; needs L === S. Default false. */
+  causal?: boolean;
+  /** Score scale; default 1/sqrt(d). Finite and > 0. */
+  scale?: number;
+}
+
+export interface FeatureMapOptions {
+  /** Head dimension d (required unless projection is given). */
+  dim?: number;
+  /** Number of random projections m >= 1 (required unless projection is given). */
+  features?: number;
+  /** Default 'positive' (FAVOR+). */
+  kernel?: Kernel;
+  /** Default 'orthogonal'. Ignored for the initial W when projection is given; used by redraw(). */
+  sampling?: Sampling;
+  /** Integer in [0, 2^53); default 0. The same seed gives the same W everywhere. */
+  seed?: number;
+  /** An explicit projection W, dims [m, d]: outputs are then the estimator for exactly this W. */
+  projection?: Tensor;
+  /** Added to relu features; default 1e-3. */
+  epsilon?: number;
+}
+
+export interface FeatureMap {
+  readonly dim: number;
+  /** m, the number of random projections. */
+  readonly features: number;
+  /** M, the length of phi(x): m, or 2m for 'hyperbolic' and 'trigonometric'. */
+  readonly numFeatures: number;
+  readonly kernel: Kernel;
+  readonly sampling: Sampling;
+  readonly epsilon: number;
+  readonly disposed: boolean;
+  /** A copy of W, dims [m, d]. */
+  readonly projection: Tensor;
+  /** Draws a new W from `seed` with the map's sampling mode. */
+  redraw(seed: number): this;
+  /** Frees the wasm memory now (a garbage-collected map is freed eventually anyway). */
+  dispose(): void;
+  [Symbol.dispose](): void;
+}
+
+export interface FavorAttentionOptions extends AttentionOptions {
+  featureMap: FeatureMap;
+  /** Rows per block of the causal scan and of the feature computation; default 128. */
+  chunk?: number;
+}
+
+export interface FavorMatrixOptions extends AttentionOptions {
+  featureMap: FeatureMap;
+}
+
+export interface MatrixErrors {
+  mse: number;
+  relFrobenius: number;
+  maxAbs: number;
+  /** Mean over rows of KL(A_i || Â_i); Â entries <= 0 become 1e-12 and the row is renormalized. */
+  meanRowKL: number;
+}
+
+export interface Favor {
+  readonly info: FavorInfo;
+  /** softmax(scale q kᵀ) v without forming the L×S matrix: dims [..., L, dv]. */
+  exactAttention(q: Tensor, k: Tensor, v: Tensor, options?: AttentionOptions): Tensor;
+  /** The L×S probability matrix: dims [..., L, S]. */
+  attentionMatrix(q: Tensor, k: Tensor, options?: AttentionOptions): Tensor;
+  createFeatureMap(options: FeatureMapOptions): FeatureMap;
+  /** Linear-time random-feature attention: dims [..., L, dv]. */
+  favorAttention(q: Tensor, k: Tensor, v: Tensor, options: FavorAttentionOptions): Tensor;
+  /** The approximate matrix diag(Q'K'ᵀ1)⁻¹ Q'K'ᵀ (masked when causal): dims [..., L, S]. */
+  favorAttentionMatrix(q: Tensor, k: Tensor, options: FavorMatrixOptions): Tensor;
+  /** Error measures between an exact and an approximate attention matrix of equal dims. */
+  compare(exactMatrix: Tensor, approxMatrix: Tensor): MatrixErrors;
+  /** |approx - exact|_F / |exact|_F over two tensors of equal dims. */
+  outputRelativeError(exact: Tensor, approx: Tensor): number;
+}
+
+export declare const version: string;
+export declare function loadFavor(options?: LoadOptions): Promise<Favor>;
