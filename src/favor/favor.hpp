@@ -3,6 +3,7 @@
 
 #include "error.hpp"
 #include "exact_attention.hpp"
+#include "factored.hpp"
 #include "feature_map.hpp"
 #include "linear_attention.hpp"
 #include "metrics.hpp"

@@ -158,25 +158,8 @@ Matrix FeatureMap::features(ConstMatrixRef x, const KernelParameters& params) co
 
 StabilizedFeatures stabilized_features(const FeatureMap& map, ConstMatrixRef x, ConstMatrixRef y,
                                        const KernelParameters& params) {
-  const Index features = map.num_features();
-  StabilizedFeatures st;
-  // Keys: log magnitudes shifted by their per-feature column max.
-  FactoredFeatures kf = map.factored(y, params);
-  Matrix key_log = kf.exponent.size() ? std::move(kf.exponent) : Matrix::Zero(y.rows(), features);
-  key_log.colwise() += kf.row_log;
-  const Vector column_shift = key_log.colwise().maxCoeff().transpose();
-  key_log.rowwise() -= column_shift.transpose();
-  st.key = key_log.array().exp().matrix();
-  if (kf.value.size()) st.key.array() *= kf.value.array();
-  // Queries: the key shift moves into the query exponent, then a per-row max comes out.
-  FactoredFeatures qf = map.factored(x, params);
-  Matrix query_log = qf.exponent.size() ? std::move(qf.exponent) : Matrix::Zero(x.rows(), features);
-  query_log.rowwise() += column_shift.transpose();
-  const Vector row_shift = query_log.rowwise().maxCoeff();
-  query_log.colwise() -= row_shift;
-  st.query = query_log.array().exp().matrix();
-  if (qf.value.size()) st.query.array() *= qf.value.array();
-  st.query_log = (qf.row_log + row_shift).array() + static_cast<float>(2.0 * map.log_prefactor(params));
+  StabilizedFeatures st = stabilize(map.factored(x, params), map.factored(y, params), map.num_features());
+  st.query_log.array() += static_cast<float>(2.0 * map.log_prefactor(params));
   return st;
 }
 

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 
+#include "factored.hpp"
 #include "projection.hpp"
 #include "types.hpp"
 
@@ -52,13 +53,6 @@ struct FeatureMapOptions {
 // Data-dependent parameters of one head's kernel (OPRF's A, B, D; neutral for other kernels).
 struct KernelParameters {
   OprfCoefficients oprf;
-};
-
-// Features in factored form for a block of rows (see the header comment).
-struct FactoredFeatures {
-  Vector row_log;   // rows
-  Matrix exponent;  // rows x M; empty (0 x 0) when the kernel has no exponent (trig, relu)
-  Matrix value;     // rows x M; empty when every value is 1 (positive, hyperbolic, oprf)
 };
 
 class FeatureMap {
@@ -107,16 +101,7 @@ class FeatureMap {
   Vector projection_sq_norms_;  // |w_r|^2, for OPRF
 };
 
-// Stabilized features of a query/key pair, for building the L x S estimate:
-//   phi(x_i).phi(y_j) = exp(query_log_i) * (query.row(i) . key.row(j))
-// Exponents are shifted per key column (max over keys) and per query row; the shifts cancel
-// exactly, every entry is finite, and every query row has a nonnegative dot product >= 1 with
-// the column sums of `key` for positive-valued kernels.
-struct StabilizedFeatures {
-  Matrix query;     // L x M
-  Matrix key;       // S x M
-  Vector query_log; // L
-};
+// Stabilized factors of phi(x).phi(y) (see factored.hpp); query_log includes the prefactors.
 StabilizedFeatures stabilized_features(const FeatureMap& map, ConstMatrixRef x, ConstMatrixRef y,
                                        const KernelParameters& params);
 

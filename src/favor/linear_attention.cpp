@@ -11,12 +11,6 @@ namespace favor {
 
 namespace {
 
-// The carried state of linear attention: sum_j k'_j v_j^T (M x dv) and sum_j k'_j (M).
-struct State {
-  Matrix kv;
-  Vector k_sum;
-};
-
 // A denominator can vanish only by underflow (or, for the trigonometric kernel, by true
 // cancellation): keep its sign and bound it away from 0 so that no row becomes NaN.
 inline float guard(float den) {
@@ -28,134 +22,165 @@ void check_chunk(Index chunk) {
   if (chunk < 1) throw_range("chunk", "expected an integer >= 1, got " + std::to_string(chunk));
 }
 
-// Shared driver. key_block(i0, n, state) returns the n x M key features of rows [i0, i0 + n) and
-// may rescale the state first; query_block(i0, n) returns the n x M query features.
-template <class KeyBlock, class QueryBlock>
-void run_linear(Index L, Index S, Index features, ConstMatrixRef v, MatrixRef out, bool causal,
-                Index chunk, KeyBlock key_block, QueryBlock query_block) {
-  State state{Matrix::Zero(features, v.cols()), Vector::Zero(features)};
-  Matrix numerator(chunk, v.cols());
-  Vector denominator(chunk);
-  auto write_rows = [&](Index i0, Index n) {
-    for (Index i = 0; i < n; ++i) out.row(i0 + i) = numerator.row(i) / guard(denominator(i));
-  };
-  if (!causal) {
-    for (Index j0 = 0; j0 < S; j0 += chunk) {
-      const Index n = std::min(chunk, S - j0);
-      const Matrix kf = key_block(j0, n, state);
-      state.kv.noalias() += kf.transpose() * v.middleRows(j0, n);
-      state.k_sum += kf.colwise().sum().transpose();
-    }
-    for (Index i0 = 0; i0 < L; i0 += chunk) {
-      const Index n = std::min(chunk, L - i0);
-      const Matrix qf = query_block(i0, n);
-      numerator.topRows(n).noalias() = qf * state.kv;
-      denominator.head(n).noalias() = qf * state.k_sum;
-      write_rows(i0, n);
-    }
-    return;
-  }
-  Matrix local(chunk, chunk);
-  for (Index i0 = 0; i0 < L; i0 += chunk) {
-    const Index n = std::min(chunk, L - i0);
-    const Matrix kf = key_block(i0, n, state);
-    const Matrix qf = query_block(i0, n);
-    auto block = local.topLeftCorner(n, n);
-    block.noalias() = qf * kf.transpose();
-    block.triangularView<Eigen::StrictlyUpper>().setZero();
-    const auto vs = v.middleRows(i0, n);
-    numerator.topRows(n).noalias() = qf * state.kv;
-    numerator.topRows(n).noalias() += block * vs;
-    denominator.head(n).noalias() = qf * state.k_sum;
-    denominator.head(n) += block.rowwise().sum();
-    write_rows(i0, n);
-    state.kv.noalias() += kf.transpose() * vs;
-    state.k_sum += kf.colwise().sum().transpose();
-  }
-}
-
 void check_map(const FeatureMap& map, ConstMatrixRef q) {
   if (q.cols() != map.dim())
     throw_range("q", "expected d = " + std::to_string(map.dim()) + " (the feature map's dim), got " +
                          std::to_string(q.cols()));
 }
 
+// The carried state: sum_j k'_j v_j^T (M x dv), sum_j k'_j (M), and the per-feature shift of the
+// key log magnitudes seen so far (the state is rescaled whenever it grows).
+struct State {
+  Matrix kv;
+  Vector k_sum;
+  Vector shift;
+};
+
+Matrix shifted_keys(FactoredFeatures&& f, Index features, State& state) {
+  Matrix log_mag = log_magnitude(std::move(f), features);
+  const Vector shift = state.shift.cwiseMax(log_mag.colwise().maxCoeff().transpose());
+  for (Index r = 0; r < features; ++r) {
+    if (shift(r) == state.shift(r)) continue;
+    const float factor = std::exp(state.shift(r) - shift(r));  // 0 while the state is empty
+    state.kv.row(r) *= factor;
+    state.k_sum(r) *= factor;
+  }
+  state.shift = shift;
+  log_mag.rowwise() -= shift.transpose();
+  Matrix kf = log_mag.array().exp().matrix();
+  if (f.value.size()) kf.array() *= f.value.array();
+  return kf;
+}
+
+Matrix shifted_queries(FactoredFeatures&& f, Index features, const State& state) {
+  Matrix log_mag = f.exponent.size() ? std::move(f.exponent) : Matrix::Zero(f.row_log.size(), features);
+  log_mag.rowwise() += state.shift.transpose();
+  log_mag.colwise() -= log_mag.rowwise().maxCoeff();
+  Matrix qf = log_mag.array().exp().matrix();
+  if (f.value.size()) qf.array() *= f.value.array();
+  return qf;
+}
+
 }  // namespace
 
-void favor_attention(const FeatureMap& map, ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v,
-                     MatrixRef out, const FavorOptions& options) {
-  detail::check_head(q, k, &v, options.causal);
-  check_map(map, q);
-  detail::check_out(out, q.rows(), v.cols());
-  check_chunk(options.chunk);
-  const double scale = resolve_scale(options, q.cols());
-  const float root = static_cast<float>(std::sqrt(scale));
-  const KernelParameters params = map.parameters(q, k, scale);
-  const Index features = map.num_features();
-  // Running per-feature max of the key log magnitudes seen so far.
-  Vector column_shift = Vector::Constant(features, -std::numeric_limits<float>::infinity());
-
-  auto key_block = [&](Index j0, Index n, State& state) {
-    FactoredFeatures f = map.factored(root * k.middleRows(j0, n), params);
-    Matrix log_mag = f.exponent.size() ? std::move(f.exponent) : Matrix::Zero(n, features);
-    log_mag.colwise() += f.row_log;
-    const Vector shift = column_shift.cwiseMax(log_mag.colwise().maxCoeff().transpose());
-    for (Index r = 0; r < features; ++r) {
-      if (shift(r) == column_shift(r)) continue;
-      const float factor = std::exp(column_shift(r) - shift(r));  // 0 while the state is empty
-      state.kv.row(r) *= factor;
-      state.k_sum(r) *= factor;
-    }
-    column_shift = shift;
-    log_mag.rowwise() -= column_shift.transpose();
-    Matrix kf = log_mag.array().exp().matrix();
-    if (f.value.size()) kf.array() *= f.value.array();
-    return kf;
-  };
-  auto query_block = [&](Index i0, Index n) {
-    FactoredFeatures f = map.factored(root * q.middleRows(i0, n), params);
-    Matrix log_mag = f.exponent.size() ? std::move(f.exponent) : Matrix::Zero(n, features);
-    log_mag.rowwise() += column_shift.transpose();
-    log_mag.colwise() -= log_mag.rowwise().maxCoeff();
-    Matrix qf = log_mag.array().exp().matrix();
-    if (f.value.size()) qf.array() *= f.value.array();
-    return qf;
-  };
-  run_linear(q.rows(), k.rows(), features, v, out, options.causal, options.chunk, key_block,
-             query_block);
-}
-
-Matrix favor_attention(const FeatureMap& map, ConstMatrixRef q, ConstMatrixRef k,
-                       ConstMatrixRef v, const FavorOptions& options) {
-  Matrix out(q.rows(), v.cols());
-  favor_attention(map, q, k, v, out, options);
-  return out;
-}
-
-void linear_attention(ConstMatrixRef query_features, ConstMatrixRef key_features,
-                      ConstMatrixRef v, MatrixRef out, bool causal, Index chunk) {
-  detail::check_head(query_features, key_features, &v, causal);
-  detail::check_out(out, query_features.rows(), v.cols());
+void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Index features,
+                        ConstMatrixRef v, MatrixRef out, bool causal, Index chunk) {
   check_chunk(chunk);
-  run_linear(
-      query_features.rows(), key_features.rows(), key_features.cols(), v, out, causal, chunk,
-      [&](Index j0, Index n, State&) { return Matrix(key_features.middleRows(j0, n)); },
-      [&](Index i0, Index n) { return Matrix(query_features.middleRows(i0, n)); });
-}
+  const Index L = out.rows(), S = v.rows();
+  State state{Matrix::Zero(features, v.cols()), Vector::Zero(features),
+              Vector::Constant(features, -std::numeric_limits<float>::infinity())};
+  Matrix numerator(chunk, v.cols());
+  Vector denominator(chunk);
+  auto write_rows = [&](Index i0, Index n) {
+    for (Index i = 0; i < n; ++i) out.row(i0 + i) = numerator.row(i) / guard(denominator(i));
+  };
+  auto accumulate = [&](const Matrix& kf, Index j0, Index n) {
+    state.kv.noalias() += kf.transpose() * v.middleRows(j0, n);
+    state.k_sum += kf.colwise().sum().transpose();
+  };
+  if (!causal) {
+    for (Index j0 = 0; j0 < S; j0 += chunk) {
+      const Index n = std::min(chunk, S - j0);
+      accumulate(shifted_keys(keys(j0, n), features, state), j0, n);
+    }
+    for (Index i0 = 0; i0 < L; i0 += chunk) {
+      const Index n = std::min(chunk, L - i0);
+      const Matrix qf = shifted_queries(queries(i0, n), features, state);
+      numerator.topRows(n).noalias() = qf * state.kv;
+      denominator.head(n).noalias() = qf * state.k_sum;
+      write_rows(i0, n);
+    }
+    return;
+  }
+  // Causal: each chunk's queries see the carried state (keys of earlier chunks, at their own
+  // prefix shift, so its denominator is >= 1) and the chunk's keys j <= i (at the chunk's shift).
+  // The two parts are combined per row in log space. Rows whose visible in-chunk terms sit far
+  // below the chunk's shift (a later key in the chunk dominates) are redone exactly in double.
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  constexpr float kMaxGap = 40.0f;  // dominant terms >= e^-40 keep full float precision
+  Matrix local(chunk, chunk);
+  for (Index i0 = 0; i0 < L; i0 += chunk) {
+    const Index n = std::min(chunk, L - i0);
+    const auto vs = v.middleRows(i0, n);
+    FactoredFeatures kfac = keys(i0, n), qfac = queries(i0, n);
+    const Matrix key_log = log_magnitude(std::move(kfac), features);
+    const Matrix query_exp = qfac.exponent.size() ? qfac.exponent : Matrix::Zero(n, features);
+    const Vector chunk_shift = key_log.colwise().maxCoeff().transpose();
+    Matrix kf = (key_log.rowwise() - chunk_shift.transpose()).array().exp().matrix();
+    if (kfac.value.size()) kf.array() *= kfac.value.array();
 
-Matrix linear_attention(ConstMatrixRef query_features, ConstMatrixRef key_features,
-                        ConstMatrixRef v, bool causal, Index chunk) {
-  Matrix out(query_features.rows(), v.cols());
-  linear_attention(query_features, key_features, v, out, causal, chunk);
-  return out;
+    auto shifted = [&](const Vector& shift, Vector& row_scale) {
+      Matrix t = query_exp;
+      t.rowwise() += shift.transpose();
+      row_scale = t.rowwise().maxCoeff();
+      t.colwise() -= row_scale;
+      Matrix qf = t.array().exp().matrix();
+      if (qfac.value.size()) qf.array() *= qfac.value.array();
+      return qf;
+    };
+    // In-chunk part.
+    Vector intra_scale;
+    const Matrix qf = shifted(chunk_shift, intra_scale);
+    auto block = local.topLeftCorner(n, n);
+    block.noalias() = qf * kf.transpose();
+    block.triangularView<Eigen::StrictlyUpper>().setZero();
+    Matrix intra_num = block * vs;
+    Vector intra_den = block.rowwise().sum();
+    // Rows whose visible keys are far below the chunk shift: exact, in double.
+    Vector prefix_max = Vector::Constant(features, kNegInf);
+    for (Index i = 0; i < n; ++i) {
+      prefix_max = prefix_max.cwiseMax(key_log.row(i).transpose());
+      const float visible_scale = (query_exp.row(i).transpose() + prefix_max).maxCoeff();
+      if (intra_scale(i) - visible_scale <= kMaxGap) continue;
+      VectorD num = VectorD::Zero(v.cols());
+      double den = 0.0;
+      for (Index j = 0; j <= i; ++j) {
+        double w = 0.0;
+        for (Index r = 0; r < features; ++r) {
+          const double value = (qfac.value.size() ? qfac.value(i, r) : 1.0) * (kfac.value.size() ? kfac.value(j, r) : 1.0);
+          w += std::exp(static_cast<double>(query_exp(i, r)) + key_log(j, r) - visible_scale) * value;
+        }
+        num += w * vs.row(j).transpose().cast<double>();
+        den += w;
+      }
+      intra_num.row(i) = num.transpose().cast<float>();
+      intra_den(i) = static_cast<float>(den);
+      intra_scale(i) = visible_scale;
+    }
+    // Carried-state part, then the combination.
+    if (std::isfinite(state.shift.maxCoeff())) {
+      Vector inter_scale;
+      const Matrix qs = shifted(state.shift, inter_scale);
+      numerator.topRows(n).noalias() = qs * state.kv;
+      denominator.head(n).noalias() = qs * state.k_sum;
+      for (Index i = 0; i < n; ++i) {
+        const float top = std::max(inter_scale(i), intra_scale(i));
+        const float a = std::exp(inter_scale(i) - top), b = std::exp(intra_scale(i) - top);
+        numerator.row(i) = a * numerator.row(i) + b * intra_num.row(i);
+        denominator(i) = a * denominator(i) + b * intra_den(i);
+      }
+    } else {
+      numerator.topRows(n) = intra_num;
+      denominator.head(n) = intra_den;
+    }
+    write_rows(i0, n);
+    // Fold the chunk's keys into the state at the combined shift.
+    const Vector shift = state.shift.cwiseMax(chunk_shift);
+    const Vector old_factor = (state.shift - shift).array().exp().matrix();  // 0 while empty
+    state.kv = old_factor.asDiagonal() * state.kv;
+    state.k_sum = state.k_sum.cwiseProduct(old_factor);
+    kf = kf * (chunk_shift - shift).array().exp().matrix().asDiagonal();
+    state.shift = shift;
+    accumulate(kf, i0, n);
+  }
 }
 
 namespace {
 
-// Row i of the estimate recomputed in double with its own shift, for the rare rows whose float
-// denominator underflowed (causal rows whose visible keys are all far below the column max).
-void exact_estimate_row(const FactoredFeatures& qf, const FactoredFeatures& kf, Index i,
-                        Index visible, Index features, float* row) {
+// Row i recomputed in double with its own shift, for the rare rows whose float denominator
+// underflowed (causal rows whose visible keys are all far below a column max).
+void exact_row(const FactoredFeatures& q, const FactoredFeatures& k, Index i, Index visible,
+               Index features, float* row) {
   auto log_at = [](const FactoredFeatures& f, Index a, Index r) {
     return static_cast<double>(f.row_log(a)) + (f.exponent.size() ? f.exponent(a, r) : 0.0);
   };
@@ -164,19 +189,59 @@ void exact_estimate_row(const FactoredFeatures& qf, const FactoredFeatures& kf, 
   };
   double top = -std::numeric_limits<double>::infinity();
   for (Index j = 0; j < visible; ++j)
-    for (Index r = 0; r < features; ++r) top = std::max(top, log_at(qf, i, r) + log_at(kf, j, r));
-  VectorD weights(visible);
-  for (Index j = 0; j < visible; ++j) {
-    double w = 0.0;
     for (Index r = 0; r < features; ++r)
-      w += std::exp(log_at(qf, i, r) + log_at(kf, j, r) - top) * value_at(qf, i, r) * value_at(kf, j, r);
-    weights(j) = w;
-  }
+      if (value_at(q, i, r) * value_at(k, j, r) != 0.0) top = std::max(top, log_at(q, i, r) + log_at(k, j, r));
+  VectorD weights = VectorD::Zero(visible);
+  if (std::isfinite(top))
+    for (Index j = 0; j < visible; ++j)
+      for (Index r = 0; r < features; ++r)
+        weights(j) += std::exp(log_at(q, i, r) + log_at(k, j, r) - top) * value_at(q, i, r) * value_at(k, j, r);
   const double total = guard(static_cast<float>(weights.sum()));
   for (Index j = 0; j < visible; ++j) row[j] = static_cast<float>(weights(j) / total);
 }
 
 }  // namespace
+
+void factored_attention_matrix(FactoredFeatures&& queries, FactoredFeatures&& keys, Index features,
+                               MatrixRef out, bool causal) {
+  // Copies kept only for rows that need the slow path (rare; they are cheap next to L x S).
+  FactoredFeatures q_copy = queries, k_copy = keys;
+  const StabilizedFeatures st = stabilize(std::move(queries), std::move(keys), features);
+  out.noalias() = st.query * st.key.transpose();
+  if (causal) out.triangularView<Eigen::StrictlyUpper>().setZero();
+  // A denominator below this has lost most of its digits to underflow.
+  constexpr float kUnderflow = 1e-30f;
+  bool signed_values = (q_copy.value.size() && q_copy.value.minCoeff() < 0) ||
+                       (k_copy.value.size() && k_copy.value.minCoeff() < 0);
+  for (Index i = 0; i < out.rows(); ++i) {
+    const float den = out.row(i).sum();
+    if (!(std::abs(den) >= kUnderflow) && !signed_values) {
+      exact_row(q_copy, k_copy, i, causal ? i + 1 : out.cols(), features, &out(i, 0));
+    } else {
+      out.row(i) /= guard(den);
+    }
+  }
+}
+
+void favor_attention(const FeatureMap& map, ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v,
+                     MatrixRef out, const FavorOptions& options) {
+  detail::check_head(q, k, &v, options.causal);
+  check_map(map, q);
+  detail::check_out(out, q.rows(), v.cols());
+  const double scale = resolve_scale(options, q.cols());
+  const float root = static_cast<float>(std::sqrt(scale));
+  const KernelParameters params = map.parameters(q, k, scale);
+  factored_attention([&](Index i0, Index n) { return map.factored(root * q.middleRows(i0, n), params); },
+                     [&](Index j0, Index n) { return map.factored(root * k.middleRows(j0, n), params); },
+                     map.num_features(), v, out, options.causal, options.chunk);
+}
+
+Matrix favor_attention(const FeatureMap& map, ConstMatrixRef q, ConstMatrixRef k,
+                       ConstMatrixRef v, const FavorOptions& options) {
+  Matrix out(q.rows(), v.cols());
+  favor_attention(map, q, k, v, out, options);
+  return out;
+}
 
 void favor_attention_matrix(const FeatureMap& map, ConstMatrixRef q, ConstMatrixRef k,
                             MatrixRef out, const AttentionOptions& options) {
@@ -187,29 +252,34 @@ void favor_attention_matrix(const FeatureMap& map, ConstMatrixRef q, ConstMatrix
   const float root = static_cast<float>(std::sqrt(scale));
   const Matrix qs = root * q, ks = root * k;
   const KernelParameters params = map.parameters(qs, ks);
-  const StabilizedFeatures st = stabilized_features(map, qs, ks, params);
-  out.noalias() = st.query * st.key.transpose();
-  if (options.causal) out.triangularView<Eigen::StrictlyUpper>().setZero();
-  // A positive-valued kernel's float denominator below this has lost most of its digits.
-  constexpr float kUnderflow = 1e-30f;
-  std::vector<Index> redo;
-  for (Index i = 0; i < out.rows(); ++i) {
-    const float den = out.row(i).sum();
-    if (!(std::abs(den) >= kUnderflow) && map.kernel() != Kernel::trigonometric) redo.push_back(i);
-    out.row(i) /= guard(den);
-  }
-  if (redo.empty()) return;
-  const FactoredFeatures qf = map.factored(qs, params), kf = map.factored(ks, params);
-  for (Index i : redo) {
-    const Index visible = options.causal ? i + 1 : k.rows();
-    exact_estimate_row(qf, kf, i, visible, map.num_features(), &out(i, 0));
-  }
+  factored_attention_matrix(map.factored(qs, params), map.factored(ks, params), map.num_features(),
+                            out, options.causal);
 }
 
 Matrix favor_attention_matrix(const FeatureMap& map, ConstMatrixRef q, ConstMatrixRef k,
                               const AttentionOptions& options) {
   Matrix out(q.rows(), k.rows());
   favor_attention_matrix(map, q, k, out, options);
+  return out;
+}
+
+void linear_attention(ConstMatrixRef query_features, ConstMatrixRef key_features,
+                      ConstMatrixRef v, MatrixRef out, bool causal, Index chunk) {
+  detail::check_head(query_features, key_features, &v, causal);
+  detail::check_out(out, query_features.rows(), v.cols());
+  auto plain = [](ConstMatrixRef features) {
+    return [features](Index i0, Index n) {
+      return FactoredFeatures{Vector::Zero(n), Matrix(), Matrix(features.middleRows(i0, n))};
+    };
+  };
+  factored_attention(plain(query_features), plain(key_features), key_features.cols(), v, out,
+                     causal, chunk);
+}
+
+Matrix linear_attention(ConstMatrixRef query_features, ConstMatrixRef key_features,
+                        ConstMatrixRef v, bool causal, Index chunk) {
+  Matrix out(query_features.rows(), v.cols());
+  linear_attention(query_features, key_features, v, out, causal, chunk);
   return out;
 }
 

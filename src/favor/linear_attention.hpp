@@ -6,6 +6,9 @@
 // features; the denominator is only guarded against underflow to zero.
 #pragma once
 
+#include <functional>
+
+#include "factored.hpp"
 #include "feature_map.hpp"
 #include "types.hpp"
 
@@ -27,6 +30,16 @@ void favor_attention_matrix(const FeatureMap& map, ConstMatrixRef q, ConstMatrix
                             MatrixRef out, const AttentionOptions& options = {});
 Matrix favor_attention_matrix(const FeatureMap& map, ConstMatrixRef q, ConstMatrixRef k,
                               const AttentionOptions& options = {});
+
+// The engine under favor_attention and codebook attention: weights in factored form
+// (factored.hpp), produced block by block. `queries(i0, n)` and `keys(j0, n)` return the
+// factors of rows [i0, i0 + n); out is L x dv, v is S x dv, `features` is M.
+using FactorBlock = std::function<FactoredFeatures(Index row0, Index rows)>;
+void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Index features,
+                        ConstMatrixRef v, MatrixRef out, bool causal, Index chunk);
+// The normalized L x S weight matrix from whole factored queries and keys (masked when causal).
+void factored_attention_matrix(FactoredFeatures&& queries, FactoredFeatures&& keys,
+                               Index features, MatrixRef out, bool causal);
 
 // Linear attention from explicit nonnegative-or-signed features (L x M and S x M):
 // out_i = sum_j (qf_i.kf_j) v_j / sum_j (qf_i.kf_j), over j <= i when causal (L == S), computed

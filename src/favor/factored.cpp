@@ -1,0 +1,30 @@
+#include "factored.hpp"
+
+namespace favor {
+
+Matrix log_magnitude(FactoredFeatures&& f, Index features) {
+  Matrix log_mag = f.exponent.size() ? std::move(f.exponent) : Matrix::Zero(f.row_log.size(), features);
+  log_mag.colwise() += f.row_log;
+  return log_mag;
+}
+
+StabilizedFeatures stabilize(FactoredFeatures&& query, FactoredFeatures&& key, Index features) {
+  StabilizedFeatures st;
+  Matrix key_log = log_magnitude(std::move(key), features);
+  const Vector column_shift = key_log.colwise().maxCoeff().transpose();
+  key_log.rowwise() -= column_shift.transpose();
+  st.key = key_log.array().exp().matrix();
+  if (key.value.size()) st.key.array() *= key.value.array();
+
+  Matrix query_log = query.exponent.size() ? std::move(query.exponent)
+                                           : Matrix::Zero(query.row_log.size(), features);
+  query_log.rowwise() += column_shift.transpose();
+  const Vector row_shift = query_log.rowwise().maxCoeff();
+  query_log.colwise() -= row_shift;
+  st.query = query_log.array().exp().matrix();
+  if (query.value.size()) st.query.array() *= query.value.array();
+  st.query_log = query.row_log + row_shift;
+  return st;
+}
+
+}  // namespace favor
