@@ -1,6 +1,7 @@
 // favor-attention: exact softmax attention and its random-feature approximations.
 #pragma once
 
+#include "codebook.hpp"
 #include "error.hpp"
 #include "exact_attention.hpp"
 #include "factored.hpp"
