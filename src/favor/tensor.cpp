@@ -157,6 +157,60 @@ void favor_attention_matrix(const FeatureMap& map, const ConstTensorView& q,
     favor_attention_matrix(map, head(q, h), head(k, h), head(out, h), options);
 }
 
+namespace {
+
+// The codebook of head h: shared ([c, d]) or per head ([..., c, d]).
+Index check_codebook(const ConstTensorView& codebook, const std::vector<Index>& q) {
+  check_rank(codebook.dims, "codebook", "[c, d] or [..., c, d]");
+  if (codebook.dims.back() != q.back())
+    throw_range("codebook", "expected last dim d = " + std::to_string(q.back()) + " (as q), got " +
+                                dims_string(codebook.dims));
+  if (codebook.dims.size() > 2) check_leading(codebook.dims, q, "codebook");
+  check_values(codebook, "codebook");
+  return codebook.dims.size() > 2 ? 1 : 0;  // stride in heads
+}
+
+}  // namespace
+
+void codebook_attention(const ConstTensorView& codebook, const ConstTensorView& q,
+                        const ConstTensorView& k, const ConstTensorView& v, const TensorView& out,
+                        const CodebookOptions& options) {
+  check_output(out, attention_output_dims(q.dims, k.dims, v.dims, options.causal));
+  resolve_scale(options, q.dims.back());
+  const Index per_head = check_codebook(codebook, q.dims);
+  check_values(q, "q"), check_values(k, "k"), check_values(v, "v");
+  for (Index h = 0; h < heads(q.dims); ++h)
+    codebook_attention(head(codebook, h * per_head), head(q, h), head(k, h), head(v, h), head(out, h), options);
+}
+
+void codebook_attention_matrix(const ConstTensorView& codebook, const ConstTensorView& q,
+                               const ConstTensorView& k, const TensorView& out,
+                               const CodebookOptions& options) {
+  check_output(out, attention_matrix_dims(q.dims, k.dims, options.causal));
+  resolve_scale(options, q.dims.back());
+  const Index per_head = check_codebook(codebook, q.dims);
+  check_values(q, "q"), check_values(k, "k");
+  for (Index h = 0; h < heads(q.dims); ++h)
+    codebook_attention_matrix(head(codebook, h * per_head), head(q, h), head(k, h), head(out, h), options);
+}
+
+std::vector<Index> kmeans_dims(const std::vector<Index>& points, Index clusters) {
+  check_rank(points, "k", "[..., n, d]");
+  const Index n = points[points.size() - 2];
+  if (clusters < 1 || clusters > n)
+    throw_range("clusters", "expected an integer in [1, " + std::to_string(n) + "] (the number of keys), got " +
+                                std::to_string(clusters));
+  std::vector<Index> out = points;
+  out[out.size() - 2] = clusters;
+  return out;
+}
+
+void kmeans(const ConstTensorView& points, const TensorView& out, const KMeansOptions& options) {
+  check_output(out, kmeans_dims(points.dims, options.clusters));
+  check_values(points, "k");
+  for (Index h = 0; h < heads(points.dims); ++h) head(out, h) = kmeans(head(points, h), options).centroids;
+}
+
 MatrixErrors compare(const ConstTensorView& exact, const ConstTensorView& approx) {
   check_rank(exact.dims, "exact", "[..., L, S]");
   if (approx.dims != exact.dims)

@@ -3,6 +3,7 @@
 // inputs) and throws favor::Error naming the argument; then runs the one-head kernels per head.
 #pragma once
 
+#include "codebook.hpp"
 #include "exact_attention.hpp"
 #include "linear_attention.hpp"
 #include "metrics.hpp"
@@ -31,6 +32,18 @@ void favor_attention(const FeatureMap& map, const ConstTensorView& q, const Cons
 void favor_attention_matrix(const FeatureMap& map, const ConstTensorView& q,
                             const ConstTensorView& k, const TensorView& out,
                             const AttentionOptions& options = {});
+
+// Codebook attention: codebook [c, d] shared by every head, or [..., c, d] with q's leading dims.
+void codebook_attention(const ConstTensorView& codebook, const ConstTensorView& q,
+                        const ConstTensorView& k, const ConstTensorView& v, const TensorView& out,
+                        const CodebookOptions& options = {});
+void codebook_attention_matrix(const ConstTensorView& codebook, const ConstTensorView& q,
+                               const ConstTensorView& k, const TensorView& out,
+                               const CodebookOptions& options = {});
+
+// k-means per head: points [..., n, d] -> centroids [..., clusters, d].
+std::vector<Index> kmeans_dims(const std::vector<Index>& points, Index clusters);
+void kmeans(const ConstTensorView& points, const TensorView& out, const KMeansOptions& options);
 
 // Errors over whole tensors of equal dims [..., L, S] (rows of all heads pooled).
 MatrixErrors compare(const ConstTensorView& exact, const ConstTensorView& approx);

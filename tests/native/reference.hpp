@@ -216,6 +216,65 @@ inline MatD favor_output(favor::Kernel kernel, const MatD& w, const MatD& q, con
   return favor_matrix(kernel, w, q, k, scale, causal, epsilon) * v;
 }
 
+// The same A^ in the log domain, for inputs so large that phi itself under/overflows double
+// (positive-valued kernels only: positive, hyperbolic, oprf). log phi_r(x) is taken straight from
+// the section 4 table, log(phi(x_i).phi(y_j)) = logsumexp_r(log phi_r(x_i) + log phi_r(y_j)),
+// and each row of A^ is a softmax over j of those logs (masked when causal).
+inline MatD log_phi(favor::Kernel kernel, const MatD& w, const MatD& x, const Oprf& oprf) {
+  const Index m = w.rows();
+  const double md = static_cast<double>(m);
+  const MatD wx = x * w.transpose();
+  MatD out(x.rows(), num_features(kernel, m));
+  for (Index i = 0; i < x.rows(); ++i) {
+    const double sq = x.row(i).squaredNorm();
+    for (Index r = 0; r < m; ++r) {
+      const double t = wx(i, r);
+      switch (kernel) {
+        case favor::Kernel::positive:
+          out(i, r) = t - sq / 2.0 - 0.5 * std::log(md);
+          break;
+        case favor::Kernel::hyperbolic:
+          out(i, r) = t - sq / 2.0 - 0.5 * std::log(2.0 * md);
+          out(i, m + r) = -t - sq / 2.0 - 0.5 * std::log(2.0 * md);
+          break;
+        case favor::Kernel::oprf:
+          out(i, r) = oprf.log_d + oprf.a * w.row(r).squaredNorm() + oprf.b * t - sq / 2.0 -
+                      0.5 * std::log(md);
+          break;
+        default:
+          out(i, r) = std::numeric_limits<double>::quiet_NaN();  // not positive-valued
+      }
+    }
+  }
+  return out;
+}
+
+inline MatD favor_matrix_log_domain(favor::Kernel kernel, const MatD& w, const MatD& q,
+                                    const MatD& k, double scale, bool causal) {
+  const MatD qs = q * std::sqrt(scale), ks = k * std::sqrt(scale);
+  const Oprf o = kernel == favor::Kernel::oprf ? oprf_coefficients(oprf_rho(qs, ks), q.cols())
+                                                : Oprf{};
+  const MatD lq = log_phi(kernel, w, qs, o), lk = log_phi(kernel, w, ks, o);
+  const Index L = q.rows(), S = k.rows(), M = lq.cols();
+  MatD a = MatD::Zero(L, S);
+  for (Index i = 0; i < L; ++i) {
+    const Index end = causal ? i + 1 : S;
+    VecD logk(end);
+    for (Index j = 0; j < end; ++j) {
+      double mx = -std::numeric_limits<double>::infinity();
+      for (Index r = 0; r < M; ++r) mx = std::max(mx, lq(i, r) + lk(j, r));
+      double s = 0.0;
+      for (Index r = 0; r < M; ++r) s += std::exp(lq(i, r) + lk(j, r) - mx);
+      logk(j) = mx + std::log(s);
+    }
+    const double mx = logk.maxCoeff();
+    double total = 0.0;
+    for (Index j = 0; j < end; ++j) total += (a(i, j) = std::exp(logk(j) - mx));
+    for (Index j = 0; j < end; ++j) a(i, j) /= total;
+  }
+  return a;
+}
+
 // Linear attention from explicit features: out_i = sum_j (qf_i.kf_j) v_j / sum_j (qf_i.kf_j),
 // j <= i when causal.
 inline MatD linear_output(const MatD& qf, const MatD& kf, const MatD& v, bool causal) {

@@ -166,11 +166,4 @@ TEST(ExactAttentionTensor, BatchHeadsLd) {
   check_tensor({2, 2}, 17, 130, 32, 4, false, 512);
 }
 
-TEST(ExactAttentionTensor, OutputDims) {
-  EXPECT_EQ(favor::attention_output_dims({2, 3, 10, 8}, {2, 3, 12, 8}, {2, 3, 12, 5}, false),
-            (std::vector<Index>{2, 3, 10, 5}));
-  EXPECT_EQ(favor::attention_matrix_dims({2, 3, 10, 8}, {2, 3, 12, 8}, false),
-            (std::vector<Index>{2, 3, 10, 12}));
-}
-
 }  // namespace

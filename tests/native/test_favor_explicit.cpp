@@ -202,10 +202,11 @@ TEST(FeatureMapFormula, FeaturesAndKernelEstimate) {
 
     const MatD est = favor::kernel_estimate(map, x, y);
     const MatD est_ref = ref::kernel_estimate(kernel, wd, xd, yd, eps);
-    if (kernel == Kernel::trigonometric)
+    if (kernel == Kernel::trigonometric) {
       EXPECT_LT(ref::max_rel(est, est_ref), kTol);
-    else
+    } else {
       EXPECT_LT(ref::max_entry_rel(est, est_ref), kTol);
+    }
   }
 }
 

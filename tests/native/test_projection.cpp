@@ -68,7 +68,9 @@ TEST(Projection, OrthogonalBlocksAreOrthogonal) {
         SCOPED_TRACE(testing::Message() << favor::to_string(s) << " m=" << m << " seed=" << seed);
         const MatD w = ref::to_double(favor::sample_projection(m, d, s, seed));
         check_blocks_orthogonal(w, d);
-        if (m > d) EXPECT_GT(max_cross_block_cosine(w, d), 0.1);
+        if (m > d) {
+          EXPECT_GT(max_cross_block_cosine(w, d), 0.1);
+        }
       }
     }
   }

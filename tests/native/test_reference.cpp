@@ -70,4 +70,21 @@ TEST(Reference, SoftmaxHandCase) {
   for (Index i = 0; i < 3; ++i) EXPECT_NEAR(c.row(i).sum(), 1.0, 1e-15);
 }
 
+// The log-domain A^ (used for huge inputs) equals the plain one where both are representable.
+TEST(Reference, LogDomainMatrixMatchesPlain) {
+  std::mt19937 gen(12);
+  std::normal_distribution<double> n01;
+  const Index d = 6, m = 10;
+  MatD w(m, d), q(9, d), k(9, d);
+  for (MatD* z : {&w, &q, &k})
+    for (Index i = 0; i < z->rows(); ++i)
+      for (Index j = 0; j < d; ++j) (*z)(i, j) = n01(gen) * (z == &w ? 1.0 : 0.6);
+  for (Kernel kernel : {Kernel::positive, Kernel::hyperbolic, Kernel::oprf})
+    for (bool causal : {false, true})
+      EXPECT_LT(ref::max_rel(ref::favor_matrix_log_domain(kernel, w, q, k, 0.4, causal),
+                             ref::favor_matrix(kernel, w, q, k, 0.4, causal)),
+                1e-12)
+          << favor::to_string(kernel) << " causal=" << causal;
+}
+
 }  // namespace
