@@ -4,6 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/ensure-deps.sh wasm
+# Two builds at once in the same folders (npm start while npm test runs) corrupt the outputs.
+mkdir -p build
+exec 9>build/.wasm-build.lock
+flock 9
 # Debian's emcc needs its Node modules (acorn) at -O2 and above.
 export NODE_PATH=/usr/share/nodejs${NODE_PATH:+:$NODE_PATH}
 mkdir -p dist

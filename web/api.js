@@ -8,6 +8,7 @@ export const version = '0.1.0';
 
 const KERNELS = ['positive', 'hyperbolic', 'trigonometric', 'relu', 'oprf'];
 const SAMPLINGS = ['iid', 'orthogonal', 'orthogonal-fixed'];
+const ASSIGNMENTS = ['hard', 'soft', 'gaussian'];
 const ERROR_TYPES = { TypeError, RangeError };
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
 
@@ -102,7 +103,7 @@ export function createApi(Module, { simd }) {
         Module.HEAPF32.set(t.data, ptr >>> 2);  // read HEAPF32 fresh: growth replaces it
       }
       const result = fn(...pointers);
-      if (result.error) throw new (ERROR_TYPES[result.error] ?? Error)(`${fnName}: ${result.message}`);
+      if (result?.error) throw new (ERROR_TYPES[result.error] ?? Error)(`${fnName}: ${result.message}`);
       return result;
     } finally {
       for (const ptr of pointers) Module._free(ptr);
@@ -211,6 +212,15 @@ export function createApi(Module, { simd }) {
     return { o, causal: checkBoolean(o.causal, 'causal'), scale: checkScale(o.scale, 'scale') };
   }
 
+  function codebookArgs(o) {
+    if (o.codebook === undefined) throw new TypeError('codebook: required (a [c, d] tensor, e.g. from favor.kmeans)');
+    const codebook = checkTensor(o.codebook, 'codebook');
+    const assignment = checkChoice(o.assignment, 'assignment', ASSIGNMENTS, 'hard');
+    const temperature = o.temperature === undefined ? 1 : checkNumber(o.temperature, 'temperature');
+    if (temperature <= 0) throw new RangeError(`temperature: expected a number > 0, got ${temperature}`);
+    return { codebook, assignment, temperature };
+  }
+
   function featureMapOf(o) {
     if (o.featureMap === undefined) throw new TypeError('featureMap: required (create one with favor.createFeatureMap)');
     if (!(o.featureMap instanceof FeatureMap)) {
@@ -249,6 +259,53 @@ export function createApi(Module, { simd }) {
       const handle = featureMapOf(o);
       return takeTensor(call('favorAttentionMatrix', [q, k], (qp, kp) =>
         Module.favorAttentionMatrix(handle, qp, q.dims, kp, k.dims, causal, scale)));
+    },
+
+    codebookAttention(q, k, v, options) {
+      const { o, causal, scale } = attentionArgs('codebookAttention', q, k, v, options, ['codebook', 'assignment', 'temperature', 'chunk']);
+      const { codebook, assignment, temperature } = codebookArgs(o);
+      const chunk = o.chunk === undefined ? NaN : checkInteger(o.chunk, 'chunk', 1, 1 << 20);
+      return takeTensor(call('codebookAttention', [codebook, q, k, v], (cp, qp, kp, vp) =>
+        Module.codebookAttention(cp, codebook.dims, qp, q.dims, kp, k.dims, vp, v.dims, assignment, temperature, causal, scale, chunk)));
+    },
+
+    codebookAttentionMatrix(q, k, options) {
+      const { o, causal, scale } = attentionArgs('codebookAttentionMatrix', q, k, null, options, ['codebook', 'assignment', 'temperature']);
+      const { codebook, assignment, temperature } = codebookArgs(o);
+      return takeTensor(call('codebookAttentionMatrix', [codebook, q, k], (cp, qp, kp) =>
+        Module.codebookAttentionMatrix(cp, codebook.dims, qp, q.dims, kp, k.dims, assignment, temperature, causal, scale)));
+    },
+
+    kmeans(k, options) {
+      checkTensor(k, 'k');
+      const o = checkOptions(options, 'kmeans options', ['clusters', 'iterations', 'seed']);
+      if (o.clusters === undefined) throw new TypeError('clusters: required (the codebook size)');
+      const clusters = checkInteger(o.clusters, 'clusters', 1, 1 << 24);
+      const iterations = o.iterations === undefined ? 25 : checkInteger(o.iterations, 'iterations', 0, 1 << 20);
+      const seed = o.seed === undefined ? 0 : checkInteger(o.seed, 'seed', 0);
+      return takeTensor(call('kmeans', [k], (kp) => Module.kmeans(kp, k.dims, clusters, iterations, seed)));
+    },
+
+    randomCodebook(options) {
+      const o = checkOptions(options, 'randomCodebook options', ['clusters', 'dim', 'seed', 'sigma']);
+      if (o.clusters === undefined || o.dim === undefined) throw new TypeError('randomCodebook: clusters and dim are required');
+      const clusters = checkInteger(o.clusters, 'clusters', 1, 1 << 24);
+      const dim = checkInteger(o.dim, 'dim', 1, 1 << 20);
+      const seed = o.seed === undefined ? 0 : checkInteger(o.seed, 'seed', 0);
+      const sigma = o.sigma === undefined ? 1 : checkNumber(o.sigma, 'sigma');
+      if (sigma <= 0) throw new RangeError(`sigma: expected a number > 0, got ${sigma}`);
+      return takeTensor(call('randomCodebook', [], () => Module.randomCodebook(clusters, dim, seed, sigma)));
+    },
+
+    codebookFromFeatureMap(featureMap, options) {
+      if (!(featureMap instanceof FeatureMap)) {
+        throw new TypeError(`featureMap: expected a FeatureMap from this instance's createFeatureMap, got ${describe(featureMap)}`);
+      }
+      const o = checkOptions(options, 'codebookFromFeatureMap options', ['scale']);
+      const w = featureMap.projection;
+      const scale = o.scale === undefined ? 1 / Math.sqrt(w.dims[1]) : checkScale(o.scale, 'scale');
+      const root = Math.sqrt(scale);
+      return { data: w.data.map((x) => x / root), dims: w.dims };
     },
 
     compare(exactMatrix, approxMatrix) {

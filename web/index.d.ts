@@ -79,6 +79,40 @@ export interface FavorMatrixOptions extends AttentionOptions {
   featureMap: FeatureMap;
 }
 
+export type Assignment = 'hard' | 'soft' | 'gaussian';
+
+export interface CodebookOptions extends AttentionOptions {
+  /** Codewords in key space: [c, d] shared by all heads, or [..., c, d] per head. */
+  codebook: Tensor;
+  /** 'hard' (nearest codeword, default), 'soft' (softmax(-|k~-c~|²/2T)) or 'gaussian' (exp(-|k~-c~|²/2)). */
+  assignment?: Assignment;
+  /** T for 'soft'; default 1. Finite and > 0. */
+  temperature?: number;
+}
+
+export interface CodebookAttentionOptions extends CodebookOptions {
+  /** Rows per block; default 128. */
+  chunk?: number;
+}
+
+export interface KMeansOptions {
+  /** Codebook size c (1 <= c <= number of keys). */
+  clusters: number;
+  /** Lloyd iterations at most; default 25. */
+  iterations?: number;
+  /** Default 0. */
+  seed?: number;
+}
+
+export interface RandomCodebookOptions {
+  clusters: number;
+  dim: number;
+  /** Default 0. */
+  seed?: number;
+  /** Standard deviation of the entries; default 1. */
+  sigma?: number;
+}
+
 export interface MatrixErrors {
   mse: number;
   relFrobenius: number;
@@ -98,6 +132,16 @@ export interface Favor {
   favorAttention(q: Tensor, k: Tensor, v: Tensor, options: FavorAttentionOptions): Tensor;
   /** The approximate matrix diag(Q'K'ᵀ1)⁻¹ Q'K'ᵀ (masked when causal): dims [..., L, S]. */
   favorAttentionMatrix(q: Tensor, k: Tensor, options: FavorMatrixOptions): Tensor;
+  /** Transformer-VQ style attention exp(scale Q Cᵀ)(Rᵀ V) in linear time: dims [..., L, dv]. */
+  codebookAttention(q: Tensor, k: Tensor, v: Tensor, options: CodebookAttentionOptions): Tensor;
+  /** Its normalized L×S weight matrix: dims [..., L, S]. */
+  codebookAttentionMatrix(q: Tensor, k: Tensor, options: CodebookOptions): Tensor;
+  /** k-means++ then Lloyd iterations per head: keys [..., S, d] -> codebook [..., clusters, d]. */
+  kmeans(k: Tensor, options: KMeansOptions): Tensor;
+  /** A [clusters, dim] codebook with N(0, sigma²) entries. */
+  randomCodebook(options: RandomCodebookOptions): Tensor;
+  /** W / sqrt(scale): with an orthogonal-fixed positive map, 'gaussian' codebook attention equals FAVOR+. */
+  codebookFromFeatureMap(featureMap: FeatureMap, options?: { scale?: number }): Tensor;
   /** Error measures between an exact and an approximate attention matrix of equal dims. */
   compare(exactMatrix: Tensor, approxMatrix: Tensor): MatrixErrors;
   /** |approx - exact|_F / |exact|_F over two tensors of equal dims. */

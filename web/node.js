@@ -13,14 +13,16 @@ export async function loadFavor(options) {
   let wasmBinary = checkWasmBinary(o.wasmBinary);
   if (!wasmBinary) {
     let location = new URL(`../dist/${name}.wasm`, import.meta.url);
+    let source = 'wasmUrl';
     if (o.locateFile !== undefined) {
       if (typeof o.locateFile !== 'function') throw new TypeError('locateFile: expected a function (fileName) => path or URL');
       location = o.locateFile(`${name}.wasm`);
+      source = 'locateFile';
     } else if (o.wasmUrl !== undefined) {
       location = o.wasmUrl;
     }
     if (typeof location !== 'string' && !(location instanceof URL)) {
-      throw new TypeError(`wasmUrl: expected a path, a file: URL string or a URL, got ${typeof location}`);
+      throw new TypeError(`${source}: expected a path, a file: URL string or a URL, got ${typeof location}`);
     }
     const path = location instanceof URL || location.startsWith('file:') ? fileURLToPath(location) : location;
     wasmBinary = await readFile(path);

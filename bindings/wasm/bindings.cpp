@@ -242,6 +242,64 @@ val output_relative_error(std::uintptr_t exact, val exact_dims, std::uintptr_t a
   });
 }
 
+favor::CodebookOptions codebook_options(const std::string& assignment, double temperature,
+                                        bool causal, double scale, double chunk) {
+  favor::CodebookOptions o;
+  static_cast<favor::AttentionOptions&>(o) = attention_options(causal, scale);
+  o.assignment = favor::parse_assignment(assignment);
+  o.temperature = temperature;
+  if (!std::isnan(chunk)) o.chunk = static_cast<favor::Index>(chunk);
+  return o;
+}
+
+val codebook_attention(std::uintptr_t c, val c_dims, std::uintptr_t q, val q_dims, std::uintptr_t k,
+                       val k_dims, std::uintptr_t v, val v_dims, std::string assignment,
+                       double temperature, bool causal, double scale, double chunk) {
+  return guarded([&] {
+    const auto cv = view(c, c_dims), qv = view(q, q_dims), kv = view(k, k_dims), vv = view(v, v_dims);
+    const auto o = codebook_options(assignment, temperature, causal, scale, chunk);
+    const auto dims = favor::attention_output_dims(qv.dims, kv.dims, vv.dims, causal);
+    return with_output(dims, "output", [&](const favor::TensorView& out) {
+      favor::codebook_attention(cv, qv, kv, vv, out, o);
+    });
+  });
+}
+
+val codebook_attention_matrix(std::uintptr_t c, val c_dims, std::uintptr_t q, val q_dims,
+                              std::uintptr_t k, val k_dims, std::string assignment,
+                              double temperature, bool causal, double scale) {
+  return guarded([&] {
+    const auto cv = view(c, c_dims), qv = view(q, q_dims), kv = view(k, k_dims);
+    const auto o = codebook_options(assignment, temperature, causal, scale, NAN);
+    const auto dims = favor::attention_matrix_dims(qv.dims, kv.dims, causal);
+    return with_output(dims, "output", [&](const favor::TensorView& out) {
+      favor::codebook_attention_matrix(cv, qv, kv, out, o);
+    });
+  });
+}
+
+val kmeans(std::uintptr_t points, val dims, double clusters, double iterations, double seed) {
+  return guarded([&] {
+    const auto pv = view(points, dims);
+    favor::KMeansOptions o;
+    o.clusters = static_cast<favor::Index>(clusters);
+    o.iterations = static_cast<favor::Index>(iterations);
+    o.seed = static_cast<std::uint64_t>(seed);
+    const auto out_dims = favor::kmeans_dims(pv.dims, o.clusters);
+    return with_output(out_dims, "output", [&](const favor::TensorView& out) { favor::kmeans(pv, out, o); });
+  });
+}
+
+val random_codebook(double clusters, double dim, double seed, double sigma) {
+  return guarded([&] {
+    const std::vector<favor::Index> dims{static_cast<favor::Index>(clusters), static_cast<favor::Index>(dim)};
+    return with_output(dims, "output", [&](const favor::TensorView& out) {
+      Eigen::Map<favor::Matrix>(out.data, dims[0], dims[1]) =
+          favor::random_codebook(dims[0], dims[1], static_cast<std::uint64_t>(seed), sigma);
+    });
+  });
+}
+
 }  // namespace
 
 EMSCRIPTEN_BINDINGS(favor_attention) {
@@ -261,6 +319,10 @@ EMSCRIPTEN_BINDINGS(favor_attention) {
   emscripten::function("attentionMatrix", &attention_matrix);
   emscripten::function("favorAttention", &favor_attention);
   emscripten::function("favorAttentionMatrix", &favor_attention_matrix);
+  emscripten::function("codebookAttention", &codebook_attention);
+  emscripten::function("codebookAttentionMatrix", &codebook_attention_matrix);
+  emscripten::function("kmeans", &kmeans);
+  emscripten::function("randomCodebook", &random_codebook);
   emscripten::function("compare", &compare);
   emscripten::function("outputRelativeError", &output_relative_error);
 }

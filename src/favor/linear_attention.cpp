@@ -67,6 +67,7 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
                         ConstMatrixRef v, MatrixRef out, bool causal, Index chunk) {
   check_chunk(chunk);
   const Index L = out.rows(), S = v.rows();
+  chunk = std::min(chunk, std::max(L, S));  // a larger block only costs memory
   State state{Matrix::Zero(features, v.cols()), Vector::Zero(features),
               Vector::Constant(features, -std::numeric_limits<float>::infinity())};
   Matrix numerator(chunk, v.cols());

@@ -28,7 +28,7 @@ MatrixErrors compare(ConstMatrixRef exact, ConstMatrixRef approx) {
   double diff_sq = 0.0, ref_sq = 0.0, kl_sum = 0.0;
   VectorD q(exact.cols());
   for (Index i = 0; i < exact.rows(); ++i) {
-    double q_total = 0.0;
+    double q_total = 0.0, p_total = 0.0;
     for (Index j = 0; j < exact.cols(); ++j) {
       const double a = exact(i, j), b = approx(i, j);
       const double d = a - b;
@@ -38,13 +38,14 @@ MatrixErrors compare(ConstMatrixRef exact, ConstMatrixRef approx) {
       if (std::isnan(d)) e.max_abs = d;
       q(j) = (std::isfinite(b) && b > 0.0) ? b : kKlFloor;
       q_total += q(j);
+      if (a > 0.0) p_total += a;
     }
     double kl = 0.0;
     for (Index j = 0; j < exact.cols(); ++j) {
       const double p = exact(i, j);
-      if (p > 0.0) kl += p * std::log(p * q_total / q(j));
+      if (p > 0.0) kl += p * std::log(p * q_total / (q(j) * p_total));
     }
-    kl_sum += kl;
+    kl_sum += p_total > 0.0 ? kl / p_total : 0.0;
   }
   e.mse = diff_sq / static_cast<double>(exact.size());
   e.rel_frobenius = relative(diff_sq, ref_sq);

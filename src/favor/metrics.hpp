@@ -9,9 +9,10 @@ struct MatrixErrors {
   double mse = 0.0;            // mean over entries of (A - A^)^2
   double rel_frobenius = 0.0;  // |A - A^|_F / |A|_F
   double max_abs = 0.0;        // max |A - A^|
-  // Mean over rows of KL(A_i || A^_i). Entries of A^ that are <= 0 or not finite (the
-  // trigonometric kernel can give them) are replaced by kKlFloor and the row renormalized to
-  // sum 1 before the KL is taken; terms with A_ij == 0 contribute 0.
+  // Mean over rows of KL(A_i || A^_i), both rows normalized to sum 1 first (so that float
+  // rounding of the row sums cannot make it negative). Entries of A^ that are <= 0 or not finite
+  // (the trigonometric kernel can give them) are replaced by kKlFloor before normalizing; terms
+  // with A_ij <= 0 contribute 0.
   double mean_row_kl = 0.0;
 };
 

@@ -84,8 +84,11 @@ void check_finite(const float* data, Index count, const std::string& argument) {
                                 std::to_string(i));
 }
 
-std::vector<Index> attention_matrix_dims(const std::vector<Index>& q, const std::vector<Index>& k,
-                                         bool causal) {
+namespace {
+
+// Shapes shared by the output and matrix forms; returns L and S. Counts nothing of size L x S.
+std::pair<Index, Index> check_query_key(const std::vector<Index>& q, const std::vector<Index>& k,
+                                        bool causal) {
   check_rank(q, "q", "[..., L, d]");
   check_rank(k, "k", "[..., S, d]");
   check_leading(k, q, "k");
@@ -95,6 +98,14 @@ std::vector<Index> attention_matrix_dims(const std::vector<Index>& q, const std:
   if (causal && L != S)
     throw_range("causal", "causal attention needs as many keys as queries, got L = " + std::to_string(L) +
                               ", S = " + std::to_string(S));
+  return {L, S};
+}
+
+}  // namespace
+
+std::vector<Index> attention_matrix_dims(const std::vector<Index>& q, const std::vector<Index>& k,
+                                         bool causal) {
+  const auto [L, S] = check_query_key(q, k, causal);
   std::vector<Index> out = leading(q);
   out.push_back(L);
   out.push_back(S);
@@ -104,7 +115,7 @@ std::vector<Index> attention_matrix_dims(const std::vector<Index>& q, const std:
 
 std::vector<Index> attention_output_dims(const std::vector<Index>& q, const std::vector<Index>& k,
                                          const std::vector<Index>& v, bool causal) {
-  attention_matrix_dims(q, k, causal);
+  check_query_key(q, k, causal);
   check_rank(v, "v", "[..., S, dv]");
   check_leading(v, q, "v");
   if (v[v.size() - 2] != k[k.size() - 2])
@@ -112,6 +123,7 @@ std::vector<Index> attention_output_dims(const std::vector<Index>& q, const std:
   std::vector<Index> out = leading(q);
   out.push_back(q[q.size() - 2]);
   out.push_back(v.back());
+  element_count(out, "output");
   return out;
 }
 

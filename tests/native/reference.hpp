@@ -305,17 +305,16 @@ inline Errors compare(const MatD& exact, const MatD& approx, double kl_floor = 1
   e.max_abs = diff.cwiseAbs().maxCoeff();
   double kl_sum = 0.0;
   for (Index i = 0; i < exact.rows(); ++i) {
+    // Both rows normalized to sum 1; approx entries <= 0 or not finite floored first.
     VecD row = approx.row(i).transpose();
-    bool replaced = false;
     for (Index j = 0; j < row.size(); ++j)
-      if (!(std::isfinite(row(j)) && row(j) > 0.0)) {
-        row(j) = kl_floor;
-        replaced = true;
-      }
-    if (replaced) row /= row.sum();
+      if (!(std::isfinite(row(j)) && row(j) > 0.0)) row(j) = kl_floor;
+    row /= row.sum();
+    VecD p = exact.row(i).transpose().cwiseMax(0.0);
+    if (p.sum() > 0.0) p /= p.sum();
     double kl = 0.0;
     for (Index j = 0; j < row.size(); ++j)
-      if (exact(i, j) != 0.0) kl += exact(i, j) * std::log(exact(i, j) / row(j));
+      if (p(j) > 0.0) kl += p(j) * std::log(p(j) / row(j));
     kl_sum += kl;
   }
   e.mean_row_kl = kl_sum / static_cast<double>(exact.rows());

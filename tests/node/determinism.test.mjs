@@ -1,0 +1,68 @@
+// Cross-platform determinism of the sampler: the wasm builds (SIMD and scalar) reproduce, bit
+// for bit, the projections generated natively by tests/fixtures/projection-golden.cpp and
+// stored in tests/fixtures/projection-golden.json; and the two wasm builds agree bit for bit
+// on larger projections too.
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { before, test } from 'node:test';
+
+import { loadFavor } from 'favor-attention';
+
+import { assertBitIdentical, hexBits } from './helpers.mjs';
+
+const golden = JSON.parse(await readFile(new URL('../fixtures/projection-golden.json', import.meta.url), 'utf8'));
+const simdSupported = WebAssembly.validate(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 10, 1, 8, 0, 65, 0, 253, 15, 253, 98, 11]));
+
+const builds = {};
+before(async () => {
+  builds.scalar = await loadFavor({ simd: false });
+  if (simdSupported) builds.simd = await loadFavor({ simd: true });
+});
+
+test('the fixture holds the three required cases', () => {
+  const keys = golden.cases.map((c) => `${c.dim}/${c.features}/${c.sampling}/${c.seed}`);
+  assert.deepEqual(keys, ['3/5/orthogonal/12345', '2/4/iid/7', '4/6/orthogonal-fixed/99']);
+  for (const c of golden.cases) {
+    assert.equal(c.bits.length, c.dim * c.features);
+    // the decimal values in the fixture are the same floats (a check on the fixture itself)
+    const fromBits = new Float32Array(new Uint32Array(c.bits.map((h) => parseInt(h, 16))).buffer);
+    assert.deepEqual(Array.from(fromBits), c.values.map(Math.fround));
+  }
+});
+
+for (const build of ['simd', 'scalar']) {
+  test(`${build} wasm reproduces the native golden projections bit for bit`, (t) => {
+    if (!builds[build]) return t.skip('no wasm SIMD in this engine');
+    const favor = builds[build];
+    assert.equal(favor.info.simd, build === 'simd');
+    for (const c of golden.cases) {
+      const map = favor.createFeatureMap({ dim: c.dim, features: c.features, sampling: c.sampling, seed: c.seed });
+      const w = map.projection;
+      assert.deepEqual(w.dims, [c.features, c.dim]);
+      assert.deepEqual(hexBits(w.data), c.bits, `${build}: ${c.sampling} seed ${c.seed}`);
+      // redraw reaches the same bits from another seed
+      map.redraw(c.seed + 1).redraw(c.seed);
+      assert.deepEqual(hexBits(map.projection.data), c.bits, `${build}: redraw to seed ${c.seed}`);
+      // the kernel does not influence sampling
+      const hyper = favor.createFeatureMap({ dim: c.dim, features: c.features, sampling: c.sampling, seed: c.seed, kernel: 'hyperbolic' });
+      assert.deepEqual(hexBits(hyper.projection.data), c.bits);
+      map.dispose();
+      hyper.dispose();
+    }
+  });
+}
+
+test('SIMD and scalar builds sample bit-identical projections for many shapes and seeds', (t) => {
+  if (!builds.simd) return t.skip('no wasm SIMD in this engine');
+  for (const sampling of ['iid', 'orthogonal', 'orthogonal-fixed']) {
+    for (const [d, m] of [[1, 1], [16, 40], [64, 256], [7, 100]]) {
+      for (const seed of [0, 42, 2 ** 40 + 3]) {
+        const a = builds.simd.createFeatureMap({ dim: d, features: m, sampling, seed });
+        const b = builds.scalar.createFeatureMap({ dim: d, features: m, sampling, seed });
+        assertBitIdentical(a.projection.data, b.projection.data, `${sampling} d=${d} m=${m} seed=${seed}`);
+        a.dispose();
+        b.dispose();
+      }
+    }
+  }
+});

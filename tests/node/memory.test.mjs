@@ -1,0 +1,112 @@
+// Outputs are fresh arrays owned by the caller: they keep their values after many later calls
+// and after the wasm heap grows (growth detaches every view into the old heap), they are not
+// views of the module memory, and calls that grow the heap themselves return correct values.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { loadFavor } from 'favor-attention';
+
+import { assertBelow, normalTensor } from './helpers.mjs';
+import * as ref from './reference.mjs';
+
+// Reference row i of softmax(scale q k^T) for one head (rank-2 tensors), in float64.
+function referenceRow(q, k, i) {
+  const d = q.dims[1], S = k.dims[0];
+  const qi = q.data.subarray(i * d, (i + 1) * d);
+  const k1 = { data: k.data, dims: [S, d] };
+  return ref.attentionMatrix({ data: qi, dims: [1, d] }, k1).data;
+}
+
+// A fresh, independent copy of a typed array is not a view into some larger buffer.
+function assertOwnBuffer(array, what) {
+  assert.ok(array instanceof Float32Array, `${what}: Float32Array`);
+  assert.equal(array.byteOffset, 0, `${what}: not an offset view`);
+  assert.equal(array.buffer.byteLength, array.byteLength, `${what}: its buffer is exactly its own size, not the wasm heap`);
+  assert.ok(!(array.buffer instanceof SharedArrayBuffer), `${what}: not shared memory`);
+}
+
+test('outputs keep their values after many later calls and after forcing memory growth', async () => {
+  const favor = await loadFavor();
+  const q = normalTensor([2, 40, 8], 1), k = normalTensor([2, 50, 8], 2), v = normalTensor([2, 50, 6], 3);
+  const map = favor.createFeatureMap({ dim: 8, features: 32, kernel: 'hyperbolic', seed: 1 });
+  const outputs = {
+    exactAttention: favor.exactAttention(q, k, v),
+    attentionMatrix: favor.attentionMatrix(q, k),
+    favorAttention: favor.favorAttention(q, k, v, { featureMap: map }),
+    favorAttentionMatrix: favor.favorAttentionMatrix(q, k, { featureMap: map }),
+    projection: map.projection,
+  };
+  const saved = Object.fromEntries(Object.entries(outputs).map(([name, t]) => [name, t.data.slice()]));
+  for (const [name, t] of Object.entries(outputs)) assertOwnBuffer(t.data, name);
+
+  // many later calls of every kind
+  for (let i = 0; i < 200; i++) {
+    const qi = normalTensor([2, 40, 8], 100 + i);
+    favor.exactAttention(qi, k, v, { causal: false });
+    favor.favorAttention(qi, k, v, { featureMap: map, chunk: 7 });
+    favor.compare(outputs.attentionMatrix, favor.attentionMatrix(qi, k));
+  }
+  for (const [name, t] of Object.entries(outputs)) assert.deepEqual(t.data, saved[name], `${name} after 200 calls`);
+
+  // force heap growth: 2048^2, 4096^2 and 8192 x 4096 matrices (16, 64 and 128 MiB outputs;
+  // the initial heap is 16 MiB)
+  for (const [L, S] of [[2048, 2048], [4096, 4096], [8192, 4096]]) {
+    const qb = normalTensor([L, 4], L, 0.5), kb = normalTensor([S, 4], S + 1, 0.5);
+    const big = favor.attentionMatrix(qb, kb);
+    assert.deepEqual(big.dims, [L, S]);
+    assert.equal(big.data.length, L * S);
+    assertOwnBuffer(big.data, `${L} x ${S} matrix`);
+    // spot-check rows against float64 (first, middle, last): the output was read out of a heap
+    // that grew during this very call. float32 scores over d = 4: 1e-5 as in exact.test.mjs.
+    for (const i of [0, L >> 1, L - 1]) {
+      assertBelow(ref.maxRelError(big.data.subarray(i * S, (i + 1) * S), referenceRow(qb, kb, i)), 1e-5, `${L} x ${S} row ${i}`);
+    }
+    for (const [name, t] of Object.entries(outputs)) assert.deepEqual(t.data, saved[name], `${name} after a ${L} x ${S} matrix`);
+  }
+
+  // the instance still computes correctly after growth (inputs go into the new heap)
+  assertBelow(ref.maxRelError(favor.exactAttention(q, k, v).data, ref.exactAttention(q, k, v).data), 1e-5, 'exactAttention after growth');
+  assert.deepEqual(favor.favorAttention(q, k, v, { featureMap: map }).data, saved.favorAttention);
+  assert.deepEqual(map.projection.data, saved.projection);
+  const w = map.projection;
+  assertBelow(ref.maxRelError(favor.favorAttentionMatrix(q, k, { featureMap: map }).data, ref.favorAttentionMatrix('hyperbolic', w, q, k).data), 1e-4, 'favorAttentionMatrix after growth');
+});
+
+test('outputs are fresh arrays: mutating one does not affect a later identical call', async () => {
+  const favor = await loadFavor();
+  const q = normalTensor([16, 8], 10), k = normalTensor([16, 8], 11), v = normalTensor([16, 4], 12);
+  const map = favor.createFeatureMap({ dim: 8, features: 16 });
+  const calls = {
+    exactAttention: () => favor.exactAttention(q, k, v),
+    attentionMatrix: () => favor.attentionMatrix(q, k),
+    favorAttention: () => favor.favorAttention(q, k, v, { featureMap: map }),
+    favorAttentionMatrix: () => favor.favorAttentionMatrix(q, k, { featureMap: map }),
+    projection: () => map.projection,
+  };
+  for (const [name, call] of Object.entries(calls)) {
+    const first = call();
+    const copy = first.data.slice();
+    first.data.fill(-7);
+    first.dims.push(1);
+    const second = call();
+    assert.notEqual(second.data, first.data, name);
+    assert.notEqual(second.data.buffer, first.data.buffer, name);
+    assert.deepEqual(second.data, copy, `${name}: a later call is unaffected by mutating an earlier output`);
+    assert.equal(second.dims.length, 2, name);
+  }
+});
+
+test('a single call that grows the heap by itself returns correct values (fresh instance)', async () => {
+  const favor = await loadFavor({ simd: false });
+  // the first call into a new instance needs a 48 MiB output: the heap grows inside the call
+  const qb = normalTensor([3, 1024, 8], 20, 0.5), kb = normalTensor([3, 4096, 8], 21, 0.5);
+  const big = favor.attentionMatrix(qb, kb, { scale: 0.5 });
+  assert.deepEqual(big.dims, [3, 1024, 4096]);
+  for (const [h, i] of [[0, 0], [1, 500], [2, 1023]]) {
+    const qh = { data: qb.data.subarray((h * 1024 + i) * 8, (h * 1024 + i + 1) * 8), dims: [1, 8] };
+    const kh = { data: kb.data.subarray(h * 4096 * 8, (h + 1) * 4096 * 8), dims: [4096, 8] };
+    const expected = ref.attentionMatrix(qh, kh, { scale: 0.5 }).data;
+    const offset = (h * 1024 + i) * 4096;
+    assertBelow(ref.maxRelError(big.data.subarray(offset, offset + 4096), expected), 1e-5, `head ${h} row ${i}`);
+  }
+});

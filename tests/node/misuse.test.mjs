@@ -1,0 +1,237 @@
+// Misuse, table-driven: every function and option rejects bad arguments with a TypeError (wrong
+// kind of value) or RangeError (right kind, bad value) whose message names the argument, and
+// the same instance computes correctly afterwards (no leaked shadow stack, heap or state).
+import assert from 'node:assert/strict';
+import { before, test } from 'node:test';
+
+import { loadFavor } from 'favor-attention';
+
+import { assertBelow, normalTensor } from './helpers.mjs';
+import * as ref from './reference.mjs';
+
+let favor, other;
+before(async () => {
+  [favor, other] = await Promise.all([loadFavor(), loadFavor()]);
+});
+
+// Valid fixtures: q [4, 8], k [6, 8], v [6, 3]; square ones for causal; a head-dim 8 map.
+const q = normalTensor([4, 8], 1), k = normalTensor([6, 8], 2), v = normalTensor([6, 3], 3);
+const qs = normalTensor([6, 8], 4);
+const q3 = normalTensor([2, 4, 8], 5), k3 = normalTensor([2, 6, 8], 6), v3 = normalTensor([2, 6, 3], 7);
+const expectedExact = ref.exactAttention(q3, k3, v3);
+
+const withValue = (t, index, value) => {
+  const data = t.data.slice();
+  data[index] = value;
+  return { data, dims: [...t.dims] };
+};
+const tensor = (dims, fill = 0.1) => ({ data: new Float32Array(dims.reduce((a, b) => a * b, 1)).fill(fill), dims });
+
+// Correctness in the same instance: exactAttention (float64 reference, 1e-5 as in
+// exact.test.mjs) and favorAttention with a fresh map (1e-4 as in favor.test.mjs).
+function assertInstanceWorks(label) {
+  assertBelow(ref.maxRelError(favor.exactAttention(q3, k3, v3).data, expectedExact.data), 1e-5, `exactAttention after ${label}`);
+  const map = favor.createFeatureMap({ dim: 8, features: 16, kernel: 'oprf', seed: 3 });
+  const expected = ref.favorAttention('oprf', map.projection, q3, k3, v3);
+  assertBelow(ref.maxRelError(favor.favorAttention(q3, k3, v3, { featureMap: map, chunk: 3 }).data, expected.data), 1e-4, `favorAttention after ${label}`);
+  map.dispose();
+}
+
+// [label, (favor, map) => call, error class, pattern the message must match]
+const cases = [
+  // ---- tensors (exactAttention) ----
+  ['q is a Float32Array, not a tensor', (f) => f.exactAttention(q.data, k, v), TypeError, /\bq\b/],
+  ['q is null', (f) => f.exactAttention(null, k, v), TypeError, /\bq\b/],
+  ['q missing', (f) => f.exactAttention(undefined, k, v), TypeError, /\bq\b/],
+  ['q.data is a Float64Array', (f) => f.exactAttention({ data: Float64Array.from(q.data), dims: [4, 8] }, k, v), TypeError, /q\.data/],
+  ['k.data is a plain Array', (f) => f.exactAttention(q, { data: Array.from(k.data), dims: [6, 8] }, v), TypeError, /k\.data/],
+  ['v.data is missing', (f) => f.exactAttention(q, k, { dims: [6, 3] }), TypeError, /v\.data/],
+  ['v.dims is not an array', (f) => f.exactAttention(q, k, { data: v.data, dims: '6,3' }), TypeError, /v\.dims/],
+  ['q.dims is an Int32Array', (f) => f.exactAttention({ data: q.data, dims: new Int32Array([4, 8]) }, k, v), TypeError, /q\.dims/],
+  ['q.dims rank 1', (f) => f.exactAttention({ data: q.data, dims: [32] }, k, v), RangeError, /q\.dims/],
+  ['q.dims rank 0', (f) => f.exactAttention({ data: new Float32Array(0), dims: [] }, k, v), RangeError, /q\.dims/],
+  ['q.dims with a 0', (f) => f.exactAttention({ data: new Float32Array(0), dims: [0, 8] }, k, v), RangeError, /q\.dims/],
+  ['q.dims not integers', (f) => f.exactAttention({ data: q.data, dims: [2.5, 12.8] }, k, v), RangeError, /q\.dims/],
+  ['q.dims negative', (f) => f.exactAttention({ data: q.data, dims: [-4, -8] }, k, v), RangeError, /q\.dims/],
+  ['k.dims holds a string', (f) => f.exactAttention(q, { data: k.data, dims: ['6', 8] }, v), TypeError, /k\.dims/],
+  ['q data length does not match dims', (f) => f.exactAttention({ data: q.data, dims: [5, 8] }, k, v), RangeError, /\bq\b/],
+  ['v data length does not match dims', (f) => f.exactAttention(q, k, { data: v.data.subarray(1), dims: [6, 3] }), RangeError, /\bv\b/],
+  ['NaN in q', (f) => f.exactAttention(withValue(q, 5, NaN), k, v), RangeError, /\bq\b/],
+  ['+Infinity in k', (f) => f.exactAttention(q, withValue(k, 47, Infinity), v), RangeError, /\bk\b/],
+  ['-Infinity in v', (f) => f.exactAttention(q, k, withValue(v, 0, -Infinity)), RangeError, /\bv\b/],
+  ['d of k differs from q', (f) => f.exactAttention(q, tensor([6, 7]), v), RangeError, /\bk\b/],
+  ['S of v differs from k', (f) => f.exactAttention(q, k, tensor([5, 3])), RangeError, /\bv\b/],
+  ['leading dims of k differ from q', (f) => f.exactAttention(q3, tensor([3, 6, 8]), v3), RangeError, /\bk\b/],
+  ['leading dims of v differ from q', (f) => f.exactAttention(q3, k3, tensor([1, 6, 3])), RangeError, /\bv\b/],
+  ['rank of k differs from q', (f) => f.exactAttention(q3, k, v3), RangeError, /\bk\b/],
+  ['causal with L != S', (f) => f.exactAttention(q, k, v, { causal: true }), RangeError, /causal/],
+  ['causal is a string', (f) => f.exactAttention(qs, k, v, { causal: 'yes' }), TypeError, /causal/],
+  ['causal is 1', (f) => f.exactAttention(qs, k, v, { causal: 1 }), TypeError, /causal/],
+  ['scale 0', (f) => f.exactAttention(q, k, v, { scale: 0 }), RangeError, /scale/],
+  ['scale negative', (f) => f.exactAttention(q, k, v, { scale: -0.5 }), RangeError, /scale/],
+  ['scale NaN', (f) => f.exactAttention(q, k, v, { scale: NaN }), RangeError, /scale/],
+  ['scale Infinity', (f) => f.exactAttention(q, k, v, { scale: Infinity }), RangeError, /scale/],
+  ['scale a string', (f) => f.exactAttention(q, k, v, { scale: '0.5' }), TypeError, /scale/],
+  ['scale null', (f) => f.exactAttention(q, k, v, { scale: null }), TypeError, /scale/],
+  ['unknown option key', (f) => f.exactAttention(q, k, v, { Causal: true }), TypeError, /Causal/],
+  ['exactAttention does not take chunk', (f) => f.exactAttention(q, k, v, { chunk: 8 }), TypeError, /chunk/],
+  ['options a number', (f) => f.exactAttention(q, k, v, 5), TypeError, /options/],
+  ['options an array', (f) => f.exactAttention(q, k, v, [true]), TypeError, /options/],
+  ['options null', (f) => f.exactAttention(q, k, v, null), TypeError, /options/],
+
+  // ---- attentionMatrix ----
+  ['attentionMatrix: q not a tensor', (f) => f.attentionMatrix([1, 2], k), TypeError, /\bq\b/],
+  ['attentionMatrix: NaN in k', (f) => f.attentionMatrix(q, withValue(k, 3, NaN)), RangeError, /\bk\b/],
+  ['attentionMatrix: d mismatch', (f) => f.attentionMatrix(q, tensor([6, 4])), RangeError, /\bk\b/],
+  ['attentionMatrix: causal with L != S', (f) => f.attentionMatrix(q, k, { causal: true }), RangeError, /causal/],
+  ['attentionMatrix: scale -1', (f) => f.attentionMatrix(q, k, { scale: -1 }), RangeError, /scale/],
+  ['attentionMatrix: does not take featureMap', (f, map) => f.attentionMatrix(q, k, { featureMap: map }), TypeError, /featureMap/],
+  ['attentionMatrix: options a string', (f) => f.attentionMatrix(q, k, 'causal'), TypeError, /options/],
+  // 40000 x 40000 floats = 6.4 GB: more than the 4 GB heap (and the 2 GiB single allocation)
+  ['attentionMatrix: L = S = 40000 is too large for memory', (f) => f.attentionMatrix(tensor([40000, 1]), tensor([40000, 1])), RangeError, /output|memory/],
+  ['attentionMatrix: [16, 12000, 12000] is too large for memory', (f) => f.attentionMatrix(tensor([16, 12000, 1]), tensor([16, 12000, 1])), RangeError, /output|memory/],
+
+  // ---- createFeatureMap ----
+  ['createFeatureMap: no options', (f) => f.createFeatureMap(), TypeError, /createFeatureMap|options/],
+  ['createFeatureMap: options null', (f) => f.createFeatureMap(null), TypeError, /options/],
+  ['createFeatureMap: options a number', (f) => f.createFeatureMap(64), TypeError, /options/],
+  ['createFeatureMap: unknown key', (f) => f.createFeatureMap({ dim: 8, features: 8, numFeatures: 16 }), TypeError, /numFeatures/],
+  ['createFeatureMap: dim missing', (f) => f.createFeatureMap({ features: 8 }), TypeError, /dim/],
+  ['createFeatureMap: features missing', (f) => f.createFeatureMap({ dim: 8 }), TypeError, /features/],
+  ['createFeatureMap: features 0', (f) => f.createFeatureMap({ dim: 8, features: 0 }), RangeError, /features/],
+  ['createFeatureMap: features negative', (f) => f.createFeatureMap({ dim: 8, features: -4 }), RangeError, /features/],
+  ['createFeatureMap: features non-integer', (f) => f.createFeatureMap({ dim: 8, features: 2.5 }), RangeError, /features/],
+  ['createFeatureMap: features NaN', (f) => f.createFeatureMap({ dim: 8, features: NaN }), RangeError, /features/],
+  ['createFeatureMap: features a string', (f) => f.createFeatureMap({ dim: 8, features: '8' }), TypeError, /features/],
+  ['createFeatureMap: features too large (2^25)', (f) => f.createFeatureMap({ dim: 8, features: 2 ** 25 }), RangeError, /features/],
+  ['createFeatureMap: W too large for one allocation (2^24 x 64)', (f) => f.createFeatureMap({ dim: 64, features: 2 ** 24 }), RangeError, /features/],
+  ['createFeatureMap: dim 0', (f) => f.createFeatureMap({ dim: 0, features: 8 }), RangeError, /dim/],
+  ['createFeatureMap: dim Infinity', (f) => f.createFeatureMap({ dim: Infinity, features: 8 }), RangeError, /dim/],
+  ['createFeatureMap: unknown kernel', (f) => f.createFeatureMap({ dim: 8, features: 8, kernel: 'softmax' }), RangeError, /kernel/],
+  ['createFeatureMap: kernel not a string', (f) => f.createFeatureMap({ dim: 8, features: 8, kernel: 1 }), TypeError, /kernel/],
+  ['createFeatureMap: kernel in capitals', (f) => f.createFeatureMap({ dim: 8, features: 8, kernel: 'Positive' }), RangeError, /kernel/],
+  ['createFeatureMap: unknown sampling', (f) => f.createFeatureMap({ dim: 8, features: 8, sampling: 'qmc' }), RangeError, /sampling/],
+  ['createFeatureMap: sampling not a string', (f) => f.createFeatureMap({ dim: 8, features: 8, sampling: true }), TypeError, /sampling/],
+  ['createFeatureMap: seed negative', (f) => f.createFeatureMap({ dim: 8, features: 8, seed: -1 }), RangeError, /seed/],
+  ['createFeatureMap: seed non-integer', (f) => f.createFeatureMap({ dim: 8, features: 8, seed: 1.5 }), RangeError, /seed/],
+  ['createFeatureMap: seed 2^53 (not exactly representable)', (f) => f.createFeatureMap({ dim: 8, features: 8, seed: 2 ** 53 }), RangeError, /seed/],
+  ['createFeatureMap: seed a string', (f) => f.createFeatureMap({ dim: 8, features: 8, seed: '1' }), TypeError, /seed/],
+  ['createFeatureMap: seed a BigInt', (f) => f.createFeatureMap({ dim: 8, features: 8, seed: 1n }), TypeError, /seed/],
+  ['createFeatureMap: epsilon negative', (f) => f.createFeatureMap({ dim: 8, features: 8, kernel: 'relu', epsilon: -1e-3 }), RangeError, /epsilon/],
+  ['createFeatureMap: epsilon NaN', (f) => f.createFeatureMap({ dim: 8, features: 8, kernel: 'relu', epsilon: NaN }), RangeError, /epsilon/],
+  ['createFeatureMap: projection rank 3', (f) => f.createFeatureMap({ projection: tensor([2, 4, 8]) }), RangeError, /projection/],
+  ['createFeatureMap: projection rank 1', (f) => f.createFeatureMap({ projection: { data: new Float32Array(8), dims: [8] } }), RangeError, /projection/],
+  ['createFeatureMap: projection data a Float64Array', (f) => f.createFeatureMap({ projection: { data: new Float64Array(16), dims: [2, 8] } }), TypeError, /projection\.data/],
+  ['createFeatureMap: projection not a tensor', (f) => f.createFeatureMap({ projection: new Float32Array(16) }), TypeError, /projection/],
+  ['createFeatureMap: projection length mismatch', (f) => f.createFeatureMap({ projection: { data: new Float32Array(15), dims: [2, 8] } }), RangeError, /projection/],
+  ['createFeatureMap: NaN in projection', (f) => f.createFeatureMap({ projection: withValue(tensor([4, 8]), 9, NaN) }), RangeError, /projection/],
+  ['createFeatureMap: Infinity in projection', (f) => f.createFeatureMap({ projection: withValue(tensor([4, 8]), 31, -Infinity) }), RangeError, /projection/],
+  ['createFeatureMap: features disagrees with projection', (f) => f.createFeatureMap({ projection: tensor([4, 8]), features: 5 }), RangeError, /features/],
+  ['createFeatureMap: dim disagrees with projection', (f) => f.createFeatureMap({ projection: tensor([4, 8]), dim: 4 }), RangeError, /dim/],
+
+  // ---- favorAttention ----
+  ['favorAttention: no options (featureMap required)', (f) => f.favorAttention(q, k, v), TypeError, /featureMap/],
+  ['favorAttention: featureMap missing', (f) => f.favorAttention(q, k, v, { causal: false }), TypeError, /featureMap/],
+  ['favorAttention: featureMap a plain object', (f) => f.favorAttention(q, k, v, { featureMap: { dim: 8, features: 8 } }), TypeError, /featureMap/],
+  ['favorAttention: featureMap null', (f) => f.favorAttention(q, k, v, { featureMap: null }), TypeError, /featureMap/],
+  ['favorAttention: featureMap from another instance', (f) => f.favorAttention(q, k, v, { featureMap: other.createFeatureMap({ dim: 8, features: 8 }) }), TypeError, /featureMap/],
+  ['favorAttention: featureMap disposed', (f) => {
+    const map = f.createFeatureMap({ dim: 8, features: 8 });
+    map.dispose();
+    return f.favorAttention(q, k, v, { featureMap: map });
+  }, TypeError, /featureMap/],
+  ['favorAttention: q d differs from the map dim', (f) => f.favorAttention(tensor([4, 6]), tensor([6, 6]), v, { featureMap: f.createFeatureMap({ dim: 8, features: 8 }) }), RangeError, /\bq\b/],
+  ['favorAttention: chunk 0', (f, map) => f.favorAttention(q, k, v, { featureMap: map, chunk: 0 }), RangeError, /chunk/],
+  ['favorAttention: chunk non-integer', (f, map) => f.favorAttention(q, k, v, { featureMap: map, chunk: 1.5 }), RangeError, /chunk/],
+  ['favorAttention: chunk above 2^20', (f, map) => f.favorAttention(q, k, v, { featureMap: map, chunk: 2 ** 20 + 1 }), RangeError, /chunk/],
+  ['favorAttention: chunk a string', (f, map) => f.favorAttention(q, k, v, { featureMap: map, chunk: '64' }), TypeError, /chunk/],
+  ['favorAttention: NaN in v', (f, map) => f.favorAttention(q, k, withValue(v, 17, NaN), { featureMap: map }), RangeError, /\bv\b/],
+  ['favorAttention: Infinity in q', (f, map) => f.favorAttention(withValue(q, 0, Infinity), k, v, { featureMap: map }), RangeError, /\bq\b/],
+  ['favorAttention: leading dims mismatch', (f, map) => f.favorAttention(q3, tensor([2, 6, 8]), tensor([3, 6, 3]), { featureMap: map }), RangeError, /\bv\b/],
+  ['favorAttention: causal with L != S', (f, map) => f.favorAttention(q, k, v, { featureMap: map, causal: true }), RangeError, /causal/],
+  ['favorAttention: scale NaN', (f, map) => f.favorAttention(q, k, v, { featureMap: map, scale: NaN }), RangeError, /scale/],
+  ['favorAttention: unknown option', (f, map) => f.favorAttention(q, k, v, { featureMap: map, features: 8 }), TypeError, /features/],
+  ['favorAttention: v.data a Float64Array', (f, map) => f.favorAttention(q, k, { data: new Float64Array(18), dims: [6, 3] }, { featureMap: map }), TypeError, /v\.data/],
+
+  // ---- favorAttentionMatrix ----
+  ['favorAttentionMatrix: featureMap missing', (f) => f.favorAttentionMatrix(q, k, {}), TypeError, /featureMap/],
+  ['favorAttentionMatrix: featureMap a string', (f) => f.favorAttentionMatrix(q, k, { featureMap: 'positive' }), TypeError, /featureMap/],
+  ['favorAttentionMatrix: does not take chunk', (f, map) => f.favorAttentionMatrix(q, k, { featureMap: map, chunk: 8 }), TypeError, /chunk/],
+  ['favorAttentionMatrix: -Infinity in k', (f, map) => f.favorAttentionMatrix(q, withValue(k, 2, -Infinity), { featureMap: map }), RangeError, /\bk\b/],
+  ['favorAttentionMatrix: d mismatch with the map', (f, map) => f.favorAttentionMatrix(tensor([4, 5]), tensor([6, 5]), { featureMap: map }), RangeError, /\bq\b/],
+  ['favorAttentionMatrix: causal with L != S', (f, map) => f.favorAttentionMatrix(q, k, { featureMap: map, causal: true }), RangeError, /causal/],
+  ['favorAttentionMatrix: scale 0', (f, map) => f.favorAttentionMatrix(q, k, { featureMap: map, scale: 0 }), RangeError, /scale/],
+  ['favorAttentionMatrix: too large for memory', (f, map) => f.favorAttentionMatrix(tensor([40000, 8]), tensor([40000, 8]), { featureMap: map }), RangeError, /output|memory/],
+
+  // ---- FeatureMap.redraw ----
+  ['redraw: seed negative', (f, map) => map.redraw(-1), RangeError, /seed/],
+  ['redraw: seed non-integer', (f, map) => map.redraw(0.5), RangeError, /seed/],
+  ['redraw: seed NaN', (f, map) => map.redraw(NaN), RangeError, /seed/],
+  ['redraw: seed missing', (f, map) => map.redraw(), TypeError, /seed/],
+  ['redraw: seed a string', (f, map) => map.redraw('7'), TypeError, /seed/],
+
+  // ---- compare ----
+  ['compare: dims differ', (f) => f.compare(tensor([4, 6]), tensor([6, 4])), RangeError, /approx/],
+  ['compare: leading dims differ', (f) => f.compare(tensor([2, 4, 6]), tensor([1, 8, 6])), RangeError, /approx/],
+  ['compare: exactMatrix not a tensor', (f) => f.compare(new Float32Array(4), tensor([2, 2])), TypeError, /exactMatrix/],
+  ['compare: approxMatrix data a Float64Array', (f) => f.compare(tensor([2, 2]), { data: new Float64Array(4), dims: [2, 2] }), TypeError, /approxMatrix\.data/],
+  ['compare: exactMatrix rank 1', (f) => f.compare({ data: new Float32Array(4), dims: [4] }, tensor([2, 2])), RangeError, /exactMatrix\.dims/],
+  ['compare: NaN in exactMatrix', (f) => f.compare(withValue(tensor([3, 3]), 4, NaN), tensor([3, 3])), RangeError, /exact/],
+  ['compare: approxMatrix missing', (f) => f.compare(tensor([3, 3])), TypeError, /approxMatrix/],
+
+  // ---- outputRelativeError ----
+  ['outputRelativeError: dims differ', (f) => f.outputRelativeError(tensor([4, 3]), tensor([3, 4])), RangeError, /approx/],
+  ['outputRelativeError: exact.data a plain Array', (f) => f.outputRelativeError({ data: [1, 2, 3, 4], dims: [2, 2] }, tensor([2, 2])), TypeError, /exact\.data/],
+  ['outputRelativeError: approx null', (f) => f.outputRelativeError(tensor([2, 2]), null), TypeError, /approx/],
+  ['outputRelativeError: Infinity in exact', (f) => f.outputRelativeError(withValue(tensor([2, 2]), 1, Infinity), tensor([2, 2])), RangeError, /exact/],
+];
+
+test(`the misuse table has at least 30 cases across every function (${cases.length})`, () => {
+  assert.ok(cases.length >= 30);
+  const text = cases.map(([, fn]) => fn.toString()).join('\n');
+  for (const name of ['exactAttention', 'attentionMatrix', 'createFeatureMap', 'favorAttention', 'favorAttentionMatrix', 'redraw', 'compare', 'outputRelativeError']) {
+    assert.ok(text.includes(`${name}(`), `no misuse case calls ${name}`);
+  }
+});
+
+for (const [label, call, type, pattern] of cases) {
+  test(`misuse: ${label} -> ${type.name} ${pattern}`, () => {
+    const map = favor.createFeatureMap({ dim: 8, features: 8, seed: 1 });
+    let thrown;
+    try {
+      call(favor, map);
+    } catch (e) {
+      thrown = e;
+    }
+    assert.ok(thrown !== undefined, 'expected an error, the call returned normally');
+    assert.ok(thrown instanceof type, `expected ${type.name}, got ${thrown?.constructor?.name}: ${thrown?.message}`);
+    assert.match(thrown.message, pattern);
+    // the map used by the case is still usable unless the case disposed its own
+    assert.equal(map.disposed, false);
+    map.dispose();
+    assertInstanceWorks(label);
+  });
+}
+
+test('thousands of errors raised inside wasm leak neither the shadow stack nor the heap', () => {
+  // Errors detected by the core (NaN values) unwind through the binding; unfreed input buffers
+  // would leak 24 MiB per call here (q, k and v are 2 Mi floats each, plus an 8 MiB output),
+  // so 200 calls would need > 4.8 GB and exceed the 4 GB heap; a leaked stack frame would
+  // overflow the 5 MiB shadow stack within the 3000 small calls.
+  const n = 1 << 21;
+  const bigQ = { data: new Float32Array(n).fill(0.5), dims: [4096, 512, 1] };
+  const bigK = { data: new Float32Array(n).fill(0.25), dims: [4096, 512, 1] };
+  const bigV = { data: new Float32Array(n), dims: [4096, 512, 1] };
+  bigQ.data[0] = NaN; // found at once: the cost is the copies, which is what could leak
+  for (let i = 0; i < 200; i++) {
+    assert.throws(() => favor.exactAttention(bigQ, bigK, bigV), (e) => e instanceof RangeError && /\bq\b/.test(e.message), `call ${i}`);
+  }
+  const badQ = withValue(q3, 0, NaN);
+  const map = favor.createFeatureMap({ dim: 8, features: 8 });
+  for (let i = 0; i < 1000; i++) {
+    assert.throws(() => favor.exactAttention(badQ, k3, v3), RangeError);
+    assert.throws(() => favor.favorAttention(badQ, k3, v3, { featureMap: map }), RangeError);
+    assert.throws(() => favor.compare(withValue(tensor([2, 2]), 0, NaN), tensor([2, 2])), RangeError);
+  }
+  assertInstanceWorks('4000 errors');
+});

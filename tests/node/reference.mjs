@@ -1,0 +1,299 @@
+// Independent float64 reference for the favor-attention Node tests, written directly from the
+// formulas of DESIGN.md sections 2-5 and 7. Nothing here calls the package: tests take a
+// projection W from the package (or make their own), evaluate every formula here in plain
+// double precision, without any stabilization tricks beyond the max-subtraction of a softmax,
+// and compare. Inputs in the tests are kept small enough that plain double arithmetic is exact
+// to ~1e-14 relative.
+//
+// Tensors are { data, dims } with row-major data of any numeric array type and dims
+// [..., rows, cols]; every function returns Float64Array-backed tensors.
+
+// ---------------------------------------------------------------------------------------------
+// Tensor plumbing
+
+/** Number of heads (product of leading dims), rows and cols of a [..., rows, cols] tensor. */
+export function shape(tensor) {
+  const dims = tensor.dims;
+  const rows = dims[dims.length - 2];
+  const cols = dims[dims.length - 1];
+  let heads = 1;
+  for (let i = 0; i < dims.length - 2; i++) heads *= dims[i];
+  return { heads, rows, cols, leading: dims.slice(0, -2) };
+}
+
+/** Head h of a tensor as an array of Float64Array rows. */
+export function headRows(tensor, h) {
+  const { rows, cols } = shape(tensor);
+  const out = [];
+  const base = h * rows * cols;
+  for (let i = 0; i < rows; i++) {
+    const row = new Float64Array(cols);
+    for (let j = 0; j < cols; j++) row[j] = tensor.data[base + i * cols + j];
+    out.push(row);
+  }
+  return out;
+}
+
+function dot(a, b) {
+  let s = 0;
+  for (let i = 0; i < a.length; i++) s += a[i] * b[i];
+  return s;
+}
+
+function sqNorm(a) {
+  return dot(a, a);
+}
+
+function scaled(rows, factor) {
+  return rows.map((r) => r.map((x) => x * factor));
+}
+
+/** Runs perHead(h) => array of Float64Array rows for every head and stacks the results. */
+function stack(leading, rows, cols, perHead) {
+  let heads = 1;
+  for (const d of leading) heads *= d;
+  const data = new Float64Array(heads * rows * cols);
+  for (let h = 0; h < heads; h++) {
+    const out = perHead(h);
+    for (let i = 0; i < rows; i++) data.set(out[i], (h * rows + i) * cols);
+  }
+  return { data, dims: [...leading, rows, cols] };
+}
+
+function matmul(a, b) {
+  // a: n x p rows, b: p x q rows
+  const q = b[0].length;
+  return a.map((row) => {
+    const out = new Float64Array(q);
+    for (let t = 0; t < row.length; t++) {
+      const x = row[t];
+      if (x === 0) continue;
+      const bt = b[t];
+      for (let j = 0; j < q; j++) out[j] += x * bt[j];
+    }
+    return out;
+  });
+}
+
+export function defaultScale(d) {
+  return 1 / Math.sqrt(d);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exact softmax attention, brute force (DESIGN.md section 2)
+
+/** A = softmax(scale q k^T) row-wise for one head (rows of Float64Array), zeros above the diagonal when causal. */
+export function softmaxMatrixHead(q, k, scale, causal) {
+  return q.map((qi, i) => {
+    const end = causal ? i + 1 : k.length;
+    const row = new Float64Array(k.length);
+    let mx = -Infinity;
+    for (let j = 0; j < end; j++) {
+      row[j] = scale * dot(qi, k[j]);
+      if (row[j] > mx) mx = row[j];
+    }
+    let sum = 0;
+    for (let j = 0; j < end; j++) sum += (row[j] = Math.exp(row[j] - mx));
+    for (let j = 0; j < end; j++) row[j] /= sum;
+    return row;
+  });
+}
+
+/** The [..., L, S] probability matrix. */
+export function attentionMatrix(q, k, { causal = false, scale } = {}) {
+  const sq = shape(q), sk = shape(k);
+  const s = scale ?? defaultScale(sq.cols);
+  return stack(sq.leading, sq.rows, sk.rows, (h) => softmaxMatrixHead(headRows(q, h), headRows(k, h), s, causal));
+}
+
+/** softmax(scale q k^T) v: [..., L, dv]. */
+export function exactAttention(q, k, v, { causal = false, scale } = {}) {
+  const sq = shape(q), sv = shape(v);
+  const s = scale ?? defaultScale(sq.cols);
+  return stack(sq.leading, sq.rows, sv.cols, (h) =>
+    matmul(softmaxMatrixHead(headRows(q, h), headRows(k, h), s, causal), headRows(v, h)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Feature maps phi (DESIGN.md section 4); x already scaled (x~ = x sqrt(scale)); W is m x d rows.
+
+export function numFeatures(kernel, m) {
+  return kernel === 'hyperbolic' || kernel === 'trigonometric' ? 2 * m : m;
+}
+
+/** rho = mean over all pairs (i, j) of |x_i + y_j|^2, by brute force. */
+export function oprfRho(x, y) {
+  let sum = 0;
+  for (const xi of x) {
+    for (const yj of y) {
+      let s = 0;
+      for (let t = 0; t < xi.length; t++) s += (xi[t] + yj[t]) ** 2;
+      sum += s;
+    }
+  }
+  return sum / (x.length * y.length);
+}
+
+/** OPRF (FAVOR++) coefficients: phi = rho/d, A*, B = sqrt(1 - 4A), D = (1 - 4A)^(d/4). */
+export function oprfCoefficients(rho, d) {
+  const p = rho / d;
+  const a = (1 - 2 * p - Math.sqrt((2 * p + 1) ** 2 + 8 * p)) / 16;
+  return { a, b: Math.sqrt(1 - 4 * a), D: Math.pow(1 - 4 * a, d / 4) };
+}
+
+/** phi(x) for each row of x: the DESIGN.md section 4 table, in double. */
+export function phi(kernel, w, x, { epsilon = 1e-3, oprf } = {}) {
+  const m = w.length;
+  return x.map((xi) => {
+    const sq = sqNorm(xi);
+    const out = new Float64Array(numFeatures(kernel, m));
+    for (let r = 0; r < m; r++) {
+      const t = dot(w[r], xi);
+      switch (kernel) {
+        case 'positive':
+          out[r] = Math.exp(t - sq / 2) / Math.sqrt(m);
+          break;
+        case 'hyperbolic': {
+          const c = Math.exp(-sq / 2) / Math.sqrt(2 * m);
+          out[r] = c * Math.exp(t);
+          out[m + r] = c * Math.exp(-t);
+          break;
+        }
+        case 'trigonometric': {
+          const c = Math.exp(sq / 2) / Math.sqrt(m);
+          out[r] = c * Math.cos(t);
+          out[m + r] = c * Math.sin(t);
+          break;
+        }
+        case 'relu':
+          out[r] = Math.max(t, 0) + epsilon;
+          break;
+        case 'oprf':
+          out[r] = (oprf.D * Math.exp(oprf.a * sqNorm(w[r]) + oprf.b * t - sq / 2)) / Math.sqrt(m);
+          break;
+        default:
+          throw new Error(`reference: unknown kernel ${kernel}`);
+      }
+    }
+    return out;
+  });
+}
+
+/** phi(x~).phi(y~) for every pair (L x S) of one head, x~, y~ already scaled. */
+export function kernelEstimateHead(kernel, w, xs, ys, { epsilon = 1e-3 } = {}) {
+  const oprf = kernel === 'oprf' ? oprfCoefficients(oprfRho(xs, ys), xs[0].length) : undefined;
+  const px = phi(kernel, w, xs, { epsilon, oprf });
+  const py = phi(kernel, w, ys, { epsilon, oprf });
+  return px.map((a) => Float64Array.from(py, (b) => dot(a, b)));
+}
+
+/** Rows of a W tensor [m, d] (any numeric data) as Float64Array rows. */
+export function projectionRows(projection) {
+  return headRows(projection, 0);
+}
+
+/** One head of A^ = diag(Q'K'^T 1)^-1 Q'K'^T, masked (j <= i) when causal, x~ = x sqrt(scale). */
+export function favorMatrixHead(kernel, w, q, k, scale, causal, epsilon = 1e-3) {
+  const root = Math.sqrt(scale);
+  const a = kernelEstimateHead(kernel, w, scaled(q, root), scaled(k, root), { epsilon });
+  for (let i = 0; i < a.length; i++) {
+    const row = a[i];
+    if (causal) for (let j = i + 1; j < row.length; j++) row[j] = 0;
+    let sum = 0;
+    for (let j = 0; j < row.length; j++) sum += row[j];
+    for (let j = 0; j < row.length; j++) row[j] /= sum;
+  }
+  return a;
+}
+
+/** [..., L, S] approximate matrix for the projection W (a [m, d] tensor). */
+export function favorAttentionMatrix(kernel, projection, q, k, { causal = false, scale, epsilon = 1e-3 } = {}) {
+  const w = projectionRows(projection);
+  const sq = shape(q), sk = shape(k);
+  const s = scale ?? defaultScale(sq.cols);
+  return stack(sq.leading, sq.rows, sk.rows, (h) =>
+    favorMatrixHead(kernel, w, headRows(q, h), headRows(k, h), s, causal, epsilon));
+}
+
+/** D^-1 (Q'K'^T) V (masked when causal): [..., L, dv]. */
+export function favorAttention(kernel, projection, q, k, v, { causal = false, scale, epsilon = 1e-3 } = {}) {
+  const w = projectionRows(projection);
+  const sq = shape(q), sv = shape(v);
+  const s = scale ?? defaultScale(sq.cols);
+  return stack(sq.leading, sq.rows, sv.cols, (h) =>
+    matmul(favorMatrixHead(kernel, w, headRows(q, h), headRows(k, h), s, causal, epsilon), headRows(v, h)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Error measures (DESIGN.md section 7, conventions of index.d.ts): rows are the last dim.
+
+export const KL_FLOOR = 1e-12;
+
+export function compare(exact, approx) {
+  const cols = exact.dims[exact.dims.length - 1];
+  const n = exact.data.length;
+  const rows = n / cols;
+  let diffSq = 0, refSq = 0, maxAbs = 0, klSum = 0;
+  for (let i = 0; i < rows; i++) {
+    const qRow = new Float64Array(cols);
+    let total = 0;
+    for (let j = 0; j < cols; j++) {
+      const a = exact.data[i * cols + j], b = approx.data[i * cols + j];
+      diffSq += (a - b) ** 2;
+      refSq += a * a;
+      maxAbs = Math.max(maxAbs, Math.abs(a - b));
+      // entries of A^ that are <= 0 (or not finite) become 1e-12; the row is renormalized
+      qRow[j] = Number.isFinite(b) && b > 0 ? b : KL_FLOOR;
+      total += qRow[j];
+    }
+    // the exact row is normalized to sum 1 too (float rows do not sum to exactly 1)
+    let pTotal = 0;
+    for (let j = 0; j < cols; j++) pTotal += Math.max(exact.data[i * cols + j], 0);
+    let kl = 0;
+    for (let j = 0; j < cols; j++) {
+      const p = exact.data[i * cols + j] / pTotal;
+      if (p > 0) kl += p * Math.log(p / (qRow[j] / total));
+    }
+    klSum += kl;
+  }
+  return { mse: diffSq / n, relFrobenius: Math.sqrt(diffSq / refSq), maxAbs, meanRowKL: klSum / rows };
+}
+
+export function outputRelativeError(exact, approx) {
+  let diffSq = 0, refSq = 0;
+  for (let i = 0; i < exact.data.length; i++) {
+    diffSq += (exact.data[i] - approx.data[i]) ** 2;
+    refSq += exact.data[i] ** 2;
+  }
+  return Math.sqrt(diffSq / refSq);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Comparisons used by the tests. Both return Infinity when `got` has a non-finite entry or the
+// sizes differ, so a NaN can never pass a `<= tolerance` assertion.
+
+/** max_i |got_i - ref_i| / max_i |ref_i| (every entry measured against the largest reference entry). */
+export function maxRelError(got, ref) {
+  const g = got.data ?? got, r = ref.data ?? ref;
+  if (g.length !== r.length) return Infinity;
+  let diff = 0, top = 0;
+  for (let i = 0; i < r.length; i++) {
+    if (!Number.isFinite(g[i])) return Infinity;
+    diff = Math.max(diff, Math.abs(g[i] - r[i]));
+    top = Math.max(top, Math.abs(r[i]));
+  }
+  return top > 0 ? diff / top : diff;
+}
+
+/** |got - ref|_F / |ref|_F */
+export function relFrobenius(got, ref) {
+  const g = got.data ?? got, r = ref.data ?? ref;
+  if (g.length !== r.length) return Infinity;
+  let d = 0, n = 0;
+  for (let i = 0; i < r.length; i++) {
+    if (!Number.isFinite(g[i])) return Infinity;
+    d += (g[i] - r[i]) ** 2;
+    n += r[i] ** 2;
+  }
+  return n > 0 ? Math.sqrt(d / n) : Math.sqrt(d);
+}
