@@ -19,6 +19,9 @@ export async function loadFavor(options) {
     : new URL('../dist/favor-scalar.wasm', import.meta.url);
   const locateFile = (file) => String(o.locateFile ? o.locateFile(file) : (o.wasmUrl ?? defaultUrl));
   const { default: createModule } = await (simd ? import('../dist/favor-simd.js') : import('../dist/favor-scalar.js'));
-  const Module = await createModule(wasmBinary ? { wasmBinary } : { locateFile });
+  const Module = await createModule(wasmBinary ? { wasmBinary } : { locateFile }).catch((error) => {
+    const where = wasmBinary ? 'the wasmBinary given' : locateFile(simd ? 'favor-simd.wasm' : 'favor-scalar.wasm');
+    throw new Error(`loadFavor: could not load ${where}: ${error?.message ?? error}`, { cause: error });
+  });
   return createApi(Module, { simd });
 }

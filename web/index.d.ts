@@ -1,3 +1,4 @@
+/// <reference lib="esnext.disposable" />
 // Type declarations for favor-attention (hand-written; they mirror web/api.js exactly).
 
 /** A dense row-major float32 tensor: dims [L, d], [H, L, d] or [B, H, L, d] (any rank >= 2). */

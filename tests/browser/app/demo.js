@@ -1,0 +1,55 @@
+// The computation the browser pages and Node run on the same deterministic inputs: exact
+// attention and FAVOR+ (positive kernel, m = 256, seed 1), with the SIMD choice made by the
+// loader and with the scalar module forced. Plain ESM with no imports: it runs unchanged in
+// Node, in a Vite app and in a page without a bundler.
+export const L = 32;
+export const D = 16;
+export const FEATURES = 256;
+export const SEED = 1;
+
+// mulberry32: a tiny deterministic generator, values in [-1, 1) rounded to float32.
+function generator(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return (((t ^ (t >>> 14)) >>> 0) / 4294967296) * 2 - 1;
+  };
+}
+
+export function makeInputs() {
+  const next = generator(20240601);
+  const tensor = (offset) => ({ data: Float32Array.from({ length: L * D }, () => next() + offset), dims: [L, D] });
+  // Values in [0, 2): outputs are away from 0, so the relative error measures the approximation.
+  return { q: tensor(0), k: tensor(0), v: tensor(1) };
+}
+
+function compute(favor) {
+  const { q, k, v } = makeInputs();
+  const exact = favor.exactAttention(q, k, v);
+  const featureMap = favor.createFeatureMap({ dim: D, features: FEATURES, kernel: 'positive', seed: SEED });
+  try {
+    const approx = favor.favorAttention(q, k, v, { featureMap });
+    const causal = favor.favorAttention(q, k, v, { featureMap, causal: true });
+    return {
+      version: favor.info.version,
+      simd: favor.info.simd,
+      relError: favor.outputRelativeError(exact, approx),
+      dims: approx.dims,
+      first: Array.from(approx.data.subarray(0, 4)),
+      exact: Array.from(exact.data),
+      favor: Array.from(approx.data),
+      causal: Array.from(causal.data),
+    };
+  } finally {
+    featureMap.dispose();
+  }
+}
+
+export async function runDemo(loadFavor) {
+  const auto = compute(await loadFavor());
+  const scalar = compute(await loadFavor({ simd: false }));
+  return { ...auto, scalar };
+}

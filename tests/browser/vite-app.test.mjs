@@ -1,0 +1,207 @@
+// The packed package in headless Chromium, three ways a web app takes it: a Vite production
+// build, the Vite dev server (with optimizeDeps.exclude, as the README says), and no bundler
+// at all (an import map to node_modules/favor-attention/web/browser.js). Each page computes
+// exact attention and FAVOR+ (positive, m = 256, seed 1) on fixed inputs; the results must be
+// what Node computes with the same tarball, with no console error and the .wasm served as
+// application/wasm.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { cp, mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+
+import {
+  ROOT, installedPackageJson, killGroup, launchChromium, makeTempDir, npmEnv,
+  openResultPage, packTarball, removeDir, runOk, serveStatic, tail,
+} from '../package/helpers.mjs';
+
+const APP_SOURCE = join(ROOT, 'tests', 'browser', 'app');
+const TOLERANCE = 1e-5;
+
+let work;
+let app;
+let browser;
+let nodeResult;
+
+before(async () => {
+  browser = await launchChromium();  // first: a missing Chromium fails fast with its message
+  work = await makeTempDir('browser');
+  await mkdir(join(work, 'pack'));
+  const tarball = await packTarball(join(work, 'pack'));
+  app = join(work, 'app');
+  await cp(APP_SOURCE, app, { recursive: true });
+  const viteVersion = JSON.parse(await readFile(join(ROOT, 'node_modules', 'vite', 'package.json'), 'utf8')).version;
+  await writeFile(join(app, 'package.json'), JSON.stringify({ name: 'favor-vite-app', private: true, type: 'module' }, null, 2));
+  await runOk('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball, `vite@${viteVersion}`], {
+    cwd: app, env: npmEnv(), timeout: 180_000,
+  });
+  const installed = await installedPackageJson(app);
+  assert.equal(installed.name, 'favor-attention');
+  const { stdout } = await runOk(process.execPath, ['node-run.mjs'], { cwd: app, timeout: 60_000 });
+  nodeResult = JSON.parse(stdout);
+}, { timeout: 420_000 });
+
+after(async () => {
+  await browser?.close();
+  await removeDir(work);
+}, { timeout: 60_000 });
+
+function assertClose(actual, expected, label) {
+  assert.equal(actual.length, expected.length, `${label}: length`);
+  for (let i = 0; i < expected.length; i++) {
+    assert.ok(Number.isFinite(actual[i]), `${label}[${i}] = ${actual[i]} is not finite`);
+    const diff = Math.abs(actual[i] - expected[i]);
+    assert.ok(diff <= TOLERANCE * Math.max(1, Math.abs(expected[i])),
+      `${label}[${i}]: browser ${actual[i]} vs Node ${expected[i]} (|diff| = ${diff})`);
+  }
+}
+
+/** The page's results against Node's, and a clean console. */
+function checkPage({ result, errors, responses }, label) {
+  assert.deepEqual(errors, [], `${label}: errors in the page`);
+  assert.equal(result.version, '0.1.0');
+  assert.equal(result.exportedVersion, result.version, 'the exported version matches favor.info.version');
+  assert.equal(result.simd, true, 'Chromium validates wasm SIMD, so the SIMD module is used by default');
+  assert.equal(result.scalar.simd, false, 'simd: false loads the scalar module');
+  assert.deepEqual(result.dims, [32, 16]);
+  for (const [name, data] of [['first', result.first], ['exact', result.exact], ['favor', result.favor]]) {
+    assert.ok(data.every(Number.isFinite), `${label}: ${name} has non-finite values`);
+  }
+  assert.ok(Number.isFinite(result.relError) && result.relError > 0 && result.relError < 0.1,
+    `${label}: FAVOR+ output relative error ${result.relError} (expected in (0, 0.1))`);
+  assert.ok(Math.abs(result.relError - nodeResult.relError) <= TOLERANCE,
+    `${label}: relative error ${result.relError} in the browser vs ${nodeResult.relError} in Node`);
+  assertClose(result.first, nodeResult.first, `${label} first`);
+  for (const key of ['exact', 'favor', 'causal']) {
+    assertClose(result[key], nodeResult[key], `${label} ${key}`);
+    assertClose(result.scalar[key], nodeResult.scalar[key], `${label} scalar ${key}`);
+  }
+  const wasm = responses.filter((r) => new URL(r.url).pathname.endsWith('.wasm'));
+  assert.deepEqual(wasm.map((r) => /favor-(simd|scalar)/.exec(r.url)?.[1]).sort(), ['scalar', 'simd'],
+    `${label}: expected the SIMD and the scalar .wasm to be fetched once each, got ${JSON.stringify(wasm)}`);
+  for (const r of wasm) {
+    assert.equal(r.status, 200, `${label}: ${r.url}`);
+    assert.match(r.type, /^application\/wasm\b/, `${label}: ${r.url} served as '${r.type}'`);
+  }
+}
+
+describe('favor-attention in Chromium', () => {
+  test('Node reference run', () => {
+    assert.equal(nodeResult.simd, true);
+    assert.ok(nodeResult.relError > 0 && nodeResult.relError < 0.1, `Node relative error ${nodeResult.relError}`);
+    assertClose(nodeResult.scalar.favor, nodeResult.favor, 'Node scalar vs SIMD favor');
+  });
+
+  test('Vite production build', { timeout: 120_000 }, async () => {
+    await runOk(process.execPath, [join(app, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--logLevel', 'warn'], {
+      cwd: app, env: npmEnv(), timeout: 90_000,
+    });
+    const assets = await readdir(join(app, 'dist', 'assets'));
+    assert.ok(assets.some((f) => /^favor-simd-.*\.wasm$/.test(f)), `no SIMD .wasm emitted: ${assets}`);
+    assert.ok(assets.some((f) => /^favor-scalar-.*\.wasm$/.test(f)), `no scalar .wasm emitted: ${assets}`);
+    const server = await serveStatic(join(app, 'dist'));
+    try {
+      checkPage(await openResultPage(browser, server.url), 'vite build');
+    } finally {
+      await server.close();
+    }
+  });
+
+  for (const [name, config] of [
+    ['with optimizeDeps.exclude (the README\'s vite.config.js)', 'vite.config.js'],
+    ['with no configuration (pre-bundled dependency)', 'vite.zero.config.js'],
+  ]) {
+    test(`Vite dev server ${name}`, { timeout: 120_000 }, async () => {
+      const dev = await startViteDev(app, config);
+      try {
+        checkPage(await openResultPage(browser, dev.url), `vite dev (${config})`);
+      } catch (error) {
+        error.message += `\n--- vite dev output\n${tail(dev.output())}`;
+        throw error;
+      } finally {
+        await dev.close();
+      }
+    });
+  }
+
+  test('no bundler: an import map to node_modules/favor-attention/web/browser.js', { timeout: 60_000 }, async () => {
+    const server = await serveStatic(app);
+    try {
+      checkPage(await openResultPage(browser, `${server.url}plain.html`), 'no bundler');
+    } finally {
+      await server.close();
+    }
+  });
+
+  test('browser loader options: wasmUrl, locateFile, wasmBinary', { timeout: 60_000 }, async () => {
+    const server = await serveStatic(app);
+    try {
+      const { result, errors } = await openResultPage(browser, `${server.url}options.html`);
+      assert.deepEqual(errors, []);
+      for (const [name, variant] of Object.entries(result.variants)) {
+        assert.equal(variant.maxAbsDiff, 0, `${name}: results differ from the default load by ${variant.maxAbsDiff}`);
+      }
+      assert.equal(result.variants.wasmUrlString.simd, true);
+      assert.equal(result.variants.wasmUrlObject.simd, false);
+      assert.equal(result.variants.wasmBinary.simd, false);
+      assert.deepEqual(result.locatedFiles, ['favor-simd.wasm'], 'locateFile is asked for the SIMD module file name');
+      assert.match(result.badWasmUrl, /^TypeError: wasmUrl/);
+      assert.match(result.badWasmBinary, /^TypeError: wasmBinary/);
+    } finally {
+      await server.close();
+    }
+  });
+
+  test('a wasmUrl that answers 404 rejects loadFavor instead of hanging', { timeout: 60_000 }, async () => {
+    const server = await serveStatic(app);
+    try {
+      const { result, errors } = await openResultPage(browser, `${server.url}missing.html`);
+      assert.match(result.outcome, /^rejected: .*does-not-exist\.wasm/, `loadFavor outcome: ${result.outcome}`);
+      assert.ok(errors.some((e) => e.includes('404')), `expected the 404 in the page's errors: ${errors}`);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+/** `vite` (dev) on 127.0.0.1, a port the OS picks, fresh dependency cache; resolves once it prints its URL. */
+async function startViteDev(cwd, config) {
+  const vite = join(cwd, 'node_modules', 'vite', 'bin', 'vite.js');
+  const args = [vite, '--config', config, '--force', '--host', '127.0.0.1', '--port', '0', '--strictPort'];
+  const child = spawn(process.execPath, args, {
+    cwd, env: npmEnv(), detached: true, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  const url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`vite dev did not print its URL within 30 s:\n${output}`)), 30_000);
+    const onData = (chunk) => {
+      output += chunk;
+      const match = /Local:\s+(http:\/\/127\.0\.0\.1:\d+\/)/.exec(output.replace(/\x1b\[[0-9;]*m/g, ''));
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]);
+      }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`vite dev exited (${code ?? signal}) before serving:\n${output}`));
+    });
+  }).catch(async (error) => {
+    killGroup(child, 'SIGKILL');
+    await exited;
+    throw error;
+  });
+  return {
+    url,
+    output: () => output,
+    close: async () => {
+      killGroup(child, 'SIGTERM');
+      const timer = setTimeout(() => killGroup(child, 'SIGKILL'), 5_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}

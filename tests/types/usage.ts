@@ -1,0 +1,209 @@
+// Typed use of the whole public API of favor-attention (web/index.d.ts), resolved through the
+// package's exports map. Only type-checked (tests/package/types.test.mjs), never run.
+// Every `// @ts-expect-error` line is misuse that the declarations must reject; the test also
+// checks that each of them is an error once the directive is removed.
+import { loadFavor, version } from 'favor-attention';
+import type {
+  Assignment,
+  AttentionOptions,
+  CodebookAttentionOptions,
+  CodebookOptions,
+  Favor,
+  FavorAttentionOptions,
+  FavorInfo,
+  FavorMatrixOptions,
+  FeatureMap,
+  FeatureMapOptions,
+  Kernel,
+  KMeansOptions,
+  LoadOptions,
+  MatrixErrors,
+  RandomCodebookOptions,
+  Sampling,
+  Tensor,
+} from 'favor-attention';
+
+// Compile-time equality of types.
+type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends (<T>() => T extends B ? 1 : 2) ? true : false;
+function expectType<T extends true>(): T | void {}
+
+const versionString: string = version;
+
+// loadFavor with no options and with each option.
+const favor: Favor = await loadFavor();
+await loadFavor({});
+await loadFavor({ simd: 'auto' });
+await loadFavor({ simd: true });
+await loadFavor({ simd: false });
+await loadFavor({ wasmUrl: 'https://example.com/favor-simd.wasm' });
+await loadFavor({ wasmUrl: new URL('https://example.com/favor-simd.wasm') });
+await loadFavor({ wasmBinary: new ArrayBuffer(8) });
+await loadFavor({ wasmBinary: new Uint8Array(8) });
+await loadFavor({ locateFile: (fileName: string) => `/assets/${fileName}` });
+await loadFavor({ locateFile: (fileName) => new URL(fileName, 'https://example.com/assets/') });
+const allLoadOptions: LoadOptions = {
+  wasmUrl: '/favor-scalar.wasm',
+  wasmBinary: new Uint8Array(0),
+  locateFile: (fileName) => fileName,
+  simd: false,
+};
+await loadFavor(allLoadOptions);
+expectType<Equal<ReturnType<typeof loadFavor>, Promise<Favor>>>();
+
+// info
+const info: FavorInfo = favor.info;
+const infoVersion: string = info.version;
+const infoSimd: boolean = info.simd;
+const infoThreads: number = info.threads;
+
+// Tensors of rank 2, 3 and 4.
+const L = 8;
+const d = 4;
+const q: Tensor = { data: new Float32Array(L * d), dims: [L, d] };
+const k: Tensor = { data: new Float32Array(L * d), dims: [L, d] };
+const v: Tensor = { data: new Float32Array(L * d), dims: [L, d] };
+const batched: Tensor = { data: new Float32Array(2 * 3 * L * d), dims: [2, 3, L, d] };
+const data: Float32Array = q.data;
+const dims: number[] = q.dims;
+
+// Exact attention and its matrix, with each option.
+const exact: Tensor = favor.exactAttention(q, k, v);
+favor.exactAttention(q, k, v, {});
+favor.exactAttention(batched, batched, batched, { causal: true });
+favor.exactAttention(q, k, v, { scale: 0.5 });
+const attentionOptions: AttentionOptions = { causal: false, scale: 1 / Math.sqrt(d) };
+favor.exactAttention(q, k, v, attentionOptions);
+const matrix: Tensor = favor.attentionMatrix(q, k);
+favor.attentionMatrix(q, k, { causal: true, scale: 0.25 });
+
+// Feature maps: each kernel, each sampling mode, each option.
+const kernels: Kernel[] = ['positive', 'hyperbolic', 'trigonometric', 'relu', 'oprf'];
+const samplings: Sampling[] = ['iid', 'orthogonal', 'orthogonal-fixed'];
+for (const kernel of kernels) {
+  for (const sampling of samplings) {
+    favor.createFeatureMap({ dim: d, features: 16, kernel, sampling, seed: 7 }).dispose();
+  }
+}
+const mapOptions: FeatureMapOptions = {
+  dim: d,
+  features: 32,
+  kernel: 'relu',
+  sampling: 'orthogonal',
+  seed: 42,
+  epsilon: 1e-3,
+};
+const featureMap: FeatureMap = favor.createFeatureMap(mapOptions);
+const explicit = favor.createFeatureMap({
+  projection: { data: new Float32Array(16 * d), dims: [16, d] },
+  kernel: 'positive',
+});
+favor.createFeatureMap({ projection: featureMap.projection, dim: d, features: 32, sampling: 'iid' });
+
+// FeatureMap members.
+const mapDim: number = featureMap.dim;
+const mapFeatures: number = featureMap.features;
+const mapNumFeatures: number = featureMap.numFeatures;
+const mapKernel: Kernel = featureMap.kernel;
+const mapSampling: Sampling = featureMap.sampling;
+const mapEpsilon: number = featureMap.epsilon;
+const mapDisposed: boolean = featureMap.disposed;
+const projection: Tensor = featureMap.projection;
+const redrawn: FeatureMap = featureMap.redraw(3).redraw(4);
+expectType<Equal<ReturnType<FeatureMap['redraw']>, FeatureMap>>();
+featureMap[Symbol.dispose]();
+explicit.dispose();
+{
+  using scoped = favor.createFeatureMap({ dim: d, features: 8 });
+  favor.favorAttention(q, k, v, { featureMap: scoped });
+}
+
+// Random-feature attention and its matrix, with each option.
+const map = favor.createFeatureMap({ dim: d, features: 64, kernel: 'oprf', seed: 1 });
+const approx: Tensor = favor.favorAttention(q, k, v, { featureMap: map });
+favor.favorAttention(q, k, v, { featureMap: map, causal: true, scale: 0.5, chunk: 4 });
+const favorOptions: FavorAttentionOptions = { featureMap: map, causal: false, chunk: 128 };
+favor.favorAttention(batched, batched, batched, favorOptions);
+const approxMatrix: Tensor = favor.favorAttentionMatrix(q, k, { featureMap: map });
+const matrixOptions: FavorMatrixOptions = { featureMap: map, causal: true, scale: 1 };
+favor.favorAttentionMatrix(q, k, matrixOptions);
+
+// Codebook attention (Transformer-VQ): codebooks from k-means, at random or from a feature map.
+const codebook: Tensor = favor.kmeans(k, { clusters: 4 });
+const kmeansOptions: KMeansOptions = { clusters: 2, iterations: 10, seed: 3 };
+const perHead: Tensor = favor.kmeans(batched, kmeansOptions);
+const random: Tensor = favor.randomCodebook({ clusters: 4, dim: d });
+const randomOptions: RandomCodebookOptions = { clusters: 4, dim: d, seed: 1, sigma: 0.5 };
+favor.randomCodebook(randomOptions);
+const fromMap: Tensor = favor.codebookFromFeatureMap(map);
+favor.codebookFromFeatureMap(map, { scale: 0.5 });
+const assignments: Assignment[] = ['hard', 'soft', 'gaussian'];
+for (const assignment of assignments) {
+  const out: Tensor = favor.codebookAttention(q, k, v, { codebook, assignment });
+}
+favor.codebookAttention(batched, batched, batched, { codebook: perHead });
+const codebookOptions: CodebookAttentionOptions = {
+  codebook: random,
+  assignment: 'soft',
+  temperature: 0.5,
+  causal: true,
+  scale: 0.5,
+  chunk: 4,
+};
+favor.codebookAttention(q, k, v, codebookOptions);
+const codebookMatrix: Tensor = favor.codebookAttentionMatrix(q, k, { codebook: fromMap });
+const codebookMatrixOptions: CodebookOptions = { codebook, assignment: 'gaussian', temperature: 2, causal: false, scale: 1 };
+favor.codebookAttentionMatrix(q, k, codebookMatrixOptions);
+
+// Error measures.
+const errors: MatrixErrors = favor.compare(matrix, approxMatrix);
+const measures: number[] = [errors.mse, errors.relFrobenius, errors.maxAbs, errors.meanRowKL];
+const relative: number = favor.outputRelativeError(exact, approx);
+favor.compare(matrix, codebookMatrix);
+map.dispose();
+
+// Misuse the declarations reject.
+// @ts-expect-error 'softmax' is not a Kernel
+favor.createFeatureMap({ dim: d, features: 8, kernel: 'softmax' });
+// @ts-expect-error 'sobol' is not a Sampling
+favor.createFeatureMap({ dim: d, features: 8, sampling: 'sobol' });
+// @ts-expect-error favorAttention needs a featureMap
+favor.favorAttention(q, k, v, { causal: true });
+// @ts-expect-error favorAttention needs options (with featureMap)
+favor.favorAttention(q, k, v);
+// @ts-expect-error favorAttentionMatrix needs a featureMap
+favor.favorAttentionMatrix(q, k, {});
+// @ts-expect-error data must be a Float32Array, not number[]
+favor.exactAttention({ data: [1, 2, 3, 4], dims: [2, 2] }, k, v);
+// @ts-expect-error data must be a Float32Array, not a Float64Array
+const wide: Tensor = { data: new Float64Array(4), dims: [2, 2] };
+// @ts-expect-error exactAttention takes v
+favor.exactAttention(q, k);
+// @ts-expect-error unknown option
+favor.exactAttention(q, k, v, { causual: true });
+// @ts-expect-error causal is a boolean
+favor.exactAttention(q, k, v, { causal: 'yes' });
+// @ts-expect-error simd is 'auto' or a boolean
+await loadFavor({ simd: 'always' });
+// @ts-expect-error wasmBinary is bytes, not a number[]
+await loadFavor({ wasmBinary: [0, 97, 115, 109] });
+// @ts-expect-error info is read-only
+favor.info.simd = false;
+// @ts-expect-error features is read-only
+featureMap.features = 3;
+// @ts-expect-error createFeatureMap needs options
+favor.createFeatureMap();
+// @ts-expect-error redraw takes a seed
+featureMap.redraw();
+// @ts-expect-error codebookAttention needs a codebook
+favor.codebookAttention(q, k, v, { assignment: 'hard' });
+// @ts-expect-error 'nearest' is not an Assignment
+favor.codebookAttentionMatrix(q, k, { codebook, assignment: 'nearest' });
+// @ts-expect-error kmeans needs clusters
+favor.kmeans(k, { iterations: 3 });
+// @ts-expect-error randomCodebook needs dim
+favor.randomCodebook({ clusters: 4 });
+
+export {
+  versionString, infoVersion, infoSimd, infoThreads, data, dims, mapDim, mapFeatures, mapNumFeatures,
+  mapKernel, mapSampling, mapEpsilon, mapDisposed, projection, redrawn, measures, relative, wide,
+};
