@@ -40,10 +40,21 @@ void check_temperature(const CodebookOptions& options) {
     throw_range("temperature", "expected a finite number > 0, got " + std::to_string(options.temperature));
 }
 
-// Factors of codebook attention for scaled rows; the codebook is already scaled.
+// Factors of codebook attention for scaled rows x~ = x sqrt(scale).
 struct CodebookFactors {
-  const Matrix& codebook;  // c~ (c x d)
-  Vector half_sq;          // |c~_y|^2 / 2
+  CodebookFactors(ConstMatrixRef raw, ConstMatrixRef q, const CodebookOptions& options) {
+    check_codebook(raw, q);
+    check_temperature(options);
+    root = static_cast<float>(std::sqrt(resolve_scale(options, q.cols())));
+    codebook = root * raw;
+    half_sq = 0.5f * codebook.rowwise().squaredNorm();
+    assignment = options.assignment;
+    inv_temperature = static_cast<float>(1.0 / options.temperature);
+  }
+
+  float root;
+  Matrix codebook;  // c~ (c x d)
+  Vector half_sq;   // |c~_y|^2 / 2
   Assignment assignment;
   float inv_temperature;
 
@@ -87,24 +98,14 @@ struct CodebookFactors {
   }
 };
 
-struct Prepared {
-  float root;
-  Matrix codebook;
-  CodebookFactors factors;
-};
-
 }  // namespace
 
 void codebook_attention(ConstMatrixRef codebook, ConstMatrixRef q, ConstMatrixRef k,
                         ConstMatrixRef v, MatrixRef out, const CodebookOptions& options) {
   detail::check_head(q, k, &v, options.causal);
-  check_codebook(codebook, q);
   detail::check_out(out, q.rows(), v.cols());
-  check_temperature(options);
-  const float root = static_cast<float>(std::sqrt(resolve_scale(options, q.cols())));
-  const Matrix scaled = root * codebook;
-  const CodebookFactors factors{scaled, 0.5f * scaled.rowwise().squaredNorm(), options.assignment,
-                                static_cast<float>(1.0 / options.temperature)};
+  const CodebookFactors factors(codebook, q, options);
+  const float root = factors.root;
   factored_attention([&](Index i0, Index n) { return factors.queries(root * q.middleRows(i0, n)); },
                      [&](Index j0, Index n) { return factors.keys(root * k.middleRows(j0, n)); },
                      codebook.rows(), v, out, options.causal, options.chunk);
@@ -120,14 +121,9 @@ Matrix codebook_attention(ConstMatrixRef codebook, ConstMatrixRef q, ConstMatrix
 void codebook_attention_matrix(ConstMatrixRef codebook, ConstMatrixRef q, ConstMatrixRef k,
                                MatrixRef out, const CodebookOptions& options) {
   detail::check_head(q, k, nullptr, options.causal);
-  check_codebook(codebook, q);
   detail::check_out(out, q.rows(), k.rows());
-  check_temperature(options);
-  const float root = static_cast<float>(std::sqrt(resolve_scale(options, q.cols())));
-  const Matrix scaled = root * codebook;
-  const CodebookFactors factors{scaled, 0.5f * scaled.rowwise().squaredNorm(), options.assignment,
-                                static_cast<float>(1.0 / options.temperature)};
-  factored_attention_matrix(factors.queries(root * q), factors.keys(root * k), codebook.rows(), out,
+  const CodebookFactors factors(codebook, q, options);
+  factored_attention_matrix(factors.queries(factors.root * q), factors.keys(factors.root * k), codebook.rows(), out,
                             options.causal);
 }
 
