@@ -19,5 +19,9 @@ for variant in simd scalar; do
       -DEigen3_DIR=/usr/share/eigen3/cmake >/dev/null
   fi
   cmake --build "$dir" -j"$(nproc)" --target favor_wasm
-  cp "$dir/favor-$variant.js" "$dir/favor-$variant.wasm" dist/
+  # Copy then rename: a page or test reading dist/ never sees a .js and .wasm of different builds.
+  for ext in wasm js; do
+    cp "$dir/favor-$variant.$ext" "dist/.favor-$variant.$ext.tmp"
+    mv -f "dist/.favor-$variant.$ext.tmp" "dist/favor-$variant.$ext"
+  done
 done

@@ -1,5 +1,28 @@
 #!/usr/bin/env bash
-# `npm start`: serves the interactive page.
-echo "npm start: the interactive page (demo/) is not built yet: it arrives with the page issue (#4)." >&2
-echo "Until then, 'npm test' builds and tests the C++ core." >&2
-exit 1
+# `npm start`: builds whatever is missing (Debian packages, npm devDependencies, the wasm
+# modules), then serves the interactive page (demo/) with Vite's dev server on 127.0.0.1 and
+# prints its URL. Cross-origin isolation headers (COOP/COEP) are sent (demo/vite.config.js).
+#   PORT=5173 HOST=127.0.0.1 npm start
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/ensure-deps.sh wasm
+scripts/ensure-npm.sh
+
+# The wasm: rebuild when a module is missing or older than a source it is built from.
+stale=0
+for f in dist/favor-simd.js dist/favor-simd.wasm dist/favor-scalar.js dist/favor-scalar.wasm; do
+  [[ -f $f ]] || { stale=1; break; }
+done
+if [[ $stale -eq 0 ]] && [[ -n $(find src bindings CMakeLists.txt cmake -newer dist/favor-simd.wasm -type f 2>/dev/null | head -n 1) ]]; then
+  stale=1
+fi
+if [[ $stale -eq 1 ]]; then
+  echo "npm start: building the WebAssembly modules (scripts/build-wasm.sh)"
+  scripts/build-wasm.sh
+fi
+
+host=${HOST:-127.0.0.1}
+port=${PORT:-5173}
+echo "npm start: serving the demo at http://$host:$port/ (Ctrl+C stops it; if the port is taken, Vite picks the next one and prints it below)"
+exec node_modules/.bin/vite --config demo/vite.config.js --host "$host" --port "$port"

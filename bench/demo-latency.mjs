@@ -1,0 +1,94 @@
+#!/usr/bin/env node
+// Latency of the demo page: from a control change to every panel redrawn, at L = 256, d = 64,
+// m = 256 (positive kernel), in headless Chromium. Starts its own Vite dev server on 127.0.0.1,
+// warms up, then makes many changes that keep L, d and m (feature redraw, sampling mode, input
+// scale, kernel, input seed) and prints the median and spread of the page's own measurement:
+// the input event's timestamp to the end of the synchronous redraw of all panels (worker round
+// trip included), and to the next animation frame after it.
+//   node bench/demo-latency.mjs [--changes 120] [--warmup 30] [--url http://127.0.0.1:5173/]
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const repo = fileURLToPath(new URL('..', import.meta.url));
+const { values: args } = parseArgs({
+  options: {
+    changes: { type: 'string', default: '120' },
+    warmup: { type: 'string', default: '30' },
+    url: { type: 'string' },
+    json: { type: 'boolean', default: false },
+  },
+});
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+  '--disable-component-update', '--no-first-run', '--disable-quic', '--disable-sync'];
+
+let server = null;
+let base = args.url;
+if (!base) {
+  const { createServer } = await import('vite');
+  server = await createServer({ configFile: `${repo}demo/vite.config.js`, logLevel: 'error',
+    server: { host: '127.0.0.1', port: 0, strictPort: false, hmr: false } });
+  await server.listen();
+  base = server.resolvedUrls.local[0];
+}
+const { chromium } = await import('playwright-core');
+const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: CHROMIUM_ARGS });
+try {
+  const page = await browser.newPage({ viewport: { width: 1366, height: 768 } });
+  const problems = [];
+  page.on('console', (m) => { if (m.type() === 'error') problems.push(m.text()); });
+  page.on('pageerror', (e) => problems.push(e.message));
+  await page.goto(`${base}?L=256&d=64&m=256&kernel=positive&sampling=orthogonal&scale=0.5&pattern=gaussian&causal=0&log=0`);
+  await page.waitForFunction(() => window.__favorDemo?.updates >= 1, null, { timeout: 60000 });
+
+  // The changes, cycled: each keeps L = 256, d = 64, m = 256.
+  let k = 0;
+  const changes = [
+    ['redraw features', () => page.click('#redraw')],
+    ['sampling mode', () => page.selectOption('#sampling', ['iid', 'orthogonal', 'orthogonal-fixed'][k % 3])],
+    ['input scale', () => page.$eval('#scale', (el, v) => { el.value = v; el.dispatchEvent(new Event('input', { bubbles: true })); }, k % 2 ? '0.45' : '0.5')],
+    ['kernel', () => page.selectOption('#kernel', k % 2 ? 'oprf' : 'positive')],
+    ['input seed', () => page.$eval('#dataSeed', (el, v) => { el.value = v; el.dispatchEvent(new Event('change', { bubbles: true })); }, String(k))],
+  ];
+  async function change() {
+    const before = await page.evaluate(() => window.__favorDemo.updates);
+    const [name, act] = changes[k % changes.length];
+    k++;
+    await act();
+    await page.waitForFunction((n) => window.__favorDemo.updates > n && window.__favorDemo.history.at(-1).frame !== null, before, { timeout: 30000 });
+    const rec = await page.evaluate(() => window.__favorDemo.history.at(-1));
+    return { name, ...rec };
+  }
+  const warmup = Number(args.warmup), count = Number(args.changes);
+  for (let i = 0; i < warmup; i++) await change();
+  const records = [];
+  for (let i = 0; i < count; i++) records.push(await change());
+  const state = await page.evaluate(() => new URLSearchParams(location.search).toString());
+  if (!/L=256&d=64&m=256/.test(state)) throw new Error(`the settings drifted: ${state}`);
+
+  const q = (values, p) => { const s = [...values].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(p * s.length))]; };
+  const summary = (values) => ({ median: q(values, 0.5), p10: q(values, 0.1), p90: q(values, 0.9), max: Math.max(...values) });
+  const result = {
+    browser: `Chromium ${browser.version()}`,
+    changes: records.length,
+    latencyMs: summary(records.map((r) => r.latency)),
+    toNextFrameMs: summary(records.map((r) => r.frame)),
+    workerMs: summary(records.map((r) => r.worker)),
+    drawMs: summary(records.map((r) => r.drawMs)),
+    byControl: Object.fromEntries(changes.map(([name]) => [name, q(records.filter((r) => r.name === name).map((r) => r.latency), 0.5)])),
+    consoleErrors: problems,
+  };
+  if (args.json) {
+    console.log(JSON.stringify(result, null, 2));
+  } else {
+    const f = (x) => x.toFixed(1);
+    console.log(`demo latency, L = 256, d = 64, m = 256 (${result.browser}, ${result.changes} changes after ${warmup} warm-up)`);
+    console.log(`  control change → all panels drawn: median ${f(result.latencyMs.median)} ms (p10 ${f(result.latencyMs.p10)}, p90 ${f(result.latencyMs.p90)}, max ${f(result.latencyMs.max)})`);
+    console.log(`  control change → next frame:       median ${f(result.toNextFrameMs.median)} ms (p90 ${f(result.toNextFrameMs.p90)})`);
+    console.log(`  of which worker compute ${f(result.workerMs.median)} ms, drawing ${f(result.drawMs.median)} ms (medians)`);
+    console.log(`  median by control: ${Object.entries(result.byControl).map(([n, v]) => `${n} ${f(v)}`).join(', ')} ms`);
+    if (problems.length) console.log(`  console errors: ${problems.join(' | ')}`);
+  }
+} finally {
+  await browser.close();
+  await server?.close();
+}

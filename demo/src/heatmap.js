@@ -1,0 +1,140 @@
+// A canvas heatmap of an L×S matrix with a crosshair, a marker for the inspected row, mouse and
+// keyboard cursors (arrow keys move, Enter inspects the row), and a color legend.
+import { MASKED_COLOR, INVALID_COLOR, lutToCss, fmt, pow10Label } from './colors.js';
+
+export class Heatmap {
+  constructor(root, { onHover, onSelect, name }) {
+    this.root = root;
+    this.name = name;
+    this.canvas = root.querySelector('canvas');
+    this.ctx = this.canvas.getContext('2d', { alpha: false });
+    this.h = root.querySelector('.xh-h');
+    this.v = root.querySelector('.xh-v');
+    this.rowMark = root.querySelector('.row-mark');
+    this.rows = 0;
+    this.cols = 0;
+    this.cursor = null;
+    const cell = (event) => {
+      const r = this.canvas.getBoundingClientRect();
+      const j = Math.floor(((event.clientX - r.left) / r.width) * this.cols);
+      const i = Math.floor(((event.clientY - r.top) / r.height) * this.rows);
+      return i >= 0 && j >= 0 && i < this.rows && j < this.cols ? [i, j] : null;
+    };
+    this.canvas.addEventListener('pointermove', (e) => { const c = cell(e); onHover(c ? c[0] : null, c ? c[1] : null); });
+    this.canvas.addEventListener('pointerleave', () => onHover(null, null));
+    this.canvas.addEventListener('click', (e) => { const c = cell(e); if (c) onSelect(c[0], c[1]); });
+    root.addEventListener('keydown', (e) => {
+      if (!this.rows) return;
+      const [i, j] = this.cursor ?? [0, 0];
+      const big = Math.max(1, Math.round(this.rows / 16));
+      const step = e.shiftKey ? big : 1;
+      const moves = { ArrowUp: [-step, 0], ArrowDown: [step, 0], ArrowLeft: [0, -step], ArrowRight: [0, step],
+        PageUp: [-big, 0], PageDown: [big, 0], Home: [0, -this.cols], End: [0, this.cols] };
+      if (moves[e.key]) {
+        const [di, dj] = moves[e.key];
+        onHover(Math.max(0, Math.min(this.rows - 1, i + di)), Math.max(0, Math.min(this.cols - 1, j + dj)));
+        e.preventDefault();
+      } else if (e.key === 'Enter' || e.key === ' ') {
+        onSelect(i, j);
+        e.preventDefault();
+      } else if (e.key === 'Escape') {
+        onHover(null, null);
+      }
+    });
+    root.addEventListener('focus', () => { if (!this.cursor && this.rows) onHover(0, 0); });
+    root.addEventListener('blur', () => onHover(null, null));
+  }
+
+  // values: Float32Array rows×cols; scale: from colors.js; masked(i, j) for causal.
+  draw(values, rows, cols, scale, causal) {
+    this.rows = rows;
+    this.cols = cols;
+    if (this.canvas.width !== cols || this.canvas.height !== rows) {
+      this.canvas.width = cols;
+      this.canvas.height = rows;
+      this.image = null;
+    }
+    this.canvas.classList.toggle('pixelated', cols <= 512);
+    this.image ??= this.ctx.createImageData(cols, rows);
+    const px = new Uint32Array(this.image.data.buffer);
+    // One monomorphic loop per scale kind (this runs for 3 × L² pixels on every change).
+    const { lut, mode, k, offset } = scale;
+    const inv = scale.inv ?? 0;
+    const top = lut.length - 1;
+    for (let i = 0; i < rows; i++) {
+      const o = i * cols;
+      const end = causal ? Math.min(cols, i + 1) : cols;
+      for (let j = 0; j < end; j++) {
+        const x = values[o + j];
+        let t;
+        if (mode === 'linear') t = x > 0 ? x * k : 0;
+        else if (mode === 'log') t = x > 0 ? (Math.log(x) - offset) * k : 0;
+        else if (mode === 'diverging') t = offset + x * k;
+        else t = offset + (x >= 0 ? 1 : -1) * Math.log1p(Math.abs(x) * inv) * k;
+        if (t !== t) { px[o + j] = INVALID_COLOR; continue; }  // NaN; ±Infinity clamp to the ends
+        const idx = t <= 0 ? 0 : t >= top ? top : (t + 0.5) | 0;
+        px[o + j] = lut[idx];
+      }
+      for (let j = end; j < cols; j++) px[o + j] = MASKED_COLOR;
+    }
+    this.ctx.putImageData(this.image, 0, 0);
+  }
+
+  setCursor(i, j) {
+    this.cursor = i === null ? null : [i, j];
+    const show = i !== null && this.rows > 0;
+    this.h.hidden = this.v.hidden = !show;
+    if (show) {
+      this.h.style.top = `${((i + 0.5) / this.rows) * 100}%`;
+      this.v.style.left = `${((j + 0.5) / this.cols) * 100}%`;
+    }
+  }
+
+  setRow(i) {
+    this.rowMark.hidden = i === null || !this.rows;
+    if (!this.rowMark.hidden) {
+      this.rowMark.style.top = `${(i / this.rows) * 100}%`;
+      this.rowMark.style.height = `max(2px, ${100 / this.rows}%)`;
+    }
+  }
+}
+
+// A horizontal colorbar with ticks, drawn into `root` (a .legend element).
+export function drawLegend(root, scale, title) {
+  let bar = root.querySelector('canvas');
+  if (!bar) {
+    root.innerHTML = '<div class="legend-title"></div><canvas width="256" height="1" aria-hidden="true"></canvas><div class="ticks"></div>';
+    bar = root.querySelector('canvas');
+  }
+  root.querySelector('.legend-title').textContent = title;
+  root.querySelector('.legend-title').title = title;
+  const ctx = bar.getContext('2d');
+  const img = ctx.createImageData(256, 1);
+  new Uint32Array(img.data.buffer).set(scale.lut);
+  ctx.putImageData(img, 0, 0);
+  const ticks = [];
+  if (scale.kind === 'sequential' && scale.log) {
+    const lo = Math.ceil(Math.log10(scale.vmin) - 1e-9), hi = Math.floor(Math.log10(scale.vmax) + 1e-9);
+    const step = Math.max(1, Math.ceil((hi - lo + 1) / 6));
+    for (let e = hi; e >= lo; e -= step) ticks.push([scale.position(10 ** e), pow10Label(e)]);
+    ticks.push([0, fmt(scale.vmin, 1)], [1, fmt(scale.vmax, 2)]);
+  } else if (scale.kind === 'sequential') {
+    for (const t of [0, 0.25, 0.5, 0.75, 1]) ticks.push([t, fmt(t * scale.vmax, 2)]);
+  } else if (scale.log) {
+    for (const s of [-1, 1]) for (const f of [1, 1e-1, 1e-2]) ticks.push([scale.position(s * f * scale.vmax), fmt(s * f * scale.vmax, 1)]);
+    ticks.push([0.5, '0']);
+  } else {
+    for (const t of [-1, -0.5, 0, 0.5, 1]) ticks.push([0.5 + t / 2, fmt(t * scale.vmax, 2)]);
+  }
+  // Drop ticks that would overlap their neighbour (keep the ends).
+  ticks.sort((a, b) => a[0] - b[0]);
+  const kept = [];
+  ticks.forEach((t, n) => {
+    if (!kept.length || t[0] - kept.at(-1)[0] > 0.14) kept.push(t);
+    else if (n === ticks.length - 1 && kept.length > 1) kept[kept.length - 1] = t;  // keep the top end
+  });
+  root.querySelector('.ticks').innerHTML = kept
+    .map(([p, label]) => `<span style="left:${(p * 100).toFixed(2)}%">${label}</span>`).join('');
+  root.dataset.vmax = String(scale.vmax);
+  bar.title = `${title}: ${lutToCss(scale.lut, 0)} … ${lutToCss(scale.lut, 255)}`;
+}

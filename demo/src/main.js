@@ -1,0 +1,686 @@
+// The interactive page: controls ⇄ URL, a compute worker for the matrices, heatmaps with a
+// linked crosshair, the row inspector, error measures and timings, and the two studies (run
+// in a second worker, cancellable).
+import { Heatmap, drawLegend } from './heatmap.js';
+import { sequentialScale, divergingScale, quantile, fmt } from './colors.js';
+import { drawPlot } from './plot.js';
+import { PATTERNS } from './inputs.js';
+
+// ---------------------------------------------------------------- settings and the URL
+
+const LISTS = {
+  L: [8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024],
+  d: [4, 8, 12, 16, 24, 32, 48, 64, 96, 128],
+  m: [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048],
+};
+const KERNELS = ['positive', 'hyperbolic', 'trigonometric', 'relu', 'oprf'];
+const SAMPLINGS = ['iid', 'orthogonal', 'orthogonal-fixed'];
+const STUDY_METRICS = ['kernelMSE', 'mse', 'relFrobenius', 'maxAbs', 'meanRowKL', 'outputRelError'];
+const DEFAULTS = {
+  L: 256, d: 64, m: 256, kernel: 'positive', sampling: 'orthogonal', causal: false, scale: 0.5,
+  pattern: 'gaussian', seed: 1, dataSeed: 0, log: false, row: 128,
+  studyKernels: ['positive'], studySeeds: 6, studyMmax: 1024, studyMetric: 'kernelMSE',
+};
+
+const nearest = (list, v) => list.reduce((best, x) => (Math.abs(Math.log(x / v)) < Math.abs(Math.log(best / v)) ? x : best));
+const intIn = (s, lo, hi) => { if (s === null || s === undefined || String(s).trim() === '') return undefined; const v = Number(s); return Number.isInteger(v) && v >= lo && v <= hi ? v : undefined; };
+
+function parseUrl() {
+  const q = new URLSearchParams(location.search);
+  const s = { ...DEFAULTS };
+  for (const key of ['L', 'd', 'm']) {
+    const v = Number(q.get(key));
+    if (q.has(key) && Number.isFinite(v) && v > 0) s[key] = nearest(LISTS[key], v);
+  }
+  if (KERNELS.includes(q.get('kernel'))) s.kernel = q.get('kernel');
+  if (SAMPLINGS.includes(q.get('sampling'))) s.sampling = q.get('sampling');
+  if (q.get('pattern') in PATTERNS) s.pattern = q.get('pattern');
+  if (q.has('causal')) s.causal = q.get('causal') === '1' || q.get('causal') === 'true';
+  if (q.has('log')) s.log = q.get('log') === '1' || q.get('log') === 'true';
+  const scale = Number(q.get('scale'));
+  if (q.has('scale') && scale >= 0.05 && scale <= 1.5) s.scale = Math.round(scale * 20) / 20;
+  s.seed = intIn(q.get('seed'), 0, 999999) ?? s.seed;
+  s.dataSeed = intIn(q.get('data'), 0, 999999) ?? s.dataSeed;
+  s.row = intIn(q.get('row'), 0, s.L - 1) ?? Math.min(DEFAULTS.row, s.L >> 1);
+  const sk = (q.get('skernels') ?? '').split(',').filter((k) => KERNELS.includes(k));
+  if (sk.length) s.studyKernels = sk;
+  s.studySeeds = intIn(q.get('sseeds'), 2, 32) ?? s.studySeeds;
+  const mmax = intIn(q.get('smax'), 1, 2048);
+  if (mmax) s.studyMmax = [64, 256, 512, 1024, 2048].includes(mmax) ? mmax : s.studyMmax;
+  if (STUDY_METRICS.includes(q.get('smetric'))) s.studyMetric = q.get('smetric');
+  return s;
+}
+
+// The URL follows the settings, written after the panels are drawn (replaceState costs ~1–2 ms).
+let urlTimer = 0;
+function writeUrl() {
+  clearTimeout(urlTimer);
+  urlTimer = setTimeout(writeUrlNow, 0);
+}
+function writeUrlNow() {
+  const s = state;
+  const q = new URLSearchParams({
+    L: s.L, d: s.d, m: s.m, kernel: s.kernel, sampling: s.sampling, causal: s.causal ? 1 : 0,
+    scale: s.scale.toFixed(2), pattern: s.pattern, seed: s.seed, data: s.dataSeed, log: s.log ? 1 : 0, row: s.row,
+    skernels: s.studyKernels.join(','), sseeds: s.studySeeds, smax: s.studyMmax, smetric: s.studyMetric,
+  });
+  history.replaceState(null, '', `${location.pathname}?${q}${location.hash}`);
+}
+
+const state = parseUrl();
+const $ = (sel) => document.querySelector(sel);
+
+// ---------------------------------------------------------------- controls
+
+const controls = {
+  L: $('#L'), d: $('#d'), m: $('#m'), scale: $('#scale'), pattern: $('#pattern'), dataSeed: $('#dataSeed'),
+  causal: $('#causal'), kernel: $('#kernel'), sampling: $('#sampling'), seed: $('#seed'), log: $('#log'), row: $('#row'),
+};
+for (const key of ['L', 'd', 'm']) controls[key].max = String(LISTS[key].length - 1);
+
+function writeControls() {
+  for (const key of ['L', 'd', 'm']) {
+    controls[key].value = String(LISTS[key].indexOf(state[key]));
+    controls[key].setAttribute('aria-valuetext', String(state[key]));
+    $(`#${key}-out`).textContent = String(state[key]);
+  }
+  controls.scale.value = String(state.scale);
+  controls.scale.setAttribute('aria-valuetext', state.scale.toFixed(2));
+  $('#scale-out').textContent = state.scale.toFixed(2);
+  for (const key of ['pattern', 'kernel', 'sampling']) controls[key].value = state[key];
+  controls.dataSeed.value = String(state.dataSeed);
+  controls.seed.value = String(state.seed);
+  controls.causal.checked = state.causal;
+  controls.log.checked = state.log;
+  controls.row.max = String(state.L - 1);
+  controls.row.value = String(state.row);
+  controls.pattern.title = PATTERNS[state.pattern];
+  for (const box of document.querySelectorAll('input[name=study-kernel]')) box.checked = state.studyKernels.includes(box.value);
+  $('#study-seeds').value = String(state.studySeeds);
+  $('#study-mmax').value = String(state.studyMmax);
+  $('#study-metric').value = state.studyMetric;
+  $('#speed-settings').textContent =
+    `positive kernel (FAVOR+), d = ${state.d}, m = ${state.m}, ${state.sampling}, ${state.causal ? 'causal' : 'bidirectional'}; L = 128 … 65 536`;
+}
+
+// Reads one control into the state; returns 'compute' (new matrices needed) or 'draw'.
+function readControl(key) {
+  const c = controls[key];
+  if (key === 'L' || key === 'd' || key === 'm') state[key] = LISTS[key][Number(c.value)];
+  else if (key === 'scale') state.scale = Math.round(Number(c.value) * 20) / 20;
+  else if (key === 'causal' || key === 'log') state[key] = c.checked;
+  else if (key === 'seed' || key === 'dataSeed' || key === 'row') {
+    const v = Math.floor(Number(c.value));
+    if (!Number.isFinite(v) || v < 0) return null;
+    state[key] = key === 'row' ? Math.min(v, state.L - 1) : Math.min(v, 999999);
+  } else state[key] = c.value;
+  if (key === 'L') state.row = Math.min(state.row, state.L - 1);
+  return key === 'log' || key === 'row' ? 'draw' : 'compute';
+}
+
+function onControl(key, event) {
+  const t0 = Math.min(performance.now(), event?.timeStamp > 0 ? event.timeStamp : Infinity);
+  const what = readControl(key);
+  if (!what) return;
+  writeControls();
+  writeUrl();
+  if (what === 'compute') requestCompute(t0);
+  else if (result) { redraw(t0); }
+}
+
+for (const [key, c] of Object.entries(controls)) {
+  const live = c.type === 'range';
+  c.addEventListener(live ? 'input' : 'change', (e) => onControl(key, e));
+}
+$('#redraw').addEventListener('click', (e) => {
+  controls.seed.value = String((state.seed + 1) % 1000000);
+  onControl('seed', e);
+});
+$('#copy-link').addEventListener('click', async () => {
+  try {
+    await navigator.clipboard.writeText(location.href);
+    setStatus('link copied: it holds every setting');
+  } catch {
+    setStatus(`share this URL: ${location.href}`);
+  }
+});
+
+// ---------------------------------------------------------------- status
+
+const statusEl = $('#status');
+let readyText = '';
+function setStatus(text, error = false) {
+  statusEl.textContent = text;
+  statusEl.classList.toggle('error', error);
+}
+
+// ---------------------------------------------------------------- the compute worker
+
+const metrics = { updates: 0, history: [], ready: false, errors: [] };
+window.__favorDemo = metrics;
+
+const computeWorker = new Worker(new URL('./compute-worker.js', import.meta.url), { type: 'module' });
+let nextId = 0, inFlight = null, pending = null, result = null;
+// For tests and benchmarks: idle = no computation in flight or queued; shown = the drawn settings.
+Object.defineProperty(metrics, 'idle', { get: () => !inFlight && !pending });
+Object.defineProperty(metrics, 'shown', { get: () => view?.params ?? null });
+
+function computeParams() {
+  const { L, d, m, kernel, sampling, causal, scale, pattern, seed, dataSeed } = state;
+  return { L, d, m, kernel, sampling, causal, scale, pattern, seed, dataSeed };
+}
+
+function requestCompute(t0 = performance.now()) {
+  const req = { id: ++nextId, params: computeParams(), t0 };
+  if (inFlight) {
+    req.t0 = Math.min(t0, pending?.t0 ?? Infinity);  // latency counts from the oldest unserved change
+    pending = req;
+    return;
+  }
+  send(req);
+}
+
+function send(req) {
+  inFlight = req;
+  req.sent = performance.now();
+  computeWorker.postMessage({ id: req.id, params: req.params });
+}
+
+computeWorker.onmessage = (event) => {
+  const msg = event.data;
+  if (msg.type === 'ready') {
+    metrics.ready = true;
+    readyText = `WebAssembly ${msg.info.simd ? 'SIMD' : '(no SIMD)'}, ${msg.info.threads} thread, v${msg.info.version}`;
+    $('#build-info').textContent = readyText;
+    setStatus(`ready: ${readyText}`);
+    return;
+  }
+  if (msg.type === 'fatal') {
+    setStatus(msg.message, true);
+    console.error(msg.message);
+    return;
+  }
+  const req = inFlight;
+  inFlight = null;
+  if (msg.type === 'error') {
+    setStatus(`computation failed: ${msg.message}`, true);
+    metrics.errors.push(msg.message);
+    console.error('favor-attention demo:', msg.message);
+  } else {
+    result = { ...msg, received: performance.now(), sent: req.sent };
+    redraw(req.t0, true);
+  }
+  if (pending) { const p = pending; pending = null; send(p); }
+};
+computeWorker.onerror = (e) => {
+  setStatus(`the compute worker failed: ${e.message ?? e}`, true);
+  console.error('favor-attention demo: compute worker', e.message ?? e);
+};
+
+// ---------------------------------------------------------------- drawing the panels
+
+let hover = null;  // [i, j] or null
+const heatmaps = {};
+const onHover = (i, j) => setHover(i === null ? null : [i, j]);
+const onSelect = (i) => { controls.row.value = String(i); onControl('row'); };
+heatmaps.exact = new Heatmap($('#hm-exact'), { onHover, onSelect, name: 'A' });
+heatmaps.approx = new Heatmap($('#hm-approx'), { onHover, onSelect, name: 'Â' });
+heatmaps.diff = new Heatmap($('#hm-diff'), { onHover, onSelect, name: 'A − Â' });
+
+// The readout speaks for keyboard users while a heatmap has focus (not on every mouse move).
+for (const hm of document.querySelectorAll('.hm')) {
+  hm.addEventListener('focus', () => $('#readout').setAttribute('aria-live', 'polite'));
+  hm.addEventListener('blur', () => $('#readout').removeAttribute('aria-live'));
+}
+
+let view = null;  // what is drawn: { L, causal, A, Ahat, diff, params, ranges }
+
+function redraw(t0, fresh = false) {
+  const tDraw = performance.now();
+  const { A, Ahat, params, errors, timings, nonPositive, nonFinite } = result;
+  const L = params.L, n = L * L, causal = params.causal;
+  let ranges = view?.ranges;
+  let diff = view?.diff;
+  if (fresh || !view) {
+    diff = new Float32Array(n);
+    for (let x = 0; x < n; x++) diff[x] = A[x] - Ahat[x];
+    // One color scale for A and Â, up to the largest weight of either; if that is a spike of Â far
+    // above its 99.9th percentile, the scale ends there and the few spikes saturate instead of
+    // washing out the picture (the legend says how many). Likewise for |A − Â|.
+    let maxA = 0, minPos = Infinity;
+    for (let x = 0; x < n; x++) { const a = A[x]; if (a > maxA) maxA = a; if (a > 0 && a < minPos) minPos = a; }
+    const top = (values, abs) => {  // the maximum, unless it is a spike far above the 99.9th percentile
+      const q = quantile(values, 0.999, abs), max = quantile(values, 1, abs);
+      return max > 1.5 * q ? q : max;
+    };
+    const vmax = Math.min(1, Math.max(maxA, top(Ahat, false)));
+    const dmax = top(diff, true);
+    let over = 0, dover = 0;
+    for (let x = 0; x < n; x++) { if (Ahat[x] > vmax) over++; if (Math.abs(diff[x]) > dmax) dover++; }
+    ranges = { vmax, floor: Math.max(vmax * 1e-6, Number.isFinite(minPos) ? minPos : vmax * 1e-6), dmax, over, dover };
+  }
+  const { vmax, floor, dmax } = ranges;
+  const shared = sequentialScale({ vmax, log: state.log, floor });
+  const dscale = divergingScale({ vmax: dmax, log: state.log });
+  heatmaps.exact.draw(A, L, L, shared, causal);
+  heatmaps.approx.draw(Ahat, L, L, shared, causal);
+  heatmaps.diff.draw(diff, L, L, dscale, causal);
+  view = { L, causal, A, Ahat, diff, params, ranges };
+  drawLegend($('#legend-shared'), shared,
+    `A and Â, one shared ${state.log ? 'log' : 'linear'} scale${state.log ? ` (floor ${fmt(shared.vmin, 2)})` : ''}${causal ? '; grey: masked (j > i)' : ''}${ranges.over ? `; ${ranges.over} Â entries above the top saturate` : ''}`);
+  drawLegend($('#legend-diff'), dscale, `A − Â, diverging at 0${state.log ? ' (symmetric log)' : ''}${ranges.dover ? `; ${ranges.dover} beyond ± saturate` : ''}`);
+
+  // Caption and the note on entries that are not probabilities (trigonometric features).
+  $('#approx-caption').textContent = `(${params.kernel}, ${params.sampling}, m = ${params.m})`;
+  const note = $('#negative-note');
+  note.hidden = !(nonPositive || nonFinite);
+  if (!note.hidden) {
+    note.textContent = `⚠ ${nonPositive + nonFinite} entries of Â ≤ 0 (why?)`;
+    note.title = `${nonPositive} entries of Â are ≤ 0${nonFinite ? ` and ${nonFinite} are not finite` : ''}: ` +
+      'the trigonometric (sin/cos) estimator is unbiased but not positive, so normalized rows can hold negative ' +
+      'or very large weights (the Performer paper\'s motivating failure). The heatmaps draw them as 0 on the linear ' +
+      'scale and at the floor of the log scale; the readout shows the true value; the KL treats them as 1e-12 and ' +
+      'renormalizes the row.';
+    note.setAttribute('aria-label', note.title);
+  }
+
+  const KERNEL_NOTES = {
+    positive: 'unbiased, positive',
+    hyperbolic: 'unbiased, positive, lower variance',
+    trigonometric: 'unbiased, not positive',
+    relu: 'not a softmax estimator: a different kernel',
+    oprf: 'unbiased, positive, A, B, D fitted to the inputs',
+  };
+  $('#features-note').textContent = `φ(x) has M = ${result.numFeatures} features (${KERNEL_NOTES[params.kernel]}).`;
+
+  // Error measures.
+  for (const td of document.querySelectorAll('#metrics td')) {
+    const v = errors[td.dataset.metric];
+    td.textContent = fmt(v);
+    td.dataset.value = String(v);
+  }
+  for (const h of Object.values(heatmaps)) h.setRow(state.row);
+  drawInspector();
+  setHover(hover, true);
+
+  const tDone = performance.now();
+  const drawMs = tDone - tDraw;
+  const latency = tDone - t0;
+  drawTimings(timings, drawMs, latency, fresh);
+  metrics.updates++;
+  const record = { id: metrics.updates, latency, drawMs, fresh, worker: timings.worker, frame: null };
+  metrics.history.push(record);
+  if (metrics.history.length > 2000) metrics.history.shift();
+  document.body.dataset.updates = String(metrics.updates);
+  requestAnimationFrame(() => setTimeout(() => { record.frame = performance.now() - t0; }, 0));
+  if (readyText && !statusEl.classList.contains('error')) setStatus(`ready: ${readyText}`);
+}
+
+function drawTimings(t, drawMs, latency, fresh) {
+  const rows = [
+    ['inputs Q, K, V (JS)', t.inputs, t.inputs === 0 ? 'cached' : ''],
+    ['W (createFeatureMap)', t.featureMap, t.mapCached ? 'cached' : ''],
+    ['A (attentionMatrix)', t.exactMatrix],
+    ['Â (favorAttentionMatrix)', t.approxMatrix],
+    ['out (exactAttention)', t.exactOutput],
+    ['out (favorAttention)', t.favorOutput],
+    ['compare, output error', t.errors],
+    ['draw every panel', drawMs],
+  ];
+  const cell = ([name, v, note]) => `<tr><th scope="row">${name}</th><td class="${note ? 'cached' : ''}">${note || v.toFixed(v < 10 ? 2 : 1)}</td></tr>`;
+  $('#timings').innerHTML = rows.map(cell).join('') +
+    `<tr class="total"><th scope="row" title="from the control change to every panel drawn (worker round trip included)">${fresh ? 'change → all panels' : 'redraw → all panels'}</th><td data-latency="${latency}">${latency.toFixed(1)}</td></tr>`;
+}
+
+function drawInspector() {
+  if (!view) return;
+  const { L, A, Ahat, causal } = view;
+  const i = Math.min(state.row, L - 1);
+  const S = causal ? i + 1 : L;
+  const exact = [], approx = [];
+  let kl = 0, qTotal = 0, nonPos = 0;
+  for (let j = 0; j < S; j++) {
+    const b = Ahat[i * L + j];
+    const qj = Number.isFinite(b) && b > 0 ? b : 1e-12;
+    if (qj === 1e-12) nonPos++;
+    qTotal += qj;
+  }
+  for (let j = 0; j < S; j++) {
+    const a = A[i * L + j], b = Ahat[i * L + j];
+    exact.push([j, a, `j = ${j}: A = ${fmt(a)}`]);
+    approx.push([j, b, `j = ${j}: Â = ${fmt(b)}`]);
+    const qj = Number.isFinite(b) && b > 0 ? b : 1e-12;
+    if (a > 0) kl += a * Math.log((a * qTotal) / qj);
+  }
+  $('#inspector-sub').textContent = `query i = ${i}: KL(A_i ‖ Â_i) = ${fmt(kl)}${nonPos ? `, ${nonPos} weights ≤ 0 (off the log axis)` : ''}`;
+  const svg = $('#row-plot');
+  const geom = drawPlot(svg, {
+    x: { log: false, domain: [-0.5, Math.max(S, 2) - 0.5], label: causal ? `key j (causal: j ≤ ${i})` : 'key j', format: (v) => String(Math.round(v)) },
+    y: { log: state.log, label: 'weight' },
+    series: [
+      { label: `exact A[${i}, :]`, color: '#1d2330', points: exact, width: 1.6 },
+      { label: `approximate Â[${i}, :]`, color: '#e0711a', points: approx, width: 1.4 },
+    ],
+    cursorX: hover ? hover[1] : null,
+    legendRoot: $('#row-legend'),
+    margin: { b: 30 },
+  });
+  svg.onpointermove = (e) => {
+    const r = svg.getBoundingClientRect();
+    const px = ((e.clientX - r.left) / r.width) * geom.width;
+    const t = (px - geom.margin.l) / (geom.width - geom.margin.l - geom.margin.r);
+    const j = Math.round(geom.x.lo + t * (geom.x.hi - geom.x.lo));
+    if (j >= 0 && j < S) setHover([i, j]);
+  };
+  svg.onpointerleave = () => setHover(null);
+  inspectorCursor = svg.querySelector('.cursor');
+  inspectorGeom = { ...geom, S };
+}
+let inspectorCursor = null, inspectorGeom = null;
+
+function setHover(h, fromRedraw = false) {
+  const changed = !fromRedraw && (h?.[0] !== hover?.[0] || h?.[1] !== hover?.[1]);
+  hover = h;
+  for (const map of Object.values(heatmaps)) map.setCursor(h ? h[0] : null, h ? h[1] : null);
+  const out = $('#readout');
+  if (!view) return;
+  if (!h) {
+    out.innerHTML = 'Hover a heatmap (or focus one and use the arrow keys) to read (i, j), A, Â and the error; click to inspect a row.';
+  } else {
+    const [i, j] = h;
+    const L = view.L;
+    if (view.causal && j > i) {
+      out.innerHTML = `(i, j) = (<b>${i}</b>, <b>${j}</b>): masked (causal: key j > query i)`;
+    } else {
+      const a = view.A[i * L + j], b = view.Ahat[i * L + j], e = a - b;
+      const rel = a > 0 ? ` (${fmt((100 * e) / a, 2)} % of A)` : '';
+      out.innerHTML = `(i, j) = (<b>${i}</b>, <b>${j}</b>) &nbsp; A = <b>${fmt(a)}</b> &nbsp; Â = <b>${fmt(b)}</b>` +
+        `${b <= 0 ? ' <span class="err-pos">(≤ 0)</span>' : ''} &nbsp; A − Â = <b class="${e >= 0 ? 'err-pos' : 'err-neg'}">${fmt(e)}</b>${rel}`;
+    }
+  }
+  // Move the inspector's cursor without redrawing the plot.
+  if (changed && inspectorGeom) {
+    const svg = $('#row-plot');
+    inspectorCursor?.remove();
+    inspectorCursor = null;
+    if (h && h[1] < inspectorGeom.S) {
+      const g = inspectorGeom;
+      const x = g.margin.l + ((h[1] - g.x.lo) / (g.x.hi - g.x.lo)) * (g.width - g.margin.l - g.margin.r);
+      const line = document.createElementNS('http://www.w3.org/2000/svg', 'line');
+      for (const [k, v] of Object.entries({ x1: x, x2: x, y1: g.margin.t, y2: g.height - g.margin.b, class: 'cursor' })) line.setAttribute(k, v);
+      svg.appendChild(line);
+      inspectorCursor = line;
+    }
+  }
+}
+
+// ---------------------------------------------------------------- studies (second worker)
+
+let studyWorker = null;
+let running = null;  // 'error' | 'speed' | null
+const errorStudy = { params: null, theory: null, points: new Map(), pairs: 0, done: false };
+const speedStudy = { params: null, points: [], done: false };
+metrics.errorStudy = errorStudy;
+metrics.speedStudy = speedStudy;
+
+function studyButtons() {
+  $('#study-run').disabled = running !== null;
+  $('#speed-run').disabled = running !== null;
+  $('#study-cancel').disabled = running !== 'error';
+  $('#speed-cancel').disabled = running !== 'speed';
+}
+
+function startWorker(kind, message) {
+  studyWorker ??= new Worker(new URL('./study-worker.js', import.meta.url), { type: 'module' });
+  running = kind;
+  studyButtons();
+  const progress = kind === 'error' ? $('#study-progress') : $('#speed-progress');
+  const status = kind === 'error' ? $('#study-status') : $('#speed-status');
+  progress.value = 0;
+  status.textContent = 'starting…';
+  const t0 = performance.now();
+  studyWorker.onmessage = (event) => {
+    const msg = event.data;
+    if (msg.type === 'progress') {
+      progress.value = msg.fraction;
+      status.textContent = `${Math.round(msg.fraction * 100)} % (${msg.label}), ${((performance.now() - t0) / 1000).toFixed(1)} s`;
+    } else if (msg.type === 'start') {
+      Object.assign(errorStudy, { theory: msg.theory, pairs: msg.pairs, queryRows: msg.queryRows, keyRows: msg.keyRows });
+    } else if (msg.type === 'point') {
+      const key = `${msg.kernel}|${msg.sampling}`;
+      if (!errorStudy.points.has(key)) errorStudy.points.set(key, []);
+      errorStudy.points.get(key).push({ m: msg.m, values: msg.values });
+      drawErrorStudy();
+    } else if (msg.type === 'speed-point') {
+      speedStudy.points.push(msg);
+      drawSpeedStudy();
+    } else if (msg.type === 'done') {
+      progress.value = 1;
+      status.textContent = `done in ${(msg.elapsed / 1000).toFixed(1)} s`;
+      status.dataset.state = 'done';
+      if (kind === 'error') { errorStudy.done = true; drawErrorStudy(); } else { speedStudy.done = true; drawSpeedStudy(); }
+      running = null;
+      studyButtons();
+    } else if (msg.type === 'error') {
+      status.textContent = `failed: ${msg.message}`;
+      status.dataset.state = 'error';
+      console.error('favor-attention demo: study', msg.message);
+      running = null;
+      studyButtons();
+    }
+  };
+  studyWorker.onerror = (e) => {
+    status.textContent = `the study worker failed: ${e.message ?? e}`;
+    console.error('favor-attention demo: study worker', e.message ?? e);
+    studyWorker?.terminate();
+    studyWorker = null;
+    running = null;
+    studyButtons();
+  };
+  status.dataset.state = 'running';
+  studyWorker.postMessage(message);
+}
+
+function cancelStudy() {
+  if (!running) return;
+  studyWorker.terminate();  // immediate, even in the middle of a long wasm call
+  studyWorker = null;
+  const status = running === 'error' ? $('#study-status') : $('#speed-status');
+  status.textContent = `cancelled (${status.textContent.split(' (')[0]} done; partial results kept)`;
+  status.dataset.state = 'cancelled';
+  running = null;
+  studyButtons();
+}
+
+$('#study-run').addEventListener('click', () => {
+  const ms = [];
+  for (let m = 1; m <= state.studyMmax; m *= 2) ms.push(m);
+  const { L, d, causal, scale, pattern, dataSeed } = state;
+  errorStudy.params = { L, d, causal, scale, pattern, dataSeed, kernels: [...state.studyKernels], samplings: SAMPLINGS, ms,
+    seeds: state.studySeeds, baseSeed: 1000 };
+  errorStudy.points = new Map();
+  errorStudy.theory = null;
+  errorStudy.done = false;
+  drawErrorStudy();
+  startWorker('error', { type: 'error-study', params: errorStudy.params });
+});
+$('#study-cancel').addEventListener('click', cancelStudy);
+$('#speed-run').addEventListener('click', () => {
+  const Ls = [];
+  for (let L = 128; L <= 65536; L *= 2) Ls.push(L);
+  const { d, m, sampling, causal } = state;
+  speedStudy.params = { d, m, kernel: 'positive', sampling, causal, Ls, exactBudgetMs: 3000 };
+  speedStudy.points = [];
+  speedStudy.done = false;
+  drawSpeedStudy();
+  startWorker('speed', { type: 'speed-study', params: speedStudy.params });
+});
+$('#speed-cancel').addEventListener('click', cancelStudy);
+
+for (const box of document.querySelectorAll('input[name=study-kernel]')) {
+  box.addEventListener('change', () => {
+    const chosen = [...document.querySelectorAll('input[name=study-kernel]:checked')].map((b) => b.value);
+    if (!chosen.length) { box.checked = true; return; }
+    state.studyKernels = chosen;
+    writeUrl();
+  });
+}
+$('#study-seeds').addEventListener('change', (e) => {
+  const v = intIn(e.target.value, 2, 32);
+  if (v) { state.studySeeds = v; writeUrl(); } else e.target.value = String(state.studySeeds);
+});
+$('#study-mmax').addEventListener('change', (e) => { state.studyMmax = Number(e.target.value); writeUrl(); });
+$('#study-metric').addEventListener('change', (e) => { state.studyMetric = e.target.value; writeUrl(); drawErrorStudy(); });
+
+const SAMPLING_COLORS = { iid: '#c0392b', orthogonal: '#2f5fb3', 'orthogonal-fixed': '#2a9d55' };
+const KERNEL_STYLE = {
+  positive: { dash: null, marker: 'circle' },
+  hyperbolic: { dash: '7 3', marker: 'square' },
+  trigonometric: { dash: '2 3', marker: 'triangle' },
+  relu: { dash: '9 3 2 3', marker: 'diamond' },
+  oprf: { dash: '4 2', marker: 'cross' },
+};
+const METRIC_LABELS = {
+  kernelMSE: 'MSE of φ(q̃)·φ(k̃) vs exp(q̃·k̃)',
+  mse: 'MSE of Â', relFrobenius: '‖A − Â‖ / ‖A‖', maxAbs: 'max |A − Â|', meanRowKL: 'mean row KL(A‖Â)',
+  outputRelError: 'output relative error',
+};
+
+function stats(values) {
+  const v = values.filter(Number.isFinite);
+  if (!v.length) return null;
+  const mean = v.reduce((a, b) => a + b, 0) / v.length;
+  const sd = Math.sqrt(v.reduce((a, b) => a + (b - mean) ** 2, 0) / Math.max(1, v.length - 1));
+  const min = Math.min(...v);
+  return { mean, lo: mean - sd > 0 ? mean - sd : min, hi: mean + sd, n: v.length };
+}
+
+function drawErrorStudy() {
+  const metric = state.studyMetric;
+  const p = errorStudy.params;
+  const series = [];
+  if (p) {
+    for (const kernel of p.kernels) {
+      for (const sampling of p.samplings) {
+        const pts = errorStudy.points.get(`${kernel}|${sampling}`) ?? [];
+        const line = [], band = [];
+        for (const { m, values } of pts) {
+          const s = stats(values[metric]);
+          if (!s) continue;
+          line.push([m, s.mean, `${kernel}, ${sampling}, m = ${m}: mean ${fmt(s.mean)} over ${s.n} seeds (±1 s.d. ${fmt(s.lo)} … ${fmt(s.hi)})`]);
+          band.push([m, s.lo, s.hi]);
+        }
+        series.push({ label: `${kernel}, ${sampling}`, color: SAMPLING_COLORS[sampling], points: line, band,
+          ...KERNEL_STYLE[kernel], width: 1.7 });
+      }
+    }
+    if (metric === 'kernelMSE' && errorStudy.theory) {
+      const theoryLine = (c) => p.ms.map((m) => [m, c / m]);
+      const th = errorStudy.theory;
+      if (p.kernels.includes('positive') && Number.isFinite(th.positive)) {
+        series.push({ label: 'Lemma 2, positive, iid: (1/m)·mean exp(‖x+y‖²)·SM(x,y)²·(1 − exp(−‖x+y‖²))', color: '#111', points: theoryLine(th.positive), width: 2.4, dash: null });
+      }
+      if (p.kernels.includes('hyperbolic') && Number.isFinite(th.hyperbolic)) {
+        series.push({ label: 'Lemma 2, hyperbolic, iid', color: '#111', points: theoryLine(th.hyperbolic), width: 1.4, dash: '7 3' });
+      }
+      if (p.kernels.includes('trigonometric') && Number.isFinite(th.trigonometric)) {
+        series.push({ label: 'Lemma 2, trigonometric, iid', color: '#111', points: theoryLine(th.trigonometric), width: 1.4, dash: '2 3' });
+      }
+    }
+  }
+  const svg = $('#study-plot');
+  drawPlot(svg, {
+    x: { log: true, domain: p ? [Math.min(...p.ms) / 1.2, Math.max(...p.ms) * 1.2] : [0.8, 1300], label: 'features m (log)', format: (v) => String(v) },
+    y: { log: true, label: `${METRIC_LABELS[metric]} (log)` },
+    series,
+    empty: p ? 'computing…' : 'Run the study: every sampling mode, the chosen kernels, several seeds per m.',
+    legendRoot: $('#study-legend'),
+  });
+  svg.dataset.points = String([...errorStudy.points.values()].reduce((a, v) => a + v.length, 0));
+  svg.dataset.done = String(errorStudy.done);
+  let note = '';
+  if (p) {
+    const setting = `L = ${p.L}, d = ${p.d}, input scale ${p.scale.toFixed(2)}, ${p.pattern}, ${p.causal ? 'causal' : 'bidirectional'}, input seed ${p.dataSeed}`;
+    note = `Settings of this run: ${setting}. Line: mean over ${p.seeds} feature seeds; band: ±1 standard deviation across seeds ` +
+      '(its lower edge drops to the smallest seed where mean − s.d. ≤ 0, to stay on the log axis). ';
+    if (metric === 'kernelMSE') {
+      note += `Plotted: the MSE of the unnormalized kernel estimate φ(q̃ᵢ)·φ(k̃ⱼ) against exp(q̃ᵢ·k̃ⱼ), averaged over ${errorStudy.pairs} ` +
+        `(i, j) pairs (${errorStudy.queryRows ?? '…'} query rows × ${errorStudy.keyRows ?? '…'} key rows${p.causal ? ', j ≤ i' : ''}), ` +
+        'recomputed in float64 from each feature map\'s W — not the normalized matrix Â. Black: Lemma 2 for iid features, averaged over the same pairs ' +
+        '(orthogonal features should sit at or below it). The squared error is heavy-tailed (variance ∝ e^{2‖x+y‖²}): at larger input scales a few seeds ' +
+        'rarely draw the large errors, so the measured mean can fall below the theory. relu is not a softmax estimator and has no curve here.';
+    } else {
+      note += `Plotted: ${METRIC_LABELS[metric]} of the normalized matrix Â (or of the output), measured by the library.`;
+    }
+  }
+  $('#study-note').textContent = note;
+}
+
+const duration = (ms) => (ms < 1000 ? `${fmt(ms)} ms` : ms < 120000 ? `${fmt(ms / 1000)} s` : `${fmt(ms / 60000, 2)} min`);
+
+function crossover(points) {
+  const both = points.filter((p) => p.exact !== null);
+  for (let k = 0; k < both.length; k++) {
+    const r = Math.log(both[k].exact / both[k].favor);
+    if (r >= 0) {
+      if (k === 0) return { L: both[0].L, before: true };
+      const r0 = Math.log(both[k - 1].exact / both[k - 1].favor);
+      const t = -r0 / (r - r0);
+      return { L: Math.exp(Math.log(both[k - 1].L) + t * (Math.log(both[k].L) - Math.log(both[k - 1].L))) };
+    }
+  }
+  return null;
+}
+
+function drawSpeedStudy() {
+  const p = speedStudy.params;
+  const pts = speedStudy.points;
+  const exact = pts.filter((q) => q.exact !== null).map((q) => [q.L, q.exact, `L = ${q.L}: exact ${fmt(q.exact)} ms`]);
+  const favor = pts.map((q) => [q.L, q.favor, `L = ${q.L}: FAVOR+ ${fmt(q.favor)} ms`]);
+  const series = [
+    { label: 'exact attention (online softmax, O(L²d))', color: '#1d2330', points: exact, marker: 'circle', width: 2 },
+    { label: `FAVOR+ (O(L·m·d), m = ${p?.m ?? state.m})`, color: '#e0711a', points: favor, marker: 'square', width: 2 },
+  ];
+  const last = exact.at(-1);
+  if (last && speedStudy.done && p && last[0] < p.Ls.at(-1)) {
+    const ext = p.Ls.filter((L) => L >= last[0]).map((L) => [L, last[1] * (L / last[0]) ** 2]);
+    series.push({ label: 'exact, extrapolated ∝ L²', color: '#888', points: ext, dash: '5 4', width: 1.4 });
+  }
+  const cross = crossover(pts);
+  const vlines = cross ? [{ x: cross.L, label: cross.before ? `FAVOR+ faster from L = ${cross.L}` : `FAVOR+ faster from L ≈ ${Math.round(cross.L)}` }] : [];
+  const svg = $('#speed-plot');
+  drawPlot(svg, {
+    x: { log: true, domain: [100, 80000], label: 'sequence length L (log)', format: (v) => String(v) },
+    y: { log: true, label: 'time per call, ms (log)' },
+    series, vlines,
+    empty: p ? 'warming up…' : 'Run the speed study: both methods timed in the worker, median of several calls per L.',
+    legendRoot: $('#speed-legend'),
+  });
+  svg.dataset.points = String(pts.length);
+  let note = '';
+  if (p) {
+    note = `Positive kernel (FAVOR+), d = ${p.d}, m = ${p.m}, ${p.sampling}, ${p.causal ? 'causal' : 'bidirectional'}; q, k, v of L×d, one head. ` +
+      'Each point is the median of several calls of the JS API (copies in and out of the wasm heap included). ' +
+      'Exact attention stops once its next size would exceed ~3 s. ';
+    if (cross) note += cross.before ? `FAVOR+ is already faster at the smallest L measured (${cross.L}). ` : `FAVOR+ overtakes exact attention at L ≈ ${Math.round(cross.L)}. `;
+    const lastF = pts.at(-1);
+    if (lastF && last && lastF.L > last[0]) {
+      note += `At L = ${lastF.L}: FAVOR+ ${duration(lastF.favor)}; exact would take ~${duration(last[1] * (lastF.L / last[0]) ** 2)} (extrapolated).`;
+    }
+  }
+  $('#speed-note').textContent = note;
+}
+
+// ---------------------------------------------------------------- start
+
+writeControls();
+writeUrl();
+drawErrorStudy();
+drawSpeedStudy();
+studyButtons();
+requestCompute();
+let resizeTimer = 0;
+addEventListener('resize', () => {
+  clearTimeout(resizeTimer);
+  resizeTimer = setTimeout(() => { if (result) redraw(performance.now()); drawErrorStudy(); drawSpeedStudy(); }, 100);
+});

@@ -1,0 +1,123 @@
+// The page's studies, in their own worker with their own favor instance: the page stays
+// responsive, and Cancel simply terminates this worker (the page keeps the partial results).
+import { loadFavor } from '../../web/browser.js';
+import { makeInputs } from './inputs.js';
+import { samplePairs, theoryConstants, unnormalizedMSE } from './estimators.js';
+
+const favorReady = loadFavor();
+
+// Error vs m: every (m, kernel, sampling) over `seeds` feature seeds, all error measures.
+async function errorStudy(p) {
+  const favor = await favorReady;
+  const { L, d, causal, scale, pattern, dataSeed, kernels, samplings, ms, seeds, baseSeed } = p;
+  const { q, k, v } = makeInputs({ L, d, pattern, scale, dataSeed });
+  const Q = { data: q, dims: [L, d] }, K = { data: k, dims: [L, d] }, V = { data: v, dims: [L, d] };
+  const A = favor.attentionMatrix(Q, K, { causal });
+  const out = favor.exactAttention(Q, K, V, { causal });
+  const sample = samplePairs(q, k, L, L, d, { causal });
+  postMessage({ type: 'start', theory: theoryConstants(sample), pairs: sample.pairs.length,
+    queryRows: sample.rows.length, keyRows: sample.cols.length });
+
+  const cost = (m, kernel) => (kernel === 'hyperbolic' || kernel === 'trigonometric' ? 2 : 1) * m * (L * L + 2 * L * d) + 64;
+  let total = 0, done = 0;
+  for (const m of ms) for (const kernel of kernels) total += cost(m, kernel) * samplings.length * seeds;
+  const t0 = performance.now();
+  for (const m of ms) {
+    for (const kernel of kernels) {
+      for (const sampling of samplings) {
+        const values = { mse: [], relFrobenius: [], maxAbs: [], meanRowKL: [], outputRelError: [], kernelMSE: [] };
+        const map = favor.createFeatureMap({ dim: d, features: m, kernel, sampling, seed: baseSeed });
+        try {
+          for (let s = 0; s < seeds; s++) {
+            if (s > 0) map.redraw(baseSeed + s);
+            const Ahat = favor.favorAttentionMatrix(Q, K, { featureMap: map, causal });
+            const e = favor.compare(A, Ahat);
+            const outHat = favor.favorAttention(Q, K, V, { featureMap: map, causal });
+            values.mse.push(e.mse);
+            values.relFrobenius.push(e.relFrobenius);
+            values.maxAbs.push(e.maxAbs);
+            values.meanRowKL.push(e.meanRowKL);
+            values.outputRelError.push(favor.outputRelativeError(out, outHat));
+            const km = unnormalizedMSE(kernel, map.projection.data, m, sample);
+            if (km !== null) values.kernelMSE.push(km);
+            done += cost(m, kernel);
+          }
+        } finally {
+          map.dispose();
+        }
+        postMessage({ type: 'point', kernel, sampling, m, values });
+        postMessage({ type: 'progress', fraction: done / total, label: `m = ${m}, ${kernel}, ${sampling}` });
+        await new Promise((r) => setTimeout(r, 0));
+      }
+    }
+  }
+  postMessage({ type: 'done', elapsed: performance.now() - t0 });
+}
+
+function median(values) {
+  const s = [...values].sort((a, b) => a - b);
+  return s[s.length >> 1];
+}
+
+// Times fn: at least `minRuns` runs and ~minMs in total (at most maxRuns); returns the median.
+function timeIt(fn, { minRuns = 3, minMs = 250, maxRuns = 25 } = {}) {
+  const times = [];
+  let spent = 0;
+  while (times.length < minRuns || (spent < minMs && times.length < maxRuns)) {
+    const t0 = performance.now();
+    fn();
+    const t = performance.now() - t0;
+    times.push(t);
+    spent += t;
+    if (t > 1000 && times.length >= 1) break;  // one run of a slow call is enough
+  }
+  return median(times);
+}
+
+// Speed: exact attention (online softmax, O(L²d)) vs FAVOR+ (O(Lmd)) across L.
+async function speedStudy(p) {
+  const favor = await favorReady;
+  const { d, m, kernel, sampling, causal, Ls, exactBudgetMs } = p;
+  const featureMap = favor.createFeatureMap({ dim: d, features: m, kernel, sampling, seed: 1 });
+  // Warm-up: let the engine tier the wasm up before anything is timed.
+  {
+    const { q, k, v } = makeInputs({ L: 256, d, pattern: 'gaussian', scale: 0.5, dataSeed: 7 });
+    const T = (x) => ({ data: x, dims: [256, d] });
+    for (let i = 0; i < 30; i++) {
+      favor.exactAttention(T(q), T(k), T(v), { causal });
+      favor.favorAttention(T(q), T(k), T(v), { featureMap, causal });
+    }
+  }
+  const work = (L, exact) => L * m * d * 4 + (exact ? L * L * d * 2 : 0);
+  let total = 0;
+  for (const L of Ls) total += work(L, true);
+  let done = 0, exactOn = true;
+  const t0 = performance.now();
+  for (const L of Ls) {
+    const { q, k, v } = makeInputs({ L, d, pattern: 'gaussian', scale: 0.5, dataSeed: 7 });
+    const Q = { data: q, dims: [L, d] }, K = { data: k, dims: [L, d] }, V = { data: v, dims: [L, d] };
+    const favorMs = timeIt(() => favor.favorAttention(Q, K, V, { featureMap, causal }));
+    let exactMs = null;
+    if (exactOn) {
+      exactMs = timeIt(() => favor.exactAttention(Q, K, V, { causal }));
+      // Exact attention is quadratic: stop once the next size would take more than the budget.
+      if (exactMs * 4 > exactBudgetMs) exactOn = false;
+    }
+    done += work(L, true);
+    postMessage({ type: 'speed-point', L, favor: favorMs, exact: exactMs });
+    postMessage({ type: 'progress', fraction: done / total, label: `L = ${L}` });
+    await new Promise((r) => setTimeout(r, 0));
+  }
+  featureMap.dispose();
+  postMessage({ type: 'done', elapsed: performance.now() - t0 });
+}
+
+self.onmessage = async (event) => {
+  const { type, params } = event.data;
+  try {
+    if (type === 'error-study') await errorStudy(params);
+    else if (type === 'speed-study') await speedStudy(params);
+  } catch (e) {
+    postMessage({ type: 'error', message: String(e?.message ?? e) });
+  }
+};

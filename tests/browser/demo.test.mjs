@@ -1,0 +1,351 @@
+// The demo page (demo/) in Debian's Chromium through playwright-core: served by its own Vite
+// dev server on 127.0.0.1 (and, once, as a static build from a plain file server under a
+// sub-path). Checks: no console errors; every control labelled; heatmaps and error figures
+// react to m and the sampling mode; more features mean less error; no NaN anywhere for the
+// trigonometric kernel; keyboard use; settings in the URL; the error-vs-m study runs to
+// completion while the page stays responsive; a study can be cancelled; no horizontal
+// scrolling at 1366×768. Saves a screenshot to docs/demo.png.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, readFileSync, statSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join, extname, normalize } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const repo = fileURLToPath(new URL('../../', import.meta.url));
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+  '--disable-component-update', '--no-first-run', '--disable-quic', '--disable-sync'];
+const missing = ['dist/favor-simd.wasm', 'dist/favor-simd.js', 'dist/favor-scalar.wasm', 'dist/favor-scalar.js']
+  .filter((f) => !existsSync(join(repo, f)));
+const skip = !existsSync(CHROMIUM) ? `${CHROMIUM} is missing (apt-get install chromium)`
+  : missing.length ? `the wasm is not built (${missing.join(', ')}): run npm run build` : false;
+
+let vite, browser, base;
+const problems = [];  // console errors and page errors, from every page
+
+before(async () => {
+  if (skip) return;
+  const { createServer } = await import('vite');
+  vite = await createServer({ configFile: join(repo, 'demo/vite.config.js'), logLevel: 'error',
+    server: { host: '127.0.0.1', port: 0, strictPort: false, hmr: false } });
+  await vite.listen();
+  base = vite.resolvedUrls.local[0];
+  const { chromium } = await import('playwright-core');
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+});
+
+after(async () => {
+  await browser?.close();
+  await vite?.close();
+});
+
+async function openPage(query = '', { url = base, viewport = { width: 1366, height: 768 } } = {}) {
+  const page = await browser.newPage({ viewport });
+  page.on('console', (m) => { if (m.type() === 'error') problems.push(`${m.text()} (${m.location().url})`); });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  await page.goto(`${url}${query}`);
+  await settle(page);
+  return page;
+}
+
+// Waits until the page has drawn and nothing is computing.
+async function settle(page, predicate = '') {
+  await page.waitForFunction(`window.__favorDemo?.updates >= 1 && window.__favorDemo.idle ${predicate}`, null, { timeout: 30000 });
+  // Two frames: the last result is on screen.
+  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+}
+
+async function setRange(page, id, value) {
+  const index = await page.$eval(`#${id}`, (el, v) => {
+    const list = { L: [8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024],
+      d: [4, 8, 12, 16, 24, 32, 48, 64, 96, 128],
+      m: [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048] }[el.id];
+    return list ? list.indexOf(v) : -1;
+  }, value);
+  const target = index >= 0 ? String(index) : String(value);
+  // Keyboard, like a person: Home, then ArrowRight until the value is reached.
+  if (index >= 0) {
+    await page.focus(`#${id}`);
+    await page.keyboard.press('Home');
+    for (let i = 0; i < index; i++) await page.keyboard.press('ArrowRight');
+  } else {
+    await page.$eval(`#${id}`, (el, v) => { el.value = v; el.dispatchEvent(new Event('input', { bubbles: true })); }, target);
+  }
+  assert.equal(await page.$eval(`#${id}`, (el) => el.value), target);
+}
+
+async function snapshot(page) {
+  return page.evaluate(() => {
+    const hash = (sel) => {
+      const c = document.querySelector(sel);
+      const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      let h = 2166136261;
+      for (let i = 0; i < px.length; i += 1) h = Math.imul(h ^ px[i], 16777619);
+      return `${c.width}x${c.height}:${h >>> 0}`;
+    };
+    const metrics = Object.fromEntries([...document.querySelectorAll('#metrics td')].map((td) => [td.dataset.metric, Number(td.dataset.value)]));
+    return { exact: hash('#hm-exact canvas'), approx: hash('#hm-approx canvas'), diff: hash('#hm-diff canvas'),
+      metrics, text: document.querySelector('#metrics').textContent };
+  });
+}
+
+test('the page loads in Chromium without console errors and draws every panel', { skip }, async () => {
+  const page = await openPage();
+  const info = await page.evaluate(() => ({
+    shown: window.__favorDemo.shown,
+    canvases: [...document.querySelectorAll('.hm canvas')].map((c) => [c.width, c.height]),
+    legends: [...document.querySelectorAll('.legend .ticks span')].length,
+    timings: document.querySelectorAll('#timings tr').length,
+    rowPaths: document.querySelectorAll('#row-plot path.series').length,
+    status: document.querySelector('#status').textContent,
+    url: location.search,
+  }));
+  assert.equal(info.shown.L, 256);
+  assert.deepEqual(info.canvases, [[256, 256], [256, 256], [256, 256]]);
+  assert.ok(info.legends >= 6, 'both legends have ticks');
+  assert.ok(info.timings >= 9, 'timings are shown');
+  assert.equal(info.rowPaths, 2, 'the row inspector plots exact and approximate');
+  assert.match(info.status, /ready/);
+  assert.match(info.url, /L=256&d=64&m=256/);
+  const s = await snapshot(page);
+  for (const [name, v] of Object.entries(s.metrics)) assert.ok(Number.isFinite(v) && v >= 0, `${name} = ${v}`);
+  // Fits 1366×768 without horizontal scrolling.
+  const widths = await page.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]);
+  assert.ok(widths[0] <= widths[1], `no horizontal scroll: scrollWidth ${widths[0]} > ${widths[1]}`);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('every control is labelled', { skip }, async () => {
+  const page = await openPage();
+  for (const name of ['sequence length L', 'head dim d', 'features m', 'sampling mode', 'kernel', 'causal',
+    'input scale', 'input pattern', 'input seed', 'feature seed', 'log color scale', 'inspect row']) {
+    assert.equal(await page.getByLabel(name, { exact: false }).count() >= 1, true, `a control labelled "${name}"`);
+  }
+  assert.equal(await page.getByRole('button', { name: /redraw/ }).count(), 1);
+  // No unlabelled form control anywhere on the page.
+  const unlabelled = await page.evaluate(() => [...document.querySelectorAll('input, select, button')]
+    .filter((el) => !(el.labels?.length || el.getAttribute('aria-label') || (el.tagName === 'BUTTON' && el.textContent.trim())))
+    .map((el) => el.outerHTML.slice(0, 80)));
+  assert.deepEqual(unlabelled, []);
+  await page.close();
+});
+
+test('changing m and the sampling mode changes the heatmaps and the error figures', { skip }, async () => {
+  const page = await openPage('?L=128&d=32&m=64&kernel=positive&sampling=orthogonal&scale=0.5');
+  // Hover one entry: the readout shows A, Â and the error there.
+  const box = await page.locator('#hm-exact canvas').boundingBox();
+  await page.mouse.move(box.x + box.width * 0.3, box.y + box.height * 0.6);
+  const cell = async () => {
+    const text = await page.textContent('#readout');
+    const [, ij, a, ahat] = text.match(/\(i, j\) = (\(\d+, \d+\))\s+A = (\S+)\s+Â = (\S+)/);
+    return { ij, a, ahat };
+  };
+  const c0 = await cell();
+  const s0 = await snapshot(page);
+  await setRange(page, 'm', 256);
+  await settle(page, '&& window.__favorDemo.shown.m === 256');
+  const s1 = await snapshot(page);
+  await page.mouse.move(box.x + box.width * 0.3, box.y + box.height * 0.6);
+  const c1 = await cell();
+  assert.equal(c1.ij, c0.ij);
+  assert.equal(c1.a, c0.a, 'A does not depend on m');
+  assert.notEqual(c1.ahat, c0.ahat, 'Â at the hovered entry changed with m');
+  assert.notEqual(s1.approx, s0.approx, 'Â changed with m');
+  assert.notEqual(s1.diff, s0.diff, 'A − Â changed with m');
+  assert.notEqual(s1.text, s0.text, 'the error figures changed with m');
+  assert.notEqual(s1.metrics.mse, s0.metrics.mse);
+
+  await page.selectOption('#sampling', 'iid');
+  await settle(page, "&& window.__favorDemo.shown.sampling === 'iid'");
+  const s2 = await snapshot(page);
+  assert.notEqual(s2.approx, s1.approx, 'Â changed with the sampling mode');
+  assert.notEqual(s2.diff, s1.diff);
+  assert.notEqual(s2.text, s1.text, 'the error figures changed with the sampling mode');
+  assert.match(await page.evaluate(() => location.search), /m=256&kernel=positive&sampling=iid/);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('positive kernel at input scale 0.5: the error at m = 1024 is below the error at m = 8', { skip }, async () => {
+  const page = await openPage('?L=256&d=64&kernel=positive&sampling=orthogonal');
+  await page.selectOption('#kernel', 'positive');
+  await setRange(page, 'scale', '0.5');
+  await setRange(page, 'm', 8);
+  await settle(page, '&& window.__favorDemo.shown.m === 8 && window.__favorDemo.shown.scale === 0.5');
+  const low = (await snapshot(page)).metrics;
+  await setRange(page, 'm', 1024);
+  await settle(page, '&& window.__favorDemo.shown.m === 1024');
+  const high = (await snapshot(page)).metrics;
+  for (const key of ['mse', 'relFrobenius', 'meanRowKL', 'outputRelError']) {
+    assert.ok(high[key] < low[key], `${key}: m = 1024 gives ${high[key]}, m = 8 gives ${low[key]}`);
+  }
+  assert.ok(high.relFrobenius < 0.5 * low.relFrobenius);
+  await page.close();
+});
+
+test('trigonometric features: negative weights are explained and nothing shows NaN', { skip }, async () => {
+  const page = await openPage('?L=128&d=32&m=16&kernel=trigonometric&sampling=iid&scale=1.2&log=1&pattern=banded');
+  const info = await page.evaluate(() => ({
+    text: document.body.innerText,
+    badge: !document.querySelector('#negative-note').hidden,
+    title: document.querySelector('#negative-note').title,
+    svgText: [...document.querySelectorAll('svg text')].map((t) => t.textContent).join(' '),
+    paths: [...document.querySelectorAll('svg path')].map((p) => p.getAttribute('d') ?? '').join(' '),
+  }));
+  assert.ok(info.badge, 'the ≤ 0 entries are flagged');
+  assert.match(info.title, /negative/);
+  for (const s of [info.text, info.svgText, info.paths]) assert.doesNotMatch(s, /NaN|undefined/);
+  // Hover on an entry: the readout gives the true (possibly negative) value, without NaN.
+  const box = await page.locator('#hm-approx canvas').boundingBox();
+  await page.mouse.move(box.x + box.width * 0.8, box.y + box.height * 0.2);
+  const readout = await page.textContent('#readout');
+  assert.match(readout, /\(i, j\) = \(\d+, \d+\)/);
+  assert.doesNotMatch(readout, /NaN/);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('keyboard: heatmap cursor, row inspection, and settings restored from the URL', { skip }, async () => {
+  const page = await openPage('?L=64&d=16&m=32&causal=1&row=10');
+  await page.focus('#hm-diff');
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('ArrowRight');
+  assert.match(await page.textContent('#readout'), /\(i, j\) = \(2, 1\)/);
+  const crosshairs = await page.$$eval('.xh-h', (els) => els.filter((e) => !e.hidden).length);
+  assert.equal(crosshairs, 3, 'the crosshair is linked across the three panels');
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(() => document.querySelector('#row').value === '2');
+  assert.match(await page.textContent('#inspector-sub'), /query i = 2/);
+  await page.keyboard.press('ArrowRight');
+  await page.keyboard.press('ArrowRight');
+  assert.match(await page.textContent('#readout'), /masked/);
+  const url = page.url();
+  assert.match(url, /row=2/);
+  await page.close();
+  const again = await openPage(url.slice(base.length));
+  const restored = await again.evaluate(() => ({ shown: window.__favorDemo.shown, row: document.querySelector('#row').value,
+    causal: document.querySelector('#causal').checked, m: document.querySelector('#m-out').textContent }));
+  assert.equal(restored.shown.L, 64);
+  assert.equal(restored.shown.causal, true);
+  assert.equal(restored.row, '2');
+  assert.equal(restored.m, '32');
+  await again.close();
+});
+
+test('the error-vs-m study runs to completion in a worker; the page stays responsive; cancel works', { skip }, async () => {
+  const page = await openPage('?L=128&d=32&m=64&scale=0.5&pattern=gaussian&skernels=positive,hyperbolic&sseeds=4&smax=512&smetric=kernelMSE');
+  await page.click('#study-run');
+  // While the study runs, a control change still redraws the matrices.
+  await page.waitForFunction(() => window.__favorDemo.errorStudy.points.size > 0, null, { timeout: 30000 });
+  const before = await page.evaluate(() => window.__favorDemo.updates);
+  await page.click('#redraw');
+  await page.waitForFunction((n) => window.__favorDemo.updates > n, before, { timeout: 10000 });
+  await page.waitForFunction(() => document.querySelector('#study-status').dataset.state === 'done', null, { timeout: 90000 });
+  const study = await page.evaluate(() => {
+    const s = window.__favorDemo.errorStudy;
+    return { theory: s.theory, points: Object.fromEntries([...s.points].map(([k, v]) => [k, v.map((p) => [p.m, p.values])])),
+      progress: document.querySelector('#study-progress').value,
+      paths: document.querySelectorAll('#study-plot path.series').length,
+      legend: document.querySelector('#study-legend').textContent,
+      note: document.querySelector('#study-note').textContent };
+  });
+  assert.equal(study.progress, 1);
+  assert.deepEqual(Object.keys(study.points).sort(), ['hyperbolic|iid', 'hyperbolic|orthogonal', 'hyperbolic|orthogonal-fixed',
+    'positive|iid', 'positive|orthogonal', 'positive|orthogonal-fixed']);
+  for (const pts of Object.values(study.points)) assert.deepEqual(pts.map((p) => p[0]), [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]);
+  assert.ok(study.paths >= 8, '6 measured curves and 2 theory curves');
+  assert.match(study.legend, /Lemma 2, positive, iid/);
+  assert.match(study.note, /unnormalized kernel estimate/);
+  const mean = (v) => v.reduce((a, b) => a + b, 0) / v.length;
+  const iid = Object.fromEntries(study.points['positive|iid'].map(([m, v]) => [m, v]));
+  assert.ok(mean(iid[512].relFrobenius) < mean(iid[1].relFrobenius) / 4, 'the error falls with m');
+  // Lemma 2: at this scale the measured kernel MSE of iid features follows c / m within a factor of ~3.
+  const ratio = mean(iid[512].kernelMSE) / (study.theory.positive / 512);
+  assert.ok(ratio > 0.2 && ratio < 3, `measured / theory = ${ratio}`);
+
+  // A second run, cancelled: the worker stops, partial results stay, the page still works.
+  await page.selectOption('#study-mmax', '2048');
+  await page.click('#study-run');
+  await page.waitForFunction(() => window.__favorDemo.errorStudy.points.size > 0, null, { timeout: 30000 });
+  await page.click('#study-cancel');
+  assert.equal(await page.$eval('#study-status', (el) => el.dataset.state), 'cancelled');
+  assert.equal(await page.$eval('#study-run', (el) => el.disabled), false);
+  const n = await page.evaluate(() => window.__favorDemo.updates);
+  await setRange(page, 'm', 128);
+  await page.waitForFunction((k) => window.__favorDemo.updates > k, n, { timeout: 10000 });
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('the speed study starts, reports progress and can be cancelled', { skip }, async () => {
+  const page = await openPage('?L=64&d=32&m=64');
+  await page.click('#speed-run');
+  await page.waitForFunction(() => window.__favorDemo.speedStudy.points.length >= 2, null, { timeout: 60000 });
+  const pts = await page.evaluate(() => window.__favorDemo.speedStudy.points);
+  assert.ok(pts.every((p) => p.favor > 0 && (p.exact === null || p.exact > 0)));
+  await page.click('#speed-cancel');
+  assert.equal(await page.$eval('#speed-status', (el) => el.dataset.state), 'cancelled');
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('the static build works from a plain file server under a sub-path (no special headers)', { skip }, async () => {
+  const { build } = await import('vite');
+  const out = mkdtempSync(join(tmpdir(), 'favor-demo-'));
+  try {
+    await build({ configFile: join(repo, 'demo/vite.config.js'), logLevel: 'error', build: { outDir: out, emptyOutDir: true } });
+    const types = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.wasm': 'application/wasm' };
+    const server = createHttpServer((req, res) => {
+      const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+      if (!path.startsWith('/some/sub/dir/')) { res.writeHead(404).end(); return; }
+      let file = normalize(join(out, path.slice('/some/sub/dir/'.length)));
+      if (!file.startsWith(out)) { res.writeHead(403).end(); return; }
+      if (existsSync(file) && statSync(file).isDirectory()) file = join(file, 'index.html');
+      if (!existsSync(file)) { res.writeHead(404).end(); return; }
+      res.writeHead(200, { 'Content-Type': types[extname(file)] ?? 'application/octet-stream' }).end(readFileSync(file));
+    });
+    await new Promise((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const page = await openPage('?L=64&d=16&m=32', { url: `http://127.0.0.1:${server.address().port}/some/sub/dir/` });
+      assert.equal(await page.evaluate(() => window.__favorDemo.shown.L), 64);
+      assert.deepEqual(problems, []);
+      await page.close();
+    } finally {
+      server.close();
+    }
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
+});
+
+test('screenshot: docs/demo.png (both studies run to completion)', { skip, timeout: 110000 }, async () => {
+  // The studies on Gaussian inputs at input scale 0.5, then the matrices switched to banded inputs.
+  const page = await openPage('?L=256&d=64&m=256&kernel=positive&sampling=orthogonal&scale=0.5&pattern=gaussian&row=96' +
+    '&skernels=positive,hyperbolic&sseeds=6&smax=1024&smetric=kernelMSE');
+  await page.click('#study-run');
+  await page.waitForFunction(() => document.querySelector('#study-status').dataset.state === 'done', null, { timeout: 60000 });
+  await page.click('#speed-run');
+  await page.waitForFunction(() => document.querySelector('#speed-status').dataset.state === 'done', null, { timeout: 60000 });
+  const speed = await page.evaluate(() => window.__favorDemo.speedStudy.points);
+  assert.equal(speed.at(-1).L, 65536);
+  assert.ok(speed.at(-1).favor > 0);
+  assert.match(await page.textContent('#speed-note'), /FAVOR\+ overtakes exact attention at L ≈ \d+|already faster/);
+  await page.selectOption('#pattern', 'banded');
+  await settle(page, "&& window.__favorDemo.shown.pattern === 'banded'");
+  // The whole page in one image: grow the viewport to the page's height, then hover an entry.
+  const height = await page.evaluate(() => document.documentElement.scrollHeight);
+  await page.setViewportSize({ width: 1366, height });
+  await page.evaluate(() => new Promise((r) => setTimeout(r, 300)));
+  const box = await page.locator('#hm-approx canvas').boundingBox();
+  await page.mouse.move(box.x + box.width * 0.40, box.y + box.height * 0.376);
+  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+  mkdirSync(join(repo, 'docs'), { recursive: true });
+  await page.screenshot({ path: join(repo, 'docs/demo.png') });
+  assert.ok(statSync(join(repo, 'docs/demo.png')).size > 20000);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
