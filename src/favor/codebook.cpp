@@ -109,6 +109,7 @@ void codebook_attention(ConstMatrixRef codebook, ConstMatrixRef q, ConstMatrixRe
   factored_attention([&](Index i0, Index n) { return factors.queries(root * q.middleRows(i0, n)); },
                      [&](Index j0, Index n) { return factors.keys(root * k.middleRows(j0, n)); },
                      codebook.rows(), v, out, options.causal, options.chunk);
+  detail::check_result(out, "q, k, v, codebook");
 }
 
 Matrix codebook_attention(ConstMatrixRef codebook, ConstMatrixRef q, ConstMatrixRef k,
@@ -125,6 +126,7 @@ void codebook_attention_matrix(ConstMatrixRef codebook, ConstMatrixRef q, ConstM
   const CodebookFactors factors(codebook, q, options);
   factored_attention_matrix(factors.queries(factors.root * q), factors.keys(factors.root * k), codebook.rows(), out,
                             options.causal);
+  detail::check_result(out, "q, k, codebook");
 }
 
 Matrix codebook_attention_matrix(ConstMatrixRef codebook, ConstMatrixRef q, ConstMatrixRef k,

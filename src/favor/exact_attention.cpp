@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "validate.hpp"
+#include "vector_math.hpp"
 
 namespace favor {
 
@@ -44,17 +45,18 @@ void exact_attention(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v, Matri
         for (Index i = 0; i < nq; ++i)
           for (Index j = std::max<Index>(0, q0 + i + 1 - k0); j < nk; ++j) scores(i, j) = kNegInf;
       for (Index i = 0; i < nq; ++i) {
-        const float new_max = std::max(row_max(i), scores.row(i).maxCoeff());
+        float* row = &scores(i, 0);
+        const float new_max = std::max(row_max(i), vec::max(row, nk));
         const float rescale = std::exp(row_max(i) - new_max);  // 0 on the first block
-        scores.row(i) = (scores.row(i).array() - new_max).exp().matrix();
-        row_sum(i) = row_sum(i) * rescale + scores.row(i).sum();
-        acc.row(i) *= rescale;
+        row_sum(i) = row_sum(i) * rescale + vec::exp_shifted(row, nk, new_max);
+        if (rescale != 1.0f) acc.row(i) *= rescale;
         row_max(i) = new_max;
       }
       acc.noalias() += scores * v.middleRows(k0, nk);
     }
     out.middleRows(q0, nq) = row_sum.cwiseInverse().asDiagonal() * acc;
   }
+  detail::check_result(out, "q, k, v");
 }
 
 Matrix exact_attention(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v,
@@ -72,11 +74,12 @@ void attention_matrix(ConstMatrixRef q, ConstMatrixRef k, MatrixRef out,
   out.noalias() = scale * (q * k.transpose());
   for (Index i = 0; i < out.rows(); ++i) {
     const Index visible = options.causal ? i + 1 : out.cols();
-    auto row = out.row(i).head(visible);
-    row = (row.array() - row.maxCoeff()).exp().matrix();
-    row /= row.sum();
+    float* row = &out(i, 0);
+    const float total = vec::exp_shifted(row, visible, vec::max(row, visible));
+    out.row(i).head(visible) /= total;
     out.row(i).tail(out.cols() - visible).setZero();
   }
+  detail::check_result(out, "q, k");
 }
 
 Matrix attention_matrix(ConstMatrixRef q, ConstMatrixRef k, const AttentionOptions& options) {

@@ -1,5 +1,7 @@
 #include "factored.hpp"
 
+#include "vector_math.hpp"
+
 namespace favor {
 
 Matrix log_magnitude(FactoredFeatures&& f, Index features) {
@@ -13,7 +15,8 @@ StabilizedFeatures stabilize(FactoredFeatures&& query, FactoredFeatures&& key, I
   Matrix key_log = log_magnitude(std::move(key), features);
   const Vector column_shift = key_log.colwise().maxCoeff().transpose();
   key_log.rowwise() -= column_shift.transpose();
-  st.key = key_log.array().exp().matrix();
+  vec::exp_inplace(key_log);
+  st.key = std::move(key_log);
   if (key.value.size()) st.key.array() *= key.value.array();
 
   Matrix query_log = query.exponent.size() ? std::move(query.exponent)
@@ -21,7 +24,8 @@ StabilizedFeatures stabilize(FactoredFeatures&& query, FactoredFeatures&& key, I
   query_log.rowwise() += column_shift.transpose();
   const Vector row_shift = query_log.rowwise().maxCoeff();
   query_log.colwise() -= row_shift;
-  st.query = query_log.array().exp().matrix();
+  vec::exp_inplace(query_log);
+  st.query = std::move(query_log);
   if (query.value.size()) st.query.array() *= query.value.array();
   st.query_log = query.row_log + row_shift;
   return st;

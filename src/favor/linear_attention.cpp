@@ -6,6 +6,7 @@
 
 #include "exact_attention.hpp"
 #include "validate.hpp"
+#include "vector_math.hpp"
 
 namespace favor {
 
@@ -47,7 +48,8 @@ Matrix shifted_keys(FactoredFeatures&& f, Index features, State& state) {
   }
   state.shift = shift;
   log_mag.rowwise() -= shift.transpose();
-  Matrix kf = log_mag.array().exp().matrix();
+  vec::exp_inplace(log_mag);
+  Matrix kf = std::move(log_mag);
   if (f.value.size()) kf.array() *= f.value.array();
   return kf;
 }
@@ -56,7 +58,8 @@ Matrix shifted_queries(FactoredFeatures&& f, Index features, const State& state)
   Matrix log_mag = f.exponent.size() ? std::move(f.exponent) : Matrix::Zero(f.row_log.size(), features);
   log_mag.rowwise() += state.shift.transpose();
   log_mag.colwise() -= log_mag.rowwise().maxCoeff();
-  Matrix qf = log_mag.array().exp().matrix();
+  vec::exp_inplace(log_mag);
+  Matrix qf = std::move(log_mag);
   if (f.value.size()) qf.array() *= f.value.array();
   return qf;
 }
@@ -107,7 +110,8 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
     const Matrix key_log = log_magnitude(std::move(kfac), features);
     const Matrix query_exp = qfac.exponent.size() ? qfac.exponent : Matrix::Zero(n, features);
     const Vector chunk_shift = key_log.colwise().maxCoeff().transpose();
-    Matrix kf = (key_log.rowwise() - chunk_shift.transpose()).array().exp().matrix();
+    Matrix kf = key_log.rowwise() - chunk_shift.transpose();
+    vec::exp_inplace(kf);
     if (kfac.value.size()) kf.array() *= kfac.value.array();
 
     auto shifted = [&](const Vector& shift, Vector& row_scale) {
@@ -115,7 +119,8 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
       t.rowwise() += shift.transpose();
       row_scale = t.rowwise().maxCoeff();
       t.colwise() -= row_scale;
-      Matrix qf = t.array().exp().matrix();
+      vec::exp_inplace(t);
+      Matrix qf = std::move(t);
       if (qfac.value.size()) qf.array() *= qfac.value.array();
       return qf;
     };
@@ -235,6 +240,7 @@ void favor_attention(const FeatureMap& map, ConstMatrixRef q, ConstMatrixRef k, 
   factored_attention([&](Index i0, Index n) { return map.factored(root * q.middleRows(i0, n), params); },
                      [&](Index j0, Index n) { return map.factored(root * k.middleRows(j0, n), params); },
                      map.num_features(), v, out, options.causal, options.chunk);
+  detail::check_result(out, "q, k, v", map.kernel() == Kernel::trigonometric);
 }
 
 Matrix favor_attention(const FeatureMap& map, ConstMatrixRef q, ConstMatrixRef k,
@@ -255,6 +261,7 @@ void favor_attention_matrix(const FeatureMap& map, ConstMatrixRef q, ConstMatrix
   const KernelParameters params = map.parameters(qs, ks);
   factored_attention_matrix(map.factored(qs, params), map.factored(ks, params), map.num_features(),
                             out, options.causal);
+  detail::check_result(out, "q, k", map.kernel() == Kernel::trigonometric);
 }
 
 Matrix favor_attention_matrix(const FeatureMap& map, ConstMatrixRef q, ConstMatrixRef k,
@@ -275,6 +282,8 @@ void linear_attention(ConstMatrixRef query_features, ConstMatrixRef key_features
   };
   factored_attention(plain(query_features), plain(key_features), key_features.cols(), v, out,
                      causal, chunk);
+  const bool signed_features = (query_features.array() < 0).any() || (key_features.array() < 0).any();
+  detail::check_result(out, "query_features, key_features, v", signed_features);
 }
 
 Matrix linear_attention(ConstMatrixRef query_features, ConstMatrixRef key_features,

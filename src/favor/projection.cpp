@@ -1,7 +1,6 @@
 #include "projection.hpp"
 
 #include <cmath>
-#include <vector>
 
 #include "error.hpp"
 #include "random.hpp"
@@ -36,14 +35,17 @@ double dot(const double* a, const double* b, Index n) {
 
 // Rows of a d x d Gaussian matrix, orthonormalized by modified Gram-Schmidt with one
 // re-orthogonalization pass: Haar-distributed rows, orthogonal to ~1e-15.
-std::vector<double> haar_block(NormalStream& gaussian, Index d) {
-  std::vector<double> rows(static_cast<std::size_t>(d * d));
-  for (double& x : rows) x = gaussian.normal();
+// An Eigen matrix, not a std::vector sized d * d: Eigen checks the size for overflow (d * d
+// overflows a 32-bit Index in wasm32 from d = 46341) and throws std::bad_alloc.
+MatrixD haar_block(NormalStream& gaussian, Index d) {
+  MatrixD rows(d, d);  // row-major
+  double* const all = rows.data();
+  for (Index i = 0; i < rows.size(); ++i) all[i] = gaussian.normal();
   for (Index i = 0; i < d; ++i) {
-    double* row = &rows[static_cast<std::size_t>(i * d)];
+    double* row = all + i * d;
     for (int pass = 0; pass < 2; ++pass) {
       for (Index j = 0; j < i; ++j) {
-        const double* prev = &rows[static_cast<std::size_t>(j * d)];
+        const double* prev = all + j * d;
         const double c = dot(row, prev, d);
         for (Index t = 0; t < d; ++t) row[t] -= c * prev[t];
       }
@@ -68,7 +70,7 @@ Matrix sample_projection(Index features, Index dim, Sampling sampling, std::uint
   }
   NormalStream norms(seed, 1);
   const double fixed_norm = std::sqrt(static_cast<double>(dim));
-  std::vector<double> block;
+  MatrixD block;
   for (Index r = 0; r < features; ++r) {
     const Index in_block = r % dim;
     if (in_block == 0) block = haar_block(gaussian, dim);
@@ -81,7 +83,7 @@ Matrix sample_projection(Index features, Index dim, Sampling sampling, std::uint
       }
       norm = std::sqrt(sq);
     }
-    const double* row = &block[static_cast<std::size_t>(in_block * dim)];
+    const double* row = block.data() + in_block * dim;
     for (Index c = 0; c < dim; ++c) w(r, c) = static_cast<float>(row[c] * norm);
   }
   return w;

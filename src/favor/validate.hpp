@@ -1,6 +1,7 @@
 // Shape checks shared by the one-head kernels (internal).
 #pragma once
 
+#include <cmath>
 #include <string>
 
 #include "error.hpp"
@@ -30,6 +31,22 @@ inline void check_head(ConstMatrixRef q, ConstMatrixRef k, const Eigen::Ref<cons
 inline void check_out(const MatrixRef& out, Index rows, Index cols) {
   if (out.rows() != rows || out.cols() != cols)
     throw_range("out", "expected " + shape(rows, cols) + ", got " + shape(out.rows(), out.cols()));
+}
+
+// Outputs are finite for finite inputs unless an intermediate result overflows float32
+// (|scale q.k| or the squared norm of a scaled row beyond ~3.4e38, or sums over huge v): the
+// call then reports it instead of returning Infinity or NaN. Signed estimators (trigonometric
+// features) may legitimately give +-Infinity where a row's normalizer cancels to 0
+// (`allow_infinite`); NaN is always an error.
+inline void check_result(const MatrixRef& out, const char* inputs, bool allow_infinite = false) {
+  for (Index i = 0; i < out.rows(); ++i)
+    for (Index j = 0; j < out.cols(); ++j) {
+      const float x = out(i, j);
+      if (std::isnan(x) || (!allow_infinite && std::isinf(x)))
+        throw_range(inputs, "the result is not finite at [" + std::to_string(i) + ", " + std::to_string(j) +
+                                "]: the inputs are too large for float32 (scale * q.k, the squared norms of "
+                                "the scaled rows or sums over v overflow 3.4e38) or not finite; scale them down");
+    }
 }
 
 }  // namespace favor::detail

@@ -1,0 +1,97 @@
+// Elementwise kernels on 4-float vectors (GCC/Clang vector extensions): SSE natively,
+// wasm SIMD with -msimd128, and plain scalar code in the non-SIMD wasm build -- the same
+// arithmetic in every build, so the SIMD and scalar modules agree bit for bit.
+// (Eigen 3.4 has no wasm SIMD backend: its exp/max/sum run one float at a time there.)
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "types.hpp"
+
+namespace favor::vec {
+
+typedef float f32x4 __attribute__((vector_size(16)));
+typedef std::int32_t i32x4 __attribute__((vector_size(16)));
+
+inline f32x4 load(const float* p) {
+  f32x4 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void store(float* p, f32x4 v) { std::memcpy(p, &v, sizeof v); }
+inline f32x4 splat(float x) { return f32x4{x, x, x, x}; }
+inline f32x4 vmax(f32x4 a, f32x4 b) { return a > b ? a : b; }
+inline f32x4 vmin(f32x4 a, f32x4 b) { return a < b ? a : b; }
+
+// exp(x) with Cephes' range reduction and degree-6 polynomial (max error ~2 ulp on
+// [-87.3, 88.7]); exactly 0 below -87.34 (so -inf gives 0), +inf above 88.72.
+inline f32x4 exp(f32x4 x) {
+  const f32x4 lo = splat(-87.33654f), hi = splat(88.72283f);
+  const i32x4 underflow = x < lo;
+  const i32x4 overflow = x > hi;
+  x = vmin(vmax(x, lo), hi);
+  // x = n ln2 + r, |r| <= ln2/2
+  f32x4 n = x * splat(1.44269504088896341f) + splat(0.5f);
+  i32x4 ni = __builtin_convertvector(n, i32x4);
+  f32x4 nf = __builtin_convertvector(ni, f32x4);
+  const i32x4 fix = nf > n;  // truncation rounded up a negative value: floor it
+  nf = nf - (f32x4)((i32x4)splat(1.0f) & fix);
+  ni = __builtin_convertvector(nf, i32x4);
+  const f32x4 r = x - nf * splat(0.693359375f) + nf * splat(2.12194440e-4f);
+  f32x4 p = splat(1.9875691500e-4f);
+  p = p * r + splat(1.3981999507e-3f);
+  p = p * r + splat(8.3334519073e-3f);
+  p = p * r + splat(4.1665795894e-2f);
+  p = p * r + splat(1.6666665459e-1f);
+  p = p * r + splat(5.0000001201e-1f);
+  p = p * (r * r) + r + splat(1.0f);
+  // 2^n: n + 127 into the exponent bits (n in [-126, 128] after clamping; 128 overflows below)
+  const i32x4 pow2 = (ni + 127) << 23;
+  f32x4 y = p * (f32x4)pow2;
+  y = (f32x4)((i32x4)y & ~underflow);
+  const f32x4 inf = splat(__builtin_inff());
+  return (f32x4)(((i32x4)y & ~overflow) | ((i32x4)inf & overflow));
+}
+
+// x[i] = exp(x[i] - shift) for i < n; returns the sum of the results.
+inline float exp_shifted(float* x, Index n, float shift) {
+  const f32x4 s = splat(shift);
+  f32x4 acc = splat(0.0f);
+  Index i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const f32x4 e = exp(load(x + i) - s);
+    store(x + i, e);
+    acc += e;
+  }
+  float total = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+  if (i < n) {  // the tail through the same vector code, padded with -inf (-> 0)
+    float tail[4] = {-__builtin_inff(), -__builtin_inff(), -__builtin_inff(), -__builtin_inff()};
+    std::memcpy(tail, x + i, sizeof(float) * static_cast<std::size_t>(n - i));
+    const f32x4 e = exp(load(tail) - s);
+    store(tail, e);
+    std::memcpy(x + i, tail, sizeof(float) * static_cast<std::size_t>(n - i));
+    total += (e[0] + e[1]) + (e[2] + e[3]);
+  }
+  return total;
+}
+
+// max of x[0..n), n >= 1
+inline float max(const float* x, Index n) {
+  Index i = 0;
+  float top = x[0];
+  if (n >= 4) {
+    f32x4 m = load(x);
+    for (i = 4; i + 4 <= n; i += 4) m = vmax(m, load(x + i));
+    top = m[0] > m[1] ? m[0] : m[1];
+    top = top > m[2] ? top : m[2];
+    top = top > m[3] ? top : m[3];
+  }
+  for (; i < n; ++i) top = x[i] > top ? x[i] : top;
+  return top;
+}
+
+// Every entry of a row-major matrix block: m = exp(m), in place.
+inline void exp_inplace(Matrix& m) { exp_shifted(m.data(), m.size(), 0.0f); }
+
+}  // namespace favor::vec
