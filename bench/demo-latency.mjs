@@ -5,7 +5,9 @@
 // scale, kernel, input seed) and prints the median and spread of the page's own measurement:
 // the input event's timestamp to the end of the synchronous redraw of all panels (worker round
 // trip included), and to the next animation frame after it.
-//   node bench/demo-latency.mjs [--changes 120] [--warmup 30] [--url http://127.0.0.1:5173/]
+// --kernel vq | soft-vq | performer-vq measures a codebook mode instead (changes: new k-means or
+// feature seed, input scale, input seed, and the temperature for soft VQ; --m sets the codebook size).
+//   node bench/demo-latency.mjs [--changes 120] [--warmup 30] [--kernel positive] [--m 256] [--url http://127.0.0.1:5173/]
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
@@ -15,6 +17,8 @@ const { values: args } = parseArgs({
     changes: { type: 'string', default: '120' },
     warmup: { type: 'string', default: '30' },
     url: { type: 'string' },
+    kernel: { type: 'string', default: 'positive' },
+    m: { type: 'string', default: '256' },
     json: { type: 'boolean', default: false },
   },
 });
@@ -37,17 +41,26 @@ try {
   const problems = [];
   page.on('console', (m) => { if (m.type() === 'error') problems.push(m.text()); });
   page.on('pageerror', (e) => problems.push(e.message));
-  await page.goto(`${base}?L=256&d=64&m=256&kernel=positive&sampling=orthogonal&scale=0.5&pattern=gaussian&causal=0&log=0`);
+  const kernel = args.kernel, m = Number(args.m);
+  const codebook = ['vq', 'soft-vq', 'performer-vq'].includes(kernel);
+  if (!codebook && kernel !== 'positive') throw new Error(`--kernel: positive, vq, soft-vq or performer-vq, got ${kernel}`);
+  await page.goto(`${base}?L=256&d=64&m=${m}&kernel=${kernel}&sampling=orthogonal&scale=0.5&pattern=gaussian&causal=0&log=0`);
   await page.waitForFunction(() => window.__favorDemo?.updates >= 1, null, { timeout: 60000 });
 
-  // The changes, cycled: each keeps L = 256, d = 64, m = 256.
+  // The changes, cycled: each keeps L = 256, d = 64, m.
   let k = 0;
-  const changes = [
+  const setValue = (sel, value, type) => page.$eval(sel, (el, [v, t]) => { el.value = v; el.dispatchEvent(new Event(t, { bubbles: true })); }, [value, type]);
+  const changes = codebook ? [
+    [kernel === 'performer-vq' ? 'redraw features' : 'k-means seed', () => page.click('#redraw')],
+    ['input scale', () => setValue('#scale', k % 2 ? '0.45' : '0.5', 'input')],
+    ['input seed', () => setValue('#dataSeed', String(k), 'change')],
+    ...(kernel === 'soft-vq' ? [['temperature', () => setValue('#temperature', String(k % 2 ? -3 : 0), 'input')]] : []),
+  ] : [
     ['redraw features', () => page.click('#redraw')],
     ['sampling mode', () => page.selectOption('#sampling', ['iid', 'orthogonal', 'orthogonal-fixed'][k % 3])],
-    ['input scale', () => page.$eval('#scale', (el, v) => { el.value = v; el.dispatchEvent(new Event('input', { bubbles: true })); }, k % 2 ? '0.45' : '0.5')],
+    ['input scale', () => setValue('#scale', k % 2 ? '0.45' : '0.5', 'input')],
     ['kernel', () => page.selectOption('#kernel', k % 2 ? 'oprf' : 'positive')],
-    ['input seed', () => page.$eval('#dataSeed', (el, v) => { el.value = v; el.dispatchEvent(new Event('change', { bubbles: true })); }, String(k))],
+    ['input seed', () => setValue('#dataSeed', String(k), 'change')],
   ];
   async function change() {
     const before = await page.evaluate(() => window.__favorDemo.updates);
@@ -63,12 +76,14 @@ try {
   const records = [];
   for (let i = 0; i < count; i++) records.push(await change());
   const state = await page.evaluate(() => new URLSearchParams(location.search).toString());
-  if (!/L=256&d=64&m=256/.test(state)) throw new Error(`the settings drifted: ${state}`);
+  if (!state.includes(`L=256&d=64&m=${m}`)) throw new Error(`the settings drifted: ${state}`);
 
   const q = (values, p) => { const s = [...values].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(p * s.length))]; };
   const summary = (values) => ({ median: q(values, 0.5), p10: q(values, 0.1), p90: q(values, 0.9), max: Math.max(...values) });
   const result = {
     browser: `Chromium ${browser.version()}`,
+    kernel,
+    m,
     changes: records.length,
     latencyMs: summary(records.map((r) => r.latency)),
     toNextFrameMs: summary(records.map((r) => r.frame)),
@@ -81,7 +96,7 @@ try {
     console.log(JSON.stringify(result, null, 2));
   } else {
     const f = (x) => x.toFixed(1);
-    console.log(`demo latency, L = 256, d = 64, m = 256 (${result.browser}, ${result.changes} changes after ${warmup} warm-up)`);
+    console.log(`demo latency, ${kernel}, L = 256, d = 64, m = ${m} (${result.browser}, ${result.changes} changes after ${warmup} warm-up)`);
     console.log(`  control change → all panels drawn: median ${f(result.latencyMs.median)} ms (p10 ${f(result.latencyMs.p10)}, p90 ${f(result.latencyMs.p90)}, max ${f(result.latencyMs.max)})`);
     console.log(`  control change → next frame:       median ${f(result.toNextFrameMs.median)} ms (p90 ${f(result.toNextFrameMs.p90)})`);
     console.log(`  of which worker compute ${f(result.workerMs.median)} ms, drawing ${f(result.drawMs.median)} ms (medians)`);

@@ -1,7 +1,9 @@
 // The page's interactive computation, off the main thread so sliders never stall: exact and
-// approximate matrices, outputs and error measures for one setting, each call timed.
+// approximate matrices (random features or a codebook), outputs and error measures for one
+// setting, each call timed; for the codebook modes also the PCA view's data.
 import { loadFavor } from '../../web/browser.js';
 import { makeInputs } from './inputs.js';
+import { principalAxes, project, nearestCodewords } from './pca.js';
 
 let favor = null;
 const ready = loadFavor().then(
@@ -18,6 +20,9 @@ function timed(fn) {
   return [value, performance.now() - t0];
 }
 
+// The codebook modes of the kernel menu and their assignment.
+const CODEBOOK_MODES = { vq: 'hard', 'soft-vq': 'soft', 'performer-vq': 'gaussian' };
+
 function compute(p) {
   const { L, d, m, kernel, sampling, causal, scale, pattern, seed, dataSeed } = p;
   const timings = {};
@@ -31,14 +36,30 @@ function compute(p) {
     const { q: q1, k: k1, v } = inputCache.value;
     const q = new Float32Array(q1.length), k = new Float32Array(k1.length);
     for (let i = 0; i < q.length; i++) { q[i] = q1[i] * scale; k[i] = k1[i] * scale; }
-    inputCache.scaled = { scale, q, k, v };
+    inputCache.scaled = { scale, q, k, v, pca: null };
     timings.inputs = performance.now() - t0;
   } else {
     timings.inputs = 0;
   }
   const { q, k, v } = inputCache.scaled;
   const Q = { data: q, dims: [L, d] }, K = { data: k, dims: [L, d] }, V = { data: v, dims: [L, d] };
+  const assignment = CODEBOOK_MODES[kernel];
+  if (assignment) return computeCodebook(p, assignment, Q, K, V, timings);
 
+  const featureMap = cachedMap(d, m, kernel, sampling, seed, timings);
+  const [A, tA] = timed(() => favor.attentionMatrix(Q, K, { causal }));
+  const [Ahat, tAhat] = timed(() => favor.favorAttentionMatrix(Q, K, { featureMap, causal }));
+  const [out, tOut] = timed(() => favor.exactAttention(Q, K, V, { causal }));
+  const [outHat, tOutHat] = timed(() => favor.favorAttention(Q, K, V, { featureMap, causal }));
+  const [errors, tCompare] = timed(() => ({
+    ...favor.compare(A, Ahat),
+    outputRelError: favor.outputRelativeError(out, outHat),
+  }));
+  Object.assign(timings, { exactMatrix: tA, approxMatrix: tAhat, exactOutput: tOut, favorOutput: tOutHat, errors: tCompare });
+  return { A: A.data, Ahat: Ahat.data, errors, timings, ...countInvalid(Ahat.data, L, causal), numFeatures: featureMap.numFeatures };
+}
+
+function cachedMap(d, m, kernel, sampling, seed, timings) {
   const mapKey = JSON.stringify([d, m, kernel, sampling, seed]);
   timings.mapCached = mapCache.key === mapKey;
   if (!timings.mapCached) {
@@ -50,21 +71,12 @@ function compute(p) {
   } else {
     timings.featureMap = 0;
   }
-  const featureMap = mapCache.map;
+  return mapCache.map;
+}
 
-  const [A, tA] = timed(() => favor.attentionMatrix(Q, K, { causal }));
-  const [Ahat, tAhat] = timed(() => favor.favorAttentionMatrix(Q, K, { featureMap, causal }));
-  const [out, tOut] = timed(() => favor.exactAttention(Q, K, V, { causal }));
-  const [outHat, tOutHat] = timed(() => favor.favorAttention(Q, K, V, { featureMap, causal }));
-  const [errors, tCompare] = timed(() => ({
-    ...favor.compare(A, Ahat),
-    outputRelError: favor.outputRelativeError(out, outHat),
-  }));
-  Object.assign(timings, { exactMatrix: tA, approxMatrix: tAhat, exactOutput: tOut, favorOutput: tOutHat, errors: tCompare });
-
-  // Entries of Â that cannot be drawn as probabilities (trigonometric features give them).
+// Entries of Â that cannot be drawn as probabilities (trigonometric features give them).
+function countInvalid(a, L, causal) {
   let nonPositive = 0, nonFinite = 0;
-  const a = Ahat.data;
   for (let i = 0; i < L; i++) {
     const jmax = causal ? i : L - 1;
     for (let j = 0; j <= jmax; j++) {
@@ -73,7 +85,82 @@ function compute(p) {
       else if (x <= 0) nonPositive++;
     }
   }
-  return { A: A.data, Ahat: a, errors, timings, nonPositive, nonFinite, numFeatures: featureMap.numFeatures };
+  return { nonPositive, nonFinite };
+}
+
+let codebookCache = { key: '', codebook: null };
+
+// Codebook attention: a k-means codebook of the (scaled) keys with hard or soft assignment, or
+// the codebook W/√scale of an orthogonal-fixed positive feature map with Gaussian
+// responsibilities, which is FAVOR+ itself (checked live against favorAttentionMatrix).
+function computeCodebook(p, assignment, Q, K, V, timings) {
+  const { L, d, m, causal, scale, pattern, seed, dataSeed, temperature } = p;
+  let codebook, featureMap = null;
+  const clusters = assignment === 'gaussian' ? m : Math.min(m, L);
+  if (assignment === 'gaussian') {
+    featureMap = cachedMap(d, m, 'positive', 'orthogonal-fixed', seed, timings);
+    const key = JSON.stringify(['fm', d, m, seed]);
+    if (codebookCache.key !== key) {
+      const [c, ms] = timed(() => favor.codebookFromFeatureMap(featureMap));
+      codebookCache = { key, codebook: c };
+      timings.featureMap += ms;
+      timings.mapCached = false;
+    }
+  } else {
+    const key = JSON.stringify(['kmeans', L, d, pattern, dataSeed, scale, clusters, seed]);
+    timings.mapCached = codebookCache.key === key;
+    if (!timings.mapCached) {
+      const [c, ms] = timed(() => favor.kmeans(K, { clusters, seed }));
+      codebookCache = { key, codebook: c };
+      timings.featureMap = ms;
+    } else {
+      timings.featureMap = 0;
+    }
+  }
+  codebook = codebookCache.codebook;
+  const options = { codebook, assignment, causal, ...(assignment === 'soft' ? { temperature } : {}) };
+  const [A, tA] = timed(() => favor.attentionMatrix(Q, K, { causal }));
+  const [Ahat, tAhat] = timed(() => favor.codebookAttentionMatrix(Q, K, options));
+  const [out, tOut] = timed(() => favor.exactAttention(Q, K, V, { causal }));
+  const [outHat, tOutHat] = timed(() => favor.codebookAttention(Q, K, V, options));
+  const [errors, tCompare] = timed(() => ({
+    ...favor.compare(A, Ahat),
+    outputRelError: favor.outputRelativeError(out, outHat),
+  }));
+  Object.assign(timings, { exactMatrix: tA, approxMatrix: tAhat, exactOutput: tOut, favorOutput: tOutHat, errors: tCompare });
+
+  // Performer as soft VQ: the same matrix and output from FAVOR+ with this W.
+  let identity = null;
+  if (featureMap) {
+    const t1 = performance.now();
+    const Afavor = favor.favorAttentionMatrix(Q, K, { featureMap, causal }).data;
+    const outFavor = favor.favorAttention(Q, K, V, { featureMap, causal }).data;
+    let matrix = 0, output = 0;
+    const a = Ahat.data;
+    for (let x = 0; x < a.length; x++) { const e = Math.abs(a[x] - Afavor[x]); if (!(e <= matrix)) matrix = e; }
+    for (let x = 0; x < outFavor.length; x++) { const e = Math.abs(outHat.data[x] - outFavor[x]); if (!(e <= output)) output = e; }
+    identity = { matrix, output };
+    timings.identity = performance.now() - t1;
+  }
+
+  // The 2-D view: PCA of the keys (cached with the scaled inputs), keys and codewords on it,
+  // each key's nearest codeword.
+  const t2 = performance.now();
+  const cached = inputCache.scaled;
+  cached.pca ??= principalAxes(K.data, L, d);
+  const pca = cached.pca;
+  const { assign, counts } = nearestCodewords(K.data, L, codebook.data, clusters, d, favor);
+  let used = 0;
+  for (const c of counts) if (c) used++;
+  const view = {
+    keys: project(K.data, L, d, pca), codewords: project(codebook.data, clusters, d, pca), assign, counts, used,
+    explained: pca.total > 0 ? pca.variances.map((x) => x / pca.total) : [0, 0],
+  };
+  timings.pca = performance.now() - t2;
+  return {
+    A: A.data, Ahat: Ahat.data, errors, timings, ...countInvalid(Ahat.data, L, causal),
+    numFeatures: clusters, codebook: { clusters, capped: clusters < m, assignment, identity, view },
+  };
 }
 
 self.onmessage = async (event) => {

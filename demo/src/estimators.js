@@ -39,7 +39,7 @@ export function samplePairs(q, k, L, S, d, { causal, scale = 1 / Math.sqrt(d), m
   let cross = 0;
   for (let t = 0; t < d; t++) cross += qmean[t] * kmean[t];
   const rho = qsq / L + ksq / S + 2 * cross;
-  return { d, rows, cols, x, y, xsq, ysq, pairs, rho };
+  return { d, rows, cols, x, y, xsq, ysq, pairs, rho, root };
 }
 
 // log(mean(exp(v))) without overflow.
@@ -139,4 +139,50 @@ export function unnormalizedEstimates(kernel, W, m, sample) {
     out[n] = est;
   });
   return out;
+}
+
+// Codebook attention's unnormalized kernel for every sampled pair, in float64: Σ_y R_jy exp(x̃_i·c̃_y)
+// with c̃ = c·√scale and R the hard (nearest codeword) or soft (softmax(−‖ỹ − c̃‖²/2T)) assignment
+// of the key; compared with exp(x̃_i·ỹ_j) like the random-feature estimates.
+export function codebookKernelMSE(codebook, c, assignment, temperature, sample) {
+  const { d, x, y, ysq, rows, cols, pairs, root } = sample;
+  const ct = Float64Array.from(codebook.subarray(0, c * d), (v) => v * root);
+  const csq = Float64Array.from({ length: c }, (_, r) => { let s = 0; for (let t = 0; t < d; t++) s += ct[r * d + t] ** 2; return s; });
+  const dots = (src, n) => {
+    const out = new Float64Array(n * c);
+    for (let a = 0; a < n; a++) {
+      for (let r = 0; r < c; r++) {
+        let s = 0;
+        for (let t = 0; t < d; t++) s += src[a * d + t] * ct[r * d + t];
+        out[a * c + r] = s;
+      }
+    }
+    return out;
+  };
+  const u = dots(x, rows.length), w = dots(y, cols.length);
+  // Responsibilities of the sampled keys.
+  const R = new Float64Array(cols.length * c);
+  for (let b = 0; b < cols.length; b++) {
+    const o = b * c;
+    let best = 0, bestDist = Infinity;
+    const dist = new Float64Array(c);
+    for (let r = 0; r < c; r++) {
+      dist[r] = ysq[b] + csq[r] - 2 * w[o + r];
+      if (dist[r] < bestDist) { bestDist = dist[r]; best = r; }
+    }
+    if (assignment === 'hard') { R[o + best] = 1; continue; }
+    let total = 0;
+    for (let r = 0; r < c; r++) { const e = Math.exp(-(dist[r] - bestDist) / (2 * temperature)); R[o + r] = e; total += e; }
+    for (let r = 0; r < c; r++) R[o + r] /= total;
+  }
+  const eu = u.map(Math.exp);
+  let sum = 0;
+  for (const p of pairs) {
+    let est = 0;
+    const po = p.a * c, ro = p.b * c;
+    for (let r = 0; r < c; r++) est += R[ro + r] * eu[po + r];
+    const err = est - Math.exp(p.dot);
+    sum += err * err;
+  }
+  return sum / pairs.length;
 }

@@ -1,10 +1,11 @@
 // The interactive page: controls ⇄ URL, a compute worker for the matrices, heatmaps with a
-// linked crosshair, the row inspector, error measures and timings, and the two studies (run
-// in a second worker, cancellable).
+// linked crosshair, the row inspector, error measures and timings, the PCA view of keys and
+// codewords (codebook modes), and the two studies (run in a second worker, cancellable).
 import { Heatmap, drawLegend } from './heatmap.js';
 import { sequentialScale, divergingScale, quantile, fmt } from './colors.js';
 import { drawPlot } from './plot.js';
 import { PATTERNS } from './inputs.js';
+import { PcaView } from './pca-view.js';
 
 // ---------------------------------------------------------------- settings and the URL
 
@@ -13,11 +14,21 @@ const LISTS = {
   d: [4, 8, 12, 16, 24, 32, 48, 64, 96, 128],
   m: [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048],
 };
-const KERNELS = ['positive', 'hyperbolic', 'trigonometric', 'relu', 'oprf'];
+const FEATURE_KERNELS = ['positive', 'hyperbolic', 'trigonometric', 'relu', 'oprf'];
+// The codebook modes (Transformer-VQ) share the kernel menu; their assignment of keys to codewords.
+const CODEBOOK_MODES = { vq: 'hard', 'soft-vq': 'soft', 'performer-vq': 'gaussian' };
+const KERNELS = [...FEATURE_KERNELS, ...Object.keys(CODEBOOK_MODES)];
+const STUDY_KERNELS = [...FEATURE_KERNELS, 'vq', 'soft-vq'];  // Performer as soft VQ is positive, orthogonal-fixed
+const MODE_NAMES = { vq: 'hard VQ', 'soft-vq': 'soft VQ', 'performer-vq': 'Performer as soft VQ' };
+const isCodebook = (kernel) => kernel in CODEBOOK_MODES;
+// Temperature of soft VQ on a log slider: T = 10^(n/10), n = −20 … 10 (T = 0.01 … 10).
+const TEMP_RANGE = [-20, 10];
+const fmtT = (t) => String(Number(t.toPrecision(2)));
+const temperatureOf = (n) => Number(fmtT(10 ** (n / 10)));  // two significant digits, as shown and in the URL
 const SAMPLINGS = ['iid', 'orthogonal', 'orthogonal-fixed'];
 const STUDY_METRICS = ['kernelMSE', 'mse', 'relFrobenius', 'maxAbs', 'meanRowKL', 'outputRelError'];
 const DEFAULTS = {
-  L: 256, d: 64, m: 256, kernel: 'positive', sampling: 'orthogonal', causal: false, scale: 0.5,
+  L: 256, d: 64, m: 256, kernel: 'positive', sampling: 'orthogonal', tempStep: 0, causal: false, scale: 0.5,
   pattern: 'gaussian', seed: 1, dataSeed: 0, log: false, row: 128,
   studyKernels: ['positive'], studySeeds: 6, studyMmax: 1024, studyMetric: 'kernelMSE',
 };
@@ -34,6 +45,10 @@ function parseUrl() {
   }
   if (KERNELS.includes(q.get('kernel'))) s.kernel = q.get('kernel');
   if (SAMPLINGS.includes(q.get('sampling'))) s.sampling = q.get('sampling');
+  const temp = Number(q.get('temp'));
+  if (q.has('temp') && temp > 0 && Number.isFinite(temp)) {
+    s.tempStep = Math.max(TEMP_RANGE[0], Math.min(TEMP_RANGE[1], Math.round(10 * Math.log10(temp))));
+  }
   if (q.get('pattern') in PATTERNS) s.pattern = q.get('pattern');
   if (q.has('causal')) s.causal = q.get('causal') === '1' || q.get('causal') === 'true';
   if (q.has('log')) s.log = q.get('log') === '1' || q.get('log') === 'true';
@@ -42,7 +57,7 @@ function parseUrl() {
   s.seed = intIn(q.get('seed'), 0, 999999) ?? s.seed;
   s.dataSeed = intIn(q.get('data'), 0, 999999) ?? s.dataSeed;
   s.row = intIn(q.get('row'), 0, s.L - 1) ?? Math.min(DEFAULTS.row, s.L >> 1);
-  const sk = (q.get('skernels') ?? '').split(',').filter((k) => KERNELS.includes(k));
+  const sk = (q.get('skernels') ?? '').split(',').filter((k) => STUDY_KERNELS.includes(k));
   if (sk.length) s.studyKernels = sk;
   s.studySeeds = intIn(q.get('sseeds'), 2, 32) ?? s.studySeeds;
   const mmax = intIn(q.get('smax'), 1, 2048);
@@ -60,7 +75,7 @@ function writeUrl() {
 function writeUrlNow() {
   const s = state;
   const q = new URLSearchParams({
-    L: s.L, d: s.d, m: s.m, kernel: s.kernel, sampling: s.sampling, causal: s.causal ? 1 : 0,
+    L: s.L, d: s.d, m: s.m, kernel: s.kernel, sampling: s.sampling, temp: fmtT(temperatureOf(s.tempStep)), causal: s.causal ? 1 : 0,
     scale: s.scale.toFixed(2), pattern: s.pattern, seed: s.seed, data: s.dataSeed, log: s.log ? 1 : 0, row: s.row,
     skernels: s.studyKernels.join(','), sseeds: s.studySeeds, smax: s.studyMmax, smetric: s.studyMetric,
   });
@@ -75,7 +90,10 @@ const $ = (sel) => document.querySelector(sel);
 const controls = {
   L: $('#L'), d: $('#d'), m: $('#m'), scale: $('#scale'), pattern: $('#pattern'), dataSeed: $('#dataSeed'),
   causal: $('#causal'), kernel: $('#kernel'), sampling: $('#sampling'), seed: $('#seed'), log: $('#log'), row: $('#row'),
+  temperature: $('#temperature'),
 };
+controls.temperature.min = String(TEMP_RANGE[0]);
+controls.temperature.max = String(TEMP_RANGE[1]);
 for (const key of ['L', 'd', 'm']) controls[key].max = String(LISTS[key].length - 1);
 
 function writeControls() {
@@ -95,6 +113,7 @@ function writeControls() {
   controls.row.max = String(state.L - 1);
   controls.row.value = String(state.row);
   controls.pattern.title = PATTERNS[state.pattern];
+  writeModeControls();
   for (const box of document.querySelectorAll('input[name=study-kernel]')) box.checked = state.studyKernels.includes(box.value);
   $('#study-seeds').value = String(state.studySeeds);
   $('#study-mmax').value = String(state.studyMmax);
@@ -103,10 +122,39 @@ function writeControls() {
     `positive kernel (FAVOR+), d = ${state.d}, m = ${state.m}, ${state.sampling}, ${state.causal ? 'causal' : 'bidirectional'}; L = 128 … 65 536`;
 }
 
+// The controls that depend on the kernel menu: the sampling mode (not used by k-means codebooks,
+// fixed to orthogonal-fixed for Performer as soft VQ), the temperature (soft VQ only), the
+// meaning of m and its cap at L, and the text on what is drawn.
+function writeModeControls() {
+  const mode = state.kernel;
+  const codebook = isCodebook(mode);
+  const sampling = controls.sampling;
+  const samplingNote = $('#sampling-note');
+  sampling.disabled = codebook;
+  sampling.value = mode === 'performer-vq' ? 'orthogonal-fixed' : state.sampling;
+  samplingNote.hidden = !codebook;
+  samplingNote.textContent = mode === 'performer-vq'
+    ? 'Fixed: with every ‖ω‖ = √d, FAVOR+ is exactly this codebook attention.'
+    : codebook ? 'Not used: k-means codebook of the keys (seed: the feature seed).' : '';
+  $('#temperature-row').hidden = mode !== 'soft-vq';
+  const T = temperatureOf(state.tempStep);
+  controls.temperature.value = String(state.tempStep);
+  controls.temperature.setAttribute('aria-valuetext', `T = ${fmtT(T)}`);
+  $('#temperature-out').textContent = fmtT(T);
+  $('#m-label').textContent = codebook ? 'codewords m' : 'features m';
+  const capped = codebook && mode !== 'performer-vq' && state.m > state.L;
+  const mNote = $('#m-note');
+  mNote.hidden = !capped;
+  mNote.textContent = capped ? `m = ${state.m} > L: k-means uses m = L = ${state.L} codewords (at most one per key).` : '';
+  $('#about-features').hidden = codebook;
+  $('#about-vq').hidden = !codebook;
+}
+
 // Reads one control into the state; returns 'compute' (new matrices needed) or 'draw'.
 function readControl(key) {
   const c = controls[key];
   if (key === 'L' || key === 'd' || key === 'm') state[key] = LISTS[key][Number(c.value)];
+  else if (key === 'temperature') state.tempStep = Math.round(Number(c.value));
   else if (key === 'scale') state.scale = Math.round(Number(c.value) * 20) / 20;
   else if (key === 'causal' || key === 'log') state[key] = c.checked;
   else if (key === 'seed' || key === 'dataSeed' || key === 'row') {
@@ -167,7 +215,7 @@ Object.defineProperty(metrics, 'shown', { get: () => view?.params ?? null });
 
 function computeParams() {
   const { L, d, m, kernel, sampling, causal, scale, pattern, seed, dataSeed } = state;
-  return { L, d, m, kernel, sampling, causal, scale, pattern, seed, dataSeed };
+  return { L, d, m, kernel, sampling, causal, scale, pattern, seed, dataSeed, temperature: temperatureOf(state.tempStep) };
 }
 
 function requestCompute(t0 = performance.now()) {
@@ -226,6 +274,7 @@ const onSelect = (i) => { controls.row.value = String(i); onControl('row'); };
 heatmaps.exact = new Heatmap($('#hm-exact'), { onHover, onSelect, name: 'A' });
 heatmaps.approx = new Heatmap($('#hm-approx'), { onHover, onSelect, name: 'Â' });
 heatmaps.diff = new Heatmap($('#hm-diff'), { onHover, onSelect, name: 'A − Â' });
+const pcaView = new PcaView($('#pca-plot'), $('#pca-note'));
 
 // The readout speaks for keyboard users while a heatmap has focus (not on every mouse move).
 for (const hm of document.querySelectorAll('.hm')) {
@@ -271,7 +320,11 @@ function redraw(t0, fresh = false) {
   drawLegend($('#legend-diff'), dscale, `A − Â, diverging at 0${state.log ? ' (symmetric log)' : ''}${ranges.dover ? `; ${ranges.dover} beyond ± saturate` : ''}`);
 
   // Caption and the note on entries that are not probabilities (trigonometric features).
-  $('#approx-caption').textContent = `(${params.kernel}, ${params.sampling}, m = ${params.m})`;
+  const cb = result.codebook;
+  $('#approx-caption').textContent = cb
+    ? `(${MODE_NAMES[params.kernel]}${cb.assignment === 'soft' ? `, T = ${fmtT(params.temperature)}` : ''}, ` +
+      `${cb.assignment === 'gaussian' ? 'C = W/√scale, orthogonal-fixed' : 'k-means'}, m = ${cb.clusters}${cb.capped ? ' = L' : ''})`
+    : `(${params.kernel}, ${params.sampling}, m = ${params.m})`;
   const note = $('#negative-note');
   note.hidden = !(nonPositive || nonFinite);
   if (!note.hidden) {
@@ -291,7 +344,20 @@ function redraw(t0, fresh = false) {
     relu: 'not a softmax estimator: a different kernel',
     oprf: 'unbiased, positive, A, B, D fitted to the inputs',
   };
-  $('#features-note').textContent = `φ(x) has M = ${result.numFeatures} features (${KERNEL_NOTES[params.kernel]}).`;
+  $('#features-note').textContent = cb ? codebookNote(params, cb) : `φ(x) has M = ${result.numFeatures} features (${KERNEL_NOTES[params.kernel]}).`;
+  const identity = $('#identity-note');
+  identity.hidden = !cb?.identity;
+  if (cb?.identity) {
+    const { matrix, output } = cb.identity;
+    identity.innerHTML = `<span title="Â from codebookAttentionMatrix (Gaussian responsibilities, C = W/√scale) against favorAttentionMatrix with the same W, measured now; the outputs likewise">` +
+      `= FAVOR+ positive with this W:<br>max |Â − Â<sub>FAVOR+</sub>| = <b>${fmt(matrix, 2)}</b><br>max |out − out<sub>FAVOR+</sub>| = <b>${fmt(output, 2)}</b></span>`;
+    identity.dataset.value = String(matrix);
+    identity.dataset.output = String(output);
+  }
+  // The PCA view of keys and codewords.
+  $('#pca').hidden = !cb;
+  document.querySelector('.below').classList.toggle('with-pca', Boolean(cb));
+  if (cb && pcaView.view !== cb.view) pcaView.draw(cb.view, { L, clusters: cb.clusters, assignment: cb.assignment });
 
   // Error measures.
   for (const td of document.querySelectorAll('#metrics td')) {
@@ -306,7 +372,7 @@ function redraw(t0, fresh = false) {
   const tDone = performance.now();
   const drawMs = tDone - tDraw;
   const latency = tDone - t0;
-  drawTimings(timings, drawMs, latency, fresh);
+  drawTimings(timings, drawMs, latency, fresh, cb);
   metrics.updates++;
   const record = { id: metrics.updates, latency, drawMs, fresh, worker: timings.worker, frame: null };
   metrics.history.push(record);
@@ -316,8 +382,32 @@ function redraw(t0, fresh = false) {
   if (readyText && !statusEl.classList.contains('error')) setStatus(`ready: ${readyText}`);
 }
 
-function drawTimings(t, drawMs, latency, fresh) {
-  const rows = [
+// What the codebook modes computed, under the error measures.
+function codebookNote(p, cb) {
+  if (cb.assignment === 'gaussian') {
+    return `Codebook C = W/√scale of an orthogonal-fixed positive feature map (m = ${cb.clusters}, seed ${p.seed}); ` +
+      'responsibilities exp(−‖k̃ − c̃‖²/2), not normalized.';
+  }
+  const how = cb.assignment === 'hard' ? 'each key replaced by its nearest codeword'
+    : `responsibilities softmax(−‖k̃ − c̃‖²/2T), T = ${fmtT(p.temperature)}`;
+  return `k-means codebook of ${cb.clusters} codewords fitted to the keys (k-means++ seed ${p.seed}, ≤ 25 Lloyd iterations)` +
+    `${cb.capped ? `, m capped at L = ${p.L}` : ''}; ${how}.`;
+}
+
+function drawTimings(t, drawMs, latency, fresh, codebook) {
+  const rows = codebook ? [
+    ['inputs Q, K, V (JS)', t.inputs, t.inputs === 0 ? 'cached' : ''],
+    codebook.assignment === 'gaussian' ? ['W, C = W/√scale', t.featureMap, t.mapCached ? 'cached' : '']
+      : ['C (kmeans)', t.featureMap, t.mapCached ? 'cached' : ''],
+    ['A (attentionMatrix)', t.exactMatrix],
+    ['Â (codebook matrix)', t.approxMatrix, '', 'codebookAttentionMatrix'],
+    ['out (exactAttention)', t.exactOutput],
+    ['out (codebook)', t.favorOutput, '', 'codebookAttention'],
+    ['compare, output error', t.errors],
+    ...(codebook.identity ? [['FAVOR+ check (Â, out)', t.identity, '', 'favorAttentionMatrix and favorAttention with the same W, and the max differences']] : []),
+    ['PCA, nearest codeword', t.pca, '', 'top-2 principal axes of the keys (JS, cached per input), projections, nearest codeword of every key (JS, or one attentionMatrix call when large)'],
+    ['draw every panel', drawMs],
+  ] : [
     ['inputs Q, K, V (JS)', t.inputs, t.inputs === 0 ? 'cached' : ''],
     ['W (createFeatureMap)', t.featureMap, t.mapCached ? 'cached' : ''],
     ['A (attentionMatrix)', t.exactMatrix],
@@ -327,7 +417,7 @@ function drawTimings(t, drawMs, latency, fresh) {
     ['compare, output error', t.errors],
     ['draw every panel', drawMs],
   ];
-  const cell = ([name, v, note]) => `<tr><th scope="row">${name}</th><td class="${note ? 'cached' : ''}">${note || v.toFixed(v < 10 ? 2 : 1)}</td></tr>`;
+  const cell = ([name, v, note, title]) => `<tr><th scope="row"${title ? ` title="${title}"` : ''}>${name}</th><td class="${note ? 'cached' : ''}">${note || v.toFixed(v < 10 ? 2 : 1)}</td></tr>`;
   $('#timings').innerHTML = rows.map(cell).join('') +
     `<tr class="total"><th scope="row" title="from the control change to every panel drawn (worker round trip included)">${fresh ? 'change → all panels' : 'redraw → all panels'}</th><td data-latency="${latency}">${latency.toFixed(1)}</td></tr>`;
 }
@@ -382,6 +472,7 @@ function setHover(h, fromRedraw = false) {
   const changed = !fromRedraw && (h?.[0] !== hover?.[0] || h?.[1] !== hover?.[1]);
   hover = h;
   for (const map of Object.values(heatmaps)) map.setCursor(h ? h[0] : null, h ? h[1] : null);
+  if (result?.codebook) pcaView.highlight(h ? h[1] : null);
   const out = $('#readout');
   if (!view) return;
   if (!h) {
@@ -394,8 +485,10 @@ function setHover(h, fromRedraw = false) {
     } else {
       const a = view.A[i * L + j], b = view.Ahat[i * L + j], e = a - b;
       const rel = a > 0 ? ` (${fmt((100 * e) / a, 2)} % of A)` : '';
+      const cb = result?.codebook;
+      const code = cb && j < cb.view.assign.length ? ` &nbsp; key ${j} → codeword ${cb.view.assign[j]}${cb.assignment === 'hard' ? '' : ' (nearest)'}` : '';
       out.innerHTML = `(i, j) = (<b>${i}</b>, <b>${j}</b>) &nbsp; A = <b>${fmt(a)}</b> &nbsp; Â = <b>${fmt(b)}</b>` +
-        `${b <= 0 ? ' <span class="err-pos">(≤ 0)</span>' : ''} &nbsp; A − Â = <b class="${e >= 0 ? 'err-pos' : 'err-neg'}">${fmt(e)}</b>${rel}`;
+        `${b <= 0 ? ' <span class="err-pos">(≤ 0)</span>' : ''} &nbsp; A − Â = <b class="${e >= 0 ? 'err-pos' : 'err-neg'}">${fmt(e)}</b>${rel}${code}`;
     }
   }
   // Move the inspector's cursor without redrawing the plot.
@@ -497,7 +590,7 @@ $('#study-run').addEventListener('click', () => {
   for (let m = 1; m <= state.studyMmax; m *= 2) ms.push(m);
   const { L, d, causal, scale, pattern, dataSeed } = state;
   errorStudy.params = { L, d, causal, scale, pattern, dataSeed, kernels: [...state.studyKernels], samplings: SAMPLINGS, ms,
-    seeds: state.studySeeds, baseSeed: 1000 };
+    seeds: state.studySeeds, baseSeed: 1000, temperature: temperatureOf(state.tempStep) };
   errorStudy.points = new Map();
   errorStudy.theory = null;
   errorStudy.done = false;
@@ -539,6 +632,8 @@ const KERNEL_STYLE = {
   trigonometric: { dash: '2 3', marker: 'triangle' },
   relu: { dash: '9 3 2 3', marker: 'diamond' },
   oprf: { dash: '4 2', marker: 'cross' },
+  vq: { dash: null, marker: 'diamond', color: '#8e44ad' },
+  'soft-vq': { dash: '6 2', marker: 'triangle', color: '#b8860b' },
 };
 const METRIC_LABELS = {
   kernelMSE: 'MSE of φ(q̃)·φ(k̃) vs exp(q̃·k̃)',
@@ -558,19 +653,22 @@ function stats(values) {
 function drawErrorStudy() {
   const metric = state.studyMetric;
   const p = errorStudy.params;
+  const hasCodebook = Boolean(p?.kernels.some(isCodebook));
   const series = [];
   if (p) {
     for (const kernel of p.kernels) {
-      for (const sampling of p.samplings) {
+      const codebook = isCodebook(kernel);
+      for (const sampling of codebook ? ['k-means'] : p.samplings) {
         const pts = errorStudy.points.get(`${kernel}|${sampling}`) ?? [];
         const line = [], band = [];
+        const name = codebook ? `${MODE_NAMES[kernel]}${kernel === 'soft-vq' ? ` (T = ${fmtT(p.temperature)})` : ''}, k-means` : `${kernel}, ${sampling}`;
         for (const { m, values } of pts) {
           const s = stats(values[metric]);
           if (!s) continue;
-          line.push([m, s.mean, `${kernel}, ${sampling}, m = ${m}: mean ${fmt(s.mean)} over ${s.n} seeds (±1 s.d. ${fmt(s.lo)} … ${fmt(s.hi)})`]);
+          line.push([m, s.mean, `${name}, m = ${m}: mean ${fmt(s.mean)} over ${s.n} seeds (±1 s.d. ${fmt(s.lo)} … ${fmt(s.hi)})`]);
           band.push([m, s.lo, s.hi]);
         }
-        series.push({ label: `${kernel}, ${sampling}`, color: SAMPLING_COLORS[sampling], points: line, band,
+        series.push({ label: name, color: SAMPLING_COLORS[sampling], points: line, band,
           ...KERNEL_STYLE[kernel], width: 1.7 });
       }
     }
@@ -590,7 +688,8 @@ function drawErrorStudy() {
   }
   const svg = $('#study-plot');
   drawPlot(svg, {
-    x: { log: true, domain: p ? [Math.min(...p.ms) / 1.2, Math.max(...p.ms) * 1.2] : [0.8, 1300], label: 'features m (log)', format: (v) => String(v) },
+    x: { log: true, domain: p ? [Math.min(...p.ms) / 1.2, Math.max(...p.ms) * 1.2] : [0.8, 1300],
+      label: hasCodebook ? 'features or codewords m (log)' : 'features m (log)', format: (v) => String(v) },
     y: { log: true, label: `${METRIC_LABELS[metric]} (log)` },
     series,
     empty: p ? 'computing…' : 'Run the study: every sampling mode, the chosen kernels, several seeds per m.',
@@ -608,9 +707,15 @@ function drawErrorStudy() {
         `(i, j) pairs (${errorStudy.queryRows ?? '…'} query rows × ${errorStudy.keyRows ?? '…'} key rows${p.causal ? ', j ≤ i' : ''}), ` +
         'recomputed in float64 from each feature map\'s W — not the normalized matrix Â. Black: Lemma 2 for iid features, averaged over the same pairs ' +
         '(orthogonal features should sit at or below it). The squared error is heavy-tailed (variance ∝ e^{2‖x+y‖²}): at larger input scales a few seeds ' +
-        'rarely draw the large errors, so the measured mean can fall below the theory. relu is not a softmax estimator and has no curve here.';
+        'rarely draw the large errors, so the measured mean can fall below the theory. relu is not a softmax estimator and has no curve here.' +
+        (hasCodebook ? ' For VQ the estimate is Σ_y R_jy exp(q̃ᵢ·c̃_y) (hard: exp(q̃ᵢ·c̃) of the nearest codeword).' : '');
     } else {
       note += `Plotted: ${METRIC_LABELS[metric]} of the normalized matrix Â (or of the output), measured by the library.`;
+    }
+    if (hasCodebook) {
+      note += ` VQ curves: a k-means codebook of the keys per seed (m codewords), not random features; only m < L = ${p.L} ` +
+        '(at m = L every key is its own codeword and hard VQ is exact). ' +
+        'Performer as soft VQ is not drawn separately: it is the positive, orthogonal-fixed curve.';
     }
   }
   $('#study-note').textContent = note;

@@ -2,14 +2,18 @@
 // responsive, and Cancel simply terminates this worker (the page keeps the partial results).
 import { loadFavor } from '../../web/browser.js';
 import { makeInputs } from './inputs.js';
-import { samplePairs, theoryConstants, unnormalizedMSE } from './estimators.js';
+import { samplePairs, theoryConstants, unnormalizedMSE, codebookKernelMSE } from './estimators.js';
 
 const favorReady = loadFavor();
 
-// Error vs m: every (m, kernel, sampling) over `seeds` feature seeds, all error measures.
+// The codebook curves: a k-means codebook per seed, hard or soft assignment (no sampling mode).
+const CODEBOOK = { vq: 'hard', 'soft-vq': 'soft' };
+
+// Error vs m: every (m, kernel, sampling) over `seeds` feature seeds, all error measures; for
+// the codebook kernels every m < L over `seeds` k-means seeds.
 async function errorStudy(p) {
   const favor = await favorReady;
-  const { L, d, causal, scale, pattern, dataSeed, kernels, samplings, ms, seeds, baseSeed } = p;
+  const { L, d, causal, scale, pattern, dataSeed, kernels, samplings, ms, seeds, baseSeed, temperature } = p;
   const { q, k, v } = makeInputs({ L, d, pattern, scale, dataSeed });
   const Q = { data: q, dims: [L, d] }, K = { data: k, dims: [L, d] }, V = { data: v, dims: [L, d] };
   const A = favor.attentionMatrix(Q, K, { causal });
@@ -19,11 +23,36 @@ async function errorStudy(p) {
     queryRows: sample.rows.length, keyRows: sample.cols.length });
 
   const cost = (m, kernel) => (kernel === 'hyperbolic' || kernel === 'trigonometric' ? 2 : 1) * m * (L * L + 2 * L * d) + 64;
+  const codebookCost = (m) => m * (L * L + 2 * L * d + 12 * L * d) + 64;  // k-means: ~25 Lloyd steps of L·m·d
+  const runs = (m, kernel) => (CODEBOOK[kernel] ? (m < L ? seeds * codebookCost(m) : 0) : samplings.length * seeds * cost(m, kernel));
   let total = 0, done = 0;
-  for (const m of ms) for (const kernel of kernels) total += cost(m, kernel) * samplings.length * seeds;
+  for (const m of ms) for (const kernel of kernels) total += runs(m, kernel);
   const t0 = performance.now();
   for (const m of ms) {
     for (const kernel of kernels) {
+      const assignment = CODEBOOK[kernel];
+      if (assignment) {
+        if (m >= L) continue;  // k-means has at most L codewords, and at m = L every key is one: exact
+        const values = { mse: [], relFrobenius: [], maxAbs: [], meanRowKL: [], outputRelError: [], kernelMSE: [] };
+        const options = { assignment, causal, ...(assignment === 'soft' ? { temperature } : {}) };
+        for (let s = 0; s < seeds; s++) {
+          const codebook = favor.kmeans(K, { clusters: m, seed: baseSeed + s });
+          const Ahat = favor.codebookAttentionMatrix(Q, K, { ...options, codebook });
+          const e = favor.compare(A, Ahat);
+          const outHat = favor.codebookAttention(Q, K, V, { ...options, codebook });
+          values.mse.push(e.mse);
+          values.relFrobenius.push(e.relFrobenius);
+          values.maxAbs.push(e.maxAbs);
+          values.meanRowKL.push(e.meanRowKL);
+          values.outputRelError.push(favor.outputRelativeError(out, outHat));
+          values.kernelMSE.push(codebookKernelMSE(codebook.data, m, assignment, temperature, sample));
+          done += codebookCost(m);
+        }
+        postMessage({ type: 'point', kernel, sampling: 'k-means', m, values });
+        postMessage({ type: 'progress', fraction: done / total, label: `m = ${m}, ${kernel}` });
+        await new Promise((r) => setTimeout(r, 0));
+        continue;
+      }
       for (const sampling of samplings) {
         const values = { mse: [], relFrobenius: [], maxAbs: [], meanRowKL: [], outputRelError: [], kernelMSE: [] };
         const map = favor.createFeatureMap({ dim: d, features: m, kernel, sampling, seed: baseSeed });

@@ -4,7 +4,9 @@
 // react to m and the sampling mode; more features mean less error; no NaN anywhere for the
 // trigonometric kernel; keyboard use; settings in the URL; the error-vs-m study runs to
 // completion while the page stays responsive; a study can be cancelled; no horizontal
-// scrolling at 1366×768. Saves a screenshot to docs/demo.png.
+// scrolling at 1366×768; the codebook modes (hard VQ, soft VQ, Performer as soft VQ) with their
+// PCA view and the live check that Performer as soft VQ is FAVOR+. Saves docs/demo.png and
+// docs/demo-vq.png.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, readFileSync, statSync } from 'node:fs';
@@ -120,7 +122,10 @@ test('the page loads in Chromium without console errors and draws every panel', 
 
 test('every control is labelled', { skip }, async () => {
   const page = await openPage();
-  for (const name of ['sequence length L', 'head dim d', 'features m', 'sampling mode', 'kernel', 'causal',
+  assert.equal(await page.getByLabel('features m', { exact: true }).count(), 1);
+  await page.selectOption('#kernel', 'soft-vq');  // shows the temperature control; m becomes the codebook size
+  await settle(page, "&& window.__favorDemo.shown.kernel === 'soft-vq'");
+  for (const name of ['sequence length L', 'head dim d', 'codewords m', 'temperature', 'sampling mode', 'kernel', 'causal',
     'input scale', 'input pattern', 'input seed', 'feature seed', 'log color scale', 'inspect row']) {
     assert.equal(await page.getByLabel(name, { exact: false }).count() >= 1, true, `a control labelled "${name}"`);
   }
@@ -236,6 +241,183 @@ test('keyboard: heatmap cursor, row inspection, and settings restored from the U
   await again.close();
 });
 
+// Everything a codebook mode shows, read at once.
+async function codebookView(page) {
+  return page.evaluate(() => ({
+    shown: window.__favorDemo.shown,
+    caption: document.querySelector('#approx-caption').textContent,
+    pcaHidden: document.querySelector('#pca').hidden,
+    keys: document.querySelectorAll('#pca-plot circle.key').length,
+    codewords: document.querySelectorAll('#pca-plot path.codeword').length,
+    pcaText: document.querySelector('#pca').textContent,
+    temperatureShown: !document.querySelector('#temperature-row').hidden && document.querySelector('#temperature').offsetParent !== null,
+    samplingDisabled: document.querySelector('#sampling').disabled,
+    sampling: document.querySelector('#sampling').value,
+    samplingNote: document.querySelector('#sampling-note').hidden ? '' : document.querySelector('#sampling-note').textContent,
+    mNote: document.querySelector('#m-note').hidden ? '' : document.querySelector('#m-note').textContent,
+    identity: document.querySelector('#identity-note').hidden ? null
+      : { matrix: Number(document.querySelector('#identity-note').dataset.value), output: Number(document.querySelector('#identity-note').dataset.output) },
+    timings: document.querySelector('#timings').textContent,
+    text: document.body.innerText,
+    svgText: [...document.querySelectorAll('svg text')].map((t) => t.textContent).join(' '),
+    svgAttrs: [...document.querySelectorAll('#pca-plot circle, #pca-plot path, #row-plot path')]
+      .map((e) => `${e.getAttribute('d') ?? ''} ${e.getAttribute('cx') ?? ''} ${e.getAttribute('cy') ?? ''}`).join(' '),
+    url: location.search,
+  }));
+}
+
+function assertClean(v) {
+  for (const s of [v.text, v.svgText, v.svgAttrs]) assert.doesNotMatch(s, /NaN|undefined|Infinity/);
+}
+
+test('codebook modes: hard VQ, soft VQ and Performer as soft VQ update every panel; PCA view; identity with FAVOR+', { skip }, async () => {
+  // FAVOR+ positive at m = 16 on clustered keys, default input scale (0.5): the baseline.
+  const page = await openPage('?L=128&d=32&m=16&kernel=positive&sampling=orthogonal&pattern=clustered&scale=0.5&row=40');
+  const favorPlus = await snapshot(page);
+  const v0 = await codebookView(page);
+  assert.equal(v0.pcaHidden, true, 'no PCA view for random features');
+  assert.equal(v0.samplingDisabled, false);
+
+  // Hard VQ: a k-means codebook of 16 ≥ 8 clusters is close to exact.
+  await page.selectOption('#kernel', 'vq');
+  await settle(page, "&& window.__favorDemo.shown.kernel === 'vq'");
+  const hard = await snapshot(page);
+  const v1 = await codebookView(page);
+  assert.notEqual(hard.approx, favorPlus.approx, 'Â changed');
+  assert.notEqual(hard.diff, favorPlus.diff, 'A − Â changed');
+  assert.equal(hard.exact, favorPlus.exact, 'A did not');
+  assert.notEqual(hard.text, favorPlus.text, 'the error figures changed');
+  for (const [name, x] of Object.entries(hard.metrics)) assert.ok(Number.isFinite(x) && x >= 0, `${name} = ${x}`);
+  assert.ok(hard.metrics.relFrobenius < 0.2, `hard VQ rel. Frobenius ${hard.metrics.relFrobenius}`);
+  for (const key of ['mse', 'relFrobenius', 'meanRowKL', 'outputRelError']) {
+    assert.ok(hard.metrics[key] < favorPlus.metrics[key], `${key}: hard VQ ${hard.metrics[key]} vs FAVOR+ ${favorPlus.metrics[key]}`);
+  }
+  assert.match(v1.caption, /hard VQ, k-means, m = 16/);
+  assert.equal(v1.pcaHidden, false);
+  assert.equal(v1.keys, 128, 'one dot per key');
+  assert.equal(v1.codewords, 16, 'one marker per codeword');
+  assert.match(v1.pcaText, /PC1 \(.+ % of variance\)/);
+  assert.equal(v1.temperatureShown, false, 'no temperature for hard VQ');
+  assert.equal(v1.samplingDisabled, true);
+  assert.match(v1.samplingNote, /k-means/);
+  assert.match(v1.timings, /C \(kmeans\)/);
+  assert.match(v1.timings, /codebook matrix/);
+  assert.match(v1.url, /kernel=vq/);
+  assertClean(v1);
+  // The readout names the hovered key's codeword; the PCA view rings that key.
+  const box = await page.locator('#hm-approx canvas').boundingBox();
+  await page.mouse.move(box.x + box.width * 0.6, box.y + box.height * 0.3);
+  assert.match(await page.textContent('#readout'), /key \d+ → codeword \d+/);
+  assert.equal(await page.locator('#pca-plot circle.ring').count(), 1);
+  // Page layout in this mode: no horizontal scroll at 1366×768.
+  const widths = await page.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]);
+  assert.ok(widths[0] <= widths[1], `no horizontal scroll: scrollWidth ${widths[0]} > ${widths[1]}`);
+
+  // Soft VQ: the same codebook, soft responsibilities; the temperature control (log slider, keyboard) is in the URL.
+  await page.selectOption('#kernel', 'soft-vq');
+  await settle(page, "&& window.__favorDemo.shown.kernel === 'soft-vq'");
+  const soft1 = await snapshot(page);
+  const v2 = await codebookView(page);
+  assert.equal(v2.temperatureShown, true);
+  assert.match(v2.caption, /soft VQ, T = 1, k-means, m = 16/);
+  assert.notEqual(soft1.approx, hard.approx);
+  assert.match(v2.url, /kernel=soft-vq&sampling=orthogonal&temp=1&/);
+  await page.focus('#temperature');
+  for (let i = 0; i < 10; i++) await page.keyboard.press('ArrowLeft');
+  await settle(page, '&& window.__favorDemo.shown.temperature === 0.1');
+  const soft01 = await snapshot(page);
+  assert.equal(await page.textContent('#temperature-out'), '0.1');
+  assert.notEqual(soft01.approx, soft1.approx, 'Â changed with the temperature');
+  assert.notEqual(soft01.text, soft1.text, 'the error figures changed with the temperature');
+  for (const x of Object.values(soft01.metrics)) assert.ok(Number.isFinite(x) && x >= 0);
+  const v3 = await codebookView(page);
+  assert.match(v3.url, /temp=0\.1&/);
+  assert.equal(v3.keys, 128);
+  assert.equal(v3.codewords, 16);
+  assertClean(v3);
+
+  // Performer as soft VQ: W/√scale of an orthogonal-fixed map, Gaussian responsibilities = FAVOR+.
+  await page.selectOption('#kernel', 'performer-vq');
+  await settle(page, "&& window.__favorDemo.shown.kernel === 'performer-vq'");
+  const perf = await snapshot(page);
+  const v4 = await codebookView(page);
+  assert.notEqual(perf.approx, soft01.approx);
+  assert.equal(v4.samplingDisabled, true);
+  assert.equal(v4.sampling, 'orthogonal-fixed');
+  assert.match(v4.samplingNote, /orthogonal|‖ω‖/);
+  assert.equal(v4.temperatureShown, false);
+  assert.ok(v4.identity, 'the identity check is shown');
+  assert.ok(v4.identity.matrix < 1e-5, `max |Â − Â_FAVOR+| = ${v4.identity.matrix}`);
+  assert.ok(v4.identity.output < 1e-4, `max |out − out_FAVOR+| = ${v4.identity.output}`);
+  assert.match(v4.text, /max \|Â − ÂFAVOR\+\| = /);
+  assert.equal(v4.keys, 128);
+  assert.equal(v4.codewords, 16);
+  assertClean(v4);
+  // Its error equals FAVOR+ positive with orthogonal-fixed features of the same seed.
+  await page.selectOption('#kernel', 'positive');
+  await page.selectOption('#sampling', 'orthogonal-fixed');
+  await settle(page, "&& window.__favorDemo.shown.kernel === 'positive' && window.__favorDemo.shown.sampling === 'orthogonal-fixed'");
+  const fixed = await snapshot(page);
+  assert.ok(Math.abs(fixed.metrics.relFrobenius - perf.metrics.relFrobenius) < 1e-4 * fixed.metrics.relFrobenius,
+    `FAVOR+ ${fixed.metrics.relFrobenius} vs Performer as soft VQ ${perf.metrics.relFrobenius}`);
+  assert.equal((await codebookView(page)).pcaHidden, true);
+
+  // m > L: k-means is capped at L codewords, with a note; the Performer codebook is not.
+  await page.selectOption('#kernel', 'vq');
+  await setRange(page, 'm', 256);
+  await settle(page, "&& window.__favorDemo.shown.kernel === 'vq' && window.__favorDemo.shown.m === 256");
+  const v5 = await codebookView(page);
+  assert.match(v5.mNote, /m = 256 > L.*128/);
+  assert.match(v5.caption, /m = 128 = L/);
+  assert.equal(v5.codewords, 128);
+  const capped = await snapshot(page);
+  assert.ok(capped.metrics.relFrobenius < 1e-3, `one codeword per key is exact: ${capped.metrics.relFrobenius}`);
+  await page.selectOption('#kernel', 'performer-vq');
+  await settle(page, "&& window.__favorDemo.shown.kernel === 'performer-vq'");
+  const v6 = await codebookView(page);
+  assert.equal(v6.mNote, '');
+  assert.equal(v6.codewords, 256);
+  assert.ok(v6.identity.matrix < 1e-5);
+
+  // Restored from the URL.
+  const again = await openPage(v3.url);
+  const restored = await codebookView(again);
+  assert.equal(restored.shown.kernel, 'soft-vq');
+  assert.equal(restored.shown.temperature, 0.1);
+  assert.equal(await again.textContent('#temperature-out'), '0.1');
+  await again.close();
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('the error-vs-m study can add hard and soft VQ curves (k-means per m and seed, m < L)', { skip }, async () => {
+  const page = await openPage('?L=64&d=16&m=16&scale=0.5&pattern=clustered&skernels=positive,vq,soft-vq&sseeds=2&smax=256&smetric=relFrobenius');
+  await page.click('#study-run');
+  await page.waitForFunction(() => document.querySelector('#study-status').dataset.state === 'done', null, { timeout: 60000 });
+  const study = await page.evaluate(() => ({
+    points: Object.fromEntries([...window.__favorDemo.errorStudy.points].map(([k, v]) => [k, v.map((p) => [p.m, p.values])])),
+    legend: document.querySelector('#study-legend').textContent,
+    note: document.querySelector('#study-note').textContent,
+  }));
+  assert.deepEqual(study.points['vq|k-means'].map((p) => p[0]), [1, 2, 4, 8, 16, 32], 'VQ stops below m = L');
+  assert.deepEqual(study.points['soft-vq|k-means'].map((p) => p[0]), [1, 2, 4, 8, 16, 32]);
+  assert.deepEqual(study.points['positive|orthogonal'].map((p) => p[0]), [1, 2, 4, 8, 16, 32, 64, 128, 256]);
+  const mean = (v) => v.reduce((a, b) => a + b, 0) / v.length;
+  const hard = Object.fromEntries(study.points['vq|k-means']);
+  const favorPlus = Object.fromEntries(study.points['positive|orthogonal']);
+  for (const m of [8, 16, 32]) {
+    assert.ok(mean(hard[m].relFrobenius) < mean(favorPlus[m].relFrobenius), `m = ${m}: hard VQ below FAVOR+ on clustered keys`);
+    for (const key of ['mse', 'relFrobenius', 'maxAbs', 'meanRowKL', 'outputRelError', 'kernelMSE']) {
+      assert.ok(hard[m][key].every(Number.isFinite), `${key} finite`);
+    }
+  }
+  assert.match(study.legend, /hard VQ, k-means/);
+  assert.match(study.legend, /soft VQ \(T = 1\), k-means/);
+  assert.match(study.note, /m < L = 64/);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
 test('the error-vs-m study runs to completion in a worker; the page stays responsive; cancel works', { skip }, async () => {
   const page = await openPage('?L=128&d=32&m=64&scale=0.5&pattern=gaussian&skernels=positive,hyperbolic&sseeds=4&smax=512&smetric=kernelMSE');
   await page.click('#study-run');
@@ -346,6 +528,25 @@ test('screenshot: docs/demo.png (both studies run to completion)', { skip, timeo
   mkdirSync(join(repo, 'docs'), { recursive: true });
   await page.screenshot({ path: join(repo, 'docs/demo.png') });
   assert.ok(statSync(join(repo, 'docs/demo.png')).size > 20000);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('screenshot: docs/demo-vq.png (hard VQ on clustered keys, the PCA view, VQ vs FAVOR+ in the study)', { skip, timeout: 90000 }, async () => {
+  const page = await openPage('?L=256&d=64&m=16&kernel=vq&pattern=clustered&scale=0.5&seed=1&row=100' +
+    '&skernels=positive,vq,soft-vq&sseeds=4&smax=1024&smetric=relFrobenius');
+  await page.click('#study-run');
+  await page.waitForFunction(() => document.querySelector('#study-status').dataset.state === 'done', null, { timeout: 60000 });
+  const height = await page.evaluate(() => document.documentElement.scrollHeight);
+  await page.setViewportSize({ width: 1366, height });
+  await page.evaluate(() => new Promise((r) => setTimeout(r, 300)));
+  const box = await page.locator('#hm-approx canvas').boundingBox();
+  await page.mouse.move(box.x + box.width * 0.70, box.y + box.height * 0.392);
+  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+  assert.match(await page.textContent('#readout'), /codeword/);
+  const bottom = await page.evaluate(() => Math.ceil(document.querySelector('#error-study').getBoundingClientRect().bottom + 8));
+  await page.screenshot({ path: join(repo, 'docs/demo-vq.png'), clip: { x: 0, y: 0, width: 1366, height: bottom } });
+  assert.ok(statSync(join(repo, 'docs/demo-vq.png')).size > 20000);
   assert.deepEqual(problems, []);
   await page.close();
 });
