@@ -1,0 +1,279 @@
+// BENCHMARKS.md and the SVG plots from the results of bench/run.mjs.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+import { median } from './inputs.mjs';
+import { logLogPlot } from './plot.mjs';
+
+const STYLE = {
+  ours: { color: '#d62728' },
+  sse: { color: '#ff7f0e', dash: '6 4' },
+  avx: { color: '#8c564b', dash: '2 3' },
+  ort: { color: '#1f77b4' },
+  tfjs: { color: '#2ca02c' },
+};
+const KIND = { exact: 'Exact attention', favor: 'FAVOR+ (positive, m = 256)' };
+const variant = (causal) => (causal ? 'causal' : 'bidirectional');
+const slug = (kind, causal) => `${kind}-${variant(causal)}`;
+
+const fmtMs = (ms) => (ms >= 100 ? ms.toFixed(0) : ms >= 10 ? ms.toFixed(1) : ms >= 1 ? ms.toFixed(2) : ms.toFixed(3));
+const fmtRatio = (r) => (r >= 10 ? r.toFixed(1) : r.toFixed(2));
+const fmtL = (L) => L.toLocaleString('en-US');
+const MiB = 2 ** 20;
+
+export function writeReport(data, { outFile, plotDir, resultsFile }) {
+  const { environment: env, config, methods, results } = data;
+  const get = (method, kind, causal, L) => results.find((r) => r.method === method && r.kind === kind && r.causal === causal && r.L === L);
+  const ms = (method, kind, causal, L) => { const r = get(method, kind, causal, L); return r?.status === 'ok' ? r.ms : null; };
+  const has = (id) => methods.some((m) => m.id === id);
+  const label = (id) => methods.find((m) => m.id === id)?.short ?? id;
+  const peers = methods.filter((m) => m.id !== 'ours');
+  const relOut = path.relative(path.dirname(outFile), plotDir).split(path.sep).join('/') || '.';
+
+  // --- Plots ---
+  mkdirSync(plotDir, { recursive: true });
+  const plots = [];
+  for (const kind of ['exact', 'favor']) {
+    for (const causal of [false, true]) {
+      const series = methods.map((m) => ({
+        name: m.short, ...STYLE[m.id],
+        points: config.sizes.map((L) => [L, ms(m.id, kind, causal, L)]).filter((p) => p[1] !== null),
+      })).filter((s) => s.points.length);
+      const file = `${slug(kind, causal)}.svg`;
+      writeFileSync(path.join(plotDir, file), logLogPlot({ title: `${KIND[kind]}, ${variant(causal)}, d = 64`, subtitle: `median time per call; ${env.cpu}, 1 thread`, series }));
+      plots.push({ file, title: `${KIND[kind]}, ${variant(causal)}` });
+    }
+  }
+  const own = [];
+  for (const [id, suffix] of [['ours', 'wasm'], ['avx', 'native']]) {
+    if (!has(id)) continue;
+    for (const kind of ['exact', 'favor']) {
+      for (const causal of [false, true]) {
+        own.push({
+          name: `${kind === 'exact' ? 'exact' : 'FAVOR+'} ${causal ? 'causal' : 'bidir.'}, ${suffix}`,
+          color: kind === 'exact' ? (causal ? '#9467bd' : '#d62728') : (causal ? '#17becf' : '#1f77b4'),
+          dash: id === 'ours' ? undefined : '2 3',
+          points: config.sizes.map((L) => [L, ms(id, kind, causal, L)]).filter((p) => p[1] !== null),
+        });
+      }
+    }
+  }
+  writeFileSync(path.join(plotDir, 'ours-exact-vs-favor.svg'), logLogPlot({ title: 'favor-attention: exact vs FAVOR+ (m = 256), d = 64', subtitle: 'wasm (solid) and native -march=native (dotted), median time per call', series: own.filter((s) => s.points.length) }));
+  plots.unshift({ file: 'ours-exact-vs-favor.svg', title: 'favor-attention: exact vs FAVOR+' });
+
+  // --- Targets ---
+  const targets = [];
+  // Time of job a over time of job b at size L (a job: an implementation and a kernel): the
+  // median over rounds of the ratio within a round (both were timed side by side in every
+  // round, so load phases that slow a whole round cancel); the ratio of medians otherwise.
+  const pairedJobs = (a, kindA, causalA, b, kindB, causalB, L) => {
+    const ra = get(a, kindA, causalA, L), rb = get(b, kindB, causalB, L);
+    if (ra?.status !== 'ok' || rb?.status !== 'ok') return null;
+    if (ra.times?.length !== rb.times?.length || !ra.times.length) return ra.ms / rb.ms;
+    return median(ra.times.map((t, i) => t / rb.times[i]));
+  };
+  const paired = (a, b, kind, causal, L) => pairedJobs(a, kind, causal, b, kind, causal, L);
+  const verdict = (ok) => (ok === null ? 'NOT MEASURED' : ok ? 'PASS' : 'FAIL');
+  {
+    const r = paired('ort', 'ours', 'favor', false, 4096);
+    targets.push(['FAVOR+ bidirectional ≥ 2× faster than onnxruntime-web at L = 4096, d = 64, m = 256',
+      r === null ? 'not measured' : `${fmtRatio(r)}× (medians: ort ${fmtMs(ms('ort', 'favor', false, 4096))} ms, ours ${fmtMs(ms('ours', 'favor', false, 4096))} ms)`, verdict(r === null ? null : r >= 2)]);
+  }
+  {
+    const r = paired('ort', 'ours', 'exact', false, 4096);
+    const rc = paired('ort', 'ours', 'exact', true, 4096);
+    targets.push(['Exact attention ≥ 1.2× faster than onnxruntime-web at L = 4096 (bidirectional)',
+      r === null ? 'not measured' : `${fmtRatio(r)}× (medians: ort ${fmtMs(ms('ort', 'exact', false, 4096))} ms, ours ${fmtMs(ms('ours', 'exact', false, 4096))} ms)${rc !== null ? `; causal: ${fmtRatio(rc)}×` : ''}`, verdict(r === null ? null : r >= 1.2)]);
+  }
+  {
+    const all = config.sizes.map((L) => [L, pairedJobs('ours', 'favor', true, 'ours', 'favor', false, L)]).filter((p) => p[1] !== null);
+    const pairs = all.filter((p) => p[0] >= 1024);
+    const worst = pairs.reduce((w, p) => (!w || p[1] > w[1] ? p : w), null);
+    const at4096 = pairs.find((p) => p[0] === 4096);
+    const small = all.filter((p) => p[0] < 1024);
+    targets.push(['Causal FAVOR+ within 1.5× of bidirectional FAVOR+ (ours, wasm; causal time / bidirectional time at every measured L ≥ 1024)',
+      worst ? `${at4096 ? `${fmtRatio(at4096[1])}× at L = 4096, ` : ''}worst ${fmtRatio(worst[1])}× at L = ${fmtL(worst[0])}, best ${fmtRatio(Math.min(...pairs.map((p) => p[1])))}×${small.length ? `; below 1024: ${small.map((p) => `${fmtRatio(p[1])}× at ${fmtL(p[0])}`).join(', ')}` : ''}` : 'not measured',
+      verdict(worst ? worst[1] <= 1.5 : null)]);
+  }
+  // The smallest measured L from which FAVOR+ is faster than exact at every larger measured L.
+  const crossover = (causal) => {
+    const pairs = config.sizes.map((L) => [L, pairedJobs('ours', 'exact', causal, 'ours', 'favor', causal, L)]).filter((p) => p[1] !== null);
+    let from = null;
+    for (let i = pairs.length - 1; i >= 0 && pairs[i][1] > 1; --i) from = pairs[i][0];
+    return from === null ? 'FAVOR+ is not faster at the largest L where both ran' : `FAVOR+ faster from L = ${fmtL(from)} on`;
+  };
+  for (const [causal, from] of [[false, 512], [true, 1024]]) {
+    const pairs = config.sizes.filter((L) => L >= from).map((L) => [L, pairedJobs('ours', 'exact', causal, 'ours', 'favor', causal, L)]).filter((p) => p[1] !== null);
+    const bad = pairs.filter((p) => !(p[1] > 1));
+    const first = pairs.find((p) => p[0] === from);
+    const below = config.sizes.filter((L) => L < from).map((L) => [L, pairedJobs('ours', 'exact', causal, 'ours', 'favor', causal, L)]).filter((p) => p[1] !== null);
+    targets.push([`FAVOR+ faster than our exact attention from L = ${from} (${variant(causal)}, wasm)`,
+      pairs.length ? `exact time / FAVOR+ time ${first ? `${fmtRatio(first[1])}× at L = ${fmtL(from)}` : `not measured at L = ${fmtL(from)}`}; ${bad.length ? `FAVOR+ not faster at L = ${bad.map((p) => fmtL(p[0])).join(', ')}` : `faster at every measured L ≥ ${fmtL(from)} (up to ${fmtL(pairs.at(-1)[0])})`}; ${crossover(causal)}${below.length ? `; below ${fmtL(from)}: ${below.map((p) => `${fmtRatio(p[1])}× at ${fmtL(p[0])}`).join(', ')}` : ''}` : 'not measured',
+      verdict(pairs.length && first ? bad.length === 0 : null)]);
+  }
+  {
+    const parts = [];
+    let all = true, any = false;
+    for (const kind of ['exact', 'favor']) {
+      for (const causal of [false, true]) {
+        const pairs = config.sizes.filter((L) => L >= 1024).map((L) => [L, paired('ours', 'sse', kind, causal, L)]).filter((p) => p[1] !== null);
+        if (!pairs.length) { parts.push(`${kind} ${variant(causal)}: not measured`); all = false; continue; }
+        any = true;
+        const worst = pairs.reduce((w, p) => (p[1] > w[1] ? p : w));
+        const at = pairs.find((p) => p[0] === 4096);
+        if (worst[1] > 1.5) all = false;
+        parts.push(`${kind === 'exact' ? 'exact' : 'FAVOR+'} ${variant(causal)}: ${at ? `${fmtRatio(at[1])}× at 4096, ` : ''}worst ${fmtRatio(worst[1])}× (L = ${fmtL(worst[0])})`);
+      }
+    }
+    targets.push(['wasm SIMD within 1.5× of the native build for 128-bit SSE only (-O3 -msse4.2 -mno-avx), kernel for kernel (wasm time / native time, every measured L ≥ 1024)',
+      parts.join('; '), verdict(any ? all : null)]);
+  }
+  targets.push(['Threads (wasm, threaded where available)',
+    data.threads > 1 ? `the wasm build reports ${data.threads} threads: the wasm rows above use them` : `not available: favor.info.threads = ${data.threads} (no threaded wasm build yet)`,
+    data.threads > 1 ? 'MEASURED' : 'NOT AVAILABLE']);
+  const sc = data.scale;
+  if (sc) {
+    const runs = sc.failed ? [] : sc.runs;
+    const text = sc.failed ? `the scale process failed: ${sc.failed}`
+      : runs.map((r) => `${variant(r.causal)}: ${r.error ? `failed (${r.error})` : `${(r.ms / 1000).toFixed(1)} s${r.finite ? '' : ', output NOT finite'}`}, wasm heap after ${(r.heapAfterBytes / MiB).toFixed(0)} MiB`).join('; ');
+    const ok = !sc.failed && runs.length === 2 && runs.every((r) => !r.error && r.finite);
+    targets.push([`Scale: FAVOR+ bidirectional and causal at L = ${fmtL(sc.L)}, d = 64, m = 256 in Node`, text, ok ? 'PASS (runs)' : 'FAIL']);
+  } else {
+    targets.push(['Scale: FAVOR+ at L = 1,048,576 in Node', 'not run (--quick or --no-scale)', 'NOT RUN']);
+  }
+
+  // --- Markdown ---
+  const md = [];
+  md.push('# Benchmarks');
+  md.push('');
+  md.push(`Generated by \`${env.command}\` (\`bash bench/run.sh${env.argv ? ` ${env.argv}` : ''}\` → \`node bench/run.mjs\`) on ${env.date.slice(0, 10)} at ${env.date.slice(11, 16)} UTC; the run took ${env.minutes.toFixed(1)} min. Do not edit by hand: rerun the command.`);
+  md.push('');
+  md.push('## Machine');
+  md.push('');
+  md.push(`- CPU: ${env.cpu}, ${env.cores} cores visible (${env.flags}), ${env.memGiB} GiB RAM; ${env.os}, Linux ${env.kernel}`);
+  md.push(`- Node ${env.node}; ${env.gxx}; Emscripten ${env.emscripten} (Debian); Eigen ${env.eigen}`);
+  md.push(`- favor-attention ${methods.find((m) => m.id === 'ours')?.version} at commit ${env.commit}${env.dirty ? ' plus uncommitted changes in src/, bindings/ or web/' : ''}`);
+  md.push(`- Load average at start ${env.loadStart.map((x) => x.toFixed(2)).join(', ')}, at end ${env.loadEnd.map((x) => x.toFixed(2)).join(', ')} (a shared 2-core machine: absolute times drift; the ratios compare calls interleaved in the same run)`);
+  md.push('');
+  md.push('| implementation | version | settings |');
+  md.push('|---|---|---|');
+  for (const m of methods) md.push(`| ${m.label} | ${m.version} | ${m.notes.replace(/\|/g, '\\|')} |`);
+  for (const u of data.unavailable) md.push(`| ${u} | — | not run |`);
+  md.push('');
+  md.push('## Targets (issue #6)');
+  md.push('');
+  md.push('| target | measured | result |');
+  md.push('|---|---|---|');
+  for (const [t, m, v] of targets) md.push(`| ${t} | ${m} | **${v}** |`);
+  md.push('');
+  md.push('## What is measured');
+  md.push('');
+  md.push(`- One head, d = dv = ${config.d}, S = L, default scale 1/√d. Inputs q, k, v: float32 N(0, ${config.sigma}²) from a fixed seed per L. FAVOR+: the positive kernel with m = ${config.m} features and the projection W (orthogonal sampling, seed ${config.seed}) taken from \`featureMap.projection\`: every implementation gets that same W.`);
+  md.push('- **favor-attention (wasm)**: `favor.exactAttention` / `favor.favorAttention` through the public JS API in Node (`loadFavor()`, SIMD build); every call copies q, k, v into the wasm heap and the output out, and that is timed. Exact attention streams key blocks (online softmax), never forming L×S; FAVOR+ causal runs by chunks of 128 rows with a carried state.');
+  md.push('- **native**: the same C++ core, linked from the same sources (bench/native, a CMake project that adds the repository root), built with `-O3 -msse4.2 -mno-avx` (the 128-bit SSE reference) and with `-O3 -march=native`; a long-lived process calls the same tensor entry points as the wasm bindings and times each call with `steady_clock` (no copies, no IPC in the time).');
+  md.push('- **onnxruntime-web**: wasm backend in Node, `ort.env.wasm.numThreads = 1`, graphs in `bench/onnx/*.onnx` written by `bench/onnx/generate.py` (python3-onnx, opset 11, committed). Exact: `MatMul(q·scale, kᵀ) → Softmax → MatMul v`; causal adds −∞ above the diagonal with a mask built inside the graph (`Range`, `Greater`, `Where`), so no L×L mask is copied per call. FAVOR+: the same formulas and stabilization as our core (per-feature key max, query row max; shifts that cancel exactly): `x̃ = x·d^(−1/4)`, `K′ = exp(W k̃ − |k̃|²/2 − c)`, `Q′ = exp(W q̃ + c − rowmax)`, `out = Q′(K′ᵀv) / Q′(K′ᵀ1)`. Causal FAVOR+: a chunked prefix sum (chunks of 128 rows): a masked Q′K′ᵀ block inside each chunk, and the per-chunk states K′ᵀv (L/128 × m × dv) and K′ᵀ1 summed over chunks by an exclusive `CumSum`; linear in L, memory L/128·m·dv floats (no L×m×dv tensor), needs L to be a multiple of 128.');
+  md.push('- **TensorFlow.js**: `@tensorflow/tfjs-core` with `@tensorflow/tfjs-backend-wasm` (SIMD binary, multithreading disabled, 1 thread), the same computations as the ONNX graphs written with `tf.matMul`, `tf.softmax`, `tf.exp`, `tf.max`, `tf.sum`, `tf.cumsum`. Inputs are placed on the backend once per size (not timed, as a model\'s tensors would be); the causal exact mask (−∞ above the diagonal) is built once per L and kept on the backend. Each call ends with `dataSync()`.');
+  md.push(`- **Equality first**: at every size, before any timing, each implementation's output is compared with ours (favor-attention wasm; with the first implementation that runs when ours is skipped) on the same inputs and W: relative Frobenius difference and max |difference| / max |ours| must both be ≤ ${config.tolerance}, or the implementation is not timed at that size and beyond ("mismatch"). Largest differences seen are listed below.`);
+  md.push(`- **Timing**: one size at a time, on the same inputs for every implementation and kernel (exact and FAVOR+, bidirectional and causal). Every (implementation, kernel) runs once (the check) and, when that took < 1 s, once more as a warm-up; then rounds that call each of them once in a rotating order (interleaved, so load changes hit all alike), ${config.minReps}–${config.maxReps} rounds within ~${(4 * config.budgetMs / 1000).toFixed(0)} s per size (more when the calls are slow). Reported: the median. An implementation is not run at a size where its time predicted from the previous size (×4 per doubling for exact, ×2 for FAVOR+) exceeds ${config.maxCallMs / 1000} s per call, nor after it failed (marked —).`);
+  md.push(`- **GFLOP/s** counts 4·L·S·d for exact attention (QKᵀ and AV; 2·L·S·d when causal) and 2·(L+S)·m·d + 4·L·m·dv for FAVOR+ (the features, then K′ᵀV and the readout; the same count when causal). Exponentials, softmax and masking are not counted.`);
+  md.push('- **Ratios** are peer time ÷ our wasm time from the same run: above 1 our wasm build is faster. Every ratio (the "÷ ours" columns and the targets, also causal vs bidirectional and FAVOR+ vs exact) is the median over rounds of the two times\' ratio within the same round, which cancels load phases that slow a whole round; it can differ a little from the ratio of the two medians shown.');
+  md.push('- **Targets** that must hold at every size are judged from L = 1024 up: below it a call lasts a few ms and fixed per-call costs (JS copies, setup) and timer noise dominate; the smaller sizes are listed next to the verdict.');
+  md.push('');
+  md.push('## Results');
+  md.push('');
+  md.push(`Cells: median ms per call (GFLOP/s). Plots: time against L, log-log.`);
+  md.push('');
+  for (const kind of ['exact', 'favor']) {
+    for (const causal of [false, true]) {
+      md.push(`### ${KIND[kind]}, ${variant(causal)}`);
+      md.push('');
+      md.push(`![${KIND[kind]}, ${variant(causal)}](${relOut}/${slug(kind, causal)}.svg)`);
+      md.push('');
+      const head = ['L', ...methods.map((m) => m.short), ...peers.map((p) => `${p.short} ÷ ours`)];
+      md.push(`| ${head.join(' | ')} |`);
+      md.push(`|${head.map(() => '---:').join('|')}|`);
+      const notes = new Map();
+      for (const L of config.sizes) {
+        const row = [fmtL(L)];
+        for (const m of methods) {
+          const r = get(m.id, kind, causal, L);
+          if (r?.status === 'ok') row.push(`${fmtMs(r.ms)} (${r.gflops.toFixed(1)})`);
+          else {
+            row.push(r?.status === 'fail' ? 'failed' : r?.status === 'mismatch' ? 'mismatch' : '—');
+            if (r) {
+              const key = `${m.short}: ${r.reason}`;
+              if (!notes.has(key)) notes.set(key, []);
+              notes.get(key).push(L);
+            }
+          }
+        }
+        for (const p of peers) {
+          const x = paired(p.id, 'ours', kind, causal, L);
+          row.push(x !== null ? `${fmtRatio(x)}×` : '—');
+        }
+        md.push(`| ${row.join(' | ')} |`);
+      }
+      if (notes.size) {
+        md.push('');
+        for (const [k, Ls] of notes) md.push(`- — ${k} (L = ${Ls.map(fmtL).join(', ')})`);
+      }
+      md.push('');
+    }
+  }
+  md.push('### favor-attention: exact against FAVOR+');
+  md.push('');
+  md.push(`![favor-attention: exact vs FAVOR+](${relOut}/ours-exact-vs-favor.svg)`);
+  md.push('');
+  md.push('## Output checks');
+  md.push('');
+  md.push('Largest difference to the reference over all sizes where the implementation was checked (relative Frobenius / max |Δ| ÷ max |ref|):');
+  md.push('');
+  md.push(`| implementation | ${['exact', 'favor'].flatMap((k) => [false, true].map((c) => `${k === 'exact' ? 'exact' : 'FAVOR+'} ${variant(c)}`)).join(' | ')} |`);
+  md.push('|---|---:|---:|---:|---:|');
+  for (const m of peers) {
+    const row = [m.label];
+    for (const kind of ['exact', 'favor']) {
+      for (const causal of [false, true]) {
+        const checks = results.filter((r) => r.method === m.id && r.kind === kind && r.causal === causal && r.check && r.check.against !== m.id);
+        if (!checks.length) { row.push('—'); continue; }
+        const rel = Math.max(...checks.map((r) => r.check.rel)), mx = Math.max(...checks.map((r) => r.check.maxRel));
+        const bad = checks.some((r) => r.status === 'mismatch');
+        row.push(`${rel.toExponential(1)} / ${mx.toExponential(1)}${bad ? ' (mismatch)' : ''}`);
+      }
+    }
+    md.push(`| ${row.join(' | ')} |`);
+  }
+  md.push('');
+  const references = results.filter((r) => r.status === 'ok' && r.method !== 'ours' && r.check?.against === r.method);
+  if (references.length) {
+    md.push('Where our wasm build was not run (beyond its time limit), the first implementation that ran was the reference and the others were checked against it; these timings had no other implementation to compare with at that size (they share the core with the wasm build, checked at the smaller sizes): ' +
+      references.map((r) => `${label(r.method)} ${r.kind === 'exact' ? 'exact' : 'FAVOR+'} ${variant(r.causal)} at L = ${fmtL(r.L)}`).join('; ') + '.');
+    md.push('');
+  }
+  md.push('## Scale: L = 1,048,576');
+  md.push('');
+  if (!sc) {
+    md.push('Not run (`--quick` or `--no-scale`).');
+  } else if (sc.failed) {
+    md.push(`\`node bench/scale.mjs\` (a fresh process) failed: ${sc.failed}`);
+  } else {
+    md.push(`\`node bench/scale.mjs\` in a fresh Node process: FAVOR+ (positive, m = ${sc.m}, orthogonal W), d = ${sc.d}, L = S = ${fmtL(sc.L)} through the public API (inputs ${(sc.inputBytes / MiB).toFixed(0)} MiB in JS, copied into the wasm heap for the call). The wasm heap starts at ${(sc.heapBeforeBytes / MiB).toFixed(0)} MiB and only grows.`);
+    md.push('');
+    md.push('| variant | time | output | wasm heap after | process RSS after |');
+    md.push('|---|---:|---|---:|---:|');
+    for (const r of sc.runs) md.push(`| ${variant(r.causal)} | ${r.error ? '—' : `${(r.ms / 1000).toFixed(2)} s`} | ${r.error ? `failed: ${r.error}` : r.finite ? `[${r.dims.join(', ')}], finite` : 'NOT finite'} | ${(r.heapAfterBytes / MiB).toFixed(0)} MiB | ${r.rssAfterMiB} MiB |`);
+  }
+  md.push('');
+  md.push('## Reproduce');
+  md.push('');
+  md.push('```sh');
+  md.push(`npm run bench            # builds dist/ (wasm) and build/bench-native-{sse,native}, then runs everything (${env.minutes.toFixed(0)} min here, plus builds)`);
+  md.push('npm run bench -- --quick # L = 256, 1024, 4096 only, no scale test; writes build/bench-quick/');
+  md.push('/usr/bin/python3 bench/onnx/generate.py   # regenerate the ONNX graphs (needs apt-get install python3-onnx)');
+  md.push('```');
+  md.push('');
+  md.push(`Raw numbers (every timed call): \`${path.relative(path.dirname(outFile), resultsFile).split(path.sep).join('/')}\`.`);
+  md.push('');
+  mkdirSync(path.dirname(outFile), { recursive: true });
+  writeFileSync(outFile, md.join('\n'));
+}

@@ -1,0 +1,290 @@
+#!/usr/bin/env node
+// `npm run bench`: favor-attention's wasm build, its native builds (SSE-only and -march=native),
+// onnxruntime-web (wasm, 1 thread) and TensorFlow.js (wasm backend, SIMD, 1 thread), side by side
+// in one run, on exact attention and FAVOR+ (positive, m = 256), bidirectional and causal, d = 64,
+// L = 256 ... 65536. Every implementation's output is checked against ours on the same inputs
+// and projection W before it is timed. Writes BENCHMARKS.md, bench/plots/*.svg and
+// bench/results.json (with --quick: build/bench-quick/; with --out FILE: beside FILE).
+//
+//   node bench/run.mjs [--quick] [--out FILE.md] [--max-call-ms 5000] [--budget-ms N]
+//                      [--no-native] [--no-peers] [--no-scale] [--scale] [--sizes 256,1024]
+//                      [--report-only]   (rewrite the report from the saved results.json)
+// (bench/run.sh, which `npm run bench` runs, first builds the wasm and native binaries.)
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync, existsSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+import { loadFavor } from 'favor-attention';
+
+import { difference, flops, gaussian, median } from './lib/inputs.mjs';
+import { native, onnxruntime, oursWasm, tfjs } from './lib/methods.mjs';
+import { writeReport } from './lib/report.mjs';
+
+const repo = fileURLToPath(new URL('..', import.meta.url));
+const { values: args } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    out: { type: 'string' },
+    'max-call-ms': { type: 'string', default: '5000' },
+    'budget-ms': { type: 'string' },
+    sizes: { type: 'string' },
+    'no-native': { type: 'boolean', default: false },
+    'no-peers': { type: 'boolean', default: false },
+    'no-scale': { type: 'boolean', default: false },
+    scale: { type: 'boolean', default: false },
+    'report-only': { type: 'boolean', default: false },
+  },
+});
+
+const quick = args.quick;
+const config = {
+  d: 64, dv: 64, m: 256, sigma: 0.5, seed: 42,
+  sizes: args.sizes ? args.sizes.split(',').map(Number)
+    : quick ? [256, 1024, 4096] : [256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536],
+  maxCallMs: Number(args['max-call-ms']),
+  budgetMs: Number(args['budget-ms'] ?? (quick ? 1500 : 10000)),  // per size and kernel, all implementations together
+  minReps: quick ? 3 : 5,
+  maxReps: quick ? 7 : 25,
+  tolerance: 1e-3,  // relative Frobenius and max-abs (relative to max |ref|) difference to ours
+  scale: args.scale || (!quick && !args['no-scale']),
+  scaleL: 1048576,
+};
+// The committed report: BENCHMARKS.md, bench/plots/, bench/results.json. Any other report
+// (--quick, --out) keeps its plots and results beside itself.
+const canonical = path.join(repo, 'BENCHMARKS.md');
+const outFile = path.resolve(args.out ?? (quick ? path.join(repo, 'build/bench-quick/BENCHMARKS.md') : canonical));
+const plotDir = outFile === canonical ? path.join(repo, 'bench/plots') : path.join(path.dirname(outFile), 'plots');
+const resultsFile = outFile === canonical ? path.join(repo, 'bench/results.json') : path.join(path.dirname(outFile), 'results.json');
+// --report-only: rewrite the report and plots from the saved results (after changing the report code).
+if (args['report-only']) {
+  const saved = JSON.parse(readFileSync(resultsFile, 'utf8'));
+  writeReport(saved, { outFile, plotDir, resultsFile });
+  console.log(`rewrote ${path.relative(process.cwd(), outFile)} and ${path.relative(process.cwd(), plotDir)}/*.svg from ${path.relative(process.cwd(), resultsFile)}`);
+  process.exit(0);
+}
+const tmpDir = path.join(repo, 'build/bench-tmp');
+mkdirSync(tmpDir, { recursive: true });
+
+const log = (...a) => console.log(...a);
+const started = new Date();
+const loadStart = os.loadavg();
+const wallStart = performance.now();
+
+// --- Methods -----------------------------------------------------------------------------
+const favor = await loadFavor();
+const featureMap = favor.createFeatureMap({ dim: config.d, features: config.m, kernel: 'positive', sampling: 'orthogonal', seed: config.seed });
+const W = featureMap.projection.data;  // the same W goes to every implementation
+
+const methods = [await oursWasm(favor)];
+const unavailable = [];
+async function add(factory, what) {
+  try {
+    methods.push(await factory());
+  } catch (e) {
+    unavailable.push(`${what}: ${e.message}`);
+    log(`! ${what} unavailable: ${e.message}`);
+  }
+}
+if (!args['no-native']) {
+  for (const [id, label, short, dir] of [
+    ['sse', 'favor-attention native, -O3 -msse4.2 -mno-avx', 'native SSE4.2', 'bench-native-sse'],
+    ['avx', 'favor-attention native, -O3 -march=native', 'native -march=native', 'bench-native-native'],
+  ]) {
+    const binary = path.join(repo, 'build', dir, 'favor_bench');
+    if (!existsSync(binary)) { unavailable.push(`${label}: ${binary} not built (run bash bench/run.sh)`); continue; }
+    await add(() => native({ id, label, short, binary }), label);
+  }
+}
+if (!args['no-peers']) {
+  await add(onnxruntime, 'onnxruntime-web');
+  await add(tfjs, 'tfjs-backend-wasm');
+}
+for (const m of methods) log(`${m.label} ${m.version}: ${m.notes}`);
+
+// --- Sizes -------------------------------------------------------------------------------
+// One size at a time: every implementation and every kernel (exact and FAVOR+, bidirectional
+// and causal) on the same inputs. Each (implementation, kernel) is a "job": first checked, then
+// timed in rounds that call every job once, in a rotating order, so that all ratios at a size
+// (between implementations and between kernels) compare calls made side by side.
+const kernels = [['exact', false], ['exact', true], ['favor', false], ['favor', true]];
+const results = [];   // { kind, causal, L, method, status: 'ok'|'skip'|'fail'|'mismatch', ms, times, check, reason }
+const stopped = new Map();  // `${method}/${kind}/${causal}` -> reason (no larger L after a skip or failure)
+const lastMedian = new Map();
+const jobName = (j) => `${j.m.id}/${j.kind}/${j.causal}`;
+
+function record(r) {
+  results.push(r);
+  const what = r.status === 'ok' ? `${r.ms.toFixed(2)} ms` : `${r.status}: ${r.reason}`;
+  log(`  ${r.kind} ${r.causal ? 'causal' : 'bidir.'} ${r.method.padEnd(5)} ${what}${r.check && r.status !== 'mismatch' ? `  (check rel ${r.check.rel.toExponential(1)})` : ''}`);
+}
+const message = (e) => `${e?.message ?? e}`.split('\n')[0].slice(0, 200);
+
+for (const L of config.sizes) {
+  log(`L = ${L}`);
+  const shape = { L, d: config.d, dv: config.dv, m: config.m };
+  // Which jobs run: not stopped, within the implementation's limits, not predicted beyond the
+  // per-call limit from the previous size.
+  let jobs = [];
+  for (const m of methods) {
+    for (const [kind, causal] of kernels) {
+      const job = { m, kind, causal };
+      const key = jobName(job);
+      const base = { kind, causal, L, method: m.id };
+      const limit = m.limit?.({ kind, causal, L });
+      if (stopped.has(key)) { record({ ...base, status: 'skip', reason: stopped.get(key) }); continue; }
+      if (limit) { record({ ...base, status: 'skip', reason: limit }); continue; }
+      const last = lastMedian.get(key);
+      if (last) {
+        const predicted = last.ms * (L / last.L) ** (kind === 'exact' ? 2 : 1);
+        if (predicted > config.maxCallMs) {
+          const reason = `predicted ${(predicted / 1000).toFixed(1)} s per call > ${config.maxCallMs / 1000} s limit`;
+          stopped.set(key, reason);
+          record({ ...base, status: 'skip', reason });
+          continue;
+        }
+      }
+      jobs.push(job);
+    }
+  }
+  if (jobs.length === 0) continue;
+  const cell = {
+    ...shape, featureMap, w: W,
+    q: gaussian(L * config.d, 3 * L + 1, config.sigma),
+    k: gaussian(L * config.d, 3 * L + 2, config.sigma),
+    v: gaussian(L * config.dv, 3 * L + 3, config.sigma),
+    file: path.join(tmpDir, 'inputs.f32'),
+  };
+  if (jobs.some((j) => j.m.id === 'sse' || j.m.id === 'avx')) {
+    const parts = [cell.q, cell.k, cell.v, cell.w];
+    const bytes = new Uint8Array(parts.reduce((s, p) => s + p.byteLength, 0));
+    let off = 0;
+    for (const p of parts) { bytes.set(new Uint8Array(p.buffer, p.byteOffset, p.byteLength), off); off += p.byteLength; }
+    writeFileSync(cell.file, bytes);
+  }
+  const fail = (job, status, reason, check) => {
+    record({ kind: job.kind, causal: job.causal, L, method: job.m.id, status, reason, check });
+    stopped.set(jobName(job), `${status === 'mismatch' ? 'mismatch' : 'failed'} at L = ${L}: ${reason}`);
+    job.dead = true;
+  };
+  const prepared = [];
+  for (const m of new Set(jobs.map((j) => j.m))) {
+    try {
+      await m.prepare(cell);
+      prepared.push(m);
+    } catch (e) {
+      for (const j of jobs.filter((j) => j.m === m)) fail(j, 'fail', `prepare: ${message(e)}`);
+    }
+  }
+  jobs = jobs.filter((j) => !j.dead);
+  // First call of every job (a warm-up) and the check against the reference: ours, or the first
+  // implementation that runs that kernel at this size.
+  const reference = new Map();
+  for (const job of jobs) {
+    const key = `${job.kind}/${job.causal}`;
+    try {
+      const t0 = performance.now();
+      const out = await job.m.output(job.kind, job.causal);
+      job.estimate = performance.now() - t0;
+      if (!reference.has(key)) {
+        reference.set(key, { method: job.m.id, out });
+        job.check = { rel: 0, maxRel: 0, against: job.m.id };
+        continue;
+      }
+      const ref = reference.get(key);
+      job.check = { ...difference(out, ref.out), against: ref.method };
+      if (!(job.check.rel <= config.tolerance && job.check.maxRel <= config.tolerance)) {
+        fail(job, 'mismatch', `output differs from ${ref.method}: relative ${job.check.rel.toExponential(2)}, max ${job.check.maxRel.toExponential(2)} > ${config.tolerance}`, job.check);
+      }
+    } catch (e) {
+      fail(job, 'fail', message(e));
+    }
+  }
+  reference.clear();
+  jobs = jobs.filter((j) => !j.dead);
+  // A second warm-up for calls under 1 s; its time refines the estimate.
+  for (const job of jobs) {
+    if (job.estimate >= 1000) continue;
+    try { job.estimate = await job.m.time(job.kind, job.causal); } catch (e) { fail(job, 'fail', message(e)); }
+  }
+  jobs = jobs.filter((j) => !j.dead);
+  // Rounds: each calls every job once, in a rotating order.
+  const total = jobs.reduce((s, j) => s + j.estimate, 0);
+  const budget = config.budgetMs * kernels.length;
+  const rounds = Math.max(config.minReps, Math.min(config.maxReps, Math.floor(budget / Math.max(total, 1e-3))));
+  for (const job of jobs) job.times = [];
+  for (let round = 0; round < rounds; ++round) {
+    for (let i = 0; i < jobs.length; ++i) {
+      const job = jobs[(i + round) % jobs.length];
+      if (job.dead) continue;
+      try { job.times.push(await job.m.time(job.kind, job.causal)); } catch (e) { fail(job, 'fail', message(e), job.check); }
+    }
+  }
+  for (const job of jobs) {
+    if (job.dead) continue;
+    const ms = median(job.times);
+    record({ kind: job.kind, causal: job.causal, L, method: job.m.id, status: 'ok', ms, times: job.times, check: job.check, gflops: flops(job.kind, job.causal, shape) / ms / 1e6 });
+    lastMedian.set(jobName(job), { L, ms });
+  }
+  for (const m of prepared) {
+    try { await m.release(); } catch { /* ignore */ }
+  }
+}
+for (const m of methods) m.close?.();
+rmSync(tmpDir, { recursive: true, force: true });
+
+// --- Scale test (fresh process) ----------------------------------------------------------
+let scale = null;
+if (config.scale) {
+  log(`scale test: FAVOR+ L = ${config.scaleL} (bench/scale.mjs)`);
+  scale = await new Promise((resolve) => {
+    const child = spawn(process.execPath, [path.join(repo, 'bench/scale.mjs'), '--L', String(config.scaleL)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '', stderr = '';
+    child.stdout.on('data', (b) => { stdout += b; });
+    child.stderr.on('data', (b) => { stderr += b; });
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10 * 60 * 1000);
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      const line = stdout.trim().split('\n').pop();
+      try {
+        resolve({ ...JSON.parse(line), exit: code });
+      } catch {
+        resolve({ L: config.scaleL, failed: `exit ${signal ?? code}: ${(stderr || stdout).trim().split('\n').slice(-3).join(' | ').slice(0, 400)}` });
+      }
+    });
+  });
+  log(JSON.stringify(scale));
+}
+
+// --- Report ------------------------------------------------------------------------------
+const sh = (cmd, a) => { try { return execFileSync(cmd, a, { cwd: repo, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim(); } catch { return null; } };
+const cpuinfo = readFileSync('/proc/cpuinfo', 'utf8');
+const osRelease = existsSync('/etc/os-release') ? readFileSync('/etc/os-release', 'utf8') : '';
+const environment = {
+  date: started.toISOString(),
+  command: quick ? 'npm run bench -- --quick' : 'npm run bench',
+  argv: process.argv.slice(2).join(' '),
+  cpu: /model name\s*:\s*(.*)/.exec(cpuinfo)?.[1] ?? os.cpus()[0]?.model,
+  cores: os.cpus().length,
+  flags: (/flags\s*:\s*(.*)/.exec(cpuinfo)?.[1] ?? '').split(' ').filter((f) => /^(sse4_2|avx|avx2|fma|avx512f)$/.test(f)).join(' '),
+  memGiB: Math.round(os.totalmem() / 2 ** 30),
+  os: /PRETTY_NAME="(.*)"/.exec(osRelease)?.[1] ?? os.type(),
+  kernel: os.release(),
+  node: process.version,
+  gxx: sh('g++', ['--version'])?.split('\n')[0],
+  emscripten: sh('dpkg-query', ['-W', '-f=${Version}', 'emscripten']),
+  eigen: sh('dpkg-query', ['-W', '-f=${Version}', 'libeigen3-dev']),
+  commit: sh('git', ['rev-parse', '--short', 'HEAD']),
+  dirty: (sh('git', ['status', '--porcelain', '--', 'src', 'bindings', 'web', 'CMakeLists.txt']) ?? '') !== '',
+  loadStart, loadEnd: os.loadavg(),
+  minutes: (performance.now() - wallStart) / 60000,
+};
+const data = { environment, config, methods: methods.map(({ id, label, short, version, notes }) => ({ id, label, short, version, notes })), unavailable, results, scale, threads: favor.info.threads };
+featureMap.dispose();
+mkdirSync(path.dirname(resultsFile), { recursive: true });
+const round = (key, value) => (typeof value === 'number' && !Number.isInteger(value) ? +value.toPrecision(5) : value);
+writeFileSync(resultsFile, JSON.stringify(data, round, 1) + '\n');
+writeReport(data, { outFile, plotDir, resultsFile });
+log(`wrote ${path.relative(process.cwd(), outFile)}, ${path.relative(process.cwd(), plotDir)}/*.svg, ${path.relative(process.cwd(), resultsFile)} in ${environment.minutes.toFixed(1)} min`);

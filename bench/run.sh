@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# `npm run bench`: makes sure the wasm package (dist/) and the two native benchmark drivers
+# (build/bench-native-sse: -O3 -msse4.2 -mno-avx; build/bench-native-native: -O3 -march=native)
+# are built from the current sources, then runs bench/run.mjs with the given arguments
+# (--quick for a few sizes; see bench/run.mjs). The ONNX graphs are committed in bench/onnx/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/ensure-deps.sh native wasm
+scripts/ensure-npm.sh
+for peer in onnxruntime-web @tensorflow/tfjs-core @tensorflow/tfjs-backend-wasm; do
+  if [[ ! -f node_modules/$peer/package.json ]]; then
+    echo "bench: the peer $peer is missing from node_modules; run: npm ci" >&2
+    exit 1
+  fi
+done
+bash scripts/build-wasm.sh
+mkdir -p build
+exec 8>build/.bench-native.lock
+flock 8
+for variant in sse native; do
+  case $variant in
+    sse) flags="-msse4.2 -mno-avx" ;;
+    native) flags="-march=native" ;;
+  esac
+  dir=build/bench-native-$variant
+  if [[ ! -f $dir/CMakeCache.txt ]]; then
+    cmake -S bench/native -B "$dir" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS=$flags" >/dev/null
+  fi
+  if ! cmake --build "$dir" -j"$(nproc)" >"$dir/build.log" 2>&1; then
+    tail -n 40 "$dir/build.log" >&2
+    echo "bench: building $dir failed (full log: $dir/build.log)" >&2
+    exit 1
+  fi
+done
+flock -u 8
+exec node bench/run.mjs "$@"
