@@ -5,8 +5,8 @@
 // trigonometric kernel; keyboard use; settings in the URL; the error-vs-m study runs to
 // completion while the page stays responsive; a study can be cancelled; no horizontal
 // scrolling at 1366×768; the codebook modes (hard VQ, soft VQ, Performer as soft VQ) with their
-// PCA view and the live check that Performer as soft VQ is FAVOR+. Saves docs/demo.png and
-// docs/demo-vq.png.
+// PCA view and the live check that Performer as soft VQ is FAVOR+. Saves demo.png and
+// demo-vq.png to build/screenshots (UPDATE_SCREENSHOTS=1: to docs/, the README's copies).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, readFileSync, statSync } from 'node:fs';
@@ -21,8 +21,13 @@ const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable
   '--disable-component-update', '--no-first-run', '--disable-quic', '--disable-sync'];
 const missing = ['dist/favor-simd.wasm', 'dist/favor-simd.js', 'dist/favor-scalar.wasm', 'dist/favor-scalar.js']
   .filter((f) => !existsSync(join(repo, f)));
-const skip = !existsSync(CHROMIUM) ? `${CHROMIUM} is missing (apt-get install chromium)`
+// Missing prerequisites fail the file with the reason: a silently skipped check is no check.
+const unmet = !existsSync(CHROMIUM) ? `${CHROMIUM} is missing (apt-get install chromium)`
   : missing.length ? `the wasm is not built (${missing.join(', ')}): run npm run build` : false;
+if (unmet) throw new Error(`demo tests cannot run: ${unmet}`);
+const skip = false;
+// Screenshots go to build/screenshots; UPDATE_SCREENSHOTS=1 writes the README's docs/*.png.
+const shots = process.env.UPDATE_SCREENSHOTS ? join(repo, 'docs') : join(repo, 'build', 'screenshots');
 
 let vite, browser, base;
 const problems = [];  // console errors and page errors, from every page
@@ -525,9 +530,9 @@ test('screenshot: docs/demo.png (both studies run to completion)', { skip, timeo
   const box = await page.locator('#hm-approx canvas').boundingBox();
   await page.mouse.move(box.x + box.width * 0.40, box.y + box.height * 0.376);
   await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
-  mkdirSync(join(repo, 'docs'), { recursive: true });
-  await page.screenshot({ path: join(repo, 'docs/demo.png') });
-  assert.ok(statSync(join(repo, 'docs/demo.png')).size > 20000);
+  mkdirSync(shots, { recursive: true });
+  await page.screenshot({ path: join(shots, 'demo.png') });
+  assert.ok(statSync(join(shots, 'demo.png')).size > 20000);
   assert.deepEqual(problems, []);
   await page.close();
 });
@@ -545,8 +550,9 @@ test('screenshot: docs/demo-vq.png (hard VQ on clustered keys, the PCA view, VQ 
   await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
   assert.match(await page.textContent('#readout'), /codeword/);
   const bottom = await page.evaluate(() => Math.ceil(document.querySelector('#error-study').getBoundingClientRect().bottom + 8));
-  await page.screenshot({ path: join(repo, 'docs/demo-vq.png'), clip: { x: 0, y: 0, width: 1366, height: bottom } });
-  assert.ok(statSync(join(repo, 'docs/demo-vq.png')).size > 20000);
+  mkdirSync(shots, { recursive: true });
+  await page.screenshot({ path: join(shots, 'demo-vq.png'), clip: { x: 0, y: 0, width: 1366, height: bottom } });
+  assert.ok(statSync(join(shots, 'demo-vq.png')).size > 20000);
   assert.deepEqual(problems, []);
   await page.close();
 });
