@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages a step needs, or says exactly why it cannot.
-# Usage: scripts/ensure-deps.sh native   (more groups arrive with the wasm and browser builds)
+# Usage: scripts/ensure-deps.sh native|wasm|browser|sanitize ...
 set -euo pipefail
 
 declare -A GROUP_PACKAGES=(
   [native]="cmake make g++ libeigen3-dev libgtest-dev"
   [wasm]="cmake make emscripten libeigen3-dev"
   [browser]="chromium"
+  [sanitize]="cmake make clang libclang-rt-14-dev libeigen3-dev libgtest-dev"
 )
 
 missing=()

@@ -232,6 +232,12 @@ export function createApi(Module, { simd }) {
   return {
     info: Object.freeze({ version, simd, threads: 1 }),
 
+    // Diagnostics: the size of the wasm memory (it grows, never shrinks) and the bytes malloc has
+    // in use inside it (inputs are freed after each call; feature maps hold their W until freed).
+    memory() {
+      return { heapBytes: Module.HEAPU8.buffer.byteLength, usedBytes: Module.heapUsed() };
+    },
+
     exactAttention(q, k, v, options) {
       const { causal, scale } = attentionArgs('exactAttention', q, k, v, options);
       return takeTensor(call('exactAttention', [q, k, v], (qp, kp, vp) =>
@@ -342,6 +348,14 @@ export function checkLoadOptions(options) {
 
 export function checkWasmBinary(binary) {
   if (binary === undefined) return undefined;
-  if (binary instanceof ArrayBuffer || ArrayBuffer.isView(binary)) return binary;
-  throw new TypeError(`wasmBinary: expected an ArrayBuffer or Uint8Array, got ${describe(binary)}`);
+  if (!(binary instanceof ArrayBuffer || ArrayBuffer.isView(binary))) {
+    throw new TypeError(`wasmBinary: expected an ArrayBuffer or Uint8Array, got ${describe(binary)}`);
+  }
+  // The module's magic bytes '\0asm': anything else would only fail inside the Emscripten glue.
+  const bytes = binary instanceof ArrayBuffer ? new Uint8Array(binary, 0, Math.min(4, binary.byteLength))
+    : new Uint8Array(binary.buffer, binary.byteOffset, Math.min(4, binary.byteLength));
+  if (bytes.length < 4 || bytes[0] !== 0 || bytes[1] !== 0x61 || bytes[2] !== 0x73 || bytes[3] !== 0x6d) {
+    throw new TypeError(`wasmBinary: expected the bytes of a WebAssembly module (starting with \\0asm), got [${Array.from(bytes).join(', ')}${binary.byteLength > 4 ? ', ...' : ''}]`);
+  }
+  return binary;
 }

@@ -114,6 +114,14 @@ export interface RandomCodebookOptions {
   sigma?: number;
 }
 
+/** Diagnostics of an instance's WebAssembly memory. */
+export interface FavorMemory {
+  /** Size of the wasm memory in bytes: it grows as needed (up to 4 GiB) and never shrinks. */
+  heapBytes: number;
+  /** Bytes malloc has in use: back to the same value after every call; feature maps hold W until disposed or collected. */
+  usedBytes: number;
+}
+
 export interface MatrixErrors {
   mse: number;
   relFrobenius: number;
@@ -124,6 +132,8 @@ export interface MatrixErrors {
 
 export interface Favor {
   readonly info: FavorInfo;
+  /** Current wasm memory size and bytes in use (diagnostics, e.g. for leak checks). */
+  memory(): FavorMemory;
   /** softmax(scale q kᵀ) v without forming the L×S matrix: dims [..., L, dv]. */
   exactAttention(q: Tensor, k: Tensor, v: Tensor, options?: AttentionOptions): Tensor;
   /** The L×S probability matrix: dims [..., L, S]. */

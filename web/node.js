@@ -28,6 +28,8 @@ export async function loadFavor(options) {
     wasmBinary = await readFile(path);
   }
   const { default: createModule } = await (simd ? import('../dist/favor-simd.js') : import('../dist/favor-scalar.js'));
-  const Module = await createModule({ wasmBinary });
+  const Module = await createModule({ wasmBinary }).catch((error) => {
+    throw new Error(`loadFavor: could not instantiate ${o.wasmBinary ? 'the wasmBinary given' : `${name}.wasm`}: ${error?.message ?? error}`, { cause: error });
+  });
   return createApi(Module, { simd });
 }

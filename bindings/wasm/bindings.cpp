@@ -6,6 +6,8 @@
 #include <emscripten/bind.h>
 #include <emscripten/val.h>
 
+#include <malloc.h>
+
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -300,6 +302,10 @@ val random_codebook(double clusters, double dim, double seed, double sigma) {
   });
 }
 
+// Bytes of the heap currently allocated by malloc (dlmalloc's in-use total): a diagnostic for
+// leak tests, exposed as favor.memory().usedBytes.
+double heap_used() { return static_cast<double>(mallinfo().uordblks); }
+
 }  // namespace
 
 EMSCRIPTEN_BINDINGS(favor_attention) {
@@ -325,4 +331,5 @@ EMSCRIPTEN_BINDINGS(favor_attention) {
   emscripten::function("randomCodebook", &random_codebook);
   emscripten::function("compare", &compare);
   emscripten::function("outputRelativeError", &output_relative_error);
+  emscripten::function("heapUsed", &heap_used);
 }

@@ -45,18 +45,26 @@ struct CodebookFactors {
   CodebookFactors(ConstMatrixRef raw, ConstMatrixRef q, const CodebookOptions& options) {
     check_codebook(raw, q);
     check_temperature(options);
-    root = static_cast<float>(std::sqrt(resolve_scale(options, q.cols())));
+    const double scale = resolve_scale(options, q.cols());
+    // Scores q~.c~ stay below 1e37 (Cauchy-Schwarz), far from the lowest-float log weights of
+    // hard assignment (see keys()) and from float overflow.
+    const double bound = scale * q.cast<double>().rowwise().norm().maxCoeff() *
+                         raw.cast<double>().rowwise().norm().maxCoeff();
+    if (!(bound <= 1e37))
+      throw_range("q, codebook", "too large: scale * max|q_i| * max|c_y| = " + std::to_string(bound) +
+                                     " exceeds 1e37, the float32 range of the scores; scale the inputs down");
+    root = static_cast<float>(std::sqrt(scale));
     codebook = root * raw;
     half_sq = 0.5f * codebook.rowwise().squaredNorm();
     assignment = options.assignment;
-    inv_temperature = static_cast<float>(1.0 / options.temperature);
+    temperature = options.temperature;
   }
 
   float root;
   Matrix codebook;  // c~ (c x d)
   Vector half_sq;   // |c~_y|^2 / 2
   Assignment assignment;
-  float inv_temperature;
+  double temperature;
 
   FactoredFeatures queries(const Matrix& x) const {
     return {Vector::Zero(x.rows()), x * codebook.transpose(), Matrix()};
@@ -74,9 +82,16 @@ struct CodebookFactors {
         f.exponent = std::move(e);
         break;
       case Assignment::soft: {  // log softmax of e / T (the row term cancels)
-        e *= inv_temperature;
+        // Shift by the row max before dividing by T, in double: e / T alone overflows for small
+        // T. Entries below the lowest float (weights exp(-3.4e38) = 0 exactly) are clamped to it
+        // so that the engine sees finite logs; non-finite e (overflowed inputs) stays non-finite.
         const Vector top = e.rowwise().maxCoeff();
         e.colwise() -= top;
+        const double t = temperature;
+        e = e.unaryExpr([t](float x) {  // std::max keeps a NaN first argument
+          return static_cast<float>(std::max(static_cast<double>(x) / t,
+                                             static_cast<double>(std::numeric_limits<float>::lowest())));
+        });
         const Vector log_sum = e.array().exp().rowwise().sum().log().matrix();
         e.colwise() -= log_sum;
         f.row_log = Vector::Zero(n);
@@ -84,12 +99,19 @@ struct CodebookFactors {
         break;
       }
       case Assignment::hard: {
+        if (!detail::all_finite(e))  // no nearest codeword among overflowed distances
+          throw_range("k", "not finite or too large for float32 distances to the codebook (k.c or |c|^2 "
+                           "overflows 3.4e38); scale the inputs down");
+        // One-hot responsibilities as log weights: 0 for the nearest codeword, the lowest float
+        // (exp gives exactly 0) elsewhere. As logs rather than 0/1 values, codewords that no key
+        // uses get the lowest column shift, so a query's scores against them cannot outweigh,
+        // and underflow, the codewords that carry the keys.
         f.row_log = Vector::Zero(n);
-        f.value = Matrix::Zero(n, c);
+        f.exponent = Matrix::Constant(n, c, std::numeric_limits<float>::lowest());
         Index best = 0;
         for (Index j = 0; j < n; ++j) {
           e.row(j).maxCoeff(&best);  // max of y.c - |c|^2/2 = nearest codeword
-          f.value(j, best) = 1.0f;
+          f.exponent(j, best) = 0.0f;
         }
         break;
       }

@@ -17,8 +17,14 @@ struct FactoredFeatures {
   Matrix value;     // rows x M; empty when every value is 1
 };
 
-// row_log + exponent as one rows x M matrix (the per-entry log magnitude).
+// row_log + exponent as one rows x M matrix (the per-entry log magnitude); entries whose value
+// is 0 get the lowest float (see mask_zero_values).
 Matrix log_magnitude(FactoredFeatures&& f, Index features);
+
+// An entry whose value is 0 carries no weight: its log becomes the lowest float, so that it never
+// sets a shift (a shift set by a weightless entry could push the entries that do carry weight
+// below float range). `value` empty means every value is 1.
+void mask_zero_values(Matrix& log, const Matrix& value);
 
 // Stabilized factors of a query/key pair, for building an L x S estimate:
 //   w_ij = exp(query_log_i) * (query.row(i) . key.row(j))

@@ -1,5 +1,6 @@
 #include "feature_map.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -164,10 +165,38 @@ StabilizedFeatures stabilized_features(const FeatureMap& map, ConstMatrixRef x, 
 }
 
 MatrixD kernel_estimate(const FeatureMap& map, ConstMatrixRef x, ConstMatrixRef y) {
+  // Pair by pair in double, each with its own shift: a row-wide shift (as attention uses) would
+  // lose pairs far below their row's largest one, and give 0 * inf = NaN where it overflows.
   const KernelParameters params = map.parameters(x, y);
-  const StabilizedFeatures st = stabilized_features(map, x, y, params);
-  MatrixD est = st.query.cast<double>() * st.key.cast<double>().transpose();
-  for (Index i = 0; i < est.rows(); ++i) est.row(i) *= std::exp(static_cast<double>(st.query_log(i)));
+  const FactoredFeatures fx = map.factored(x, params), fy = map.factored(y, params);
+  auto finite = [](const FactoredFeatures& f) {
+    return f.row_log.allFinite() && (!f.exponent.size() || f.exponent.allFinite()) &&
+           (!f.value.size() || f.value.allFinite());
+  };
+  if (!finite(fx) || !finite(fy))
+    throw_range("x, y", "not finite or too large for float32 features (a squared norm or w.x overflows 3.4e38)");
+  auto log_at = [](const FactoredFeatures& f, Index a, Index r) {
+    return static_cast<double>(f.row_log(a)) + (f.exponent.size() ? f.exponent(a, r) : 0.0);
+  };
+  auto value_at = [](const FactoredFeatures& f, Index a, Index r) {
+    return f.value.size() ? static_cast<double>(f.value(a, r)) : 1.0;
+  };
+  const double prefactor = 2.0 * map.log_prefactor(params);
+  const Index M = map.num_features();
+  MatrixD est(x.rows(), y.rows());
+  for (Index i = 0; i < x.rows(); ++i)
+    for (Index j = 0; j < y.rows(); ++j) {
+      double top = -std::numeric_limits<double>::infinity();
+      for (Index r = 0; r < M; ++r)
+        if (value_at(fx, i, r) * value_at(fy, j, r) != 0.0) top = std::max(top, log_at(fx, i, r) + log_at(fy, j, r));
+      double sum = 0.0;
+      if (std::isfinite(top))
+        for (Index r = 0; r < M; ++r) {
+          const double value = value_at(fx, i, r) * value_at(fy, j, r);
+          if (value != 0.0) sum += std::exp(log_at(fx, i, r) + log_at(fy, j, r) - top) * value;
+        }
+      est(i, j) = sum == 0.0 ? 0.0 : sum * std::exp(top + prefactor);  // +-inf where it overflows
+    }
   return est;
 }
 

@@ -105,8 +105,9 @@ class FeatureMap {
 StabilizedFeatures stabilized_features(const FeatureMap& map, ConstMatrixRef x, ConstMatrixRef y,
                                        const KernelParameters& params);
 
-// The unbiased estimate phi(x).phi(y) of exp(x.y) for every pair (L x S), in double, computed
-// from the stabilized factors; +inf where it truly overflows.
+// The unbiased estimate phi(x).phi(y) of exp(x.y) for every pair (L x S), in double, from the
+// factored features of each pair (O(L S M)); +-inf where it truly overflows double. Throws
+// favor::Error if the float32 features themselves overflow (inputs of magnitude ~1e19 and beyond).
 MatrixD kernel_estimate(const FeatureMap& map, ConstMatrixRef x, ConstMatrixRef y);
 
 }  // namespace favor

@@ -12,11 +12,45 @@ namespace favor {
 
 namespace {
 
-// A denominator can vanish only by underflow (or, for the trigonometric kernel, by true
-// cancellation): keep its sign and bound it away from 0 so that no row becomes NaN.
+// A denominator is exactly 0 only when every weight of the row is 0 (relu features with
+// epsilon 0, zero explicit features; the numerator is then 0 too and the row becomes 0) or, for
+// the trigonometric kernel, by cancellation: keep its sign and move it off 0 so that no row
+// becomes NaN. A small nonzero denominator is used as it is: bounding it away from 0 would
+// rescale the row.
 inline float guard(float den) {
-  constexpr float kTiny = std::numeric_limits<float>::min();
-  return std::abs(den) >= kTiny ? den : std::copysign(kTiny, den);
+  return den != 0.0f ? den : std::copysign(std::numeric_limits<float>::min(), den);
+}
+
+// The engine compares log magnitudes in float32: a factor whose log overflowed (a squared norm
+// |x~|^2, a projection w.x~ or a codebook score beyond 3.4e38) or is NaN cannot be compared with
+// the others, so the call reports it instead of returning a wrong row.
+void check_factors(const FactoredFeatures& f, const char* side) {
+  if (!detail::all_finite(f.row_log) || !detail::all_finite(f.exponent) || !detail::all_finite(f.value))
+    throw_range(side, "not finite or too large for float32 features (a squared norm of a scaled row, a "
+                      "projection w.x or a codebook score overflows 3.4e38); scale the inputs down");
+}
+
+// Value rows far from 1 (relu features of tiny inputs, tiny or huge explicit features) are
+// scaled by a power of two (exact) to a maximum magnitude in [0.5, 1), and the factor moves into
+// the row's log, where the shifts handle any range: products of values then neither underflow
+// nor overflow. Rows already within [2^-21, 2^20] are left as they are.
+void normalize_values(FactoredFeatures& f) {
+  if (!f.value.size()) return;
+  for (Index i = 0; i < f.value.rows(); ++i) {
+    const float top = f.value.row(i).cwiseAbs().maxCoeff();
+    int e = 0;
+    std::frexp(top, &e);
+    if (!(top > 0.0f) || !std::isfinite(top) || (e >= -20 && e <= 20)) continue;
+    f.value.row(i) = f.value.row(i).unaryExpr([e](float x) { return std::ldexp(x, -e); });
+    f.row_log(i) += static_cast<float>(e * 0.69314718055994530942);
+  }
+}
+
+// Factors as the engine uses them: checked, then normalized.
+FactoredFeatures prepared(FactoredFeatures&& f, const char* side) {
+  check_factors(f, side);
+  normalize_values(f);
+  return std::move(f);
 }
 
 void check_chunk(Index chunk) {
@@ -57,6 +91,7 @@ Matrix shifted_keys(FactoredFeatures&& f, Index features, State& state) {
 Matrix shifted_queries(FactoredFeatures&& f, Index features, const State& state) {
   Matrix log_mag = f.exponent.size() ? std::move(f.exponent) : Matrix::Zero(f.row_log.size(), features);
   log_mag.rowwise() += state.shift.transpose();
+  mask_zero_values(log_mag, f.value);
   log_mag.colwise() -= log_mag.rowwise().maxCoeff();
   vec::exp_inplace(log_mag);
   Matrix qf = std::move(log_mag);
@@ -69,6 +104,19 @@ Matrix shifted_queries(FactoredFeatures&& f, Index features, const State& state)
 void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Index features,
                         ConstMatrixRef v, MatrixRef out, bool causal, Index chunk) {
   check_chunk(chunk);
+  // v far from 1 (max |v| beyond 2^+-20) is scaled by a power of two (exact) and the output scaled
+  // back, so that weights times v neither underflow nor overflow: the output is linear in v.
+  if (v.size()) {
+    const float top = v.cwiseAbs().maxCoeff();
+    int e = 0;
+    std::frexp(top, &e);
+    if (top > 0.0f && std::isfinite(top) && (e < -20 || e > 20)) {
+      const Matrix scaled = v.unaryExpr([e](float x) { return std::ldexp(x, -e); });
+      factored_attention(queries, keys, features, scaled, out, causal, chunk);
+      out = out.unaryExpr([e](float x) { return std::ldexp(x, e); });
+      return;
+    }
+  }
   const Index L = out.rows(), S = v.rows();
   chunk = std::min(chunk, std::max(L, S));  // a larger block only costs memory
   State state{Matrix::Zero(features, v.cols()), Vector::Zero(features),
@@ -85,11 +133,11 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
   if (!causal) {
     for (Index j0 = 0; j0 < S; j0 += chunk) {
       const Index n = std::min(chunk, S - j0);
-      accumulate(shifted_keys(keys(j0, n), features, state), j0, n);
+      accumulate(shifted_keys(prepared(keys(j0, n), "k"), features, state), j0, n);
     }
     for (Index i0 = 0; i0 < L; i0 += chunk) {
       const Index n = std::min(chunk, L - i0);
-      const Matrix qf = shifted_queries(queries(i0, n), features, state);
+      const Matrix qf = shifted_queries(prepared(queries(i0, n), "q"), features, state);
       numerator.topRows(n).noalias() = qf * state.kv;
       denominator.head(n).noalias() = qf * state.k_sum;
       write_rows(i0, n);
@@ -106,7 +154,7 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
   for (Index i0 = 0; i0 < L; i0 += chunk) {
     const Index n = std::min(chunk, L - i0);
     const auto vs = v.middleRows(i0, n);
-    FactoredFeatures kfac = keys(i0, n), qfac = queries(i0, n);
+    FactoredFeatures kfac = prepared(keys(i0, n), "k"), qfac = prepared(queries(i0, n), "q");
     const Matrix key_log = log_magnitude(std::move(kfac), features);
     const Matrix query_exp = qfac.exponent.size() ? qfac.exponent : Matrix::Zero(n, features);
     const Vector chunk_shift = key_log.colwise().maxCoeff().transpose();
@@ -117,6 +165,7 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
     auto shifted = [&](const Vector& shift, Vector& row_scale) {
       Matrix t = query_exp;
       t.rowwise() += shift.transpose();
+      mask_zero_values(t, qfac.value);
       row_scale = t.rowwise().maxCoeff();
       t.colwise() -= row_scale;
       vec::exp_inplace(t);
@@ -132,26 +181,52 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
     block.triangularView<Eigen::StrictlyUpper>().setZero();
     Matrix intra_num = block * vs;
     Vector intra_den = block.rowwise().sum();
-    // Rows whose visible keys are far below the chunk shift: exact, in double.
+    // Rows whose visible keys are far below the chunk shift (or whose denominator underflowed):
+    // exact, in double.
     Vector prefix_max = Vector::Constant(features, kNegInf);
     for (Index i = 0; i < n; ++i) {
       prefix_max = prefix_max.cwiseMax(key_log.row(i).transpose());
-      const float visible_scale = (query_exp.row(i).transpose() + prefix_max).maxCoeff();
-      if (intra_scale(i) - visible_scale <= kMaxGap) continue;
+      float visible_scale = kNegInf;  // over the query's weighted features (as mask_zero_values)
+      if (!qfac.value.size()) {
+        visible_scale = (query_exp.row(i).transpose() + prefix_max).maxCoeff();
+      } else {
+        for (Index r = 0; r < features; ++r)
+          if (qfac.value(i, r) != 0.0f) visible_scale = std::max(visible_scale, query_exp(i, r) + prefix_max(r));
+      }
+      // Also redone when the float denominator underflowed anyway (as in the matrix form): at
+      // log magnitudes ~1e13 float cannot resolve the gap above.
+      if (intra_scale(i) - visible_scale <= kMaxGap && std::abs(intra_den(i)) >= 1e-30f) continue;
+      // The row's own scale, in double from the same terms as the weights (value-aware, as in
+      // exact_row): its largest weight is exactly 1, so the denominator cannot round to 0.
+      auto value_at = [&](Index j, Index r) {
+        return (qfac.value.size() ? qfac.value(i, r) : 1.0) * (kfac.value.size() ? kfac.value(j, r) : 1.0);
+      };
+      double top = -std::numeric_limits<double>::infinity();
+      for (Index j = 0; j <= i; ++j)
+        for (Index r = 0; r < features; ++r)
+          if (value_at(j, r) != 0.0) top = std::max(top, static_cast<double>(query_exp(i, r)) + key_log(j, r));
       VectorD num = VectorD::Zero(v.cols());
       double den = 0.0;
-      for (Index j = 0; j <= i; ++j) {
-        double w = 0.0;
-        for (Index r = 0; r < features; ++r) {
-          const double value = (qfac.value.size() ? qfac.value(i, r) : 1.0) * (kfac.value.size() ? kfac.value(j, r) : 1.0);
-          w += std::exp(static_cast<double>(query_exp(i, r)) + key_log(j, r) - visible_scale) * value;
+      if (std::isfinite(top))
+        for (Index j = 0; j <= i; ++j) {
+          double w = 0.0;
+          for (Index r = 0; r < features; ++r) {
+            const double value = value_at(j, r);
+            if (value != 0.0)  // skipped, not multiplied: the exp of a weightless term may overflow
+              w += std::exp(static_cast<double>(query_exp(i, r)) + key_log(j, r) - top) * value;
+          }
+          num += w * vs.row(j).transpose().cast<double>();
+          den += w;
         }
-        num += w * vs.row(j).transpose().cast<double>();
-        den += w;
-      }
-      intra_num.row(i) = num.transpose().cast<float>();
-      intra_den(i) = static_cast<float>(den);
-      intra_scale(i) = visible_scale;
+      // Stored relative to the float scale used to combine with the carried state. Where float
+      // cannot hold the scale to within e^+-69 (|top| beyond ~1e9, where float32 logs carry no
+      // digits below that anyway) the correction is dropped rather than overflow.
+      const float scale = static_cast<float>(top);
+      double adjust = std::isfinite(top) ? std::exp(top - static_cast<double>(scale)) : 1.0;
+      if (!(adjust >= 1e-30 && adjust <= 1e30)) adjust = 1.0;
+      intra_num.row(i) = (adjust * num).transpose().cast<float>();
+      intra_den(i) = static_cast<float>(adjust * den);
+      intra_scale(i) = scale;
     }
     // Carried-state part, then the combination.
     if (std::isfinite(state.shift.maxCoeff())) {
@@ -200,16 +275,23 @@ void exact_row(const FactoredFeatures& q, const FactoredFeatures& k, Index i, In
   VectorD weights = VectorD::Zero(visible);
   if (std::isfinite(top))
     for (Index j = 0; j < visible; ++j)
-      for (Index r = 0; r < features; ++r)
-        weights(j) += std::exp(log_at(q, i, r) + log_at(k, j, r) - top) * value_at(q, i, r) * value_at(k, j, r);
-  const double total = guard(static_cast<float>(weights.sum()));
-  for (Index j = 0; j < visible; ++j) row[j] = static_cast<float>(weights(j) / total);
+      for (Index r = 0; r < features; ++r) {
+        // Terms with value 0 are skipped, not multiplied: their exp may overflow (inf * 0 = NaN).
+        const double value = value_at(q, i, r) * value_at(k, j, r);
+        if (value != 0.0) weights(j) += std::exp(log_at(q, i, r) + log_at(k, j, r) - top) * value;
+      }
+  // In double: no guard (a float guard would rescale a row whose total is below 1e-38). A zero
+  // total (no nonzero weight at all) gives a zero row.
+  const double total = weights.sum();
+  for (Index j = 0; j < visible; ++j) row[j] = total != 0.0 ? static_cast<float>(weights(j) / total) : 0.0f;
 }
 
 }  // namespace
 
 void factored_attention_matrix(FactoredFeatures&& queries, FactoredFeatures&& keys, Index features,
                                MatrixRef out, bool causal) {
+  queries = prepared(std::move(queries), "q");
+  keys = prepared(std::move(keys), "k");
   // Copies kept only for rows that need the slow path (rare; they are cheap next to L x S).
   FactoredFeatures q_copy = queries, k_copy = keys;
   const StabilizedFeatures st = stabilize(std::move(queries), std::move(keys), features);

@@ -33,12 +33,21 @@ inline void check_out(const MatrixRef& out, Index rows, Index cols) {
     throw_range("out", "expected " + shape(rows, cols) + ", got " + shape(out.rows(), out.cols()));
 }
 
+// True if every entry is finite: x * 0 is 0 for finite x and NaN otherwise, so one vectorized
+// sum answers (several times faster than Eigen's allFinite; the library is built without
+// -ffast-math, which could fold x * 0).
+template <class Derived>
+inline bool all_finite(const Eigen::DenseBase<Derived>& m) {
+  return m.size() == 0 || (m.derived().array() * 0.0f).sum() == 0.0f;
+}
+
 // Outputs are finite for finite inputs unless an intermediate result overflows float32
 // (|scale q.k| or the squared norm of a scaled row beyond ~3.4e38, or sums over huge v): the
 // call then reports it instead of returning Infinity or NaN. Signed estimators (trigonometric
 // features) may legitimately give +-Infinity where a row's normalizer cancels to 0
 // (`allow_infinite`); NaN is always an error.
 inline void check_result(const MatrixRef& out, const char* inputs, bool allow_infinite = false) {
+  if (all_finite(out)) return;
   for (Index i = 0; i < out.rows(); ++i)
     for (Index j = 0; j < out.cols(); ++j) {
       const float x = out(i, j);

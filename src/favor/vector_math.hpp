@@ -25,8 +25,10 @@ inline f32x4 vmax(f32x4 a, f32x4 b) { return a > b ? a : b; }
 inline f32x4 vmin(f32x4 a, f32x4 b) { return a < b ? a : b; }
 
 // exp(x) with Cephes' range reduction and degree-6 polynomial (max error ~2 ulp on
-// [-87.3, 88.7]); exactly 0 below -87.34 (so -inf gives 0), +inf above 88.72.
+// [-87.3, 88.7]); exactly 0 below -87.34 (so -inf gives 0), +inf above 88.72, NaN for NaN (the
+// clamp below would otherwise turn it into a finite number and hide an overflow upstream).
 inline f32x4 exp(f32x4 x) {
+  const i32x4 nan = x != x;
   const f32x4 lo = splat(-87.33654f), hi = splat(88.72283f);
   const i32x4 underflow = x < lo;
   const i32x4 overflow = x > hi;
@@ -51,7 +53,8 @@ inline f32x4 exp(f32x4 x) {
   f32x4 y = p * (f32x4)pow2;
   y = (f32x4)((i32x4)y & ~underflow);
   const f32x4 inf = splat(__builtin_inff());
-  return (f32x4)(((i32x4)y & ~overflow) | ((i32x4)inf & overflow));
+  y = (f32x4)(((i32x4)y & ~overflow) | ((i32x4)inf & overflow));
+  return (f32x4)(((i32x4)y & ~nan) | ((i32x4)splat(__builtin_nanf("")) & nan));
 }
 
 // x[i] = exp(x[i] - shift) for i < n; returns the sum of the results.

@@ -4,6 +4,8 @@
 import assert from 'node:assert/strict';
 import { before, test } from 'node:test';
 
+import { readFile } from 'node:fs/promises';
+
 import { loadFavor } from 'favor-attention';
 
 import { assertBelow, normalTensor } from './helpers.mjs';
@@ -184,12 +186,93 @@ const cases = [
   ['outputRelativeError: exact.data a plain Array', (f) => f.outputRelativeError({ data: [1, 2, 3, 4], dims: [2, 2] }, tensor([2, 2])), TypeError, /exact\.data/],
   ['outputRelativeError: approx null', (f) => f.outputRelativeError(tensor([2, 2]), null), TypeError, /approx/],
   ['outputRelativeError: Infinity in exact', (f) => f.outputRelativeError(withValue(tensor([2, 2]), 1, Infinity), tensor([2, 2])), RangeError, /exact/],
+
+  // ---- codebookAttention / codebookAttentionMatrix (codebook [c, d] or per head [..., c, d]) ----
+  ['codebookAttention: codebook missing', (f) => f.codebookAttention(q, k, v, {}), TypeError, /codebook/],
+  ['codebookAttention: codebook a Float32Array', (f) => f.codebookAttention(q, k, v, { codebook: new Float32Array(8) }), TypeError, /codebook/],
+  ['codebookAttention: codebook.data a Float64Array', (f) => f.codebookAttention(q, k, v, { codebook: { data: new Float64Array(16), dims: [2, 8] } }), TypeError, /codebook\.data/],
+  ['codebookAttention: codebook d differs from q', (f) => f.codebookAttention(q, k, v, { codebook: tensor([3, 7]) }), RangeError, /codebook/],
+  ['codebookAttention: codebook dims with a 0', (f) => f.codebookAttention(q, k, v, { codebook: { data: new Float32Array(0), dims: [0, 8] } }), RangeError, /codebook\.dims/],
+  ['codebookAttention: per-head codebook batch differs from q (mismatched batches)', (f) => f.codebookAttention(q3, k3, v3, { codebook: tensor([3, 4, 8]) }), RangeError, /codebook/],
+  ['codebookAttention: k batch differs from q (mismatched batches)', (f) => f.codebookAttention(q3, tensor([3, 6, 8]), v3, { codebook: tensor([4, 8]) }), RangeError, /\bk\b/],
+  ['codebookAttention: NaN in codebook', (f) => f.codebookAttention(q, k, v, { codebook: withValue(tensor([3, 8]), 4, NaN) }), RangeError, /codebook/],
+  ['codebookAttention: -Infinity in v', (f) => f.codebookAttention(q, k, withValue(v, 2, -Infinity), { codebook: tensor([3, 8]) }), RangeError, /\bv\b/],
+  ['codebookAttention: unknown assignment', (f) => f.codebookAttention(q, k, v, { codebook: tensor([3, 8]), assignment: 'nearest' }), RangeError, /assignment/],
+  ['codebookAttention: assignment not a string', (f) => f.codebookAttention(q, k, v, { codebook: tensor([3, 8]), assignment: 0 }), TypeError, /assignment/],
+  ['codebookAttention: temperature 0', (f) => f.codebookAttention(q, k, v, { codebook: tensor([3, 8]), assignment: 'soft', temperature: 0 }), RangeError, /temperature/],
+  ['codebookAttention: temperature negative', (f) => f.codebookAttention(q, k, v, { codebook: tensor([3, 8]), assignment: 'soft', temperature: -1 }), RangeError, /temperature/],
+  ['codebookAttention: temperature Infinity', (f) => f.codebookAttention(q, k, v, { codebook: tensor([3, 8]), assignment: 'soft', temperature: Infinity }), RangeError, /temperature/],
+  ['codebookAttention: temperature a string', (f) => f.codebookAttention(q, k, v, { codebook: tensor([3, 8]), temperature: '1' }), TypeError, /temperature/],
+  ['codebookAttention: chunk 0', (f) => f.codebookAttention(q, k, v, { codebook: tensor([3, 8]), chunk: 0 }), RangeError, /chunk/],
+  ['codebookAttention: chunk -Infinity', (f) => f.codebookAttention(q, k, v, { codebook: tensor([3, 8]), chunk: -Infinity }), RangeError, /chunk/],
+  ['codebookAttention: causal with L != S', (f) => f.codebookAttention(q, k, v, { codebook: tensor([3, 8]), causal: true }), RangeError, /causal/],
+  ['codebookAttention: scale -Infinity', (f) => f.codebookAttention(q, k, v, { codebook: tensor([3, 8]), scale: -Infinity }), RangeError, /scale/],
+  ['codebookAttention: unknown option', (f) => f.codebookAttention(q, k, v, { codebook: tensor([3, 8]), clusters: 3 }), TypeError, /clusters/],
+  ['codebookAttentionMatrix: codebook null', (f) => f.codebookAttentionMatrix(q, k, { codebook: null }), TypeError, /codebook/],
+  ['codebookAttentionMatrix: does not take chunk', (f) => f.codebookAttentionMatrix(q, k, { codebook: tensor([3, 8]), chunk: 4 }), TypeError, /chunk/],
+  ['codebookAttentionMatrix: +Infinity in q', (f) => f.codebookAttentionMatrix(withValue(q, 31, Infinity), k, { codebook: tensor([3, 8]) }), RangeError, /\bq\b/],
+  ['codebookAttentionMatrix: d mismatch between q and k', (f) => f.codebookAttentionMatrix(q, tensor([6, 4]), { codebook: tensor([3, 8]) }), RangeError, /\bk\b/],
+  ['codebookAttentionMatrix: too large for memory', (f) => f.codebookAttentionMatrix(tensor([40000, 1]), tensor([40000, 1]), { codebook: tensor([2, 1]) }), RangeError, /output|memory/],
+
+  // ---- kmeans ----
+  ['kmeans: k not a tensor', (f) => f.kmeans([1, 2, 3], { clusters: 2 }), TypeError, /\bk\b/],
+  ['kmeans: options missing', (f) => f.kmeans(k), TypeError, /clusters/],
+  ['kmeans: clusters 0', (f) => f.kmeans(k, { clusters: 0 }), RangeError, /clusters/],
+  ['kmeans: clusters above the number of keys', (f) => f.kmeans(k, { clusters: 7 }), RangeError, /clusters/],
+  ['kmeans: clusters non-integer', (f) => f.kmeans(k, { clusters: 2.5 }), RangeError, /clusters/],
+  ['kmeans: clusters NaN', (f) => f.kmeans(k, { clusters: NaN }), RangeError, /clusters/],
+  ['kmeans: clusters a string', (f) => f.kmeans(k, { clusters: '2' }), TypeError, /clusters/],
+  ['kmeans: iterations negative', (f) => f.kmeans(k, { clusters: 2, iterations: -1 }), RangeError, /iterations/],
+  ['kmeans: iterations Infinity', (f) => f.kmeans(k, { clusters: 2, iterations: Infinity }), RangeError, /iterations/],
+  ['kmeans: seed non-integer', (f) => f.kmeans(k, { clusters: 2, seed: 0.5 }), RangeError, /seed/],
+  ['kmeans: NaN in k', (f) => f.kmeans(withValue(k, 10, NaN), { clusters: 2 }), RangeError, /\bk\b/],
+  ['kmeans: unknown option', (f) => f.kmeans(k, { clusters: 2, init: 'random' }), TypeError, /init/],
+
+  // ---- randomCodebook ----
+  ['randomCodebook: no options', (f) => f.randomCodebook(), TypeError, /clusters|dim/],
+  ['randomCodebook: clusters 0', (f) => f.randomCodebook({ clusters: 0, dim: 4 }), RangeError, /clusters/],
+  ['randomCodebook: dim non-integer', (f) => f.randomCodebook({ clusters: 2, dim: 2.5 }), RangeError, /dim/],
+  ['randomCodebook: dim negative', (f) => f.randomCodebook({ clusters: 2, dim: -4 }), RangeError, /dim/],
+  ['randomCodebook: sigma 0', (f) => f.randomCodebook({ clusters: 2, dim: 4, sigma: 0 }), RangeError, /sigma/],
+  ['randomCodebook: sigma NaN', (f) => f.randomCodebook({ clusters: 2, dim: 4, sigma: NaN }), RangeError, /sigma/],
+  ['randomCodebook: sigma Infinity', (f) => f.randomCodebook({ clusters: 2, dim: 4, sigma: Infinity }), RangeError, /sigma/],
+  ['randomCodebook: seed 2^53', (f) => f.randomCodebook({ clusters: 2, dim: 4, seed: 2 ** 53 }), RangeError, /seed/],
+  ['randomCodebook: too large for memory (2^24 x 2^20)', (f) => f.randomCodebook({ clusters: 2 ** 24, dim: 2 ** 20 }), RangeError, /output|memory/],
+
+  // ---- codebookFromFeatureMap ----
+  ['codebookFromFeatureMap: not a FeatureMap', (f) => f.codebookFromFeatureMap({ projection: tensor([2, 8]) }), TypeError, /featureMap/],
+  ['codebookFromFeatureMap: a disposed FeatureMap', (f) => {
+    const map = f.createFeatureMap({ dim: 8, features: 4 });
+    map.dispose();
+    return f.codebookFromFeatureMap(map);
+  }, TypeError, /featureMap/],
+  ['codebookFromFeatureMap: scale 0', (f, map) => f.codebookFromFeatureMap(map, { scale: 0 }), RangeError, /scale/],
+  ['codebookFromFeatureMap: scale NaN', (f, map) => f.codebookFromFeatureMap(map, { scale: NaN }), RangeError, /scale/],
+
+  // ---- a disposed FeatureMap's own methods and getters ----
+  ['disposed FeatureMap: redraw', (f) => {
+    const map = f.createFeatureMap({ dim: 8, features: 4 });
+    map.dispose();
+    return map.redraw(1);
+  }, TypeError, /featureMap/],
+  ['disposed FeatureMap: projection', (f) => {
+    const map = f.createFeatureMap({ dim: 8, features: 4 });
+    map[Symbol.dispose]();
+    return map.projection;
+  }, TypeError, /featureMap/],
+  ['disposed FeatureMap: favorAttentionMatrix after a second dispose()', (f) => {
+    const map = f.createFeatureMap({ dim: 8, features: 4 });
+    map.dispose();
+    map.dispose();  // a no-op
+    return f.favorAttentionMatrix(q, k, { featureMap: map });
+  }, TypeError, /featureMap/],
 ];
 
-test(`the misuse table has at least 30 cases across every function (${cases.length})`, () => {
-  assert.ok(cases.length >= 30);
+test(`the misuse table has at least 40 cases across every function (${cases.length})`, () => {
+  assert.ok(cases.length >= 40);
   const text = cases.map(([, fn]) => fn.toString()).join('\n');
-  for (const name of ['exactAttention', 'attentionMatrix', 'createFeatureMap', 'favorAttention', 'favorAttentionMatrix', 'redraw', 'compare', 'outputRelativeError']) {
+  for (const name of ['exactAttention', 'attentionMatrix', 'createFeatureMap', 'favorAttention', 'favorAttentionMatrix', 'redraw', 'compare', 'outputRelativeError',
+    'codebookAttention', 'codebookAttentionMatrix', 'kmeans', 'randomCodebook', 'codebookFromFeatureMap']) {
     assert.ok(text.includes(`${name}(`), `no misuse case calls ${name}`);
   }
 });
@@ -235,3 +318,85 @@ test('thousands of errors raised inside wasm leak neither the shadow stack nor t
   }
   assertInstanceWorks('4000 errors');
 });
+
+// ---- loading: calls before load finishes, concurrent loads, bad loads next to good ones ----
+// Each case returns { thrown, instances }: the error it provoked and every instance it loaded;
+// the error must be a TypeError/RangeError naming the argument, and afterwards every instance
+// (and the shared one) computes correctly.
+const wasmBytes = await readFile(new URL('../../dist/favor-scalar.wasm', import.meta.url));
+
+function catchSync(fn) {
+  try {
+    fn();
+  } catch (e) {
+    return e;
+  }
+  return undefined;
+}
+
+async function settle(promises) {
+  const results = await Promise.allSettled(promises);
+  return {
+    thrown: results.find((r) => r.status === 'rejected')?.reason,
+    instances: results.filter((r) => r.status === 'fulfilled').map((r) => r.value),
+  };
+}
+
+const loadCases = [
+  ['a method called on the pending promise (before load finishes)', async () => {
+    const pending = loadFavor();
+    const thrown = catchSync(() => pending.exactAttention(q, k, v));
+    return { thrown, instances: [await pending] };
+  }, TypeError, /exactAttention/],
+  ['createFeatureMap called on the pending promise', async () => {
+    const pending = loadFavor({ simd: false });
+    const thrown = catchSync(() => pending.createFeatureMap({ dim: 8, features: 8 }));
+    return { thrown, instances: [await pending] };
+  }, TypeError, /createFeatureMap/],
+  ['concurrent loads, one with simd: "yes"', () =>
+    settle([loadFavor(), loadFavor({ simd: 'yes' }), loadFavor({ simd: false })]), TypeError, /simd/],
+  ['concurrent loads, one with an unknown option', () =>
+    settle([loadFavor({ simd: false }), loadFavor({ threads: 4 }), loadFavor()]), TypeError, /threads/],
+  ['concurrent loads, one with wasmBinary that is not wasm', () =>
+    settle([loadFavor({ wasmBinary: wasmBytes, simd: false }), loadFavor({ wasmBinary: new Uint8Array([1, 2, 3, 4]), simd: false }), loadFavor()]), TypeError, /wasmBinary/],
+  ['concurrent loads, one with an empty wasmBinary', () =>
+    settle([loadFavor({ wasmBinary: new ArrayBuffer(0) }), loadFavor({ wasmBinary: wasmBytes, simd: false })]), TypeError, /wasmBinary/],
+  ['concurrent loads, one with wasmBinary a string', () =>
+    settle([loadFavor(), loadFavor({ wasmBinary: 'AGFzbQ==' })]), TypeError, /wasmBinary/],
+  ['eight concurrent loads, then a feature map of one used in another', async () => {
+    const instances = await Promise.all(Array.from({ length: 8 }, (_, i) => loadFavor({ simd: i % 2 === 0 ? 'auto' : false })));
+    const maps = instances.map((f, i) => f.createFeatureMap({ dim: 8, features: 8, seed: i }));
+    instances.forEach((f, i) => f.favorAttention(q, k, v, { featureMap: maps[i] }));
+    const thrown = catchSync(() => instances[3].favorAttention(q, k, v, { featureMap: maps[4] }));
+    maps.forEach((m) => m.dispose());
+    return { thrown, instances };
+  }, TypeError, /featureMap/],
+  ['a feature map made while another load is in flight, then passed to the new instance', async () => {
+    const pending = loadFavor({ simd: false });
+    const map = favor.createFeatureMap({ dim: 8, features: 8 });
+    favor.favorAttention(q, k, v, { featureMap: map });
+    const late = await pending;
+    const thrown = catchSync(() => late.favorAttentionMatrix(q, k, { featureMap: map }));
+    favor.favorAttention(q, k, v, { featureMap: map });  // still valid in its own instance
+    map.dispose();
+    return { thrown, instances: [late] };
+  }, TypeError, /featureMap/],
+];
+
+test(`the load misuse table covers calls before load finishes and concurrent loads (${loadCases.length})`, () => {
+  assert.ok(loadCases.length >= 6);
+});
+
+for (const [label, run, type, pattern] of loadCases) {
+  test(`load misuse: ${label} -> ${type.name} ${pattern}`, async () => {
+    const { thrown, instances } = await run();
+    assert.ok(thrown !== undefined, 'expected an error');
+    assert.ok(thrown instanceof type, `expected ${type.name}, got ${thrown?.constructor?.name}: ${thrown?.message}`);
+    assert.match(thrown.message, pattern);
+    assert.ok(instances.length >= 1, 'at least one instance loaded');
+    for (const instance of instances) {
+      assertBelow(ref.maxRelError(instance.exactAttention(q3, k3, v3).data, expectedExact.data), 1e-5, `a loaded instance after ${label}`);
+    }
+    assertInstanceWorks(label);
+  });
+}

@@ -12,6 +12,7 @@ import type {
   FavorAttentionOptions,
   FavorInfo,
   FavorMatrixOptions,
+  FavorMemory,
   FeatureMap,
   FeatureMapOptions,
   Kernel,
@@ -55,6 +56,13 @@ const info: FavorInfo = favor.info;
 const infoVersion: string = info.version;
 const infoSimd: boolean = info.simd;
 const infoThreads: number = info.threads;
+
+// memory diagnostics
+const memory: FavorMemory = favor.memory();
+const heapBytes: number = memory.heapBytes;
+const usedBytes: number = memory.usedBytes;
+// @ts-expect-error memory() takes no arguments
+favor.memory(true);
 
 // Tensors of rank 2, 3 and 4.
 const L = 8;
@@ -204,6 +212,6 @@ favor.kmeans(k, { iterations: 3 });
 favor.randomCodebook({ clusters: 4 });
 
 export {
-  versionString, infoVersion, infoSimd, infoThreads, data, dims, mapDim, mapFeatures, mapNumFeatures,
+  versionString, infoVersion, infoSimd, infoThreads, heapBytes, usedBytes, data, dims, mapDim, mapFeatures, mapNumFeatures,
   mapKernel, mapSampling, mapEpsilon, mapDisposed, projection, redrawn, measures, relative, wide,
 };

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The native GoogleTest suite under AddressSanitizer + UndefinedBehaviorSanitizer (clang, any
+# report aborts), then the libFuzzer target over the core (tests/fuzz/fuzz_core.cpp) for a bounded
+# time. Both link one build of the core in build/asan: sanitizers, libFuzzer coverage, and a
+# 32-bit Eigen::Index as in wasm32 (CMake option FAVOR_FUZZ). FUZZ_SECONDS (default 60) sets the
+# fuzzing time; the corpus grows in build/asan/fuzz-corpus, crashes land in build/asan/fuzz-crashes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/ensure-deps.sh sanitize
+fuzz_seconds=${FUZZ_SECONDS:-60}
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+echo "== native tests with ASan + UBSan (build/asan)"
+# -O1 without NDEBUG: Eigen's own range assertions stay on.
+cmake -S . -B build/asan -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g" \
+  -DFAVOR_FUZZ=ON -DFAVOR_BUILD_TESTS=ON -DFAVOR_INSTALL=OFF >/dev/null
+cmake --build build/asan -j"$(nproc)" --target favor_tests fuzz_core
+# The consumer_* tests build downstream projects with the default compiler: covered by
+# scripts/test-native.sh, not by this build.
+ctest --test-dir build/asan --output-on-failure -j"$(nproc)" -E '^consumer_'
+
+echo "== libFuzzer over the core for ${fuzz_seconds} s (build/asan/fuzz_core)"
+mkdir -p build/asan/fuzz-corpus build/asan/fuzz-crashes
+build/asan/fuzz_core -max_total_time="$fuzz_seconds" -timeout=30 -print_final_stats=1 \
+  -artifact_prefix=build/asan/fuzz-crashes/ build/asan/fuzz-corpus 2>build/asan/fuzz.log || {
+  tail -n 60 build/asan/fuzz.log >&2
+  echo "fuzz_core found a crash: reproduce with build/asan/fuzz_core <file in build/asan/fuzz-crashes>" \
+       "(FUZZ_TRACE=1 prints the decoded call)" >&2
+  exit 1
+}
+grep -E '^(stat::number_of_executed_units|stat::new_units_added|Done)|cov:' build/asan/fuzz.log | tail -n 4
