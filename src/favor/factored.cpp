@@ -1,5 +1,7 @@
 #include "factored.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "vector_math.hpp"
@@ -14,31 +16,70 @@ void mask_zero_values(Matrix& log, const Matrix& value) {
   for (Index i = 0; i < log.size(); ++i) l[i] = v[i] == 0.0f ? kLowest : l[i];  // a blend: vectorizes
 }
 
-Matrix log_magnitude(FactoredFeatures&& f, Index features) {
-  Matrix log_mag = f.exponent.size() ? std::move(f.exponent) : Matrix::Zero(f.row_log.size(), features);
-  log_mag.colwise() += f.row_log;
-  mask_zero_values(log_mag, f.value);
-  return log_mag;
+Matrix log_magnitude(Matrix exponent, const Vector& row_log, const Matrix& value, Index features) {
+  if (!exponent.size()) exponent = Matrix::Zero(row_log.size(), features);
+  exponent.colwise() += row_log;
+  mask_zero_values(exponent, value);
+  return exponent;
 }
 
-StabilizedFeatures stabilize(FactoredFeatures&& query, FactoredFeatures&& key, Index features) {
-  StabilizedFeatures st;
-  Matrix key_log = log_magnitude(std::move(key), features);
-  const Vector column_shift = key_log.colwise().maxCoeff().transpose();
-  key_log.rowwise() -= column_shift.transpose();
-  vec::exp_inplace(key_log);
-  st.key = std::move(key_log);
-  if (key.value.size()) st.key.array() *= key.value.array();
+Matrix log_magnitude(const FactoredFeatures& f, Index features) {
+  return log_magnitude(f.exponent, f.row_log, f.value, features);
+}
 
-  Matrix query_log = query.exponent.size() ? std::move(query.exponent)
-                                           : Matrix::Zero(query.row_log.size(), features);
-  query_log.rowwise() += column_shift.transpose();
-  mask_zero_values(query_log, query.value);
-  const Vector row_shift = query_log.rowwise().maxCoeff();
-  query_log.colwise() -= row_shift;
-  vec::exp_inplace(query_log);
-  st.query = std::move(query_log);
-  if (query.value.size()) st.query.array() *= query.value.array();
+Matrix shifted_keys(Matrix log, const Vector& shift, const Matrix& value) {
+  log.rowwise() -= shift.transpose();
+  vec::exp_inplace(log);
+  if (value.size()) log.array() *= value.array();
+  return log;
+}
+
+Matrix shifted_queries(Matrix exponent, const Matrix& value, Index rows, const Vector& shift,
+                       Vector& row_scale) {
+  if (!exponent.size()) exponent = Matrix::Zero(rows, shift.size());
+  exponent.rowwise() += shift.transpose();
+  mask_zero_values(exponent, value);
+  row_scale = exponent.rowwise().maxCoeff();
+  exponent.colwise() -= row_scale;
+  vec::exp_inplace(exponent);
+  if (value.size()) exponent.array() *= value.array();
+  return exponent;
+}
+
+double exact_weights(const Matrix& query_log, const Matrix& query_value, Index i,
+                     const Matrix& key_log, const Matrix& key_value, Index visible, VectorD& weights) {
+  const Index features = query_log.cols();
+  auto value_at = [&](Index j, Index r) {
+    return (query_value.size() ? static_cast<double>(query_value(i, r)) : 1.0) *
+           (key_value.size() ? static_cast<double>(key_value(j, r)) : 1.0);
+  };
+  double top = -std::numeric_limits<double>::infinity();
+  for (Index j = 0; j < visible; ++j)
+    for (Index r = 0; r < features; ++r)
+      if (value_at(j, r) != 0.0) top = std::max(top, static_cast<double>(query_log(i, r)) + key_log(j, r));
+  weights.setZero(visible);
+  if (!std::isfinite(top)) return top;
+  for (Index j = 0; j < visible; ++j)
+    for (Index r = 0; r < features; ++r) {
+      const double value = value_at(j, r);
+      if (value != 0.0) weights(j) += std::exp(static_cast<double>(query_log(i, r)) + key_log(j, r) - top) * value;
+    }
+  return top;
+}
+
+int far_binary_exponent(float top) {
+  int e = 0;
+  std::frexp(top, &e);
+  return top > 0.0f && std::isfinite(top) && (e < -20 || e > 20) ? e : 0;
+}
+
+StabilizedFeatures stabilize(const FactoredFeatures& query, const FactoredFeatures& key, Index features) {
+  StabilizedFeatures st;
+  Matrix key_log = log_magnitude(key, features);
+  const Vector column_shift = key_log.colwise().maxCoeff().transpose();
+  st.key = shifted_keys(std::move(key_log), column_shift, key.value);
+  Vector row_shift;
+  st.query = shifted_queries(query.exponent, query.value, query.row_log.size(), column_shift, row_shift);
   st.query_log = query.row_log + row_shift;
   return st;
 }

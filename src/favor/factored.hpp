@@ -18,13 +18,36 @@ struct FactoredFeatures {
 };
 
 // row_log + exponent as one rows x M matrix (the per-entry log magnitude); entries whose value
-// is 0 get the lowest float (see mask_zero_values).
-Matrix log_magnitude(FactoredFeatures&& f, Index features);
+// is 0 get the lowest float (see mask_zero_values). The first form reuses a moved-in exponent
+// (empty = all 0).
+Matrix log_magnitude(Matrix exponent, const Vector& row_log, const Matrix& value, Index features);
+Matrix log_magnitude(const FactoredFeatures& f, Index features);
 
 // An entry whose value is 0 carries no weight: its log becomes the lowest float, so that it never
 // sets a shift (a shift set by a weightless entry could push the entries that do carry weight
 // below float range). `value` empty means every value is 1.
 void mask_zero_values(Matrix& log, const Matrix& value);
+
+// Key factors at a per-feature shift: exp(log - shift) * value, entrywise (value empty = 1).
+Matrix shifted_keys(Matrix log, const Vector& shift, const Matrix& value);
+
+// Query factors once the keys are shifted by `shift`: t = exponent + shift (weightless entries
+// masked; an empty exponent is all 0 over `rows`), row_scale = the row max of t, result
+// exp(t - row_scale) * value. The query's row_log is not included: it is a per-row constant.
+Matrix shifted_queries(Matrix exponent, const Matrix& value, Index rows, const Vector& shift,
+                       Vector& row_scale);
+
+// The weights of query row i over key rows j < visible, in double with the row's own shift:
+// w_j = sum_r exp(ql_ir + kl_jr - top) qv_ir kv_jr, top the largest exponent among terms of nonzero
+// value (so the largest weight is ~1). Terms of value 0 are skipped, not multiplied: their exp
+// may overflow (inf * 0 = NaN). Returns top; -inf, with all weights 0, when no term has weight.
+// For the rare rows that float underflow would lose.
+double exact_weights(const Matrix& query_log, const Matrix& query_value, Index i,
+                     const Matrix& key_log, const Matrix& key_value, Index visible, VectorD& weights);
+
+// The binary exponent e of `top` (top = f * 2^e, f in [0.5, 1)) when it lies outside [2^-21, 2^20],
+// else 0: scaling by 2^-e (exact) brings magnitudes far from 1 back near it.
+int far_binary_exponent(float top);
 
 // Stabilized factors of a query/key pair, for building an L x S estimate:
 //   w_ij = exp(query_log_i) * (query.row(i) . key.row(j))
@@ -35,6 +58,6 @@ struct StabilizedFeatures {
   Matrix key;        // S x M
   Vector query_log;  // L
 };
-StabilizedFeatures stabilize(FactoredFeatures&& query, FactoredFeatures&& key, Index features);
+StabilizedFeatures stabilize(const FactoredFeatures& query, const FactoredFeatures& key, Index features);
 
 }  // namespace favor

@@ -37,10 +37,8 @@ void check_factors(const FactoredFeatures& f, const char* side) {
 void normalize_values(FactoredFeatures& f) {
   if (!f.value.size()) return;
   for (Index i = 0; i < f.value.rows(); ++i) {
-    const float top = f.value.row(i).cwiseAbs().maxCoeff();
-    int e = 0;
-    std::frexp(top, &e);
-    if (!(top > 0.0f) || !std::isfinite(top) || (e >= -20 && e <= 20)) continue;
+    const int e = far_binary_exponent(f.value.row(i).cwiseAbs().maxCoeff());
+    if (e == 0) continue;
     f.value.row(i) = f.value.row(i).unaryExpr([e](float x) { return std::ldexp(x, -e); });
     f.row_log(i) += static_cast<float>(e * 0.69314718055994530942);
   }
@@ -71,8 +69,9 @@ struct State {
   Vector shift;
 };
 
-Matrix shifted_keys(FactoredFeatures&& f, Index features, State& state) {
-  Matrix log_mag = log_magnitude(std::move(f), features);
+// Keys at the running per-feature shift; the state is rescaled first when the shift grows.
+Matrix running_keys(FactoredFeatures&& f, Index features, State& state) {
+  Matrix log_mag = log_magnitude(std::move(f.exponent), f.row_log, f.value, features);
   const Vector shift = state.shift.cwiseMax(log_mag.colwise().maxCoeff().transpose());
   for (Index r = 0; r < features; ++r) {
     if (shift(r) == state.shift(r)) continue;
@@ -81,22 +80,7 @@ Matrix shifted_keys(FactoredFeatures&& f, Index features, State& state) {
     state.k_sum(r) *= factor;
   }
   state.shift = shift;
-  log_mag.rowwise() -= shift.transpose();
-  vec::exp_inplace(log_mag);
-  Matrix kf = std::move(log_mag);
-  if (f.value.size()) kf.array() *= f.value.array();
-  return kf;
-}
-
-Matrix shifted_queries(FactoredFeatures&& f, Index features, const State& state) {
-  Matrix log_mag = f.exponent.size() ? std::move(f.exponent) : Matrix::Zero(f.row_log.size(), features);
-  log_mag.rowwise() += state.shift.transpose();
-  mask_zero_values(log_mag, f.value);
-  log_mag.colwise() -= log_mag.rowwise().maxCoeff();
-  vec::exp_inplace(log_mag);
-  Matrix qf = std::move(log_mag);
-  if (f.value.size()) qf.array() *= f.value.array();
-  return qf;
+  return shifted_keys(std::move(log_mag), shift, f.value);
 }
 
 }  // namespace
@@ -107,10 +91,7 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
   // v far from 1 (max |v| beyond 2^+-20) is scaled by a power of two (exact) and the output scaled
   // back, so that weights times v neither underflow nor overflow: the output is linear in v.
   if (v.size()) {
-    const float top = v.cwiseAbs().maxCoeff();
-    int e = 0;
-    std::frexp(top, &e);
-    if (top > 0.0f && std::isfinite(top) && (e < -20 || e > 20)) {
+    if (const int e = far_binary_exponent(v.cwiseAbs().maxCoeff())) {
       const Matrix scaled = v.unaryExpr([e](float x) { return std::ldexp(x, -e); });
       factored_attention(queries, keys, features, scaled, out, causal, chunk);
       out = out.unaryExpr([e](float x) { return std::ldexp(x, e); });
@@ -133,11 +114,13 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
   if (!causal) {
     for (Index j0 = 0; j0 < S; j0 += chunk) {
       const Index n = std::min(chunk, S - j0);
-      accumulate(shifted_keys(prepared(keys(j0, n), "k"), features, state), j0, n);
+      accumulate(running_keys(prepared(keys(j0, n), "k"), features, state), j0, n);
     }
     for (Index i0 = 0; i0 < L; i0 += chunk) {
       const Index n = std::min(chunk, L - i0);
-      const Matrix qf = shifted_queries(prepared(queries(i0, n), "q"), features, state);
+      FactoredFeatures f = prepared(queries(i0, n), "q");
+      Vector row_scale;
+      const Matrix qf = shifted_queries(std::move(f.exponent), f.value, n, state.shift, row_scale);
       numerator.topRows(n).noalias() = qf * state.kv;
       denominator.head(n).noalias() = qf * state.k_sum;
       write_rows(i0, n);
@@ -154,28 +137,13 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
   for (Index i0 = 0; i0 < L; i0 += chunk) {
     const Index n = std::min(chunk, L - i0);
     const auto vs = v.middleRows(i0, n);
-    FactoredFeatures kfac = prepared(keys(i0, n), "k"), qfac = prepared(queries(i0, n), "q");
-    const Matrix key_log = log_magnitude(std::move(kfac), features);
-    const Matrix query_exp = qfac.exponent.size() ? qfac.exponent : Matrix::Zero(n, features);
+    const FactoredFeatures kfac = prepared(keys(i0, n), "k"), qfac = prepared(queries(i0, n), "q");
+    const Matrix key_log = log_magnitude(kfac, features);
     const Vector chunk_shift = key_log.colwise().maxCoeff().transpose();
-    Matrix kf = key_log.rowwise() - chunk_shift.transpose();
-    vec::exp_inplace(kf);
-    if (kfac.value.size()) kf.array() *= kfac.value.array();
-
-    auto shifted = [&](const Vector& shift, Vector& row_scale) {
-      Matrix t = query_exp;
-      t.rowwise() += shift.transpose();
-      mask_zero_values(t, qfac.value);
-      row_scale = t.rowwise().maxCoeff();
-      t.colwise() -= row_scale;
-      vec::exp_inplace(t);
-      Matrix qf = std::move(t);
-      if (qfac.value.size()) qf.array() *= qfac.value.array();
-      return qf;
-    };
+    Matrix kf = shifted_keys(key_log, chunk_shift, kfac.value);
     // In-chunk part.
     Vector intra_scale;
-    const Matrix qf = shifted(chunk_shift, intra_scale);
+    const Matrix qf = shifted_queries(qfac.exponent, qfac.value, n, chunk_shift, intra_scale);
     auto block = local.topLeftCorner(n, n);
     block.noalias() = qf * kf.transpose();
     block.triangularView<Eigen::StrictlyUpper>().setZero();
@@ -183,41 +151,24 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
     Vector intra_den = block.rowwise().sum();
     // Rows whose visible keys are far below the chunk shift (or whose denominator underflowed):
     // exact, in double.
+    // The query's log magnitudes, masked where its value is 0 (only kernels with values need a copy).
+    Matrix masked;
+    if (qfac.value.size() || !qfac.exponent.size())
+      masked = log_magnitude(qfac.exponent, Vector::Zero(n), qfac.value, features);
+    const Matrix& query_log = masked.size() ? masked : qfac.exponent;
     Vector prefix_max = Vector::Constant(features, kNegInf);
+    VectorD weights;
     for (Index i = 0; i < n; ++i) {
       prefix_max = prefix_max.cwiseMax(key_log.row(i).transpose());
-      float visible_scale = kNegInf;  // over the query's weighted features (as mask_zero_values)
-      if (!qfac.value.size()) {
-        visible_scale = (query_exp.row(i).transpose() + prefix_max).maxCoeff();
-      } else {
-        for (Index r = 0; r < features; ++r)
-          if (qfac.value(i, r) != 0.0f) visible_scale = std::max(visible_scale, query_exp(i, r) + prefix_max(r));
-      }
+      // over the query's weighted features: query_log is masked where its value is 0
+      const float visible_scale = (query_log.row(i).transpose() + prefix_max).maxCoeff();
       // Also redone when the float denominator underflowed anyway (as in the matrix form): at
       // log magnitudes ~1e13 float cannot resolve the gap above.
       if (intra_scale(i) - visible_scale <= kMaxGap && std::abs(intra_den(i)) >= 1e-30f) continue;
-      // The row's own scale, in double from the same terms as the weights (value-aware, as in
-      // exact_row): its largest weight is exactly 1, so the denominator cannot round to 0.
-      auto value_at = [&](Index j, Index r) {
-        return (qfac.value.size() ? qfac.value(i, r) : 1.0) * (kfac.value.size() ? kfac.value(j, r) : 1.0);
-      };
-      double top = -std::numeric_limits<double>::infinity();
-      for (Index j = 0; j <= i; ++j)
-        for (Index r = 0; r < features; ++r)
-          if (value_at(j, r) != 0.0) top = std::max(top, static_cast<double>(query_exp(i, r)) + key_log(j, r));
-      VectorD num = VectorD::Zero(v.cols());
-      double den = 0.0;
-      if (std::isfinite(top))
-        for (Index j = 0; j <= i; ++j) {
-          double w = 0.0;
-          for (Index r = 0; r < features; ++r) {
-            const double value = value_at(j, r);
-            if (value != 0.0)  // skipped, not multiplied: the exp of a weightless term may overflow
-              w += std::exp(static_cast<double>(query_exp(i, r)) + key_log(j, r) - top) * value;
-          }
-          num += w * vs.row(j).transpose().cast<double>();
-          den += w;
-        }
+      // The row's own scale, in double: its largest weight is ~1, so the denominator cannot round to 0.
+      const double top = exact_weights(query_log, qfac.value, i, key_log, kfac.value, i + 1, weights);
+      const VectorD num = vs.topRows(i + 1).cast<double>().transpose() * weights;
+      const double den = weights.sum();
       // Stored relative to the float scale used to combine with the carried state. Where float
       // cannot hold the scale to within e^+-69 (|top| beyond ~1e9, where float32 logs carry no
       // digits below that anyway) the correction is dropped rather than overflow.
@@ -231,7 +182,7 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
     // Carried-state part, then the combination.
     if (std::isfinite(state.shift.maxCoeff())) {
       Vector inter_scale;
-      const Matrix qs = shifted(state.shift, inter_scale);
+      const Matrix qs = shifted_queries(qfac.exponent, qfac.value, n, state.shift, inter_scale);
       numerator.topRows(n).noalias() = qs * state.kv;
       denominator.head(n).noalias() = qs * state.k_sum;
       for (Index i = 0; i < n; ++i) {
@@ -259,29 +210,13 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
 namespace {
 
 // Row i recomputed in double with its own shift, for the rare rows whose float denominator
-// underflowed (causal rows whose visible keys are all far below a column max).
-void exact_row(const FactoredFeatures& q, const FactoredFeatures& k, Index i, Index visible,
-               Index features, float* row) {
-  auto log_at = [](const FactoredFeatures& f, Index a, Index r) {
-    return static_cast<double>(f.row_log(a)) + (f.exponent.size() ? f.exponent(a, r) : 0.0);
-  };
-  auto value_at = [](const FactoredFeatures& f, Index a, Index r) {
-    return f.value.size() ? static_cast<double>(f.value(a, r)) : 1.0;
-  };
-  double top = -std::numeric_limits<double>::infinity();
-  for (Index j = 0; j < visible; ++j)
-    for (Index r = 0; r < features; ++r)
-      if (value_at(q, i, r) * value_at(k, j, r) != 0.0) top = std::max(top, log_at(q, i, r) + log_at(k, j, r));
-  VectorD weights = VectorD::Zero(visible);
-  if (std::isfinite(top))
-    for (Index j = 0; j < visible; ++j)
-      for (Index r = 0; r < features; ++r) {
-        // Terms with value 0 are skipped, not multiplied: their exp may overflow (inf * 0 = NaN).
-        const double value = value_at(q, i, r) * value_at(k, j, r);
-        if (value != 0.0) weights(j) += std::exp(log_at(q, i, r) + log_at(k, j, r) - top) * value;
-      }
-  // In double: no guard (a float guard would rescale a row whose total is below 1e-38). A zero
-  // total (no nonzero weight at all) gives a zero row.
+// underflowed (causal rows whose visible keys are all far below a column max). In double: no
+// guard (a float guard would rescale a row whose total is below 1e-38); a zero total (no nonzero
+// weight at all) gives a zero row.
+void exact_row(const Matrix& query_log, const Matrix& query_value, Index i, const Matrix& key_log,
+               const Matrix& key_value, Index visible, float* row) {
+  VectorD weights;
+  exact_weights(query_log, query_value, i, key_log, key_value, visible, weights);
   const double total = weights.sum();
   for (Index j = 0; j < visible; ++j) row[j] = total != 0.0 ? static_cast<float>(weights(j) / total) : 0.0f;
 }
@@ -292,19 +227,22 @@ void factored_attention_matrix(FactoredFeatures&& queries, FactoredFeatures&& ke
                                MatrixRef out, bool causal) {
   queries = prepared(std::move(queries), "q");
   keys = prepared(std::move(keys), "k");
-  // Copies kept only for rows that need the slow path (rare; they are cheap next to L x S).
-  FactoredFeatures q_copy = queries, k_copy = keys;
-  const StabilizedFeatures st = stabilize(std::move(queries), std::move(keys), features);
+  const StabilizedFeatures st = stabilize(queries, keys, features);
   out.noalias() = st.query * st.key.transpose();
   if (causal) out.triangularView<Eigen::StrictlyUpper>().setZero();
   // A denominator below this has lost most of its digits to underflow.
   constexpr float kUnderflow = 1e-30f;
-  bool signed_values = (q_copy.value.size() && q_copy.value.minCoeff() < 0) ||
-                       (k_copy.value.size() && k_copy.value.minCoeff() < 0);
+  const bool signed_values = (queries.value.size() && queries.value.minCoeff() < 0) ||
+                             (keys.value.size() && keys.value.minCoeff() < 0);
+  Matrix query_log, key_log;  // for the slow path, made on first use
   for (Index i = 0; i < out.rows(); ++i) {
     const float den = out.row(i).sum();
     if (!(std::abs(den) >= kUnderflow) && !signed_values) {
-      exact_row(q_copy, k_copy, i, causal ? i + 1 : out.cols(), features, &out(i, 0));
+      if (!key_log.size()) {
+        query_log = log_magnitude(queries, features);
+        key_log = log_magnitude(keys, features);
+      }
+      exact_row(query_log, queries.value, i, key_log, keys.value, causal ? i + 1 : out.cols(), &out(i, 0));
     } else {
       out.row(i) /= guard(den);
     }
