@@ -72,7 +72,7 @@ export interface FeatureMap {
 
 export interface FavorAttentionOptions extends AttentionOptions {
   featureMap: FeatureMap;
-  /** Rows per block of the causal scan and of the feature computation; default 128. */
+  /** Rows per block of the causal scan and of the feature computation; default 128, or 32 when causal. */
   chunk?: number;
 }
 
@@ -92,7 +92,7 @@ export interface CodebookOptions extends AttentionOptions {
 }
 
 export interface CodebookAttentionOptions extends CodebookOptions {
-  /** Rows per block; default 128. */
+  /** Rows per block; default 128, or 32 when causal. */
   chunk?: number;
 }
 

@@ -28,7 +28,7 @@ const char* to_string(Assignment assignment);
 struct CodebookOptions : AttentionOptions {
   Assignment assignment = Assignment::hard;
   double temperature = 1.0;  // soft only; finite and > 0
-  Index chunk = 128;
+  Index chunk = 0;  // 0: the default, as in FavorOptions
 };
 
 // q: L x d, k: S x d, v: S x dv, codebook: c x d; out: L x dv. Causal attention carries running

@@ -51,9 +51,6 @@ FactoredFeatures prepared(FactoredFeatures&& f, const char* side) {
   return std::move(f);
 }
 
-void check_chunk(Index chunk) {
-  if (chunk < 1) throw_range("chunk", "expected an integer >= 1, got " + std::to_string(chunk));
-}
 
 void check_map(const FeatureMap& map, ConstMatrixRef q) {
   if (q.cols() != map.dim())
@@ -85,9 +82,14 @@ Matrix running_keys(FactoredFeatures&& f, Index features, State& state) {
 
 }  // namespace
 
+Index resolve_chunk(Index chunk, bool causal) {
+  if (chunk < 0) throw_range("chunk", "expected an integer >= 1 (or 0 for the default), got " + std::to_string(chunk));
+  return chunk ? chunk : causal ? 32 : 128;
+}
+
 void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Index features,
                         ConstMatrixRef v, MatrixRef out, bool causal, Index chunk) {
-  check_chunk(chunk);
+  chunk = resolve_chunk(chunk, causal);
   // v far from 1 (max |v| beyond 2^+-20) is scaled by a power of two (exact) and the output scaled
   // back, so that weights times v neither underflow nor overflow: the output is linear in v.
   if (v.size()) {
@@ -127,28 +129,65 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
     }
     return;
   }
-  // Causal: each chunk's queries see the carried state (keys of earlier chunks, at their own
-  // prefix shift, so its denominator is >= 1) and the chunk's keys j <= i (at the chunk's shift).
-  // The two parts are combined per row in log space. Rows whose visible in-chunk terms sit far
-  // below the chunk's shift (a later key in the chunk dominates) are redone exactly in double.
+  // Causal, by chunks. Usual case: the chunk's keys are at most e^kNear above the carried
+  // state's per-feature shift. Then the state is rescaled to the combined shift (by factors
+  // >= e^-kNear) and every row is computed at one shift: each row sees, through the state, the
+  // key that set the old shift, so its dominant visible term is >= e^-2kNear of its scale and
+  // float keeps it. Otherwise (the first chunk, a chunk whose keys jump far above the earlier
+  // ones, or a denominator that underflowed anyway) the rows see the carried state at its own
+  // shift and the chunk's keys j <= i at the chunk's shift, combined per row in log space; rows
+  // whose visible in-chunk terms sit far below the chunk's shift are redone exactly in double.
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-  constexpr float kMaxGap = 40.0f;  // dominant terms >= e^-40 keep full float precision
-  Matrix local(chunk, chunk);
+  constexpr float kMaxGap = 40.0f;     // dominant terms >= e^-40 keep full float precision
+  constexpr float kNear = kMaxGap / 2;
+  constexpr float kUnderflow = 1e-30f;  // a denominator below this has lost its digits
+  Matrix local(chunk, chunk), kv_near;
+  Vector k_sum_near;
+  // numerator/denominator rows = the chunk's keys j <= i through `block` plus the state through qf.
+  auto in_chunk = [&](const Matrix& qf, const Matrix& kf, Index n, const auto& vs) {
+    auto block = local.topLeftCorner(n, n);
+    block.noalias() = qf * kf.transpose();
+    block.triangularView<Eigen::StrictlyUpper>().setZero();
+    numerator.topRows(n).noalias() += block * vs;
+    denominator.head(n) += block.rowwise().sum();
+  };
   for (Index i0 = 0; i0 < L; i0 += chunk) {
     const Index n = std::min(chunk, L - i0);
     const auto vs = v.middleRows(i0, n);
     const FactoredFeatures kfac = prepared(keys(i0, n), "k"), qfac = prepared(queries(i0, n), "q");
     const Matrix key_log = log_magnitude(kfac, features);
     const Vector chunk_shift = key_log.colwise().maxCoeff().transpose();
+    const Vector shift = state.shift.cwiseMax(chunk_shift);
+    // (state.shift is -inf only before the first chunk: masked logs are the lowest float)
+    const bool near = i0 > 0 && (chunk_shift - state.shift).maxCoeff() <= kNear;
+    if (near) {
+      const Vector factor = (state.shift - shift).array().exp().matrix();
+      kv_near.noalias() = factor.asDiagonal() * state.kv;
+      k_sum_near = state.k_sum.cwiseProduct(factor);
+      Matrix kf = shifted_keys(key_log, shift, kfac.value);
+      Vector row_scale;
+      const Matrix qf = shifted_queries(qfac.exponent, qfac.value, n, shift, row_scale);
+      numerator.topRows(n).noalias() = qf * kv_near;
+      denominator.head(n).noalias() = qf * k_sum_near;
+      in_chunk(qf, kf, n, vs);
+      if ((denominator.head(n).array().abs() >= kUnderflow).all()) {
+        write_rows(i0, n);
+        state.kv = std::move(kv_near);
+        state.k_sum = std::move(k_sum_near);
+        state.shift = shift;
+        accumulate(kf, i0, n);
+        continue;
+      }
+    }
     Matrix kf = shifted_keys(key_log, chunk_shift, kfac.value);
     // In-chunk part.
     Vector intra_scale;
     const Matrix qf = shifted_queries(qfac.exponent, qfac.value, n, chunk_shift, intra_scale);
-    auto block = local.topLeftCorner(n, n);
-    block.noalias() = qf * kf.transpose();
-    block.triangularView<Eigen::StrictlyUpper>().setZero();
-    Matrix intra_num = block * vs;
-    Vector intra_den = block.rowwise().sum();
+    numerator.topRows(n).setZero();
+    denominator.head(n).setZero();
+    in_chunk(qf, kf, n, vs);
+    Matrix intra_num = numerator.topRows(n);
+    Vector intra_den = denominator.head(n);
     // Rows whose visible keys are far below the chunk shift (or whose denominator underflowed):
     // exact, in double.
     // The query's log magnitudes, masked where its value is 0 (only kernels with values need a copy).
@@ -164,7 +203,7 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
       const float visible_scale = (query_log.row(i).transpose() + prefix_max).maxCoeff();
       // Also redone when the float denominator underflowed anyway (as in the matrix form): at
       // log magnitudes ~1e13 float cannot resolve the gap above.
-      if (intra_scale(i) - visible_scale <= kMaxGap && std::abs(intra_den(i)) >= 1e-30f) continue;
+      if (intra_scale(i) - visible_scale <= kMaxGap && std::abs(intra_den(i)) >= kUnderflow) continue;
       // The row's own scale, in double: its largest weight is ~1, so the denominator cannot round to 0.
       const double top = exact_weights(query_log, qfac.value, i, key_log, kfac.value, i + 1, weights);
       const VectorD num = vs.topRows(i + 1).cast<double>().transpose() * weights;
@@ -180,7 +219,7 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
       intra_scale(i) = scale;
     }
     // Carried-state part, then the combination.
-    if (std::isfinite(state.shift.maxCoeff())) {
+    if (i0 > 0) {
       Vector inter_scale;
       const Matrix qs = shifted_queries(qfac.exponent, qfac.value, n, state.shift, inter_scale);
       numerator.topRows(n).noalias() = qs * state.kv;
@@ -197,7 +236,6 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
     }
     write_rows(i0, n);
     // Fold the chunk's keys into the state at the combined shift.
-    const Vector shift = state.shift.cwiseMax(chunk_shift);
     const Vector old_factor = (state.shift - shift).array().exp().matrix();  // 0 while empty
     state.kv = old_factor.asDiagonal() * state.kv;
     state.k_sum = state.k_sum.cwiseProduct(old_factor);

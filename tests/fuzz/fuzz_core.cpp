@@ -160,8 +160,8 @@ struct Decoder {
 
   Index chunk(bool& valid) {
     switch (pick(6)) {
-      case 0: return 128;
-      case 1: valid = false; return -p.ConsumeIntegralInRange<Index>(0, 3);
+      case 0: return pick(2) ? 128 : 0;  // 0: the default
+      case 1: valid = false; return -p.ConsumeIntegralInRange<Index>(1, 3);
       default: return p.ConsumeIntegralInRange<Index>(1, 70);
     }
   }
