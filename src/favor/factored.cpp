@@ -23,13 +23,27 @@ Matrix log_magnitude(Matrix exponent, const Vector& row_log, const Matrix& value
   return exponent;
 }
 
+Matrix log_magnitude(Matrix exponent, const Vector& row_log, const Matrix& value, Index features,
+                     Vector& column_max) {
+  if (value.size()) {
+    exponent = log_magnitude(std::move(exponent), row_log, value, features);
+    column_max = exponent.colwise().maxCoeff().transpose();
+    return exponent;
+  }
+  // The common case (exponential kernels) in one vectorized pass.
+  if (!exponent.size()) exponent = Matrix::Zero(row_log.size(), features);
+  column_max.setConstant(features, -std::numeric_limits<float>::infinity());
+  for (Index i = 0; i < exponent.rows(); ++i)
+    vec::add_and_max_into(&exponent(i, 0), row_log(i), column_max.data(), features);
+  return exponent;
+}
+
 Matrix log_magnitude(const FactoredFeatures& f, Index features) {
   return log_magnitude(f.exponent, f.row_log, f.value, features);
 }
 
 Matrix shifted_keys(Matrix log, const Vector& shift, const Matrix& value) {
-  log.rowwise() -= shift.transpose();
-  vec::exp_inplace(log);
+  for (Index i = 0; i < log.rows(); ++i) vec::exp_minus(&log(i, 0), shift.data(), log.cols());
   if (value.size()) log.array() *= value.array();
   return log;
 }
@@ -37,11 +51,13 @@ Matrix shifted_keys(Matrix log, const Vector& shift, const Matrix& value) {
 Matrix shifted_queries(Matrix exponent, const Matrix& value, Index rows, const Vector& shift,
                        Vector& row_scale) {
   if (!exponent.size()) exponent = Matrix::Zero(rows, shift.size());
-  exponent.rowwise() += shift.transpose();
-  mask_zero_values(exponent, value);
-  row_scale = exponent.rowwise().maxCoeff();
-  exponent.colwise() -= row_scale;
-  vec::exp_inplace(exponent);
+  row_scale.resize(rows);
+  const Index features = exponent.cols();
+  for (Index i = 0; i < rows; ++i) {  // row by row, while it is in L1
+    float* x = &exponent(i, 0);
+    row_scale(i) = vec::add_masked_max(x, shift.data(), value.size() ? &value(i, 0) : nullptr, features);
+    vec::exp_shifted(x, features, row_scale(i));
+  }
   if (value.size()) exponent.array() *= value.array();
   return exponent;
 }
@@ -75,8 +91,8 @@ int far_binary_exponent(float top) {
 
 StabilizedFeatures stabilize(const FactoredFeatures& query, const FactoredFeatures& key, Index features) {
   StabilizedFeatures st;
-  Matrix key_log = log_magnitude(key, features);
-  const Vector column_shift = key_log.colwise().maxCoeff().transpose();
+  Vector column_shift;
+  Matrix key_log = log_magnitude(key.exponent, key.row_log, key.value, features, column_shift);
   st.key = shifted_keys(std::move(key_log), column_shift, key.value);
   Vector row_shift;
   st.query = shifted_queries(query.exponent, query.value, query.row_log.size(), column_shift, row_shift);

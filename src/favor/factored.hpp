@@ -22,6 +22,9 @@ struct FactoredFeatures {
 // (empty = all 0).
 Matrix log_magnitude(Matrix exponent, const Vector& row_log, const Matrix& value, Index features);
 Matrix log_magnitude(const FactoredFeatures& f, Index features);
+// The same, also giving the per-feature (column) max.
+Matrix log_magnitude(Matrix exponent, const Vector& row_log, const Matrix& value, Index features,
+                     Vector& column_max);
 
 // An entry whose value is 0 carries no weight: its log becomes the lowest float, so that it never
 // sets a shift (a shift set by a weightless entry could push the entries that do carry weight

@@ -68,8 +68,9 @@ struct State {
 
 // Keys at the running per-feature shift; the state is rescaled first when the shift grows.
 Matrix running_keys(FactoredFeatures&& f, Index features, State& state) {
-  Matrix log_mag = log_magnitude(std::move(f.exponent), f.row_log, f.value, features);
-  const Vector shift = state.shift.cwiseMax(log_mag.colwise().maxCoeff().transpose());
+  Vector column_max;
+  Matrix log_mag = log_magnitude(std::move(f.exponent), f.row_log, f.value, features, column_max);
+  const Vector shift = state.shift.cwiseMax(column_max);
   for (Index r = 0; r < features; ++r) {
     if (shift(r) == state.shift(r)) continue;
     const float factor = std::exp(state.shift(r) - shift(r));  // 0 while the state is empty
@@ -155,8 +156,8 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
     const Index n = std::min(chunk, L - i0);
     const auto vs = v.middleRows(i0, n);
     const FactoredFeatures kfac = prepared(keys(i0, n), "k"), qfac = prepared(queries(i0, n), "q");
-    const Matrix key_log = log_magnitude(kfac, features);
-    const Vector chunk_shift = key_log.colwise().maxCoeff().transpose();
+    Vector chunk_shift;
+    const Matrix key_log = log_magnitude(kfac.exponent, kfac.row_log, kfac.value, features, chunk_shift);
     const Vector shift = state.shift.cwiseMax(chunk_shift);
     // (state.shift is -inf only before the first chunk: masked logs are the lowest float)
     const bool near = i0 > 0 && (chunk_shift - state.shift).maxCoeff() <= kNear;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "error.hpp"
+#include "vector_math.hpp"
 
 namespace favor {
 
@@ -78,6 +79,7 @@ Index element_count(const std::vector<Index>& dims, const std::string& argument)
 }
 
 void check_finite(const float* data, Index count, const std::string& argument) {
+  if (vec::all_finite(data, count)) return;
   for (Index i = 0; i < count; ++i)
     if (!std::isfinite(data[i]))
       throw_range(argument, "expected finite values, found " + std::to_string(data[i]) + " at index " +

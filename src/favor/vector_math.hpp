@@ -94,6 +94,64 @@ inline float max(const float* x, Index n) {
   return top;
 }
 
+// x[i] = exp(x[i] - shift[i]) for i < n (a row minus a per-column shift).
+inline void exp_minus(float* x, const float* shift, Index n) {
+  Index i = 0;
+  for (; i + 4 <= n; i += 4) store(x + i, exp(load(x + i) - load(shift + i)));
+  for (; i < n; ++i) x[i] = exp(splat(x[i] - shift[i]))[0];
+}
+
+// x[i] += a (a per-row constant) and top[i] = max(top[i], x[i]) for i < n: one pass that
+// adds a row's log and updates the column maxima.
+inline void add_and_max_into(float* x, float a, float* top, Index n) {
+  const f32x4 av = splat(a);
+  Index i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const f32x4 y = load(x + i) + av;
+    store(x + i, y);
+    store(top + i, vmax(load(top + i), y));
+  }
+  for (; i < n; ++i) {
+    x[i] += a;
+    top[i] = x[i] > top[i] ? x[i] : top[i];
+  }
+}
+
+// x[i] = x[i] + add[i], or the lowest float where value[i] == 0 (value may be null: none), for
+// i < n; returns the max of the results (the lowest float for n = 0).
+inline float add_masked_max(float* x, const float* add, const float* value, Index n) {
+  const float lowest = -3.40282347e+38f;
+  f32x4 top = splat(lowest);
+  Index i = 0;
+  for (; i + 4 <= n; i += 4) {
+    f32x4 y = load(x + i) + load(add + i);
+    if (value) {
+      const i32x4 zero = load(value + i) == splat(0.0f);
+      y = (f32x4)(((i32x4)splat(lowest) & zero) | ((i32x4)y & ~zero));
+    }
+    store(x + i, y);
+    top = vmax(top, y);
+  }
+  float result = top[0] > top[1] ? top[0] : top[1];
+  result = result > top[2] ? result : top[2];
+  result = result > top[3] ? result : top[3];
+  for (; i < n; ++i) {
+    x[i] = value && value[i] == 0.0f ? lowest : x[i] + add[i];
+    result = x[i] > result ? x[i] : result;
+  }
+  return result;
+}
+
+// True if x[0..n) are all finite: x * 0 is 0 for finite x and NaN otherwise.
+inline bool all_finite(const float* x, Index n) {
+  f32x4 acc = splat(0.0f);
+  Index i = 0;
+  for (; i + 4 <= n; i += 4) acc += load(x + i) * splat(0.0f);
+  float total = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+  for (; i < n; ++i) total += x[i] * 0.0f;
+  return total == 0.0f;
+}
+
 // Every entry of a row-major matrix block: m = exp(m), in place.
 inline void exp_inplace(Matrix& m) { exp_shifted(m.data(), m.size(), 0.0f); }
 

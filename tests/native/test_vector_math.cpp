@@ -63,4 +63,63 @@ TEST(VectorMath, ShiftedExpSumAndTailsMatchScalarForEveryLength) {
   }
 }
 
+// The fused row passes of the feature shifts against plain loops, for every length 0..13 (so
+// every tail length), with masked entries and exact comparisons: adds, maxima and the blend are
+// exact operations, and exp_minus must equal exp_shifted of the same difference bit for bit.
+TEST(VectorMath, FusedRowPassesMatchPlainLoopsExactly) {
+  std::mt19937 g(5);
+  std::normal_distribution<float> n(0.0f, 3.0f);
+  const float lowest = std::numeric_limits<float>::lowest();
+  for (favor::Index len = 0; len <= 13; ++len) {
+    SCOPED_TRACE(len);
+    std::vector<float> x(len), add(len), value(len), top(len);
+    for (favor::Index i = 0; i < len; ++i) {
+      x[i] = n(g), add[i] = n(g), top[i] = n(g);
+      value[i] = i % 3 == 1 ? 0.0f : 1.0f + n(g) * n(g);
+    }
+    // add_masked_max, with and without values
+    for (bool masked : {false, true}) {
+      std::vector<float> y = x;
+      const float got = favor::vec::add_masked_max(y.data(), add.data(), masked ? value.data() : nullptr, len);
+      float want = lowest;
+      for (favor::Index i = 0; i < len; ++i) {
+        const float e = masked && value[i] == 0.0f ? lowest : x[i] + add[i];
+        EXPECT_EQ(y[i], e) << i;
+        want = std::max(want, e);
+      }
+      EXPECT_EQ(got, want);
+    }
+    // add_and_max_into
+    std::vector<float> y = x, t = top;
+    favor::vec::add_and_max_into(y.data(), 1.25f, t.data(), len);
+    for (favor::Index i = 0; i < len; ++i) {
+      EXPECT_EQ(y[i], x[i] + 1.25f);
+      EXPECT_EQ(t[i], std::max(top[i], x[i] + 1.25f));
+    }
+    // exp_minus == exp_shifted of the same differences
+    std::vector<float> a = x, b(len);
+    for (favor::Index i = 0; i < len; ++i) b[i] = x[i] - add[i];
+    favor::vec::exp_minus(a.data(), add.data(), len);
+    favor::vec::exp_shifted(b.data(), len, 0.0f);
+    for (favor::Index i = 0; i < len; ++i) EXPECT_EQ(a[i], b[i]) << i;
+  }
+}
+
+// all_finite finds one NaN or infinity at any position, including the scalar tail.
+TEST(VectorMath, AllFiniteFindsEveryPosition) {
+  const float bad[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                       -std::numeric_limits<float>::infinity()};
+  for (favor::Index len = 1; len <= 11; ++len) {
+    std::vector<float> x(len, 3.0e38f);
+    EXPECT_TRUE(favor::vec::all_finite(x.data(), len));
+    for (favor::Index at = 0; at < len; ++at)
+      for (float b : bad) {
+        std::vector<float> y = x;
+        y[at] = b;
+        EXPECT_FALSE(favor::vec::all_finite(y.data(), len)) << len << " " << at << " " << b;
+      }
+  }
+  EXPECT_TRUE(favor::vec::all_finite(nullptr, 0));
+}
+
 }  // namespace
