@@ -25,7 +25,9 @@ class NodeWorker {
   #thread;
 
   constructor(url) {
-    this.#thread = new ThreadWorker(BOOTSTRAP, { eval: true, workerData: { url: String(url) } });
+    // BOOTSTRAP is CommonJS: drop --input-type=module (node -e) that the worker would inherit.
+    const execArgv = process.execArgv.filter((arg) => !arg.startsWith('--input-type'));
+    this.#thread = new ThreadWorker(BOOTSTRAP, { eval: true, execArgv, workerData: { url: String(url) } });
     this.#thread.on('message', (data) => this.onmessage?.({ data }));
     this.#thread.on('error', (error) => this.onerror?.(error));
     NodeWorker.created.push(this);

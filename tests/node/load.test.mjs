@@ -116,9 +116,14 @@ test('locateFile: receives the module file name, may return a path or a URL', as
   assertWorks(favor, 'locateFile path');
   if (simdSupported) {
     const names = [];
-    const f2 = await loadFavor({ simd: true, locateFile: (name) => (names.push(name), new URL(`../../dist/${name}`, import.meta.url)) });
+    const f2 = await loadFavor({ simd: true, threads: 1, locateFile: (name) => (names.push(name), new URL(`../../dist/${name}`, import.meta.url)) });
     assert.deepEqual(names, ['favor-simd.wasm']);
     assertWorks(f2, 'locateFile URL');
+    const threaded = [];
+    const f4 = await loadFavor({ threads: 2, locateFile: (name) => (threaded.push(name), new URL(`../../dist/${name}`, import.meta.url)) });
+    assert.deepEqual(threaded, ['favor-simd-threads.wasm']);
+    assertWorks(f4, 'locateFile, threads: 2');
+    f4.dispose();
   }
   // locateFile wins over wasmUrl
   const f3 = await loadFavor({ simd: false, wasmUrl: '/nonexistent.wasm', locateFile: (name) => fileURLToPath(new URL(`../../dist/${name}`, import.meta.url)) });
