@@ -31,7 +31,7 @@ function packageVersion(name) {
 
 // favor-attention's wasm build through its public JS API (copies inputs into the heap and the
 // output out on every call, like any user call).
-export async function oursWasm(favor) {
+export async function oursWasm(favor, { id = 'ours', label = 'favor-attention (wasm)', short = 'ours wasm' } = {}) {
   let cell = null;
   const call = (kind, causal) => {
     const { q, k, v } = cell;
@@ -40,9 +40,7 @@ export async function oursWasm(favor) {
       : favor.favorAttention(q, k, v, { featureMap: cell.featureMap, causal });
   };
   return {
-    id: 'ours',
-    label: 'favor-attention (wasm)',
-    short: 'ours wasm',
+    id, label, short,
     version: favor.info.version,
     notes: `SIMD ${favor.info.simd}, threads ${favor.info.threads}`,
     async prepare(c) {
@@ -55,6 +53,7 @@ export async function oursWasm(favor) {
       return performance.now() - t0;
     },
     async release() { cell = null; },
+    close() { favor.dispose(); },
   };
 }
 
