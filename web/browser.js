@@ -14,9 +14,11 @@ function threadsBlocker() {
 export async function loadFavor(options) {
   const o = checkLoadOptions(options);
   const simd = chooseSimd(o.simd);
-  const { threads, threadsReason } = chooseThreads(o, {
-    simd, cores: globalThis.navigator?.hardwareConcurrency ?? 1, blocker: threadsBlocker(),
-  });
+  // 'auto' stays on one thread in browsers for now: the threaded build loads without a bundler
+  // but hangs in Vite apps (open issue); threads: n opts in on isolated pages.
+  const { threads, threadsReason } = o.threads === undefined || o.threads === 'auto'
+    ? { threads: 1, threadsReason: threadsBlocker() ?? "threads: 'auto' uses one thread in browsers (pass threads: n)" }
+    : chooseThreads(o, { simd, cores: globalThis.navigator?.hardwareConcurrency ?? 1, blocker: threadsBlocker() });
   const wasmBinary = checkWasmBinary(o.wasmBinary);
   if (o.locateFile !== undefined && typeof o.locateFile !== 'function') {
     throw new TypeError('locateFile: expected a function (fileName) => URL');

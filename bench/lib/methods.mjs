@@ -45,6 +45,8 @@ export async function oursWasm(favor, { id = 'ours', label = 'favor-attention (w
     notes: `SIMD ${favor.info.simd}, threads ${favor.info.threads}`,
     async prepare(c) {
       cell = { ...c, q: { data: c.q, dims: [c.L, c.d] }, k: { data: c.k, dims: [c.L, c.d] }, v: { data: c.v, dims: [c.L, c.dv] } };
+      // A feature map belongs to one instance: another one gets its own with the same W.
+      if (id !== 'ours') cell.featureMap = favor.createFeatureMap({ projection: { data: c.w, dims: [c.m, c.d] } });
     },
     async output(kind, causal) { return call(kind, causal).data; },
     async time(kind, causal) {
@@ -52,7 +54,10 @@ export async function oursWasm(favor, { id = 'ours', label = 'favor-attention (w
       call(kind, causal);
       return performance.now() - t0;
     },
-    async release() { cell = null; },
+    async release() {
+      if (id !== 'ours') cell?.featureMap.dispose();
+      cell = null;
+    },
     close() { favor.dispose(); },
   };
 }

@@ -32,8 +32,10 @@ void exact_attention(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v, Matri
 
   // Query blocks are independent: each writes only its rows of out, so any thread count gives
   // the same bits. Scratch is per block, never shared between threads.
-  parallel_for((L + kQueryBlock - 1) / kQueryBlock, [&](Index block) {
-    const Index q0 = block * kQueryBlock;
+  // Causal blocks cost more the later they are: hand the costly ones out first.
+  const Index blocks = (L + kQueryBlock - 1) / kQueryBlock;
+  parallel_for(blocks, [&](Index block) {
+    const Index q0 = (options.causal ? blocks - 1 - block : block) * kQueryBlock;
     Matrix scores, acc;
     Vector row_max, row_sum;
     const Index nq = std::min(kQueryBlock, L - q0);
