@@ -74,11 +74,17 @@ const loadStart = os.loadavg();
 const wallStart = performance.now();
 
 // --- Methods -----------------------------------------------------------------------------
-const favor = await loadFavor();
+// 'ours' is the single-threaded SIMD build (the reference every peer is compared with);
+// 'ours2' the pthreads build on 2 threads, through the same public API.
+const favor = await loadFavor({ threads: 1 });
+const favorThreads = await loadFavor({ threads: 2 });
 const featureMap = favor.createFeatureMap({ dim: config.d, features: config.m, kernel: 'positive', sampling: 'orthogonal', seed: config.seed });
 const W = featureMap.projection.data;  // the same W goes to every implementation
 
 const methods = [await oursWasm(favor)];
+if (favorThreads.info.threads === 2) {
+  methods.push(await oursWasm(favorThreads, { id: 'ours2', label: 'favor-attention (wasm, 2 threads)', short: 'ours wasm, 2 threads' }));
+}
 const unavailable = [];
 async function add(factory, what) {
   try {
@@ -281,7 +287,7 @@ const environment = {
   loadStart, loadEnd: os.loadavg(),
   minutes: (performance.now() - wallStart) / 60000,
 };
-const data = { environment, config, methods: methods.map(({ id, label, short, version, notes }) => ({ id, label, short, version, notes })), unavailable, results, scale, threads: favor.info.threads };
+const data = { environment, config, methods: methods.map(({ id, label, short, version, notes }) => ({ id, label, short, version, notes })), unavailable, results, scale, threads: favorThreads.info.threads };
 featureMap.dispose();
 mkdirSync(path.dirname(resultsFile), { recursive: true });
 const round = (key, value) => (typeof value === 'number' && !Number.isInteger(value) ? +value.toPrecision(5) : value);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the WebAssembly modules (SIMD and scalar) into dist/: favor-simd.{js,wasm} and
-# favor-scalar.{js,wasm}. Incremental: reruns only what changed.
+# Builds the WebAssembly modules into dist/: favor-simd.{js,wasm}, favor-scalar.{js,wasm} and
+# favor-simd-threads.{js,wasm,worker.js} (pthreads). Incremental: reruns only what changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/ensure-deps.sh wasm
@@ -11,16 +11,18 @@ flock 9
 # Debian's emcc needs its Node modules (acorn) at -O2 and above.
 export NODE_PATH=/usr/share/nodejs${NODE_PATH:+:$NODE_PATH}
 mkdir -p dist
-for variant in simd scalar; do
+for variant in simd scalar simd-threads; do
   simd=ON; [[ $variant == scalar ]] && simd=OFF
+  threads=OFF; exts="wasm js"
+  [[ $variant == *-threads ]] && threads=ON exts="wasm worker.js js"
   dir=build/wasm-$variant
   if [[ ! -f $dir/CMakeCache.txt ]]; then
     emcmake cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DFAVOR_WASM_SIMD=$simd \
-      -DEigen3_DIR=/usr/share/eigen3/cmake >/dev/null
+      -DFAVOR_WASM_THREADS=$threads -DEigen3_DIR=/usr/share/eigen3/cmake >/dev/null
   fi
   cmake --build "$dir" -j"$(nproc)" --target favor_wasm
   # Copy then rename: a page or test reading dist/ never sees a .js and .wasm of different builds.
-  for ext in wasm js; do
+  for ext in $exts; do
     cp "$dir/favor-$variant.$ext" "dist/.favor-$variant.$ext.tmp"
     mv -f "dist/.favor-$variant.$ext.tmp" "dist/favor-$variant.$ext"
   done

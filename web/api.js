@@ -90,7 +90,14 @@ export function checkTensor(tensor, name) {
   return tensor;
 }
 
-export function createApi(Module, { simd }) {
+export function createApi(Module, { simd, threads = 1, threadsReason, terminate }) {
+  // A view of the whole wasm memory, made at each use: growth replaces the buffer, and in the
+  // pthreads build Module.HEAPF32 stays short when a worker thread grew the memory.
+  const heapF32 = () => {
+    const buffer = Module.wasmMemory?.buffer;
+    return buffer && buffer !== Module.HEAPF32.buffer ? new Float32Array(buffer) : Module.HEAPF32;
+  };
+
   // Copies each tensor into the wasm heap, calls fn(pointers), frees, and rethrows core errors.
   function call(fnName, tensors, fn) {
     const pointers = [];
@@ -100,7 +107,7 @@ export function createApi(Module, { simd }) {
         const ptr = Module._malloc(bytes) >>> 0;
         if (ptr === 0) throw new RangeError(`${fnName}: out of memory: ${bytes} bytes of input do not fit in the WebAssembly heap`);
         pointers.push(ptr);
-        Module.HEAPF32.set(t.data, ptr >>> 2);  // read HEAPF32 fresh: growth replaces it
+        heapF32().set(t.data, ptr >>> 2);
       }
       const result = fn(...pointers);
       if (result?.error) throw new (ERROR_TYPES[result.error] ?? Error)(`${fnName}: ${result.message}`);
@@ -115,7 +122,7 @@ export function createApi(Module, { simd }) {
     const ptr = result.ptr >>> 0;
     try {
       const count = result.dims.reduce((a, b) => a * b, 1);
-      return { data: Module.HEAPF32.slice(ptr >>> 2, (ptr >>> 2) + count), dims: result.dims };
+      return { data: heapF32().slice(ptr >>> 2, (ptr >>> 2) + count), dims: result.dims };
     } finally {
       Module._free(ptr);
     }
@@ -230,12 +237,21 @@ export function createApi(Module, { simd }) {
   }
 
   return {
-    info: Object.freeze({ version, simd, threads: 1 }),
+    info: Object.freeze({ version, simd, threads, ...(threadsReason && { threadsReason }) }),
+
+    // Ends the worker threads now (they never keep Node alive, but hold memory). The instance
+    // keeps working on one thread.
+    dispose() {
+      if (!terminate) return;
+      Module.setMaxThreads(1);
+      terminate();
+      terminate = undefined;
+    },
 
     // Diagnostics: the size of the wasm memory (it grows, never shrinks) and the bytes malloc has
     // in use inside it (inputs are freed after each call; feature maps hold their W until freed).
     memory() {
-      return { heapBytes: Module.HEAPU8.buffer.byteLength, usedBytes: Module.heapUsed() };
+      return { heapBytes: heapF32().buffer.byteLength, usedBytes: Module.heapUsed() };
     },
 
     exactAttention(q, k, v, options) {
@@ -343,7 +359,37 @@ export function chooseSimd(option) {
 }
 
 export function checkLoadOptions(options) {
-  return checkOptions(options, 'loadFavor options', ['wasmUrl', 'wasmBinary', 'simd', 'locateFile']);
+  const o = checkOptions(options, 'loadFavor options', ['wasmUrl', 'wasmBinary', 'simd', 'locateFile', 'threads']);
+  if (o.threads !== undefined && o.threads !== 'auto') {
+    if (typeof o.threads !== 'number') throw new TypeError(`threads: expected 'auto' or an integer >= 1, got ${describe(o.threads)}`);
+    checkInteger(o.threads, 'threads', 1, MAX_THREADS);
+  }
+  return o;
+}
+
+const MAX_THREADS = 64;
+const AUTO_MAX_THREADS = 8;  // 'auto' never starts more workers than this
+
+// How many threads to use: { threads, threadsReason? }, the reason saying why only one.
+// blocker: why this environment cannot run the threaded build, if it cannot.
+export function chooseThreads(o, { simd, cores, blocker }) {
+  const requested = o.threads ?? 'auto';
+  const one = (threadsReason) => ({ threads: 1, threadsReason });
+  if (requested === 1) return one('requested');
+  if (blocker) return one(blocker);
+  if (!simd) return one('the threaded build needs WebAssembly SIMD');
+  if (requested !== 'auto') return { threads: requested };
+  // A given .wasm is one of the builds, most likely a single-threaded one: keep to it.
+  if (o.wasmBinary !== undefined) return one('wasmBinary given (pass threads: n if it is favor-simd-threads.wasm)');
+  if (o.wasmUrl !== undefined) return one('wasmUrl given (pass threads: n if it is favor-simd-threads.wasm)');
+  const threads = Math.min(Math.max(1, cores | 0), AUTO_MAX_THREADS);
+  return threads > 1 ? { threads } : one('one CPU core');
+}
+
+// Emscripten warns on stderr at every blocking join on the main thread. The join is short
+// (the caller takes a share of the work), so the warning is noise here.
+export function printErr(text) {
+  if (!String(text).startsWith('Blocking on the main thread')) console.error(text);
 }
 
 export function checkWasmBinary(binary) {

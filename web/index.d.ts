@@ -19,12 +19,22 @@ export interface LoadOptions {
   locateFile?: (fileName: string) => string | URL;
   /** 'auto' (default) uses SIMD where the engine validates it; true requires it; false never. */
   simd?: 'auto' | boolean;
+  /**
+   * Threads for each call, the caller's included: 'auto' (default) = the CPU cores, at most 8;
+   * an integer in [1, 64]. More than 1 loads the pthreads build (favor-simd-threads.*), which
+   * needs SIMD and, in browsers, a cross-origin isolated page (COOP/COEP); elsewhere it falls
+   * back to 1 and says why in `info.threadsReason`. With wasmUrl or wasmBinary, 'auto' means 1.
+   */
+  threads?: 'auto' | number;
 }
 
 export interface FavorInfo {
   readonly version: string;
   readonly simd: boolean;
+  /** Threads each call uses (1 = the single-threaded build). */
   readonly threads: number;
+  /** Why threads is 1, e.g. 'requested' or 'not cross-origin isolated (…)'. */
+  readonly threadsReason?: string;
 }
 
 export interface AttentionOptions {
@@ -134,6 +144,11 @@ export interface Favor {
   readonly info: FavorInfo;
   /** Current wasm memory size and bytes in use (diagnostics, e.g. for leak checks). */
   memory(): FavorMemory;
+  /**
+   * Ends the worker threads now and frees what they hold; the instance keeps working on one
+   * thread. Optional: the workers never keep Node alive, and a page's end ends them.
+   */
+  dispose(): void;
   /** softmax(scale q kᵀ) v without forming the L×S matrix: dims [..., L, dv]. */
   exactAttention(q: Tensor, k: Tensor, v: Tensor, options?: AttentionOptions): Tensor;
   /** The L×S probability matrix: dims [..., L, S]. */

@@ -1,15 +1,22 @@
 // Node entry: reads the .wasm from disk (Emscripten 3.1.6's ES6 glue cannot fetch in Node).
+// With more than one thread it loads the pthreads build through web/node-worker-shim.js.
 import { readFile } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
-import { checkLoadOptions, checkWasmBinary, chooseSimd, createApi } from './api.js';
+import { checkLoadOptions, checkWasmBinary, chooseSimd, chooseThreads, createApi, printErr } from './api.js';
+import { withWorkerGlobal } from './node-worker-shim.js';
 
 export { version } from './api.js';
 
 export async function loadFavor(options) {
   const o = checkLoadOptions(options);
   const simd = chooseSimd(o.simd);
-  const name = simd ? 'favor-simd' : 'favor-scalar';
+  const { threads, threadsReason } = chooseThreads(o, {
+    simd, cores: availableParallelism(),
+    blocker: typeof SharedArrayBuffer === 'undefined' ? 'SharedArrayBuffer unavailable' : undefined,
+  });
+  const name = threads > 1 ? 'favor-simd-threads' : simd ? 'favor-simd' : 'favor-scalar';
   let wasmBinary = checkWasmBinary(o.wasmBinary);
   if (!wasmBinary) {
     let location = new URL(`../dist/${name}.wasm`, import.meta.url);
@@ -27,9 +34,30 @@ export async function loadFavor(options) {
     const path = location instanceof URL || location.startsWith('file:') ? fileURLToPath(location) : location;
     wasmBinary = await readFile(path);
   }
-  const { default: createModule } = await (simd ? import('../dist/favor-simd.js') : import('../dist/favor-scalar.js'));
-  const Module = await createModule({ wasmBinary }).catch((error) => {
+  const fail = (error) => {
     throw new Error(`loadFavor: could not instantiate ${o.wasmBinary ? 'the wasmBinary given' : `${name}.wasm`}: ${error?.message ?? error}`, { cause: error });
-  });
-  return createApi(Module, { simd });
+  };
+  if (threads === 1) {
+    const { default: createModule } = await (simd ? import('../dist/favor-simd.js') : import('../dist/favor-scalar.js'));
+    const Module = await createModule({ wasmBinary }).catch(fail);
+    return createApi(Module, { simd, threadsReason });
+  }
+  // The workers import the glue from mainScriptUrlOrBlob; the pool (threads - 1 workers, the
+  // caller being the last thread) is started by the factory itself, hence the Worker global.
+  const glue = new URL('../dist/favor-simd-threads.js', import.meta.url);
+  const { default: createModule } = await import('../dist/favor-simd-threads.js');
+  const { result, workers } = withWorkerGlobal(() => createModule({
+    wasmBinary, mainScriptUrlOrBlob: glue.href, favorPoolSize: threads - 1, printErr,
+  }));
+  let Module;
+  try {
+    Module = await result;
+  } catch (error) {
+    await Promise.all(workers.map((w) => w.terminate()));
+    fail(error);
+  }
+  for (const worker of workers) worker.unref();  // loaded: from now on they never keep Node alive
+  Module.setMaxThreads(threads);
+  const terminate = () => { for (const worker of workers) worker.terminate(); };
+  return createApi(Module, { simd, threads, terminate });
 }

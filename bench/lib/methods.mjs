@@ -31,7 +31,7 @@ function packageVersion(name) {
 
 // favor-attention's wasm build through its public JS API (copies inputs into the heap and the
 // output out on every call, like any user call).
-export async function oursWasm(favor) {
+export async function oursWasm(favor, { id = 'ours', label = 'favor-attention (wasm)', short = 'ours wasm' } = {}) {
   let cell = null;
   const call = (kind, causal) => {
     const { q, k, v } = cell;
@@ -40,13 +40,13 @@ export async function oursWasm(favor) {
       : favor.favorAttention(q, k, v, { featureMap: cell.featureMap, causal });
   };
   return {
-    id: 'ours',
-    label: 'favor-attention (wasm)',
-    short: 'ours wasm',
+    id, label, short,
     version: favor.info.version,
     notes: `SIMD ${favor.info.simd}, threads ${favor.info.threads}`,
     async prepare(c) {
       cell = { ...c, q: { data: c.q, dims: [c.L, c.d] }, k: { data: c.k, dims: [c.L, c.d] }, v: { data: c.v, dims: [c.L, c.dv] } };
+      // A feature map belongs to one instance: another one gets its own with the same W.
+      if (id !== 'ours') cell.featureMap = favor.createFeatureMap({ projection: { data: c.w, dims: [c.m, c.d] } });
     },
     async output(kind, causal) { return call(kind, causal).data; },
     async time(kind, causal) {
@@ -54,7 +54,11 @@ export async function oursWasm(favor) {
       call(kind, causal);
       return performance.now() - t0;
     },
-    async release() { cell = null; },
+    async release() {
+      if (id !== 'ours') cell?.featureMap.dispose();
+      cell = null;
+    },
+    close() { favor.dispose(); },
   };
 }
 

@@ -128,9 +128,18 @@ export function writeReport(data, { outFile, plotDir, resultsFile }) {
     targets.push(['wasm SIMD within 1.5× of the native build for 128-bit SSE only (-O3 -msse4.2 -mno-avx), kernel for kernel (wasm time / native time, every measured L ≥ 1024)',
       parts.join('; '), verdict(any ? all : null)]);
   }
-  targets.push(['Threads (wasm, threaded where available)',
-    data.threads > 1 ? `the wasm build reports ${data.threads} threads: the wasm rows above use them` : `not available: favor.info.threads = ${data.threads} (no threaded wasm build yet)`,
-    data.threads > 1 ? 'MEASURED' : 'NOT AVAILABLE']);
+  {
+    // Speed-up = 1-thread time / 2-thread time, paired within rounds like every other ratio.
+    const speedup = (kind, causal) => { const r = pairedJobs('ours2', kind, causal, 'ours', kind, causal, 16384); return r === null ? null : 1 / r; };
+    const r = speedup('exact', false);
+    const others = [['exact causal', 'exact', true], ['FAVOR+', 'favor', false], ['FAVOR+ causal', 'favor', true]]
+      .map(([name, kind, causal]) => [name, speedup(kind, causal)]).filter((p) => p[1] !== null);
+    targets.push(['Threads ≥ 1.7× on 2 threads at L = 16384 (exact attention, bidirectional; wasm 1-thread time / 2-thread time)',
+      !has('ours2') ? `not available: the threaded build reports ${data.threads} thread(s)`
+        : r === null ? 'not measured (L = 16384 not run)'
+          : `${fmtRatio(r)}× (medians: 1 thread ${fmtMs(ms('ours', 'exact', false, 16384))} ms, 2 threads ${fmtMs(ms('ours2', 'exact', false, 16384))} ms)${others.map(([n, x]) => `; ${n}: ${fmtRatio(x)}×`).join('')}`,
+      has('ours2') ? verdict(r === null ? null : r >= 1.7) : 'NOT AVAILABLE']);
+  }
   const sc = data.scale;
   if (sc) {
     const runs = sc.failed ? [] : sc.runs;

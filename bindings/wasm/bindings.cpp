@@ -306,6 +306,13 @@ val random_codebook(double clusters, double dim, double seed, double sigma) {
 // leak tests, exposed as favor.memory().usedBytes.
 double heap_used() { return static_cast<double>(mallinfo().uordblks); }
 
+// Threads for later calls (1 in builds without pthreads). The loader sets it once, to the pool
+// size + 1: more would start workers that only the blocked caller's event loop could create.
+int set_max_threads(int threads) {
+  favor::set_max_threads(threads);
+  return favor::max_threads();
+}
+
 }  // namespace
 
 EMSCRIPTEN_BINDINGS(favor_attention) {
@@ -332,4 +339,5 @@ EMSCRIPTEN_BINDINGS(favor_attention) {
   emscripten::function("compare", &compare);
   emscripten::function("outputRelativeError", &output_relative_error);
   emscripten::function("heapUsed", &heap_used);
+  emscripten::function("setMaxThreads", &set_max_threads);
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "parallel.hpp"
 #include "validate.hpp"
 #include "vector_math.hpp"
 
@@ -29,9 +30,14 @@ void exact_attention(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v, Matri
   const float scale = static_cast<float>(resolve_scale(options, q.cols()));
   const Index L = q.rows(), S = k.rows(), dv = v.cols();
 
-  Matrix scores, acc;
-  Vector row_max, row_sum;
-  for (Index q0 = 0; q0 < L; q0 += kQueryBlock) {
+  // Query blocks are independent: each writes only its rows of out, so any thread count gives
+  // the same bits. Scratch is per block, never shared between threads.
+  // Causal blocks cost more the later they are: hand the costly ones out first.
+  const Index blocks = (L + kQueryBlock - 1) / kQueryBlock;
+  parallel_for(blocks, [&](Index block) {
+    const Index q0 = (options.causal ? blocks - 1 - block : block) * kQueryBlock;
+    Matrix scores, acc;
+    Vector row_max, row_sum;
     const Index nq = std::min(kQueryBlock, L - q0);
     const Index key_end = options.causal ? q0 + nq : S;
     acc.setZero(nq, dv);
@@ -55,7 +61,7 @@ void exact_attention(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v, Matri
       acc.noalias() += scores * v.middleRows(k0, nk);
     }
     out.middleRows(q0, nq) = row_sum.cwiseInverse().asDiagonal() * acc;
-  }
+  });
   detail::check_result(out, "q, k, v");
 }
 

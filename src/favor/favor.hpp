@@ -8,6 +8,7 @@
 #include "feature_map.hpp"
 #include "linear_attention.hpp"
 #include "metrics.hpp"
+#include "parallel.hpp"
 #include "projection.hpp"
 #include "random.hpp"
 #include "tensor.hpp"

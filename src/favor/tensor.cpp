@@ -5,6 +5,7 @@
 #include <string>
 
 #include "error.hpp"
+#include "parallel.hpp"
 #include "vector_math.hpp"
 
 namespace favor {
@@ -39,6 +40,18 @@ Index heads(const std::vector<Index>& dims) {
   Index h = 1;
   for (std::size_t i = 0; i + 2 < dims.size(); ++i) h *= dims[i];
   return h;
+}
+
+// Runs fn(h) for every head. Heads are independent (each writes only its slice of out), so they
+// go to threads when there are enough of them to keep every thread busy; otherwise the heads
+// run in turn and each call parallelizes inside (the results are the same either way).
+template <class F>
+void for_each_head(Index count, F&& fn) {
+  if (count >= max_threads()) {
+    parallel_for(count, fn);
+  } else {
+    for (Index h = 0; h < count; ++h) fn(h);
+  }
 }
 
 using ConstMap = Eigen::Map<const Matrix>;
@@ -134,8 +147,9 @@ void exact_attention(const ConstTensorView& q, const ConstTensorView& k, const C
   check_output(out, attention_output_dims(q.dims, k.dims, v.dims, options.causal));
   resolve_scale(options, q.dims.back());
   check_values(q, "q"), check_values(k, "k"), check_values(v, "v");
-  for (Index h = 0; h < heads(q.dims); ++h)
+  for_each_head(heads(q.dims), [&](Index h) {
     exact_attention(head(q, h), head(k, h), head(v, h), head(out, h), options);
+  });
 }
 
 void attention_matrix(const ConstTensorView& q, const ConstTensorView& k, const TensorView& out,
@@ -143,7 +157,7 @@ void attention_matrix(const ConstTensorView& q, const ConstTensorView& k, const 
   check_output(out, attention_matrix_dims(q.dims, k.dims, options.causal));
   resolve_scale(options, q.dims.back());
   check_values(q, "q"), check_values(k, "k");
-  for (Index h = 0; h < heads(q.dims); ++h) attention_matrix(head(q, h), head(k, h), head(out, h), options);
+  for_each_head(heads(q.dims), [&](Index h) { attention_matrix(head(q, h), head(k, h), head(out, h), options); });
 }
 
 void favor_attention(const FeatureMap& map, const ConstTensorView& q, const ConstTensorView& k,
@@ -154,8 +168,9 @@ void favor_attention(const FeatureMap& map, const ConstTensorView& q, const Cons
                          dims_string(q.dims));
   resolve_scale(options, q.dims.back());
   check_values(q, "q"), check_values(k, "k"), check_values(v, "v");
-  for (Index h = 0; h < heads(q.dims); ++h)
+  for_each_head(heads(q.dims), [&](Index h) {
     favor_attention(map, head(q, h), head(k, h), head(v, h), head(out, h), options);
+  });
 }
 
 void favor_attention_matrix(const FeatureMap& map, const ConstTensorView& q,
@@ -167,8 +182,9 @@ void favor_attention_matrix(const FeatureMap& map, const ConstTensorView& q,
                          dims_string(q.dims));
   resolve_scale(options, q.dims.back());
   check_values(q, "q"), check_values(k, "k");
-  for (Index h = 0; h < heads(q.dims); ++h)
+  for_each_head(heads(q.dims), [&](Index h) {
     favor_attention_matrix(map, head(q, h), head(k, h), head(out, h), options);
+  });
 }
 
 namespace {
@@ -193,8 +209,9 @@ void codebook_attention(const ConstTensorView& codebook, const ConstTensorView& 
   resolve_scale(options, q.dims.back());
   const Index per_head = check_codebook(codebook, q.dims);
   check_values(q, "q"), check_values(k, "k"), check_values(v, "v");
-  for (Index h = 0; h < heads(q.dims); ++h)
+  for_each_head(heads(q.dims), [&](Index h) {
     codebook_attention(head(codebook, h * per_head), head(q, h), head(k, h), head(v, h), head(out, h), options);
+  });
 }
 
 void codebook_attention_matrix(const ConstTensorView& codebook, const ConstTensorView& q,
@@ -204,8 +221,9 @@ void codebook_attention_matrix(const ConstTensorView& codebook, const ConstTenso
   resolve_scale(options, q.dims.back());
   const Index per_head = check_codebook(codebook, q.dims);
   check_values(q, "q"), check_values(k, "k");
-  for (Index h = 0; h < heads(q.dims); ++h)
+  for_each_head(heads(q.dims), [&](Index h) {
     codebook_attention_matrix(head(codebook, h * per_head), head(q, h), head(k, h), head(out, h), options);
+  });
 }
 
 std::vector<Index> kmeans_dims(const std::vector<Index>& points, Index clusters) {
@@ -222,7 +240,7 @@ std::vector<Index> kmeans_dims(const std::vector<Index>& points, Index clusters)
 void kmeans(const ConstTensorView& points, const TensorView& out, const KMeansOptions& options) {
   check_output(out, kmeans_dims(points.dims, options.clusters));
   check_values(points, "k");
-  for (Index h = 0; h < heads(points.dims); ++h) head(out, h) = kmeans(head(points, h), options).centroids;
+  for_each_head(heads(points.dims), [&](Index h) { head(out, h) = kmeans(head(points, h), options).centroids; });
 }
 
 MatrixErrors compare(const ConstTensorView& exact, const ConstTensorView& approx) {

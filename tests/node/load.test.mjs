@@ -2,6 +2,7 @@
 // URLs, locateFile), the info object, the exported version, and bad options.
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { test } from 'node:test';
 
@@ -39,7 +40,7 @@ test('loadFavor() with defaults: info reflects the environment, version matches 
   const favor = await loadFavor();
   assert.equal(favor.info.version, pkg.version);
   assert.equal(favor.info.simd, simdSupported, 'default simd should follow WebAssembly.validate of a SIMD module');
-  assert.equal(favor.info.threads, 1);
+  assert.equal(favor.info.threads, Math.min(availableParallelism(), 8), 'threads: the cores, at most 8');
   assert.ok(Object.isFrozen(favor.info), 'info is read-only');
   assertWorks(favor, 'default instance');
 });
@@ -115,9 +116,14 @@ test('locateFile: receives the module file name, may return a path or a URL', as
   assertWorks(favor, 'locateFile path');
   if (simdSupported) {
     const names = [];
-    const f2 = await loadFavor({ simd: true, locateFile: (name) => (names.push(name), new URL(`../../dist/${name}`, import.meta.url)) });
+    const f2 = await loadFavor({ simd: true, threads: 1, locateFile: (name) => (names.push(name), new URL(`../../dist/${name}`, import.meta.url)) });
     assert.deepEqual(names, ['favor-simd.wasm']);
     assertWorks(f2, 'locateFile URL');
+    const threaded = [];
+    const f4 = await loadFavor({ threads: 2, locateFile: (name) => (threaded.push(name), new URL(`../../dist/${name}`, import.meta.url)) });
+    assert.deepEqual(threaded, ['favor-simd-threads.wasm']);
+    assertWorks(f4, 'locateFile, threads: 2');
+    f4.dispose();
   }
   // locateFile wins over wasmUrl
   const f3 = await loadFavor({ simd: false, wasmUrl: '/nonexistent.wasm', locateFile: (name) => fileURLToPath(new URL(`../../dist/${name}`, import.meta.url)) });
@@ -144,7 +150,9 @@ const badOptions = [
   ['options null', null, TypeError, /options/],
   ['options an array', [], TypeError, /options/],
   ['unknown key', { wasmURL: 'x' }, TypeError, /wasmURL/],
-  ['unknown key threads', { threads: 2 }, TypeError, /threads/],
+  ['unknown key', { thread: 2 }, TypeError, /thread/],
+  ['threads 0', { threads: 0 }, RangeError, /threads/],
+  ['threads a string', { threads: '2' }, TypeError, /threads/],
   ['simd a string', { simd: 'yes' }, TypeError, /simd/],
   ['simd a number', { simd: 1 }, TypeError, /simd/],
   ['wasmBinary a string', { wasmBinary: 'AGFzbQ==' }, TypeError, /wasmBinary/],

@@ -356,7 +356,7 @@ const loadCases = [
   ['concurrent loads, one with simd: "yes"', () =>
     settle([loadFavor(), loadFavor({ simd: 'yes' }), loadFavor({ simd: false })]), TypeError, /simd/],
   ['concurrent loads, one with an unknown option', () =>
-    settle([loadFavor({ simd: false }), loadFavor({ threads: 4 }), loadFavor()]), TypeError, /threads/],
+    settle([loadFavor({ simd: false }), loadFavor({ threadz: 4 }), loadFavor()]), TypeError, /threadz/],
   ['concurrent loads, one with wasmBinary that is not wasm', () =>
     settle([loadFavor({ wasmBinary: wasmBytes, simd: false }), loadFavor({ wasmBinary: new Uint8Array([1, 2, 3, 4]), simd: false }), loadFavor()]), TypeError, /wasmBinary/],
   ['concurrent loads, one with an empty wasmBinary', () =>

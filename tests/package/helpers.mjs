@@ -22,12 +22,16 @@ export const EXPECTED_FILES = [
   'README.md',
   'dist/favor-scalar.js',
   'dist/favor-scalar.wasm',
+  'dist/favor-simd-threads.js',
+  'dist/favor-simd-threads.wasm',
+  'dist/favor-simd-threads.worker.js',
   'dist/favor-simd.js',
   'dist/favor-simd.wasm',
   'package.json',
   'web/api.js',
   'web/browser.js',
   'web/index.d.ts',
+  'web/node-worker-shim.js',
   'web/node.js',
 ];
 
@@ -178,9 +182,11 @@ const MIME = {
 
 /**
  * A static file server for root on 127.0.0.1 (random port). Records every request with its
- * status and content type. close() stops it and drops open connections.
+ * status and content type. close() stops it and drops open connections. isolated: send COOP/COEP.
  */
-export async function serveStatic(root) {
+export async function serveStatic(root, { isolated = false } = {}) {
+  // COOP/COEP make the page cross-origin isolated (SharedArrayBuffer, so the threaded build).
+  const isolation = isolated ? { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' } : {};
   const requests = [];
   const server = createServer(async (req, res) => {
     const record = { method: req.method, url: req.url, status: 0, type: '' };
@@ -188,7 +194,7 @@ export async function serveStatic(root) {
     const send = (status, type, body) => {
       record.status = status;
       record.type = type;
-      res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store' });
+      res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store', ...isolation });
       res.end(body);
     };
     try {

@@ -94,10 +94,11 @@ describe('installed from the tarball, without Emscripten', () => {
     assert.match(consumerManifest.dependencies['favor-attention'], /^file:.*\.tgz$/);
   });
 
-  test('loads in Node with the SIMD module by default and the scalar one on request', () => {
+  test('loads in Node with the SIMD module by default (threaded on several cores) and the scalar one on request', () => {
     assert.equal(summary.version, '0.1.0');
-    assert.deepEqual(summary.info, { version: '0.1.0', simd: true, threads: 1 });
-    assert.deepEqual(summary.scalarInfo, { version: '0.1.0', simd: false, threads: 1 });
+    const threads = Math.min(summary.cores, 8);
+    assert.deepEqual(summary.info, { version: '0.1.0', simd: true, threads, ...(threads === 1 && { threadsReason: 'one CPU core' }) });
+    assert.deepEqual(summary.scalarInfo, { version: '0.1.0', simd: false, threads: 1, threadsReason: 'the threaded build needs WebAssembly SIMD' });
   });
 
   const REFERENCE_CHECKS = [

@@ -47,8 +47,12 @@ const allLoadOptions: LoadOptions = {
   wasmBinary: new Uint8Array(0),
   locateFile: (fileName) => fileName,
   simd: false,
+  threads: 2,
 };
 await loadFavor(allLoadOptions);
+await loadFavor({ threads: 'auto' });
+// @ts-expect-error threads is 'auto' or a number
+await loadFavor({ threads: 'all' });
 expectType<Equal<ReturnType<typeof loadFavor>, Promise<Favor>>>();
 
 // info
@@ -56,6 +60,8 @@ const info: FavorInfo = favor.info;
 const infoVersion: string = info.version;
 const infoSimd: boolean = info.simd;
 const infoThreads: number = info.threads;
+const infoThreadsReason: string | undefined = info.threadsReason;
+favor.dispose();
 
 // memory diagnostics
 const memory: FavorMemory = favor.memory();
@@ -212,6 +218,6 @@ favor.kmeans(k, { iterations: 3 });
 favor.randomCodebook({ clusters: 4 });
 
 export {
-  versionString, infoVersion, infoSimd, infoThreads, heapBytes, usedBytes, data, dims, mapDim, mapFeatures, mapNumFeatures,
+  versionString, infoVersion, infoSimd, infoThreads, infoThreadsReason, heapBytes, usedBytes, data, dims, mapDim, mapFeatures, mapNumFeatures,
   mapKernel, mapSampling, mapEpsilon, mapDisposed, projection, redrawn, measures, relative, wide,
 };

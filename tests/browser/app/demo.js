@@ -36,6 +36,8 @@ function compute(favor) {
     return {
       version: favor.info.version,
       simd: favor.info.simd,
+      threads: favor.info.threads,
+      threadsReason: favor.info.threadsReason ?? null,
       relError: favor.outputRelativeError(exact, approx),
       dims: approx.dims,
       first: Array.from(approx.data.subarray(0, 4)),

@@ -2,6 +2,7 @@
 // only node and npm. Checks the package against a float64 JS reference and prints a JSON
 // summary (tests/package/install.test.mjs asserts on it).
 import { readFile } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
 import { loadFavor, version } from 'favor-attention';
@@ -91,7 +92,7 @@ function maxRelDiff(actual, expected) {
 
 const favor = await loadFavor();
 const scalar = await loadFavor({ simd: false });
-const summary = { version, info: favor.info, scalarInfo: scalar.info, checks: {} };
+const summary = { version, info: favor.info, scalarInfo: scalar.info, cores: availableParallelism(), checks: {} };
 // Each check records a number (a max relative difference or an error measure) or the error
 // it threw, so that one failure does not hide the others.
 const check = async (name, compute) => {

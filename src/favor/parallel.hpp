@@ -1,0 +1,32 @@
+// A tiny thread layer: parallel_for over independent indices on up to max_threads() threads.
+//
+// Results never depend on the thread count as long as fn(i) writes only what index i owns:
+// callers partition work by fixed sizes and combine partial results in a fixed order.
+// In a WebAssembly build without pthreads everything runs serially on the calling thread.
+#pragma once
+
+#include <utility>
+
+#include "types.hpp"
+
+namespace favor {
+
+// Threads used by later parallel_for calls (the caller's thread included); clamped to >= 1.
+// Default 1. Not meant to be changed while a parallel_for runs.
+void set_max_threads(int threads);
+int max_threads();
+
+namespace detail {
+void run_parallel(Index count, void (*call)(void*, Index), void* context);
+}
+
+// Runs fn(i) for every i in [0, count), in no fixed order. Blocks until all are done. The first
+// exception thrown by fn (the one of the lowest index) is rethrown here after the others
+// stop. Inside a parallel region (fn calling parallel_for) the inner loop runs serially.
+template <class F>
+void parallel_for(Index count, F&& fn) {
+  auto call = [](void* context, Index i) { (*static_cast<std::remove_reference_t<F>*>(context))(i); };
+  detail::run_parallel(count, call, const_cast<void*>(static_cast<const void*>(&fn)));
+}
+
+}  // namespace favor

@@ -1,0 +1,196 @@
+// The thread layer: parallel_for covers every index once, carries worker exceptions to the
+// caller, runs nested regions serially; and every parallelized computation gives the same bits
+// with 1, 2 and 3 threads.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "reference.hpp"
+
+namespace {
+
+using ref::Index;
+using ref::MatF;
+
+// Restores the thread count when a test ends, whatever happens.
+struct Threads {
+  explicit Threads(int n) { favor::set_max_threads(n); }
+  ~Threads() { favor::set_max_threads(1); }
+};
+
+bool same_bits(const MatF& a, const MatF& b) {
+  return a.rows() == b.rows() && a.cols() == b.cols() &&
+         std::memcmp(a.data(), b.data(), sizeof(float) * static_cast<std::size_t>(a.size())) == 0;
+}
+
+TEST(Parallel, MaxThreadsIsClamped) {
+  Threads t(0);
+  EXPECT_EQ(favor::max_threads(), 1);
+  favor::set_max_threads(-5);
+  EXPECT_EQ(favor::max_threads(), 1);
+  favor::set_max_threads(3);
+  EXPECT_EQ(favor::max_threads(), 3);
+}
+
+TEST(Parallel, EveryIndexRunsOnceOnSeveralThreads) {
+  Threads t(3);
+  std::vector<std::atomic<int>> hits(1000);
+  std::mutex m;
+  std::vector<std::thread::id> ids;
+  favor::parallel_for(static_cast<Index>(hits.size()), [&](Index i) {
+    ++hits[static_cast<std::size_t>(i)];
+    std::this_thread::sleep_for(std::chrono::microseconds(50));  // lets the helpers take some
+    std::lock_guard<std::mutex> lock(m);
+    ids.push_back(std::this_thread::get_id());
+  });
+  for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+  std::sort(ids.begin(), ids.end());
+  EXPECT_GT(std::unique(ids.begin(), ids.end()) - ids.begin(), 1) << "all work ran on one thread";
+  favor::parallel_for(0, [](Index) { FAIL() << "count 0 must not call fn"; });
+}
+
+TEST(Parallel, WorkerExceptionReachesTheCaller) {
+  for (int threads : {1, 2, 3}) {
+    Threads t(threads);
+    std::atomic<int> calls{0};
+    try {
+      favor::parallel_for(64, [&](Index i) {
+        ++calls;
+        if (i == 5 || i == 40) throw std::runtime_error("index " + std::to_string(i));
+      });
+      ADD_FAILURE() << "no exception with " << threads << " threads";
+    } catch (const std::runtime_error& e) {
+      // Serially index 5 throws first and stops the loop; in parallel 40 may also have run,
+      // but the lowest index's exception wins.
+      EXPECT_STREQ(e.what(), "index 5") << threads << " threads";
+    }
+    EXPECT_LE(calls.load(), 64);
+    // The layer still works afterwards.
+    std::atomic<int> after{0};
+    favor::parallel_for(10, [&](Index) { ++after; });
+    EXPECT_EQ(after.load(), 10);
+  }
+}
+
+TEST(Parallel, CoreErrorsKeepTheirType) {
+  Threads t(2);
+  try {
+    favor::parallel_for(8, [](Index i) { if (i == 7) favor::throw_range("q", "bad"); });
+    ADD_FAILURE() << "no exception";
+  } catch (const favor::Error& e) {
+    EXPECT_EQ(e.kind(), favor::Error::Kind::range);
+    EXPECT_EQ(e.argument(), "q");
+  }
+}
+
+TEST(Parallel, NestedRegionsRunSerially) {
+  Threads t(2);
+  std::atomic<int> inner_total{0};
+  std::atomic<bool> inner_switched{false};
+  favor::parallel_for(4, [&](Index) {
+    const auto outer = std::this_thread::get_id();
+    favor::parallel_for(16, [&](Index) {
+      ++inner_total;
+      if (std::this_thread::get_id() != outer) inner_switched = true;
+    });
+  });
+  EXPECT_EQ(inner_total.load(), 64);
+  EXPECT_FALSE(inner_switched.load());
+}
+
+favor::AttentionOptions causal(bool c) {
+  favor::AttentionOptions o;
+  o.causal = c;
+  return o;
+}
+
+TEST(Parallel, ExactAttentionSameBitsForAnyThreadCount) {
+  std::mt19937 gen(7);
+  // Odd sizes: partial last query block, partial key blocks, dv != d, cross attention.
+  struct Case { Index L, S, d, dv; bool causal; };
+  for (const Case c : {Case{1, 1, 3, 2, false}, Case{257, 257, 16, 5, true}, Case{257, 300, 16, 5, false},
+                       Case{700, 700, 8, 8, true}, Case{130, 513, 7, 3, false}}) {
+    const MatF q = ref::normal_matrix(c.L, c.d, gen), k = ref::normal_matrix(c.S, c.d, gen),
+               v = ref::normal_matrix(c.S, c.dv, gen);
+    MatF one;
+    {
+      Threads t(1);
+      one = favor::exact_attention(q, k, v, causal(c.causal));
+    }
+    for (int threads : {2, 3}) {
+      Threads t(threads);
+      EXPECT_TRUE(same_bits(favor::exact_attention(q, k, v, causal(c.causal)), one))
+          << "L " << c.L << " S " << c.S << " causal " << c.causal << ", " << threads << " threads";
+    }
+  }
+}
+
+// Leading dims: heads go to threads (3 heads >= 2 threads) or run in turn (3 heads < 4 threads).
+TEST(Parallel, TensorHeadsSameBitsForAnyThreadCount) {
+  std::mt19937 gen(11);
+  const Index H = 3, L = 150, d = 8, dv = 4;
+  const MatF q = ref::normal_matrix(H * L, d, gen), k = ref::normal_matrix(H * L, d, gen),
+             v = ref::normal_matrix(H * L, dv, gen);
+  favor::FeatureMapOptions fo;
+  fo.dim = d;
+  fo.features = 32;
+  fo.seed = 3;
+  const favor::FeatureMap map(fo);
+  const favor::ConstTensorView qt{q.data(), {H, L, d}}, kt{k.data(), {H, L, d}}, vt{v.data(), {H, L, dv}};
+  auto run = [&] {
+    std::vector<MatF> outs;
+    for (bool c : {false, true}) {
+      MatF exact(H * L, dv), fav(H * L, dv), matrix(H * L, L);
+      favor::exact_attention(qt, kt, vt, {exact.data(), {H, L, dv}}, causal(c));
+      favor::FavorOptions o;
+      o.causal = c;
+      favor::favor_attention(map, qt, kt, vt, {fav.data(), {H, L, dv}}, o);
+      favor::attention_matrix(qt, kt, {matrix.data(), {H, L, L}}, causal(c));
+      outs.insert(outs.end(), {exact, fav, matrix});
+    }
+    return outs;
+  };
+  std::vector<MatF> one;
+  {
+    Threads t(1);
+    one = run();
+  }
+  for (int threads : {2, 3, 4}) {
+    Threads t(threads);
+    const std::vector<MatF> many = run();
+    for (std::size_t i = 0; i < one.size(); ++i) EXPECT_TRUE(same_bits(many[i], one[i])) << "output " << i << ", " << threads << " threads";
+  }
+}
+
+TEST(Parallel, ErrorsFromThreadedHeadsAreTheSerialOnes) {
+  std::mt19937 gen(5);
+  const Index H = 4, L = 70, d = 4;
+  MatF q = ref::normal_matrix(H * L, d, gen), k = ref::normal_matrix(H * L, d, gen);
+  const MatF v = ref::normal_matrix(H * L, d, gen);
+  MatF out(H * L, d);
+  // q.k overflows in heads 0 and 2 at different rows: the messages differ, and the serial
+  // (lowest head) one must win whatever thread finishes first.
+  for (Index row : {Index{0}, 2 * L + 5}) q(row, 0) = k(row, 0) = 3e38f;
+  std::string serial;
+  for (int threads : {1, 2, 3}) {
+    Threads t(threads);
+    try {
+      favor::exact_attention(favor::ConstTensorView{q.data(), {H, L, d}}, favor::ConstTensorView{k.data(), {H, L, d}},
+                             favor::ConstTensorView{v.data(), {H, L, d}}, favor::TensorView{out.data(), {H, L, d}});
+      ADD_FAILURE() << "no error with " << threads << " threads";
+    } catch (const favor::Error& e) {
+      if (threads == 1) serial = e.what();
+      EXPECT_EQ(e.what(), serial) << threads << " threads";
+    }
+  }
+}
+
+}  // namespace

@@ -1,0 +1,135 @@
+// The pthreads build in Node: thread choice and info, results bit-identical to the
+// single-threaded SIMD module, errors and recovery, heap growth, dispose(), and a process that
+// loaded it exiting by itself.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { availableParallelism } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { test } from 'node:test';
+
+import { loadFavor } from 'favor-attention';
+
+import { assertBitIdentical, normalTensor } from './helpers.mjs';
+
+const one = await loadFavor({ threads: 1 });
+const two = await loadFavor({ threads: 2 });
+const three = await loadFavor({ threads: 3 });
+
+test('threads: n loads the pthreads build with n threads, and no Worker global is left behind', () => {
+  assert.deepEqual(two.info, { version: '0.1.0', simd: true, threads: 2 });
+  assert.equal(three.info.threads, 3);
+  assert.equal(globalThis.Worker, undefined);
+});
+
+test("threads: 'auto' (the default) uses the cores, at most 8", async () => {
+  const expected = Math.min(availableParallelism(), 8);
+  for (const favor of [await loadFavor(), await loadFavor({ threads: 'auto' })]) {
+    assert.equal(favor.info.threads, expected);
+    if (expected === 1) assert.equal(favor.info.threadsReason, 'one CPU core');
+    favor.dispose();
+  }
+});
+
+test('one thread, and why: requested, no SIMD, a given single-thread .wasm', async () => {
+  assert.deepEqual(one.info, { version: '0.1.0', simd: true, threads: 1, threadsReason: 'requested' });
+  const scalar = await loadFavor({ simd: false });
+  assert.equal(scalar.info.threads, 1);
+  assert.match(scalar.info.threadsReason, /SIMD/);
+  const simdWasm = fileURLToPath(new URL('../../dist/favor-simd.wasm', import.meta.url));
+  const byUrl = await loadFavor({ wasmUrl: simdWasm });
+  assert.equal(byUrl.info.threads, 1);
+  assert.match(byUrl.info.threadsReason, /wasmUrl/);
+});
+
+test('bad threads values are rejected with the argument named', async () => {
+  for (const [value, type] of [[0, RangeError], [1.5, RangeError], [65, RangeError], [NaN, RangeError],
+    ['2', TypeError], ['all', TypeError], [true, TypeError], [null, TypeError]]) {
+    await assert.rejects(loadFavor({ threads: value }), (e) => e instanceof type && /^threads: /.test(e.message),
+      `threads: ${String(value)}`);
+  }
+});
+
+const q = normalTensor([3, 200, 16], 1), k = normalTensor([3, 200, 16], 2), v = normalTensor([3, 200, 7], 3);
+const q1 = normalTensor([1, 333, 8], 4), k1 = normalTensor([1, 333, 8], 5), v1 = normalTensor([1, 333, 8], 6);
+
+// Every call that runs in parallel (query blocks, heads), with one head and several.
+function outputs(favor) {
+  const map = favor.createFeatureMap({ dim: 16, features: 64, seed: 9 });
+  try {
+    const codebook = favor.kmeans(k, { clusters: 8, seed: 1 });
+    return {
+      exact: favor.exactAttention(q, k, v),
+      exactCausal: favor.exactAttention(q, k, v, { causal: true }),
+      exactOneHead: favor.exactAttention(q1, k1, v1),
+      exactOneHeadCausal: favor.exactAttention(q1, k1, v1, { causal: true, scale: 0.3 }),
+      matrix: favor.attentionMatrix(q, k, { causal: true }),
+      favor: favor.favorAttention(q, k, v, { featureMap: map }),
+      favorCausal: favor.favorAttention(q, k, v, { featureMap: map, causal: true }),
+      codebook,
+      codebookAttention: favor.codebookAttention(q, k, v, { codebook, assignment: 'soft' }),
+    };
+  } finally {
+    map.dispose();
+  }
+}
+
+test('outputs are bit-identical to the single-threaded SIMD module with 2 and 3 threads', () => {
+  const expected = outputs(one);
+  for (const favor of [two, three]) {
+    const actual = outputs(favor);
+    for (const name of Object.keys(expected)) {
+      assert.deepEqual(actual[name].dims, expected[name].dims, name);
+      assert.ok(actual[name].data instanceof Float32Array && !(actual[name].data.buffer instanceof SharedArrayBuffer),
+        `${name}: a plain Float32Array that the caller owns`);
+      assertBitIdentical(actual[name].data, expected[name].data, `${name}, ${favor.info.threads} threads`);
+    }
+  }
+});
+
+test('errors are still TypeError/RangeError naming the argument, and the instance keeps working', () => {
+  const bad = normalTensor([3, 200, 16], 1);
+  bad.data[2 * 200 * 16 + 5] = NaN;
+  assert.throws(() => two.exactAttention(bad, k, v), (e) => e instanceof RangeError && /^exactAttention: q: .*finite/.test(e.message));
+  // Overflowing scores in a block that a worker thread computes (the last one).
+  const big = normalTensor([1, 333, 8], 4);
+  big.data.fill(3e38, 330 * 8, 331 * 8);
+  const bigK = { data: big.data.slice(), dims: big.dims };
+  assert.throws(() => two.exactAttention(big, bigK, v1), (e) => e instanceof RangeError && /^exactAttention: /.test(e.message));
+  assert.throws(() => two.exactAttention(q, { data: k.data, dims: [3, 200, 15] }, v), RangeError);
+  assert.throws(() => two.exactAttention(q, { data: Array.from(k.data), dims: k.dims }, v), TypeError);
+  assertBitIdentical(two.exactAttention(q1, k1, v1).data, one.exactAttention(q1, k1, v1).data, 'after the errors');
+});
+
+test('results stay right across heap growth', () => {
+  const L = 2048, d = 64;  // a 2048 x 2048 x 4-head matrix: 64 MiB, beyond the 16 MiB start
+  const a = normalTensor([4, L, d], 7);
+  const before = two.memory().heapBytes;
+  const m2 = two.attentionMatrix(a, a, { causal: true });
+  assert.ok(two.memory().heapBytes > before, 'the heap grew');
+  assertBitIdentical(m2.data, one.attentionMatrix(a, a, { causal: true }).data, 'attention matrix after growth');
+  assertBitIdentical(two.exactAttention(q, k, v).data, one.exactAttention(q, k, v).data, 'exact after growth');
+});
+
+test('dispose() ends the workers; the instance keeps working on one thread', async () => {
+  const favor = await loadFavor({ threads: 2 });
+  const expected = favor.exactAttention(q1, k1, v1);
+  favor.dispose();
+  favor.dispose();  // twice is fine
+  assertBitIdentical(favor.exactAttention(q1, k1, v1).data, expected.data, 'after dispose');
+});
+
+test('a script that loaded the threaded module exits by itself', () => {
+  const script = `
+    import { loadFavor } from 'favor-attention';
+    const favor = await loadFavor({ threads: 2 });
+    const t = { data: new Float32Array(300 * 8).fill(0.5), dims: [300, 8] };
+    console.log(favor.info.threads, favor.exactAttention(t, t, t).data[0]);`;
+  // The timeout only detects a hang: such a script takes well under a second.
+  const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+    cwd: fileURLToPath(new URL('../..', import.meta.url)), encoding: 'utf8', timeout: 30_000,
+  });
+  assert.equal(child.error, undefined, `the child did not exit by itself: ${child.error?.message}`);
+  assert.equal(child.status, 0, child.stderr);
+  assert.equal(child.stdout.trim(), '2 0.5');
+  assert.equal(child.stderr, '', 'nothing on stderr (no emscripten warnings)');
+});
