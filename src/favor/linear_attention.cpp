@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "exact_attention.hpp"
+#include "parallel.hpp"
 #include "validate.hpp"
 #include "vector_math.hpp"
 
@@ -81,6 +83,40 @@ Matrix running_keys(FactoredFeatures&& f, Index features, State& state) {
   return shifted_keys(std::move(log_mag), shift, f.value);
 }
 
+State empty_state(Index features, Index dv) {
+  return {Matrix::Zero(features, dv), Vector::Zero(features),
+          Vector::Constant(features, -std::numeric_limits<float>::infinity())};
+}
+
+void accumulate(State& state, const Matrix& kf, ConstMatrixRef vs) {
+  state.kv.noalias() += kf.transpose() * vs;
+  state.k_sum += kf.colwise().sum().transpose();
+}
+
+// into += from, at the larger of the two shifts per feature.
+void merge(State& into, const State& from) {
+  for (Index r = 0; r < into.shift.size(); ++r) {
+    const float shift = std::max(into.shift(r), from.shift(r));
+    // (equal shifts give factor 1: also when both are -inf, empty)
+    const float a = into.shift(r) == shift ? 1.0f : std::exp(into.shift(r) - shift);
+    const float b = from.shift(r) == shift ? 1.0f : std::exp(from.shift(r) - shift);
+    into.kv.row(r) = a * into.kv.row(r) + b * from.kv.row(r);
+    into.k_sum(r) = a * into.k_sum(r) + b * from.k_sum(r);
+    into.shift(r) = shift;
+  }
+}
+
+void write_rows(MatrixRef out, Index i0, const Matrix& numerator, const Vector& denominator, Index n) {
+  for (Index i = 0; i < n; ++i) out.row(i0 + i) = numerator.row(i) / guard(denominator(i));
+}
+
+// Rows of work per segment (rounded to whole chunks): threads take whole segments, and partial
+// states are merged in segment order, so the thread count never changes the result.
+constexpr Index kSegmentRows = 2048;
+
+void causal_sweep(const FactorBlock& queries, const FactorBlock& keys, Index features,
+                  ConstMatrixRef v, MatrixRef out, Index chunk, Index begin, Index end, State state);
+
 }  // namespace
 
 Index resolve_chunk(Index chunk, bool causal) {
@@ -103,33 +139,59 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
   }
   const Index L = out.rows(), S = v.rows();
   chunk = std::min(chunk, std::max(L, S));  // a larger block only costs memory
-  State state{Matrix::Zero(features, v.cols()), Vector::Zero(features),
-              Vector::Constant(features, -std::numeric_limits<float>::infinity())};
-  Matrix numerator(chunk, v.cols());
-  Vector denominator(chunk);
-  auto write_rows = [&](Index i0, Index n) {
-    for (Index i = 0; i < n; ++i) out.row(i0 + i) = numerator.row(i) / guard(denominator(i));
-  };
-  auto accumulate = [&](const Matrix& kf, Index j0, Index n) {
-    state.kv.noalias() += kf.transpose() * v.middleRows(j0, n);
-    state.k_sum += kf.colwise().sum().transpose();
+  const Index segment = chunk * std::max<Index>(1, kSegmentRows / chunk);
+  auto keys_state = [&](Index begin, Index end) {  // the state of keys [begin, end)
+    State state = empty_state(features, v.cols());
+    for (Index j0 = begin; j0 < end; j0 += chunk) {
+      const Index n = std::min(chunk, end - j0);
+      accumulate(state, running_keys(prepared(keys(j0, n), "k"), features, state), v.middleRows(j0, n));
+    }
+    return state;
   };
   if (!causal) {
-    for (Index j0 = 0; j0 < S; j0 += chunk) {
-      const Index n = std::min(chunk, S - j0);
-      accumulate(running_keys(prepared(keys(j0, n), "k"), features, state), j0, n);
-    }
-    for (Index i0 = 0; i0 < L; i0 += chunk) {
-      const Index n = std::min(chunk, L - i0);
+    std::vector<State> parts(static_cast<std::size_t>((S + segment - 1) / segment));
+    parallel_for(static_cast<Index>(parts.size()), [&](Index s) {
+      parts[static_cast<std::size_t>(s)] = keys_state(s * segment, std::min(S, (s + 1) * segment));
+    });
+    State state = std::move(parts[0]);
+    for (std::size_t s = 1; s < parts.size(); ++s) merge(state, parts[s]);
+    parallel_for((L + chunk - 1) / chunk, [&](Index block) {
+      const Index i0 = block * chunk, n = std::min(chunk, L - i0);
       FactoredFeatures f = prepared(queries(i0, n), "q");
       Vector row_scale;
       const Matrix qf = shifted_queries(std::move(f.exponent), f.value, n, state.shift, row_scale);
-      numerator.topRows(n).noalias() = qf * state.kv;
-      denominator.head(n).noalias() = qf * state.k_sum;
-      write_rows(i0, n);
-    }
+      const Matrix numerator = qf * state.kv;
+      const Vector denominator = qf * state.k_sum;
+      write_rows(out, i0, numerator, denominator, n);
+    });
     return;
   }
+  // Causal: each segment starts from the state of every key before it (each segment's own keys
+  // summed in parallel, then merged in order) and sweeps its chunks; segments run in parallel.
+  const Index segments = (L + segment - 1) / segment;
+  std::vector<State> prefix(static_cast<std::size_t>(segments));
+  parallel_for(segments - 1, [&](Index s) {
+    prefix[static_cast<std::size_t>(s + 1)] = keys_state(s * segment, (s + 1) * segment);
+  });
+  prefix[0] = empty_state(features, v.cols());
+  for (std::size_t s = 1; s < prefix.size(); ++s) {
+    State own = std::move(prefix[s]);
+    prefix[s] = prefix[s - 1];
+    merge(prefix[s], own);
+  }
+  parallel_for(segments, [&](Index s) {
+    causal_sweep(queries, keys, features, v, out, chunk, s * segment, std::min(L, (s + 1) * segment),
+                 std::move(prefix[static_cast<std::size_t>(s)]));
+  });
+}
+
+namespace {
+
+// Rows [begin, end) of causal attention, chunk by chunk, from the state of the keys before begin.
+void causal_sweep(const FactorBlock& queries, const FactorBlock& keys, Index features,
+                  ConstMatrixRef v, MatrixRef out, Index chunk, Index begin, Index end, State state) {
+  Matrix numerator(chunk, v.cols());
+  Vector denominator(chunk);
   // Causal, by chunks. Usual case: the chunk's keys are at most e^kNear above the carried
   // state's per-feature shift. Then the state is rescaled to the combined shift (by factors
   // >= e^-kNear) and every row is computed at one shift: each row sees, through the state, the
@@ -152,8 +214,8 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
     numerator.topRows(n).noalias() += block * vs;
     denominator.head(n) += block.rowwise().sum();
   };
-  for (Index i0 = 0; i0 < L; i0 += chunk) {
-    const Index n = std::min(chunk, L - i0);
+  for (Index i0 = begin; i0 < end; i0 += chunk) {
+    const Index n = std::min(chunk, end - i0);
     const auto vs = v.middleRows(i0, n);
     const FactoredFeatures kfac = prepared(keys(i0, n), "k"), qfac = prepared(queries(i0, n), "q");
     Vector chunk_shift;
@@ -172,11 +234,11 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
       denominator.head(n).noalias() = qf * k_sum_near;
       in_chunk(qf, kf, n, vs);
       if ((denominator.head(n).array().abs() >= kUnderflow).all()) {
-        write_rows(i0, n);
+        write_rows(out, i0, numerator, denominator, n);
         state.kv = std::move(kv_near);
         state.k_sum = std::move(k_sum_near);
         state.shift = shift;
-        accumulate(kf, i0, n);
+        accumulate(state, kf, vs);
         continue;
       }
     }
@@ -235,18 +297,16 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
       numerator.topRows(n) = intra_num;
       denominator.head(n) = intra_den;
     }
-    write_rows(i0, n);
+    write_rows(out, i0, numerator, denominator, n);
     // Fold the chunk's keys into the state at the combined shift.
     const Vector old_factor = (state.shift - shift).array().exp().matrix();  // 0 while empty
     state.kv = old_factor.asDiagonal() * state.kv;
     state.k_sum = state.k_sum.cwiseProduct(old_factor);
     kf = kf * (chunk_shift - shift).array().exp().matrix().asDiagonal();
     state.shift = shift;
-    accumulate(kf, i0, n);
+    accumulate(state, kf, vs);
   }
 }
-
-namespace {
 
 // Row i recomputed in double with its own shift, for the rare rows whose float denominator
 // underflowed (causal rows whose visible keys are all far below a column max). In double: no

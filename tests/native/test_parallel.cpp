@@ -133,6 +133,43 @@ TEST(Parallel, ExactAttentionSameBitsForAnyThreadCount) {
   }
 }
 
+// FAVOR+ runs in fixed segments of ~2048 rows (key states in parallel, merged in order; causal
+// segments from their prefix state): L = 4500 makes 3 segments (2 and 5 with the chunk sizes
+// below). Same bits for any thread count, and still the estimator: equal to the masked matrix
+// form (A^ v, a different computation) within 2e-4 relative to the largest entry (float32 sums
+// over 4500 rows; a lost or double-counted segment is off by O(1)).
+TEST(Parallel, FavorAttentionSegmentsSameBitsAndCorrect) {
+  std::mt19937 gen(11);
+  const Index L = 4500, d = 8, dv = 3, m = 16;
+  const MatF w = ref::normal_matrix(m, d, gen);
+  const MatF q = ref::normal_matrix(L, d, gen), k = ref::normal_matrix(L, d, gen), v = ref::normal_matrix(L, dv, gen);
+  for (favor::Kernel kernel : {favor::Kernel::positive, favor::Kernel::relu}) {
+    const favor::FeatureMap map(kernel, w);
+    for (bool is_causal : {false, true}) {
+      for (Index chunk : {Index{0}, Index{1000}, Index{64}}) {
+        favor::FavorOptions o;
+        o.causal = is_causal;
+        o.chunk = chunk;
+        MatF one;
+        {
+          Threads t(1);
+          one = favor::favor_attention(map, q, k, v, o);
+        }
+        for (int threads : {2, 3}) {
+          Threads t(threads);
+          EXPECT_TRUE(same_bits(favor::favor_attention(map, q, k, v, o), one))
+              << favor::to_string(kernel) << " causal " << is_causal << " chunk " << chunk << ", " << threads << " threads";
+        }
+        if (chunk == 0) {
+          const MatF a = favor::favor_attention_matrix(map, q, k, causal(is_causal));
+          EXPECT_LT(ref::max_rel(ref::to_double(one), ref::to_double(a) * ref::to_double(v)), 2e-4)
+              << favor::to_string(kernel) << " causal " << is_causal;
+        }
+      }
+    }
+  }
+}
+
 // Leading dims: heads go to threads (3 heads >= 2 threads) or run in turn (3 heads < 4 threads).
 TEST(Parallel, TensorHeadsSameBitsForAnyThreadCount) {
   std::mt19937 gen(11);
