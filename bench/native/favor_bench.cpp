@@ -6,6 +6,7 @@
 //   load <file> <L> <S> <d> <dv> <m>         -> "ok"   file: raw float32 q (L*d), k (S*d), v (S*dv), w (m*d)
 //   run <exact|favor> <0|1 causal> <reps>    -> "ok <ms> <ms> ..."   one timed call per rep
 //   dump <exact|favor> <0|1 causal> <file>   -> "ok"   writes the output (L*dv float32)
+//   threads <n>                              -> "ok"   threads for later calls (default 1)
 //   quit
 // Errors answer "error <message>". Calls go through the same tensor API as the wasm bindings
 // (favor::exact_attention / favor::favor_attention on ConstTensorView), default scale 1/sqrt(d),
@@ -104,6 +105,11 @@ int main() {
           const auto t1 = std::chrono::steady_clock::now();
           reply << ' ' << std::chrono::duration<double, std::milli>(t1 - t0).count();
         }
+      } else if (cmd == "threads") {
+        int threads = 1;
+        if (!(args >> threads)) throw std::runtime_error("usage: threads n");
+        favor::set_max_threads(threads);
+        reply << "ok";
       } else if (cmd == "dump") {
         std::string method, path;
         int causal = 0;
