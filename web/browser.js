@@ -5,6 +5,9 @@ import { checkLoadOptions, checkWasmBinary, chooseSimd, chooseThreads, createApi
 
 export { version } from './api.js';
 
+// threads: 'auto' in a page: at most this many (a call blocks its thread, often the page's own).
+const BROWSER_AUTO_MAX_THREADS = 4;
+
 function threadsBlocker() {
   if (globalThis.crossOriginIsolated !== true) return 'not cross-origin isolated (serve the page with COOP/COEP headers)';
   if (typeof SharedArrayBuffer === 'undefined') return 'SharedArrayBuffer unavailable';
@@ -14,11 +17,9 @@ function threadsBlocker() {
 export async function loadFavor(options) {
   const o = checkLoadOptions(options);
   const simd = chooseSimd(o.simd);
-  // 'auto' stays on one thread in browsers for now: the threaded build loads without a bundler
-  // but hangs in Vite apps (open issue); threads: n opts in on isolated pages.
-  const { threads, threadsReason } = o.threads === undefined || o.threads === 'auto'
-    ? { threads: 1, threadsReason: threadsBlocker() ?? "threads: 'auto' uses one thread in browsers (pass threads: n)" }
-    : chooseThreads(o, { simd, cores: globalThis.navigator?.hardwareConcurrency ?? 1, blocker: threadsBlocker() });
+  const { threads, threadsReason } = chooseThreads(o, {
+    simd, cores: Math.min(globalThis.navigator?.hardwareConcurrency ?? 1, BROWSER_AUTO_MAX_THREADS), blocker: threadsBlocker(),
+  });
   const wasmBinary = checkWasmBinary(o.wasmBinary);
   if (o.locateFile !== undefined && typeof o.locateFile !== 'function') {
     throw new TypeError('locateFile: expected a function (fileName) => URL');
@@ -40,15 +41,19 @@ export async function loadFavor(options) {
 }
 
 // The pthreads glue is loaded as a plain file, not bundled: its workers import the very same
-// URL (mainScriptUrlOrBlob), and a bundler must not rewrite its `new Worker(...)`.
+// URL (mainScriptUrlOrBlob). The workers themselves are not started from a file URL: bundlers
+// rewrite such a file (Vite's build inlines a small one as a data: URL, whose opaque origin
+// cannot import the glue; Vite's dev server adds an `import` to it, a SyntaxError in a classic
+// worker), and the pool then waits forever for workers that never load. They run a same-origin
+// blob: copy of the worker script instead.
 async function loadThreaded(o, { simd, threads, wasmBinary }) {
   const defaults = {
     'favor-simd-threads.js': new URL('../dist/favor-simd-threads.js', import.meta.url),
-    'favor-simd-threads.worker.js': new URL('../dist/favor-simd-threads.worker.js', import.meta.url),
     'favor-simd-threads.wasm': new URL('../dist/favor-simd-threads.wasm', import.meta.url),
   };
-  const locateFile = (file) => String(o.locateFile ? o.locateFile(file)
-    : file.endsWith('.wasm') && o.wasmUrl !== undefined ? o.wasmUrl : defaults[file]);
+  const locateFile = (file) => String(file.endsWith('.worker.js') ? pthreadWorkerUrl()
+    : o.locateFile ? o.locateFile(file)
+      : file.endsWith('.wasm') && o.wasmUrl !== undefined ? o.wasmUrl : defaults[file]);
   const glue = new URL(locateFile('favor-simd-threads.js'), globalThis.location?.href).href;
   let Module;
   try {
@@ -63,4 +68,14 @@ async function loadThreaded(o, { simd, threads, wasmBinary }) {
   Module.setMaxThreads(threads);
   const terminate = () => Module.PThread.terminateAllThreads();
   return createApi(Module, { simd, threads, terminate });
+}
+
+// dist/favor-simd-threads.worker.js as Emscripten 3.1.6 writes it, verbatim (a test checks it
+// against the build): it imports the glue from the absolute URL in its 'load' message.
+const PTHREAD_WORKER_SOURCE = "\"use strict\";var Module={};var initializedJS=false;function threadPrintErr(){var text=Array.prototype.slice.call(arguments).join(\" \");console.error(text)}function threadAlert(){var text=Array.prototype.slice.call(arguments).join(\" \");postMessage({cmd:\"alert\",text:text,threadId:Module[\"_pthread_self\"]()})}var err=threadPrintErr;self.alert=threadAlert;Module[\"instantiateWasm\"]=((info,receiveInstance)=>{var instance=new WebAssembly.Instance(Module[\"wasmModule\"],info);receiveInstance(instance);Module[\"wasmModule\"]=null;return instance.exports});self.onmessage=(e=>{try{if(e.data.cmd===\"load\"){Module[\"wasmModule\"]=e.data.wasmModule;Module[\"wasmMemory\"]=e.data.wasmMemory;Module[\"buffer\"]=Module[\"wasmMemory\"].buffer;Module[\"ENVIRONMENT_IS_PTHREAD\"]=true;(e.data.urlOrBlob?import(e.data.urlOrBlob):import(\"./favor-simd-threads.js\")).then(function(exports){return exports.default(Module)}).then(function(instance){Module=instance})}else if(e.data.cmd===\"run\"){Module[\"__performance_now_clock_drift\"]=performance.now()-e.data.time;Module[\"__emscripten_thread_init\"](e.data.threadInfoStruct,0,0,1);Module[\"establishStackSpace\"]();Module[\"PThread\"].receiveObjectTransfer(e.data);Module[\"PThread\"].threadInit();if(!initializedJS){Module[\"___embind_register_native_and_builtin_types\"]();initializedJS=true}try{var result=Module[\"invokeEntryPoint\"](e.data.start_routine,e.data.arg);if(Module[\"keepRuntimeAlive\"]()){Module[\"PThread\"].setExitStatus(result)}else{Module[\"__emscripten_thread_exit\"](result)}}catch(ex){if(ex!=\"unwind\"){if(ex instanceof Module[\"ExitStatus\"]){if(Module[\"keepRuntimeAlive\"]()){}else{Module[\"__emscripten_thread_exit\"](ex.status)}}else{throw ex}}}}else if(e.data.cmd===\"cancel\"){if(Module[\"_pthread_self\"]()){Module[\"__emscripten_thread_exit\"](-1)}}else if(e.data.target===\"setimmediate\"){}else if(e.data.cmd===\"processThreadQueue\"){if(Module[\"_pthread_self\"]()){Module[\"_emscripten_current_thread_process_queued_calls\"]()}}else if(e.data.cmd===\"processProxyingQueue\"){if(Module[\"_pthread_self\"]()){Module[\"_emscripten_proxy_execute_queue\"](e.data.queue)}}else{err(\"worker.js received unknown command \"+e.data.cmd);err(e.data)}}catch(ex){err(\"worker.js onmessage() captured an uncaught exception: \"+ex);if(ex&&ex.stack)err(ex.stack);if(Module[\"__emscripten_thread_crashed\"]){Module[\"__emscripten_thread_crashed\"]()}throw ex}});\n";
+
+let pthreadWorker;
+function pthreadWorkerUrl() {
+  pthreadWorker ??= URL.createObjectURL(new Blob([PTHREAD_WORKER_SOURCE], { type: 'text/javascript' }));
+  return pthreadWorker;
 }

@@ -15,15 +15,20 @@ export interface LoadOptions {
   wasmUrl?: string | URL;
   /** The .wasm bytes themselves; nothing is fetched or read. */
   wasmBinary?: ArrayBuffer | Uint8Array;
-  /** Maps the module's file name ('favor-simd.wasm' or 'favor-scalar.wasm') to its location. */
+  /**
+   * Maps the module's file name ('favor-simd.wasm' or 'favor-scalar.wasm'; with threads,
+   * 'favor-simd-threads.wasm' and, in browsers, its glue 'favor-simd-threads.js') to its location.
+   */
   locateFile?: (fileName: string) => string | URL;
   /** 'auto' (default) uses SIMD where the engine validates it; true requires it; false never. */
   simd?: 'auto' | boolean;
   /**
-   * Threads for each call, the caller's included: 'auto' (default) = the CPU cores, at most 8;
-   * an integer in [1, 64]. More than 1 loads the pthreads build (favor-simd-threads.*), which
-   * needs SIMD and, in browsers, a cross-origin isolated page (COOP/COEP); elsewhere it falls
-   * back to 1 and says why in `info.threadsReason`. With wasmUrl or wasmBinary, 'auto' means 1.
+   * Threads for each call, the caller's included: 'auto' (default) = the CPU cores, at most 8
+   * in Node and 4 in browsers; an integer in [1, 64]. More than 1 loads the pthreads build
+   * (favor-simd-threads.*), which needs SIMD and, in browsers, a cross-origin isolated page
+   * (COOP/COEP; its workers start from a blob: URL, so a Content-Security-Policy must allow
+   * `worker-src blob:`); elsewhere it falls back to 1 and says why in `info.threadsReason`.
+   * With wasmUrl or wasmBinary, 'auto' means 1.
    */
   threads?: 'auto' | number;
 }

@@ -112,7 +112,7 @@ describe('favor-attention in Chromium', () => {
     assert.ok(assets.some((f) => /^favor-simd-.*\.wasm$/.test(f)), `no SIMD .wasm emitted: ${assets}`);
     assert.ok(assets.some((f) => /^favor-scalar-.*\.wasm$/.test(f)), `no scalar .wasm emitted: ${assets}`);
     assert.ok(assets.some((f) => /^favor-simd-threads-.*\.wasm$/.test(f)), `no threaded .wasm emitted: ${assets}`);
-    for (const isolated of [false]) {  // TODO: isolated (threads) hangs after a Vite build
+    for (const isolated of [false, true]) {
       const server = await serveStatic(join(app, 'dist'), { isolated });
       try {
         checkPage(await openResultPage(browser, server.url), `vite build${isolated ? ', isolated' : ''}`, { isolated });
@@ -125,8 +125,7 @@ describe('favor-attention in Chromium', () => {
   for (const [name, config, isolated] of [
     ['with optimizeDeps.exclude (the README\'s vite.config.js)', 'vite.config.js', false],
     ['with no configuration (pre-bundled dependency)', 'vite.zero.config.js', false],
-    // TODO: ['sending COOP/COEP (cross-origin isolated: threads)', 'vite.isolated.config.js', true]
-    // hangs: the threaded build does not load through Vite yet.
+    ['sending COOP/COEP (cross-origin isolated: threads)', 'vite.isolated.config.js', true],
   ]) {
     test(`Vite dev server ${name}`, { timeout: 120_000 }, async () => {
       const dev = await startViteDev(app, config);
@@ -142,7 +141,7 @@ describe('favor-attention in Chromium', () => {
   }
 
   test('no bundler: an import map to node_modules/favor-attention/web/browser.js', { timeout: 60_000 }, async () => {
-    for (const isolated of [false]) {  // isolated + threads: n is tested without a bundler below
+    for (const isolated of [false, true]) {
       const server = await serveStatic(app, { isolated });
       try {
         checkPage(await openResultPage(browser, `${server.url}plain.html`), `no bundler${isolated ? ', isolated' : ''}`, { isolated });
@@ -150,6 +149,18 @@ describe('favor-attention in Chromium', () => {
         await server.close();
       }
     }
+  });
+
+  test('the pthread worker script in web/browser.js is the build\'s dist/favor-simd-threads.worker.js', async () => {
+    // The loader starts the workers from its own blob: copy (bundlers rewrite a worker file):
+    // a new Emscripten or new link flags must not leave it stale.
+    const installed = join(app, 'node_modules', 'favor-attention');
+    const loader = await readFile(join(installed, 'web', 'browser.js'), 'utf8');
+    const literal = /^const PTHREAD_WORKER_SOURCE = (".*");$/m.exec(loader)?.[1];
+    assert.ok(literal, 'web/browser.js has no PTHREAD_WORKER_SOURCE line');
+    const expected = await readFile(join(installed, 'dist', 'favor-simd-threads.worker.js'), 'utf8');
+    assert.ok(JSON.parse(literal) === expected,
+      'PTHREAD_WORKER_SOURCE differs from dist/favor-simd-threads.worker.js: paste JSON.stringify of the file into web/browser.js');
   });
 
   test('browser loader options: wasmUrl, locateFile, wasmBinary', { timeout: 60_000 }, async () => {
