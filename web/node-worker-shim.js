@@ -25,9 +25,9 @@ class NodeWorker {
   #thread;
 
   constructor(url) {
-    // BOOTSTRAP is CommonJS: drop --input-type=module (node -e) that the worker would inherit.
-    const execArgv = process.execArgv.filter((arg) => !arg.startsWith('--input-type'));
-    this.#thread = new ThreadWorker(BOOTSTRAP, { eval: true, execArgv, workerData: { url: String(url) } });
+    // No inherited flags: BOOTSTRAP is CommonJS (--input-type=module of node -e would break it)
+    // and workers reject per-process flags such as --expose-gc.
+    this.#thread = new ThreadWorker(BOOTSTRAP, { eval: true, execArgv: [], workerData: { url: String(url) } });
     this.#thread.on('message', (data) => this.onmessage?.({ data }));
     this.#thread.on('error', (error) => this.onerror?.(error));
     NodeWorker.created.push(this);
