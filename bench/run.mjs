@@ -7,7 +7,7 @@
 // bench/results.json (with --quick: build/bench-quick/; with --out FILE: beside FILE).
 //
 //   node bench/run.mjs [--quick] [--out FILE.md] [--max-call-ms 5000] [--budget-ms N]
-//                      [--no-native] [--no-peers] [--no-scale] [--scale] [--sizes 256,1024]
+//                      [--no-native] [--no-peers] [--no-scale] [--scale] [--scale-L N] [--sizes 256,1024]
 //                      [--report-only]   (rewrite the report from the saved results.json)
 // (bench/run.sh, which `npm run bench` runs, first builds the wasm and native binaries.)
 import { execFileSync, spawn } from 'node:child_process';
@@ -35,6 +35,7 @@ const { values: args } = parseArgs({
     'no-peers': { type: 'boolean', default: false },
     'no-scale': { type: 'boolean', default: false },
     scale: { type: 'boolean', default: false },
+    'scale-L': { type: 'string', default: '1048576' },  // smaller: to try the scale plumbing quickly
     'report-only': { type: 'boolean', default: false },
   },
 });
@@ -50,7 +51,9 @@ const config = {
   maxReps: quick ? 7 : 25,
   tolerance: 1e-3,  // relative Frobenius and max-abs (relative to max |ref|) difference to ours
   scale: args.scale || (!quick && !args['no-scale']),
-  scaleL: 1048576,
+  scaleL: Number(args['scale-L']),
+  scaleRuns: [['scale.mjs', 1], ['scale.mjs', 2], ['scale-browser.mjs', 1], ['scale-browser.mjs', 2]],
+  scaleMaxHeapMiB: 1536,  // the target: peak wasm heap under 1.5 GB
 };
 // The committed report: BENCHMARKS.md, bench/plots/, bench/results.json. Any other report
 // (--quick, --out) keeps its plots and results beside itself.
@@ -241,27 +244,36 @@ for (const L of config.sizes) {
 for (const m of methods) m.close?.();
 rmSync(tmpDir, { recursive: true, force: true });
 
-// --- Scale test (fresh process) ----------------------------------------------------------
+// --- Scale test (fresh processes) --------------------------------------------------------
+// Node (bench/scale.mjs) then headless Chromium (bench/scale-browser.mjs, a cross-origin isolated
+// page), each on 1 thread (comparable run to run) and on 2 (the pthreads build, whose heap also
+// holds the threads' stacks and states). Each in its own process: the heap it reports is that
+// run's peak, not what the benchmarks above left.
 let scale = null;
 if (config.scale) {
-  log(`scale test: FAVOR+ L = ${config.scaleL} (bench/scale.mjs)`);
-  scale = await new Promise((resolve) => {
-    const child = spawn(process.execPath, [path.join(repo, 'bench/scale.mjs'), '--L', String(config.scaleL)], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '', stderr = '';
-    child.stdout.on('data', (b) => { stdout += b; });
-    child.stderr.on('data', (b) => { stderr += b; });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 10 * 60 * 1000);
-    child.on('exit', (code, signal) => {
-      clearTimeout(timer);
-      const line = stdout.trim().split('\n').pop();
-      try {
-        resolve({ ...JSON.parse(line), exit: code });
-      } catch {
-        resolve({ L: config.scaleL, failed: `exit ${signal ?? code}: ${(stderr || stdout).trim().split('\n').slice(-3).join(' | ').slice(0, 400)}` });
-      }
+  scale = [];
+  for (const [script, threads] of config.scaleRuns) {
+    log(`scale test: FAVOR+ L = ${config.scaleL}, threads ${threads} (bench/${script})`);
+    const result = await new Promise((resolve) => {
+      const child = spawn(process.execPath, [path.join(repo, 'bench', script), '--L', String(config.scaleL), '--threads', String(threads)], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '', stderr = '';
+      child.stdout.on('data', (b) => { stdout += b; });
+      child.stderr.on('data', (b) => { stderr += b; });
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10 * 60 * 1000);
+      child.on('exit', (code, signal) => {
+        clearTimeout(timer);
+        const line = stdout.trim().split('\n').pop();
+        const environment = script.includes('browser') ? 'chromium' : 'node';
+        try {
+          resolve({ environment, ...JSON.parse(line), exit: code });
+        } catch {
+          resolve({ environment, L: config.scaleL, threads, failed: `exit ${signal ?? code}: ${(stderr || stdout).trim().split('\n').slice(-3).join(' | ').slice(0, 400)}` });
+        }
+      });
     });
-  });
-  log(JSON.stringify(scale));
+    log(JSON.stringify(result));
+    scale.push(result);
+  }
 }
 
 // --- Report ------------------------------------------------------------------------------

@@ -140,15 +140,22 @@ export function writeReport(data, { outFile, plotDir, resultsFile }) {
           : `${fmtRatio(r)}× (medians: 1 thread ${fmtMs(ms('ours', 'exact', false, 16384))} ms, 2 threads ${fmtMs(ms('ours2', 'exact', false, 16384))} ms)${others.map(([n, x]) => `; ${n}: ${fmtRatio(x)}×`).join('')}`,
       has('ours2') ? verdict(r === null ? null : r >= 1.7) : 'NOT AVAILABLE']);
   }
-  const sc = data.scale;
+  // Scale: one entry per fresh process (Node, Chromium; 1 and 2 threads). Results saved before
+  // the browser run existed hold one Node object.
+  const sc = data.scale && (Array.isArray(data.scale) ? data.scale : [{ environment: 'node', threads: 1, ...data.scale }]);
+  const maxHeapMiB = config.scaleMaxHeapMiB ?? 1536;
+  const where = (e) => `${e.environment === 'chromium' ? 'Chromium' : 'Node'}, ${e.threads ?? '?'} thread${e.threads === 1 ? '' : 's'}`;
+  const peakMiB = (e) => Math.max(e.peakHeapBytes ?? 0, ...e.runs.map((r) => r.heapAfterBytes)) / MiB;
+  const scaleOk = (e) => !e.failed && e.runs.length === 2 && e.runs.every((r) => !r.error && r.finite) && peakMiB(e) < maxHeapMiB;
   if (sc) {
-    const runs = sc.failed ? [] : sc.runs;
-    const text = sc.failed ? `the scale process failed: ${sc.failed}`
-      : runs.map((r) => `${variant(r.causal)}: ${r.error ? `failed (${r.error})` : `${(r.ms / 1000).toFixed(1)} s${r.finite ? '' : ', output NOT finite'}`}, wasm heap after ${(r.heapAfterBytes / MiB).toFixed(0)} MiB`).join('; ');
-    const ok = !sc.failed && runs.length === 2 && runs.every((r) => !r.error && r.finite);
-    targets.push([`Scale: FAVOR+ bidirectional and causal at L = ${fmtL(sc.L)}, d = 64, m = 256 in Node`, text, ok ? 'PASS (runs)' : 'FAIL']);
+    const text = sc.map((e) => `${where(e)}: ${e.failed ? `failed (${e.failed})`
+      : `${e.runs.map((r) => `${variant(r.causal)} ${r.error ? `failed (${r.error})` : `${(r.ms / 1000).toFixed(1)} s${r.finite ? '' : ' (output NOT finite)'}`}`).join(', ')}, peak wasm heap ${peakMiB(e).toFixed(0)} MiB`}`).join('; ');
+    const ran = (env) => sc.some((e) => e.environment === env);
+    const missing = ['node', 'chromium'].filter((env) => !ran(env)).map((env) => `${env === 'node' ? 'Node' : 'the browser'} was not run`);
+    targets.push([`Scale: FAVOR+ bidirectional and causal at L = ${fmtL(sc[0].L)}, d = 64, m = 256 in Node and in the browser, peak wasm heap < ${maxHeapMiB} MiB`,
+      (text + missing.map((x) => `; ${x}`).join('')).replace(/\|/g, '\\|'), verdict(missing.length === 0 && sc.every(scaleOk))]);
   } else {
-    targets.push(['Scale: FAVOR+ at L = 1,048,576 in Node', 'not run (--quick or --no-scale)', 'NOT RUN']);
+    targets.push(['Scale: FAVOR+ at L = 1,048,576 in Node and in the browser', 'not run (--quick or --no-scale)', 'NOT RUN']);
   }
 
   // --- Markdown ---
@@ -259,18 +266,20 @@ export function writeReport(data, { outFile, plotDir, resultsFile }) {
       references.map((r) => `${label(r.method)} ${r.kind === 'exact' ? 'exact' : 'FAVOR+'} ${variant(r.causal)} at L = ${fmtL(r.L)}`).join('; ') + '.');
     md.push('');
   }
-  md.push('## Scale: L = 1,048,576');
+  md.push(`## Scale: L = ${sc ? fmtL(sc[0].L) : '1,048,576'}`);
   md.push('');
   if (!sc) {
     md.push('Not run (`--quick` or `--no-scale`).');
-  } else if (sc.failed) {
-    md.push(`\`node bench/scale.mjs\` (a fresh process) failed: ${sc.failed}`);
   } else {
-    md.push(`\`node bench/scale.mjs\` in a fresh Node process: FAVOR+ (positive, m = ${sc.m}, orthogonal W), d = ${sc.d}, L = S = ${fmtL(sc.L)} through the public API (inputs ${(sc.inputBytes / MiB).toFixed(0)} MiB in JS, copied into the wasm heap for the call). The wasm heap starts at ${(sc.heapBeforeBytes / MiB).toFixed(0)} MiB and only grows.`);
+    const e0 = sc.find((e) => !e.failed) ?? sc[0];
+    md.push(`FAVOR+ (positive, m = ${e0.m ?? 256}, orthogonal W, seed 42), d = ${e0.d ?? 64}, L = S = ${fmtL(e0.L)}, bidirectional then causal on the same inputs, through the public API, each configuration in a fresh process: \`node bench/scale.mjs --threads N\` (Node, \`loadFavor\` from web/node.js) and \`node bench/scale-browser.mjs --threads N\` (headless ${sc.find((e) => e.browser)?.browser ?? 'Chromium'} via playwright-core: the repository served on 127.0.0.1 with COOP/COEP, web/browser.js's \`loadFavor\` in a dedicated module Worker). ${e0.inputBytes ? `The inputs (${(e0.inputBytes / MiB).toFixed(0)} MiB) are made in JS and copied into the wasm heap for each call. ` : ''}The wasm heap starts at ${((e0.heapBeforeBytes ?? 0) / MiB).toFixed(0)} MiB and only grows, so the heap after the causal run is the peak; the target is a peak under ${maxHeapMiB} MiB (1.5 GB).`);
     md.push('');
-    md.push('| variant | time | output | wasm heap after | process RSS after |');
-    md.push('|---|---:|---|---:|---:|');
-    for (const r of sc.runs) md.push(`| ${variant(r.causal)} | ${r.error ? '—' : `${(r.ms / 1000).toFixed(2)} s`} | ${r.error ? `failed: ${r.error}` : r.finite ? `[${r.dims.join(', ')}], finite` : 'NOT finite'} | ${(r.heapAfterBytes / MiB).toFixed(0)} MiB | ${r.rssAfterMiB} MiB |`);
+    md.push('| where | build | variant | time | output | wasm heap after | process RSS after |');
+    md.push('|---|---|---|---:|---|---:|---:|');
+    for (const e of sc) {
+      if (e.failed) { md.push(`| ${where(e)} | — | — | — | failed: ${e.failed.replace(/\|/g, '\\|')} | — | — |`); continue; }
+      for (const r of e.runs) md.push(`| ${where(e)} | ${e.build ?? 'favor-simd'} | ${variant(r.causal)} | ${r.error ? '—' : `${(r.ms / 1000).toFixed(2)} s`} | ${r.error ? `failed: ${r.error}` : r.finite ? `[${r.dims.join(', ')}], finite` : 'NOT finite'} | ${(r.heapAfterBytes / MiB).toFixed(0)} MiB | ${r.rssAfterMiB === undefined ? '—' : `${r.rssAfterMiB} MiB`} |`);
+    }
   }
   md.push('');
   md.push('## Reproduce');
@@ -278,6 +287,8 @@ export function writeReport(data, { outFile, plotDir, resultsFile }) {
   md.push('```sh');
   md.push(`npm run bench            # builds dist/ (wasm) and build/bench-native-{sse,native}, then runs everything (${env.minutes.toFixed(0)} min here, plus builds)`);
   md.push('npm run bench -- --quick # L = 256, 1024, 4096 only, no scale test; writes build/bench-quick/');
+  md.push('node bench/scale.mjs --threads 1          # the scale test alone, in Node (--threads 2: the pthreads build)');
+  md.push('node bench/scale-browser.mjs --threads 1  # the same in headless Chromium (--no-isolation: without COOP/COEP)');
   md.push('/usr/bin/python3 bench/onnx/generate.py   # regenerate the ONNX graphs (needs apt-get install python3-onnx)');
   md.push('```');
   md.push('');

@@ -1,0 +1,98 @@
+#!/usr/bin/env node
+// Scale test in the browser: the same runs as bench/scale.mjs (bench/lib/scale-run.mjs) in
+// Debian's headless Chromium through playwright-core. The repository folder is served on
+// 127.0.0.1 with COOP/COEP (a cross-origin isolated page, so the pthreads build can load; with
+// --no-isolation without them), and the page runs web/browser.js's loadFavor in a dedicated
+// module Worker: a 20–35 s call would freeze the page's main thread, and a worker may block on
+// atomics where the main thread may not. Prints one JSON line like bench/scale.mjs.
+//   node bench/scale-browser.mjs [--L 1048576] [--threads 1|2|auto] [--no-isolation]
+import { readFile, stat } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import { extname, join, normalize, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const { values: args } = parseArgs({
+  options: {
+    L: { type: 'string', default: '1048576' },
+    threads: { type: 'string', default: '1' },  // 1: the figure comparable with Node's default
+    'no-isolation': { type: 'boolean', default: false },
+  },
+});
+const L = Number(args.L);
+const threads = args.threads === 'auto' ? 'auto' : Number(args.threads);
+const isolated = !args['no-isolation'];
+const repo = fileURLToPath(new URL('..', import.meta.url));
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+  '--disable-component-update', '--no-first-run', '--disable-quic', '--disable-sync'];
+
+// The page and its worker are served from memory; everything else from the repository.
+const PAGE = '<!doctype html><meta charset="utf-8"><title>favor-attention scale test</title>';
+const WORKER = `
+import { loadFavor } from '/web/browser.js';
+import { runScale } from '/bench/lib/scale-run.mjs';
+onmessage = async ({ data }) => {
+  try {
+    const favor = await loadFavor({ threads: data.threads });
+    const build = favor.info.threads > 1 ? 'favor-simd-threads' : favor.info.simd ? 'favor-simd' : 'favor-scalar';
+    const result = runScale(favor, { L: data.L });
+    favor.dispose();
+    postMessage({ result: { build, crossOriginIsolated: self.crossOriginIsolated, ...result } });
+  } catch (e) {
+    postMessage({ error: String(e?.stack ?? e) });
+  }
+};`;
+const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm', '.json': 'application/json' };
+const headers = (type) => ({
+  'Content-Type': type, 'Cache-Control': 'no-store',
+  ...(isolated && { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' }),
+});
+const server = createServer(async (req, res) => {
+  const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+  if (path === '/__scale/') return res.writeHead(200, headers('text/html')).end(PAGE);
+  if (path === '/favicon.ico') return res.writeHead(204).end();  // not a console error
+  if (path === '/__scale/worker.mjs') return res.writeHead(200, headers('text/javascript')).end(WORKER);
+  const file = normalize(join(repo, path));
+  if (!file.startsWith(repo) || file.split(sep).includes('node_modules')) return res.writeHead(403).end();
+  try {
+    if (!(await stat(file)).isFile()) throw new Error('not a file');
+    res.writeHead(200, headers(TYPES[extname(file)] ?? 'application/octet-stream')).end(await readFile(file));
+  } catch {
+    res.writeHead(404).end();
+  }
+});
+await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+const base = `http://127.0.0.1:${server.address().port}`;
+
+const { chromium } = await import('playwright-core');
+const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+const problems = [];
+let out;
+try {
+  const page = await browser.newPage();
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('console', (m) => { if (m.type() === 'error') problems.push(m.text()); });
+  page.on('crash', () => problems.push('the page crashed (renderer out of memory?)'));
+  await page.goto(`${base}/__scale/`);
+  // Our own time limit, below bench/run.mjs's 10-minute SIGKILL: closing the browser ourselves
+  // leaves no Chromium behind.
+  let timer;
+  const limit = new Promise((resolve, reject) => { timer = setTimeout(() => reject(new Error('timed out after 9 minutes')), 9 * 60 * 1000); });
+  const reply = await Promise.race([limit, page.evaluate(({ L, threads }) => new Promise((resolve) => {
+    const worker = new Worker('/__scale/worker.mjs', { type: 'module' });
+    worker.onmessage = ({ data }) => resolve(data);
+    worker.onerror = (e) => resolve({ error: `worker error: ${e.message ?? 'failed to load'}` });
+    worker.postMessage({ L, threads });
+  }), { L, threads })]).finally(() => clearTimeout(timer));
+  if (reply.error) throw new Error(reply.error);
+  out = { environment: 'chromium', browser: `Chromium ${browser.version()}`, pageIsolated: isolated, ...reply.result };
+} catch (e) {
+  out = { environment: 'chromium', browser: `Chromium ${browser.version()}`, pageIsolated: isolated, L, failed: `${e.message} ${problems.join(' | ')}`.trim().slice(0, 600) };
+} finally {
+  await browser.close();
+  server.close();
+}
+if (problems.length && !out.failed) out.consoleErrors = problems.slice(0, 5);
+console.log(JSON.stringify(out));
+process.exitCode = out.failed ? 1 : 0;
