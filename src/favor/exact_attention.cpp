@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "exact_block.hpp"
 #include "parallel.hpp"
 #include "validate.hpp"
 #include "vector_math.hpp"
@@ -19,8 +20,6 @@ double resolve_scale(const AttentionOptions& options, Index dim) {
 
 namespace {
 constexpr Index kQueryBlock = 64;
-constexpr Index kKeyBlock = 256;
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 }  // namespace
 
 void exact_attention(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v, MatrixRef out,
@@ -28,7 +27,7 @@ void exact_attention(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v, Matri
   detail::check_head(q, k, &v, options.causal);
   detail::check_out(out, q.rows(), v.cols());
   const float scale = static_cast<float>(resolve_scale(options, q.cols()));
-  const Index L = q.rows(), S = k.rows(), dv = v.cols();
+  const Index L = q.rows();
 
   // Query blocks are independent: each writes only its rows of out, so any thread count gives
   // the same bits. Scratch is per block, never shared between threads.
@@ -36,31 +35,9 @@ void exact_attention(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v, Matri
   const Index blocks = (L + kQueryBlock - 1) / kQueryBlock;
   parallel_for(blocks, [&](Index block) {
     const Index q0 = (options.causal ? blocks - 1 - block : block) * kQueryBlock;
-    Matrix scores, acc;
-    Vector row_max, row_sum;
     const Index nq = std::min(kQueryBlock, L - q0);
-    const Index key_end = options.causal ? q0 + nq : S;
-    acc.setZero(nq, dv);
-    row_max.setConstant(nq, kNegInf);
-    row_sum.setZero(nq);
-    for (Index k0 = 0; k0 < key_end; k0 += kKeyBlock) {
-      const Index nk = std::min(kKeyBlock, key_end - k0);
-      scores.resize(nq, nk);
-      scores.noalias() = scale * (q.middleRows(q0, nq) * k.middleRows(k0, nk).transpose());
-      if (options.causal && k0 + nk > q0)  // the diagonal block: mask keys after each query
-        for (Index i = 0; i < nq; ++i)
-          for (Index j = std::max<Index>(0, q0 + i + 1 - k0); j < nk; ++j) scores(i, j) = kNegInf;
-      for (Index i = 0; i < nq; ++i) {
-        float* row = &scores(i, 0);
-        const float new_max = std::max(row_max(i), vec::max(row, nk));
-        const float rescale = std::exp(row_max(i) - new_max);  // 0 on the first block
-        row_sum(i) = row_sum(i) * rescale + vec::exp_shifted(row, nk, new_max);
-        if (rescale != 1.0f) acc.row(i) *= rescale;
-        row_max(i) = new_max;
-      }
-      acc.noalias() += scores * v.middleRows(k0, nk);
-    }
-    out.middleRows(q0, nq) = row_sum.cwiseInverse().asDiagonal() * acc;
+    detail::ExactScratch scratch;
+    detail::exact_query_block(q, k, v, scale, options.causal, q0, nq, out, scratch);
   });
   detail::check_result(out, "q, k, v");
 }

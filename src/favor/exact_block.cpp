@@ -1,0 +1,78 @@
+#include "exact_block.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "attention_kernel.hpp"
+
+namespace favor::detail {
+
+namespace {
+using kernel::kStrip;
+
+// Q^T of the block in strips: qt[(t * d + f) * 8 + i] = q(q0 + 8t + i, f); rows past the block
+// are 0 (their scores are finite and their results dropped).
+void pack_queries(ConstMatrixRef q, Index q0, Index nq, float* qt) {
+  const Index d = q.cols();
+  for (Index t = 0; t * kStrip < nq; ++t)
+    for (Index i = 0; i < kStrip; ++i) {
+      const Index row = t * kStrip + i;
+      float* dst = qt + t * d * kStrip + i;
+      if (row < nq) {
+        const float* src = q.data() + (q0 + row) * q.outerStride();
+        for (Index f = 0; f < d; ++f) dst[f * kStrip] = src[f];
+      } else {
+        for (Index f = 0; f < d; ++f) dst[f * kStrip] = 0.0f;
+      }
+    }
+}
+
+// Causal: key k0 + j is hidden from query first + i when k0 + j > first + i.
+void mask_future(float* p, Index n, Index k0, Index first) {
+  for (Index j = std::max<Index>(0, first + 1 - k0); j < n; ++j)
+    for (Index i = 0; i < kStrip; ++i)
+      if (k0 + j > first + i) p[j * kStrip + i] = -std::numeric_limits<float>::infinity();
+}
+}  // namespace
+
+void exact_query_block(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v, float scale, bool causal,
+                       Index q0, Index nq, MatrixRef out, ExactScratch& s) {
+  const Index d = q.cols(), dv = v.cols(), strips = (nq + kStrip - 1) / kStrip;
+  const Index rows = strips * kStrip;
+  s.qt.resize(static_cast<std::size_t>(rows * d));
+  s.p.resize(static_cast<std::size_t>(kKeyBlock * kStrip));
+  s.acc.assign(static_cast<std::size_t>(rows * dv), 0.0f);
+  s.max.assign(static_cast<std::size_t>(rows), -std::numeric_limits<float>::infinity());
+  s.sum.assign(static_cast<std::size_t>(rows), 0.0f);
+  s.rescale.resize(kStrip);
+  pack_queries(q, q0, nq, s.qt.data());
+
+  const Index key_end = causal ? q0 + nq : k.rows();
+  for (Index k0 = 0; k0 < key_end; k0 += kKeyBlock) {
+    const Index block_end = std::min(key_end, k0 + kKeyBlock);
+    for (Index t = 0; t < strips; ++t) {
+      const Index first = q0 + t * kStrip;  // the strip's first query
+      // Causal: no key after the strip's last query; strips before this block see none of it.
+      const Index end = causal ? std::min(block_end, first + kStrip) : block_end;
+      if (end <= k0) continue;
+      const Index n = end - k0;
+      float* p = s.p.data();
+      kernel::scores(s.qt.data() + t * d * kStrip, k.data() + k0 * k.outerStride(), k.outerStride(),
+                     n, d, scale, p);
+      if (causal && end > first) mask_future(p, n, k0, first);
+      kernel::softmax_step(p, n, s.max.data() + t * kStrip, s.sum.data() + t * kStrip, s.rescale.data());
+      const float* vb = v.data() + k0 * v.outerStride();
+      for (Index h = 0; h < kStrip && t * kStrip + h < nq; h += 4)
+        kernel::pv(p + h, vb, v.outerStride(), n, dv, s.rescale.data() + h,
+                   s.acc.data() + (t * kStrip + h) * dv, dv);
+    }
+  }
+  for (Index i = 0; i < nq; ++i) {
+    float* dst = out.data() + (q0 + i) * out.outerStride();
+    const float* src = s.acc.data() + i * dv;
+    const float total = s.sum[static_cast<std::size_t>(i)];
+    for (Index c = 0; c < dv; ++c) dst[c] = src[c] / total;
+  }
+}
+
+}  // namespace favor::detail
