@@ -1,48 +1,65 @@
-// Register-tiled micro-kernels of exact attention on 4-float vectors (vector_math.hpp): SSE
-// natively, wasm SIMD with -msimd128, scalar code in the non-SIMD wasm build. Every output entry
-// is a plain sequential sum (no reassociation, no FMA: the library builds with
+// Register-tiled micro-kernels of exact attention on GCC/Clang vector extensions: 4 floats
+// (SSE natively, wasm SIMD with -msimd128, scalar code in the non-SIMD wasm build), or 8 floats
+// in native builds with AVX (-march=native), where 4 would leave half of each register idle.
+// Every output entry is a plain sequential sum (no reassociation, no FMA: the library builds with
 // -ffp-contract=off), so each kernel computes exactly what its scalar loop would, in every
-// build, and the builds agree bit for bit.
+// build, and the builds agree bit for bit. (The AVX width processes 16 queries per strip; in
+// causal attention a strip then also visits keys masked for its first queries, which add exact
+// zeros: same results for finite inputs.)
 //
-// Layouts. A "strip" is kStrip = 8 queries, two f32x4 side by side:
-//   qt   the strip's queries transposed, d x 8 (row p holds feature p of the 8 queries), packed
-//        once per query block and reused for every key;
-//   p    scores, then probabilities, of the strip against n keys, key-major: n x 8.
+// Layouts. A "strip" is kStrip = 2 vectors of queries side by side (8, or 16 with AVX):
+//   qt   the strip's queries transposed, d x kStrip (row f holds feature f of the strip's
+//        queries), packed once per query block and reused for every key;
+//   p    scores, then probabilities, of the strip against n keys, key-major: n x kStrip.
 // Keys k and values v are read in place (row-major, leading dimensions ldk, ldv): scores
-// broadcast k[j, p] against a qt row, so no per-key-block packing is needed.
+// broadcast k[j, f] against a qt row, so no per-key-block packing is needed.
 //
-// Register budget (x86-64 and V8 both have 16 xmm registers): scores keep 4 keys x 8 queries =
-// 8 accumulators + 2 query vectors + 1 broadcast; p.v keeps 4 queries x 8 columns = 8
-// accumulators + 2 value vectors + 1 broadcast. Larger tiles spill in V8's register allocator.
+// Register budget (x86-64 and V8 both have 16 xmm registers): scores keep 4 keys x 2 vectors =
+// 8 accumulators + 2 query vectors + 1 broadcast; p.v keeps 4 queries x 2 vectors of columns =
+// 8 accumulators + 2 value vectors + 1 broadcast. Larger tiles spill in V8's register allocator.
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "types.hpp"
 #include "vector_math.hpp"
 
 namespace favor::kernel {
 
-using vec::f32x4;
-using vec::load;
+#if defined(__AVX__) && !defined(__EMSCRIPTEN__)
+typedef float fv __attribute__((vector_size(32)));
+inline fv splat(float x) { return fv{x, x, x, x, x, x, x, x}; }
+#else
+typedef vec::f32x4 fv;
 using vec::splat;
-using vec::store;
+#endif
+typedef std::int32_t iv __attribute__((vector_size(sizeof(fv))));
+typedef std::uint32_t uv __attribute__((vector_size(sizeof(fv))));
 
-constexpr Index kStrip = 8;
+constexpr Index kLanes = sizeof(fv) / sizeof(float);
+constexpr Index kStrip = 2 * kLanes;  // queries per strip
+
+inline fv load(const float* p) {
+  fv v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void store(float* p, fv v) { std::memcpy(p, &v, sizeof v); }
+inline fv vmax(fv a, fv b) { return a > b ? a : b; }
 
 // exp(x) for x <= 0, -inf or NaN: the softmax weights exp(score - running max), one per score.
 // Cephes' reduction and polynomial as vec::exp (same accuracy), but ~27 operations instead of
 // ~42: no overflow path (x <= 0), round-to-nearest of x log2(e) by adding 1.5 * 2^23 (whose low
 // mantissa bits then hold the integer, read back as 2^n without a float -> int conversion), and
 // NaN left to propagate through the arithmetic. Exactly 0 below -87.34 and for -inf.
-inline f32x4 exp_nonpositive(f32x4 x) {
-  typedef std::uint32_t u32x4 __attribute__((vector_size(16)));
-  const vec::i32x4 underflow = x < splat(-87.33654f);  // false for NaN
-  const f32x4 magic = splat(12582912.0f);          // 1.5 * 2^23
-  const f32x4 t = x * splat(1.44269504088896341f) + magic;
-  const f32x4 n = t - magic;  // round(x log2 e), in [-126, 0] where not underflowing
-  const f32x4 r = x - n * splat(0.693359375f) + n * splat(2.12194440e-4f);
-  f32x4 p = splat(1.9875691500e-4f);
+inline fv exp_nonpositive(fv x) {
+  const iv underflow = x < splat(-87.33654f);  // false for NaN
+  const fv magic = splat(12582912.0f);          // 1.5 * 2^23
+  const fv t = x * splat(1.44269504088896341f) + magic;
+  const fv n = t - magic;  // round(x log2 e), in [-126, 0] where not underflowing
+  const fv r = x - n * splat(0.693359375f) + n * splat(2.12194440e-4f);
+  fv p = splat(1.9875691500e-4f);
   p = p * r + splat(1.3981999507e-3f);
   p = p * r + splat(8.3334519073e-3f);
   p = p * r + splat(4.1665795894e-2f);
@@ -50,17 +67,17 @@ inline f32x4 exp_nonpositive(f32x4 x) {
   p = p * r + splat(5.0000001201e-1f);
   p = p * (r * r) + r + splat(1.0f);
   // t's bits are 0x4B400000 + n: 2^n is (n + 127) << 23.
-  const u32x4 pow2 = ((u32x4)t - (0x4B400000u - 127u)) << 23;  // unsigned: lanes masked below wrap
-  return (f32x4)((vec::i32x4)(p * (f32x4)pow2) & ~underflow);
+  const uv pow2 = ((uv)t - (0x4B400000u - 127u)) << 23;  // unsigned: lanes masked below wrap
+  return (fv)((iv)(p * (fv)pow2) & ~underflow);
 }
 
-// p[r][0..8) = scale * (q_i . k_r) for the 4 keys at k, k + ldk, ... (sum over features in order).
+// p[r][0..kStrip) = scale * (q_i . k_r) for the 4 keys at k, k + ldk, ... (sum over features in order).
 inline void scores_4keys(const float* qt, const float* k, Index ldk, Index d, float scale, float* p) {
   const float *k0 = k, *k1 = k + ldk, *k2 = k + 2 * ldk, *k3 = k + 3 * ldk;
-  f32x4 a0 = splat(0.0f), b0 = a0, a1 = a0, b1 = a0, a2 = a0, b2 = a0, a3 = a0, b3 = a0;
+  fv a0 = splat(0.0f), b0 = a0, a1 = a0, b1 = a0, a2 = a0, b2 = a0, a3 = a0, b3 = a0;
   for (Index f = 0; f < d; ++f, qt += kStrip) {
-    const f32x4 qa = load(qt), qb = load(qt + 4);
-    f32x4 x = splat(k0[f]);
+    const fv qa = load(qt), qb = load(qt + kLanes);
+    fv x = splat(k0[f]);
     a0 = a0 + qa * x;
     b0 = b0 + qb * x;
     x = splat(k1[f]);
@@ -73,75 +90,76 @@ inline void scores_4keys(const float* qt, const float* k, Index ldk, Index d, fl
     a3 = a3 + qa * x;
     b3 = b3 + qb * x;
   }
-  const f32x4 s = splat(scale);
-  store(p, a0 * s), store(p + 4, b0 * s);
-  store(p + 8, a1 * s), store(p + 12, b1 * s);
-  store(p + 16, a2 * s), store(p + 20, b2 * s);
-  store(p + 24, a3 * s), store(p + 28, b3 * s);
+  const fv s = splat(scale);
+  store(p, a0 * s), store(p + kLanes, b0 * s);
+  store(p + kStrip, a1 * s), store(p + kStrip + kLanes, b1 * s);
+  store(p + 2 * kStrip, a2 * s), store(p + 2 * kStrip + kLanes, b2 * s);
+  store(p + 3 * kStrip, a3 * s), store(p + 3 * kStrip + kLanes, b3 * s);
 }
 
 // The same for one key (the last n % 4 keys of a block).
 inline void scores_1key(const float* qt, const float* k, Index d, float scale, float* p) {
-  f32x4 a = splat(0.0f), b = a;
+  fv a = splat(0.0f), b = a;
   for (Index f = 0; f < d; ++f, qt += kStrip) {
-    const f32x4 x = splat(k[f]);
+    const fv x = splat(k[f]);
     a = a + load(qt) * x;
-    b = b + load(qt + 4) * x;
+    b = b + load(qt + kLanes) * x;
   }
-  store(p, a * splat(scale)), store(p + 4, b * splat(scale));
+  store(p, a * splat(scale)), store(p + kLanes, b * splat(scale));
 }
 
-// p (n x 8) = scale * scores of the strip against keys k[0..n).
+// p (n x kStrip) = scale * scores of the strip against keys k[0..n).
 inline void scores(const float* qt, const float* k, Index ldk, Index n, Index d, float scale, float* p) {
   Index j = 0;
   for (; j + 4 <= n; j += 4) scores_4keys(qt, k + j * ldk, ldk, d, scale, p + j * kStrip);
   for (; j < n; ++j) scores_1key(qt, k + j * ldk, d, scale, p + j * kStrip);
 }
 
-// Online softmax step for a strip over one key block: with the running max m[0..8) and sum
-// l[0..8), turns p (n x 8 scores) into exp(score - new max) in place, updates m and l, and writes
-// to rescale[0..8) the factor exp(old max - new max) the accumulator rows must be multiplied by
+// Online softmax step for a strip over one key block: with the running max m[0..kStrip) and sum
+// l[0..kStrip), turns p (n x kStrip scores) into exp(score - new max) in place, updates m and l,
+// and writes to rescale[0..kStrip) the factor exp(old max - new max) the accumulator rows must be multiplied by
 // (0 on the first block, where the old max is -inf). Scores of -inf (masked keys) give 0; NaN
 // and +inf scores give NaN rows, as they must (the caller reports non-finite results).
 inline void softmax_step(float* p, Index n, float* m, float* l, float* rescale) {
-  const f32x4 inf = splat(-__builtin_inff());
-  f32x4 ma = inf, mb = inf;
+  const fv inf = splat(-__builtin_inff());
+  fv ma = inf, mb = inf;
   for (Index j = 0; j < n; ++j) {
-    ma = vec::vmax(ma, load(p + j * kStrip));
-    mb = vec::vmax(mb, load(p + j * kStrip + 4));
+    ma = vmax(ma, load(p + j * kStrip));
+    mb = vmax(mb, load(p + j * kStrip + kLanes));
   }
-  const f32x4 old_a = load(m), old_b = load(m + 4);
-  ma = vec::vmax(old_a, ma);
-  mb = vec::vmax(old_b, mb);
-  f32x4 sa = splat(0.0f), sb = sa;
+  const fv old_a = load(m), old_b = load(m + kLanes);
+  ma = vmax(old_a, ma);
+  mb = vmax(old_b, mb);
+  fv sa = splat(0.0f), sb = sa;
   for (Index j = 0; j < n; ++j) {
     float* row = p + j * kStrip;
-    const f32x4 ea = exp_nonpositive(load(row) - ma), eb = exp_nonpositive(load(row + 4) - mb);
-    store(row, ea), store(row + 4, eb);
+    const fv ea = exp_nonpositive(load(row) - ma), eb = exp_nonpositive(load(row + kLanes) - mb);
+    store(row, ea), store(row + kLanes, eb);
     sa = sa + ea;
     sb = sb + eb;
   }
-  const f32x4 ra = exp_nonpositive(old_a - ma), rb = exp_nonpositive(old_b - mb);
-  store(rescale, ra), store(rescale + 4, rb);
-  store(l, load(l) * ra + sa), store(l + 4, load(l + 4) * rb + sb);
-  store(m, ma), store(m + 4, mb);
+  const fv ra = exp_nonpositive(old_a - ma), rb = exp_nonpositive(old_b - mb);
+  store(rescale, ra), store(rescale + kLanes, rb);
+  store(l, load(l) * ra + sa), store(l + kLanes, load(l + kLanes) * rb + sb);
+  store(m, ma), store(m + kLanes, mb);
 }
 
-// acc rows r < 4 (leading dimension lda), columns [0, 8): acc = acc * rescale[r] + sum_j
-// p[j][r] v[j] over j < n (in order). p points at lane 0 of the 4 queries in the n x 8 strip.
-inline void pv_4x8(const float* p, const float* v, Index ldv, Index n, const float* rescale,
+// acc rows r < 4 (leading dimension lda), columns [0, 2 kLanes): acc = acc * rescale[r] +
+// sum_j p[j][r] v[j] over j < n (in order). p points at the first of the 4 queries in the
+// n x kStrip strip.
+inline void pv_4x2v(const float* p, const float* v, Index ldv, Index n, const float* rescale,
                    float* acc, Index lda) {
   float *c0 = acc, *c1 = acc + lda, *c2 = acc + 2 * lda, *c3 = acc + 3 * lda;
-  f32x4 x = splat(rescale[0]);
-  f32x4 a0 = load(c0) * x, b0 = load(c0 + 4) * x;
+  fv x = splat(rescale[0]);
+  fv a0 = load(c0) * x, b0 = load(c0 + kLanes) * x;
   x = splat(rescale[1]);
-  f32x4 a1 = load(c1) * x, b1 = load(c1 + 4) * x;
+  fv a1 = load(c1) * x, b1 = load(c1 + kLanes) * x;
   x = splat(rescale[2]);
-  f32x4 a2 = load(c2) * x, b2 = load(c2 + 4) * x;
+  fv a2 = load(c2) * x, b2 = load(c2 + kLanes) * x;
   x = splat(rescale[3]);
-  f32x4 a3 = load(c3) * x, b3 = load(c3 + 4) * x;
+  fv a3 = load(c3) * x, b3 = load(c3 + kLanes) * x;
   for (Index j = 0; j < n; ++j, p += kStrip, v += ldv) {
-    const f32x4 va = load(v), vb = load(v + 4);
+    const fv va = load(v), vb = load(v + kLanes);
     x = splat(p[0]);
     a0 = a0 + x * va;
     b0 = b0 + x * vb;
@@ -155,20 +173,20 @@ inline void pv_4x8(const float* p, const float* v, Index ldv, Index n, const flo
     a3 = a3 + x * va;
     b3 = b3 + x * vb;
   }
-  store(c0, a0), store(c0 + 4, b0);
-  store(c1, a1), store(c1 + 4, b1);
-  store(c2, a2), store(c2 + 4, b2);
-  store(c3, a3), store(c3 + 4, b3);
+  store(c0, a0), store(c0 + kLanes, b0);
+  store(c1, a1), store(c1 + kLanes, b1);
+  store(c2, a2), store(c2 + kLanes, b2);
+  store(c3, a3), store(c3 + kLanes, b3);
 }
 
-// The same for 4 columns.
-inline void pv_4x4(const float* p, const float* v, Index ldv, Index n, const float* rescale,
+// The same for kLanes columns.
+inline void pv_4x1v(const float* p, const float* v, Index ldv, Index n, const float* rescale,
                    float* acc, Index lda) {
   float *c0 = acc, *c1 = acc + lda, *c2 = acc + 2 * lda, *c3 = acc + 3 * lda;
-  f32x4 a0 = load(c0) * splat(rescale[0]), a1 = load(c1) * splat(rescale[1]);
-  f32x4 a2 = load(c2) * splat(rescale[2]), a3 = load(c3) * splat(rescale[3]);
+  fv a0 = load(c0) * splat(rescale[0]), a1 = load(c1) * splat(rescale[1]);
+  fv a2 = load(c2) * splat(rescale[2]), a3 = load(c3) * splat(rescale[3]);
   for (Index j = 0; j < n; ++j, p += kStrip, v += ldv) {
-    const f32x4 va = load(v);
+    const fv va = load(v);
     a0 = a0 + splat(p[0]) * va;
     a1 = a1 + splat(p[1]) * va;
     a2 = a2 + splat(p[2]) * va;
@@ -177,7 +195,7 @@ inline void pv_4x4(const float* p, const float* v, Index ldv, Index n, const flo
   store(c0, a0), store(c1, a1), store(c2, a2), store(c3, a3);
 }
 
-// The same for one column (the last dv % 4 columns): scalar, same operations per entry.
+// The same for one column (the last dv % kLanes columns): scalar, same operations per entry.
 inline void pv_4x1(const float* p, const float* v, Index ldv, Index n, const float* rescale,
                    float* acc, Index lda) {
   float a0 = acc[0] * rescale[0], a1 = acc[lda] * rescale[1];
@@ -195,8 +213,8 @@ inline void pv_4x1(const float* p, const float* v, Index ldv, Index n, const flo
 inline void pv(const float* p, const float* v, Index ldv, Index n, Index dv, const float* rescale,
                float* acc, Index lda) {
   Index c = 0;
-  for (; c + 8 <= dv; c += 8) pv_4x8(p, v + c, ldv, n, rescale, acc + c, lda);
-  if (c + 4 <= dv) pv_4x4(p, v + c, ldv, n, rescale, acc + c, lda), c += 4;
+  for (; c + 2 * kLanes <= dv; c += 2 * kLanes) pv_4x2v(p, v + c, ldv, n, rescale, acc + c, lda);
+  if (c + kLanes <= dv) pv_4x1v(p, v + c, ldv, n, rescale, acc + c, lda), c += kLanes;
   for (; c < dv; ++c) pv_4x1(p, v + c, ldv, n, rescale, acc + c, lda);
 }
 

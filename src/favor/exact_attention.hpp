@@ -6,7 +6,7 @@
 namespace favor {
 
 // q: L x d, k: S x d, v: S x dv, out: L x dv. Streams key blocks with a running max and sum per
-// query row (online softmax): never forms the L x S matrix, extra memory O(block^2 + block*dv).
+// query row (online softmax): never forms the L x S matrix, extra memory O(block * (d + dv)).
 void exact_attention(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v, MatrixRef out,
                      const AttentionOptions& options = {});
 Matrix exact_attention(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v,

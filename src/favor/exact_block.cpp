@@ -10,7 +10,7 @@ namespace favor::detail {
 namespace {
 using kernel::kStrip;
 
-// Q^T of the block in strips: qt[(t * d + f) * 8 + i] = q(q0 + 8t + i, f); rows past the block
+// Q^T of the block in strips: qt[(t * d + f) * kStrip + i] = q(q0 + t kStrip + i, f); rows past the block
 // are 0 (their scores are finite and their results dropped).
 void pack_queries(ConstMatrixRef q, Index q0, Index nq, float* qt) {
   const Index d = q.cols();

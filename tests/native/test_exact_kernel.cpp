@@ -144,7 +144,7 @@ std::vector<float> normal_buffer(std::size_t n, std::mt19937& gen) {
   return x;
 }
 
-float scalar_exp(float x) { return kernel::exp_nonpositive(favor::vec::splat(x))[0]; }
+float scalar_exp(float x) { return kernel::exp_nonpositive(kernel::splat(x))[0]; }
 
 // Equal values, or both NaN.
 bool same(float a, float b) { return std::isnan(a) ? std::isnan(b) : a == b; }
@@ -194,8 +194,8 @@ TEST(ExactKernel, SoftmaxStepEqualsScalarLanes) {
   p[3 * kernel::kStrip + 1] = -kInf;  // a masked key
   for (Index j = 0; j < n; ++j) p[j * kernel::kStrip + 5] = -kInf;  // lane 5 fully masked: NaN
   const std::vector<float> scores = p;
-  std::vector<float> m(8), l(8), r(8);
-  for (Index i = 0; i < 8; ++i) m[i] = i == 2 || i == 5 ? -kInf : 0.5f * static_cast<float>(i), l[i] = 1.5f;
+  std::vector<float> m(kernel::kStrip), l(kernel::kStrip), r(kernel::kStrip);
+  for (Index i = 0; i < kernel::kStrip; ++i) m[i] = i == 2 || i == 5 ? -kInf : 0.5f * static_cast<float>(i), l[i] = 1.5f;
   const std::vector<float> m0 = m, l0 = l;
   kernel::softmax_step(p.data(), n, m.data(), l.data(), r.data());
   for (Index i = 0; i < kernel::kStrip; ++i) {

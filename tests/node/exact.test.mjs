@@ -1,6 +1,7 @@
 // exactAttention and attentionMatrix against the float64 brute-force reference: bidirectional,
 // causal, cross (L != S, dv != d), scale, ranks 2/3/4, block boundaries (the core streams 64
-// queries x 256 keys per block), large scores (online softmax must not overflow).
+// queries x 128 keys per block, in strips of 8 queries), large scores (online softmax must not
+// overflow).
 //
 // Tolerance: 1e-5 of the largest reference entry. float32 computes each score q.k over d terms
 // (relative error ~d * 6e-8 of |q||k|), exp amplifies an absolute score error e into a relative
@@ -109,7 +110,7 @@ test('every head uses its own slice (heads are not mixed up)', () => {
   }
 });
 
-test('sizes crossing block boundaries: L = S = 1, 65, 300 (64-query and 256-key blocks)', () => {
+test('sizes crossing block boundaries: L = S = 1, 65, 300 (64-query and 128-key blocks)', () => {
   for (const n of [1, 65, 300]) {
     check([], n, n, 16, 8, undefined, 80 + n);
     check([], n, n, 16, 8, { causal: true }, 90 + n);
