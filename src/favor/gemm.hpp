@@ -1,0 +1,87 @@
+// A small register-tiled GEMM on the vector types of attention_kernel.hpp (4 floats: SSE natively,
+// wasm SIMD with -msimd128, scalar code in the non-SIMD wasm build; 8 floats in native AVX
+// builds), for the products of FAVOR+ (Eigen 3.4 has no wasm SIMD packet math: its GEMM runs one
+// float at a time there).
+//
+//     C (M x N) = [C +] A Bt,   A(i, k) = a[i a_rs + k a_cs],   Bt(k, j) = b[k ldb + j]
+//
+// Every entry is a plain sequential sum over k (starting from 0, or from C when accumulating),
+// with no FMA (the library builds with -ffp-contract=off): the same bits in every build, equal to
+// the scalar loop
+//     for i, j: s = acc ? C(i, j) : 0; for k: s = s + A(i, k) * Bt(k, j); C(i, j) = s
+//
+// Tiles: 4 rows of A x 2 vectors of columns (8 accumulators + 2 vectors of Bt + 1 broadcast of
+// A, within the 16 registers of x86-64 and V8). A is read by broadcasts with any strides (so A
+// can be a transposed view), Bt by vector loads of rows. B given row-major as N x K (the form of
+// Q K^T and X W^T) is first packed transposed in strips of kStrip columns (pack_bt / gemm_nt).
+#pragma once
+
+#include <vector>
+
+#include "attention_kernel.hpp"
+
+namespace favor::gemm {
+
+using kernel::fv;
+using kernel::kLanes;
+using kernel::kStrip;
+
+// acc[r][v] (rows r < R, column vectors v < V) = init + sum_{k < K} A(r, k) Bt(k, v kLanes + lane),
+// in order. Init: zero, or C (accumulate), or C * row_scale[r] (the online softmax rescale), and
+// the result times `scale` (exact's scores; 1 is exact). V = 0: one scalar column.
+template <int R, int V>
+inline void tile(Index K, const float* a, Index a_rs, Index a_cs, const float* b, Index ldb, float* c,
+                 Index ldc, bool accumulate, const float* row_scale = nullptr, float scale = 1.0f) {
+  if constexpr (V == 0) {
+    float acc[R];
+    for (int r = 0; r < R; ++r)
+      acc[r] = !accumulate ? 0.0f : row_scale ? c[r * ldc] * row_scale[r] : c[r * ldc];
+    for (Index k = 0; k < K; ++k, a += a_cs, b += ldb)
+      for (int r = 0; r < R; ++r) acc[r] = acc[r] + a[r * a_rs] * b[0];
+    for (int r = 0; r < R; ++r) c[r * ldc] = acc[r] * scale;
+  } else {
+    fv acc[R][V];
+    for (int r = 0; r < R; ++r)
+      for (int v = 0; v < V; ++v)
+        acc[r][v] = !accumulate ? kernel::splat(0.0f)
+                    : row_scale ? kernel::load(c + r * ldc + v * kLanes) * kernel::splat(row_scale[r])
+                                : kernel::load(c + r * ldc + v * kLanes);
+    for (Index k = 0; k < K; ++k, a += a_cs, b += ldb) {
+      fv bv[V];
+      for (int v = 0; v < V; ++v) bv[v] = kernel::load(b + v * kLanes);
+      for (int r = 0; r < R; ++r) {
+        const fv x = kernel::splat(a[r * a_rs]);
+        for (int v = 0; v < V; ++v) acc[r][v] = acc[r][v] + x * bv[v];
+      }
+    }
+    const fv s = kernel::splat(scale);
+    for (int r = 0; r < R; ++r)
+      for (int v = 0; v < V; ++v) kernel::store(c + r * ldc + v * kLanes, acc[r][v] * s);
+  }
+}
+
+// C = [C +] A Bt as above, for any M, N, K >= 0. Row tiles of 4 (then single rows), column
+// tiles of 2 vectors (then 1 vector, then single columns).
+void gemm(Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, const float* b, Index ldb,
+          float* c, Index ldc, bool accumulate);
+
+// Lower-triangular A (A(i, k) = 0 for k > i, K >= M): each row tile sums k only up to its last
+// row; the skipped terms are exact zeros times Bt (the same values for finite Bt).
+void gemm_lower(Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, const float* b,
+                Index ldb, float* c, Index ldc, bool accumulate);
+
+// B (N x K, row stride ldb) packed transposed in strips of kStrip columns of C: strip s holds
+// packed[(s K + k) kStrip + j] = B(s kStrip + j, k), zero past N. Size strips(N) * K * kStrip.
+inline Index strips(Index N) { return (N + kStrip - 1) / kStrip; }
+void pack_bt(Index N, Index K, const float* b, Index ldb, float* packed);
+
+// C = [C +] A B^T with B given packed by pack_bt.
+void gemm_packed(Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, const float* packed,
+                 float* c, Index ldc, bool accumulate);
+
+// C = [C +] A B^T, A (M x K, row stride lda) and B (N x K, row stride ldb) row-major; packs B
+// into `scratch`.
+void gemm_nt(Index M, Index N, Index K, const float* a, Index lda, const float* b, Index ldb, float* c,
+             Index ldc, bool accumulate, std::vector<float>& scratch);
+
+}  // namespace favor::gemm
