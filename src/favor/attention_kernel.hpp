@@ -59,13 +59,7 @@ inline fv exp_nonpositive(fv x) {
   const fv t = x * splat(1.44269504088896341f) + magic;
   const fv n = t - magic;  // round(x log2 e), in [-126, 0] where not underflowing
   const fv r = x - n * splat(0.693359375f) + n * splat(2.12194440e-4f);
-  fv p = splat(1.9875691500e-4f);
-  p = p * r + splat(1.3981999507e-3f);
-  p = p * r + splat(8.3334519073e-3f);
-  p = p * r + splat(4.1665795894e-2f);
-  p = p * r + splat(1.6666665459e-1f);
-  p = p * r + splat(5.0000001201e-1f);
-  p = p * (r * r) + r + splat(1.0f);
+  const fv p = vec::exp_polynomial(r);
   // t's bits are 0x4B400000 + n: 2^n is (n + 127) << 23.
   const uv pow2 = ((uv)t - (0x4B400000u - 127u)) << 23;  // unsigned: lanes masked below wrap
   return (fv)((iv)(p * (fv)pow2) & ~underflow);

@@ -24,6 +24,18 @@ inline f32x4 splat(float x) { return f32x4{x, x, x, x}; }
 inline f32x4 vmax(f32x4 a, f32x4 b) { return a > b ? a : b; }
 inline f32x4 vmin(f32x4 a, f32x4 b) { return a < b ? a : b; }
 
+// Cephes' degree-6 polynomial: exp(r) for |r| <= ln2/2, on any float vector type.
+template <class V>
+inline V exp_polynomial(V r) {
+  V p = V{} + 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  return p * (r * r) + r + 1.0f;
+}
+
 // exp(x) with Cephes' range reduction and degree-6 polynomial (max error ~2 ulp on
 // [-87.3, 88.7]); exactly 0 below -87.34 (so -inf gives 0), +inf above 88.72, NaN for NaN (the
 // clamp below would otherwise turn it into a finite number and hide an overflow upstream).
@@ -41,13 +53,7 @@ inline f32x4 exp(f32x4 x) {
   nf = nf - (f32x4)((i32x4)splat(1.0f) & fix);
   ni = __builtin_convertvector(nf, i32x4);
   const f32x4 r = x - nf * splat(0.693359375f) + nf * splat(2.12194440e-4f);
-  f32x4 p = splat(1.9875691500e-4f);
-  p = p * r + splat(1.3981999507e-3f);
-  p = p * r + splat(8.3334519073e-3f);
-  p = p * r + splat(4.1665795894e-2f);
-  p = p * r + splat(1.6666665459e-1f);
-  p = p * r + splat(5.0000001201e-1f);
-  p = p * (r * r) + r + splat(1.0f);
+  const f32x4 p = exp_polynomial(r);
   // 2^n: n + 127 into the exponent bits (n in [-126, 128] after clamping; 128 overflows below)
   const i32x4 pow2 = (ni + 127) << 23;
   f32x4 y = p * (f32x4)pow2;
