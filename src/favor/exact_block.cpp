@@ -4,28 +4,12 @@
 #include <limits>
 
 #include "attention_kernel.hpp"
+#include "gemm.hpp"
 
 namespace favor::detail {
 
 namespace {
 using kernel::kStrip;
-
-// Q^T of the block in strips: qt[(t * d + f) * kStrip + i] = q(q0 + t kStrip + i, f); rows past the block
-// are 0 (their scores are finite and their results dropped).
-void pack_queries(ConstMatrixRef q, Index q0, Index nq, float* qt) {
-  const Index d = q.cols();
-  for (Index t = 0; t * kStrip < nq; ++t)
-    for (Index i = 0; i < kStrip; ++i) {
-      const Index row = t * kStrip + i;
-      float* dst = qt + t * d * kStrip + i;
-      if (row < nq) {
-        const float* src = q.data() + (q0 + row) * q.outerStride();
-        for (Index f = 0; f < d; ++f) dst[f * kStrip] = src[f];
-      } else {
-        for (Index f = 0; f < d; ++f) dst[f * kStrip] = 0.0f;
-      }
-    }
-}
 
 // Causal: key k0 + j is hidden from query first + i when k0 + j > first + i.
 void mask_future(float* p, Index n, Index k0, Index first) {
@@ -45,7 +29,9 @@ void exact_query_block(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v, flo
   s.max.assign(static_cast<std::size_t>(rows), -std::numeric_limits<float>::infinity());
   s.sum.assign(static_cast<std::size_t>(rows), 0.0f);
   s.rescale.resize(kStrip);
-  pack_queries(q, q0, nq, s.qt.data());
+  // Q^T of the block in strips: qt[(t d + f) kStrip + i] = q(q0 + t kStrip + i, f), 0 past the block
+  // (their scores are finite and their results dropped).
+  gemm::pack_bt(nq, d, q.data() + q0 * q.outerStride(), q.outerStride(), s.qt.data());
 
   const Index key_end = causal ? q0 + nq : k.rows();
   for (Index k0 = 0; k0 < key_end; k0 += kKeyBlock) {

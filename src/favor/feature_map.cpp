@@ -6,6 +6,7 @@
 #include <string>
 
 #include "error.hpp"
+#include "gemm.hpp"
 
 namespace favor {
 
@@ -54,7 +55,7 @@ FeatureMap::FeatureMap(const FeatureMapOptions& options)
     : kernel_(options.kernel), sampling_(options.sampling), epsilon_(options.epsilon) {
   check_epsilon();
   projection_ = sample_projection(options.features, options.dim, options.sampling, options.seed);
-  projection_sq_norms_ = projection_.rowwise().squaredNorm();
+  derive();
 }
 
 FeatureMap::FeatureMap(Kernel kernel, Matrix projection, double epsilon, Sampling sampling)
@@ -66,7 +67,7 @@ FeatureMap::FeatureMap(Kernel kernel, Matrix projection, double epsilon, Samplin
                                   std::to_string(projection_.rows()) + ", " +
                                   std::to_string(projection_.cols()) + "]");
   if (!projection_.allFinite()) throw_range("projection", "contains NaN or Infinity");
-  projection_sq_norms_ = projection_.rowwise().squaredNorm();
+  derive();
 }
 
 void FeatureMap::check_epsilon() const {
@@ -74,9 +75,16 @@ void FeatureMap::check_epsilon() const {
     throw_range("epsilon", "expected a finite number >= 0, got " + std::to_string(epsilon_));
 }
 
+void FeatureMap::derive() {
+  projection_sq_norms_ = projection_.rowwise().squaredNorm();
+  packed_projection_.resize(static_cast<std::size_t>(gemm::strips(projection_.rows()) * projection_.cols() * gemm::kStrip));
+  gemm::pack_bt(projection_.rows(), projection_.cols(), projection_.data(), projection_.cols(),
+                packed_projection_.data());
+}
+
 void FeatureMap::redraw(std::uint64_t seed) {
   projection_ = sample_projection(projection_.rows(), projection_.cols(), sampling_, seed);
-  projection_sq_norms_ = projection_.rowwise().squaredNorm();
+  derive();
   explicit_ = false;
 }
 
@@ -108,8 +116,9 @@ FactoredFeatures FeatureMap::factored(ConstMatrixRef x, const KernelParameters& 
     throw_range("x", "expected " + std::to_string(dim()) + " columns (the feature map's d), got " +
                          std::to_string(x.cols()));
   const Index rows = x.rows(), m = projection_.rows();
-  Matrix projected(rows, m);
-  projected.noalias() = x * projection_.transpose();
+  Matrix projected(rows, m);  // x W^T, W^T packed once per projection
+  gemm::gemm_packed(rows, m, dim(), x.data(), x.outerStride(), 1, packed_projection_.data(), projected.data(), m,
+                    false);
   FactoredFeatures f;
   const Vector half_sq = 0.5f * x.rowwise().squaredNorm();
   switch (kernel_) {

@@ -92,6 +92,7 @@ class FeatureMap {
 
  private:
   void check_epsilon() const;
+  void derive();  // projection_sq_norms_ and packed_projection_ from projection_
 
   Kernel kernel_;
   Sampling sampling_ = Sampling::orthogonal;
@@ -99,6 +100,7 @@ class FeatureMap {
   double epsilon_;
   Matrix projection_;
   Vector projection_sq_norms_;  // |w_r|^2, for OPRF
+  std::vector<float> packed_projection_;  // W^T in the GEMM's strips (gemm::pack_bt), for factored
 };
 
 // Stabilized factors of phi(x).phi(y) (see factored.hpp); query_log includes the prefactors.

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "exact_attention.hpp"
+#include "gemm.hpp"
 #include "parallel.hpp"
 #include "validate.hpp"
 #include "vector_math.hpp"
@@ -88,8 +89,16 @@ State empty_state(Index features, Index dv) {
           Vector::Constant(features, -std::numeric_limits<float>::infinity())};
 }
 
+// out (rows x dv, row stride ldo) = qf kv: the readout of a state (sequential sums over features).
+void readout(const Matrix& qf, const Matrix& kv, float* out, Index ldo) {
+  gemm::gemm(qf.rows(), kv.cols(), kv.rows(), qf.data(), qf.outerStride(), 1, kv.data(), kv.outerStride(), out, ldo,
+             false);
+}
+
 void accumulate(State& state, const Matrix& kf, ConstMatrixRef vs) {
-  state.kv.noalias() += kf.transpose() * vs;
+  // kv += kf^T vs: A = kf^T read in place (row stride 1, column stride kf's), sums over the chunk's rows in order.
+  gemm::gemm(kf.cols(), vs.cols(), kf.rows(), kf.data(), 1, kf.outerStride(), vs.data(), vs.outerStride(),
+             state.kv.data(), state.kv.outerStride(), true);
   state.k_sum += kf.colwise().sum().transpose();
 }
 
@@ -160,7 +169,8 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
       FactoredFeatures f = prepared(queries(i0, n), "q");
       Vector row_scale;
       const Matrix qf = shifted_queries(std::move(f.exponent), f.value, n, state.shift, row_scale);
-      const Matrix numerator = qf * state.kv;
+      Matrix numerator(n, state.kv.cols());
+      readout(qf, state.kv, numerator.data(), numerator.outerStride());
       const Vector denominator = qf * state.k_sum;
       write_rows(out, i0, numerator, denominator, n);
     });
@@ -206,12 +216,16 @@ void causal_sweep(const FactorBlock& queries, const FactorBlock& keys, Index fea
   constexpr float kUnderflow = 1e-30f;  // a denominator below this has lost its digits
   Matrix local(chunk, chunk), kv_near;
   Vector k_sum_near;
+  std::vector<float> scratch;
   // numerator/denominator rows = the chunk's keys j <= i through `block` plus the state through qf.
   auto in_chunk = [&](const Matrix& qf, const Matrix& kf, Index n, const auto& vs) {
     auto block = local.topLeftCorner(n, n);
-    block.noalias() = qf * kf.transpose();
+    gemm::gemm_nt(n, n, qf.cols(), qf.data(), qf.outerStride(), kf.data(), kf.outerStride(), block.data(),
+                  block.outerStride(), false, scratch);
     block.triangularView<Eigen::StrictlyUpper>().setZero();
-    numerator.topRows(n).noalias() += block * vs;
+    // numerator += block vs, each row tile summing only up to its last row (the rest are zeros)
+    gemm::gemm_lower(n, vs.cols(), n, block.data(), block.outerStride(), 1, vs.data(), vs.outerStride(),
+                     numerator.data(), numerator.outerStride(), true);
     denominator.head(n) += block.rowwise().sum();
   };
   for (Index i0 = begin; i0 < end; i0 += chunk) {
@@ -230,7 +244,7 @@ void causal_sweep(const FactorBlock& queries, const FactorBlock& keys, Index fea
       Matrix kf = shifted_keys(key_log, shift, kfac.value);
       Vector row_scale;
       const Matrix qf = shifted_queries(qfac.exponent, qfac.value, n, shift, row_scale);
-      numerator.topRows(n).noalias() = qf * kv_near;
+      readout(qf, kv_near, numerator.data(), numerator.outerStride());
       denominator.head(n).noalias() = qf * k_sum_near;
       in_chunk(qf, kf, n, vs);
       if ((denominator.head(n).array().abs() >= kUnderflow).all()) {
@@ -285,7 +299,7 @@ void causal_sweep(const FactorBlock& queries, const FactorBlock& keys, Index fea
     if (i0 > 0) {
       Vector inter_scale;
       const Matrix qs = shifted_queries(qfac.exponent, qfac.value, n, state.shift, inter_scale);
-      numerator.topRows(n).noalias() = qs * state.kv;
+      readout(qs, state.kv, numerator.data(), numerator.outerStride());
       denominator.head(n).noalias() = qs * state.k_sum;
       for (Index i = 0; i < n; ++i) {
         const float top = std::max(inter_scale(i), intra_scale(i));
