@@ -69,19 +69,24 @@ struct State {
   Vector shift;
 };
 
-// Keys at the running per-feature shift; the state is rescaled first when the shift grows.
-Matrix running_keys(FactoredFeatures&& f, Index features, State& state) {
-  Vector column_max;
-  Matrix log_mag = log_magnitude(std::move(f.exponent), f.row_log, f.value, features, column_max);
+// Keys (log magnitudes and their column max) at the running per-feature shift; the state is
+// rescaled first when the shift grows.
+Matrix running_keys(Matrix log_mag, const Vector& column_max, const Matrix& value, State& state) {
   const Vector shift = state.shift.cwiseMax(column_max);
-  for (Index r = 0; r < features; ++r) {
+  for (Index r = 0; r < shift.size(); ++r) {
     if (shift(r) == state.shift(r)) continue;
     const float factor = std::exp(state.shift(r) - shift(r));  // 0 while the state is empty
     state.kv.row(r) *= factor;
     state.k_sum(r) *= factor;
   }
   state.shift = shift;
-  return shifted_keys(std::move(log_mag), shift, f.value);
+  return shifted_keys(std::move(log_mag), shift, value);
+}
+
+Matrix running_keys(FactoredFeatures&& f, Index features, State& state) {
+  Vector column_max;
+  Matrix log_mag = log_magnitude(std::move(f.exponent), f.row_log, f.value, features, column_max);
+  return running_keys(std::move(log_mag), column_max, f.value, state);
 }
 
 State empty_state(Index features, Index dv) {
@@ -102,18 +107,24 @@ void accumulate(State& state, const Matrix& kf, ConstMatrixRef vs) {
   state.k_sum += kf.colwise().sum().transpose();
 }
 
-// into += from, at the larger of the two shifts per feature.
-void merge(State& into, const State& from) {
-  for (Index r = 0; r < into.shift.size(); ++r) {
-    const float shift = std::max(into.shift(r), from.shift(r));
+// out = a + b, at the larger of the two shifts per feature (out may be a).
+void merge_into(const State& a, const State& b, State& out) {
+  const Index features = a.shift.size(), dv = a.kv.cols();
+  out.kv.resize(features, dv);
+  out.k_sum.resize(features);
+  out.shift.resize(features);
+  for (Index r = 0; r < features; ++r) {
+    const float shift = std::max(a.shift(r), b.shift(r));
     // (equal shifts give factor 1: also when both are -inf, empty)
-    const float a = into.shift(r) == shift ? 1.0f : std::exp(into.shift(r) - shift);
-    const float b = from.shift(r) == shift ? 1.0f : std::exp(from.shift(r) - shift);
-    into.kv.row(r) = a * into.kv.row(r) + b * from.kv.row(r);
-    into.k_sum(r) = a * into.k_sum(r) + b * from.k_sum(r);
-    into.shift(r) = shift;
+    const float fa = a.shift(r) == shift ? 1.0f : std::exp(a.shift(r) - shift);
+    const float fb = b.shift(r) == shift ? 1.0f : std::exp(b.shift(r) - shift);
+    vec::axpby(&out.kv(r, 0), fa, &a.kv(r, 0), fb, &b.kv(r, 0), dv);
+    out.k_sum(r) = fa * a.k_sum(r) + fb * b.k_sum(r);
+    out.shift(r) = shift;
   }
 }
+
+void merge(State& into, const State& from) { merge_into(into, from, into); }
 
 void write_rows(MatrixRef out, Index i0, const Matrix& numerator, const Vector& denominator, Index n) {
   for (Index i = 0; i < n; ++i) out.row(i0 + i) = numerator.row(i) / guard(denominator(i));
@@ -123,8 +134,8 @@ void write_rows(MatrixRef out, Index i0, const Matrix& numerator, const Vector& 
 // states are merged in segment order, so the thread count never changes the result.
 constexpr Index kSegmentRows = 2048;
 
-void causal_sweep(const FactorBlock& queries, const FactorBlock& keys, Index features,
-                  ConstMatrixRef v, MatrixRef out, Index chunk, Index begin, Index end, State state);
+State causal_sweep(const FactorBlock& queries, const FactorBlock& keys, Index features,
+                   ConstMatrixRef v, MatrixRef out, Index chunk, Index begin, Index end, const State& prefix);
 
 }  // namespace
 
@@ -176,30 +187,39 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
     });
     return;
   }
-  // Causal: each segment starts from the state of every key before it (each segment's own keys
-  // summed in parallel, then merged in order) and sweeps its chunks; segments run in parallel.
+  // Causal: each segment starts from the state of every key before it (the prefix). A sweep
+  // also returns its segment's own key state, summed exactly as keys_state does: on one thread
+  // the prefixes come from the sweeps themselves; on several, from a first pass over the
+  // segments' keys in parallel, then the sweeps run in parallel. Same bits either way.
   const Index segments = (L + segment - 1) / segment;
-  std::vector<State> prefix(static_cast<std::size_t>(segments));
-  parallel_for(segments - 1, [&](Index s) {
-    prefix[static_cast<std::size_t>(s + 1)] = keys_state(s * segment, (s + 1) * segment);
-  });
-  prefix[0] = empty_state(features, v.cols());
-  for (std::size_t s = 1; s < prefix.size(); ++s) {
-    State own = std::move(prefix[s]);
-    prefix[s] = prefix[s - 1];
-    merge(prefix[s], own);
+  auto sweep = [&](Index s, const State& prefix) {
+    return causal_sweep(queries, keys, features, v, out, chunk, s * segment, std::min(L, (s + 1) * segment), prefix);
+  };
+  State prefix = empty_state(features, v.cols());
+  if (segments == 1 || available_threads() == 1) {
+    for (Index s = 0; s < segments; ++s) merge(prefix, sweep(s, prefix));
+    return;
   }
-  parallel_for(segments, [&](Index s) {
-    causal_sweep(queries, keys, features, v, out, chunk, s * segment, std::min(L, (s + 1) * segment),
-                 std::move(prefix[static_cast<std::size_t>(s)]));
+  std::vector<State> prefixes(static_cast<std::size_t>(segments));
+  parallel_for(segments - 1, [&](Index s) {
+    prefixes[static_cast<std::size_t>(s + 1)] = keys_state(s * segment, (s + 1) * segment);
   });
+  prefixes[0] = std::move(prefix);
+  for (std::size_t s = 1; s < prefixes.size(); ++s) {
+    State own = std::move(prefixes[s]);
+    prefixes[s] = prefixes[s - 1];
+    merge(prefixes[s], own);
+  }
+  parallel_for(segments, [&](Index s) { sweep(s, prefixes[static_cast<std::size_t>(s)]); });
 }
 
 namespace {
 
-// Rows [begin, end) of causal attention, chunk by chunk, from the state of the keys before begin.
-void causal_sweep(const FactorBlock& queries, const FactorBlock& keys, Index features,
-                  ConstMatrixRef v, MatrixRef out, Index chunk, Index begin, Index end, State state) {
+// Rows [begin, end) of causal attention, chunk by chunk, from the state of the keys before begin
+// (prefix). Returns the state of the keys [begin, end) alone.
+State causal_sweep(const FactorBlock& queries, const FactorBlock& keys, Index features,
+                   ConstMatrixRef v, MatrixRef out, Index chunk, Index begin, Index end, const State& prefix) {
+  State own = empty_state(features, v.cols()), state;
   Matrix numerator(chunk, v.cols());
   Vector denominator(chunk);
   // Causal, by chunks. Usual case: the chunk's keys are at most e^kNear above the carried
@@ -233,7 +253,10 @@ void causal_sweep(const FactorBlock& queries, const FactorBlock& keys, Index fea
     const auto vs = v.middleRows(i0, n);
     const FactoredFeatures kfac = prepared(keys(i0, n), "k"), qfac = prepared(queries(i0, n), "q");
     Vector chunk_shift;
-    const Matrix key_log = log_magnitude(kfac.exponent, kfac.row_log, kfac.value, features, chunk_shift);
+    Matrix key_log = log_magnitude(kfac.exponent, kfac.row_log, kfac.value, features, chunk_shift);
+    // The state of every key before i0; afterwards the chunk's keys join `own`.
+    merge_into(prefix, own, state);
+    auto fold = [&] { accumulate(own, running_keys(std::move(key_log), chunk_shift, kfac.value, own), vs); };
     const Vector shift = state.shift.cwiseMax(chunk_shift);
     // (state.shift is -inf only before the first chunk: masked logs are the lowest float)
     const bool near = i0 > 0 && (chunk_shift - state.shift).maxCoeff() <= kNear;
@@ -249,10 +272,7 @@ void causal_sweep(const FactorBlock& queries, const FactorBlock& keys, Index fea
       in_chunk(qf, kf, n, vs);
       if ((denominator.head(n).array().abs() >= kUnderflow).all()) {
         write_rows(out, i0, numerator, denominator, n);
-        state.kv = std::move(kv_near);
-        state.k_sum = std::move(k_sum_near);
-        state.shift = shift;
-        accumulate(state, kf, vs);
+        fold();
         continue;
       }
     }
@@ -312,14 +332,9 @@ void causal_sweep(const FactorBlock& queries, const FactorBlock& keys, Index fea
       denominator.head(n) = intra_den;
     }
     write_rows(out, i0, numerator, denominator, n);
-    // Fold the chunk's keys into the state at the combined shift.
-    const Vector old_factor = (state.shift - shift).array().exp().matrix();  // 0 while empty
-    state.kv = old_factor.asDiagonal() * state.kv;
-    state.k_sum = state.k_sum.cwiseProduct(old_factor);
-    kf = kf * (chunk_shift - shift).array().exp().matrix().asDiagonal();
-    state.shift = shift;
-    accumulate(state, kf, vs);
+    fold();
   }
+  return own;
 }
 
 // Row i recomputed in double with its own shift, for the rare rows whose float denominator

@@ -33,6 +33,8 @@ int max_threads() {
 #endif
 }
 
+int available_threads() { return t_in_parallel ? 1 : max_threads(); }
+
 namespace detail {
 
 void run_parallel(Index count, void (*call)(void*, Index), void* context) {

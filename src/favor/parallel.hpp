@@ -15,6 +15,8 @@ namespace favor {
 // Default 1. Not meant to be changed while a parallel_for runs.
 void set_max_threads(int threads);
 int max_threads();
+// The threads a parallel_for started here would use: 1 inside a parallel region.
+int available_threads();
 
 namespace detail {
 void run_parallel(Index count, void (*call)(void*, Index), void* context);

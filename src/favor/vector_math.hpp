@@ -148,6 +148,14 @@ inline float add_masked_max(float* x, const float* add, const float* value, Inde
   return result;
 }
 
+// out[i] = a x[i] + b y[i] for i < n (out may be x or y).
+inline void axpby(float* out, float a, const float* x, float b, const float* y, Index n) {
+  const f32x4 av = splat(a), bv = splat(b);
+  Index i = 0;
+  for (; i + 4 <= n; i += 4) store(out + i, av * load(x + i) + bv * load(y + i));
+  for (; i < n; ++i) out[i] = a * x[i] + b * y[i];
+}
+
 // True if x[0..n) are all finite: x * 0 is 0 for finite x and NaN otherwise.
 inline bool all_finite(const float* x, Index n) {
   f32x4 acc = splat(0.0f);
