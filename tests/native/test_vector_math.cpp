@@ -122,4 +122,20 @@ TEST(VectorMath, AllFiniteFindsEveryPosition) {
   EXPECT_TRUE(favor::vec::all_finite(nullptr, 0));
 }
 
+// axpby equals the plain expression lane by lane (two products and a sum, no FMA), in place too.
+TEST(VectorMath, AxpbyMatchesPlainLoopExactly) {
+  std::mt19937 g(9);
+  std::normal_distribution<float> n(0.0f, 2.0f);
+  for (favor::Index len = 0; len <= 13; ++len) {
+    std::vector<float> x(len), y(len), out(len);
+    for (favor::Index i = 0; i < len; ++i) x[i] = n(g), y[i] = n(g);
+    const float a = 0.37f, b = -1.9f;
+    favor::vec::axpby(out.data(), a, x.data(), b, y.data(), len);
+    for (favor::Index i = 0; i < len; ++i) EXPECT_EQ(out[i], a * x[i] + b * y[i]) << len << " " << i;
+    std::vector<float> z = x;  // out aliasing x
+    favor::vec::axpby(z.data(), a, z.data(), b, y.data(), len);
+    EXPECT_EQ(z, out);
+  }
+}
+
 }  // namespace
