@@ -107,14 +107,14 @@ void accumulate(State& state, const Matrix& kf, ConstMatrixRef vs) {
   state.k_sum += kf.colwise().sum().transpose();
 }
 
-// out = a + b, at the larger of the two shifts per feature (out may be a).
-void merge_into(const State& a, const State& b, State& out) {
+// out = a + b, at the larger of the two shifts per feature and `floor` (out may be a).
+void merge_into(const State& a, const State& b, State& out, const Vector* floor = nullptr) {
   const Index features = a.shift.size(), dv = a.kv.cols();
   out.kv.resize(features, dv);
   out.k_sum.resize(features);
   out.shift.resize(features);
   for (Index r = 0; r < features; ++r) {
-    const float shift = std::max(a.shift(r), b.shift(r));
+    const float shift = std::max({a.shift(r), b.shift(r), floor ? (*floor)(r) : a.shift(r)});
     // (equal shifts give factor 1: also when both are -inf, empty)
     const float fa = a.shift(r) == shift ? 1.0f : std::exp(a.shift(r) - shift);
     const float fb = b.shift(r) == shift ? 1.0f : std::exp(b.shift(r) - shift);
@@ -234,8 +234,7 @@ State causal_sweep(const FactorBlock& queries, const FactorBlock& keys, Index fe
   constexpr float kMaxGap = 40.0f;     // dominant terms >= e^-40 keep full float precision
   constexpr float kNear = kMaxGap / 2;
   constexpr float kUnderflow = 1e-30f;  // a denominator below this has lost its digits
-  Matrix local(chunk, chunk), kv_near;
-  Vector k_sum_near;
+  Matrix local(chunk, chunk);
   std::vector<float> scratch;
   // numerator/denominator rows = the chunk's keys j <= i through `block` plus the state through qf.
   auto in_chunk = [&](const Matrix& qf, const Matrix& kf, Index n, const auto& vs) {
@@ -254,21 +253,20 @@ State causal_sweep(const FactorBlock& queries, const FactorBlock& keys, Index fe
     const FactoredFeatures kfac = prepared(keys(i0, n), "k"), qfac = prepared(queries(i0, n), "q");
     Vector chunk_shift;
     Matrix key_log = log_magnitude(kfac.exponent, kfac.row_log, kfac.value, features, chunk_shift);
-    // The state of every key before i0; afterwards the chunk's keys join `own`.
-    merge_into(prefix, own, state);
     auto fold = [&] { accumulate(own, running_keys(std::move(key_log), chunk_shift, kfac.value, own), vs); };
-    const Vector shift = state.shift.cwiseMax(chunk_shift);
-    // (state.shift is -inf only before the first chunk: masked logs are the lowest float)
-    const bool near = i0 > 0 && (chunk_shift - state.shift).maxCoeff() <= kNear;
+    // The state of every key before i0 (prefix + own); afterwards the chunk's keys join `own`.
+    // (its shift is -inf only before the first chunk: masked logs are the lowest float)
+    const Vector carried_shift = prefix.shift.cwiseMax(own.shift);
+    const bool near = i0 > 0 && (chunk_shift - carried_shift).maxCoeff() <= kNear;
     if (near) {
-      const Vector factor = (state.shift - shift).array().exp().matrix();
-      kv_near.noalias() = factor.asDiagonal() * state.kv;
-      k_sum_near = state.k_sum.cwiseProduct(factor);
+      // The carried state straight at the combined shift (one rescale).
+      merge_into(prefix, own, state, &chunk_shift);
+      const Vector& shift = state.shift;
       Matrix kf = shifted_keys(key_log, shift, kfac.value);
       Vector row_scale;
       const Matrix qf = shifted_queries(qfac.exponent, qfac.value, n, shift, row_scale);
-      readout(qf, kv_near, numerator.data(), numerator.outerStride());
-      denominator.head(n).noalias() = qf * k_sum_near;
+      readout(qf, state.kv, numerator.data(), numerator.outerStride());
+      denominator.head(n).noalias() = qf * state.k_sum;
       in_chunk(qf, kf, n, vs);
       if ((denominator.head(n).array().abs() >= kUnderflow).all()) {
         write_rows(out, i0, numerator, denominator, n);
@@ -276,6 +274,7 @@ State causal_sweep(const FactorBlock& queries, const FactorBlock& keys, Index fe
         continue;
       }
     }
+    merge_into(prefix, own, state);  // the carried state at its own shift
     Matrix kf = shifted_keys(key_log, chunk_shift, kfac.value);
     // In-chunk part.
     Vector intra_scale;
