@@ -368,11 +368,11 @@ export function checkLoadOptions(options) {
 }
 
 const MAX_THREADS = 64;
-const AUTO_MAX_THREADS = 8;  // 'auto' never starts more workers than this
 
 // How many threads to use: { threads, threadsReason? }, the reason saying why only one.
-// blocker: why this environment cannot run the threaded build, if it cannot.
-export function chooseThreads(o, { simd, cores, blocker }) {
+// blocker: why this environment cannot run the threaded build, if it cannot; autoMax: the most
+// threads 'auto' starts.
+export function chooseThreads(o, { simd, cores, blocker, autoMax }) {
   const requested = o.threads ?? 'auto';
   const one = (threadsReason) => ({ threads: 1, threadsReason });
   if (requested === 1) return one('requested');
@@ -382,7 +382,7 @@ export function chooseThreads(o, { simd, cores, blocker }) {
   // A given .wasm is one of the builds, most likely a single-threaded one: keep to it.
   if (o.wasmBinary !== undefined) return one('wasmBinary given (pass threads: n if it is favor-simd-threads.wasm)');
   if (o.wasmUrl !== undefined) return one('wasmUrl given (pass threads: n if it is favor-simd-threads.wasm)');
-  const threads = Math.min(Math.max(1, cores | 0), AUTO_MAX_THREADS);
+  const threads = Math.min(Math.max(1, cores | 0), autoMax);
   return threads > 1 ? { threads } : one('one CPU core');
 }
 

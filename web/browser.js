@@ -18,7 +18,7 @@ export async function loadFavor(options) {
   const o = checkLoadOptions(options);
   const simd = chooseSimd(o.simd);
   const { threads, threadsReason } = chooseThreads(o, {
-    simd, cores: Math.min(globalThis.navigator?.hardwareConcurrency ?? 1, BROWSER_AUTO_MAX_THREADS), blocker: threadsBlocker(),
+    simd, cores: globalThis.navigator?.hardwareConcurrency ?? 1, blocker: threadsBlocker(), autoMax: BROWSER_AUTO_MAX_THREADS,
   });
   const wasmBinary = checkWasmBinary(o.wasmBinary);
   if (o.locateFile !== undefined && typeof o.locateFile !== 'function') {

@@ -9,11 +9,14 @@ import { withWorkerGlobal } from './node-worker-shim.js';
 
 export { version } from './api.js';
 
+// threads: 'auto' never starts more workers than this.
+const NODE_AUTO_MAX_THREADS = 8;
+
 export async function loadFavor(options) {
   const o = checkLoadOptions(options);
   const simd = chooseSimd(o.simd);
   const { threads, threadsReason } = chooseThreads(o, {
-    simd, cores: availableParallelism(),
+    simd, cores: availableParallelism(), autoMax: NODE_AUTO_MAX_THREADS,
     blocker: typeof SharedArrayBuffer === 'undefined' ? 'SharedArrayBuffer unavailable' : undefined,
   });
   const name = threads > 1 ? 'favor-simd-threads' : simd ? 'favor-simd' : 'favor-scalar';
