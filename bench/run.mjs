@@ -19,6 +19,7 @@ import { parseArgs } from 'node:util';
 
 import { loadFavor } from 'favor-attention';
 
+import { wasmCeiling } from './lib/ceiling.mjs';
 import { difference, flops, gaussian, median } from './lib/inputs.mjs';
 import { native, onnxruntime, oursWasm, tfjs } from './lib/methods.mjs';
 import { writeReport } from './lib/report.mjs';
@@ -112,6 +113,19 @@ if (!args['no-peers']) {
   await add(tfjs, 'tfjs-backend-wasm');
 }
 for (const m of methods) log(`${m.label} ${m.version}: ${m.notes}`);
+
+// --- Ceiling -----------------------------------------------------------------------------
+// GFLOP/s of a register-only multiply-add loop (bench/native/peak_kernel.cpp), wasm and native
+// SSE, measured before and after the sizes; the best is kept. The targets are read against it.
+const ceiling = { wasm: null, sse: null };
+const peakWasm = path.join(repo, 'build/bench-peak/peak.wasm');
+async function measureCeiling() {
+  if (existsSync(peakWasm)) ceiling.wasm = Math.max(ceiling.wasm ?? 0, await wasmCeiling(peakWasm));
+  const sse = methods.find((m) => m.id === 'sse');
+  if (sse) ceiling.sse = Math.max(ceiling.sse ?? 0, await sse.ceiling());
+}
+await measureCeiling();
+log(`ceiling (separate mul + add, 128-bit, registers only): wasm ${ceiling.wasm?.toFixed(1) ?? '-'} GFLOP/s, native SSE ${ceiling.sse?.toFixed(1) ?? '-'} GFLOP/s`);
 
 // --- Sizes -------------------------------------------------------------------------------
 // One size at a time: every implementation and every kernel (exact and FAVOR+, bidirectional
@@ -241,6 +255,7 @@ for (const L of config.sizes) {
     try { await m.release(); } catch { /* ignore */ }
   }
 }
+await measureCeiling();
 for (const m of methods) m.close?.();
 rmSync(tmpDir, { recursive: true, force: true });
 
@@ -297,6 +312,7 @@ const environment = {
   commit: sh('git', ['rev-parse', '--short', 'HEAD']),
   dirty: (sh('git', ['status', '--porcelain', '--', 'src', 'bindings', 'web', 'CMakeLists.txt']) ?? '') !== '',
   loadStart, loadEnd: os.loadavg(),
+  ceiling,
   minutes: (performance.now() - wallStart) / 60000,
 };
 const data = { environment, config, methods: methods.map(({ id, label, short, version, notes }) => ({ id, label, short, version, notes })), unavailable, results, scale, threads: favorThreads.info.threads };

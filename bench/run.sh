@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `npm run bench`: makes sure the wasm package (dist/) and the two native benchmark drivers
 # (build/bench-native-sse: -O3 -msse4.2 -mno-avx; build/bench-native-native: -O3 -march=native)
-# are built from the current sources, then runs bench/run.mjs with the given arguments
+# are built from the current sources, and the ceiling loop (bench/native/peak_kernel.cpp) as wasm, then runs bench/run.mjs with the given arguments
 # (--quick for a few sizes; see bench/run.mjs). The ONNX graphs are committed in bench/onnx/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,5 +32,11 @@ for variant in sse native; do
     exit 1
   fi
 done
+# The ceiling loop as a standalone wasm module (no JS glue; instantiated by bench/lib/ceiling.mjs).
+mkdir -p build/bench-peak
+if [[ ! build/bench-peak/peak.wasm -nt bench/native/peak_kernel.cpp ]]; then
+  emcc -O3 -msimd128 -ffp-contract=off bench/native/peak_kernel.cpp --no-entry -sSTANDALONE_WASM \
+    "-sEXPORTED_FUNCTIONS=['_peak_kernel','_peak_kernel_flops_per_iteration']" -o build/bench-peak/peak.wasm
+fi
 flock -u 8
 exec node bench/run.mjs "$@"

@@ -12,6 +12,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { nativeCeiling } from './ceiling.mjs';
 import { NativeProcess } from './native.mjs';
 
 const require = createRequire(import.meta.url);
@@ -82,6 +83,7 @@ export async function native({ id, label, short, binary }) {
       return new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4);
     },
     async time(kind, causal) { return (await proc.run(kind, causal, 1))[0]; },
+    ceiling: () => nativeCeiling(proc),
     async release() { cell = null; },
     close() { proc.close(); },
   };

@@ -2,7 +2,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
-import { median } from './inputs.mjs';
+import { flops, median } from './inputs.mjs';
 import { logLogPlot } from './plot.mjs';
 
 const STYLE = {
@@ -74,10 +74,18 @@ export function writeReport(data, { outFile, plotDir, resultsFile }) {
   };
   const paired = (a, b, kind, causal, L) => pairedJobs(a, kind, causal, b, kind, causal, L);
   const verdict = (ok) => (ok === null ? 'NOT MEASURED' : ok ? 'PASS' : 'FAIL');
+  // The register-only multiply-add ceiling (bench/lib/ceiling.mjs): what fraction of it a rate is.
+  const top = env.ceiling?.wasm ?? null;
+  const ofTop = (gflops) => (top ? ` = ${Math.round((100 * gflops) / top)}% of the wasm ceiling ${top.toFixed(1)} GFLOP/s` : '');
+  const rate = (method, kind, causal, L) => get(method, kind, causal, L)?.gflops ?? null;
   {
     const r = paired('ort', 'ours', 'favor', false, 4096);
+    // 2× means running the same flops in half of ort's time: the rate that takes, against the ceiling.
+    const ortRate = rate('ort', 'favor', false, 4096), ourRate = rate('ours', 'favor', false, 4096);
+    const need = r === null || ortRate === null || ourRate === null ? ''
+      : `; 2× needs ${(2 * ortRate).toFixed(1)} GFLOP/s end to end (exponentials not counted)${ofTop(2 * ortRate)}; ours runs at ${ourRate.toFixed(1)} GFLOP/s${top ? ` (${Math.round((100 * ourRate) / top)}%)` : ''}, ort at ${ortRate.toFixed(1)}`;
     targets.push(['FAVOR+ bidirectional ≥ 2× faster than onnxruntime-web at L = 4096, d = 64, m = 256',
-      r === null ? 'not measured' : `${fmtRatio(r)}× (medians: ort ${fmtMs(ms('ort', 'favor', false, 4096))} ms, ours ${fmtMs(ms('ours', 'favor', false, 4096))} ms)`, verdict(r === null ? null : r >= 2)]);
+      r === null ? 'not measured' : `${fmtRatio(r)}× (medians: ort ${fmtMs(ms('ort', 'favor', false, 4096))} ms, ours ${fmtMs(ms('ours', 'favor', false, 4096))} ms)${need}`, verdict(r === null ? null : r >= 2)]);
   }
   {
     const r = paired('ort', 'ours', 'exact', false, 4096);
@@ -107,8 +115,12 @@ export function writeReport(data, { outFile, plotDir, resultsFile }) {
     const bad = pairs.filter((p) => !(p[1] > 1));
     const first = pairs.find((p) => p[0] === from);
     const below = config.sizes.filter((L) => L < from).map((L) => [L, pairedJobs('ours', 'exact', causal, 'ours', 'favor', causal, L)]).filter((p) => p[1] !== null);
+    // Flops of both at L = from (FAVOR+ causal also has its in-chunk block, not counted here).
+    const size = { L: from, d: config.d, dv: config.dv, m: config.m };
+    const exactRate = rate('ours', 'exact', causal, from);
+    const work = exactRate === null ? '' : `; at L = ${fmtL(from)} exact is ${(flops('exact', causal, size) / 1e6).toFixed(0)} MFLOP, FAVOR+ ${(flops('favor', causal, size) / 1e6).toFixed(0)} MFLOP${causal ? ' plus its in-chunk block' : ''}, and exact runs at ${exactRate.toFixed(1)} GFLOP/s${ofTop(exactRate)}`;
     targets.push([`FAVOR+ faster than our exact attention from L = ${from} (${variant(causal)}, wasm)`,
-      pairs.length ? `exact time / FAVOR+ time ${first ? `${fmtRatio(first[1])}× at L = ${fmtL(from)}` : `not measured at L = ${fmtL(from)}`}; ${bad.length ? `FAVOR+ not faster at L = ${bad.map((p) => fmtL(p[0])).join(', ')}` : `faster at every measured L ≥ ${fmtL(from)} (up to ${fmtL(pairs.at(-1)[0])})`}; ${crossover(causal)}${below.length ? `; below ${fmtL(from)}: ${below.map((p) => `${fmtRatio(p[1])}× at ${fmtL(p[0])}`).join(', ')}` : ''}` : 'not measured',
+      pairs.length ? `exact time / FAVOR+ time ${first ? `${fmtRatio(first[1])}× at L = ${fmtL(from)}` : `not measured at L = ${fmtL(from)}`}; ${bad.length ? `FAVOR+ not faster at L = ${bad.map((p) => fmtL(p[0])).join(', ')}` : `faster at every measured L ≥ ${fmtL(from)} (up to ${fmtL(pairs.at(-1)[0])})`}; ${crossover(causal)}${below.length ? `; below ${fmtL(from)}: ${below.map((p) => `${fmtRatio(p[1])}× at ${fmtL(p[0])}`).join(', ')}` : ''}${work}` : 'not measured',
       verdict(pairs.length && first ? bad.length === 0 : null)]);
   }
   {
@@ -169,6 +181,7 @@ export function writeReport(data, { outFile, plotDir, resultsFile }) {
   md.push(`- CPU: ${env.cpu}, ${env.cores} cores visible (${env.flags}), ${env.memGiB} GiB RAM; ${env.os}, Linux ${env.kernel}`);
   md.push(`- Node ${env.node}; ${env.gxx}; Emscripten ${env.emscripten} (Debian); Eigen ${env.eigen}`);
   md.push(`- favor-attention ${methods.find((m) => m.id === 'ours')?.version} at commit ${env.commit}${env.dirty ? ' plus uncommitted changes in src/, bindings/ or web/' : ''}`);
+  if (env.ceiling?.wasm || env.ceiling?.sse) md.push(`- Ceiling for float32 code made of separate 128-bit multiplies and adds (wasm SIMD and SSE4.2 have no FMA here): ${[env.ceiling.wasm && `wasm ${env.ceiling.wasm.toFixed(1)} GFLOP/s`, env.ceiling.sse && `native SSE4.2 ${env.ceiling.sse.toFixed(1)} GFLOP/s`].filter(Boolean).join(', ')} — 12 independent multiply-add chains in registers, no memory traffic (\`bench/native/peak_kernel.cpp\`), best of 7 runs before and after the sizes. No kernel with loads, stores and exponentials reaches it.`);
   md.push(`- Load average at start ${env.loadStart.map((x) => x.toFixed(2)).join(', ')}, at end ${env.loadEnd.map((x) => x.toFixed(2)).join(', ')} (a shared 2-core machine: absolute times drift; the ratios compare calls interleaved in the same run)`);
   md.push('');
   md.push('| implementation | version | settings |');

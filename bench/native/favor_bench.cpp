@@ -7,6 +7,7 @@
 //   run <exact|favor> <0|1 causal> <reps>    -> "ok <ms> <ms> ..."   one timed call per rep
 //   dump <exact|favor> <0|1 causal> <file>   -> "ok"   writes the output (L*dv float32)
 //   threads <n>                              -> "ok"   threads for later calls (default 1)
+//   peak <iterations>                        -> "ok <seconds> <flops>"  the ceiling loop (peak_kernel.cpp)
 //   quit
 // Errors answer "error <message>". Calls go through the same tensor API as the wasm bindings
 // (favor::exact_attention / favor::favor_attention on ConstTensorView), default scale 1/sqrt(d),
@@ -26,6 +27,9 @@
 #ifndef FAVOR_BENCH_FLAGS
 #define FAVOR_BENCH_FLAGS ""
 #endif
+
+extern "C" float peak_kernel(int iterations);
+extern "C" int peak_kernel_flops_per_iteration();
 
 namespace {
 
@@ -110,6 +114,15 @@ int main() {
         if (!(args >> threads)) throw std::runtime_error("usage: threads n");
         favor::set_max_threads(threads);
         reply << "ok";
+      } else if (cmd == "peak") {
+        int iterations = 0;
+        if (!(args >> iterations) || iterations <= 0) throw std::runtime_error("usage: peak iterations");
+        const auto t0 = std::chrono::steady_clock::now();
+        volatile float sink = peak_kernel(iterations);
+        (void)sink;
+        const auto t1 = std::chrono::steady_clock::now();
+        reply << "ok " << std::chrono::duration<double>(t1 - t0).count() << ' '
+              << static_cast<double>(iterations) * peak_kernel_flops_per_iteration();
       } else if (cmd == "dump") {
         std::string method, path;
         int causal = 0;

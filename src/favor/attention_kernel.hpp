@@ -34,8 +34,6 @@ inline fv splat(float x) { return fv{x, x, x, x, x, x, x, x}; }
 typedef vec::f32x4 fv;
 using vec::splat;
 #endif
-typedef std::int32_t iv __attribute__((vector_size(sizeof(fv))));
-typedef std::uint32_t uv __attribute__((vector_size(sizeof(fv))));
 
 constexpr Index kLanes = sizeof(fv) / sizeof(float);
 constexpr Index kStrip = 2 * kLanes;  // queries per strip
@@ -48,22 +46,8 @@ inline fv load(const float* p) {
 inline void store(float* p, fv v) { std::memcpy(p, &v, sizeof v); }
 inline fv vmax(fv a, fv b) { return a > b ? a : b; }
 
-// exp(x) for x <= 0, -inf or NaN: the softmax weights exp(score - running max), one per score.
-// Cephes' reduction and polynomial as vec::exp (same accuracy), but ~27 operations instead of
-// ~42: no overflow path (x <= 0), round-to-nearest of x log2(e) by adding 1.5 * 2^23 (whose low
-// mantissa bits then hold the integer, read back as 2^n without a float -> int conversion), and
-// NaN left to propagate through the arithmetic. Exactly 0 below -87.34 and for -inf.
-inline fv exp_nonpositive(fv x) {
-  const iv underflow = x < splat(-87.33654f);  // false for NaN
-  const fv magic = splat(12582912.0f);          // 1.5 * 2^23
-  const fv t = x * splat(1.44269504088896341f) + magic;
-  const fv n = t - magic;  // round(x log2 e), in [-126, 0] where not underflowing
-  const fv r = x - n * splat(0.693359375f) + n * splat(2.12194440e-4f);
-  const fv p = vec::exp_polynomial(r);
-  // t's bits are 0x4B400000 + n: 2^n is (n + 127) << 23.
-  const uv pow2 = ((uv)t - (0x4B400000u - 127u)) << 23;  // unsigned: lanes masked below wrap
-  return (fv)((iv)(p * (fv)pow2) & ~underflow);
-}
+// The softmax weights exp(score - running max), one per score (x <= 0, -inf or NaN).
+using vec::exp_nonpositive;
 
 // p[r][0..kStrip) = scale * (q_i . k_r) for the 4 keys at k, k + ldk, ... (sum over features in order).
 inline void scores_4keys(const float* qt, const float* k, Index ldk, Index d, float scale, float* p) {

@@ -22,7 +22,6 @@ inline f32x4 load(const float* p) {
 inline void store(float* p, f32x4 v) { std::memcpy(p, &v, sizeof v); }
 inline f32x4 splat(float x) { return f32x4{x, x, x, x}; }
 inline f32x4 vmax(f32x4 a, f32x4 b) { return a > b ? a : b; }
-inline f32x4 vmin(f32x4 a, f32x4 b) { return a < b ? a : b; }
 
 // Cephes' degree-6 polynomial: exp(r) for |r| <= ln2/2, on any float vector type.
 template <class V>
@@ -36,40 +35,36 @@ inline V exp_polynomial(V r) {
   return p * (r * r) + r + 1.0f;
 }
 
-// exp(x) with Cephes' range reduction and degree-6 polynomial (max error ~2 ulp on
-// [-87.3, 88.7]); exactly 0 below -87.34 (so -inf gives 0), +inf above 88.72, NaN for NaN (the
-// clamp below would otherwise turn it into a finite number and hide an overflow upstream).
-inline f32x4 exp(f32x4 x) {
-  const i32x4 nan = x != x;
-  const f32x4 lo = splat(-87.33654f), hi = splat(88.72283f);
-  const i32x4 underflow = x < lo;
-  const i32x4 overflow = x > hi;
-  x = vmin(vmax(x, lo), hi);
-  // x = n ln2 + r, |r| <= ln2/2
-  f32x4 n = x * splat(1.44269504088896341f) + splat(0.5f);
-  i32x4 ni = __builtin_convertvector(n, i32x4);
-  f32x4 nf = __builtin_convertvector(ni, f32x4);
-  const i32x4 fix = nf > n;  // truncation rounded up a negative value: floor it
-  nf = nf - (f32x4)((i32x4)splat(1.0f) & fix);
-  ni = __builtin_convertvector(nf, i32x4);
-  const f32x4 r = x - nf * splat(0.693359375f) + nf * splat(2.12194440e-4f);
-  const f32x4 p = exp_polynomial(r);
-  // 2^n: n + 127 into the exponent bits (n in [-126, 128] after clamping; 128 overflows below)
-  const i32x4 pow2 = (ni + 127) << 23;
-  f32x4 y = p * (f32x4)pow2;
-  y = (f32x4)((i32x4)y & ~underflow);
-  const f32x4 inf = splat(__builtin_inff());
-  y = (f32x4)(((i32x4)y & ~overflow) | ((i32x4)inf & overflow));
-  return (f32x4)(((i32x4)y & ~nan) | ((i32x4)splat(__builtin_nanf("")) & nan));
+// exp(x) for x <= 0, -inf or NaN, on any float vector type: every exponential here is of a value
+// minus a maximum over it (softmax weights, feature shifts), so it never needs an overflow path.
+// Cephes' range reduction and polynomial (~2 ulp), rounding x log2(e) to nearest by adding
+// 1.5 * 2^23 (whose low mantissa bits then hold the integer, read back as 2^n without a float
+// -> int conversion, which costs ~10 instructions in wasm), NaN left to propagate through the
+// arithmetic. Exactly 0 below -87.34 and for -inf. ~27 operations; positive x is outside its
+// domain (2^n wraps).
+template <class V>
+inline V exp_nonpositive(V x) {
+  typedef std::int32_t I __attribute__((vector_size(sizeof(V))));
+  typedef std::uint32_t U __attribute__((vector_size(sizeof(V))));
+  const I underflow = x < -87.33654f;  // false for NaN
+  const V magic = V{} + 12582912.0f;   // 1.5 * 2^23
+  const V t = x * 1.44269504088896341f + magic;
+  const V n = t - magic;  // round(x log2 e), in [-126, 0] where not underflowing
+  const V r = x - n * 0.693359375f + n * 2.12194440e-4f;
+  const V p = exp_polynomial(r);
+  // t's bits are 0x4B400000 + n: 2^n is (n + 127) << 23.
+  const U pow2 = ((U)t - (0x4B400000u - 127u)) << 23;  // unsigned: lanes masked below wrap
+  return (V)((I)(p * (V)pow2) & ~underflow);
 }
 
-// x[i] = exp(x[i] - shift) for i < n; returns the sum of the results.
+// x[i] = exp(x[i] - shift) for i < n, where x[i] <= shift (shift is their max, or above it);
+// returns the sum of the results.
 inline float exp_shifted(float* x, Index n, float shift) {
   const f32x4 s = splat(shift);
   f32x4 acc = splat(0.0f);
   Index i = 0;
   for (; i + 4 <= n; i += 4) {
-    const f32x4 e = exp(load(x + i) - s);
+    const f32x4 e = exp_nonpositive(load(x + i) - s);
     store(x + i, e);
     acc += e;
   }
@@ -77,7 +72,7 @@ inline float exp_shifted(float* x, Index n, float shift) {
   if (i < n) {  // the tail through the same vector code, padded with -inf (-> 0)
     float tail[4] = {-__builtin_inff(), -__builtin_inff(), -__builtin_inff(), -__builtin_inff()};
     std::memcpy(tail, x + i, sizeof(float) * static_cast<std::size_t>(n - i));
-    const f32x4 e = exp(load(tail) - s);
+    const f32x4 e = exp_nonpositive(load(tail) - s);
     store(tail, e);
     std::memcpy(x + i, tail, sizeof(float) * static_cast<std::size_t>(n - i));
     total += (e[0] + e[1]) + (e[2] + e[3]);
@@ -100,11 +95,12 @@ inline float max(const float* x, Index n) {
   return top;
 }
 
-// x[i] = exp(x[i] - shift[i]) for i < n (a row minus a per-column shift).
+// x[i] = exp(x[i] - shift[i]) for i < n (a row minus a per-column shift, each at least its
+// column's max).
 inline void exp_minus(float* x, const float* shift, Index n) {
   Index i = 0;
-  for (; i + 4 <= n; i += 4) store(x + i, exp(load(x + i) - load(shift + i)));
-  for (; i < n; ++i) x[i] = exp(splat(x[i] - shift[i]))[0];
+  for (; i + 4 <= n; i += 4) store(x + i, exp_nonpositive(load(x + i) - load(shift + i)));
+  for (; i < n; ++i) x[i] = exp_nonpositive(splat(x[i] - shift[i]))[0];
 }
 
 // x[i] += a (a per-row constant) and top[i] = max(top[i], x[i]) for i < n: one pass that
@@ -165,8 +161,5 @@ inline bool all_finite(const float* x, Index n) {
   for (; i < n; ++i) total += x[i] * 0.0f;
   return total == 0.0f;
 }
-
-// Every entry of a row-major matrix block: m = exp(m), in place.
-inline void exp_inplace(Matrix& m) { exp_shifted(m.data(), m.size(), 0.0f); }
 
 }  // namespace favor::vec
