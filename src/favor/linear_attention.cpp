@@ -95,16 +95,18 @@ State empty_state(Index features, Index dv) {
 }
 
 // out (rows x dv, row stride ldo) = qf kv: the readout of a state (sequential sums over features).
-void readout(const Matrix& qf, const Matrix& kv, float* out, Index ldo) {
-  gemm::gemm(qf.rows(), kv.cols(), kv.rows(), qf.data(), qf.outerStride(), 1, kv.data(), kv.outerStride(), out, ldo,
-             false);
+// numerator = qf kv, denominator = qf k_sum.
+void readout(const Matrix& qf, const State& state, Matrix& numerator, float* denominator) {
+  gemm::gemm(qf.rows(), state.kv.cols(), state.kv.rows(), qf.data(), qf.outerStride(), 1, state.kv.data(),
+             state.kv.outerStride(), numerator.data(), numerator.outerStride(), false);
+  for (Index i = 0; i < qf.rows(); ++i) denominator[i] = vec::dot(&qf(i, 0), state.k_sum.data(), qf.cols());
 }
 
 void accumulate(State& state, const Matrix& kf, ConstMatrixRef vs) {
   // kv += kf^T vs: A = kf^T read in place (row stride 1, column stride kf's), sums over the chunk's rows in order.
   gemm::gemm(kf.cols(), vs.cols(), kf.rows(), kf.data(), 1, kf.outerStride(), vs.data(), vs.outerStride(),
              state.kv.data(), state.kv.outerStride(), true);
-  state.k_sum += kf.colwise().sum().transpose();
+  for (Index i = 0; i < kf.rows(); ++i) vec::add_into(state.k_sum.data(), &kf(i, 0), kf.cols());
 }
 
 // out = a + b, at the larger of the two shifts per feature and `floor` (out may be a).
@@ -181,8 +183,8 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
       Vector row_scale;
       const Matrix qf = shifted_queries(std::move(f.exponent), f.value, n, state.shift, row_scale);
       Matrix numerator(n, state.kv.cols());
-      readout(qf, state.kv, numerator.data(), numerator.outerStride());
-      const Vector denominator = qf * state.k_sum;
+      Vector denominator(n);
+      readout(qf, state, numerator, denominator.data());
       write_rows(out, i0, numerator, denominator, n);
     });
     return;
@@ -245,7 +247,7 @@ State causal_sweep(const FactorBlock& queries, const FactorBlock& keys, Index fe
     // numerator += block vs, each row tile summing only up to its last row (the rest are zeros)
     gemm::gemm_lower(n, vs.cols(), n, block.data(), block.outerStride(), 1, vs.data(), vs.outerStride(),
                      numerator.data(), numerator.outerStride(), true);
-    denominator.head(n) += block.rowwise().sum();
+    for (Index i = 0; i < n; ++i) denominator(i) += vec::sum(&block(i, 0), n);
   };
   for (Index i0 = begin; i0 < end; i0 += chunk) {
     const Index n = std::min(chunk, end - i0);
@@ -265,8 +267,7 @@ State causal_sweep(const FactorBlock& queries, const FactorBlock& keys, Index fe
       Matrix kf = shifted_keys(key_log, shift, kfac.value);
       Vector row_scale;
       const Matrix qf = shifted_queries(qfac.exponent, qfac.value, n, shift, row_scale);
-      readout(qf, state.kv, numerator.data(), numerator.outerStride());
-      denominator.head(n).noalias() = qf * state.k_sum;
+      readout(qf, state, numerator, denominator.data());
       in_chunk(qf, kf, n, vs);
       if ((denominator.head(n).array().abs() >= kUnderflow).all()) {
         write_rows(out, i0, numerator, denominator, n);
@@ -318,8 +319,7 @@ State causal_sweep(const FactorBlock& queries, const FactorBlock& keys, Index fe
     if (i0 > 0) {
       Vector inter_scale;
       const Matrix qs = shifted_queries(qfac.exponent, qfac.value, n, state.shift, inter_scale);
-      readout(qs, state.kv, numerator.data(), numerator.outerStride());
-      denominator.head(n).noalias() = qs * state.k_sum;
+      readout(qs, state, numerator, denominator.data());
       for (Index i = 0; i < n; ++i) {
         const float top = std::max(inter_scale(i), intra_scale(i));
         const float a = std::exp(inter_scale(i) - top), b = std::exp(intra_scale(i) - top);

@@ -152,6 +152,25 @@ inline void axpby(float* out, float a, const float* x, float b, const float* y, 
   for (; i < n; ++i) out[i] = a * x[i] + b * y[i];
 }
 
+// sum[i] += x[i] for i < n (column sums of a row-major matrix, row by row: each column in row order).
+inline void add_into(float* sum, const float* x, Index n) {
+  Index i = 0;
+  for (; i + 4 <= n; i += 4) store(sum + i, load(sum + i) + load(x + i));
+  for (; i < n; ++i) sum[i] += x[i];
+}
+
+// sum of x[i] * y[i] (y null: of x[i]) for i < n: four running sums (lane k takes i = k mod 4),
+// added pairwise, then the tail in order.
+inline float dot(const float* x, const float* y, Index n) {
+  f32x4 acc = splat(0.0f);
+  Index i = 0;
+  for (; i + 4 <= n; i += 4) acc += y ? load(x + i) * load(y + i) : load(x + i);
+  float total = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+  for (; i < n; ++i) total += y ? x[i] * y[i] : x[i];
+  return total;
+}
+inline float sum(const float* x, Index n) { return dot(x, nullptr, n); }
+
 // True if x[0..n) are all finite: x * 0 is 0 for finite x and NaN otherwise.
 inline bool all_finite(const float* x, Index n) {
   f32x4 acc = splat(0.0f);

@@ -140,4 +140,28 @@ TEST(VectorMath, AxpbyMatchesPlainLoopExactly) {
   }
 }
 
+// add_into, dot and sum against plain loops in the order they document, every tail length.
+TEST(VectorMath, AddIntoDotAndSumMatchTheirOrder) {
+  std::mt19937 g(10);
+  std::normal_distribution<float> n(0.0f, 2.0f);
+  for (favor::Index len = 0; len <= 13; ++len) {
+    SCOPED_TRACE(len);
+    std::vector<float> x(len), y(len), acc(len);
+    for (favor::Index i = 0; i < len; ++i) x[i] = n(g), y[i] = n(g), acc[i] = n(g);
+    std::vector<float> want = acc;
+    for (favor::Index i = 0; i < len; ++i) want[i] += x[i];
+    favor::vec::add_into(acc.data(), x.data(), len);
+    EXPECT_EQ(acc, want);
+    for (bool with_y : {true, false}) {
+      auto term = [&](favor::Index i) { return with_y ? x[i] * y[i] : x[i]; };
+      float lane[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      const favor::Index body = len / 4 * 4;
+      for (favor::Index i = 0; i < body; ++i) lane[i % 4] += term(i);
+      float expected = (lane[0] + lane[1]) + (lane[2] + lane[3]);
+      for (favor::Index i = body; i < len; ++i) expected += term(i);
+      EXPECT_EQ(with_y ? favor::vec::dot(x.data(), y.data(), len) : favor::vec::sum(x.data(), len), expected);
+    }
+  }
+}
+
 }  // namespace
