@@ -136,8 +136,22 @@ void write_rows(MatrixRef out, Index i0, const Matrix& numerator, const Vector& 
 // states are merged in segment order, so the thread count never changes the result.
 constexpr Index kSegmentRows = 2048;
 
-State causal_sweep(const FactorBlock& queries, const FactorBlock& keys, Index features,
-                   ConstMatrixRef v, MatrixRef out, Index chunk, Index begin, Index end, const State& prefix);
+// What a causal sweep needs of its segment's keys, computed before the sweep (in parallel with
+// the other segments' keys of its wave), chunk by chunk: the key log magnitudes, their column
+// max and the kernel's values, and the segment's own key state before the chunk; and the state
+// of all its keys. Computing these once, rather than once for the prefixes and again in the
+// sweep, is what lets causal attention use several threads without doing more work.
+struct SegmentKeys {
+  std::vector<Matrix> log, value;
+  std::vector<Vector> column_max;
+  std::vector<State> before;
+  State total;
+};
+
+SegmentKeys segment_keys(const FactorBlock& keys, Index features, ConstMatrixRef v, Index chunk, Index begin,
+                         Index end);
+void causal_sweep(const FactorBlock& queries, const SegmentKeys& keys, Index features, ConstMatrixRef v,
+                  MatrixRef out, Index chunk, Index begin, Index end, const State& prefix);
 
 }  // namespace
 
@@ -189,39 +203,59 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
     });
     return;
   }
-  // Causal: each segment starts from the state of every key before it (the prefix). A sweep
-  // also returns its segment's own key state, summed exactly as keys_state does: on one thread
-  // the prefixes come from the sweeps themselves; on several, from a first pass over the
-  // segments' keys in parallel, then the sweeps run in parallel. Same bits either way.
+  // Causal: each segment starts from the state of every key before it (the prefix). Segments go
+  // in waves of one per thread: first the keys of the wave's segments in parallel, then the
+  // prefixes in segment order, then the sweeps in parallel. Same bits for any thread count.
   const Index segments = (L + segment - 1) / segment;
-  auto sweep = [&](Index s, const State& prefix) {
-    return causal_sweep(queries, keys, features, v, out, chunk, s * segment, std::min(L, (s + 1) * segment), prefix);
-  };
+  const Index wave = std::max(1, available_threads());
   State prefix = empty_state(features, v.cols());
-  if (segments == 1 || available_threads() == 1) {
-    for (Index s = 0; s < segments; ++s) merge(prefix, sweep(s, prefix));
-    return;
+  for (Index w0 = 0; w0 < segments; w0 += wave) {
+    const Index count = std::min(wave, segments - w0);
+    const auto rows = [&](Index s) { return std::pair{(w0 + s) * segment, std::min(L, (w0 + s + 1) * segment)}; };
+    std::vector<SegmentKeys> ks(static_cast<std::size_t>(count));
+    parallel_for(count, [&](Index s) {
+      const auto [begin, end] = rows(s);
+      ks[static_cast<std::size_t>(s)] = segment_keys(keys, features, v, chunk, begin, end);
+    });
+    std::vector<State> prefixes;
+    for (const SegmentKeys& k : ks) {
+      prefixes.push_back(prefix);
+      merge(prefix, k.total);
+    }
+    parallel_for(count, [&](Index s) {
+      const auto [begin, end] = rows(s);
+      causal_sweep(queries, ks[static_cast<std::size_t>(s)], features, v, out, chunk, begin, end,
+                   prefixes[static_cast<std::size_t>(s)]);
+    });
   }
-  std::vector<State> prefixes(static_cast<std::size_t>(segments));
-  parallel_for(segments - 1, [&](Index s) {
-    prefixes[static_cast<std::size_t>(s + 1)] = keys_state(s * segment, (s + 1) * segment);
-  });
-  prefixes[0] = std::move(prefix);
-  for (std::size_t s = 1; s < prefixes.size(); ++s) {
-    State own = std::move(prefixes[s]);
-    prefixes[s] = prefixes[s - 1];
-    merge(prefixes[s], own);
-  }
-  parallel_for(segments, [&](Index s) { sweep(s, prefixes[static_cast<std::size_t>(s)]); });
 }
 
 namespace {
 
+SegmentKeys segment_keys(const FactorBlock& keys, Index features, ConstMatrixRef v, Index chunk, Index begin,
+                         Index end) {
+  SegmentKeys s;
+  State own = empty_state(features, v.cols());
+  for (Index j0 = begin; j0 < end; j0 += chunk) {
+    const Index n = std::min(chunk, end - j0);
+    FactoredFeatures f = prepared(keys(j0, n), "k");
+    Vector column_max;
+    Matrix log_mag = log_magnitude(std::move(f.exponent), f.row_log, f.value, features, column_max);
+    s.before.push_back(own);
+    s.log.push_back(log_mag);  // a copy: running_keys turns log_mag into the features
+    accumulate(own, running_keys(std::move(log_mag), column_max, f.value, own), v.middleRows(j0, n));
+    s.column_max.push_back(std::move(column_max));
+    s.value.push_back(std::move(f.value));
+  }
+  s.total = std::move(own);
+  return s;
+}
+
 // Rows [begin, end) of causal attention, chunk by chunk, from the state of the keys before begin
-// (prefix). Returns the state of the keys [begin, end) alone.
-State causal_sweep(const FactorBlock& queries, const FactorBlock& keys, Index features,
-                   ConstMatrixRef v, MatrixRef out, Index chunk, Index begin, Index end, const State& prefix) {
-  State own = empty_state(features, v.cols()), state;
+// (prefix) and the segment's keys.
+void causal_sweep(const FactorBlock& queries, const SegmentKeys& keys, Index features, ConstMatrixRef v,
+                  MatrixRef out, Index chunk, Index begin, Index end, const State& prefix) {
+  State state;
   Matrix numerator(chunk, v.cols());
   Vector denominator(chunk);
   // Causal, by chunks. Usual case: the chunk's keys are at most e^kNear above the carried
@@ -252,11 +286,12 @@ State causal_sweep(const FactorBlock& queries, const FactorBlock& keys, Index fe
   for (Index i0 = begin; i0 < end; i0 += chunk) {
     const Index n = std::min(chunk, end - i0);
     const auto vs = v.middleRows(i0, n);
-    const FactoredFeatures kfac = prepared(keys(i0, n), "k"), qfac = prepared(queries(i0, n), "q");
-    Vector chunk_shift;
-    Matrix key_log = log_magnitude(kfac.exponent, kfac.row_log, kfac.value, features, chunk_shift);
-    auto fold = [&] { accumulate(own, running_keys(std::move(key_log), chunk_shift, kfac.value, own), vs); };
-    // The state of every key before i0 (prefix + own); afterwards the chunk's keys join `own`.
+    const std::size_t c = static_cast<std::size_t>((i0 - begin) / chunk);
+    const Matrix &key_log = keys.log[c], &key_value = keys.value[c];
+    const Vector& chunk_shift = keys.column_max[c];
+    const State& own = keys.before[c];
+    const FactoredFeatures qfac = prepared(queries(i0, n), "q");
+    // The state of every key before i0: prefix + the segment's own keys before the chunk.
     // (its shift is -inf only before the first chunk: masked logs are the lowest float)
     const Vector carried_shift = prefix.shift.cwiseMax(own.shift);
     const bool near = i0 > 0 && (chunk_shift - carried_shift).maxCoeff() <= kNear;
@@ -264,19 +299,18 @@ State causal_sweep(const FactorBlock& queries, const FactorBlock& keys, Index fe
       // The carried state straight at the combined shift (one rescale).
       merge_into(prefix, own, state, &chunk_shift);
       const Vector& shift = state.shift;
-      Matrix kf = shifted_keys(key_log, shift, kfac.value);
+      Matrix kf = shifted_keys(key_log, shift, key_value);
       Vector row_scale;
       const Matrix qf = shifted_queries(qfac.exponent, qfac.value, n, shift, row_scale);
       readout(qf, state, numerator, denominator.data());
       in_chunk(qf, kf, n, vs);
       if ((denominator.head(n).array().abs() >= kUnderflow).all()) {
         write_rows(out, i0, numerator, denominator, n);
-        fold();
         continue;
       }
     }
     merge_into(prefix, own, state);  // the carried state at its own shift
-    Matrix kf = shifted_keys(key_log, chunk_shift, kfac.value);
+    Matrix kf = shifted_keys(key_log, chunk_shift, key_value);
     // In-chunk part.
     Vector intra_scale;
     const Matrix qf = shifted_queries(qfac.exponent, qfac.value, n, chunk_shift, intra_scale);
@@ -302,7 +336,7 @@ State causal_sweep(const FactorBlock& queries, const FactorBlock& keys, Index fe
       // log magnitudes ~1e13 float cannot resolve the gap above.
       if (intra_scale(i) - visible_scale <= kMaxGap && std::abs(intra_den(i)) >= kUnderflow) continue;
       // The row's own scale, in double: its largest weight is ~1, so the denominator cannot round to 0.
-      const double top = exact_weights(query_log, qfac.value, i, key_log, kfac.value, i + 1, weights);
+      const double top = exact_weights(query_log, qfac.value, i, key_log, key_value, i + 1, weights);
       const VectorD num = vs.topRows(i + 1).cast<double>().transpose() * weights;
       const double den = weights.sum();
       // Stored relative to the float scale used to combine with the carried state. Where float
@@ -331,9 +365,7 @@ State causal_sweep(const FactorBlock& queries, const FactorBlock& keys, Index fe
       denominator.head(n) = intra_den;
     }
     write_rows(out, i0, numerator, denominator, n);
-    fold();
   }
-  return own;
 }
 
 // Row i recomputed in double with its own shift, for the rare rows whose float denominator
