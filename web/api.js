@@ -359,12 +359,37 @@ export function chooseSimd(option) {
 }
 
 export function checkLoadOptions(options) {
-  const o = checkOptions(options, 'loadFavor options', ['wasmUrl', 'wasmBinary', 'simd', 'locateFile', 'threads']);
+  const o = checkOptions(options, 'loadFavor options', ['wasmUrl', 'wasmBinary', 'simd', 'locateFile', 'threads', 'loadTimeout']);
   if (o.threads !== undefined && o.threads !== 'auto') {
     if (typeof o.threads !== 'number') throw new TypeError(`threads: expected 'auto' or an integer >= 1, got ${describe(o.threads)}`);
     checkInteger(o.threads, 'threads', 1, MAX_THREADS);
   }
+  if (o.loadTimeout !== undefined) checkInteger(o.loadTimeout, 'loadTimeout', 1, MAX_TIMEOUT_MS);
   return o;
+}
+
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;  // setTimeout's limit
+const DEFAULT_LOAD_TIMEOUT_MS = 30000;
+
+// The threaded build resolves only once its pool of workers has loaded, and Emscripten 3.1.6
+// neither rejects nor reports when a worker cannot load (a Content-Security-Policy without
+// worker-src blob:, a blocked or missing script): it waits forever. This rejects instead after
+// loadTimeout ms and calls stop() to end the workers that did start.
+export function threadedStartup(started, o, threads, stop) {
+  const ms = o.loadTimeout ?? DEFAULT_LOAD_TIMEOUT_MS;
+  let timer;
+  const expired = new Promise((resolve, reject) => {
+    timer = setTimeout(() => {
+      started.catch(() => {});  // settles later, or never: nobody waits for it any more
+      stop();
+      const error = new Error(`loadFavor: the threaded build (threads: ${threads}) did not start within ${ms} ms (loadTimeout): `
+        + 'its workers did not load — in a browser, check the console and that a Content-Security-Policy allows '
+        + 'worker-src blob:; or load with { threads: 1 }');
+      error.code = 'FAVOR_LOAD_TIMEOUT';
+      reject(error);
+    }, ms);
+  });
+  return Promise.race([started, expired]).finally(() => clearTimeout(timer));
 }
 
 const MAX_THREADS = 64;

@@ -1,7 +1,7 @@
 // Browser entry: finds the .wasm next to this package's files (bundlers see the literal
 // new URL(..., import.meta.url) and emit the file), overridable by wasmUrl, wasmBinary or locateFile.
 // The pthreads build is used only on cross-origin isolated pages (SharedArrayBuffer).
-import { checkLoadOptions, checkWasmBinary, chooseSimd, chooseThreads, createApi, printErr } from './api.js';
+import { checkLoadOptions, checkWasmBinary, chooseSimd, chooseThreads, createApi, printErr, threadedStartup } from './api.js';
 
 export { version } from './api.js';
 
@@ -58,10 +58,13 @@ async function loadThreaded(o, { simd, threads, wasmBinary }) {
   let Module;
   try {
     const { default: createModule } = await import(/* @vite-ignore */ /* webpackIgnore: true */ glue);
-    Module = await createModule({
+    // The factory fills in this very object (PThread included) while the pool starts.
+    const moduleArg = {
       ...(wasmBinary ? { wasmBinary } : {}), locateFile, mainScriptUrlOrBlob: glue, favorPoolSize: threads - 1, printErr,
-    });
+    };
+    Module = await threadedStartup(createModule(moduleArg), o, threads, () => moduleArg.PThread?.terminateAllThreads());
   } catch (error) {
+    if (error?.code === 'FAVOR_LOAD_TIMEOUT') throw error;
     const where = wasmBinary ? 'the wasmBinary given' : locateFile('favor-simd-threads.wasm');
     throw new Error(`loadFavor: could not load ${where} (threads: ${threads}): ${error?.message ?? error}`, { cause: error });
   }

@@ -31,6 +31,13 @@ export interface LoadOptions {
    * With wasmUrl or wasmBinary, 'auto' means 1.
    */
   threads?: 'auto' | number;
+  /**
+   * With more than one thread: how long (ms, default 30000) to wait for the workers to load
+   * before rejecting with an Error whose `code` is 'FAVOR_LOAD_TIMEOUT' (a worker that cannot
+   * load, e.g. under a Content-Security-Policy without `worker-src blob:`, would otherwise leave
+   * the promise pending forever). An integer in [1, 2^31 - 1].
+   */
+  loadTimeout?: number;
 }
 
 export interface FavorInfo {

@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
-import { checkLoadOptions, checkWasmBinary, chooseSimd, chooseThreads, createApi, printErr } from './api.js';
+import { checkLoadOptions, checkWasmBinary, chooseSimd, chooseThreads, createApi, printErr, threadedStartup } from './api.js';
 import { withWorkerGlobal } from './node-worker-shim.js';
 
 export { version } from './api.js';
@@ -52,11 +52,13 @@ export async function loadFavor(options) {
   const { result, workers } = withWorkerGlobal(() => createModule({
     wasmBinary, mainScriptUrlOrBlob: glue.href, favorPoolSize: threads - 1, printErr,
   }));
+  const stop = () => Promise.all(workers.map((w) => w.terminate()));
   let Module;
   try {
-    Module = await result;
+    Module = await threadedStartup(result, o, threads, stop);
   } catch (error) {
-    await Promise.all(workers.map((w) => w.terminate()));
+    await stop();
+    if (error?.code === 'FAVOR_LOAD_TIMEOUT') throw error;
     fail(error);
   }
   for (const worker of workers) worker.unref();  // loaded: from now on they never keep Node alive

@@ -182,6 +182,19 @@ describe('favor-attention in Chromium', () => {
     }
   });
 
+  test('threads under a CSP without worker-src blob: reject loadFavor instead of hanging', { timeout: 60_000 }, async () => {
+    const server = await serveStatic(app, { isolated: true, headers: { 'content-security-policy': "worker-src 'self'" } });
+    try {
+      const { result } = await openResultPage(browser, `${server.url}csp.html`);
+      assert.equal(result.isolated, true, 'the page is cross-origin isolated');
+      assert.match(result.outcome, /^rejected: FAVOR_LOAD_TIMEOUT .*worker-src blob:/, `loadFavor outcome: ${result.outcome}`);
+      assert.ok(result.ms >= 2900 && result.ms < 10_000, `rejected after ${result.ms} ms, loadTimeout 3000`);
+      assert.deepEqual(result.single, [1, 0.5], 'a single-threaded load works afterwards');
+    } finally {
+      await server.close();
+    }
+  });
+
   test('a wasmUrl that answers 404 rejects loadFavor instead of hanging', { timeout: 60_000 }, async () => {
     const server = await serveStatic(app);
     try {

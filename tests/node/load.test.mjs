@@ -160,6 +160,11 @@ const badOptions = [
   ['wasmUrl a number', { wasmUrl: 42 }, TypeError, /wasmUrl/],
   ['wasmUrl an object', { wasmUrl: { href: 'file:///x' } }, TypeError, /wasmUrl/],
   ['locateFile a string', { locateFile: 'dist/' }, TypeError, /locateFile/],
+  ['loadTimeout a string', { loadTimeout: '100' }, TypeError, /loadTimeout/],
+  ['loadTimeout 0', { loadTimeout: 0 }, RangeError, /loadTimeout/],
+  ['loadTimeout fractional', { loadTimeout: 1.5 }, RangeError, /loadTimeout/],
+  ['loadTimeout NaN', { loadTimeout: NaN }, RangeError, /loadTimeout/],
+  ['loadTimeout beyond setTimeout', { loadTimeout: 2 ** 31 }, RangeError, /loadTimeout/],
 ];
 
 for (const [label, options, type, pattern] of badOptions) {

@@ -133,3 +133,21 @@ test('a script that loaded the threaded module exits by itself', () => {
   assert.equal(child.stdout.trim(), '2 0.5');
   assert.equal(child.stderr, '', 'nothing on stderr (no emscripten warnings)');
 });
+
+// Emscripten waits forever for a pool worker that cannot load; loadTimeout turns that into an
+// error. 1 ms is always too short for workers to start, so the timeout path runs every time.
+test('a pool that does not start within loadTimeout rejects, its workers end, and later loads work', () => {
+  const script = `
+    import { loadFavor } from 'favor-attention';
+    const error = await loadFavor({ threads: 2, loadTimeout: 1 }).then(() => null, (e) => e);
+    console.log(error?.code, error instanceof Error, /within 1 ms/.test(error?.message), /worker-src blob:/.test(error?.message));
+    const favor = await loadFavor({ threads: 2, loadTimeout: 60_000 });
+    const t = { data: new Float32Array(300 * 8).fill(0.5), dims: [300, 8] };
+    console.log(favor.info.threads, favor.exactAttention(t, t, t).data[0]);`;
+  const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+    cwd: fileURLToPath(new URL('../..', import.meta.url)), encoding: 'utf8', timeout: 30_000,
+  });
+  assert.equal(child.error, undefined, `the child did not exit by itself (workers left running?): ${child.error?.message}`);
+  assert.equal(child.status, 0, child.stderr);
+  assert.equal(child.stdout.trim(), 'FAVOR_LOAD_TIMEOUT true true true\n2 0.5');
+});

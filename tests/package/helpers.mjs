@@ -184,9 +184,12 @@ const MIME = {
  * A static file server for root on 127.0.0.1 (random port). Records every request with its
  * status and content type. close() stops it and drops open connections. isolated: send COOP/COEP.
  */
-export async function serveStatic(root, { isolated = false } = {}) {
+export async function serveStatic(root, { isolated = false, headers = {} } = {}) {
   // COOP/COEP make the page cross-origin isolated (SharedArrayBuffer, so the threaded build).
-  const isolation = isolated ? { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' } : {};
+  const isolation = {
+    ...(isolated ? { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' } : {}),
+    ...headers,
+  };
   const requests = [];
   const server = createServer(async (req, res) => {
     const record = { method: req.method, url: req.url, status: 0, type: '' };

@@ -53,6 +53,9 @@ await loadFavor(allLoadOptions);
 await loadFavor({ threads: 'auto' });
 // @ts-expect-error threads is 'auto' or a number
 await loadFavor({ threads: 'all' });
+await loadFavor({ threads: 4, loadTimeout: 5000 });
+// @ts-expect-error loadTimeout is a number of milliseconds
+await loadFavor({ loadTimeout: '5s' });
 expectType<Equal<ReturnType<typeof loadFavor>, Promise<Favor>>>();
 
 // info
