@@ -78,4 +78,14 @@ void gemm_nt(Index M, Index N, Index K, const float* a, Index lda, const float* 
   gemm_packed(M, N, K, a, lda, 1, scratch.data(), c, ldc, accumulate);
 }
 
+void gemm_nt_lower(Index M, Index N, Index K, const float* a, Index lda, const float* b, Index ldb, float* c,
+                   Index ldc, std::vector<float>& scratch) {
+  scratch.resize(static_cast<std::size_t>(strips(N) * K * kStrip));
+  pack_bt(N, K, b, ldb, scratch.data());
+  const auto all = [K](Index, Index) { return K; };
+  for (Index j0 = 0; j0 < std::min(M, N); j0 += kStrip)
+    strip(M - j0, std::min(kStrip, N - j0), a + j0 * lda, lda, 1, scratch.data() + j0 * K, kStrip,
+          c + j0 * ldc + j0, ldc, false, all);
+}
+
 }  // namespace favor::gemm

@@ -84,4 +84,10 @@ void gemm_packed(Index M, Index N, Index K, const float* a, Index a_rs, Index a_
 void gemm_nt(Index M, Index N, Index K, const float* a, Index lda, const float* b, Index ldb, float* c,
              Index ldc, bool accumulate, std::vector<float>& scratch);
 
+// C = A B^T on and below the diagonal (C(i, j) for j <= i), B as in gemm_nt: a strip of kStrip
+// columns starting at j0 skips the rows above j0, where all its entries are above the diagonal.
+// Entries above the diagonal are left as they were or hold products; the caller zeroes them.
+void gemm_nt_lower(Index M, Index N, Index K, const float* a, Index lda, const float* b, Index ldb, float* c,
+                   Index ldc, std::vector<float>& scratch);
+
 }  // namespace favor::gemm

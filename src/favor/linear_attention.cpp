@@ -275,8 +275,8 @@ void causal_sweep(const FactorBlock& queries, const SegmentKeys& keys, Index fea
   // numerator/denominator rows = the chunk's keys j <= i through `block` plus the state through qf.
   auto in_chunk = [&](const Matrix& qf, const Matrix& kf, Index n, const auto& vs) {
     auto block = local.topLeftCorner(n, n);
-    gemm::gemm_nt(n, n, qf.cols(), qf.data(), qf.outerStride(), kf.data(), kf.outerStride(), block.data(),
-                  block.outerStride(), false, scratch);
+    gemm::gemm_nt_lower(n, n, qf.cols(), qf.data(), qf.outerStride(), kf.data(), kf.outerStride(), block.data(),
+                        block.outerStride(), scratch);
     block.triangularView<Eigen::StrictlyUpper>().setZero();
     // numerator += block vs, each row tile summing only up to its last row (the rest are zeros)
     gemm::gemm_lower(n, vs.cols(), n, block.data(), block.outerStride(), 1, vs.data(), vs.outerStride(),

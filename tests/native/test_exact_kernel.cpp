@@ -60,8 +60,10 @@ TEST(ExactKernel, EveryTailBidirectional) {
   unsigned seed = 1;
   for (Index L : {1, 5, 8, 9, 63, 64, 65, 130})
     for (Index S : {1, 3, 4, 7, 127, 128, 129, 300})
-      for (Index d : {1, 3, 4, 9, 64, 130})
-        check_shape(L, S, d, d == 64 ? 64 : (d % 7) + 9 * (seed % 3), false, seed++);
+      for (Index d : {1, 3, 4, 9, 64, 130}) {
+        const Index dv = d == 64 ? 64 : (d % 7) + 9 * (seed % 3);
+        check_shape(L, S, d, dv, false, seed++);
+      }
 }
 
 TEST(ExactKernel, ValueWidths) {

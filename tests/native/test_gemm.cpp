@@ -126,4 +126,27 @@ TEST(Gemm, LowerTriangularSkipsOnlyZeros) {
     }
 }
 
+// The causal in-chunk block: C = A B^T on and below the diagonal, as the full product has it.
+TEST(Gemm, NtLowerMatchesTheFullProductOnAndBelowTheDiagonal) {
+  std::mt19937 rng(6);
+  std::vector<float> scratch;
+  for (Index M : kSizes)
+    for (Index N : {Index(1), Index(7), Index(8), Index(16), Index(17), Index(33)})
+      for (Index K : {Index(1), Index(9), Index(64)}) {
+        const Index lda = K + 1, ldb = K + 3, ldc = N + 2;
+        const auto a = random_floats(static_cast<std::size_t>(M * lda), rng);
+        const auto b = random_floats(static_cast<std::size_t>(N * ldb), rng);
+        std::vector<float> lower(static_cast<std::size_t>(M * ldc), -7.0f), full = lower;
+        gemm::gemm_nt_lower(M, N, K, a.data(), lda, b.data(), ldb, lower.data(), ldc, scratch);
+        gemm::gemm_nt(M, N, K, a.data(), lda, b.data(), ldb, full.data(), ldc, false, scratch);
+        for (Index i = 0; i < M; ++i)
+          for (Index j = 0; j <= std::min(i, N - 1); ++j)
+            ASSERT_EQ(lower[static_cast<std::size_t>(i * ldc + j)], full[static_cast<std::size_t>(i * ldc + j)])
+                << "M=" << M << " N=" << N << " K=" << K << " at " << i << "," << j;
+        // the padding past N columns is never written
+        for (Index i = 0; i < M; ++i)
+          for (Index j = N; j < ldc; ++j) ASSERT_EQ(lower[static_cast<std::size_t>(i * ldc + j)], -7.0f);
+      }
+}
+
 }  // namespace
