@@ -70,7 +70,10 @@ float* allocate_output(const std::vector<favor::Index>& dims, const char* what) 
   if (bytes > kMaxAllocationBytes)
     favor::throw_range(what, "the result would take " + std::to_string(bytes / 1073741824.0) +
                                  " GiB, more than one WebAssembly allocation can hold (2 GiB)");
-  auto* out = static_cast<float*>(std::malloc(static_cast<std::size_t>(bytes)));
+  // On a cache line, as the inputs (web/api.js): malloc only guarantees 8 bytes here. JS frees it with free().
+  constexpr std::size_t kLine = 64;
+  const std::size_t size = (static_cast<std::size_t>(bytes) + kLine - 1) / kLine * kLine;
+  auto* out = static_cast<float*>(std::aligned_alloc(kLine, size ? size : kLine));
   if (!out) throw std::bad_alloc();
   return out;
 }

@@ -17,7 +17,7 @@ constexpr Index kKeyBlock = 128;
 
 // Reusable buffers, sized by exact_query_block; O(query block x (d + dv) + kKeyBlock) floats.
 struct ExactScratch {
-  std::vector<float> qt, p, acc, max, sum, rescale;
+  FloatBuffer qt, p, acc, max, sum, rescale;
 };
 
 // out rows [q0, q0 + nq) = softmax(scale * q k^T) v for those rows (causal: keys j <= i only).

@@ -100,7 +100,7 @@ class FeatureMap {
   double epsilon_;
   Matrix projection_;
   Vector projection_sq_norms_;  // |w_r|^2, for OPRF
-  std::vector<float> packed_projection_;  // W^T in the GEMM's strips (gemm::pack_bt), for factored
+  FloatBuffer packed_projection_;  // W^T in the GEMM's strips (gemm::pack_bt), for factored
 };
 
 // Stabilized factors of phi(x).phi(y) (see factored.hpp); query_log includes the prefactors.

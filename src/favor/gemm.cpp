@@ -72,14 +72,14 @@ void gemm_packed(Index M, Index N, Index K, const float* a, Index a_rs, Index a_
 }
 
 void gemm_nt(Index M, Index N, Index K, const float* a, Index lda, const float* b, Index ldb, float* c,
-             Index ldc, bool accumulate, std::vector<float>& scratch) {
+             Index ldc, bool accumulate, FloatBuffer& scratch) {
   scratch.resize(static_cast<std::size_t>(strips(N) * K * kStrip));
   pack_bt(N, K, b, ldb, scratch.data());
   gemm_packed(M, N, K, a, lda, 1, scratch.data(), c, ldc, accumulate);
 }
 
 void gemm_nt_lower(Index M, Index N, Index K, const float* a, Index lda, const float* b, Index ldb, float* c,
-                   Index ldc, std::vector<float>& scratch) {
+                   Index ldc, FloatBuffer& scratch) {
   scratch.resize(static_cast<std::size_t>(strips(N) * K * kStrip));
   pack_bt(N, K, b, ldb, scratch.data());
   const auto all = [K](Index, Index) { return K; };

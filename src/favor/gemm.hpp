@@ -82,12 +82,12 @@ void gemm_packed(Index M, Index N, Index K, const float* a, Index a_rs, Index a_
 // C = [C +] A B^T, A (M x K, row stride lda) and B (N x K, row stride ldb) row-major; packs B
 // into `scratch`.
 void gemm_nt(Index M, Index N, Index K, const float* a, Index lda, const float* b, Index ldb, float* c,
-             Index ldc, bool accumulate, std::vector<float>& scratch);
+             Index ldc, bool accumulate, FloatBuffer& scratch);
 
 // C = A B^T on and below the diagonal (C(i, j) for j <= i), B as in gemm_nt: a strip of kStrip
 // columns starting at j0 skips the rows above j0, where all its entries are above the diagonal.
 // Entries above the diagonal are left as they were or hold products; the caller zeroes them.
 void gemm_nt_lower(Index M, Index N, Index K, const float* a, Index lda, const float* b, Index ldb, float* c,
-                   Index ldc, std::vector<float>& scratch);
+                   Index ldc, FloatBuffer& scratch);
 
 }  // namespace favor::gemm

@@ -271,7 +271,7 @@ void causal_sweep(const FactorBlock& queries, const SegmentKeys& keys, Index fea
   constexpr float kNear = kMaxGap / 2;
   constexpr float kUnderflow = 1e-30f;  // a denominator below this has lost its digits
   Matrix local(chunk, chunk);
-  std::vector<float> scratch;
+  FloatBuffer scratch;
   // numerator/denominator rows = the chunk's keys j <= i through `block` plus the state through qf.
   auto in_chunk = [&](const Matrix& qf, const Matrix& kf, Index n, const auto& vs) {
     auto block = local.topLeftCorner(n, n);

@@ -80,7 +80,7 @@ TEST(Gemm, MatchesFloat64AndScalarLoopOverEveryTail) {
 
 TEST(Gemm, TransposedAAndPackedB) {
   std::mt19937 rng(99);
-  std::vector<float> scratch;
+  favor::FloatBuffer scratch;
   for (Index M : kSizes)
     for (Index N : kSizes)
       for (Index K : {Index(1), Index(5), Index(32), Index(33)}) {
@@ -129,7 +129,7 @@ TEST(Gemm, LowerTriangularSkipsOnlyZeros) {
 // The causal in-chunk block: C = A B^T on and below the diagonal, as the full product has it.
 TEST(Gemm, NtLowerMatchesTheFullProductOnAndBelowTheDiagonal) {
   std::mt19937 rng(6);
-  std::vector<float> scratch;
+  favor::FloatBuffer scratch;
   for (Index M : kSizes)
     for (Index N : {Index(1), Index(7), Index(8), Index(16), Index(17), Index(33)})
       for (Index K : {Index(1), Index(9), Index(64)}) {
