@@ -57,8 +57,8 @@ export async function loadFavor(options) {
   try {
     Module = await threadedStartup(result, o, threads, stop);
   } catch (error) {
+    if (error?.code === 'FAVOR_LOAD_TIMEOUT') throw error;  // its workers are already ended
     await stop();
-    if (error?.code === 'FAVOR_LOAD_TIMEOUT') throw error;
     fail(error);
   }
   for (const worker of workers) worker.unref();  // loaded: from now on they never keep Node alive

@@ -83,19 +83,12 @@ Matrix running_keys(Matrix log_mag, const Vector& column_max, const Matrix& valu
   return shifted_keys(std::move(log_mag), shift, value);
 }
 
-Matrix running_keys(FactoredFeatures&& f, Index features, State& state) {
-  Vector column_max;
-  Matrix log_mag = log_magnitude(std::move(f.exponent), f.row_log, f.value, features, column_max);
-  return running_keys(std::move(log_mag), column_max, f.value, state);
-}
-
 State empty_state(Index features, Index dv) {
   return {Matrix::Zero(features, dv), Vector::Zero(features),
           Vector::Constant(features, -std::numeric_limits<float>::infinity())};
 }
 
-// out (rows x dv, row stride ldo) = qf kv: the readout of a state (sequential sums over features).
-// numerator = qf kv, denominator = qf k_sum.
+// numerator = qf kv, denominator = qf k_sum: the readout of a state.
 void readout(const Matrix& qf, const State& state, Matrix& numerator, float* denominator) {
   gemm::gemm(qf.rows(), state.kv.cols(), state.kv.rows(), qf.data(), qf.outerStride(), 1, state.kv.data(),
              state.kv.outerStride(), numerator.data(), numerator.outerStride(), false);
@@ -107,6 +100,23 @@ void accumulate(State& state, const Matrix& kf, ConstMatrixRef vs) {
   gemm::gemm(kf.cols(), vs.cols(), kf.rows(), kf.data(), 1, kf.outerStride(), vs.data(), vs.outerStride(),
              state.kv.data(), state.kv.outerStride(), true);
   for (Index i = 0; i < kf.rows(); ++i) vec::add_into(state.k_sum.data(), &kf(i, 0), kf.cols());
+}
+
+// The state of keys [begin, end), chunk by chunk at running shifts. record(log_mag, column_max,
+// value, state) sees each chunk's key log magnitudes, and the state before them, first.
+template <class Record>
+State fold_keys(const FactorBlock& keys, Index features, ConstMatrixRef v, Index chunk, Index begin, Index end,
+                Record&& record) {
+  State state = empty_state(features, v.cols());
+  for (Index j0 = begin; j0 < end; j0 += chunk) {
+    const Index n = std::min(chunk, end - j0);
+    FactoredFeatures f = prepared(keys(j0, n), "k");
+    Vector column_max;
+    Matrix log_mag = log_magnitude(std::move(f.exponent), f.row_log, f.value, features, column_max);
+    record(log_mag, column_max, f.value, state);
+    accumulate(state, running_keys(std::move(log_mag), column_max, f.value, state), v.middleRows(j0, n));
+  }
+  return state;
 }
 
 // out = a + b, at the larger of the two shifts per feature and `floor` (out may be a).
@@ -177,12 +187,7 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
   chunk = std::min(chunk, std::max(L, S));  // a larger block only costs memory
   const Index segment = chunk * std::max<Index>(1, kSegmentRows / chunk);
   auto keys_state = [&](Index begin, Index end) {  // the state of keys [begin, end)
-    State state = empty_state(features, v.cols());
-    for (Index j0 = begin; j0 < end; j0 += chunk) {
-      const Index n = std::min(chunk, end - j0);
-      accumulate(state, running_keys(prepared(keys(j0, n), "k"), features, state), v.middleRows(j0, n));
-    }
-    return state;
+    return fold_keys(keys, features, v, chunk, begin, end, [](const auto&...) {});
   };
   if (!causal) {
     std::vector<State> parts(static_cast<std::size_t>((S + segment - 1) / segment));
@@ -235,19 +240,13 @@ namespace {
 SegmentKeys segment_keys(const FactorBlock& keys, Index features, ConstMatrixRef v, Index chunk, Index begin,
                          Index end) {
   SegmentKeys s;
-  State own = empty_state(features, v.cols());
-  for (Index j0 = begin; j0 < end; j0 += chunk) {
-    const Index n = std::min(chunk, end - j0);
-    FactoredFeatures f = prepared(keys(j0, n), "k");
-    Vector column_max;
-    Matrix log_mag = log_magnitude(std::move(f.exponent), f.row_log, f.value, features, column_max);
-    s.before.push_back(own);
-    s.log.push_back(log_mag);  // a copy: running_keys turns log_mag into the features
-    accumulate(own, running_keys(std::move(log_mag), column_max, f.value, own), v.middleRows(j0, n));
-    s.column_max.push_back(std::move(column_max));
-    s.value.push_back(std::move(f.value));
-  }
-  s.total = std::move(own);
+  s.total = fold_keys(keys, features, v, chunk, begin, end,
+                      [&](const Matrix& log, const Vector& column_max, const Matrix& value, const State& before) {
+                        s.log.push_back(log);  // a copy: the fold turns its own into the features
+                        s.column_max.push_back(column_max);
+                        s.value.push_back(value);
+                        s.before.push_back(before);
+                      });
   return s;
 }
 
