@@ -103,10 +103,11 @@ void accumulate(State& state, const Matrix& kf, ConstMatrixRef vs) {
 }
 
 // The state of keys [begin, end), chunk by chunk at running shifts. record(log_mag, column_max,
-// value, state) sees each chunk's key log magnitudes, and the state before them, first.
-template <class Record>
+// value, state) sees each chunk's key log magnitudes, and the state before them, first;
+// keep(features) then receives the chunk's features at the state's new shift.
+template <class Record, class Keep>
 State fold_keys(const FactorBlock& keys, Index features, ConstMatrixRef v, Index chunk, Index begin, Index end,
-                Record&& record) {
+                Record&& record, Keep&& keep) {
   State state = empty_state(features, v.cols());
   for (Index j0 = begin; j0 < end; j0 += chunk) {
     const Index n = std::min(chunk, end - j0);
@@ -114,7 +115,9 @@ State fold_keys(const FactorBlock& keys, Index features, ConstMatrixRef v, Index
     Vector column_max;
     Matrix log_mag = log_magnitude(std::move(f.exponent), f.row_log, f.value, features, column_max);
     record(log_mag, column_max, f.value, state);
-    accumulate(state, running_keys(std::move(log_mag), column_max, f.value, state), v.middleRows(j0, n));
+    Matrix kf = running_keys(std::move(log_mag), column_max, f.value, state);
+    accumulate(state, kf, v.middleRows(j0, n));
+    keep(std::move(kf));
   }
   return state;
 }
@@ -153,6 +156,7 @@ constexpr Index kSegmentRows = 2048;
 // sweep, is what lets causal attention use several threads without doing more work.
 struct SegmentKeys {
   std::vector<Matrix> log, value;
+  std::vector<Matrix> features;  // at the fold's running shift: the sweep's usual shift in the first segment
   std::vector<Vector> column_max;
   std::vector<State> before;
   State total;
@@ -187,7 +191,7 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
   chunk = std::min(chunk, std::max(L, S));  // a larger block only costs memory
   const Index segment = chunk * std::max<Index>(1, kSegmentRows / chunk);
   auto keys_state = [&](Index begin, Index end) {  // the state of keys [begin, end)
-    return fold_keys(keys, features, v, chunk, begin, end, [](const auto&...) {});
+    return fold_keys(keys, features, v, chunk, begin, end, [](const auto&...) {}, [](Matrix&&) {});
   };
   if (!causal) {
     std::vector<State> parts(static_cast<std::size_t>((S + segment - 1) / segment));
@@ -246,7 +250,8 @@ SegmentKeys segment_keys(const FactorBlock& keys, Index features, ConstMatrixRef
                         s.column_max.push_back(column_max);
                         s.value.push_back(value);
                         s.before.push_back(before);
-                      });
+                      },
+                      [&](Matrix&& features) { s.features.push_back(std::move(features)); });
   return s;
 }
 
@@ -294,11 +299,24 @@ void causal_sweep(const FactorBlock& queries, const SegmentKeys& keys, Index fea
     // (its shift is -inf only before the first chunk: masked logs are the lowest float)
     const Vector carried_shift = prefix.shift.cwiseMax(own.shift);
     const bool near = i0 > 0 && (chunk_shift - carried_shift).maxCoeff() <= kNear;
+    // The chunk's key features at `shift`: the fold's (at fold_shift) as they are, or rescaled
+    // by exp(fold_shift - shift) <= 1 per column, or, below fold_shift, from their logs.
+    const Vector fold_shift = own.shift.cwiseMax(chunk_shift);
+    Matrix recomputed;
+    auto key_features = [&](const Vector& shift) -> const Matrix& {
+      const Matrix& kept = keys.features[c];
+      if (shift == fold_shift) return kept;
+      if ((shift.array() < fold_shift.array()).any()) return recomputed = shifted_keys(key_log, shift, key_value);
+      const Vector factor = (fold_shift - shift).array().exp();
+      recomputed.resize(kept.rows(), kept.cols());
+      for (Index i = 0; i < kept.rows(); ++i) vec::multiply(&recomputed(i, 0), &kept(i, 0), factor.data(), kept.cols());
+      return recomputed;
+    };
     if (near) {
       // The carried state straight at the combined shift (one rescale).
       merge_into(prefix, own, state, &chunk_shift);
       const Vector& shift = state.shift;
-      Matrix kf = shifted_keys(key_log, shift, key_value);
+      const Matrix& kf = key_features(shift);
       Vector row_scale;
       const Matrix qf = shifted_queries(qfac.exponent, qfac.value, n, shift, row_scale);
       readout(qf, state, numerator, denominator.data());
@@ -309,7 +327,7 @@ void causal_sweep(const FactorBlock& queries, const SegmentKeys& keys, Index fea
       }
     }
     merge_into(prefix, own, state);  // the carried state at its own shift
-    Matrix kf = shifted_keys(key_log, chunk_shift, key_value);
+    const Matrix& kf = key_features(chunk_shift);
     // In-chunk part.
     Vector intra_scale;
     const Matrix qf = shifted_queries(qfac.exponent, qfac.value, n, chunk_shift, intra_scale);

@@ -152,6 +152,13 @@ inline void axpby(float* out, float a, const float* x, float b, const float* y, 
   for (; i < n; ++i) out[i] = a * x[i] + b * y[i];
 }
 
+// out[i] = x[i] * y[i] for i < n (out may be x or y).
+inline void multiply(float* out, const float* x, const float* y, Index n) {
+  Index i = 0;
+  for (; i + 4 <= n; i += 4) store(out + i, load(x + i) * load(y + i));
+  for (; i < n; ++i) out[i] = x[i] * y[i];
+}
+
 // sum[i] += x[i] for i < n (column sums of a row-major matrix, row by row: each column in row order).
 inline void add_into(float* sum, const float* x, Index n) {
   Index i = 0;
