@@ -63,7 +63,10 @@ export interface FeatureMapOptions {
   features?: number;
   /** Default 'positive' (FAVOR+). */
   kernel?: Kernel;
-  /** Default 'orthogonal'. Ignored for the initial W when projection is given; used by redraw(). */
+  /**
+   * Default 'orthogonal'. Ignored for the initial W when projection is given; used by redraw().
+   * The orthogonal modes cost O(min(m, d) m d) in double: m = d = 2048 takes ~18 s in wasm.
+   */
   sampling?: Sampling;
   /** Integer in [0, 2^53); default 0. The same seed gives the same W everywhere. */
   seed?: number;

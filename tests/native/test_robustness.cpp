@@ -26,10 +26,25 @@ Matrix rows(std::initializer_list<std::initializer_list<float>> values) {
 
 // Orthogonal sampling allocated its d x d block as a std::vector sized d * d: in wasm32 (32-bit
 // Index) d = 65536 overflowed to 0 and the block was written out of bounds, killing the instance
-// ("memory access out of bounds"). The block is an Eigen matrix now: a size that cannot exist
+// ("memory access out of bounds"). Blocks and W are Eigen matrices now: a size that cannot exist
 // throws std::bad_alloc (turned into a RangeError in JS).
-TEST(Robustness, HugeOrthogonalBlockThrowsBadAlloc) {
-  EXPECT_THROW(favor::sample_projection(1, favor::Index(1) << 20, favor::Sampling::orthogonal, 0), std::bad_alloc);
+TEST(Robustness, HugeOrthogonalProjectionThrowsBadAlloc) {
+  const favor::Index huge = favor::Index(1) << 20;
+  EXPECT_THROW(favor::sample_projection(huge, huge, favor::Sampling::orthogonal, 0), std::bad_alloc);
+}
+
+// A block holds only the rows W uses (min(m, d) of d): 2 rows of d = 2^20 are 16 MiB of doubles
+// and two Gram-Schmidt steps, where the whole d x d block would be 8 TiB. The rows are still
+// orthogonal, each of norm sqrt(d) (orthogonal-fixed).
+TEST(Robustness, OrthogonalSamplingBuildsOnlyTheRowsItUses) {
+  const favor::Index d = favor::Index(1) << 20;
+  const Matrix w = favor::sample_projection(2, d, favor::Sampling::orthogonal_fixed, 0);
+  const Eigen::VectorXd a = w.row(0).cast<double>().transpose(), b = w.row(1).cast<double>().transpose();
+  const double norm = std::sqrt(static_cast<double>(d));
+  // float32 entries: each norm within ~1e-7 relative, the dot within ~1e-7 of |a||b| = d
+  EXPECT_NEAR(a.norm() / norm, 1.0, 1e-5);
+  EXPECT_NEAR(b.norm() / norm, 1.0, 1e-5);
+  EXPECT_LT(std::abs(a.dot(b)) / static_cast<double>(d), 1e-5);
 }
 
 // Hard codebook attention: keys carried one-hot *values* with log 0 everywhere, so a query's row

@@ -112,9 +112,9 @@ test('out of memory inside wasm is a RangeError, not an abort, and the instance 
     // causal blocks of chunk x chunk floats: 40000^2 * 4 bytes = 6.4 GB, allocated inside the core
     ['favorAttention, a 40000 x 40000 causal block', () => instance.favorAttention(big, big, big, { featureMap: map, causal: true, chunk: 40000 })],
     ['codebookAttention, a 40000 x 40000 causal block', () => instance.codebookAttention(big, big, big, { codebook: fill([3, 1], (i) => i), causal: true, chunk: 40000 })],
-    // orthogonal sampling needs a d x d block of doubles: d * d overflows 32-bit sizes
-    ['createFeatureMap, an orthogonal 46341 x 46341 block', () => instance.createFeatureMap({ dim: 46341, features: 1 })],
-    ['createFeatureMap, an orthogonal 65536 x 65536 block', () => instance.createFeatureMap({ dim: 65536, features: 1, sampling: 'orthogonal-fixed' })],
+    // W (m x d floats) and orthogonal sampling's blocks (min(m, d) x d doubles): m * d overflows 32-bit sizes
+    ['createFeatureMap, an orthogonal 46341 x 46341 projection', () => instance.createFeatureMap({ dim: 46341, features: 46341 })],
+    ['createFeatureMap, an orthogonal 65536 x 65536 projection', () => instance.createFeatureMap({ dim: 65536, features: 65536, sampling: 'orthogonal-fixed' })],
     // outputs beyond one allocation (2 GiB) or the 4 GiB heap
     ['attentionMatrix, a [40000, 40000] output', () => instance.attentionMatrix(big, big)],
     ['randomCodebook, a [2^24, 2^20] output', () => instance.randomCodebook({ clusters: 2 ** 24, dim: 2 ** 20 })],
