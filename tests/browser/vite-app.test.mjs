@@ -166,7 +166,7 @@ describe('favor-attention in Chromium', () => {
   test('browser loader options: wasmUrl, locateFile, wasmBinary', { timeout: 60_000 }, async () => {
     const server = await serveStatic(app);
     try {
-      const { result, errors } = await openResultPage(browser, `${server.url}options.html`);
+      const { result, errors } = await openResultPage(browser, `${server.url}plain.html?script=options.js`);
       assert.deepEqual(errors, []);
       for (const [name, variant] of Object.entries(result.variants)) {
         assert.equal(variant.maxAbsDiff, 0, `${name}: results differ from the default load by ${variant.maxAbsDiff}`);
@@ -185,7 +185,7 @@ describe('favor-attention in Chromium', () => {
   test('threads under a CSP without worker-src blob: reject loadFavor instead of hanging', { timeout: 60_000 }, async () => {
     const server = await serveStatic(app, { isolated: true, headers: { 'content-security-policy': "worker-src 'self'" } });
     try {
-      const { result } = await openResultPage(browser, `${server.url}csp.html`);
+      const { result } = await openResultPage(browser, `${server.url}plain.html?script=csp.js`);
       assert.equal(result.isolated, true, 'the page is cross-origin isolated');
       assert.match(result.outcome, /^rejected: FAVOR_LOAD_TIMEOUT .*worker-src blob:/, `loadFavor outcome: ${result.outcome}`);
       assert.ok(result.ms >= 2900 && result.ms < 10_000, `rejected after ${result.ms} ms, loadTimeout 3000`);
@@ -198,7 +198,7 @@ describe('favor-attention in Chromium', () => {
   test('a wasmUrl that answers 404 rejects loadFavor instead of hanging', { timeout: 60_000 }, async () => {
     const server = await serveStatic(app);
     try {
-      const { result, errors } = await openResultPage(browser, `${server.url}missing.html`);
+      const { result, errors } = await openResultPage(browser, `${server.url}plain.html?script=missing.js`);
       assert.match(result.outcome, /^rejected: .*does-not-exist\.wasm/, `loadFavor outcome: ${result.outcome}`);
       assert.ok(errors.some((e) => e.includes('404')), `expected the 404 in the page's errors: ${errors}`);
     } finally {
