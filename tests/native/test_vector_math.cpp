@@ -141,7 +141,7 @@ TEST(VectorMath, AxpbyMatchesPlainLoopExactly) {
 }
 
 // add_into, dot and sum against plain loops in the order they document, every tail length.
-TEST(VectorMath, AddIntoDotAndSumMatchTheirOrder) {
+TEST(VectorMath, AddIntoMultiplyDotAndSumMatchTheirOrder) {
   std::mt19937 g(10);
   std::normal_distribution<float> n(0.0f, 2.0f);
   for (favor::Index len = 0; len <= 13; ++len) {
@@ -151,6 +151,9 @@ TEST(VectorMath, AddIntoDotAndSumMatchTheirOrder) {
     std::vector<float> want = acc;
     for (favor::Index i = 0; i < len; ++i) want[i] += x[i];
     favor::vec::add_into(acc.data(), x.data(), len);
+    EXPECT_EQ(acc, want);
+    for (favor::Index i = 0; i < len; ++i) want[i] = x[i] * y[i];
+    favor::vec::multiply(acc.data(), x.data(), y.data(), len);
     EXPECT_EQ(acc, want);
     for (bool with_y : {true, false}) {
       auto term = [&](favor::Index i) { return with_y ? x[i] * y[i] : x[i]; };
