@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "vector_math.hpp"
+
 namespace favor::gemm {
 
 namespace {
@@ -48,16 +50,37 @@ void gemm_lower(Index M, Index N, Index K, const float* a, Index a_rs, Index a_c
     strip(M, std::min(kStrip, N - j0), a, a_rs, a_cs, b + j0, ldb, c + j0, ldc, accumulate, lower);
 }
 
+namespace {
+
+// 4 rows of B (row stride ldb) from column k on, transposed: dst[c * kStrip + r] = B(r, k + c)
+// for r, c < 4 (one 4 x 4 transpose in registers).
+inline void transpose_4x4(const float* b, Index ldb, float* dst) {
+  using vec::f32x4;
+  const f32x4 r0 = vec::load(b), r1 = vec::load(b + ldb), r2 = vec::load(b + 2 * ldb), r3 = vec::load(b + 3 * ldb);
+  const f32x4 t0 = __builtin_shufflevector(r0, r1, 0, 4, 1, 5), t1 = __builtin_shufflevector(r2, r3, 0, 4, 1, 5);
+  const f32x4 t2 = __builtin_shufflevector(r0, r1, 2, 6, 3, 7), t3 = __builtin_shufflevector(r2, r3, 2, 6, 3, 7);
+  vec::store(dst, __builtin_shufflevector(t0, t1, 0, 1, 4, 5));
+  vec::store(dst + kStrip, __builtin_shufflevector(t0, t1, 2, 3, 6, 7));
+  vec::store(dst + 2 * kStrip, __builtin_shufflevector(t2, t3, 0, 1, 4, 5));
+  vec::store(dst + 3 * kStrip, __builtin_shufflevector(t2, t3, 2, 3, 6, 7));
+}
+
+}  // namespace
+
 void pack_bt(Index N, Index K, const float* b, Index ldb, float* packed) {
   for (Index s = 0; s * kStrip < N; ++s) {
     float* dst = packed + s * K * kStrip;
+    Index k0 = 0;
+    if ((s + 1) * kStrip <= N)  // a full strip: 4 x 4 blocks, then the last K % 4 columns below
+      for (; k0 + 4 <= K; k0 += 4)
+        for (Index j = 0; j < kStrip; j += 4) transpose_4x4(b + (s * kStrip + j) * ldb + k0, ldb, dst + k0 * kStrip + j);
     for (Index j = 0; j < kStrip; ++j) {
       const Index row = s * kStrip + j;
       if (row < N) {
         const float* src = b + row * ldb;
-        for (Index k = 0; k < K; ++k) dst[k * kStrip + j] = src[k];
+        for (Index k = k0; k < K; ++k) dst[k * kStrip + j] = src[k];
       } else {
-        for (Index k = 0; k < K; ++k) dst[k * kStrip + j] = 0.0f;
+        for (Index k = k0; k < K; ++k) dst[k * kStrip + j] = 0.0f;
       }
     }
   }

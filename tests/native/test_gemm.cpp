@@ -108,6 +108,27 @@ TEST(Gemm, TransposedAAndPackedB) {
       }
 }
 
+// pack_bt's layout, entry by entry: packed[(s K + k) kStrip + j] = B(s kStrip + j, k), zero past N
+// (full strips go through 4 x 4 register transposes, the rest and the last K % 4 one by one).
+TEST(Gemm, PackBtLayout) {
+  std::mt19937 rng(17);
+  for (Index N : kSizes)
+    for (Index K : {Index(1), Index(4), Index(7), Index(64), Index(66)}) {
+      const Index ldb = K + 3;
+      const auto b = random_floats(static_cast<std::size_t>(N * ldb), rng);
+      std::vector<float> packed(static_cast<std::size_t>(gemm::strips(N) * K * gemm::kStrip), -7.0f);
+      gemm::pack_bt(N, K, b.data(), ldb, packed.data());
+      for (Index s = 0; s < gemm::strips(N); ++s)
+        for (Index k = 0; k < K; ++k)
+          for (Index j = 0; j < gemm::kStrip; ++j) {
+            const Index row = s * gemm::kStrip + j;
+            const float want = row < N ? b[static_cast<std::size_t>(row * ldb + k)] : 0.0f;
+            ASSERT_EQ(packed[static_cast<std::size_t>((s * K + k) * gemm::kStrip + j)], want)
+                << "N " << N << " K " << K << " strip " << s << " k " << k << " j " << j;
+          }
+    }
+}
+
 TEST(Gemm, LowerTriangularSkipsOnlyZeros) {
   std::mt19937 rng(5);
   for (Index M : kSizes)
