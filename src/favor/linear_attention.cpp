@@ -102,22 +102,38 @@ void accumulate(State& state, const Matrix& kf, ConstMatrixRef vs) {
   for (Index i = 0; i < kf.rows(); ++i) vec::add_into(state.k_sum.data(), &kf(i, 0), kf.cols());
 }
 
-// The state of keys [begin, end), chunk by chunk at running shifts. record(log_mag, column_max,
-// value, state) sees each chunk's key log magnitudes, and the state before them, first;
-// keep(features) then receives the chunk's features at the state's new shift.
-template <class Record, class Keep>
+// What a causal sweep needs of its segment's keys, computed before the sweep (in parallel with
+// the other segments' keys of its wave), chunk by chunk: the key log magnitudes, their column
+// max and the kernel's values, and the segment's own key state before the chunk; and the state
+// of all its keys. Computing these once, rather than once for the prefixes and again in the
+// sweep, is what lets causal attention use several threads without doing more work.
+struct SegmentKeys {
+  std::vector<Matrix> log, value;
+  std::vector<Matrix> features;  // at the fold's running shift: the sweep's usual shift in the first segment
+  std::vector<Vector> column_max;
+  std::vector<State> before;
+  State total;
+};
+
+// The state of keys [begin, end), chunk by chunk at running shifts; with `segment`, also what a
+// causal sweep needs of them (its `total` is left to the caller).
 State fold_keys(const FactorBlock& keys, Index features, ConstMatrixRef v, Index chunk, Index begin, Index end,
-                Record&& record, Keep&& keep) {
+                SegmentKeys* segment = nullptr) {
   State state = empty_state(features, v.cols());
   for (Index j0 = begin; j0 < end; j0 += chunk) {
     const Index n = std::min(chunk, end - j0);
     FactoredFeatures f = prepared(keys(j0, n), "k");
     Vector column_max;
     Matrix log_mag = log_magnitude(std::move(f.exponent), f.row_log, f.value, features, column_max);
-    record(log_mag, column_max, f.value, state);
+    if (segment) {
+      segment->log.push_back(log_mag);  // a copy: running_keys turns log_mag into the features
+      segment->column_max.push_back(column_max);
+      segment->value.push_back(f.value);
+      segment->before.push_back(state);
+    }
     Matrix kf = running_keys(std::move(log_mag), column_max, f.value, state);
     accumulate(state, kf, v.middleRows(j0, n));
-    keep(std::move(kf));
+    if (segment) segment->features.push_back(std::move(kf));
   }
   return state;
 }
@@ -149,21 +165,6 @@ void write_rows(MatrixRef out, Index i0, const Matrix& numerator, const Vector& 
 // states are merged in segment order, so the thread count never changes the result.
 constexpr Index kSegmentRows = 2048;
 
-// What a causal sweep needs of its segment's keys, computed before the sweep (in parallel with
-// the other segments' keys of its wave), chunk by chunk: the key log magnitudes, their column
-// max and the kernel's values, and the segment's own key state before the chunk; and the state
-// of all its keys. Computing these once, rather than once for the prefixes and again in the
-// sweep, is what lets causal attention use several threads without doing more work.
-struct SegmentKeys {
-  std::vector<Matrix> log, value;
-  std::vector<Matrix> features;  // at the fold's running shift: the sweep's usual shift in the first segment
-  std::vector<Vector> column_max;
-  std::vector<State> before;
-  State total;
-};
-
-SegmentKeys segment_keys(const FactorBlock& keys, Index features, ConstMatrixRef v, Index chunk, Index begin,
-                         Index end);
 void causal_sweep(const FactorBlock& queries, const SegmentKeys& keys, Index features, ConstMatrixRef v,
                   MatrixRef out, Index chunk, Index begin, Index end, const State& prefix);
 
@@ -191,7 +192,7 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
   chunk = std::min(chunk, std::max(L, S));  // a larger block only costs memory
   const Index segment = chunk * std::max<Index>(1, kSegmentRows / chunk);
   auto keys_state = [&](Index begin, Index end) {  // the state of keys [begin, end)
-    return fold_keys(keys, features, v, chunk, begin, end, [](const auto&...) {}, [](Matrix&&) {});
+    return fold_keys(keys, features, v, chunk, begin, end);
   };
   if (!causal) {
     std::vector<State> parts(static_cast<std::size_t>((S + segment - 1) / segment));
@@ -224,7 +225,8 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
     std::vector<SegmentKeys> ks(static_cast<std::size_t>(count));
     parallel_for(count, [&](Index s) {
       const auto [begin, end] = rows(s);
-      ks[static_cast<std::size_t>(s)] = segment_keys(keys, features, v, chunk, begin, end);
+      SegmentKeys& k = ks[static_cast<std::size_t>(s)];
+      k.total = fold_keys(keys, features, v, chunk, begin, end, &k);
     });
     std::vector<State> prefixes;
     for (const SegmentKeys& k : ks) {
@@ -240,20 +242,6 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
 }
 
 namespace {
-
-SegmentKeys segment_keys(const FactorBlock& keys, Index features, ConstMatrixRef v, Index chunk, Index begin,
-                         Index end) {
-  SegmentKeys s;
-  s.total = fold_keys(keys, features, v, chunk, begin, end,
-                      [&](const Matrix& log, const Vector& column_max, const Matrix& value, const State& before) {
-                        s.log.push_back(log);  // a copy: the fold turns its own into the features
-                        s.column_max.push_back(column_max);
-                        s.value.push_back(value);
-                        s.before.push_back(before);
-                      },
-                      [&](Matrix&& features) { s.features.push_back(std::move(features)); });
-  return s;
-}
 
 // Rows [begin, end) of causal attention, chunk by chunk, from the state of the keys before begin
 // (prefix) and the segment's keys.
