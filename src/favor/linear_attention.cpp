@@ -73,13 +73,16 @@ struct State {
 // rescaled first when the shift grows.
 Matrix running_keys(Matrix log_mag, const Vector& column_max, const Matrix& value, State& state) {
   const Vector shift = state.shift.cwiseMax(column_max);
-  for (Index r = 0; r < shift.size(); ++r) {
-    if (shift(r) == state.shift(r)) continue;
-    const float factor = std::exp(state.shift(r) - shift(r));  // 0 while the state is empty
-    state.kv.row(r) *= factor;
-    state.k_sum(r) *= factor;
+  if (shift != state.shift) {
+    Vector factor(shift.size());  // 0 while the state is empty
+    vec::rescale_factors(factor.data(), state.shift.data(), shift.data(), shift.size());
+    for (Index r = 0; r < shift.size(); ++r) {
+      if (factor(r) == 1.0f) continue;
+      state.kv.row(r) *= factor(r);
+      state.k_sum(r) *= factor(r);
+    }
+    state.shift = shift;
   }
-  state.shift = shift;
   return shifted_keys(std::move(log_mag), shift, value);
 }
 
@@ -141,18 +144,18 @@ State fold_keys(const FactorBlock& keys, Index features, ConstMatrixRef v, Index
 // out = a + b, at the larger of the two shifts per feature and `floor` (out may be a).
 void merge_into(const State& a, const State& b, State& out, const Vector* floor = nullptr) {
   const Index features = a.shift.size(), dv = a.kv.cols();
+  Vector shift = a.shift.cwiseMax(b.shift);
+  if (floor) shift = shift.cwiseMax(*floor);
+  Vector fa(features), fb(features);
+  vec::rescale_factors(fa.data(), a.shift.data(), shift.data(), features);
+  vec::rescale_factors(fb.data(), b.shift.data(), shift.data(), features);
   out.kv.resize(features, dv);
   out.k_sum.resize(features);
-  out.shift.resize(features);
   for (Index r = 0; r < features; ++r) {
-    const float shift = std::max({a.shift(r), b.shift(r), floor ? (*floor)(r) : a.shift(r)});
-    // (equal shifts give factor 1: also when both are -inf, empty)
-    const float fa = a.shift(r) == shift ? 1.0f : std::exp(a.shift(r) - shift);
-    const float fb = b.shift(r) == shift ? 1.0f : std::exp(b.shift(r) - shift);
-    vec::axpby(&out.kv(r, 0), fa, &a.kv(r, 0), fb, &b.kv(r, 0), dv);
-    out.k_sum(r) = fa * a.k_sum(r) + fb * b.k_sum(r);
-    out.shift(r) = shift;
+    vec::axpby(&out.kv(r, 0), fa(r), &a.kv(r, 0), fb(r), &b.kv(r, 0), dv);
+    out.k_sum(r) = fa(r) * a.k_sum(r) + fb(r) * b.k_sum(r);
   }
+  out.shift = std::move(shift);
 }
 
 void merge(State& into, const State& from) { merge_into(into, from, into); }
@@ -167,6 +170,18 @@ constexpr Index kSegmentRows = 2048;
 
 void causal_sweep(const FactorBlock& queries, const SegmentKeys& keys, Index features, ConstMatrixRef v,
                   MatrixRef out, Index chunk, Index begin, Index end, const State& prefix);
+
+// Causal segments per wave. One thread: one (the least memory). Several: up to four per thread,
+// so that a thread slowed down (by another process on its core) does not hold up the wave's
+// end: +4-11% on 2 threads at L = 16384-65536 over one per thread. Bounded by what their stored
+// keys take (SegmentKeys: ~8 MiB each at m = 256, dv = 64), never fewer than one per thread.
+Index causal_wave(int threads, Index chunks, Index chunk, Index features, Index dv) {
+  if (threads <= 1) return 1;
+  constexpr double kBudgetBytes = 128.0 * (1 << 20);
+  const double segment_bytes = 4.0 * chunks * (features * (dv + 2.0) + 3.0 * chunk * features);
+  const Index fit = static_cast<Index>(kBudgetBytes / segment_bytes);
+  return std::clamp<Index>(fit, threads, 4 * static_cast<Index>(threads));
+}
 
 }  // namespace
 
@@ -214,10 +229,10 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
     return;
   }
   // Causal: each segment starts from the state of every key before it (the prefix). Segments go
-  // in waves of one per thread: first the keys of the wave's segments in parallel, then the
-  // prefixes in segment order, then the sweeps in parallel. Same bits for any thread count.
+  // in waves: first the keys of the wave's segments in parallel, then the prefixes in segment
+  // order, then the sweeps in parallel. Same bits for any thread count or wave size.
   const Index segments = (L + segment - 1) / segment;
-  const Index wave = std::max(1, available_threads());
+  const Index wave = causal_wave(available_threads(), segment / chunk, chunk, features, v.cols());
   State prefix = empty_state(features, v.cols());
   for (Index w0 = 0; w0 < segments; w0 += wave) {
     const Index count = std::min(wave, segments - w0);
@@ -295,7 +310,8 @@ void causal_sweep(const FactorBlock& queries, const SegmentKeys& keys, Index fea
       const Matrix& kept = keys.features[c];
       if (shift == fold_shift) return kept;
       if ((shift.array() < fold_shift.array()).any()) return recomputed = shifted_keys(key_log, shift, key_value);
-      const Vector factor = (fold_shift - shift).array().exp();
+      Vector factor(shift.size());
+      vec::rescale_factors(factor.data(), fold_shift.data(), shift.data(), shift.size());
       recomputed.resize(kept.rows(), kept.cols());
       for (Index i = 0; i < kept.rows(); ++i) vec::multiply(&recomputed(i, 0), &kept(i, 0), factor.data(), kept.cols());
       return recomputed;

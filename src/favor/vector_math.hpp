@@ -103,6 +103,18 @@ inline void exp_minus(float* x, const float* shift, Index n) {
   for (; i < n; ++i) x[i] = exp_nonpositive(splat(x[i] - shift[i]))[0];
 }
 
+// out[i] = exp(from[i] - to[i]), the factor that moves a sum kept at shift from[i] to the shift
+// to[i] >= from[i]: exactly 1 where they are equal (also both -inf: an empty sum), 0 from -inf.
+inline void rescale_factors(float* out, const float* from, const float* to, Index n) {
+  Index i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const f32x4 f = load(from + i), t = load(to + i);
+    const f32x4 e = exp_nonpositive(f - t);
+    store(out + i, f == t ? splat(1.0f) : e);
+  }
+  for (; i < n; ++i) out[i] = from[i] == to[i] ? 1.0f : exp_nonpositive(splat(from[i] - to[i]))[0];
+}
+
 // x[i] += a (a per-row constant) and top[i] = max(top[i], x[i]) for i < n: one pass that
 // adds a row's log and updates the column maxima.
 inline void add_and_max_into(float* x, float a, float* top, Index n) {

@@ -171,6 +171,27 @@ TEST(Parallel, FavorAttentionSegmentsSameBitsAndCorrect) {
 }
 
 // Leading dims: heads go to threads (3 heads >= 2 threads) or run in turn (3 heads < 4 threads).
+// Causal segments go in waves of up to four per thread: 14 segments make two waves on 2 and 3
+// threads (and 14 of one segment on 1 thread); a prefix carried wrongly from one wave to the
+// next changes every later row.
+TEST(Parallel, CausalFavorAcrossWavesSameBits) {
+  std::mt19937 gen(12);
+  const Index L = 2048 * 13 + 5, d = 4, dv = 2, m = 8;
+  const favor::FeatureMap map(favor::Kernel::positive, ref::normal_matrix(m, d, gen));
+  const MatF q = ref::normal_matrix(L, d, gen), k = ref::normal_matrix(L, d, gen), v = ref::normal_matrix(L, dv, gen);
+  favor::FavorOptions o;
+  o.causal = true;
+  MatF one;
+  {
+    Threads t(1);
+    one = favor::favor_attention(map, q, k, v, o);
+  }
+  for (int threads : {2, 3}) {
+    Threads t(threads);
+    EXPECT_TRUE(same_bits(favor::favor_attention(map, q, k, v, o), one)) << threads << " threads";
+  }
+}
+
 TEST(Parallel, TensorHeadsSameBitsForAnyThreadCount) {
   std::mt19937 gen(11);
   const Index H = 3, L = 150, d = 8, dv = 4;

@@ -125,6 +125,37 @@ TEST(VectorMath, AllFiniteFindsEveryPosition) {
 }
 
 // axpby equals the plain expression lane by lane (two products and a sum, no FMA), in place too.
+// The factors that move a state's sums to a larger shift: exp(from - to) within the vector exp's
+// 3 ulp, exactly 1 at equal shifts (also -inf = -inf, an empty state, whose difference is NaN)
+// and exactly 0 from -inf; every length, so the tail goes through the same code.
+TEST(VectorMath, RescaleFactorsForEveryLengthAndEdge) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::mt19937 g(5);
+  std::normal_distribution<float> n(0.0f, 10.0f);
+  for (favor::Index len = 1; len <= 13; ++len) {
+    std::vector<float> from(static_cast<std::size_t>(len)), to(from.size()), out(from.size(), -1.0f);
+    for (favor::Index i = 0; i < len; ++i) {
+      from[i] = n(g);
+      to[i] = from[i] + std::abs(n(g));
+      if (i % 5 == 1) to[i] = from[i];             // equal: 1
+      if (i % 5 == 2) from[i] = to[i] = -inf;      // both empty: 1, not NaN
+      if (i % 5 == 3) from[i] = -inf;              // empty into a finite shift: 0
+    }
+    favor::vec::rescale_factors(out.data(), from.data(), to.data(), len);
+    for (favor::Index i = 0; i < len; ++i) {
+      if (from[i] == to[i]) {
+        EXPECT_EQ(out[i], 1.0f) << len << " " << i;
+      } else if (from[i] == -inf) {
+        EXPECT_EQ(out[i], 0.0f) << len << " " << i;
+      } else {
+        const double ref = std::exp(static_cast<double>(from[i] - to[i]));  // the difference rounds to float first
+        const double ulp = ref > 0 ? std::ldexp(1.0, std::ilogb(ref) - 23) : 1e-45;
+        EXPECT_LE(std::abs(out[i] - ref), 3 * ulp) << len << " " << i;
+      }
+    }
+  }
+}
+
 TEST(VectorMath, AxpbyMatchesPlainLoopExactly) {
   std::mt19937 g(9);
   std::normal_distribution<float> n(0.0f, 2.0f);
