@@ -133,6 +133,21 @@ TEST(Parallel, ExactAttentionSameBitsForAnyThreadCount) {
   }
 }
 
+// FAVOR+ on 1 thread, expected bit for bit on 2 and 3 threads; returns the 1-thread result.
+MatF favor_on_1_2_3_threads(const favor::FeatureMap& map, const MatF& q, const MatF& k, const MatF& v,
+                            const favor::FavorOptions& o, const std::string& what) {
+  MatF one;
+  {
+    Threads t(1);
+    one = favor::favor_attention(map, q, k, v, o);
+  }
+  for (int threads : {2, 3}) {
+    Threads t(threads);
+    EXPECT_TRUE(same_bits(favor::favor_attention(map, q, k, v, o), one)) << what << ", " << threads << " threads";
+  }
+  return one;
+}
+
 // FAVOR+ runs in fixed segments of ~2048 rows (key states in parallel, merged in order; causal
 // segments from their prefix state): L = 4500 makes 3 segments (2 and 5 with the chunk sizes
 // below). Same bits for any thread count, and still the estimator: equal to the masked matrix
@@ -150,16 +165,9 @@ TEST(Parallel, FavorAttentionSegmentsSameBitsAndCorrect) {
         favor::FavorOptions o;
         o.causal = is_causal;
         o.chunk = chunk;
-        MatF one;
-        {
-          Threads t(1);
-          one = favor::favor_attention(map, q, k, v, o);
-        }
-        for (int threads : {2, 3}) {
-          Threads t(threads);
-          EXPECT_TRUE(same_bits(favor::favor_attention(map, q, k, v, o), one))
-              << favor::to_string(kernel) << " causal " << is_causal << " chunk " << chunk << ", " << threads << " threads";
-        }
+        const MatF one = favor_on_1_2_3_threads(map, q, k, v, o,
+                                                std::string(favor::to_string(kernel)) + " causal " + std::to_string(is_causal) +
+                                                    " chunk " + std::to_string(chunk));
         if (chunk == 0) {
           const MatF a = favor::favor_attention_matrix(map, q, k, causal(is_causal));
           EXPECT_LT(ref::max_rel(ref::to_double(one), ref::to_double(a) * ref::to_double(v)), 2e-4)
@@ -181,15 +189,7 @@ TEST(Parallel, CausalFavorAcrossWavesSameBits) {
   const MatF q = ref::normal_matrix(L, d, gen), k = ref::normal_matrix(L, d, gen), v = ref::normal_matrix(L, dv, gen);
   favor::FavorOptions o;
   o.causal = true;
-  MatF one;
-  {
-    Threads t(1);
-    one = favor::favor_attention(map, q, k, v, o);
-  }
-  for (int threads : {2, 3}) {
-    Threads t(threads);
-    EXPECT_TRUE(same_bits(favor::favor_attention(map, q, k, v, o), one)) << threads << " threads";
-  }
+  favor_on_1_2_3_threads(map, q, k, v, o, "causal across waves");
 }
 
 TEST(Parallel, TensorHeadsSameBitsForAnyThreadCount) {
