@@ -164,12 +164,12 @@ void write_rows(MatrixRef out, Index i0, const Matrix& numerator, const Vector& 
   for (Index i = 0; i < n; ++i) out.row(i0 + i) = numerator.row(i) / guard(denominator(i));
 }
 
-// Rows of work per segment (rounded to whole chunks): threads take whole segments, and partial
-// states are merged in segment order, so the thread count never changes the result.
+// Rows of work per segment (rounded to whole chunks): threads fold the keys of whole segments,
+// and partial states are merged in segment order, so the thread count never changes the result.
 constexpr Index kSegmentRows = 2048;
 
 void causal_sweep(const FactorBlock& queries, const SegmentKeys& keys, Index features, ConstMatrixRef v,
-                  MatrixRef out, Index chunk, Index begin, Index end, const State& prefix);
+                  MatrixRef out, Index chunk, Index segment_begin, Index begin, Index end, const State& prefix);
 
 // Causal segments per wave. One thread: one (the least memory). Several: up to four per thread,
 // so that a thread slowed down (by another process on its core) does not hold up the wave's
@@ -232,7 +232,8 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
   // in waves: first the keys of the wave's segments in parallel, then the prefixes in segment
   // order, then the sweeps in parallel. Same bits for any thread count or wave size.
   const Index segments = (L + segment - 1) / segment;
-  const Index wave = causal_wave(available_threads(), segment / chunk, chunk, features, v.cols());
+  const int threads = available_threads();
+  const Index wave = causal_wave(threads, segment / chunk, chunk, features, v.cols());
   State prefix = empty_state(features, v.cols());
   for (Index w0 = 0; w0 < segments; w0 += wave) {
     const Index count = std::min(wave, segments - w0);
@@ -248,20 +249,29 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
       prefixes.push_back(prefix);
       merge(prefix, k.total);
     }
-    parallel_for(count, [&](Index s) {
+    // Then the sweeps, in parallel, in pieces of whole chunks: segments are cut when the wave has
+    // fewer than 4 per thread (short inputs, the last wave), so that every thread has work.
+    const Index cuts = threads > 1 ? (4 * threads + count - 1) / count : 1;
+    const Index piece = chunk * std::max<Index>(1, (segment / chunk + cuts - 1) / cuts);
+    std::vector<std::pair<Index, Index>> pieces;  // (segment, first row)
+    for (Index s = 0; s < count; ++s)
+      for (Index b = rows(s).first; b < rows(s).second; b += piece) pieces.emplace_back(s, b);
+    parallel_for(static_cast<Index>(pieces.size()), [&](Index p) {
+      const auto [s, b] = pieces[static_cast<std::size_t>(p)];
       const auto [begin, end] = rows(s);
-      causal_sweep(queries, ks[static_cast<std::size_t>(s)], features, v, out, chunk, begin, end,
-                   prefixes[static_cast<std::size_t>(s)]);
+      causal_sweep(queries, ks[static_cast<std::size_t>(s)], features, v, out, chunk, begin, b,
+                   std::min(end, b + piece), prefixes[static_cast<std::size_t>(s)]);
     });
   }
 }
 
 namespace {
 
-// Rows [begin, end) of causal attention, chunk by chunk, from the state of the keys before begin
-// (prefix) and the segment's keys.
+// Rows [begin, end) of causal attention (whole chunks of the segment that starts at
+// segment_begin), chunk by chunk, from the state of the keys before the segment (prefix) and the
+// segment's keys. Each chunk needs nothing from the others: any cut of a segment gives the same bits.
 void causal_sweep(const FactorBlock& queries, const SegmentKeys& keys, Index features, ConstMatrixRef v,
-                  MatrixRef out, Index chunk, Index begin, Index end, const State& prefix) {
+                  MatrixRef out, Index chunk, Index segment_begin, Index begin, Index end, const State& prefix) {
   State state;
   Matrix numerator(chunk, v.cols());
   Vector denominator(chunk);
@@ -293,7 +303,7 @@ void causal_sweep(const FactorBlock& queries, const SegmentKeys& keys, Index fea
   for (Index i0 = begin; i0 < end; i0 += chunk) {
     const Index n = std::min(chunk, end - i0);
     const auto vs = v.middleRows(i0, n);
-    const std::size_t c = static_cast<std::size_t>((i0 - begin) / chunk);
+    const std::size_t c = static_cast<std::size_t>((i0 - segment_begin) / chunk);
     const Matrix &key_log = keys.log[c], &key_value = keys.value[c];
     const Vector& chunk_shift = keys.column_max[c];
     const State& own = keys.before[c];
