@@ -105,40 +105,66 @@ void accumulate(State& state, const Matrix& kf, ConstMatrixRef vs) {
   for (Index i = 0; i < kf.rows(); ++i) vec::add_into(state.k_sum.data(), &kf(i, 0), kf.cols());
 }
 
+// A chunk of keys as the fold takes it: log magnitudes (no shift yet), their column max, and
+// the kernel's values. Chunks are independent of each other: they can be made in parallel.
+struct KeyChunk {
+  Matrix log, value;
+  Vector column_max;
+};
+
+KeyChunk key_chunk(const FactorBlock& keys, Index features, Index j0, Index n) {
+  FactoredFeatures f = prepared(keys(j0, n), "k");
+  KeyChunk k;
+  k.log = log_magnitude(std::move(f.exponent), f.row_log, f.value, features, k.column_max);
+  k.value = std::move(f.value);
+  return k;
+}
+
+// Adds a chunk of keys (log magnitudes `log`, consumed) to the state at its running shift;
+// returns the chunk's features at the state's new shift.
+Matrix fold_chunk(State& state, Matrix log, const KeyChunk& k, ConstMatrixRef vs) {
+  Matrix kf = running_keys(std::move(log), k.column_max, k.value, state);
+  accumulate(state, kf, vs);
+  return kf;
+}
+
+// The state of keys [begin, end), chunk by chunk at running shifts.
+State fold_keys(const FactorBlock& keys, Index features, ConstMatrixRef v, Index chunk, Index begin, Index end) {
+  State state = empty_state(features, v.cols());
+  for (Index j0 = begin; j0 < end; j0 += chunk) {
+    const Index n = std::min(chunk, end - j0);
+    KeyChunk k = key_chunk(keys, features, j0, n);
+    fold_chunk(state, std::move(k.log), k, v.middleRows(j0, n));
+  }
+  return state;
+}
+
 // What a causal sweep needs of its segment's keys, computed before the sweep (in parallel with
-// the other segments' keys of its wave), chunk by chunk: the key log magnitudes, their column
-// max and the kernel's values, and the segment's own key state before the chunk; and the state
-// of all its keys. Computing these once, rather than once for the prefixes and again in the
-// sweep, is what lets causal attention use several threads without doing more work.
+// the other segments of its wave): its key chunks, and, folded in order, the segment's own key
+// state before each chunk, the chunk's features at the fold's running shift, and the state of
+// all its keys. Computing these once, rather than once for the prefixes
+// and again in the sweep, is what lets causal attention use several threads without doing more work.
 struct SegmentKeys {
-  std::vector<Matrix> log, value;
+  std::vector<KeyChunk> chunks;
   std::vector<Matrix> features;  // at the fold's running shift: the sweep's usual shift in the first segment
-  std::vector<Vector> column_max;
   std::vector<State> before;
   State total;
 };
 
-// The state of keys [begin, end), chunk by chunk at running shifts; with `segment`, also what a
-// causal sweep needs of them (its `total` is left to the caller).
-State fold_keys(const FactorBlock& keys, Index features, ConstMatrixRef v, Index chunk, Index begin, Index end,
-                SegmentKeys* segment = nullptr) {
+// Folds the keys [begin, end) of a segment in order, keeping what the sweep needs; makes each key
+// chunk as it goes unless it was made already.
+void fold_segment(SegmentKeys& segment, const FactorBlock& keys, Index features, ConstMatrixRef v, Index chunk,
+                  Index begin, Index end) {
+  segment.chunks.resize(static_cast<std::size_t>((end - begin + chunk - 1) / chunk));
   State state = empty_state(features, v.cols());
-  for (Index j0 = begin; j0 < end; j0 += chunk) {
-    const Index n = std::min(chunk, end - j0);
-    FactoredFeatures f = prepared(keys(j0, n), "k");
-    Vector column_max;
-    Matrix log_mag = log_magnitude(std::move(f.exponent), f.row_log, f.value, features, column_max);
-    if (segment) {
-      segment->log.push_back(log_mag);  // a copy: running_keys turns log_mag into the features
-      segment->column_max.push_back(column_max);
-      segment->value.push_back(f.value);
-      segment->before.push_back(state);
-    }
-    Matrix kf = running_keys(std::move(log_mag), column_max, f.value, state);
-    accumulate(state, kf, v.middleRows(j0, n));
-    if (segment) segment->features.push_back(std::move(kf));
+  for (std::size_t c = 0; c < segment.chunks.size(); ++c) {
+    const Index j0 = begin + static_cast<Index>(c) * chunk, n = std::min(chunk, end - j0);
+    KeyChunk& k = segment.chunks[c];
+    if (!k.column_max.size()) k = key_chunk(keys, features, j0, n);
+    segment.before.push_back(state);
+    segment.features.push_back(fold_chunk(state, k.log, k, v.middleRows(j0, n)));  // a copy of the log
   }
-  return state;
+  segment.total = std::move(state);
 }
 
 // out = a + b, at the larger of the two shifts per feature and `floor` (out may be a).
@@ -206,13 +232,10 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
   const Index L = out.rows(), S = v.rows();
   chunk = std::min(chunk, std::max(L, S));  // a larger block only costs memory
   const Index segment = chunk * std::max<Index>(1, kSegmentRows / chunk);
-  auto keys_state = [&](Index begin, Index end) {  // the state of keys [begin, end)
-    return fold_keys(keys, features, v, chunk, begin, end);
-  };
   if (!causal) {
     std::vector<State> parts(static_cast<std::size_t>((S + segment - 1) / segment));
     parallel_for(static_cast<Index>(parts.size()), [&](Index s) {
-      parts[static_cast<std::size_t>(s)] = keys_state(s * segment, std::min(S, (s + 1) * segment));
+      parts[static_cast<std::size_t>(s)] = fold_keys(keys, features, v, chunk, s * segment, std::min(S, (s + 1) * segment));
     });
     State state = std::move(parts[0]);
     for (std::size_t s = 1; s < parts.size(); ++s) merge(state, parts[s]);
@@ -239,10 +262,25 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
     const Index count = std::min(wave, segments - w0);
     const auto rows = [&](Index s) { return std::pair{(w0 + s) * segment, std::min(L, (w0 + s + 1) * segment)}; };
     std::vector<SegmentKeys> ks(static_cast<std::size_t>(count));
+    if (count < threads) {
+      // Fewer segments than threads (short inputs): the key chunks first, in parallel across
+      // chunks. Otherwise each fold makes its chunks as it goes, while they are in cache.
+      std::vector<std::pair<Index, Index>> key_chunks;  // (segment, first row)
+      for (Index s = 0; s < count; ++s) {
+        const auto [begin, end] = rows(s);
+        for (Index j0 = begin; j0 < end; j0 += chunk) key_chunks.emplace_back(s, j0);
+        ks[static_cast<std::size_t>(s)].chunks.resize(static_cast<std::size_t>((end - begin + chunk - 1) / chunk));
+      }
+      parallel_for(static_cast<Index>(key_chunks.size()), [&](Index i) {
+        const auto [s, j0] = key_chunks[static_cast<std::size_t>(i)];
+        const auto [begin, end] = rows(s);
+        ks[static_cast<std::size_t>(s)].chunks[static_cast<std::size_t>((j0 - begin) / chunk)] =
+            key_chunk(keys, features, j0, std::min(chunk, end - j0));
+      });
+    }
     parallel_for(count, [&](Index s) {
       const auto [begin, end] = rows(s);
-      SegmentKeys& k = ks[static_cast<std::size_t>(s)];
-      k.total = fold_keys(keys, features, v, chunk, begin, end, &k);
+      fold_segment(ks[static_cast<std::size_t>(s)], keys, features, v, chunk, begin, end);
     });
     std::vector<State> prefixes;
     for (const SegmentKeys& k : ks) {
@@ -304,8 +342,8 @@ void causal_sweep(const FactorBlock& queries, const SegmentKeys& keys, Index fea
     const Index n = std::min(chunk, end - i0);
     const auto vs = v.middleRows(i0, n);
     const std::size_t c = static_cast<std::size_t>((i0 - segment_begin) / chunk);
-    const Matrix &key_log = keys.log[c], &key_value = keys.value[c];
-    const Vector& chunk_shift = keys.column_max[c];
+    const Matrix &key_log = keys.chunks[c].log, &key_value = keys.chunks[c].value;
+    const Vector& chunk_shift = keys.chunks[c].column_max;
     const State& own = keys.before[c];
     const FactoredFeatures qfac = prepared(queries(i0, n), "q");
     // The state of every key before i0: prefix + the segment's own keys before the chunk.

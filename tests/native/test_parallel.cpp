@@ -181,7 +181,8 @@ TEST(Parallel, FavorAttentionSegmentsSameBitsAndCorrect) {
 // Leading dims: heads go to threads (3 heads >= 2 threads) or run in turn (3 heads < 4 threads).
 // Causal segments go in waves of up to four per thread: 14 segments make two waves on 2 and 3
 // threads (and 14 of one segment on 1 thread); a prefix carried wrongly from one wave to the
-// next changes every later row.
+// next changes every later row. On 3 threads the second wave has 2 segments, fewer than the
+// threads: its key chunks are made in parallel before the folds, and its sweeps are cut.
 TEST(Parallel, CausalFavorAcrossWavesSameBits) {
   std::mt19937 gen(12);
   const Index L = 2048 * 13 + 5, d = 4, dv = 2, m = 8;
