@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The native GoogleTest suite under AddressSanitizer + UndefinedBehaviorSanitizer (clang, any
-# report aborts), then the libFuzzer target over the core (tests/fuzz/fuzz_core.cpp) for a bounded
+# report aborts), its thread tests (Parallel.*: the thread pool, threaded attention) under
+# ThreadSanitizer in build/tsan, then the libFuzzer target over the core (tests/fuzz/fuzz_core.cpp) for a bounded
 # time. Both link one build of the core in build/asan: sanitizers, libFuzzer coverage, and a
 # 32-bit Eigen::Index as in wasm32 (CMake option FAVOR_FUZZ). FUZZ_SECONDS (default 60) sets the
 # fuzzing time; the corpus grows in build/asan/fuzz-corpus, crashes land in build/asan/fuzz-crashes.
@@ -19,6 +20,13 @@ cmake --build build/asan -j"$(nproc)" --target favor_tests fuzz_core
 # The consumer_* tests build downstream projects with the default compiler: covered by
 # scripts/test-native.sh, not by this build.
 ctest --test-dir build/asan --output-on-failure -j"$(nproc)" -E '^consumer_'
+
+echo "== thread tests with TSan (build/tsan)"
+cmake -S . -B build/tsan -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g" \
+  -DCMAKE_CXX_FLAGS=-fsanitize=thread -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread \
+  -DFAVOR_BUILD_TESTS=ON -DFAVOR_INSTALL=OFF >/dev/null
+cmake --build build/tsan -j"$(nproc)" --target favor_tests
+TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1} build/tsan/tests/native/favor_tests --gtest_filter='Parallel.*' --gtest_brief=1
 
 echo "== libFuzzer over the core for ${fuzz_seconds} s (build/asan/fuzz_core)"
 mkdir -p build/asan/fuzz-corpus build/asan/fuzz-crashes

@@ -2,15 +2,18 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <exception>
 #include <mutex>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 // Emscripten without -pthread has no std::thread: compile to a serial loop.
 #if defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
 #define FAVOR_SERIAL_ONLY 1
 #else
+#include <condition_variable>
 #include <thread>
 #endif
 
@@ -18,12 +21,122 @@ namespace favor {
 
 namespace {
 std::atomic<int> g_max_threads{1};
-thread_local bool t_in_parallel = false;  // nested regions run serially (no oversubscription,
-                                          // and Emscripten cannot start a thread from a worker
-                                          // while the main thread blocks in join)
+thread_local bool t_in_parallel = false;  // nested regions run serially (no oversubscription;
+                                          // the pool runs one job at a time)
+
+#ifndef FAVOR_SERIAL_ONLY
+// Helper threads started once and kept: in Emscripten a std::thread per region cost 0.1-4 ms to
+// start (as much as a short region's work). A region is one job: the caller and the first
+// threads - 1 helpers take its indices one at a time (work per index may vary, and which thread
+// runs an index never changes what it computes); the caller returns when they are all done.
+class Pool {
+ public:
+  // False if another thread's job is running (the caller then runs its loop itself).
+  bool run(Index count, int threads, void (*call)(void*, Index), void* context) {
+    std::unique_lock<std::mutex> one_job(job_mutex_, std::try_to_lock);
+    if (!one_job) return false;
+    std::unique_lock<std::mutex> lock(mutex_);
+    start_helpers(threads - 1);
+    job_.call = call, job_.context = context, job_.count = count;
+    job_.next = 0, job_.failed = false, job_.error_index = count, job_.error = nullptr;
+    job_.helpers = std::min<int>(threads - 1, static_cast<int>(helpers_.size()));
+    job_.running = job_.helpers;
+    ++generation_;
+    lock.unlock();
+    wake_.notify_all();
+    work(job_);
+    lock.lock();
+    done_.wait(lock, [this] { return job_.running == 0; });
+    if (std::exception_ptr error = std::exchange(job_.error, nullptr)) std::rethrow_exception(error);
+    return true;
+  }
+
+  // Starts helpers up to `wanted` and runs one empty job on them: set_max_threads does it before
+  // any region, so that what the threads keep (their stacks, and what a first job allocates for
+  // them: 24 bytes in Emscripten 3.1.6) is part of what a module holds from the start.
+  void reserve(int wanted) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      start_helpers(wanted);
+    }
+    run(wanted + 1, wanted + 1, [](void*, Index) {}, nullptr);
+  }
+
+ private:
+  struct Job {
+    void (*call)(void*, Index) = nullptr;
+    void* context = nullptr;
+    Index count = 0;
+    int helpers = 0;  // the helpers that take part: 0 .. helpers - 1
+    int running = 0;  // of those, the ones not done yet
+    std::atomic<Index> next{0};
+    std::atomic<bool> failed{false};
+    Index error_index = 0;
+    std::exception_ptr error;
+  };
+
+  // Up to `wanted` helpers; fewer if the platform has no more threads (the ones there do the work).
+  void start_helpers(int wanted) {
+    while (static_cast<int>(helpers_.size()) < wanted) {
+      try {
+        helpers_.emplace_back([this, id = static_cast<int>(helpers_.size())] { helper(id); });
+      } catch (const std::system_error&) {
+        return;
+      }
+    }
+  }
+
+  void helper(int id) {
+    t_in_parallel = true;
+    std::uint64_t seen = 0;
+    for (;;) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return generation_ != seen; });
+      seen = generation_;
+      if (id >= job_.helpers) continue;
+      lock.unlock();
+      work(job_);
+      lock.lock();
+      if (--job_.running == 0) done_.notify_all();
+    }
+  }
+
+  void work(Job& job) {
+    const bool nested = t_in_parallel;
+    t_in_parallel = true;
+    for (Index i; !job.failed && (i = job.next++) < job.count;) {
+      try {
+        job.call(job.context, i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex_);
+        if (i < job.error_index) job.error_index = i, job.error = std::current_exception();
+        job.failed = true;
+      }
+    }
+    t_in_parallel = nested;
+  }
+
+  std::mutex job_mutex_, mutex_, error_mutex_;
+  std::condition_variable wake_, done_;
+  std::vector<std::thread> helpers_;  // never joined: they wait for work until the process ends
+  std::uint64_t generation_ = 0;
+  Job job_;
+};
+
+// Made on first use and never destroyed: its threads outlive main's statics.
+Pool& pool() {
+  static Pool* p = new Pool;
+  return *p;
+}
+#endif
 }  // namespace
 
-void set_max_threads(int threads) { g_max_threads = std::max(1, threads); }
+void set_max_threads(int threads) {
+  g_max_threads = std::max(1, threads);
+#ifndef FAVOR_SERIAL_ONLY
+  if (g_max_threads > 1) pool().reserve(g_max_threads - 1);
+#endif
+}
 
 int max_threads() {
 #ifdef FAVOR_SERIAL_ONLY
@@ -39,43 +152,11 @@ namespace detail {
 
 void run_parallel(Index count, void (*call)(void*, Index), void* context) {
   if (count <= 0) return;
-  const Index threads = std::min<Index>(max_threads(), count);
-  if (threads <= 1 || t_in_parallel) {
-    for (Index i = 0; i < count; ++i) call(context, i);
-    return;
-  }
 #ifndef FAVOR_SERIAL_ONLY
-  // Indices are handed out one at a time: work per index may vary (causal blocks), and which
-  // thread runs an index never changes what it computes.
-  std::atomic<Index> next{0};
-  std::atomic<bool> failed{false};
-  std::mutex error_mutex;
-  Index error_index = count;
-  std::exception_ptr error;
-  auto work = [&] {
-    t_in_parallel = true;
-    for (Index i; !failed && (i = next++) < count;) {
-      try {
-        call(context, i);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(error_mutex);
-        if (i < error_index) error_index = i, error = std::current_exception();
-        failed = true;
-      }
-    }
-    t_in_parallel = false;
-  };
-  std::vector<std::thread> helpers;
-  helpers.reserve(static_cast<std::size_t>(threads - 1));
-  try {
-    for (Index t = 1; t < threads; ++t) helpers.emplace_back(work);
-  } catch (const std::system_error&) {
-    // No more threads available: the ones started (and this one) do all the work.
-  }
-  work();
-  for (auto& helper : helpers) helper.join();
-  if (error) std::rethrow_exception(error);
+  const Index threads = std::min<Index>(max_threads(), count);
+  if (threads > 1 && !t_in_parallel && pool().run(count, static_cast<int>(threads), call, context)) return;
 #endif
+  for (Index i = 0; i < count; ++i) call(context, i);
 }
 
 }  // namespace detail

@@ -12,7 +12,9 @@
 namespace favor {
 
 // Threads used by later parallel_for calls (the caller's thread included); clamped to >= 1.
-// Default 1. Not meant to be changed while a parallel_for runs.
+// Default 1. Starts the helper threads it needs now; they are kept (waiting) until the process
+// ends, and serve one parallel_for at a time (another thread's call meanwhile runs serially).
+// Not meant to be changed while a parallel_for runs.
 void set_max_threads(int threads);
 int max_threads();
 // The threads a parallel_for started here would use: 1 inside a parallel region.

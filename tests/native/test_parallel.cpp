@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -55,6 +56,57 @@ TEST(Parallel, EveryIndexRunsOnceOnSeveralThreads) {
   std::sort(ids.begin(), ids.end());
   EXPECT_GT(std::unique(ids.begin(), ids.end()) - ids.begin(), 1) << "all work ran on one thread";
   favor::parallel_for(0, [](Index) { FAIL() << "count 0 must not call fn"; });
+}
+
+// The helpers are started once and kept: five regions on 3 threads run on at most 3 distinct
+// threads (a thread per region would make up to 11), and a region on 2 threads on at most 2.
+// Threads are told apart by a thread_local serial number (std::thread::id values are reused).
+int thread_serial() {
+  static std::atomic<int> next{0};
+  thread_local const int serial = ++next;
+  return serial;
+}
+
+TEST(Parallel, HelperThreadsAreKeptAcrossRegions) {
+  std::mutex m;
+  std::vector<int> ids;
+  auto region = [&] {
+    favor::parallel_for(64, [&](Index) {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      std::lock_guard<std::mutex> lock(m);
+      ids.push_back(thread_serial());
+    });
+  };
+  auto distinct = [&] {
+    std::vector<int> u = ids;
+    std::sort(u.begin(), u.end());
+    return std::unique(u.begin(), u.end()) - u.begin();
+  };
+  {
+    Threads t(3);
+    for (int r = 0; r < 5; ++r) region();
+    EXPECT_LE(distinct(), 3);
+    EXPECT_GT(distinct(), 1);
+  }
+  ids.clear();
+  Threads t(2);
+  region();
+  EXPECT_LE(distinct(), 2);
+}
+
+// Two threads of the caller's own calling parallel_for at once: each region covers its indices
+// once (the second runs on its caller alone while the helpers serve the first).
+TEST(Parallel, ConcurrentCallersEachGetEveryIndex) {
+  Threads t(3);
+  std::vector<std::atomic<int>> a(400), b(400);
+  auto caller = [](std::vector<std::atomic<int>>& hits) {
+    for (int r = 0; r < 20; ++r)
+      favor::parallel_for(static_cast<Index>(hits.size()), [&](Index i) { ++hits[static_cast<std::size_t>(i)]; });
+  };
+  std::thread first(caller, std::ref(a)), second(caller, std::ref(b));
+  first.join(), second.join();
+  for (auto& h : a) ASSERT_EQ(h.load(), 20);
+  for (auto& h : b) ASSERT_EQ(h.load(), 20);
 }
 
 TEST(Parallel, WorkerExceptionReachesTheCaller) {
