@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The native GoogleTest suite under AddressSanitizer + UndefinedBehaviorSanitizer (clang, any
 # report aborts), its thread tests (Parallel.*: the thread pool, threaded attention) under
-# ThreadSanitizer in build/tsan, then the libFuzzer target over the core (tests/fuzz/fuzz_core.cpp) for a bounded
-# time. Both link one build of the core in build/asan: sanitizers, libFuzzer coverage, and a
-# 32-bit Eigen::Index as in wasm32 (CMake option FAVOR_FUZZ). FUZZ_SECONDS (default 60) sets the
-# fuzzing time; the corpus grows in build/asan/fuzz-corpus, crashes land in build/asan/fuzz-crashes.
+# ThreadSanitizer in build/tsan, then the libFuzzer target over the core (tests/fuzz/fuzz_core.cpp)
+# for a bounded time. The ASan tests and the fuzzer link one build of the core in build/asan:
+# sanitizers, libFuzzer coverage, and a 32-bit Eigen::Index as in wasm32 (CMake option FAVOR_FUZZ).
+# FUZZ_SECONDS (default 60) sets the fuzzing time; the corpus grows in build/asan/fuzz-corpus,
+# crashes land in build/asan/fuzz-crashes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/ensure-deps.sh sanitize

@@ -142,8 +142,8 @@ State fold_keys(const FactorBlock& keys, Index features, ConstMatrixRef v, Index
 // What a causal sweep needs of its segment's keys, computed before the sweep (in parallel with
 // the other segments of its wave): its key chunks, and, folded in order, the segment's own key
 // state before each chunk, the chunk's features at the fold's running shift, and the state of
-// all its keys. Computing these once, rather than once for the prefixes
-// and again in the sweep, is what lets causal attention use several threads without doing more work.
+// all its keys. Computing these once, rather than once for the prefixes and again in the sweep,
+// is what lets causal attention use several threads without doing more work.
 struct SegmentKeys {
   std::vector<KeyChunk> chunks;
   std::vector<Matrix> features;  // at the fold's running shift: the sweep's usual shift in the first segment
@@ -151,11 +151,10 @@ struct SegmentKeys {
   State total;
 };
 
-// Folds the keys [begin, end) of a segment in order, keeping what the sweep needs; makes each key
-// chunk as it goes unless it was made already.
+// Folds the keys [begin, end) of a segment in order (segment.chunks sized to its chunks),
+// keeping what the sweep needs; makes each key chunk as it goes unless it was made already.
 void fold_segment(SegmentKeys& segment, const FactorBlock& keys, Index features, ConstMatrixRef v, Index chunk,
                   Index begin, Index end) {
-  segment.chunks.resize(static_cast<std::size_t>((end - begin + chunk - 1) / chunk));
   State state = empty_state(features, v.cols());
   for (std::size_t c = 0; c < segment.chunks.size(); ++c) {
     const Index j0 = begin + static_cast<Index>(c) * chunk, n = std::min(chunk, end - j0);
@@ -261,16 +260,20 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
   for (Index w0 = 0; w0 < segments; w0 += wave) {
     const Index count = std::min(wave, segments - w0);
     const auto rows = [&](Index s) { return std::pair{(w0 + s) * segment, std::min(L, (w0 + s + 1) * segment)}; };
+    // (segment, first row) every `step` rows of each segment of the wave
+    const auto starts = [&](Index step) {
+      std::vector<std::pair<Index, Index>> at;
+      for (Index s = 0; s < count; ++s)
+        for (Index b = rows(s).first; b < rows(s).second; b += step) at.emplace_back(s, b);
+      return at;
+    };
     std::vector<SegmentKeys> ks(static_cast<std::size_t>(count));
+    for (Index s = 0; s < count; ++s)
+      ks[static_cast<std::size_t>(s)].chunks.resize(static_cast<std::size_t>((rows(s).second - rows(s).first + chunk - 1) / chunk));
     if (count < threads) {
       // Fewer segments than threads (short inputs): the key chunks first, in parallel across
       // chunks. Otherwise each fold makes its chunks as it goes, while they are in cache.
-      std::vector<std::pair<Index, Index>> key_chunks;  // (segment, first row)
-      for (Index s = 0; s < count; ++s) {
-        const auto [begin, end] = rows(s);
-        for (Index j0 = begin; j0 < end; j0 += chunk) key_chunks.emplace_back(s, j0);
-        ks[static_cast<std::size_t>(s)].chunks.resize(static_cast<std::size_t>((end - begin + chunk - 1) / chunk));
-      }
+      const auto key_chunks = starts(chunk);
       parallel_for(static_cast<Index>(key_chunks.size()), [&](Index i) {
         const auto [s, j0] = key_chunks[static_cast<std::size_t>(i)];
         const auto [begin, end] = rows(s);
@@ -279,8 +282,7 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
       });
     }
     parallel_for(count, [&](Index s) {
-      const auto [begin, end] = rows(s);
-      fold_segment(ks[static_cast<std::size_t>(s)], keys, features, v, chunk, begin, end);
+      fold_segment(ks[static_cast<std::size_t>(s)], keys, features, v, chunk, rows(s).first, rows(s).second);
     });
     std::vector<State> prefixes;
     for (const SegmentKeys& k : ks) {
@@ -291,9 +293,7 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
     // fewer than 4 per thread (short inputs, the last wave), so that every thread has work.
     const Index cuts = threads > 1 ? (4 * threads + count - 1) / count : 1;
     const Index piece = chunk * std::max<Index>(1, (segment / chunk + cuts - 1) / cuts);
-    std::vector<std::pair<Index, Index>> pieces;  // (segment, first row)
-    for (Index s = 0; s < count; ++s)
-      for (Index b = rows(s).first; b < rows(s).second; b += piece) pieces.emplace_back(s, b);
+    const auto pieces = starts(piece);
     parallel_for(static_cast<Index>(pieces.size()), [&](Index p) {
       const auto [s, b] = pieces[static_cast<std::size_t>(p)];
       const auto [begin, end] = rows(s);

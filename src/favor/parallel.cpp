@@ -36,7 +36,6 @@ class Pool {
     std::unique_lock<std::mutex> one_job(job_mutex_, std::try_to_lock);
     if (!one_job) return false;
     std::unique_lock<std::mutex> lock(mutex_);
-    start_helpers(threads - 1);
     job_.call = call, job_.context = context, job_.count = count;
     job_.next = 0, job_.failed = false, job_.error_index = count, job_.error = nullptr;
     job_.helpers = std::min<int>(threads - 1, static_cast<int>(helpers_.size()));
@@ -51,13 +50,18 @@ class Pool {
     return true;
   }
 
-  // Starts helpers up to `wanted` and runs one empty job on them: set_max_threads does it before
-  // any region, so that what the threads keep (their stacks, and what a first job allocates for
-  // them: 24 bytes in Emscripten 3.1.6) is part of what a module holds from the start.
+  // Starts helpers up to `wanted` (fewer if the platform has no more threads: the ones there do
+  // the work) and runs one empty job on them. set_max_threads does it before any region, so that
+  // what the threads keep (their stacks, and what a first job allocates for them: 24 bytes in
+  // Emscripten 3.1.6) is part of what a module holds from the start.
   void reserve(int wanted) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      start_helpers(wanted);
+      try {
+        while (static_cast<int>(helpers_.size()) < wanted)
+          helpers_.emplace_back([this, id = static_cast<int>(helpers_.size())] { helper(id); });
+      } catch (const std::system_error&) {
+      }
     }
     run(wanted + 1, wanted + 1, [](void*, Index) {}, nullptr);
   }
@@ -74,17 +78,6 @@ class Pool {
     Index error_index = 0;
     std::exception_ptr error;
   };
-
-  // Up to `wanted` helpers; fewer if the platform has no more threads (the ones there do the work).
-  void start_helpers(int wanted) {
-    while (static_cast<int>(helpers_.size()) < wanted) {
-      try {
-        helpers_.emplace_back([this, id = static_cast<int>(helpers_.size())] { helper(id); });
-      } catch (const std::system_error&) {
-        return;
-      }
-    }
-  }
 
   void helper(int id) {
     t_in_parallel = true;

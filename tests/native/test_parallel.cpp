@@ -230,7 +230,6 @@ TEST(Parallel, FavorAttentionSegmentsSameBitsAndCorrect) {
   }
 }
 
-// Leading dims: heads go to threads (3 heads >= 2 threads) or run in turn (3 heads < 4 threads).
 // Causal segments go in waves of up to four per thread: 14 segments make two waves on 2 and 3
 // threads (and 14 of one segment on 1 thread); a prefix carried wrongly from one wave to the
 // next changes every later row. On 3 threads the second wave has 2 segments, fewer than the
@@ -245,6 +244,7 @@ TEST(Parallel, CausalFavorAcrossWavesSameBits) {
   favor_on_1_2_3_threads(map, q, k, v, o, "causal across waves");
 }
 
+// Leading dims: heads go to threads (3 heads >= 2 threads) or run in turn (3 heads < 4 threads).
 TEST(Parallel, TensorHeadsSameBitsForAnyThreadCount) {
   std::mt19937 gen(11);
   const Index H = 3, L = 150, d = 8, dv = 4;
