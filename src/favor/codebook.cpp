@@ -1,5 +1,6 @@
 #include "codebook.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -42,14 +43,17 @@ void check_temperature(const CodebookOptions& options) {
 
 // Factors of codebook attention for scaled rows x~ = x sqrt(scale).
 struct CodebookFactors {
-  CodebookFactors(ConstMatrixRef raw, ConstMatrixRef q, const CodebookOptions& options) {
-    check_codebook(raw, q);
+  CodebookFactors(ConstMatrixRef raw, const std::vector<ConstMatrixRef>& qs, const CodebookOptions& options) {
+    double q_norm = 0.0;
+    for (const ConstMatrixRef& q : qs) {
+      check_codebook(raw, q);
+      q_norm = std::max(q_norm, q.cast<double>().rowwise().norm().maxCoeff());
+    }
     check_temperature(options);
-    const double scale = resolve_scale(options, q.cols());
+    const double scale = resolve_scale(options, raw.cols());
     // Scores q~.c~ stay below 1e37 (Cauchy-Schwarz), far from the lowest-float log weights of
     // hard assignment (see keys()) and from float overflow.
-    const double bound = scale * q.cast<double>().rowwise().norm().maxCoeff() *
-                         raw.cast<double>().rowwise().norm().maxCoeff();
+    const double bound = scale * q_norm * raw.cast<double>().rowwise().norm().maxCoeff();
     if (!(bound <= 1e37))
       throw_range("q, codebook", "too large: scale * max|q_i| * max|c_y| = " + std::to_string(bound) +
                                      " exceeds 1e37, the float32 range of the scores; scale the inputs down");
@@ -122,16 +126,32 @@ struct CodebookFactors {
 
 }  // namespace
 
+void codebook_attention(ConstMatrixRef codebook, const std::vector<ConstMatrixRef>& qs, ConstMatrixRef k,
+                        ConstMatrixRef v, const std::vector<MatrixRef>& outs, const CodebookOptions& options,
+                        PrefixState* carried) {
+  if (qs.empty() || qs.size() != outs.size()) throw_range("q", "expected one output per query head");
+  for (std::size_t h = 0; h < qs.size(); ++h) {
+    detail::check_head(qs[h], k, &v, options.causal);
+    detail::check_out(outs[h], qs[h].rows(), v.cols());
+    if (qs[h].rows() != qs[0].rows()) throw_range("q", "expected the same L in every query head");
+  }
+  if (carried && !options.causal) throw_range("causal", "a carried prefix state needs causal attention");
+  const CodebookFactors factors(codebook, qs, options);
+  const float root = factors.root;
+  const Index c = codebook.rows();
+  std::vector<QueryHead> heads;
+  for (std::size_t h = 0; h < qs.size(); ++h)
+    heads.push_back({[&, h](Index i0, Index n) { return factors.queries(root * qs[h].middleRows(i0, n)); }, outs[h]});
+  factored_attention(heads,
+                     masked_keys([&](Index j0, Index n) { return factors.keys(root * k.middleRows(j0, n)); },
+                                 options.key_mask, c),
+                     c, v, options.causal, options.chunk, carried);
+  for (const MatrixRef& out : outs) detail::check_result(out, "q, k, v, codebook");
+}
+
 void codebook_attention(ConstMatrixRef codebook, ConstMatrixRef q, ConstMatrixRef k,
                         ConstMatrixRef v, MatrixRef out, const CodebookOptions& options) {
-  detail::check_head(q, k, &v, options.causal);
-  detail::check_out(out, q.rows(), v.cols());
-  const CodebookFactors factors(codebook, q, options);
-  const float root = factors.root;
-  factored_attention([&](Index i0, Index n) { return factors.queries(root * q.middleRows(i0, n)); },
-                     [&](Index j0, Index n) { return factors.keys(root * k.middleRows(j0, n)); },
-                     codebook.rows(), v, out, options.causal, options.chunk);
-  detail::check_result(out, "q, k, v, codebook");
+  codebook_attention(codebook, std::vector<ConstMatrixRef>{q}, k, v, std::vector<MatrixRef>{out}, options);
 }
 
 Matrix codebook_attention(ConstMatrixRef codebook, ConstMatrixRef q, ConstMatrixRef k,
@@ -145,9 +165,10 @@ void codebook_attention_matrix(ConstMatrixRef codebook, ConstMatrixRef q, ConstM
                                MatrixRef out, const CodebookOptions& options) {
   detail::check_head(q, k, nullptr, options.causal);
   detail::check_out(out, q.rows(), k.rows());
-  const CodebookFactors factors(codebook, q, options);
-  factored_attention_matrix(factors.queries(factors.root * q), factors.keys(factors.root * k), codebook.rows(), out,
-                            options.causal);
+  const CodebookFactors factors(codebook, std::vector<ConstMatrixRef>{q}, options);
+  FactoredFeatures keys = factors.keys(factors.root * k);
+  if (options.key_mask) mask_key_factors(keys, options.key_mask, 0, codebook.rows());
+  factored_attention_matrix(factors.queries(factors.root * q), std::move(keys), codebook.rows(), out, options.causal);
   detail::check_result(out, "q, k, codebook");
 }
 

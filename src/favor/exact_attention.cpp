@@ -28,6 +28,8 @@ void exact_attention(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v, Matri
   detail::check_out(out, q.rows(), v.cols());
   const float scale = static_cast<float>(resolve_scale(options, q.cols()));
   const Index L = q.rows();
+  const detail::Visibility visible{options.causal, causal_offset(L, k.rows()), options.key_mask,
+                                   detail::first_attending_key(options.key_mask, k.rows())};
 
   // Query blocks are independent: each writes only its rows of out, so any thread count gives
   // the same bits. Scratch is per block, never shared between threads.
@@ -37,7 +39,7 @@ void exact_attention(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v, Matri
     const Index q0 = (options.causal ? blocks - 1 - block : block) * kQueryBlock;
     const Index nq = std::min(kQueryBlock, L - q0);
     detail::ExactScratch scratch;
-    detail::exact_query_block(q, k, v, scale, options.causal, q0, nq, out, scratch);
+    detail::exact_query_block(q, k, v, scale, visible, q0, nq, out, scratch);
   });
   detail::check_result(out, "q, k, v");
 }
@@ -55,12 +57,22 @@ void attention_matrix(ConstMatrixRef q, ConstMatrixRef k, MatrixRef out,
   detail::check_out(out, q.rows(), k.rows());
   const float scale = static_cast<float>(resolve_scale(options, q.cols()));
   out.noalias() = scale * (q * k.transpose());
+  const Index offset = causal_offset(q.rows(), k.rows());
+  const Index first_key = detail::first_attending_key(options.key_mask, k.rows());
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   for (Index i = 0; i < out.rows(); ++i) {
-    const Index visible = options.causal ? i + 1 : out.cols();
+    const Index visible = options.causal ? i + offset + 1 : out.cols();
     float* row = &out(i, 0);
+    if (options.key_mask)
+      for (Index j = 0; j < visible; ++j)
+        if (!options.key_mask[j]) row[j] = kNegInf;
+    out.row(i).tail(out.cols() - visible).setZero();
+    if (visible <= first_key) {  // every visible key masked: a row of zeros
+      out.row(i).head(visible).setZero();
+      continue;
+    }
     const float total = vec::exp_shifted(row, visible, vec::max(row, visible));
     out.row(i).head(visible) /= total;
-    out.row(i).tail(out.cols() - visible).setZero();
   }
   detail::check_result(out, "q, k");
 }

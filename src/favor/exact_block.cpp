@@ -11,16 +11,33 @@ namespace favor::detail {
 namespace {
 using kernel::kStrip;
 
-// Causal: key k0 + j is hidden from query first + i when k0 + j > first + i.
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// Causal: key k0 + j is hidden from the query at position first + i when k0 + j > first + i.
 void mask_future(float* p, Index n, Index k0, Index first) {
   for (Index j = std::max<Index>(0, first + 1 - k0); j < n; ++j)
     for (Index i = 0; i < kStrip; ++i)
-      if (k0 + j > first + i) p[j * kStrip + i] = -std::numeric_limits<float>::infinity();
+      if (k0 + j > first + i) p[j * kStrip + i] = kNegInf;
+}
+
+// Masked keys are hidden from every query.
+void mask_keys(float* p, Index n, const std::uint8_t* mask) {
+  for (Index j = 0; j < n; ++j)
+    if (!mask[j])
+      for (Index i = 0; i < kStrip; ++i) p[j * kStrip + i] = kNegInf;
 }
 }  // namespace
 
-void exact_query_block(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v, float scale, bool causal,
+Index first_attending_key(const std::uint8_t* mask, Index S) {
+  if (!mask) return 0;
+  Index j = 0;
+  while (j < S && !mask[j]) ++j;
+  return j;
+}
+
+void exact_query_block(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v, float scale, const Visibility& visible,
                        Index q0, Index nq, MatrixRef out, ExactScratch& s) {
+  const bool causal = visible.causal;
   const Index d = q.cols(), dv = v.cols(), strips = (nq + kStrip - 1) / kStrip;
   const Index rows = strips * kStrip;
   s.qt.resize(static_cast<std::size_t>(rows * d));
@@ -33,11 +50,13 @@ void exact_query_block(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v, flo
   // (their scores are finite and their results dropped).
   gemm::pack_bt(nq, d, q.data() + q0 * q.outerStride(), q.outerStride(), s.qt.data());
 
-  const Index key_end = causal ? q0 + nq : k.rows();
+  // Positions: query i is at i + offset (0 unless causal with fewer queries than keys).
+  const Index offset = causal ? visible.offset : 0;
+  const Index key_end = causal ? q0 + nq + offset : k.rows();
   for (Index k0 = 0; k0 < key_end; k0 += kKeyBlock) {
     const Index block_end = std::min(key_end, k0 + kKeyBlock);
     for (Index t = 0; t < strips; ++t) {
-      const Index first = q0 + t * kStrip;  // the strip's first query
+      const Index first = q0 + t * kStrip + offset;  // the strip's first query's position
       // Causal: no key after the strip's last query; strips before this block see none of it.
       const Index end = causal ? std::min(block_end, first + kStrip) : block_end;
       if (end <= k0) continue;
@@ -46,6 +65,7 @@ void exact_query_block(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v, flo
       kernel::scores(s.qt.data() + t * d * kStrip, k.data() + k0 * k.outerStride(), k.outerStride(),
                      n, d, scale, p);
       if (causal && end > first) mask_future(p, n, k0, first);
+      if (visible.key_mask) mask_keys(p, n, visible.key_mask + k0);
       kernel::softmax_step(p, n, s.max.data() + t * kStrip, s.sum.data() + t * kStrip, s.rescale.data());
       const float* vb = v.data() + k0 * v.outerStride();
       for (Index h = 0; h < kStrip && t * kStrip + h < nq; h += 4)
@@ -57,6 +77,12 @@ void exact_query_block(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v, flo
     float* dst = out.data() + (q0 + i) * out.outerStride();
     const float* src = s.acc.data() + i * dv;
     const float total = s.sum[static_cast<std::size_t>(i)];
+    // A row that sees no key (all masked): zeros by definition. (Its lanes hold NaN: the max
+    // stayed -inf. A row whose scores overflowed to -inf stays NaN and is reported.)
+    if ((causal ? std::min(k.rows(), q0 + i + offset + 1) : k.rows()) <= visible.first_key) {
+      std::fill(dst, dst + dv, 0.0f);
+      continue;
+    }
     for (Index c = 0; c < dv; ++c) dst[c] = src[c] / total;
   }
 }

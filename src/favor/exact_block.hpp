@@ -4,6 +4,7 @@
 // parallel, each with its own scratch.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "types.hpp"
@@ -20,9 +21,21 @@ struct ExactScratch {
   FloatBuffer qt, p, acc, max, sum, rescale;
 };
 
-// out rows [q0, q0 + nq) = softmax(scale * q k^T) v for those rows (causal: keys j <= i only).
-// Shapes are checked by the caller; out may have any outer stride.
-void exact_query_block(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v, float scale, bool causal,
+// Which keys a query block sees: causal (query i sees keys j <= i + offset, offset = S - L) and
+// a key mask (S bytes, 0 = absent; null: all attend).
+struct Visibility {
+  bool causal = false;
+  Index offset = 0;
+  const std::uint8_t* key_mask = nullptr;
+  Index first_key = 0;  // the first key the mask lets attend (S if none): rows that see none are 0
+};
+
+// The first key of `mask` (S bytes) that attends, S if none; 0 without a mask.
+Index first_attending_key(const std::uint8_t* mask, Index S);
+
+// out rows [q0, q0 + nq) = softmax(scale * q k^T) v for those rows over the keys they see; a row
+// that sees none is 0. Shapes are checked by the caller; out may have any outer stride.
+void exact_query_block(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v, float scale, const Visibility& visible,
                        Index q0, Index nq, MatrixRef out, ExactScratch& scratch);
 
 }  // namespace favor::detail

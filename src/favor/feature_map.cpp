@@ -54,8 +54,15 @@ double oprf_rho(ConstMatrixRef x, ConstMatrixRef y) {
 FeatureMap::FeatureMap(const FeatureMapOptions& options)
     : kernel_(options.kernel), sampling_(options.sampling), epsilon_(options.epsilon) {
   check_epsilon();
+  set_rho(options.rho);
   projection_ = sample_projection(options.features, options.dim, options.sampling, options.seed);
   derive();
+}
+
+void FeatureMap::set_rho(std::optional<double> rho) {
+  if (rho && (!std::isfinite(*rho) || *rho < 0.0))
+    throw_range("rho", "expected a finite number >= 0, got " + std::to_string(*rho));
+  rho_ = rho;
 }
 
 FeatureMap::FeatureMap(Kernel kernel, Matrix projection, double epsilon, Sampling sampling)
@@ -95,7 +102,7 @@ Index FeatureMap::num_features() const {
 
 KernelParameters FeatureMap::parameters(ConstMatrixRef x, ConstMatrixRef y, double scale) const {
   KernelParameters params;
-  if (kernel_ == Kernel::oprf) params.oprf = oprf_coefficients(scale * oprf_rho(x, y), dim());
+  if (kernel_ == Kernel::oprf) params.oprf = oprf_coefficients(rho_ ? *rho_ : scale * oprf_rho(x, y), dim());
   return params;
 }
 

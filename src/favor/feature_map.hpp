@@ -48,6 +48,11 @@ struct FeatureMapOptions {
   Sampling sampling = Sampling::orthogonal;
   std::uint64_t seed = 0;
   double epsilon = 1e-3;  // relu only
+  // OPRF only: a fixed rho = mean |q~ + k~|^2 (scaled rows) for every call, instead of one computed
+  // from each call's q and k. Fixed parameters make OPRF a data-independent map: causal states
+  // need it (otherwise the parameters would depend on keys not yet seen), and grouped-query heads
+  // then share their key features. Finite and >= 0.
+  std::optional<double> rho;
 };
 
 // Data-dependent parameters of one head's kernel (OPRF's A, B, D; neutral for other kernels).
@@ -66,6 +71,12 @@ class FeatureMap {
 
   // A new W (same m x d) from a new seed, drawn with the map's sampling mode.
   void redraw(std::uint64_t seed);
+
+  // OPRF's fixed rho (see FeatureMapOptions::rho); nullopt: computed from each call's inputs.
+  void set_rho(std::optional<double> rho);
+  const std::optional<double>& rho() const { return rho_; }
+  // True when parameters() does not look at the inputs.
+  bool data_independent() const { return kernel_ != Kernel::oprf || rho_.has_value(); }
 
   Kernel kernel() const { return kernel_; }
   Sampling sampling() const { return sampling_; }
@@ -98,6 +109,7 @@ class FeatureMap {
   Sampling sampling_ = Sampling::orthogonal;
   bool explicit_ = false;
   double epsilon_;
+  std::optional<double> rho_;
   Matrix projection_;
   Vector projection_sq_norms_;  // |w_r|^2, for OPRF
   FloatBuffer packed_projection_;  // W^T in the GEMM's strips (gemm::pack_bt), for factored

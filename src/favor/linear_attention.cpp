@@ -61,13 +61,7 @@ void check_map(const FeatureMap& map, ConstMatrixRef q) {
                          std::to_string(q.cols()));
 }
 
-// The carried state: sum_j k'_j v_j^T (M x dv), sum_j k'_j (M), and the per-feature shift of the
-// key log magnitudes seen so far (the state is rescaled whenever it grows).
-struct State {
-  Matrix kv;
-  Vector k_sum;
-  Vector shift;
-};
+using State = PrefixState;
 
 // Keys (log magnitudes and their column max) at the running per-feature shift; the state is
 // rescaled first when the shift grows.
@@ -86,10 +80,7 @@ Matrix running_keys(Matrix log_mag, const Vector& column_max, const Matrix& valu
   return shifted_keys(std::move(log_mag), shift, value);
 }
 
-State empty_state(Index features, Index dv) {
-  return {Matrix::Zero(features, dv), Vector::Zero(features),
-          Vector::Constant(features, -std::numeric_limits<float>::infinity())};
-}
+State empty_state(Index features, Index dv) { return empty_prefix_state(features, dv); }
 
 // numerator = qf kv, denominator = qf k_sum: the readout of a state.
 void readout(const Matrix& qf, const State& state, Matrix& numerator, float* denominator) {
@@ -215,48 +206,97 @@ Index resolve_chunk(Index chunk, bool causal) {
   return chunk ? chunk : causal ? 32 : 128;
 }
 
-void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Index features,
-                        ConstMatrixRef v, MatrixRef out, bool causal, Index chunk) {
+PrefixState empty_prefix_state(Index features, Index dv) {
+  return {Matrix::Zero(features, dv), Vector::Zero(features),
+          Vector::Constant(features, -std::numeric_limits<float>::infinity())};
+}
+
+void mask_key_factors(FactoredFeatures& f, const std::uint8_t* mask, Index row0, Index features) {
+  const Index n = f.row_log.size();
+  bool any = false;
+  for (Index j = 0; j < n && !any; ++j) any = !mask[row0 + j];
+  if (!any) return;
+  if (!f.value.size()) f.value = Matrix::Ones(n, features);
+  for (Index j = 0; j < n; ++j)
+    if (!mask[row0 + j]) f.value.row(j).setZero();
+}
+
+FactorBlock masked_keys(FactorBlock keys, const std::uint8_t* mask, Index features) {
+  if (!mask) return keys;
+  return [keys = std::move(keys), mask, features](Index j0, Index n) {
+    FactoredFeatures f = keys(j0, n);
+    mask_key_factors(f, mask, j0, features);
+    return f;
+  };
+}
+
+namespace {
+
+// The state of keys [begin, end): segments folded in parallel, merged in order into `into`.
+void fold_range(const FactorBlock& keys, Index features, ConstMatrixRef v, Index chunk, Index segment,
+                Index begin, Index end, State& into) {
+  if (end <= begin) return;
+  std::vector<State> parts(static_cast<std::size_t>((end - begin + segment - 1) / segment));
+  parallel_for(static_cast<Index>(parts.size()), [&](Index s) {
+    const Index b = begin + s * segment;
+    parts[static_cast<std::size_t>(s)] = fold_keys(keys, features, v, chunk, b, std::min(end, b + segment));
+  });
+  for (const State& part : parts) merge(into, part);
+}
+
+}  // namespace
+
+void factored_attention(const std::vector<QueryHead>& heads, const FactorBlock& keys, Index features,
+                        ConstMatrixRef v, bool causal, Index chunk, PrefixState* carried) {
   chunk = resolve_chunk(chunk, causal);
   // v far from 1 (max |v| beyond 2^+-20) is scaled by a power of two (exact) and the output scaled
   // back, so that weights times v neither underflow nor overflow: the output is linear in v.
-  if (v.size()) {
+  // (Not with a carried state: its sums hold v at the scale of earlier calls.)
+  if (v.size() && !carried) {
     if (const int e = far_binary_exponent(v.cwiseAbs().maxCoeff())) {
       const Matrix scaled = v.unaryExpr([e](float x) { return std::ldexp(x, -e); });
-      factored_attention(queries, keys, features, scaled, out, causal, chunk);
-      out = out.unaryExpr([e](float x) { return std::ldexp(x, e); });
+      factored_attention(heads, keys, features, scaled, causal, chunk);
+      for (const QueryHead& h : heads) {
+        MatrixRef out = h.out;
+        out = out.unaryExpr([e](float x) { return std::ldexp(x, e); });
+      }
       return;
     }
   }
-  const Index L = out.rows(), S = v.rows();
+  const Index H = static_cast<Index>(heads.size());
+  const Index L = heads[0].out.rows(), S = v.rows();
   chunk = std::min(chunk, std::max(L, S));  // a larger block only costs memory
   const Index segment = chunk * std::max<Index>(1, kSegmentRows / chunk);
   if (!causal) {
-    std::vector<State> parts(static_cast<std::size_t>((S + segment - 1) / segment));
-    parallel_for(static_cast<Index>(parts.size()), [&](Index s) {
-      parts[static_cast<std::size_t>(s)] = fold_keys(keys, features, v, chunk, s * segment, std::min(S, (s + 1) * segment));
-    });
-    State state = std::move(parts[0]);
-    for (std::size_t s = 1; s < parts.size(); ++s) merge(state, parts[s]);
-    parallel_for((L + chunk - 1) / chunk, [&](Index block) {
-      const Index i0 = block * chunk, n = std::min(chunk, L - i0);
-      FactoredFeatures f = prepared(queries(i0, n), "q");
+    State state = empty_state(features, v.cols());
+    fold_range(keys, features, v, chunk, segment, 0, S, state);
+    const Index blocks = (L + chunk - 1) / chunk;
+    parallel_for(H * blocks, [&](Index hb) {
+      const QueryHead& head = heads[static_cast<std::size_t>(hb / blocks)];
+      const Index i0 = (hb % blocks) * chunk, n = std::min(chunk, L - i0);
+      FactoredFeatures f = prepared(head.factors(i0, n), "q");
       Vector row_scale;
       const Matrix qf = shifted_queries(std::move(f.exponent), f.value, n, state.shift, row_scale);
       Matrix numerator(n, state.kv.cols());
       Vector denominator(n);
       readout(qf, state, numerator, denominator.data());
-      write_rows(out, i0, numerator, denominator, n);
+      write_rows(head.out, i0, numerator, denominator, n);
     });
     return;
   }
-  // Causal: each segment starts from the state of every key before it (the prefix). Segments go
-  // in waves: first the keys of the wave's segments in parallel, then the prefixes in segment
-  // order, then the sweeps in parallel. Same bits for any thread count or wave size.
+  // Causal. The first S - L keys are seen by every query: they join the prefix state as in the
+  // bidirectional fold. The last L keys are aligned with the queries.
+  const Index offset = causal_offset(L, S);
+  State prefix = carried ? std::move(*carried) : empty_state(features, v.cols());
+  fold_range(keys, features, v, chunk, segment, 0, offset, prefix);
+  const FactorBlock aligned = offset ? FactorBlock([&](Index j0, Index n) { return keys(j0 + offset, n); }) : keys;
+  const auto va = v.bottomRows(L);
+  // Each segment starts from the state of every key before it (the prefix). Segments go in
+  // waves: first the keys of the wave's segments in parallel, then the prefixes in segment order,
+  // then the sweeps in parallel (over heads and pieces). Same bits for any thread count or wave size.
   const Index segments = (L + segment - 1) / segment;
   const int threads = available_threads();
   const Index wave = causal_wave(threads, segment / chunk, chunk, features, v.cols());
-  State prefix = empty_state(features, v.cols());
   for (Index w0 = 0; w0 < segments; w0 += wave) {
     const Index count = std::min(wave, segments - w0);
     const auto rows = [&](Index s) { return std::pair{(w0 + s) * segment, std::min(L, (w0 + s + 1) * segment)}; };
@@ -278,11 +318,11 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
         const auto [s, j0] = key_chunks[static_cast<std::size_t>(i)];
         const auto [begin, end] = rows(s);
         ks[static_cast<std::size_t>(s)].chunks[static_cast<std::size_t>((j0 - begin) / chunk)] =
-            key_chunk(keys, features, j0, std::min(chunk, end - j0));
+            key_chunk(aligned, features, j0, std::min(chunk, end - j0));
       });
     }
     parallel_for(count, [&](Index s) {
-      fold_segment(ks[static_cast<std::size_t>(s)], keys, features, v, chunk, rows(s).first, rows(s).second);
+      fold_segment(ks[static_cast<std::size_t>(s)], aligned, features, va, chunk, rows(s).first, rows(s).second);
     });
     std::vector<State> prefixes;
     for (const SegmentKeys& k : ks) {
@@ -291,16 +331,19 @@ void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Ind
     }
     // Then the sweeps, in parallel, in pieces of whole chunks: segments are cut when the wave has
     // fewer than 4 per thread (short inputs, the last wave), so that every thread has work.
-    const Index cuts = threads > 1 ? (4 * threads + count - 1) / count : 1;
+    const Index cuts = threads > 1 ? (4 * threads + count * H - 1) / (count * H) : 1;
     const Index piece = chunk * std::max<Index>(1, (segment / chunk + cuts - 1) / cuts);
     const auto pieces = starts(piece);
-    parallel_for(static_cast<Index>(pieces.size()), [&](Index p) {
-      const auto [s, b] = pieces[static_cast<std::size_t>(p)];
+    const Index P = static_cast<Index>(pieces.size());
+    parallel_for(H * P, [&](Index hp) {
+      const QueryHead& head = heads[static_cast<std::size_t>(hp / P)];
+      const auto [s, b] = pieces[static_cast<std::size_t>(hp % P)];
       const auto [begin, end] = rows(s);
-      causal_sweep(queries, ks[static_cast<std::size_t>(s)], features, v, out, chunk, begin, b,
+      causal_sweep(head.factors, ks[static_cast<std::size_t>(s)], features, va, head.out, chunk, begin, b,
                    std::min(end, b + piece), prefixes[static_cast<std::size_t>(s)]);
     });
   }
+  if (carried) *carried = std::move(prefix);
 }
 
 namespace {
@@ -349,7 +392,7 @@ void causal_sweep(const FactorBlock& queries, const SegmentKeys& keys, Index fea
     // The state of every key before i0: prefix + the segment's own keys before the chunk.
     // (its shift is -inf only before the first chunk: masked logs are the lowest float)
     const Vector carried_shift = prefix.shift.cwiseMax(own.shift);
-    const bool near = i0 > 0 && (chunk_shift - carried_shift).maxCoeff() <= kNear;
+    const bool near = carried_shift.maxCoeff() > kNegInf && (chunk_shift - carried_shift).maxCoeff() <= kNear;
     // The chunk's key features at `shift`: the fold's (at fold_shift) as they are, or rescaled
     // by exp(fold_shift - shift) <= 1 per column, or, below fold_shift, from their logs.
     const Vector fold_shift = own.shift.cwiseMax(chunk_shift);
@@ -418,8 +461,8 @@ void causal_sweep(const FactorBlock& queries, const SegmentKeys& keys, Index fea
       intra_den(i) = static_cast<float>(adjust * den);
       intra_scale(i) = scale;
     }
-    // Carried-state part, then the combination.
-    if (i0 > 0) {
+    // Carried-state part (when anything is carried), then the combination.
+    if (carried_shift.maxCoeff() > kNegInf) {
       Vector inter_scale;
       const Matrix qs = shifted_queries(qfac.exponent, qfac.value, n, state.shift, inter_scale);
       readout(qs, state, numerator, denominator.data());
@@ -457,38 +500,80 @@ void factored_attention_matrix(FactoredFeatures&& queries, FactoredFeatures&& ke
   keys = prepared(std::move(keys), "k");
   const StabilizedFeatures st = stabilize(queries, keys, features);
   out.noalias() = st.query * st.key.transpose();
-  if (causal) out.triangularView<Eigen::StrictlyUpper>().setZero();
+  const Index S = out.cols(), offset = causal_offset(out.rows(), S);
+  const auto visible = [&](Index i) { return causal ? std::min(S, i + offset + 1) : S; };
   // A denominator below this has lost most of its digits to underflow.
   constexpr float kUnderflow = 1e-30f;
   const bool signed_values = (queries.value.size() && queries.value.minCoeff() < 0) ||
                              (keys.value.size() && keys.value.minCoeff() < 0);
   Matrix query_log, key_log;  // for the slow path, made on first use
   for (Index i = 0; i < out.rows(); ++i) {
-    const float den = out.row(i).sum();
+    const Index n = visible(i);
+    out.row(i).tail(S - n).setZero();
+    const float den = out.row(i).head(n).sum();
     if (!(std::abs(den) >= kUnderflow) && !signed_values) {
       if (!key_log.size()) {
         query_log = log_magnitude(queries, features);
         key_log = log_magnitude(keys, features);
       }
-      exact_row(query_log, queries.value, i, key_log, keys.value, causal ? i + 1 : out.cols(), &out(i, 0));
+      exact_row(query_log, queries.value, i, key_log, keys.value, n, &out(i, 0));
     } else {
-      out.row(i) /= guard(den);
+      out.row(i).head(n) /= guard(den);
     }
   }
 }
 
+namespace {
+
+// One query head over one key/value head, as the engine takes it.
+std::vector<QueryHead> one_head(FactorBlock queries, MatrixRef out) { return {QueryHead{std::move(queries), out}}; }
+
+}  // namespace
+
+void favor_attention(const FeatureMap& map, const std::vector<ConstMatrixRef>& qs, ConstMatrixRef k,
+                     ConstMatrixRef v, const std::vector<MatrixRef>& outs, const FavorOptions& options,
+                     PrefixState* carried) {
+  if (qs.empty() || qs.size() != outs.size()) throw_range("q", "expected one output per query head");
+  for (std::size_t h = 0; h < qs.size(); ++h) {
+    detail::check_head(qs[h], k, &v, options.causal);
+    check_map(map, qs[h]);
+    detail::check_out(outs[h], qs[h].rows(), v.cols());
+    if (qs[h].rows() != qs[0].rows()) throw_range("q", "expected the same L in every query head");
+  }
+  if (carried && !options.causal) throw_range("causal", "a carried prefix state needs causal attention");
+  const double scale = resolve_scale(options, k.cols());
+  const float root = static_cast<float>(std::sqrt(scale));
+  const Index M = map.num_features();
+  const auto run = [&](std::vector<QueryHead> heads, const KernelParameters& params) {
+    factored_attention(heads,
+                       masked_keys([&](Index j0, Index n) { return map.factored(root * k.middleRows(j0, n), params); },
+                                   options.key_mask, M),
+                       M, v, options.causal, options.chunk, carried);
+  };
+  const auto query_block = [&](std::size_t h, const KernelParameters& params) {
+    return [&, h](Index i0, Index n) { return map.factored(root * qs[h].middleRows(i0, n), params); };
+  };
+  if (map.data_independent()) {
+    const KernelParameters params = map.parameters(qs[0], k, scale);
+    std::vector<QueryHead> heads;
+    for (std::size_t h = 0; h < qs.size(); ++h) heads.push_back({query_block(h, params), outs[h]});
+    run(std::move(heads), params);
+  } else {
+    // OPRF's parameters come from each query head's own q and the keys: no features to share.
+    if (carried)
+      throw_range("featureMap", "an 'oprf' map without a fixed rho cannot carry a causal state: its parameters "
+                                "would depend on keys not seen yet; create it with a rho");
+    for (std::size_t h = 0; h < qs.size(); ++h) {
+      const KernelParameters params = map.parameters(qs[h], k, scale);
+      run({QueryHead{query_block(h, params), outs[h]}}, params);
+    }
+  }
+  for (const MatrixRef& out : outs) detail::check_result(out, "q, k, v", map.kernel() == Kernel::trigonometric);
+}
+
 void favor_attention(const FeatureMap& map, ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v,
                      MatrixRef out, const FavorOptions& options) {
-  detail::check_head(q, k, &v, options.causal);
-  check_map(map, q);
-  detail::check_out(out, q.rows(), v.cols());
-  const double scale = resolve_scale(options, q.cols());
-  const float root = static_cast<float>(std::sqrt(scale));
-  const KernelParameters params = map.parameters(q, k, scale);
-  factored_attention([&](Index i0, Index n) { return map.factored(root * q.middleRows(i0, n), params); },
-                     [&](Index j0, Index n) { return map.factored(root * k.middleRows(j0, n), params); },
-                     map.num_features(), v, out, options.causal, options.chunk);
-  detail::check_result(out, "q, k, v", map.kernel() == Kernel::trigonometric);
+  favor_attention(map, std::vector<ConstMatrixRef>{q}, k, v, std::vector<MatrixRef>{out}, options);
 }
 
 Matrix favor_attention(const FeatureMap& map, ConstMatrixRef q, ConstMatrixRef k,
@@ -507,8 +592,9 @@ void favor_attention_matrix(const FeatureMap& map, ConstMatrixRef q, ConstMatrix
   const float root = static_cast<float>(std::sqrt(scale));
   const Matrix qs = root * q, ks = root * k;
   const KernelParameters params = map.parameters(qs, ks);
-  factored_attention_matrix(map.factored(qs, params), map.factored(ks, params), map.num_features(),
-                            out, options.causal);
+  FactoredFeatures keys = map.factored(ks, params);
+  if (options.key_mask) mask_key_factors(keys, options.key_mask, 0, map.num_features());
+  factored_attention_matrix(map.factored(qs, params), std::move(keys), map.num_features(), out, options.causal);
   detail::check_result(out, "q, k", map.kernel() == Kernel::trigonometric);
 }
 
@@ -528,8 +614,7 @@ void linear_attention(ConstMatrixRef query_features, ConstMatrixRef key_features
       return FactoredFeatures{Vector::Zero(n), Matrix(), Matrix(features.middleRows(i0, n))};
     };
   };
-  factored_attention(plain(query_features), plain(key_features), key_features.cols(), v, out,
-                     causal, chunk);
+  factored_attention(one_head(plain(query_features), out), plain(key_features), key_features.cols(), v, causal, chunk);
   const bool signed_features = (query_features.array() < 0).any() || (key_features.array() < 0).any();
   detail::check_result(out, "query_features, key_features, v", signed_features);
 }

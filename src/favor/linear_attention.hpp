@@ -6,7 +6,9 @@
 // features; the denominator is only guarded against underflow to zero.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "factored.hpp"
 #include "feature_map.hpp"
@@ -31,21 +33,55 @@ void favor_attention(const FeatureMap& map, ConstMatrixRef q, ConstMatrixRef k, 
 Matrix favor_attention(const FeatureMap& map, ConstMatrixRef q, ConstMatrixRef k,
                        ConstMatrixRef v, const FavorOptions& options = {});
 
+struct PrefixState;
+// Grouped-query: query heads qs[h] (each L x d) over one key/value head k, v; outs[h] L x dv. The
+// keys' features and state are made once for the group when the map's parameters do not depend
+// on the queries (every kernel but OPRF without a fixed rho). With `carried` (causal only), the
+// keys continue that prefix state and it is updated (see factored_attention).
+void favor_attention(const FeatureMap& map, const std::vector<ConstMatrixRef>& qs, ConstMatrixRef k,
+                     ConstMatrixRef v, const std::vector<MatrixRef>& outs, const FavorOptions& options,
+                     PrefixState* carried = nullptr);
+
 // The approximate attention matrix A^ = diag(Q'K'^T 1)^-1 Q'K'^T (masked when causal), L x S.
 void favor_attention_matrix(const FeatureMap& map, ConstMatrixRef q, ConstMatrixRef k,
                             MatrixRef out, const AttentionOptions& options = {});
 Matrix favor_attention_matrix(const FeatureMap& map, ConstMatrixRef q, ConstMatrixRef k,
                               const AttentionOptions& options = {});
 
+// The prefix state of causal linear attention (DESIGN.md section 12): sum_j phi(k_j) v_j^T (M x dv)
+// and sum_j phi(k_j) (M) over the keys so far, each feature at the shift its terms were summed at
+// (-inf: nothing summed yet). Appending keys rescales the old sums by exp(old shift - new shift)
+// where a shift grows, as the chunks of one causal call do.
+struct PrefixState {
+  Matrix kv;
+  Vector k_sum;
+  Vector shift;
+};
+PrefixState empty_prefix_state(Index features, Index dv);
+
 // The engine under favor_attention and codebook attention: weights in factored form
-// (factored.hpp), produced block by block. `queries(i0, n)` and `keys(j0, n)` return the
-// factors of rows [i0, i0 + n); out is L x dv, v is S x dv, `features` is M.
+// (factored.hpp), produced block by block. `factors(i0, n)` returns the factors of rows
+// [i0, i0 + n). Several query heads may read one key/value head (grouped-query attention): the
+// keys' features and states are computed once for all of them.
 using FactorBlock = std::function<FactoredFeatures(Index row0, Index rows)>;
-void factored_attention(const FactorBlock& queries, const FactorBlock& keys, Index features,
-                        ConstMatrixRef v, MatrixRef out, bool causal, Index chunk);
-// The normalized L x S weight matrix from whole factored queries and keys (masked when causal).
+struct QueryHead {
+  FactorBlock factors;
+  MatrixRef out;  // L x dv, the same L for every head
+};
+// v is S x dv. Causal with L < S: the queries are the last L positions (bottom-right). With
+// `carried` (causal only) the keys continue that prefix state: every query also sees the keys
+// summed into it, and on return it holds the state after all S keys.
+void factored_attention(const std::vector<QueryHead>& queries, const FactorBlock& keys, Index features,
+                        ConstMatrixRef v, bool causal, Index chunk, PrefixState* carried = nullptr);
+// The normalized L x S weight matrix from whole factored queries and keys (masked when causal,
+// bottom-right when L < S).
 void factored_attention_matrix(FactoredFeatures&& queries, FactoredFeatures&& keys,
                                Index features, MatrixRef out, bool causal);
+
+// Masked keys (mask[j] == 0, rows [row0, row0 + rows)) get value 0: no weight at any shift.
+// (A mask cannot act on logs: a chunk of only masked keys would set their shift and weigh 1.)
+void mask_key_factors(FactoredFeatures& f, const std::uint8_t* mask, Index row0, Index features);
+FactorBlock masked_keys(FactorBlock keys, const std::uint8_t* mask, Index features);
 
 // Linear attention from explicit nonnegative-or-signed features (L x M and S x M):
 // out_i = sum_j (qf_i.kf_j) v_j / sum_j (qf_i.kf_j), over j <= i when causal (L == S), computed

@@ -1,50 +1,18 @@
 #include "tensor.hpp"
 
-#include <cmath>
-#include <limits>
 #include <string>
 
 #include "error.hpp"
 #include "parallel.hpp"
-#include "vector_math.hpp"
 
 namespace favor {
 
 namespace {
 
-std::string dims_string(const std::vector<Index>& dims) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
-  return s + "]";
-}
-
-void check_rank(const std::vector<Index>& dims, const std::string& argument, const char* layout) {
-  if (dims.size() < 2)
-    throw_range(argument, std::string("expected dims ") + layout + " (rank >= 2), got " + dims_string(dims));
-  for (Index d : dims)
-    if (d < 1) throw_range(argument, "expected every dim >= 1, got " + dims_string(dims));
-}
-
-std::vector<Index> leading(const std::vector<Index>& dims) {
-  return {dims.begin(), dims.end() - 2};
-}
-
-void check_leading(const std::vector<Index>& dims, const std::vector<Index>& q_dims,
-                   const std::string& argument) {
-  if (leading(dims) != leading(q_dims))
-    throw_range(argument, "leading (batch/head) dims " + dims_string(leading(dims)) +
-                              " do not match q's " + dims_string(leading(q_dims)));
-}
-
-Index heads(const std::vector<Index>& dims) {
-  Index h = 1;
-  for (std::size_t i = 0; i + 2 < dims.size(); ++i) h *= dims[i];
-  return h;
-}
-
-// Runs fn(h) for every head. Heads are independent (each writes only its slice of out), so they
-// go to threads when there are enough of them to keep every thread busy; otherwise the heads
-// run in turn and each call parallelizes inside (the results are the same either way).
+// Runs fn(h) for every index. Indices (heads, or key/value heads with their query heads) are
+// independent (each writes only its slices of out), so they go to threads when there are enough
+// of them to keep every thread busy; otherwise they run in turn and each call parallelizes inside
+// (the results are the same either way).
 template <class F>
 void for_each_head(Index count, F&& fn) {
   if (count >= max_threads()) {
@@ -67,56 +35,91 @@ Map head(const TensorView& t, Index h) {
   return Map(t.data + h * rows * cols, rows, cols);
 }
 
-void check_values(const ConstTensorView& t, const std::string& argument) {
-  if (!t.data) throw_type(argument, "has no data");
-  check_finite(t.data, element_count(t.dims, argument), argument);
-}
-
 void check_output(const TensorView& out, const std::vector<Index>& expected) {
   if (!out.data) throw_type("out", "has no data");
   if (out.dims != expected)
     throw_range("out", "expected dims " + dims_string(expected) + ", got " + dims_string(out.dims));
 }
 
-}  // namespace
-
-Index element_count(const std::vector<Index>& dims, const std::string& argument) {
-  Index n = 1;
-  for (Index d : dims) {
-    if (d < 0) throw_range(argument, "expected dims >= 0, got " + dims_string(dims));
-    if (d != 0 && n > std::numeric_limits<Index>::max() / d)
-      throw_range(argument, "dims " + dims_string(dims) + " hold more elements than can be addressed");
-    n *= d;
-  }
-  return n;
-}
-
-void check_finite(const float* data, Index count, const std::string& argument) {
-  if (vec::all_finite(data, count)) return;
-  for (Index i = 0; i < count; ++i)
-    if (!std::isfinite(data[i]))
-      throw_range(argument, "expected finite values, found " + std::to_string(data[i]) + " at index " +
-                                std::to_string(i));
-}
-
-namespace {
-
 // Shapes shared by the output and matrix forms; returns L and S. Counts nothing of size L x S.
 std::pair<Index, Index> check_query_key(const std::vector<Index>& q, const std::vector<Index>& k,
                                         bool causal) {
   check_rank(q, "q", "[..., L, d]");
   check_rank(k, "k", "[..., S, d]");
-  check_leading(k, q, "k");
+  head_groups(q, k, "k");
   if (k.back() != q.back())
     throw_range("k", "expected last dim d = " + std::to_string(q.back()) + " (as q), got " + dims_string(k));
   const Index L = q[q.size() - 2], S = k[k.size() - 2];
-  if (causal && L != S)
-    throw_range("causal", "causal attention needs as many keys as queries, got L = " + std::to_string(L) +
-                              ", S = " + std::to_string(S));
+  if (causal && L > S)
+    throw_range("causal", "causal attention needs at least as many keys as queries (the L queries are the last L "
+                          "positions), got L = " + std::to_string(L) + ", S = " + std::to_string(S));
   return {L, S};
 }
 
+// The one-head options of query head h: its key/value head's mask row.
+template <class Options>
+Options for_kv_head(const Options& options, const std::vector<const std::uint8_t*>& masks, Index kv) {
+  Options o = options;
+  o.key_mask = masks.empty() ? nullptr : masks[static_cast<std::size_t>(kv)];
+  return o;
+}
+
 }  // namespace
+
+HeadGroups head_groups(const std::vector<Index>& q, const std::vector<Index>& k, const std::string& argument) {
+  const std::vector<Index> lq = leading(q), lk = leading(k);
+  HeadGroups g;
+  g.query_heads = heads(q);
+  g.kv_heads = heads(k);
+  bool ok = lq.size() == lk.size();
+  for (std::size_t i = 0; ok && i + 1 < lq.size(); ++i) ok = lq[i] == lk[i];
+  if (ok && !lq.empty()) {
+    g.q_inner = lq.back();
+    g.kv_inner = lk.back();
+    ok = g.kv_inner >= 1 && g.q_inner % g.kv_inner == 0;
+  }
+  if (!ok)
+    throw_range(argument, "leading (batch/head) dims " + dims_string(lk) + " do not match q's " + dims_string(lq) +
+                              ": they must be equal, except that the last (the heads) may divide q's "
+                              "(grouped-query attention: q [..., Hq, L, d], k and v [..., Hkv, S, d], Hq a "
+                              "multiple of Hkv)");
+  return g;
+}
+
+std::vector<const std::uint8_t*> key_mask_rows(const ConstMaskView& mask, const std::vector<Index>& k,
+                                               const std::string& argument) {
+  if (!mask.data) return {};
+  const Index S = k[k.size() - 2];
+  const std::vector<Index> lk = leading(k);
+  const std::string expected = "expected dims [..., " + std::to_string(S) + "] whose leading dims broadcast against k's " +
+                               dims_string(lk) + " (each equal or 1, aligned from the right), got ";
+  if (mask.dims.empty() || mask.dims.back() != S || mask.dims.size() - 1 > lk.size())
+    throw_range(argument, expected + dims_string(mask.dims));
+  const std::size_t rank = mask.dims.size() - 1, skip = lk.size() - rank;
+  for (std::size_t i = 0; i < rank; ++i)
+    if (mask.dims[i] != 1 && mask.dims[i] != lk[skip + i]) throw_range(argument, expected + dims_string(mask.dims));
+  const Index count = element_count(mask.dims, argument);
+  for (Index i = 0; i < count; ++i)
+    if (mask.data[i] > 1)
+      throw_range(argument, "expected 0 (ignore the key) or 1 (attend), found " + std::to_string(mask.data[i]) +
+                                " at index " + std::to_string(i));
+  // Row of each key/value head: its index in k's leading dims, broadcast dims contributing 0.
+  std::vector<const std::uint8_t*> rows(static_cast<std::size_t>(heads(k)));
+  for (Index h = 0; h < static_cast<Index>(rows.size()); ++h) {
+    Index rest = h, offset = 0, stride = S;
+    for (std::size_t i = lk.size(); i-- > 0;) {
+      const Index index = rest % lk[i];
+      rest /= lk[i];
+      if (i >= skip) {
+        const Index dim = mask.dims[i - skip];
+        if (dim != 1) offset += index * stride;
+        stride *= dim;
+      }
+    }
+    rows[static_cast<std::size_t>(h)] = mask.data + offset;
+  }
+  return rows;
+}
 
 std::vector<Index> attention_matrix_dims(const std::vector<Index>& q, const std::vector<Index>& k,
                                          bool causal) {
@@ -132,7 +135,9 @@ std::vector<Index> attention_output_dims(const std::vector<Index>& q, const std:
                                          const std::vector<Index>& v, bool causal) {
   check_query_key(q, k, causal);
   check_rank(v, "v", "[..., S, dv]");
-  check_leading(v, q, "v");
+  if (leading(v) != leading(k))
+    throw_range("v", "leading (batch/head) dims " + dims_string(leading(v)) + " do not match k's " +
+                         dims_string(leading(k)));
   if (v[v.size() - 2] != k[k.size() - 2])
     throw_range("v", "expected S = " + std::to_string(k[k.size() - 2]) + " rows (as k), got " + dims_string(v));
   std::vector<Index> out = leading(q);
@@ -143,86 +148,153 @@ std::vector<Index> attention_output_dims(const std::vector<Index>& q, const std:
 }
 
 void exact_attention(const ConstTensorView& q, const ConstTensorView& k, const ConstTensorView& v,
-                     const TensorView& out, const AttentionOptions& options) {
+                     const TensorView& out, const AttentionOptions& options, const ConstMaskView& key_mask) {
   check_output(out, attention_output_dims(q.dims, k.dims, v.dims, options.causal));
   resolve_scale(options, q.dims.back());
+  const HeadGroups g = head_groups(q.dims, k.dims);
+  const auto masks = key_mask_rows(key_mask, k.dims);
   check_values(q, "q"), check_values(k, "k"), check_values(v, "v");
-  for_each_head(heads(q.dims), [&](Index h) {
-    exact_attention(head(q, h), head(k, h), head(v, h), head(out, h), options);
+  for_each_head(g.query_heads, [&](Index h) {
+    const Index kv = g.kv_of(h);
+    exact_attention(head(q, h), head(k, kv), head(v, kv), head(out, h), for_kv_head(options, masks, kv));
   });
 }
 
 void attention_matrix(const ConstTensorView& q, const ConstTensorView& k, const TensorView& out,
-                      const AttentionOptions& options) {
+                      const AttentionOptions& options, const ConstMaskView& key_mask) {
   check_output(out, attention_matrix_dims(q.dims, k.dims, options.causal));
   resolve_scale(options, q.dims.back());
+  const HeadGroups g = head_groups(q.dims, k.dims);
+  const auto masks = key_mask_rows(key_mask, k.dims);
   check_values(q, "q"), check_values(k, "k");
-  for_each_head(heads(q.dims), [&](Index h) { attention_matrix(head(q, h), head(k, h), head(out, h), options); });
-}
-
-void favor_attention(const FeatureMap& map, const ConstTensorView& q, const ConstTensorView& k,
-                     const ConstTensorView& v, const TensorView& out, const FavorOptions& options) {
-  check_output(out, attention_output_dims(q.dims, k.dims, v.dims, options.causal));
-  if (q.dims.back() != map.dim())
-    throw_range("q", "expected last dim d = " + std::to_string(map.dim()) + " (the feature map's dim), got " +
-                         dims_string(q.dims));
-  resolve_scale(options, q.dims.back());
-  check_values(q, "q"), check_values(k, "k"), check_values(v, "v");
-  for_each_head(heads(q.dims), [&](Index h) {
-    favor_attention(map, head(q, h), head(k, h), head(v, h), head(out, h), options);
-  });
-}
-
-void favor_attention_matrix(const FeatureMap& map, const ConstTensorView& q,
-                            const ConstTensorView& k, const TensorView& out,
-                            const AttentionOptions& options) {
-  check_output(out, attention_matrix_dims(q.dims, k.dims, options.causal));
-  if (q.dims.back() != map.dim())
-    throw_range("q", "expected last dim d = " + std::to_string(map.dim()) + " (the feature map's dim), got " +
-                         dims_string(q.dims));
-  resolve_scale(options, q.dims.back());
-  check_values(q, "q"), check_values(k, "k");
-  for_each_head(heads(q.dims), [&](Index h) {
-    favor_attention_matrix(map, head(q, h), head(k, h), head(out, h), options);
+  for_each_head(g.query_heads, [&](Index h) {
+    const Index kv = g.kv_of(h);
+    attention_matrix(head(q, h), head(k, kv), head(out, h), for_kv_head(options, masks, kv));
   });
 }
 
 namespace {
 
-// The codebook of head h: shared ([c, d]) or per head ([..., c, d]).
-Index check_codebook(const ConstTensorView& codebook, const std::vector<Index>& q) {
+void check_map_dim(const FeatureMap& map, const std::vector<Index>& q) {
+  if (q.back() != map.dim())
+    throw_range("q", "expected last dim d = " + std::to_string(map.dim()) + " (the feature map's dim), got " +
+                         dims_string(q));
+}
+
+// Query heads of key/value head kv (consecutive: kv's group within its batch).
+template <class F>
+void for_each_group_head(const HeadGroups& g, Index kv, F&& fn) {
+  const Index first = (kv / g.kv_inner) * g.q_inner + (kv % g.kv_inner) * g.group();
+  for (Index h = first; h < first + g.group(); ++h) fn(h);
+}
+
+}  // namespace
+
+void favor_attention(const FeatureMap& map, const ConstTensorView& q, const ConstTensorView& k,
+                     const ConstTensorView& v, const TensorView& out, const FavorOptions& options,
+                     const ConstMaskView& key_mask) {
+  check_output(out, attention_output_dims(q.dims, k.dims, v.dims, options.causal));
+  check_map_dim(map, q.dims);
+  resolve_scale(options, q.dims.back());
+  const HeadGroups g = head_groups(q.dims, k.dims);
+  const auto masks = key_mask_rows(key_mask, k.dims);
+  check_values(q, "q"), check_values(k, "k"), check_values(v, "v");
+  for_each_head(g.kv_heads, [&](Index kv) {
+    std::vector<ConstMatrixRef> qs;
+    std::vector<MatrixRef> outs;
+    for_each_group_head(g, kv, [&](Index h) {
+      qs.emplace_back(head(q, h));
+      outs.emplace_back(head(out, h));
+    });
+    favor_attention(map, qs, head(k, kv), head(v, kv), outs, for_kv_head(options, masks, kv));
+  });
+}
+
+void favor_attention_matrix(const FeatureMap& map, const ConstTensorView& q,
+                            const ConstTensorView& k, const TensorView& out,
+                            const AttentionOptions& options, const ConstMaskView& key_mask) {
+  check_output(out, attention_matrix_dims(q.dims, k.dims, options.causal));
+  check_map_dim(map, q.dims);
+  resolve_scale(options, q.dims.back());
+  const HeadGroups g = head_groups(q.dims, k.dims);
+  const auto masks = key_mask_rows(key_mask, k.dims);
+  check_values(q, "q"), check_values(k, "k");
+  for_each_head(g.query_heads, [&](Index h) {
+    const Index kv = g.kv_of(h);
+    favor_attention_matrix(map, head(q, h), head(k, kv), head(out, h), for_kv_head(options, masks, kv));
+  });
+}
+
+namespace {
+
+enum class CodebookLayout { shared, per_query_head, per_kv_head };
+
+CodebookLayout check_codebook(const ConstTensorView& codebook, const std::vector<Index>& q,
+                              const std::vector<Index>& k) {
   check_rank(codebook.dims, "codebook", "[c, d] or [..., c, d]");
   if (codebook.dims.back() != q.back())
     throw_range("codebook", "expected last dim d = " + std::to_string(q.back()) + " (as q), got " +
                                 dims_string(codebook.dims));
-  if (codebook.dims.size() > 2) check_leading(codebook.dims, q, "codebook");
+  CodebookLayout layout = CodebookLayout::shared;
+  if (codebook.dims.size() > 2) {
+    if (leading(codebook.dims) == leading(q))
+      layout = CodebookLayout::per_query_head;
+    else if (leading(codebook.dims) == leading(k))
+      layout = CodebookLayout::per_kv_head;
+    else
+      throw_range("codebook", "leading (batch/head) dims " + dims_string(leading(codebook.dims)) +
+                                  " match neither q's " + dims_string(leading(q)) + " nor k's " +
+                                  dims_string(leading(k)) + " (or use [c, d], shared by every head)");
+  }
   check_values(codebook, "codebook");
-  return codebook.dims.size() > 2 ? 1 : 0;  // stride in heads
+  return layout;
 }
 
 }  // namespace
 
 void codebook_attention(const ConstTensorView& codebook, const ConstTensorView& q,
                         const ConstTensorView& k, const ConstTensorView& v, const TensorView& out,
-                        const CodebookOptions& options) {
+                        const CodebookOptions& options, const ConstMaskView& key_mask) {
   check_output(out, attention_output_dims(q.dims, k.dims, v.dims, options.causal));
   resolve_scale(options, q.dims.back());
-  const Index per_head = check_codebook(codebook, q.dims);
+  const CodebookLayout layout = check_codebook(codebook, q.dims, k.dims);
+  const HeadGroups g = head_groups(q.dims, k.dims);
+  const auto masks = key_mask_rows(key_mask, k.dims);
   check_values(q, "q"), check_values(k, "k"), check_values(v, "v");
-  for_each_head(heads(q.dims), [&](Index h) {
-    codebook_attention(head(codebook, h * per_head), head(q, h), head(k, h), head(v, h), head(out, h), options);
+  if (layout == CodebookLayout::per_query_head && g.group() > 1) {
+    // One codebook per query head: the keys' responsibilities differ per head, nothing to share.
+    for_each_head(g.query_heads, [&](Index h) {
+      const Index kv = g.kv_of(h);
+      codebook_attention(head(codebook, h), head(q, h), head(k, kv), head(v, kv), head(out, h),
+                         for_kv_head(options, masks, kv));
+    });
+    return;
+  }
+  for_each_head(g.kv_heads, [&](Index kv) {
+    std::vector<ConstMatrixRef> qs;
+    std::vector<MatrixRef> outs;
+    for_each_group_head(g, kv, [&](Index h) {
+      qs.emplace_back(head(q, h));
+      outs.emplace_back(head(out, h));
+    });
+    codebook_attention(head(codebook, layout == CodebookLayout::shared ? 0 : kv), qs, head(k, kv), head(v, kv), outs,
+                       for_kv_head(options, masks, kv));
   });
 }
 
 void codebook_attention_matrix(const ConstTensorView& codebook, const ConstTensorView& q,
                                const ConstTensorView& k, const TensorView& out,
-                               const CodebookOptions& options) {
+                               const CodebookOptions& options, const ConstMaskView& key_mask) {
   check_output(out, attention_matrix_dims(q.dims, k.dims, options.causal));
   resolve_scale(options, q.dims.back());
-  const Index per_head = check_codebook(codebook, q.dims);
+  const CodebookLayout layout = check_codebook(codebook, q.dims, k.dims);
+  const HeadGroups g = head_groups(q.dims, k.dims);
+  const auto masks = key_mask_rows(key_mask, k.dims);
   check_values(q, "q"), check_values(k, "k");
-  for_each_head(heads(q.dims), [&](Index h) {
-    codebook_attention_matrix(head(codebook, h * per_head), head(q, h), head(k, h), head(out, h), options);
+  for_each_head(g.query_heads, [&](Index h) {
+    const Index kv = g.kv_of(h);
+    const Index c = layout == CodebookLayout::shared ? 0 : layout == CodebookLayout::per_query_head ? h : kv;
+    codebook_attention_matrix(head(codebook, c), head(q, h), head(k, kv), head(out, h), for_kv_head(options, masks, kv));
   });
 }
 

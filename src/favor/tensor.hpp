@@ -1,17 +1,46 @@
-// Attention over tensors with leading batch/head dimensions: q [..., L, d], k [..., S, d],
-// v [..., S, dv]; every leading dimension must match. Validates shapes and values (finite
-// inputs) and throws favor::Error naming the argument; then runs the one-head kernels per head.
+// Attention over tensors with leading batch/head dimensions: q [..., Hq, L, d], k [..., Hkv, S, d],
+// v [..., Hkv, S, dv]. Leading dims match, except that k and v may have fewer heads than q
+// (grouped-query / multi-query attention): Hq = g Hkv, and query head h reads key/value head
+// floor(h / g) (ONNX GroupQueryAttention, PyTorch enable_gqa). A key mask [..., S] broadcasts
+// against k's leading dims (numpy rules). Validates shapes and values (finite inputs) and throws
+// favor::Error naming the argument; then runs the one-head kernels per head.
 #pragma once
+
+#include <cstdint>
 
 #include "codebook.hpp"
 #include "exact_attention.hpp"
 #include "linear_attention.hpp"
+#include "matmul.hpp"
 #include "metrics.hpp"
+#include "shape.hpp"
 #include "types.hpp"
 
 namespace favor {
 
-Index element_count(const std::vector<Index>& dims, const std::string& argument);
+// A key mask: bytes, 1 = the key attends, 0 = it is absent; dims [..., S]. data null: no mask.
+struct ConstMaskView {
+  const std::uint8_t* data = nullptr;
+  std::vector<Index> dims;
+};
+
+// Which key/value head each query head reads, from the leading dims of q and k.
+struct HeadGroups {
+  Index query_heads = 1;  // all query heads (product of q's leading dims)
+  Index kv_heads = 1;     // all key/value heads
+  Index q_inner = 1;      // Hq: q's last leading dim (1 for rank 2)
+  Index kv_inner = 1;     // Hkv
+  Index group() const { return q_inner / kv_inner; }
+  Index kv_of(Index h) const { return (h / q_inner) * kv_inner + (h % q_inner) / group(); }
+};
+// Checks that k's leading dims are q's, or q's with the last one divided (Hq a multiple of Hkv);
+// names `argument` otherwise.
+HeadGroups head_groups(const std::vector<Index>& q, const std::vector<Index>& k, const std::string& argument = "k");
+
+// The mask row (S bytes) of each key/value head of k; checks dims (broadcast against k's leading
+// dims, last dim S) and values (0 or 1). Empty when the mask has no data.
+std::vector<const std::uint8_t*> key_mask_rows(const ConstMaskView& mask, const std::vector<Index>& k,
+                                               const std::string& argument = "keyMask");
 
 // Output dims of exact/FAVOR attention ([..., L, dv]) and of the matrix forms ([..., L, S]).
 std::vector<Index> attention_output_dims(const std::vector<Index>& q, const std::vector<Index>& k,
@@ -19,27 +48,28 @@ std::vector<Index> attention_output_dims(const std::vector<Index>& q, const std:
 std::vector<Index> attention_matrix_dims(const std::vector<Index>& q, const std::vector<Index>& k,
                                          bool causal);
 
-// Throws favor::Error(range) naming `argument` if any value is NaN or +-Infinity.
-void check_finite(const float* data, Index count, const std::string& argument);
-
 void exact_attention(const ConstTensorView& q, const ConstTensorView& k, const ConstTensorView& v,
-                     const TensorView& out, const AttentionOptions& options = {});
+                     const TensorView& out, const AttentionOptions& options = {},
+                     const ConstMaskView& key_mask = {});
 void attention_matrix(const ConstTensorView& q, const ConstTensorView& k, const TensorView& out,
-                      const AttentionOptions& options = {});
+                      const AttentionOptions& options = {}, const ConstMaskView& key_mask = {});
+// Grouped heads share each key/value head's features and state (see favor_attention in
+// linear_attention.hpp).
 void favor_attention(const FeatureMap& map, const ConstTensorView& q, const ConstTensorView& k,
                      const ConstTensorView& v, const TensorView& out,
-                     const FavorOptions& options = {});
+                     const FavorOptions& options = {}, const ConstMaskView& key_mask = {});
 void favor_attention_matrix(const FeatureMap& map, const ConstTensorView& q,
                             const ConstTensorView& k, const TensorView& out,
-                            const AttentionOptions& options = {});
+                            const AttentionOptions& options = {}, const ConstMaskView& key_mask = {});
 
-// Codebook attention: codebook [c, d] shared by every head, or [..., c, d] with q's leading dims.
+// Codebook attention: codebook [c, d] shared by every head, [..., c, d] with q's leading dims (one
+// per query head) or with k's (one per key/value head, shared by its group).
 void codebook_attention(const ConstTensorView& codebook, const ConstTensorView& q,
                         const ConstTensorView& k, const ConstTensorView& v, const TensorView& out,
-                        const CodebookOptions& options = {});
+                        const CodebookOptions& options = {}, const ConstMaskView& key_mask = {});
 void codebook_attention_matrix(const ConstTensorView& codebook, const ConstTensorView& q,
                                const ConstTensorView& k, const TensorView& out,
-                               const CodebookOptions& options = {});
+                               const CodebookOptions& options = {}, const ConstMaskView& key_mask = {});
 
 // k-means per head: points [..., n, d] -> centroids [..., clusters, d].
 std::vector<Index> kmeans_dims(const std::vector<Index>& points, Index clusters);

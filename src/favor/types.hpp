@@ -40,6 +40,14 @@ struct AttentionOptions {
   bool causal = false;
   // Score scale; default 1/sqrt(d). Must be finite and > 0.
   std::optional<double> scale;
+  // One head's key mask: S bytes, 0 = that key is absent (no weight anywhere), else it attends.
+  // Null: every key attends. A query that sees no key gets a row of zeros.
+  const std::uint8_t* key_mask = nullptr;
 };
+
+// Causal attention with L queries and S >= L keys: the queries are the last L positions, so
+// query i sees keys j <= i + S - L (bottom-right alignment, as FlashAttention and PyTorch's
+// causal_lower_right). L == S is the usual causal mask.
+inline Index causal_offset(Index queries, Index keys) { return keys - queries; }
 
 }  // namespace favor

@@ -14,7 +14,7 @@ inline std::string shape(Index rows, Index cols) {
   return "[" + std::to_string(rows) + ", " + std::to_string(cols) + "]";
 }
 
-// q: L x d, k: S x d, optional v: S x dv; causal needs L == S.
+// q: L x d, k: S x d, optional v: S x dv; causal needs L <= S (bottom-right alignment).
 inline void check_head(ConstMatrixRef q, ConstMatrixRef k, const Eigen::Ref<const Matrix>* v,
                        bool causal) {
   if (q.rows() < 1 || q.cols() < 1) throw_range("q", "expected [L, d] with L, d >= 1, got " + shape(q.rows(), q.cols()));
@@ -24,9 +24,9 @@ inline void check_head(ConstMatrixRef q, ConstMatrixRef k, const Eigen::Ref<cons
   if (v && ((*v).rows() != k.rows() || (*v).cols() < 1))
     throw_range("v", "expected [" + std::to_string(k.rows()) + ", dv] (S of k) with dv >= 1, got " +
                          shape((*v).rows(), (*v).cols()));
-  if (causal && q.rows() != k.rows())
-    throw_range("causal", "causal attention needs as many keys as queries, got L = " +
-                              std::to_string(q.rows()) + ", S = " + std::to_string(k.rows()));
+  if (causal && q.rows() > k.rows())
+    throw_range("causal", "causal attention needs at least as many keys as queries (the L queries are the last L "
+                          "positions), got L = " + std::to_string(q.rows()) + ", S = " + std::to_string(k.rows()));
 }
 
 inline void check_out(const MatrixRef& out, Index rows, Index cols) {

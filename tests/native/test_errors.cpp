@@ -61,8 +61,8 @@ TEST(Errors, MismatchedDimBetweenQAndK) {
       "k", "tensor exact_attention");
 }
 
-TEST(Errors, CausalNeedsEqualLengths) {
-  const Inputs in = inputs(10, 12, 8);
+TEST(Errors, CausalNeedsNoMoreQueriesThanKeys) {
+  const Inputs in = inputs(12, 10, 8);
   favor::FavorOptions opt;
   opt.causal = true;
   expect_error([&] { favor::exact_attention(in.q, in.k, in.v, opt); }, "causal",
@@ -73,9 +73,11 @@ TEST(Errors, CausalNeedsEqualLengths) {
                "favor_attention");
   expect_error([&] { favor::favor_attention_matrix(map, in.q, in.k, opt); }, "causal",
                "favor_attention_matrix");
-  // Non-causal with L != S is fine.
+  // Non-causal with L > S is fine, and causal with L < S (bottom-right alignment).
   opt.causal = false;
   EXPECT_NO_THROW(favor::exact_attention(in.q, in.k, in.v, opt));
+  opt.causal = true;
+  EXPECT_NO_THROW(favor::exact_attention(in.q.topRows(6), in.k, in.v, opt));
 }
 
 TEST(Errors, NaNInQViaTensorApi) {

@@ -35,7 +35,7 @@ MatF run_kernel(const MatF& q, const MatF& k, const MatF& v, float scale, bool c
   MatF out = MatF::Constant(q.rows(), v.cols(), -7.0f);
   favor::detail::ExactScratch scratch;
   for (Index q0 = 0; q0 < q.rows(); q0 += 64)  // the query blocks of exact_attention
-    favor::detail::exact_query_block(q, k, v, scale, causal, q0, std::min<Index>(64, q.rows() - q0), out,
+    favor::detail::exact_query_block(q, k, v, scale, {causal, k.rows() - q.rows(), nullptr}, q0, std::min<Index>(64, q.rows() - q0), out,
                                      scratch);
   return out;
 }
@@ -103,7 +103,7 @@ TEST(ExactKernel, ScratchIndependentOfKeyCount) {
     const MatF k = ref::normal_matrix(S, 8, gen), v = ref::normal_matrix(S, 8, gen);
     MatF out(64, 8);
     favor::detail::ExactScratch s;
-    favor::detail::exact_query_block(q, k, v, 0.3f, false, 0, 64, out, s);
+    favor::detail::exact_query_block(q, k, v, 0.3f, {}, 0, 64, out, s);
     const std::size_t total = s.qt.capacity() + s.p.capacity() + s.acc.capacity() + s.max.capacity() +
                               s.sum.capacity() + s.rescale.capacity();
     if (floats == 0) floats = total;

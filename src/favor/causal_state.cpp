@@ -1,0 +1,276 @@
+#include "causal_state.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "error.hpp"
+#include "exact_attention.hpp"
+#include "parallel.hpp"
+#include "shape.hpp"
+
+namespace favor {
+
+StateMethod parse_state_method(const std::string& name, const std::string& argument) {
+  if (name == "exact") return StateMethod::exact;
+  if (name == "favor") return StateMethod::favor;
+  if (name == "codebook") return StateMethod::codebook;
+  throw_range(argument, "expected 'exact', 'favor' or 'codebook', got '" + name + "'");
+}
+
+namespace {
+
+// One key/value head's cache of exact attention: rows [0, count) of keys (d) and values (dv),
+// in buffers of `capacity` rows that grow by doubling.
+struct KeyValueCache {
+  FloatBuffer keys, values;
+  Index count = 0, capacity = 0;
+};
+
+}  // namespace
+
+struct CausalState::Impl {
+  StateMethod method;
+  std::optional<double> scale;
+  Index chunk;
+  std::unique_ptr<FeatureMap> map;
+  Matrix codebook;                   // all codebooks, one after another ([c, d] each)
+  std::vector<Index> codebook_dims;  // as given
+  Assignment assignment;
+  double temperature;
+
+  bool started = false;
+  std::vector<Index> q_dims, k_dims, v_dims;  // with n = 1: the dims every append must have
+  HeadGroups groups;
+  Index length = 0;
+  std::vector<KeyValueCache> caches;  // exact
+  std::vector<PrefixState> states;    // favor, codebook
+
+  Index d() const { return k_dims.back(); }
+  Index dv() const { return v_dims.back(); }
+};
+
+CausalState::CausalState(const CausalStateOptions& o) : impl_(std::make_unique<Impl>()) {
+  Impl& s = *impl_;
+  s.method = o.method;
+  if (o.scale && !(std::isfinite(*o.scale) && *o.scale > 0.0))
+    throw_range("scale", "expected a finite number > 0, got " + std::to_string(*o.scale));
+  s.scale = o.scale;
+  if (o.chunk < 0) throw_range("chunk", "expected an integer >= 1 (or 0 for the default)");
+  s.chunk = o.chunk;
+  s.assignment = o.assignment;
+  s.temperature = o.temperature;
+  if (o.method == StateMethod::favor) {
+    if (!o.map) throw_type("featureMap", "required for method 'favor'");
+    if (!o.map->data_independent())
+      throw_range("featureMap", "an 'oprf' map without a fixed rho cannot carry a causal state: its parameters "
+                                "would depend on keys not seen yet; create it with a rho");
+    s.map = std::make_unique<FeatureMap>(*o.map);
+  }
+  if (o.method == StateMethod::codebook) {
+    if (!o.codebook.data) throw_type("codebook", "required for method 'codebook'");
+    check_rank(o.codebook.dims, "codebook", "[c, d] or [..., c, d]");
+    check_values(o.codebook, "codebook");
+    if (!std::isfinite(o.temperature) || o.temperature <= 0.0)
+      throw_range("temperature", "expected a finite number > 0, got " + std::to_string(o.temperature));
+    const Index c = o.codebook.dims[o.codebook.dims.size() - 2], d = o.codebook.dims.back();
+    s.codebook = Eigen::Map<const Matrix>(o.codebook.data, heads(o.codebook.dims) * c, d);
+    s.codebook_dims = o.codebook.dims;
+  }
+}
+
+CausalState::~CausalState() = default;
+CausalState::CausalState(CausalState&&) noexcept = default;
+CausalState& CausalState::operator=(CausalState&&) noexcept = default;
+
+StateMethod CausalState::method() const { return impl_->method; }
+Index CausalState::length() const { return impl_->length; }
+
+std::size_t CausalState::state_bytes() const {
+  const Impl& s = *impl_;
+  std::size_t floats = 0;
+  for (const KeyValueCache& c : s.caches) floats += c.keys.capacity() + c.values.capacity();
+  for (const PrefixState& p : s.states) floats += static_cast<std::size_t>(p.kv.size() + p.k_sum.size() + p.shift.size());
+  if (s.map) floats += 2 * static_cast<std::size_t>(s.map->projection().size());  // W and its packed copy
+  floats += static_cast<std::size_t>(s.codebook.size());
+  return 4 * floats;
+}
+
+void CausalState::reset() {
+  Impl& s = *impl_;
+  s.started = false;
+  s.length = 0;
+  s.q_dims.clear(), s.k_dims.clear(), s.v_dims.clear();
+  s.caches.clear();
+  s.caches.shrink_to_fit();
+  s.states.clear();
+  s.states.shrink_to_fit();
+}
+
+namespace {
+
+std::vector<Index> with_rows(std::vector<Index> dims, Index rows) {
+  dims[dims.size() - 2] = rows;
+  return dims;
+}
+
+}  // namespace
+
+std::vector<Index> CausalState::append_dims(const std::vector<Index>& q, const std::vector<Index>& k,
+                                            const std::vector<Index>& v) const {
+  const Impl& s = *impl_;
+  const std::vector<Index> out = attention_output_dims(q, k, v, true);
+  const Index n = q[q.size() - 2];
+  if (k[k.size() - 2] != n)
+    throw_range("k", "expected as many new keys as new queries (n = " + std::to_string(n) + "), got " + dims_string(k));
+  if (s.started) {
+    if (with_rows(q, 1) != s.q_dims)
+      throw_range("q", "expected dims " + dims_string(with_rows(s.q_dims, n)) +
+                           " (the leading dims and d fixed by the first append), got " + dims_string(q));
+    if (with_rows(k, 1) != s.k_dims)
+      throw_range("k", "expected dims " + dims_string(with_rows(s.k_dims, n)) +
+                           " (the leading dims and d fixed by the first append), got " + dims_string(k));
+    if (with_rows(v, 1) != s.v_dims)
+      throw_range("v", "expected dims " + dims_string(with_rows(s.v_dims, n)) +
+                           " (the leading dims and dv fixed by the first append), got " + dims_string(v));
+  }
+  if (s.map && q.back() != s.map->dim())
+    throw_range("q", "expected last dim d = " + std::to_string(s.map->dim()) + " (the feature map's dim), got " +
+                         dims_string(q));
+  if (s.method == StateMethod::codebook) {
+    const std::vector<Index>& c = s.codebook_dims;
+    if (c.back() != q.back())
+      throw_range("codebook", "expected last dim d = " + std::to_string(q.back()) + " (as q), got " + dims_string(c));
+    if (c.size() > 2 && leading(c) != leading(k))
+      throw_range("codebook", "leading dims " + dims_string(leading(c)) + " do not match k's " +
+                                  dims_string(leading(k)) + ": a causal state takes one codebook per key/value "
+                                  "head ([..., Hkv, c, d]) or one for all ([c, d])");
+  }
+  return out;
+}
+
+void CausalState::append(const ConstTensorView& q, const ConstTensorView& k, const ConstTensorView& v,
+                         const TensorView& out, const ConstMaskView& key_mask) {
+  Impl& s = *impl_;
+  const std::vector<Index> dims = append_dims(q.dims, k.dims, v.dims);
+  if (!out.data || out.dims != dims) throw_range("out", "expected dims " + dims_string(dims));
+  const HeadGroups g = head_groups(q.dims, k.dims);
+  const auto masks = key_mask_rows(key_mask, k.dims);
+  check_values(q, "q"), check_values(k, "k"), check_values(v, "v");
+  const Index n = q.dims[q.dims.size() - 2], d = q.dims.back(), dv = v.dims.back();
+  const auto head = [](auto* data, const std::vector<Index>& t, Index h) {
+    const Index rows = t[t.size() - 2], cols = t.back();
+    return std::pair{data + h * rows * cols, std::pair{rows, cols}};
+  };
+  const auto qhead = [&](Index h) { const auto [p, rc] = head(q.data, q.dims, h); return Eigen::Map<const Matrix>(p, rc.first, rc.second); };
+  const auto khead = [&](Index h) { const auto [p, rc] = head(k.data, k.dims, h); return Eigen::Map<const Matrix>(p, rc.first, rc.second); };
+  const auto vhead = [&](Index h) { const auto [p, rc] = head(v.data, v.dims, h); return Eigen::Map<const Matrix>(p, rc.first, rc.second); };
+  const auto ohead = [&](Index h) { const auto [p, rc] = head(out.data, out.dims, h); return Eigen::Map<Matrix>(p, rc.first, rc.second); };
+  const auto mask_of = [&](Index kv) { return masks.empty() ? nullptr : masks[static_cast<std::size_t>(kv)]; };
+
+  if (s.method == StateMethod::exact) {
+    // Room for the new rows in every head first (the only allocation that can fail), written past
+    // each cache's count: nothing counts until every head is done.
+    std::vector<KeyValueCache> caches = s.started ? std::move(s.caches) : std::vector<KeyValueCache>(static_cast<std::size_t>(g.kv_heads));
+    try {
+      for (KeyValueCache& c : caches) {
+        if (c.count + n <= c.capacity) continue;
+        const Index capacity = std::max(c.count + n, 2 * c.capacity);
+        FloatBuffer keys, values;
+        keys.reserve(static_cast<std::size_t>(capacity * d));
+        values.reserve(static_cast<std::size_t>(capacity * dv));
+        keys.assign(c.keys.begin(), c.keys.begin() + c.count * d);
+        values.assign(c.values.begin(), c.values.begin() + c.count * dv);
+        keys.resize(static_cast<std::size_t>(capacity * d));
+        values.resize(static_cast<std::size_t>(capacity * dv));
+        c.keys.swap(keys), c.values.swap(values);
+        c.capacity = capacity;
+      }
+      std::vector<std::vector<std::uint8_t>> visible(static_cast<std::size_t>(g.kv_heads));
+      for (Index kv = 0; kv < g.kv_heads; ++kv) {
+        KeyValueCache& c = caches[static_cast<std::size_t>(kv)];
+        std::copy_n(khead(kv).data(), n * d, c.keys.data() + c.count * d);
+        std::copy_n(vhead(kv).data(), n * dv, c.values.data() + c.count * dv);
+        if (const std::uint8_t* m = mask_of(kv)) {
+          std::vector<std::uint8_t>& vis = visible[static_cast<std::size_t>(kv)];
+          vis.assign(static_cast<std::size_t>(c.count), 1);
+          vis.insert(vis.end(), m, m + n);
+        }
+      }
+      AttentionOptions o;
+      o.causal = true;
+      o.scale = s.scale;
+      const auto run = [&](Index h) {
+        const Index kv = g.kv_of(h);
+        const KeyValueCache& c = caches[static_cast<std::size_t>(kv)];
+        AttentionOptions oh = o;
+        if (!visible[static_cast<std::size_t>(kv)].empty()) oh.key_mask = visible[static_cast<std::size_t>(kv)].data();
+        exact_attention(qhead(h), Eigen::Map<const Matrix>(c.keys.data(), c.count + n, d),
+                        Eigen::Map<const Matrix>(c.values.data(), c.count + n, dv), ohead(h), oh);
+      };
+      if (g.query_heads >= max_threads()) parallel_for(g.query_heads, run);
+      else for (Index h = 0; h < g.query_heads; ++h) run(h);
+    } catch (...) {
+      if (s.started) s.caches = std::move(caches);  // the rows past each count never counted
+      throw;
+    }
+    // Commit: the new unmasked rows join each cache (masked keys are absent for good).
+    for (Index kv = 0; kv < g.kv_heads; ++kv) {
+      KeyValueCache& c = caches[static_cast<std::size_t>(kv)];
+      const std::uint8_t* m = mask_of(kv);
+      Index kept = c.count;
+      for (Index j = 0; j < n; ++j) {
+        if (m && !m[j]) continue;
+        if (kept != c.count + j) {
+          std::memmove(c.keys.data() + kept * d, c.keys.data() + (c.count + j) * d, sizeof(float) * d);
+          std::memmove(c.values.data() + kept * dv, c.values.data() + (c.count + j) * dv, sizeof(float) * dv);
+        }
+        ++kept;
+      }
+      c.count = kept;
+    }
+    s.caches = std::move(caches);
+  } else {
+    const Index M = s.method == StateMethod::favor ? s.map->num_features() : s.codebook.rows() / std::max<Index>(1, heads(s.codebook_dims));
+    std::vector<PrefixState> states = s.started ? s.states : std::vector<PrefixState>(static_cast<std::size_t>(g.kv_heads), empty_prefix_state(M, dv));
+    const Index c = s.method == StateMethod::codebook ? s.codebook_dims[s.codebook_dims.size() - 2] : 0;
+    const auto run = [&](Index kv) {
+      std::vector<ConstMatrixRef> qs;
+      std::vector<MatrixRef> outs;
+      const Index first = (kv / g.kv_inner) * g.q_inner + (kv % g.kv_inner) * g.group();
+      for (Index h = first; h < first + g.group(); ++h) {
+        qs.emplace_back(qhead(h));
+        outs.emplace_back(ohead(h));
+      }
+      PrefixState* carried = &states[static_cast<std::size_t>(kv)];
+      if (s.method == StateMethod::favor) {
+        FavorOptions o;
+        o.causal = true;
+        o.scale = s.scale;
+        o.chunk = s.chunk;
+        o.key_mask = mask_of(kv);
+        favor_attention(*s.map, qs, khead(kv), vhead(kv), outs, o, carried);
+      } else {
+        CodebookOptions o;
+        o.causal = true;
+        o.scale = s.scale;
+        o.chunk = s.chunk;
+        o.key_mask = mask_of(kv);
+        o.assignment = s.assignment;
+        o.temperature = s.temperature;
+        const Index book = s.codebook_dims.size() > 2 ? kv : 0;
+        codebook_attention(s.codebook.middleRows(book * c, c), qs, khead(kv), vhead(kv), outs, o, carried);
+      }
+    };
+    if (g.kv_heads >= max_threads()) parallel_for(g.kv_heads, run);
+    else for (Index kv = 0; kv < g.kv_heads; ++kv) run(kv);
+    s.states = std::move(states);
+  }
+  if (!s.started) {
+    s.q_dims = with_rows(q.dims, 1), s.k_dims = with_rows(k.dims, 1), s.v_dims = with_rows(v.dims, 1);
+    s.groups = g;
+    s.started = true;
+  }
+  s.length += n;
+}
+
+}  // namespace favor
