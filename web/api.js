@@ -9,6 +9,7 @@ export const version = '0.1.0';
 const KERNELS = ['positive', 'hyperbolic', 'trigonometric', 'relu', 'oprf'];
 const SAMPLINGS = ['iid', 'orthogonal', 'orthogonal-fixed'];
 const ASSIGNMENTS = ['hard', 'soft', 'gaussian'];
+const STATE_METHODS = ['exact', 'favor', 'codebook'];
 const ERROR_TYPES = { TypeError, RangeError };
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
 
@@ -90,6 +91,25 @@ export function checkTensor(tensor, name) {
   return tensor;
 }
 
+// A key mask { data: Uint8Array, dims: [..., S] }: 1 = attend, 0 = ignore (values checked in wasm).
+export function checkMask(mask, name = 'keyMask') {
+  if (mask === null || typeof mask !== 'object' || ArrayBuffer.isView(mask) || Array.isArray(mask)) {
+    throw new TypeError(`${name}: expected a mask { data: Uint8Array, dims: number[] } (1 = attend, 0 = ignore), got ${describe(mask)}`);
+  }
+  const { data, dims } = mask;
+  if (!(data instanceof Uint8Array)) throw new TypeError(`${name}.data: expected a Uint8Array (1 = attend, 0 = ignore), got ${describe(data)}`);
+  if (!Array.isArray(dims)) throw new TypeError(`${name}.dims: expected an array of integers, got ${describe(dims)}`);
+  if (dims.length < 1) throw new RangeError(`${name}.dims: expected at least 1 dim ([..., S]), got []`);
+  let count = 1;
+  for (const d of dims) {
+    if (typeof d !== 'number') throw new TypeError(`${name}.dims: expected integers, got ${describe(d)}`);
+    if (!Number.isInteger(d) || d < 1) throw new RangeError(`${name}.dims: expected integers >= 1, got [${dims}]`);
+    count *= d;
+  }
+  if (data.length !== count) throw new RangeError(`${name}: data has ${data.length} values but dims [${dims}] need ${count}`);
+  return mask;
+}
+
 export function createApi(Module, { simd, threads = 1, threadsReason, terminate }) {
   // A view of the whole wasm memory, made at each use: growth replaces the buffer, and in the
   // pthreads build Module.HEAPF32 stays short when a worker thread grew the memory.
@@ -98,20 +118,28 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate 
     return buffer && buffer !== Module.HEAPF32.buffer ? new Float32Array(buffer) : Module.HEAPF32;
   };
 
-  // Copies each tensor into the wasm heap, calls fn(pointers), frees, and rethrows core errors.
+  const heapU8 = () => new Uint8Array(heapF32().buffer);
+
+  // Copies each tensor (Float32Array data) or mask (Uint8Array) into the wasm heap, calls
+  // fn(pointers), frees, and rethrows core errors. A null entry gives the pointer 0.
   // Each copy starts on a cache line: malloc only guarantees 8 bytes here, and the kernels'
   // 16-byte loads of a row that straddle two lines cost up to 2x in the products.
   function call(fnName, tensors, fn) {
     const allocations = [], pointers = [];
     try {
       for (const t of tensors) {
-        const bytes = t.data.length * 4;
+        if (t === null) {
+          pointers.push(0);
+          continue;
+        }
+        const bytes = t.data.length * t.data.BYTES_PER_ELEMENT;
         const raw = Module._malloc(bytes + CACHE_LINE - 8) >>> 0;
         if (raw === 0) throw new RangeError(`${fnName}: out of memory: ${bytes} bytes of input do not fit in the WebAssembly heap`);
         allocations.push(raw);
         const ptr = raw + ((CACHE_LINE - (raw % CACHE_LINE)) % CACHE_LINE);
         pointers.push(ptr);
-        heapF32().set(t.data, ptr >>> 2);
+        if (t.data instanceof Uint8Array) heapU8().set(t.data, ptr);
+        else heapF32().set(t.data, ptr >>> 2);
       }
       const result = fn(...pointers);
       if (result?.error) throw new (ERROR_TYPES[result.error] ?? Error)(`${fnName}: ${result.message}`);
@@ -154,6 +182,7 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate 
     get kernel() { return this.handle().kernel(); }
     get sampling() { return this.handle().sampling(); }
     get epsilon() { return this.handle().epsilon(); }
+    get rho() { const r = this.handle().rho(); return Number.isNaN(r) ? undefined : r; }
     get disposed() { return !this.#handle; }
 
     get projection() {
@@ -180,13 +209,19 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate 
   }
 
   function createFeatureMap(options) {
-    const o = checkOptions(options, 'options', ['dim', 'features', 'kernel', 'sampling', 'seed', 'projection', 'epsilon']);
+    const o = checkOptions(options, 'options', ['dim', 'features', 'kernel', 'sampling', 'seed', 'projection', 'epsilon', 'rho']);
     if (options === undefined) throw new TypeError('createFeatureMap: expected an options object with dim and features (or projection)');
     const kernel = checkChoice(o.kernel, 'kernel', KERNELS, 'positive');
     const sampling = checkChoice(o.sampling, 'sampling', SAMPLINGS, 'orthogonal');
     const epsilon = o.epsilon === undefined ? 1e-3 : checkNumber(o.epsilon, 'epsilon');
     if (epsilon < 0) throw new RangeError(`epsilon: expected a number >= 0, got ${epsilon}`);
     const seed = o.seed === undefined ? 0 : checkInteger(o.seed, 'seed', 0);
+    let rho = NaN;
+    if (o.rho !== undefined) {
+      rho = checkNumber(o.rho, 'rho');
+      if (rho < 0) throw new RangeError(`rho: expected a number >= 0, got ${rho}`);
+      if (kernel !== 'oprf') throw new RangeError(`rho: only the 'oprf' kernel takes a fixed rho, got kernel '${kernel}'`);
+    }
     const handle = new Module.FeatureMap();
     try {
       let result;
@@ -199,13 +234,13 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate 
         if (o.dim !== undefined && checkInteger(o.dim, 'dim', 1) !== w.dims[1]) {
           throw new RangeError(`dim: ${o.dim} does not match the projection's d = ${w.dims[1]}`);
         }
-        result = call('createFeatureMap', [w], (ptr) => handle.initProjection(ptr, w.dims[0], w.dims[1], kernel, sampling, epsilon));
+        result = call('createFeatureMap', [w], (ptr) => handle.initProjection(ptr, w.dims[0], w.dims[1], kernel, sampling, epsilon, rho));
       } else {
         if (o.dim === undefined) throw new TypeError('dim: required (the head dimension d) unless a projection is given');
         if (o.features === undefined) throw new TypeError('features: required (the number of random features m) unless a projection is given');
         const dim = checkInteger(o.dim, 'dim', 1, 1 << 20);
         const features = checkInteger(o.features, 'features', 1, 1 << 24);
-        result = handle.init(dim, features, kernel, sampling, seed, epsilon);
+        result = handle.init(dim, features, kernel, sampling, seed, epsilon, rho);
       }
       if (result?.error) throw new ERROR_TYPES[result.error](`createFeatureMap: ${result.message}`);
     } catch (e) {
@@ -216,11 +251,91 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate 
   }
 
   function attentionArgs(name, q, k, v, options, extra = []) {
-    const o = checkOptions(options, `${name} options`, ['causal', 'scale', ...extra]);
+    const o = checkOptions(options, `${name} options`, ['causal', 'scale', 'keyMask', ...extra]);
     checkTensor(q, 'q');
     checkTensor(k, 'k');
     if (v !== null) checkTensor(v, 'v');
-    return { o, causal: checkBoolean(o.causal, 'causal'), scale: checkScale(o.scale, 'scale') };
+    const mask = o.keyMask === undefined ? null : checkMask(o.keyMask);
+    return { o, causal: checkBoolean(o.causal, 'causal'), scale: checkScale(o.scale, 'scale'), mask, maskDims: mask ? mask.dims : [] };
+  }
+
+  // Tensors of a state or feature map that exist only inside wasm: freed by dispose(), or by the
+  // FinalizationRegistry once garbage-collected.
+  class CausalState {
+    #handle;
+    #method;
+
+    constructor(handle, method) {
+      this.#handle = handle;
+      this.#method = method;
+      live.register(this, handle, this);
+    }
+
+    #live() {
+      if (!this.#handle) throw new TypeError('state: this causal state has been disposed');
+      return this.#handle;
+    }
+
+    get method() { this.#live(); return this.#method; }
+    get length() { return this.#live().length(); }
+    get stateBytes() { return this.#live().stateBytes(); }
+    get disposed() { return !this.#handle; }
+
+    append(q, k, v, options) {
+      const handle = this.#live();
+      const o = checkOptions(options, 'append options', ['keyMask']);
+      checkTensor(q, 'q');
+      checkTensor(k, 'k');
+      checkTensor(v, 'v');
+      const mask = o.keyMask === undefined ? null : checkMask(o.keyMask);
+      return takeTensor(call('append', [q, k, v, mask], (qp, kp, vp, mp) =>
+        handle.append(qp, q.dims, kp, k.dims, vp, v.dims, mp, mask ? mask.dims : [])));
+    }
+
+    reset() {
+      this.#live().reset();
+      return this;
+    }
+
+    dispose() {
+      if (!this.#handle) return;
+      live.unregister(this);
+      this.#handle.delete();
+      this.#handle = null;
+    }
+
+    [disposeSymbol]() { this.dispose(); }
+  }
+
+  function createCausalState(options) {
+    if (options === undefined) throw new TypeError("createCausalState: expected an options object with method ('exact', 'favor' or 'codebook')");
+    const o = checkOptions(options, 'createCausalState options', ['method', 'scale', 'featureMap', 'codebook', 'assignment', 'temperature', 'chunk']);
+    if (o.method === undefined) throw new TypeError("method: required ('exact', 'favor' or 'codebook')");
+    const method = checkChoice(o.method, 'method', STATE_METHODS, 'exact');
+    const scale = checkScale(o.scale, 'scale');
+    const chunk = o.chunk === undefined ? NaN : checkInteger(o.chunk, 'chunk', 1, 1 << 20);
+    const allowed = { exact: ['method', 'scale'], favor: ['method', 'scale', 'featureMap', 'chunk'],
+      codebook: ['method', 'scale', 'codebook', 'assignment', 'temperature', 'chunk'] }[method];
+    for (const key of Object.keys(o)) {
+      if (!allowed.includes(key)) throw new TypeError(`createCausalState options.${key}: not an option of method '${method}' (its options: ${allowed.join(', ')})`);
+    }
+    const handle = new Module.CausalState();
+    try {
+      let result;
+      if (method === 'exact') {
+        result = handle.initExact(scale);
+      } else if (method === 'favor') {
+        result = handle.initFavor(featureMapOf(o), scale, chunk);
+      } else {
+        const { codebook, assignment, temperature } = codebookArgs(o);
+        result = call('createCausalState', [codebook], (cp) => handle.initCodebook(cp, codebook.dims, assignment, temperature, scale, chunk));
+      }
+      if (result?.error) throw new ERROR_TYPES[result.error](`createCausalState: ${result.message}`);
+    } catch (e) {
+      handle.delete();
+      throw e;
+    }
+    return new CausalState(handle, method);
   }
 
   function codebookArgs(o) {
@@ -259,47 +374,67 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate 
     },
 
     exactAttention(q, k, v, options) {
-      const { causal, scale } = attentionArgs('exactAttention', q, k, v, options);
-      return takeTensor(call('exactAttention', [q, k, v], (qp, kp, vp) =>
-        Module.exactAttention(qp, q.dims, kp, k.dims, vp, v.dims, causal, scale)));
+      const { causal, scale, mask, maskDims } = attentionArgs('exactAttention', q, k, v, options);
+      return takeTensor(call('exactAttention', [q, k, v, mask], (qp, kp, vp, mp) =>
+        Module.exactAttention(qp, q.dims, kp, k.dims, vp, v.dims, causal, scale, mp, maskDims)));
     },
 
     attentionMatrix(q, k, options) {
-      const { causal, scale } = attentionArgs('attentionMatrix', q, k, null, options);
-      return takeTensor(call('attentionMatrix', [q, k], (qp, kp) =>
-        Module.attentionMatrix(qp, q.dims, kp, k.dims, causal, scale)));
+      const { causal, scale, mask, maskDims } = attentionArgs('attentionMatrix', q, k, null, options);
+      return takeTensor(call('attentionMatrix', [q, k, mask], (qp, kp, mp) =>
+        Module.attentionMatrix(qp, q.dims, kp, k.dims, causal, scale, mp, maskDims)));
     },
 
     createFeatureMap,
 
     favorAttention(q, k, v, options) {
-      const { o, causal, scale } = attentionArgs('favorAttention', q, k, v, options, ['featureMap', 'chunk']);
+      const { o, causal, scale, mask, maskDims } = attentionArgs('favorAttention', q, k, v, options, ['featureMap', 'chunk']);
       const handle = featureMapOf(o);
       const chunk = o.chunk === undefined ? NaN : checkInteger(o.chunk, 'chunk', 1, 1 << 20);
-      return takeTensor(call('favorAttention', [q, k, v], (qp, kp, vp) =>
-        Module.favorAttention(handle, qp, q.dims, kp, k.dims, vp, v.dims, causal, scale, chunk)));
+      return takeTensor(call('favorAttention', [q, k, v, mask], (qp, kp, vp, mp) =>
+        Module.favorAttention(handle, qp, q.dims, kp, k.dims, vp, v.dims, causal, scale, chunk, mp, maskDims)));
     },
 
     favorAttentionMatrix(q, k, options) {
-      const { o, causal, scale } = attentionArgs('favorAttentionMatrix', q, k, null, options, ['featureMap']);
+      const { o, causal, scale, mask, maskDims } = attentionArgs('favorAttentionMatrix', q, k, null, options, ['featureMap']);
       const handle = featureMapOf(o);
-      return takeTensor(call('favorAttentionMatrix', [q, k], (qp, kp) =>
-        Module.favorAttentionMatrix(handle, qp, q.dims, kp, k.dims, causal, scale)));
+      return takeTensor(call('favorAttentionMatrix', [q, k, mask], (qp, kp, mp) =>
+        Module.favorAttentionMatrix(handle, qp, q.dims, kp, k.dims, causal, scale, mp, maskDims)));
     },
 
     codebookAttention(q, k, v, options) {
-      const { o, causal, scale } = attentionArgs('codebookAttention', q, k, v, options, ['codebook', 'assignment', 'temperature', 'chunk']);
+      const { o, causal, scale, mask, maskDims } = attentionArgs('codebookAttention', q, k, v, options, ['codebook', 'assignment', 'temperature', 'chunk']);
       const { codebook, assignment, temperature } = codebookArgs(o);
       const chunk = o.chunk === undefined ? NaN : checkInteger(o.chunk, 'chunk', 1, 1 << 20);
-      return takeTensor(call('codebookAttention', [codebook, q, k, v], (cp, qp, kp, vp) =>
-        Module.codebookAttention(cp, codebook.dims, qp, q.dims, kp, k.dims, vp, v.dims, assignment, temperature, causal, scale, chunk)));
+      return takeTensor(call('codebookAttention', [codebook, q, k, v, mask], (cp, qp, kp, vp, mp) =>
+        Module.codebookAttention(cp, codebook.dims, qp, q.dims, kp, k.dims, vp, v.dims, assignment, temperature, causal, scale, chunk, mp, maskDims)));
     },
 
     codebookAttentionMatrix(q, k, options) {
-      const { o, causal, scale } = attentionArgs('codebookAttentionMatrix', q, k, null, options, ['codebook', 'assignment', 'temperature']);
+      const { o, causal, scale, mask, maskDims } = attentionArgs('codebookAttentionMatrix', q, k, null, options, ['codebook', 'assignment', 'temperature']);
       const { codebook, assignment, temperature } = codebookArgs(o);
-      return takeTensor(call('codebookAttentionMatrix', [codebook, q, k], (cp, qp, kp) =>
-        Module.codebookAttentionMatrix(cp, codebook.dims, qp, q.dims, kp, k.dims, assignment, temperature, causal, scale)));
+      return takeTensor(call('codebookAttentionMatrix', [codebook, q, k, mask], (cp, qp, kp, mp) =>
+        Module.codebookAttentionMatrix(cp, codebook.dims, qp, q.dims, kp, k.dims, assignment, temperature, causal, scale, mp, maskDims)));
+    },
+
+    createCausalState,
+
+    matmul(a, b, options) {
+      checkTensor(a, 'a');
+      checkTensor(b, 'b');
+      const o = checkOptions(options, 'matmul options', ['transposeB', 'bias']);
+      const transposeB = checkBoolean(o.transposeB, 'transposeB');
+      let bias = null;
+      if (o.bias !== undefined) {
+        const t = o.bias;
+        if (t === null || typeof t !== 'object' || !(t.data instanceof Float32Array) || !Array.isArray(t.dims)) {
+          throw new TypeError(`bias: expected a tensor { data: Float32Array, dims: [m] }, got ${describe(t)}`);
+        }
+        if (t.dims.length !== 1 || t.data.length !== t.dims[0]) throw new RangeError(`bias: expected dims [m] matching its data, got [${t.dims}] with ${t.data.length} values`);
+        bias = t;
+      }
+      return takeTensor(call('matmul', [a, b, bias], (ap, bp, cp) =>
+        Module.matmul(ap, a.dims, bp, b.dims, cp, bias ? bias.dims : [], transposeB)));
     },
 
     kmeans(k, options) {

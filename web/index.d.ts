@@ -1,7 +1,11 @@
 /// <reference lib="esnext.disposable" />
 // Type declarations for favor-attention (hand-written; they mirror web/api.js exactly).
 
-/** A dense row-major float32 tensor: dims [L, d], [H, L, d] or [B, H, L, d] (any rank >= 2). */
+/**
+ * A dense row-major float32 tensor: dims [L, d], [H, L, d] or [B, H, L, d] (any rank >= 2).
+ * Attention takes q [..., Hq, L, d] and k, v [..., Hkv, S, ·] with equal leading dims, except that
+ * Hq may be a multiple of Hkv (grouped-query heads: query head h reads key/value head ⌊h / (Hq / Hkv)⌋).
+ */
 export interface Tensor {
   data: Float32Array;
   dims: number[];
@@ -49,11 +53,26 @@ export interface FavorInfo {
   readonly threadsReason?: string;
 }
 
+/**
+ * A key mask: 1 = attend, 0 = ignore, dims [..., S]. Its leading dims broadcast against k's
+ * leading dims by numpy rules ([S], [B, 1, S] and [B, H, S] all work for k of dims [B, H, S, d]).
+ * A masked key is absent; a query that sees no unmasked key gets a row of zeros.
+ */
+export interface KeyMask {
+  data: Uint8Array;
+  dims: number[];
+}
+
 export interface AttentionOptions {
-  /** Query i sees keys j <= i; needs L === S. Default false. */
+  /**
+   * Causal: with L queries and S >= L keys the queries are the last L positions, so query i sees
+   * keys j <= i + S - L (bottom-right alignment; L === S is the usual mask). Default false.
+   */
   causal?: boolean;
   /** Score scale; default 1/sqrt(d). Finite and > 0. */
   scale?: number;
+  /** Keys to ignore (see KeyMask). */
+  keyMask?: KeyMask;
 }
 
 export interface FeatureMapOptions {
@@ -74,6 +93,11 @@ export interface FeatureMapOptions {
   projection?: Tensor;
   /** Added to relu features; default 1e-3. */
   epsilon?: number;
+  /**
+   * 'oprf' only: a fixed rho = mean |q~ + k~|² for every call instead of one computed from each
+   * call's inputs. Needed for a causal state; lets grouped-query heads share key features.
+   */
+  rho?: number;
 }
 
 export interface FeatureMap {
@@ -85,6 +109,8 @@ export interface FeatureMap {
   readonly kernel: Kernel;
   readonly sampling: Sampling;
   readonly epsilon: number;
+  /** The fixed rho of an 'oprf' map, or undefined (computed per call). */
+  readonly rho: number | undefined;
   readonly disposed: boolean;
   /** A copy of W, dims [m, d]. */
   readonly projection: Tensor;
@@ -119,6 +145,43 @@ export interface CodebookOptions extends AttentionOptions {
 export interface CodebookAttentionOptions extends CodebookOptions {
   /** Rows per block; default 128, or 32 when causal. */
   chunk?: number;
+}
+
+export type StateMethod = 'exact' | 'favor' | 'codebook';
+
+export type CausalStateOptions =
+  /** A key/value cache: grows by (d + dv) floats per position and key/value head. */
+  | { method: 'exact'; scale?: number }
+  /** The prefix state Σφ(k)vᵀ, Σφ(k) per key/value head: the same memory at every length. The map is copied. */
+  | { method: 'favor'; featureMap: FeatureMap; scale?: number; chunk?: number }
+  /** Running per-code sums Rᵀv, Rᵀ1: codebook [c, d] shared, or [..., Hkv, c, d] one per key/value head (copied). */
+  | { method: 'codebook'; codebook: Tensor; assignment?: Assignment; temperature?: number; scale?: number; chunk?: number };
+
+/** Causal attention one piece at a time: prefill, then decode. */
+export interface CausalState {
+  readonly method: StateMethod;
+  /** Positions appended so far (masked ones included). */
+  readonly length: number;
+  /** Bytes the state holds in wasm memory (its copy of the map or codebook included). */
+  readonly stateBytes: number;
+  readonly disposed: boolean;
+  /**
+   * q [..., Hq, n, d], k [..., Hkv, n, d], v [..., Hkv, n, dv], n >= 1 new positions; returns
+   * [..., Hq, n, dv]: new query i sees every earlier position and the new ones up to itself.
+   * The leading dims (and d, dv) are fixed by the first append. On any error the state is unchanged.
+   */
+  append(q: Tensor, k: Tensor, v: Tensor, options?: { keyMask?: KeyMask }): Tensor;
+  /** Forgets every position (and the dims fixed by the first append). */
+  reset(): this;
+  dispose(): void;
+  [Symbol.dispose](): void;
+}
+
+export interface MatmulOptions {
+  /** b is [m, k] (a PyTorch Linear weight) instead of [k, m]. Default false. */
+  transposeB?: boolean;
+  /** Added to every row: dims [m]. */
+  bias?: Tensor;
 }
 
 export interface KMeansOptions {
@@ -183,6 +246,10 @@ export interface Favor {
   randomCodebook(options: RandomCodebookOptions): Tensor;
   /** W / sqrt(scale): with an orthogonal-fixed positive map, 'gaussian' codebook attention equals FAVOR+. */
   codebookFromFeatureMap(featureMap: FeatureMap, options?: { scale?: number }): Tensor;
+  /** A causal state for generation (see CausalState). */
+  createCausalState(options: CausalStateOptions): CausalState;
+  /** a [..., n, k] times b [k, m] (or [m, k] with transposeB), plus bias: dims [..., n, m]. */
+  matmul(a: Tensor, b: Tensor, options?: MatmulOptions): Tensor;
   /** Error measures between an exact and an approximate attention matrix of equal dims. */
   compare(exactMatrix: Tensor, approxMatrix: Tensor): MatrixErrors;
   /** |approx - exact|_F / |exact|_F over two tensors of equal dims. */

@@ -89,6 +89,12 @@ favor::ConstTensorView view(std::uintptr_t ptr, const val& dims) {
   return {reinterpret_cast<const float*>(ptr), to_dims(dims)};
 }
 
+// A key mask (bytes) from JS: ptr 0 means none.
+favor::ConstMaskView mask_view(std::uintptr_t ptr, const val& dims) {
+  if (!ptr) return {};
+  return {reinterpret_cast<const std::uint8_t*>(ptr), to_dims(dims)};
+}
+
 favor::AttentionOptions attention_options(bool causal, double scale) {
   favor::AttentionOptions o;
   o.causal = causal;
@@ -113,9 +119,10 @@ val with_output(const std::vector<favor::Index>& dims, const char* what, Compute
 class FeatureMapHandle {
  public:
   val init(double dim, double features, std::string kernel, std::string sampling, double seed,
-           double epsilon) {
+           double epsilon, double rho) {
     return guarded([&] {
       favor::FeatureMapOptions o;
+      if (!std::isnan(rho)) o.rho = rho;
       o.dim = static_cast<favor::Index>(dim);
       o.features = static_cast<favor::Index>(features);
       o.kernel = favor::parse_kernel(kernel);
@@ -129,14 +136,16 @@ class FeatureMapHandle {
   }
 
   val init_projection(std::uintptr_t ptr, double rows, double cols, std::string kernel,
-                      std::string sampling, double epsilon) {
+                      std::string sampling, double epsilon, double rho) {
     return guarded([&] {
       const favor::Kernel k = favor::parse_kernel(kernel);
       const favor::Sampling s = favor::parse_sampling(sampling);
       const auto m = static_cast<favor::Index>(rows), d = static_cast<favor::Index>(cols);
       favor::check_finite(reinterpret_cast<const float*>(ptr), m * d, "projection");
       favor::Matrix w = Eigen::Map<const favor::Matrix>(reinterpret_cast<const float*>(ptr), m, d);
-      map_ = std::make_unique<favor::FeatureMap>(k, std::move(w), epsilon, s);
+      auto map = std::make_unique<favor::FeatureMap>(k, std::move(w), epsilon, s);
+      if (!std::isnan(rho)) map->set_rho(rho);
+      map_ = std::move(map);
       return val::undefined();
     });
   }
@@ -160,6 +169,7 @@ class FeatureMapHandle {
   std::string kernel() const { return favor::to_string(map_->kernel()); }
   std::string sampling() const { return favor::to_string(map_->sampling()); }
   double epsilon() const { return map_->epsilon(); }
+  double rho() const { return map_->rho() ? *map_->rho() : NAN; }
 
   const favor::FeatureMap& map() const { return *map_; }
 
@@ -174,30 +184,30 @@ class FeatureMapHandle {
 };
 
 val exact_attention(std::uintptr_t q, val q_dims, std::uintptr_t k, val k_dims, std::uintptr_t v,
-                    val v_dims, bool causal, double scale) {
+                    val v_dims, bool causal, double scale, std::uintptr_t mask, val mask_dims) {
   return guarded([&] {
     const auto qv = view(q, q_dims), kv = view(k, k_dims), vv = view(v, v_dims);
     const auto dims = favor::attention_output_dims(qv.dims, kv.dims, vv.dims, causal);
     return with_output(dims, "output", [&](const favor::TensorView& out) {
-      favor::exact_attention(qv, kv, vv, out, attention_options(causal, scale));
+      favor::exact_attention(qv, kv, vv, out, attention_options(causal, scale), mask_view(mask, mask_dims));
     });
   });
 }
 
 val attention_matrix(std::uintptr_t q, val q_dims, std::uintptr_t k, val k_dims, bool causal,
-                     double scale) {
+                     double scale, std::uintptr_t mask, val mask_dims) {
   return guarded([&] {
     const auto qv = view(q, q_dims), kv = view(k, k_dims);
     const auto dims = favor::attention_matrix_dims(qv.dims, kv.dims, causal);
     return with_output(dims, "output", [&](const favor::TensorView& out) {
-      favor::attention_matrix(qv, kv, out, attention_options(causal, scale));
+      favor::attention_matrix(qv, kv, out, attention_options(causal, scale), mask_view(mask, mask_dims));
     });
   });
 }
 
 val favor_attention(const FeatureMapHandle& map, std::uintptr_t q, val q_dims, std::uintptr_t k,
                     val k_dims, std::uintptr_t v, val v_dims, bool causal, double scale,
-                    double chunk) {
+                    double chunk, std::uintptr_t mask, val mask_dims) {
   return guarded([&] {
     const auto qv = view(q, q_dims), kv = view(k, k_dims), vv = view(v, v_dims);
     const auto dims = favor::attention_output_dims(qv.dims, kv.dims, vv.dims, causal);
@@ -205,18 +215,20 @@ val favor_attention(const FeatureMapHandle& map, std::uintptr_t q, val q_dims, s
     static_cast<favor::AttentionOptions&>(o) = attention_options(causal, scale);
     if (!std::isnan(chunk)) o.chunk = static_cast<favor::Index>(chunk);
     return with_output(dims, "output", [&](const favor::TensorView& out) {
-      favor::favor_attention(map.map(), qv, kv, vv, out, o);
+      favor::favor_attention(map.map(), qv, kv, vv, out, o, mask_view(mask, mask_dims));
     });
   });
 }
 
 val favor_attention_matrix(const FeatureMapHandle& map, std::uintptr_t q, val q_dims,
-                           std::uintptr_t k, val k_dims, bool causal, double scale) {
+                           std::uintptr_t k, val k_dims, bool causal, double scale, std::uintptr_t mask,
+                           val mask_dims) {
   return guarded([&] {
     const auto qv = view(q, q_dims), kv = view(k, k_dims);
     const auto dims = favor::attention_matrix_dims(qv.dims, kv.dims, causal);
     return with_output(dims, "output", [&](const favor::TensorView& out) {
-      favor::favor_attention_matrix(map.map(), qv, kv, out, attention_options(causal, scale));
+      favor::favor_attention_matrix(map.map(), qv, kv, out, attention_options(causal, scale),
+                                    mask_view(mask, mask_dims));
     });
   });
 }
@@ -259,29 +271,108 @@ favor::CodebookOptions codebook_options(const std::string& assignment, double te
 
 val codebook_attention(std::uintptr_t c, val c_dims, std::uintptr_t q, val q_dims, std::uintptr_t k,
                        val k_dims, std::uintptr_t v, val v_dims, std::string assignment,
-                       double temperature, bool causal, double scale, double chunk) {
+                       double temperature, bool causal, double scale, double chunk, std::uintptr_t mask,
+                       val mask_dims) {
   return guarded([&] {
     const auto cv = view(c, c_dims), qv = view(q, q_dims), kv = view(k, k_dims), vv = view(v, v_dims);
     const auto o = codebook_options(assignment, temperature, causal, scale, chunk);
     const auto dims = favor::attention_output_dims(qv.dims, kv.dims, vv.dims, causal);
     return with_output(dims, "output", [&](const favor::TensorView& out) {
-      favor::codebook_attention(cv, qv, kv, vv, out, o);
+      favor::codebook_attention(cv, qv, kv, vv, out, o, mask_view(mask, mask_dims));
     });
   });
 }
 
 val codebook_attention_matrix(std::uintptr_t c, val c_dims, std::uintptr_t q, val q_dims,
                               std::uintptr_t k, val k_dims, std::string assignment,
-                              double temperature, bool causal, double scale) {
+                              double temperature, bool causal, double scale, std::uintptr_t mask,
+                              val mask_dims) {
   return guarded([&] {
     const auto cv = view(c, c_dims), qv = view(q, q_dims), kv = view(k, k_dims);
     const auto o = codebook_options(assignment, temperature, causal, scale, NAN);
     const auto dims = favor::attention_matrix_dims(qv.dims, kv.dims, causal);
     return with_output(dims, "output", [&](const favor::TensorView& out) {
-      favor::codebook_attention_matrix(cv, qv, kv, out, o);
+      favor::codebook_attention_matrix(cv, qv, kv, out, o, mask_view(mask, mask_dims));
     });
   });
 }
+
+val matmul(std::uintptr_t a, val a_dims, std::uintptr_t b, val b_dims, std::uintptr_t bias, val bias_dims,
+           bool transpose_b) {
+  return guarded([&] {
+    const auto av = view(a, a_dims), bv = view(b, b_dims);
+    favor::MatmulOptions o;
+    o.transpose_b = transpose_b;
+    const favor::ConstTensorView biasv = bias ? view(bias, bias_dims) : favor::ConstTensorView{};
+    const auto dims = favor::matmul_dims(av.dims, bv.dims, o);
+    return with_output(dims, "output", [&](const favor::TensorView& out) {
+      favor::matmul(av, bv, bias ? &biasv : nullptr, out, o);
+    });
+  });
+}
+
+// The JS-facing causal state: constructing it cannot fail; init*() report errors as values.
+class CausalStateHandle {
+ public:
+  val init_exact(double scale) {
+    return guarded([&] {
+      favor::CausalStateOptions o;
+      o.method = favor::StateMethod::exact;
+      set_scale(o, scale);
+      state_ = std::make_unique<favor::CausalState>(o);
+      return val::undefined();
+    });
+  }
+
+  val init_favor(const FeatureMapHandle& map, double scale, double chunk) {
+    return guarded([&] {
+      favor::CausalStateOptions o;
+      o.method = favor::StateMethod::favor;
+      o.map = &map.map();
+      set_scale(o, scale);
+      if (!std::isnan(chunk)) o.chunk = static_cast<favor::Index>(chunk);
+      state_ = std::make_unique<favor::CausalState>(o);
+      return val::undefined();
+    });
+  }
+
+  val init_codebook(std::uintptr_t c, val c_dims, std::string assignment, double temperature, double scale,
+                    double chunk) {
+    return guarded([&] {
+      favor::CausalStateOptions o;
+      o.method = favor::StateMethod::codebook;
+      o.codebook = view(c, c_dims);
+      o.assignment = favor::parse_assignment(assignment);
+      o.temperature = temperature;
+      set_scale(o, scale);
+      if (!std::isnan(chunk)) o.chunk = static_cast<favor::Index>(chunk);
+      state_ = std::make_unique<favor::CausalState>(o);
+      return val::undefined();
+    });
+  }
+
+  val append(std::uintptr_t q, val q_dims, std::uintptr_t k, val k_dims, std::uintptr_t v, val v_dims,
+             std::uintptr_t mask, val mask_dims) {
+    return guarded([&] {
+      const auto qv = view(q, q_dims), kv = view(k, k_dims), vv = view(v, v_dims);
+      const auto dims = state_->append_dims(qv.dims, kv.dims, vv.dims);
+      return with_output(dims, "output", [&](const favor::TensorView& out) {
+        state_->append(qv, kv, vv, out, mask_view(mask, mask_dims));
+      });
+    });
+  }
+
+  double length() const { return static_cast<double>(state_->length()); }
+  double state_bytes() const { return static_cast<double>(state_->state_bytes()); }
+  void reset() { state_->reset(); }
+
+ private:
+  static void set_scale(favor::CausalStateOptions& o, double scale) {
+    if (!std::isnan(scale)) o.scale = scale;
+  }
+
+  std::unique_ptr<favor::CausalState> state_;
+};
 
 val kmeans(std::uintptr_t points, val dims, double clusters, double iterations, double seed) {
   return guarded([&] {
@@ -330,7 +421,18 @@ EMSCRIPTEN_BINDINGS(favor_attention) {
       .function("numFeatures", &FeatureMapHandle::num_features)
       .function("kernel", &FeatureMapHandle::kernel)
       .function("sampling", &FeatureMapHandle::sampling)
-      .function("epsilon", &FeatureMapHandle::epsilon);
+      .function("epsilon", &FeatureMapHandle::epsilon)
+      .function("rho", &FeatureMapHandle::rho);
+  emscripten::class_<CausalStateHandle>("CausalState")
+      .constructor<>()
+      .function("initExact", &CausalStateHandle::init_exact)
+      .function("initFavor", &CausalStateHandle::init_favor)
+      .function("initCodebook", &CausalStateHandle::init_codebook)
+      .function("append", &CausalStateHandle::append)
+      .function("length", &CausalStateHandle::length)
+      .function("stateBytes", &CausalStateHandle::state_bytes)
+      .function("reset", &CausalStateHandle::reset);
+  emscripten::function("matmul", &matmul);
   emscripten::function("exactAttention", &exact_attention);
   emscripten::function("attentionMatrix", &attention_matrix);
   emscripten::function("favorAttention", &favor_attention);

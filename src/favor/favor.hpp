@@ -1,6 +1,7 @@
 // favor-attention: exact softmax attention and its random-feature approximations.
 #pragma once
 
+#include "causal_state.hpp"
 #include "codebook.hpp"
 #include "error.hpp"
 #include "exact_attention.hpp"
@@ -11,5 +12,6 @@
 #include "parallel.hpp"
 #include "projection.hpp"
 #include "random.hpp"
+#include "matmul.hpp"
 #include "tensor.hpp"
 #include "types.hpp"
