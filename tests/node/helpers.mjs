@@ -77,3 +77,48 @@ export function assertThrowsNamed(fn, type, pattern, what = '') {
 export function hexBits(f32) {
   return Array.from(new Uint32Array(f32.buffer, f32.byteOffset, f32.length), (b) => b.toString(16).padStart(8, '0'));
 }
+
+/** Rows [a, b) of every head of a [..., rows, cols] tensor, as a new tensor. */
+export function sliceRows(t, a, b) {
+  const dims = t.dims, rows = dims[dims.length - 2], cols = dims[dims.length - 1];
+  const heads = t.data.length / (rows * cols), n = b - a;
+  const data = new Float32Array(heads * n * cols);
+  for (let h = 0; h < heads; h++) data.set(t.data.subarray((h * rows + a) * cols, (h * rows + b) * cols), h * n * cols);
+  return { data, dims: [...dims.slice(0, -2), n, cols] };
+}
+
+/** Tensors [..., n_i, cols] joined along their rows. */
+export function concatRows(parts) {
+  const dims = parts[0].dims, cols = dims[dims.length - 1];
+  const heads = parts[0].data.length / (dims[dims.length - 2] * cols);
+  const total = parts.reduce((s, p) => s + p.dims[p.dims.length - 2], 0);
+  const data = new Float32Array(heads * total * cols);
+  let at = 0;
+  for (const p of parts) {
+    const n = p.dims[p.dims.length - 2];
+    for (let h = 0; h < heads; h++) data.set(p.data.subarray(h * n * cols, (h + 1) * n * cols), (h * total + at) * cols);
+    at += n;
+  }
+  return { data, dims: [...dims.slice(0, -2), total, cols] };
+}
+
+/** Heads of [..., Hkv, S, c] repeated g times each: [..., Hkv g, S, c] (grouped-query by hand). */
+export function repeatHeads(t, g) {
+  const dims = t.dims, hkv = dims[dims.length - 3], block = dims[dims.length - 2] * dims[dims.length - 1];
+  const outer = t.data.length / (hkv * block);
+  const data = new Float32Array(t.data.length * g);
+  for (let o = 0; o < outer; o++)
+    for (let h = 0; h < hkv; h++)
+      for (let r = 0; r < g; r++) data.set(t.data.subarray((o * hkv + h) * block, (o * hkv + h + 1) * block), ((o * hkv + h) * g + r) * block);
+  return { data, dims: [...dims.slice(0, -3), hkv * g, ...dims.slice(-2)] };
+}
+
+/** max |a - b| / max |b| over two arrays of equal length. */
+export function maxRelDiff(a, b) {
+  let diff = 0, top = 0;
+  for (let i = 0; i < b.length; i++) {
+    diff = Math.max(diff, Math.abs(a[i] - b[i]));
+    top = Math.max(top, Math.abs(b[i]));
+  }
+  return top === 0 ? diff : diff / top;
+}

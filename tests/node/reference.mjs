@@ -82,36 +82,49 @@ export function defaultScale(d) {
 // ---------------------------------------------------------------------------------------------
 // Exact softmax attention, brute force (DESIGN.md section 2)
 
-/** A = softmax(scale q k^T) row-wise for one head (rows of Float64Array), zeros above the diagonal when causal. */
-export function softmaxMatrixHead(q, k, scale, causal) {
+/**
+ * Whether query i of L sees key j of S: causal is bottom-right (j <= i + S - L, DESIGN.md
+ * section 12); mask (S bytes, 0 = absent) removes keys.
+ */
+export function sees(i, j, L, S, causal, mask) {
+  return (!causal || j <= i + S - L) && (!mask || mask[j] !== 0);
+}
+
+/**
+ * A = softmax(scale q k^T) row-wise for one head (rows of Float64Array) over the keys each query
+ * sees (see `sees`); zeros elsewhere, and a row of zeros where a query sees no key.
+ */
+export function softmaxMatrixHead(q, k, scale, causal, mask) {
   return q.map((qi, i) => {
-    const end = causal ? i + 1 : k.length;
     const row = new Float64Array(k.length);
+    const on = (j) => sees(i, j, q.length, k.length, causal, mask);
     let mx = -Infinity;
-    for (let j = 0; j < end; j++) {
+    for (let j = 0; j < k.length; j++) {
+      if (!on(j)) continue;
       row[j] = scale * dot(qi, k[j]);
       if (row[j] > mx) mx = row[j];
     }
+    if (mx === -Infinity) return row;
     let sum = 0;
-    for (let j = 0; j < end; j++) sum += (row[j] = Math.exp(row[j] - mx));
-    for (let j = 0; j < end; j++) row[j] /= sum;
+    for (let j = 0; j < k.length; j++) if (on(j)) sum += (row[j] = Math.exp(row[j] - mx));
+    for (let j = 0; j < k.length; j++) row[j] /= sum;
     return row;
   });
 }
 
-/** The [..., L, S] probability matrix. */
-export function attentionMatrix(q, k, { causal = false, scale } = {}) {
+/** The [..., L, S] probability matrix; maskOf(h): head h's key mask (S bytes) or undefined. */
+export function attentionMatrix(q, k, { causal = false, scale, maskOf = () => undefined } = {}) {
   const sq = shape(q), sk = shape(k);
   const s = scale ?? defaultScale(sq.cols);
-  return stack(sq.leading, sq.rows, sk.rows, (h) => softmaxMatrixHead(headRows(q, h), headRows(k, h), s, causal));
+  return stack(sq.leading, sq.rows, sk.rows, (h) => softmaxMatrixHead(headRows(q, h), headRows(k, h), s, causal, maskOf(h)));
 }
 
 /** softmax(scale q k^T) v: [..., L, dv]. */
-export function exactAttention(q, k, v, { causal = false, scale } = {}) {
+export function exactAttention(q, k, v, { causal = false, scale, maskOf = () => undefined } = {}) {
   const sq = shape(q), sv = shape(v);
   const s = scale ?? defaultScale(sq.cols);
   return stack(sq.leading, sq.rows, sv.cols, (h) =>
-    matmul(softmaxMatrixHead(headRows(q, h), headRows(k, h), s, causal), headRows(v, h)));
+    matmul(softmaxMatrixHead(headRows(q, h), headRows(k, h), s, causal, maskOf(h)), headRows(v, h)));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -193,35 +206,35 @@ export function projectionRows(projection) {
 }
 
 /** One head of A^ = diag(Q'K'^T 1)^-1 Q'K'^T, masked (j <= i) when causal, x~ = x sqrt(scale). */
-export function favorMatrixHead(kernel, w, q, k, scale, causal, epsilon = 1e-3) {
+export function favorMatrixHead(kernel, w, q, k, scale, causal, epsilon = 1e-3, mask = undefined) {
   const root = Math.sqrt(scale);
   const a = kernelEstimateHead(kernel, w, scaled(q, root), scaled(k, root), { epsilon });
   for (let i = 0; i < a.length; i++) {
     const row = a[i];
-    if (causal) for (let j = i + 1; j < row.length; j++) row[j] = 0;
+    for (let j = 0; j < row.length; j++) if (!sees(i, j, a.length, row.length, causal, mask)) row[j] = 0;
     let sum = 0;
     for (let j = 0; j < row.length; j++) sum += row[j];
-    for (let j = 0; j < row.length; j++) row[j] /= sum;
+    if (sum !== 0) for (let j = 0; j < row.length; j++) row[j] /= sum;
   }
   return a;
 }
 
 /** [..., L, S] approximate matrix for the projection W (a [m, d] tensor). */
-export function favorAttentionMatrix(kernel, projection, q, k, { causal = false, scale, epsilon = 1e-3 } = {}) {
+export function favorAttentionMatrix(kernel, projection, q, k, { causal = false, scale, epsilon = 1e-3, maskOf = () => undefined } = {}) {
   const w = projectionRows(projection);
   const sq = shape(q), sk = shape(k);
   const s = scale ?? defaultScale(sq.cols);
   return stack(sq.leading, sq.rows, sk.rows, (h) =>
-    favorMatrixHead(kernel, w, headRows(q, h), headRows(k, h), s, causal, epsilon));
+    favorMatrixHead(kernel, w, headRows(q, h), headRows(k, h), s, causal, epsilon, maskOf(h)));
 }
 
 /** D^-1 (Q'K'^T) V (masked when causal): [..., L, dv]. */
-export function favorAttention(kernel, projection, q, k, v, { causal = false, scale, epsilon = 1e-3 } = {}) {
+export function favorAttention(kernel, projection, q, k, v, { causal = false, scale, epsilon = 1e-3, maskOf = () => undefined } = {}) {
   const w = projectionRows(projection);
   const sq = shape(q), sv = shape(v);
   const s = scale ?? defaultScale(sq.cols);
   return stack(sq.leading, sq.rows, sv.cols, (h) =>
-    matmul(favorMatrixHead(kernel, w, headRows(q, h), headRows(k, h), s, causal, epsilon), headRows(v, h)));
+    matmul(favorMatrixHead(kernel, w, headRows(q, h), headRows(k, h), s, causal, epsilon, maskOf(h)), headRows(v, h)));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,0 +1,202 @@
+// createCausalState: appending a sequence in any split gives the outputs of one causal call on the
+// whole sequence (exact, every FAVOR+ kernel, hard/soft/gaussian codebooks; one head, several,
+// grouped-query heads; inputs of large norm), and bottom-right causal calls (L < S) agree with
+// the float64 reference and with the state.
+//
+// Tolerance 2e-5 of the largest output entry: a split changes only where the carried sums are
+// cut (the same float32 terms summed in another grouping, and the carried state rescaled at
+// other points), ~1e-6 relative per feature sum; a wrong mask, a lost or doubled key, or a
+// shift not carried moves outputs by >= 1e-2. The exact state computes the same rows over the
+// same keys as one call, and is checked bit for bit.
+import assert from 'node:assert/strict';
+import { before, test } from 'node:test';
+
+import { loadFavor } from 'favor-attention';
+
+import { assertBelow, assertBitIdentical, concatRows, maxRelDiff, normalTensor, rng, sliceRows } from './helpers.mjs';
+import * as ref from './reference.mjs';
+
+const TOL = 2e-5;
+let favor;
+before(async () => {
+  favor = await loadFavor({ threads: 1 });
+});
+
+function splits(L, seed) {
+  const g = rng(seed), pieces = [];
+  for (let a = 0; a < L;) {
+    const n = Math.min(L - a, 1 + Math.floor(g.uniform() * 23));
+    pieces.push(n);
+    a += n;
+  }
+  return { 'one row at a time': Array(L).fill(1), 'random pieces': pieces, 'all at once': [L], 'prefill then decode': [L - 5, 1, 1, 1, 1, 1] };
+}
+
+function runState(options, q, k, v, pieces) {
+  const state = favor.createCausalState(options);
+  const outs = [];
+  let a = 0;
+  for (const n of pieces) {
+    outs.push(state.append(sliceRows(q, a, a + n), sliceRows(k, a, a + n), sliceRows(v, a, a + n)));
+    a += n;
+  }
+  assert.equal(state.length, a);
+  state.dispose();
+  return concatRows(outs);
+}
+
+const L = 70, d = 16;
+const shapes = {
+  'one head': { q: [L, d], kv: [L, d] },
+  'several heads': { q: [2, 3, L, d], kv: [2, 3, L, d] },
+  'grouped-query heads': { q: [2, 4, L, d], kv: [2, 2, L, d] },
+};
+
+function inputs(shape, seed, std) {
+  return { q: normalTensor(shape.q, seed, std), k: normalTensor(shape.kv, seed + 1, std), v: normalTensor(shape.kv, seed + 2) };
+}
+
+test('exact state: any split gives the one-shot causal outputs bit for bit', () => {
+  for (const [name, shape] of Object.entries(shapes)) {
+    const { q, k, v } = inputs(shape, 10, 1);
+    const whole = favor.exactAttention(q, k, v, { causal: true });
+    for (const [split, pieces] of Object.entries(splits(L, 1))) {
+      assertBitIdentical(runState({ method: 'exact' }, q, k, v, pieces).data, whole.data, `${name}, ${split}`);
+    }
+  }
+});
+
+const KERNELS = ['positive', 'hyperbolic', 'trigonometric', 'relu', 'oprf'];
+
+test('favor state: every kernel, any split, equals one causal favorAttention call', () => {
+  for (const kernel of KERNELS) {
+    const fm = favor.createFeatureMap({ dim: d, features: 24, kernel, seed: 3, ...(kernel === 'oprf' && { rho: 2.5 }) });
+    for (const [name, shape] of Object.entries(shapes)) {
+      const { q, k, v } = inputs(shape, 20, kernel === 'trigonometric' ? 0.3 : 0.7);
+      const whole = favor.favorAttention(q, k, v, { featureMap: fm, causal: true });
+      for (const [split, pieces] of Object.entries(splits(L, 2))) {
+        const got = runState({ method: 'favor', featureMap: fm }, q, k, v, pieces);
+        assertBelow(maxRelDiff(got.data, whole.data), TOL, `${kernel}, ${name}, ${split}`);
+      }
+    }
+    fm.dispose();
+  }
+});
+
+test('favor state at large input norms: the stabilizing shifts carry across appends (no overflow, no bias)', () => {
+  // std 4 at d = 16: |q~|^2 ~ 64, features span e^+-60 and more; keys later in the sequence are
+  // larger still, so the per-feature shift grows across appends and the state must be rescaled.
+  const fm = favor.createFeatureMap({ dim: d, features: 32, seed: 5 });
+  const shape = shapes['several heads'];
+  const { q, k, v } = inputs(shape, 30, 4);
+  for (let i = 0; i < k.data.length; i++) k.data[i] *= 1 + (Math.floor(i / d) % L) / 20;
+  const whole = favor.favorAttention(q, k, v, { featureMap: fm, causal: true });
+  assert.ok(whole.data.every(Number.isFinite));
+  for (const [split, pieces] of Object.entries(splits(L, 3))) {
+    const got = runState({ method: 'favor', featureMap: fm }, q, k, v, pieces);
+    assert.ok(got.data.every(Number.isFinite), split);
+    assertBelow(maxRelDiff(got.data, whole.data), TOL, `large norm, ${split}`);
+  }
+  // and both are the float64 estimator (small enough m and L to evaluate in double)
+  const one = inputs(shapes['one head'], 31, 2.5);
+  const want = ref.favorAttention('positive', fm.projection, one.q, one.k, one.v, { causal: true });
+  const got = runState({ method: 'favor', featureMap: fm }, one.q, one.k, one.v, splits(L, 4)['random pieces']);
+  assertBelow(maxRelDiff(got.data, want.data), 1e-4, 'large norm vs float64');
+  fm.dispose();
+});
+
+test('codebook state: hard, soft and gaussian, shared and per key/value head codebooks', () => {
+  for (const [name, shape] of Object.entries(shapes)) {
+    const { q, k, v } = inputs(shape, 40, 1);
+    const kvHeads = shape.kv.slice(0, -2);
+    const books = { shared: favor.randomCodebook({ clusters: 6, dim: d, seed: 1 }),
+      'per key/value head': favor.kmeans(k, { clusters: 6, seed: 2 }) };
+    for (const [bookName, codebook] of Object.entries(books)) {
+      if (bookName !== 'shared') assert.deepEqual(codebook.dims.slice(0, -2), kvHeads);
+      for (const assignment of ['hard', 'soft', 'gaussian']) {
+        const options = { codebook, assignment, temperature: 0.7 };
+        const whole = favor.codebookAttention(q, k, v, { ...options, causal: true });
+        for (const [split, pieces] of Object.entries(splits(L, 5))) {
+          const got = runState({ method: 'codebook', ...options }, q, k, v, pieces);
+          assertBelow(maxRelDiff(got.data, whole.data), TOL, `${name}, ${bookName}, ${assignment}, ${split}`);
+        }
+      }
+    }
+  }
+});
+
+test('bottom-right causal (L < S): the last L positions, against float64 and against the state', () => {
+  const S = 40, Lq = 9;
+  const q = normalTensor([2, Lq, d], 50, 0.7), k = normalTensor([2, S, d], 51, 0.7), v = normalTensor([2, S, 5], 52);
+  const fm = favor.createFeatureMap({ dim: d, features: 24, seed: 6 });
+  const exact = favor.exactAttention(q, k, v, { causal: true });
+  assertBelow(maxRelDiff(exact.data, ref.exactAttention(q, k, v, { causal: true }).data), 1e-5, 'exact vs float64');
+  const A = favor.attentionMatrix(q, k, { causal: true });
+  assertBelow(maxRelDiff(A.data, ref.attentionMatrix(q, k, { causal: true }).data), 1e-5, 'matrix vs float64');
+  assert.equal(A.data[S - Lq + 1], 0, 'query 0 does not see key S - L + 1');
+  const approx = favor.favorAttention(q, k, v, { featureMap: fm, causal: true });
+  assertBelow(maxRelDiff(approx.data, ref.favorAttention('positive', fm.projection, q, k, v, { causal: true }).data), 1e-4, 'favor vs float64');
+  const Ahat = favor.favorAttentionMatrix(q, k, { featureMap: fm, causal: true });
+  assertBelow(maxRelDiff(Ahat.data, ref.favorAttentionMatrix('positive', fm.projection, q, k, { causal: true }).data), 1e-4, 'favor matrix vs float64');
+  const book = favor.randomCodebook({ clusters: 5, dim: d });
+  const cb = favor.codebookAttention(q, k, v, { codebook: book, causal: true });
+  // A chunked prefill against a state: the state holds the first S - L keys (their queries are
+  // arbitrary), then the L queries arrive with their keys.
+  const qAll = concatRows([normalTensor([2, S - Lq, d], 53), q]);
+  for (const [options, want, what] of [[{ method: 'exact' }, exact, 'exact'], [{ method: 'favor', featureMap: fm }, approx, 'favor'],
+    [{ method: 'codebook', codebook: book }, cb, 'codebook']]) {
+    const state = favor.createCausalState(options);
+    state.append(sliceRows(qAll, 0, S - Lq), sliceRows(k, 0, S - Lq), sliceRows(v, 0, S - Lq));
+    const got = state.append(q, sliceRows(k, S - Lq, S), sliceRows(v, S - Lq, S));
+    assertBelow(maxRelDiff(got.data, want.data), TOL, `${what}: state = bottom-right call`);
+    state.dispose();
+  }
+  fm.dispose();
+});
+
+test('state memory: exact grows with the length, favor and codebook do not; reset forgets', () => {
+  const fm = favor.createFeatureMap({ dim: d, features: 32, seed: 1 });
+  const book = favor.randomCodebook({ clusters: 8, dim: d });
+  const states = { exact: favor.createCausalState({ method: 'exact' }), favor: favor.createCausalState({ method: 'favor', featureMap: fm }),
+    codebook: favor.createCausalState({ method: 'codebook', codebook: book }) };
+  const sizes = {};
+  const step = normalTensor([4, 1, d], 60);
+  for (const [name, state] of Object.entries(states)) {
+    sizes[name] = [];
+    for (let t = 0; t < 3000; t++) {
+      state.append(step, step, step);
+      if (t === 99 || t === 2999) sizes[name].push(state.stateBytes);
+    }
+    assert.equal(state.length, 3000);
+  }
+  assert.equal(sizes.favor[0], sizes.favor[1], 'favor: same bytes at 100 and 3000 positions');
+  assert.equal(sizes.codebook[0], sizes.codebook[1], 'codebook: same bytes at 100 and 3000 positions');
+  // exact: at least (d + dv) floats per position and head
+  assert.ok(sizes.exact[1] >= 3000 * 4 * 2 * d * 4, `exact holds ${sizes.exact[1]} bytes`);
+  assert.ok(sizes.exact[1] > 10 * sizes.exact[0]);
+  // favor: M x dv + 2 M floats per head plus its copy of the map, independent of the length
+  assert.ok(sizes.favor[0] < 4 * (4 * (32 * d + 64) + 2 * 32 * d) + 1, `favor holds ${sizes.favor[0]} bytes`);
+  for (const state of Object.values(states)) {
+    state.reset();
+    assert.equal(state.length, 0);
+    // new leading dims are accepted after a reset
+    const out = state.append(normalTensor([2, 3, d], 61), normalTensor([2, 3, d], 62), normalTensor([2, 3, d], 63));
+    assert.deepEqual(out.dims, [2, 3, d]);
+    state.dispose();
+    assert.equal(state.disposed, true);
+  }
+  fm.dispose();
+});
+
+test('a state copies its feature map: redrawing or disposing the map later does not change it', () => {
+  const fm = favor.createFeatureMap({ dim: d, features: 16, seed: 9 });
+  const { q, k, v } = inputs(shapes['one head'], 70, 0.7);
+  const whole = favor.favorAttention(q, k, v, { featureMap: fm, causal: true });
+  const state = favor.createCausalState({ method: 'favor', featureMap: fm });
+  const first = state.append(sliceRows(q, 0, 30), sliceRows(k, 0, 30), sliceRows(v, 0, 30));
+  fm.redraw(10);
+  fm.dispose();
+  const rest = state.append(sliceRows(q, 30, L), sliceRows(k, 30, L), sliceRows(v, 30, L));
+  assertBelow(maxRelDiff(concatRows([first, rest]).data, whole.data), TOL, 'after redraw and dispose');
+  state.dispose();
+});
