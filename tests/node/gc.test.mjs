@@ -92,3 +92,48 @@ test('10,000 mixed calls creating maps with and without dispose(): the heap stay
   assert.equal(end.usedBytes, start.usedBytes, 'every map was freed');
   assertBelow(ref.maxRelError(favor.exactAttention(q, k, v).data, expected.data), 1e-5, 'after 10,000 calls');
 });
+
+test('causal states: 10,000 appends and disposes (and states left to the collector) return bytes in use to the baseline', { skip }, async (t) => {
+  const favor = await loadFavor();
+  const d = 16;
+  const map = favor.createFeatureMap({ dim: d, features: 32, seed: 1 });
+  const book = favor.randomCodebook({ clusters: 8, dim: d });
+  const step = normalTensor([4, 1, d], 21), prefill = normalTensor([4, 9, d], 22);
+  const mask = { data: Uint8Array.from([1, 0, 1, 1, 1, 1, 0, 1, 1]), dims: [9] };
+  const options = [{ method: 'exact' }, { method: 'favor', featureMap: map }, { method: 'codebook', codebook: book, assignment: 'soft' }];
+  // A failing append (other leading dims) leaves the state as it was.
+  const failing = (state) => {
+    try { state.append(normalTensor([2, 1, d], 23), normalTensor([2, 1, d], 23), normalTensor([2, 1, d], 23)); } catch { /* expected */ }
+  };
+  // One round first: threads allocate their own buffers on first use of a code path (and the
+  // C++ runtime its exception globals on the first throw), once per process; the baseline is
+  // taken after them, as in the test above.
+  for (const o of options) {
+    const state = favor.createCausalState(o);
+    state.append(prefill, prefill, prefill, { keyMask: mask });
+    state.append(step, step, step);
+    failing(state);
+    state.dispose();
+  }
+  const start = favor.memory();
+  let appends = 0, kept = 0;
+  // In a function of its own: a state still referenced from this frame would not be collected.
+  (() => {
+  for (let s = 0; s < 300; s++) {
+    const state = favor.createCausalState(options[s % 3]);
+    state.append(prefill, prefill, prefill, { keyMask: mask });
+    for (let i = 0; i < 32; i++) state.append(step, step, step);
+    appends += 33;
+    failing(state);
+    assert.equal(state.length, 41);
+    if (s % 4 === 2) kept++;  // dropped without dispose(): the FinalizationRegistry frees it
+    else state.dispose();
+  }
+  })();
+  assert.ok(appends >= 9900);
+  const settled = () => favor.memory().usedBytes === start.usedBytes;
+  const freed = await collectUntil(settled);
+  t.diagnostic(`bytes in use: start ${start.usedBytes}, after ${appends} appends over 300 states (${kept} never disposed) and a collection ${favor.memory().usedBytes}`);
+  assert.ok(freed, 'every state was freed');
+  map.dispose();
+});

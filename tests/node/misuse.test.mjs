@@ -66,7 +66,7 @@ const cases = [
   ['leading dims of k differ from q', (f) => f.exactAttention(q3, tensor([3, 6, 8]), v3), RangeError, /\bk\b/],
   ['leading dims of v differ from q', (f) => f.exactAttention(q3, k3, tensor([1, 6, 3])), RangeError, /\bv\b/],
   ['rank of k differs from q', (f) => f.exactAttention(q3, k, v3), RangeError, /\bk\b/],
-  ['causal with L != S', (f) => f.exactAttention(q, k, v, { causal: true }), RangeError, /causal/],
+  ['causal with L > S', (f) => f.exactAttention(tensor([8, 8]), k, v, { causal: true }), RangeError, /causal/],
   ['causal is a string', (f) => f.exactAttention(qs, k, v, { causal: 'yes' }), TypeError, /causal/],
   ['causal is 1', (f) => f.exactAttention(qs, k, v, { causal: 1 }), TypeError, /causal/],
   ['scale 0', (f) => f.exactAttention(q, k, v, { scale: 0 }), RangeError, /scale/],
@@ -85,7 +85,7 @@ const cases = [
   ['attentionMatrix: q not a tensor', (f) => f.attentionMatrix([1, 2], k), TypeError, /\bq\b/],
   ['attentionMatrix: NaN in k', (f) => f.attentionMatrix(q, withValue(k, 3, NaN)), RangeError, /\bk\b/],
   ['attentionMatrix: d mismatch', (f) => f.attentionMatrix(q, tensor([6, 4])), RangeError, /\bk\b/],
-  ['attentionMatrix: causal with L != S', (f) => f.attentionMatrix(q, k, { causal: true }), RangeError, /causal/],
+  ['attentionMatrix: causal with L > S', (f) => f.attentionMatrix(tensor([8, 8]), k, { causal: true }), RangeError, /causal/],
   ['attentionMatrix: scale -1', (f) => f.attentionMatrix(q, k, { scale: -1 }), RangeError, /scale/],
   ['attentionMatrix: does not take featureMap', (f, map) => f.attentionMatrix(q, k, { featureMap: map }), TypeError, /featureMap/],
   ['attentionMatrix: options a string', (f) => f.attentionMatrix(q, k, 'causal'), TypeError, /options/],
@@ -150,7 +150,7 @@ const cases = [
   ['favorAttention: NaN in v', (f, map) => f.favorAttention(q, k, withValue(v, 17, NaN), { featureMap: map }), RangeError, /\bv\b/],
   ['favorAttention: Infinity in q', (f, map) => f.favorAttention(withValue(q, 0, Infinity), k, v, { featureMap: map }), RangeError, /\bq\b/],
   ['favorAttention: leading dims mismatch', (f, map) => f.favorAttention(q3, tensor([2, 6, 8]), tensor([3, 6, 3]), { featureMap: map }), RangeError, /\bv\b/],
-  ['favorAttention: causal with L != S', (f, map) => f.favorAttention(q, k, v, { featureMap: map, causal: true }), RangeError, /causal/],
+  ['favorAttention: causal with L > S', (f, map) => f.favorAttention(tensor([8, 8]), k, v, { featureMap: map, causal: true }), RangeError, /causal/],
   ['favorAttention: scale NaN', (f, map) => f.favorAttention(q, k, v, { featureMap: map, scale: NaN }), RangeError, /scale/],
   ['favorAttention: unknown option', (f, map) => f.favorAttention(q, k, v, { featureMap: map, features: 8 }), TypeError, /features/],
   ['favorAttention: v.data a Float64Array', (f, map) => f.favorAttention(q, k, { data: new Float64Array(18), dims: [6, 3] }, { featureMap: map }), TypeError, /v\.data/],
@@ -161,7 +161,7 @@ const cases = [
   ['favorAttentionMatrix: does not take chunk', (f, map) => f.favorAttentionMatrix(q, k, { featureMap: map, chunk: 8 }), TypeError, /chunk/],
   ['favorAttentionMatrix: -Infinity in k', (f, map) => f.favorAttentionMatrix(q, withValue(k, 2, -Infinity), { featureMap: map }), RangeError, /\bk\b/],
   ['favorAttentionMatrix: d mismatch with the map', (f, map) => f.favorAttentionMatrix(tensor([4, 5]), tensor([6, 5]), { featureMap: map }), RangeError, /\bq\b/],
-  ['favorAttentionMatrix: causal with L != S', (f, map) => f.favorAttentionMatrix(q, k, { featureMap: map, causal: true }), RangeError, /causal/],
+  ['favorAttentionMatrix: causal with L > S', (f, map) => f.favorAttentionMatrix(tensor([8, 8]), k, { featureMap: map, causal: true }), RangeError, /causal/],
   ['favorAttentionMatrix: scale 0', (f, map) => f.favorAttentionMatrix(q, k, { featureMap: map, scale: 0 }), RangeError, /scale/],
   ['favorAttentionMatrix: too large for memory', (f, map) => f.favorAttentionMatrix(tensor([40000, 8]), tensor([40000, 8]), { featureMap: map }), RangeError, /output|memory/],
 
@@ -205,7 +205,7 @@ const cases = [
   ['codebookAttention: temperature a string', (f) => f.codebookAttention(q, k, v, { codebook: tensor([3, 8]), temperature: '1' }), TypeError, /temperature/],
   ['codebookAttention: chunk 0', (f) => f.codebookAttention(q, k, v, { codebook: tensor([3, 8]), chunk: 0 }), RangeError, /chunk/],
   ['codebookAttention: chunk -Infinity', (f) => f.codebookAttention(q, k, v, { codebook: tensor([3, 8]), chunk: -Infinity }), RangeError, /chunk/],
-  ['codebookAttention: causal with L != S', (f) => f.codebookAttention(q, k, v, { codebook: tensor([3, 8]), causal: true }), RangeError, /causal/],
+  ['codebookAttention: causal with L > S', (f) => f.codebookAttention(tensor([8, 8]), k, v, { codebook: tensor([3, 8]), causal: true }), RangeError, /causal/],
   ['codebookAttention: scale -Infinity', (f) => f.codebookAttention(q, k, v, { codebook: tensor([3, 8]), scale: -Infinity }), RangeError, /scale/],
   ['codebookAttention: unknown option', (f) => f.codebookAttention(q, k, v, { codebook: tensor([3, 8]), clusters: 3 }), TypeError, /clusters/],
   ['codebookAttentionMatrix: codebook null', (f) => f.codebookAttentionMatrix(q, k, { codebook: null }), TypeError, /codebook/],
@@ -266,13 +266,91 @@ const cases = [
     map.dispose();  // a no-op
     return f.favorAttentionMatrix(q, k, { featureMap: map });
   }, TypeError, /featureMap/],
+  // ---- keyMask (every attention call) ----
+  ['keyMask a Float32Array tensor', (f) => f.exactAttention(q, k, v, { keyMask: { data: new Float32Array(6), dims: [6] } }), TypeError, /keyMask\.data/],
+  ['keyMask a plain Uint8Array', (f) => f.exactAttention(q, k, v, { keyMask: new Uint8Array(6) }), TypeError, /keyMask/],
+  ['keyMask null', (f) => f.attentionMatrix(q, k, { keyMask: null }), TypeError, /keyMask/],
+  ['keyMask dims not an array', (f) => f.exactAttention(q, k, v, { keyMask: { data: new Uint8Array(6), dims: 6 } }), TypeError, /keyMask\.dims/],
+  ['keyMask dims []', (f) => f.exactAttention(q, k, v, { keyMask: { data: new Uint8Array(1), dims: [] } }), RangeError, /keyMask\.dims/],
+  ['keyMask length does not match its dims', (f) => f.exactAttention(q, k, v, { keyMask: { data: new Uint8Array(5), dims: [6] } }), RangeError, /keyMask/],
+  ['keyMask last dim is not S', (f, map) => f.favorAttention(q, k, v, { featureMap: map, keyMask: { data: new Uint8Array(5).fill(1), dims: [5] } }), RangeError, /keyMask: expected dims \[\.\.\., 6\]/],
+  ['keyMask does not broadcast against k', (f) => f.exactAttention(q3, k3, v3, { keyMask: { data: new Uint8Array(18).fill(1), dims: [3, 6] } }), RangeError, /keyMask.*broadcast/],
+  ['keyMask has more leading dims than k', (f) => f.attentionMatrix(q, k, { keyMask: { data: new Uint8Array(12).fill(1), dims: [2, 6] } }), RangeError, /keyMask/],
+  ['keyMask holds a 2', (f) => f.codebookAttention(q, k, v, { codebook: tensor([3, 8]), keyMask: { data: new Uint8Array([1, 1, 2, 1, 1, 1]), dims: [6] } }), RangeError, /keyMask: expected 0 .* or 1/],
+  ['favorAttentionMatrix: keyMask of the wrong kind', (f, map) => f.favorAttentionMatrix(q, k, { featureMap: map, keyMask: [1, 1, 1, 1, 1, 1] }), TypeError, /keyMask/],
+  ['codebookAttentionMatrix: keyMask dims wrong', (f) => f.codebookAttentionMatrix(q, k, { codebook: tensor([3, 8]), keyMask: { data: new Uint8Array(7), dims: [7] } }), RangeError, /keyMask/],
+
+  // ---- grouped-query heads ----
+  ['heads of k do not divide those of q', (f) => f.exactAttention(tensor([2, 4, 4, 8]), tensor([2, 3, 6, 8]), tensor([2, 3, 6, 3])), RangeError, /\bk: leading.*multiple/],
+  ['favorAttention: k has more heads than q', (f, map) => f.favorAttention(tensor([2, 4, 8]), tensor([4, 6, 8]), tensor([4, 6, 3]), { featureMap: map }), RangeError, /\bk: leading/],
+  ['codebook per head matches neither q nor k', (f) => f.codebookAttention(tensor([4, 4, 8]), tensor([2, 6, 8]), tensor([2, 6, 3]), { codebook: tensor([3, 3, 8]) }), RangeError, /codebook: leading/],
+
+  // ---- matmul ----
+  ['matmul: a not a tensor', (f) => f.matmul(q.data, tensor([8, 3])), TypeError, /\ba\b/],
+  ['matmul: b rank 3', (f) => f.matmul(q, tensor([1, 8, 3])), RangeError, /\bb\b/],
+  ['matmul: inner dims differ', (f) => f.matmul(q, tensor([7, 3])), RangeError, /\bb: expected \[8, m\]/],
+  ['matmul: transposeB inner dims differ', (f) => f.matmul(q, tensor([3, 7]), { transposeB: true }), RangeError, /\bb: expected \[m, 8\]/],
+  ['matmul: transposeB a string', (f) => f.matmul(q, tensor([8, 3]), { transposeB: 'yes' }), TypeError, /transposeB/],
+  ['matmul: bias of the wrong length', (f) => f.matmul(q, tensor([8, 3]), { bias: { data: new Float32Array(4), dims: [4] } }), RangeError, /bias/],
+  ['matmul: bias a Float64Array', (f) => f.matmul(q, tensor([8, 3]), { bias: { data: new Float64Array(3), dims: [3] } }), TypeError, /bias/],
+  ['matmul: NaN in b', (f) => f.matmul(q, withValue(tensor([8, 3]), 4, NaN)), RangeError, /\bb\b/],
+  ['matmul: unknown option', (f) => f.matmul(q, tensor([8, 3]), { transpose: true }), TypeError, /transpose/],
+
+  // ---- createFeatureMap rho ----
+  ['createFeatureMap: rho on a positive map', (f) => f.createFeatureMap({ dim: 8, features: 4, rho: 1 }), RangeError, /rho/],
+  ['createFeatureMap: rho negative', (f) => f.createFeatureMap({ dim: 8, features: 4, kernel: 'oprf', rho: -1 }), RangeError, /rho/],
+  ['createFeatureMap: rho a string', (f) => f.createFeatureMap({ dim: 8, features: 4, kernel: 'oprf', rho: '1' }), TypeError, /rho/],
+
+  // ---- createCausalState and append ----
+  ['createCausalState: no options', (f) => f.createCausalState(), TypeError, /createCausalState/],
+  ['createCausalState: method missing', (f) => f.createCausalState({}), TypeError, /method/],
+  ['createCausalState: unknown method', (f) => f.createCausalState({ method: 'linear' }), RangeError, /method/],
+  ['createCausalState: favor without featureMap', (f) => f.createCausalState({ method: 'favor' }), TypeError, /featureMap/],
+  ['createCausalState: favor with a disposed map', (f) => {
+    const m = f.createFeatureMap({ dim: 8, features: 4 });
+    m.dispose();
+    return f.createCausalState({ method: 'favor', featureMap: m });
+  }, TypeError, /featureMap/],
+  ['createCausalState: oprf map without rho', (f) => f.createCausalState({ method: 'favor', featureMap: f.createFeatureMap({ dim: 8, features: 4, kernel: 'oprf' }) }), RangeError, /featureMap.*rho/],
+  ['createCausalState: codebook missing', (f) => f.createCausalState({ method: 'codebook' }), TypeError, /codebook/],
+  ['createCausalState: codebook with NaN', (f) => f.createCausalState({ method: 'codebook', codebook: withValue(tensor([3, 8]), 2, NaN) }), RangeError, /codebook/],
+  ['createCausalState: exact takes no featureMap', (f, map) => f.createCausalState({ method: 'exact', featureMap: map }), TypeError, /featureMap/],
+  ['createCausalState: scale 0', (f) => f.createCausalState({ method: 'exact', scale: 0 }), RangeError, /scale/],
+  ['createCausalState: chunk 0', (f, map) => f.createCausalState({ method: 'favor', featureMap: map, chunk: 0 }), RangeError, /chunk/],
+  ['append: leading dims differ from the first append', (f) => {
+    const st = f.createCausalState({ method: 'exact' });
+    st.append(tensor([2, 1, 8]), tensor([2, 1, 8]), tensor([2, 1, 3]));
+    try { return st.append(tensor([3, 1, 8]), tensor([3, 1, 8]), tensor([3, 1, 3])); } finally { st.dispose(); }
+  }, RangeError, /\bq: expected dims \[2, 1, 8\].*first append/],
+  ['append: dv differs from the first append', (f, map) => {
+    const st = f.createCausalState({ method: 'favor', featureMap: map });
+    st.append(tensor([1, 8]), tensor([1, 8]), tensor([1, 3]));
+    try { return st.append(tensor([1, 8]), tensor([1, 8]), tensor([1, 4])); } finally { st.dispose(); }
+  }, RangeError, /\bv: expected dims/],
+  ['append: fewer new keys than queries', (f) => f.createCausalState({ method: 'exact' }).append(tensor([3, 8]), tensor([2, 8]), tensor([2, 3])), RangeError, /causal|\bk\b/],
+  ['append: d differs from the map', (f, map) => f.createCausalState({ method: 'favor', featureMap: map }).append(tensor([1, 7]), tensor([1, 7]), tensor([1, 3])), RangeError, /\bq: expected last dim d = 8/],
+  ['append: NaN in v', (f) => f.createCausalState({ method: 'exact' }).append(tensor([1, 8]), tensor([1, 8]), withValue(tensor([1, 3]), 1, NaN)), RangeError, /\bv\b/],
+  ['append: keyMask that does not broadcast', (f) => f.createCausalState({ method: 'exact' }).append(tensor([2, 2, 8]), tensor([2, 2, 8]), tensor([2, 2, 3]), { keyMask: { data: new Uint8Array(6), dims: [3, 2] } }), RangeError, /keyMask/],
+  ['append: unknown option', (f) => f.createCausalState({ method: 'exact' }).append(tensor([1, 8]), tensor([1, 8]), tensor([1, 3]), { causal: true }), TypeError, /causal/],
+  ['append: codebook per head does not match k', (f) => f.createCausalState({ method: 'codebook', codebook: tensor([3, 4, 8]) }).append(tensor([2, 1, 8]), tensor([2, 1, 8]), tensor([2, 1, 3])), RangeError, /codebook/],
+  ['append on a disposed state', (f) => {
+    const st = f.createCausalState({ method: 'exact' });
+    st.dispose();
+    return st.append(tensor([1, 8]), tensor([1, 8]), tensor([1, 3]));
+  }, TypeError, /state.*disposed/],
+  ['length of a disposed state', (f) => {
+    const st = f.createCausalState({ method: 'exact' });
+    st[Symbol.dispose]();
+    return st.length;
+  }, TypeError, /state.*disposed/],
 ];
 
 test(`the misuse table has at least 40 cases across every function (${cases.length})`, () => {
   assert.ok(cases.length >= 40);
   const text = cases.map(([, fn]) => fn.toString()).join('\n');
   for (const name of ['exactAttention', 'attentionMatrix', 'createFeatureMap', 'favorAttention', 'favorAttentionMatrix', 'redraw', 'compare', 'outputRelativeError',
-    'codebookAttention', 'codebookAttentionMatrix', 'kmeans', 'randomCodebook', 'codebookFromFeatureMap']) {
+    'codebookAttention', 'codebookAttentionMatrix', 'kmeans', 'randomCodebook', 'codebookFromFeatureMap',
+    'createCausalState', 'append', 'matmul']) {
     assert.ok(text.includes(`${name}(`), `no misuse case calls ${name}`);
   }
 });
