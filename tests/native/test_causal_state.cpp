@@ -1,0 +1,190 @@
+// favor::CausalState natively: any split of a sequence gives the one-shot causal outputs (exact bit
+// for bit; FAVOR+ and codebooks to float rounding, 2e-5 of the largest entry as in the Node
+// suite), with grouped-query heads and key masks; bottom-right causal and masks against the
+// float64 reference; the strong guarantee of a failing append.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+#include "reference.hpp"
+
+namespace {
+
+using ref::Index;
+using ref::MatD;
+using ref::MatF;
+
+// A [H, n, c] tensor held as one buffer; rows [a, b) of every head copied out.
+struct Tensor {
+  std::vector<float> data;
+  std::vector<Index> dims;
+  favor::ConstTensorView view() const { return {data.data(), dims}; }
+  Tensor rows(Index a, Index b) const {
+    const Index H = dims[0], n = dims[1], c = dims[2];
+    Tensor t{std::vector<float>(static_cast<std::size_t>(H * (b - a) * c)), {H, b - a, c}};
+    for (Index h = 0; h < H; ++h)
+      std::copy(data.begin() + (h * n + a) * c, data.begin() + (h * n + b) * c, t.data.begin() + h * (b - a) * c);
+    return t;
+  }
+};
+
+Tensor normal(Index H, Index n, Index c, std::mt19937& gen, double std) {
+  Tensor t{std::vector<float>(static_cast<std::size_t>(H * n * c)), {H, n, c}};
+  std::normal_distribution<double> g(0.0, std);
+  for (float& x : t.data) x = static_cast<float>(g(gen));
+  return t;
+}
+
+double max_rel(const std::vector<float>& got, const std::vector<float>& want) {
+  double diff = 0.0, top = 0.0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    diff = std::max(diff, std::abs(static_cast<double>(got[i]) - want[i]));
+    top = std::max(top, std::abs(static_cast<double>(want[i])));
+  }
+  return diff / top;
+}
+
+// Appends in pieces; returns the outputs in sequence order ([Hq, L, dv]).
+std::vector<float> run(favor::CausalState& state, const Tensor& q, const Tensor& k, const Tensor& v,
+                       const std::vector<Index>& pieces, const std::vector<std::uint8_t>* mask = nullptr) {
+  const Index H = q.dims[0], L = q.dims[1], dv = v.dims[2], Hkv = k.dims[0];
+  std::vector<float> out(static_cast<std::size_t>(H * L * dv));
+  Index a = 0;
+  for (Index n : pieces) {
+    const Tensor qs = q.rows(a, a + n), ks = k.rows(a, a + n), vs = v.rows(a, a + n);
+    std::vector<float> o(static_cast<std::size_t>(H * n * dv));
+    std::vector<std::uint8_t> m;
+    favor::ConstMaskView mv;
+    if (mask) {
+      for (Index h = 0; h < Hkv; ++h) m.insert(m.end(), mask->begin() + h * L + a, mask->begin() + h * L + a + n);
+      mv = {m.data(), {Hkv, n}};
+    }
+    state.append(qs.view(), ks.view(), vs.view(), {o.data(), {H, n, dv}}, mv);
+    for (Index h = 0; h < H; ++h) std::copy(o.begin() + h * n * dv, o.begin() + (h + 1) * n * dv, out.begin() + (h * L + a) * dv);
+    a += n;
+  }
+  EXPECT_EQ(state.length(), L);
+  return out;
+}
+
+const std::vector<std::vector<Index>> kSplits = {std::vector<Index>(45, 1), {7, 1, 1, 20, 3, 13}, {45}};
+
+TEST(CausalState, AnySplitEqualsOneCausalCall) {
+  std::mt19937 gen(9100);
+  const Index Hq = 4, Hkv = 2, L = 45, d = 8;
+  const Tensor q = normal(Hq, L, d, gen, 0.8), k = normal(Hkv, L, d, gen, 0.8), v = normal(Hkv, L, 5, gen, 1.0);
+  std::vector<std::uint8_t> mask(static_cast<std::size_t>(Hkv * L), 1);
+  for (std::size_t i = 0; i < mask.size(); i += 4) mask[i] = 0;
+  const favor::ConstMaskView mv{mask.data(), {Hkv, L}};
+  favor::AttentionOptions causal;
+  causal.causal = true;
+  favor::FavorOptions fcausal;
+  fcausal.causal = true;
+  favor::CodebookOptions ccausal;
+  ccausal.causal = true;
+  ccausal.assignment = favor::Assignment::soft;
+
+  std::vector<float> want(static_cast<std::size_t>(Hq * L * 5));
+  const favor::TensorView out{want.data(), {Hq, L, 5}};
+  favor::FeatureMapOptions fo;
+  fo.dim = d, fo.features = 16, fo.seed = 3, fo.kernel = favor::Kernel::hyperbolic;
+  const favor::FeatureMap map(fo);
+  const MatF book = ref::normal_matrix(6, d, gen);
+
+  for (const bool masked : {false, true}) {
+    const favor::ConstMaskView m = masked ? mv : favor::ConstMaskView{};
+    favor::exact_attention(q.view(), k.view(), v.view(), out, causal, m);
+    for (const auto& pieces : kSplits) {
+      favor::CausalState state({});
+      EXPECT_EQ(run(state, q, k, v, pieces, masked ? &mask : nullptr), want) << "exact, masked " << masked;
+    }
+    favor::favor_attention(map, q.view(), k.view(), v.view(), out, fcausal, m);
+    for (const auto& pieces : kSplits) {
+      favor::CausalStateOptions o;
+      o.method = favor::StateMethod::favor;
+      o.map = &map;
+      favor::CausalState state(o);
+      EXPECT_LT(max_rel(run(state, q, k, v, pieces, masked ? &mask : nullptr), want), 2e-5) << "favor, masked " << masked;
+    }
+    favor::codebook_attention({book.data(), {6, d}}, q.view(), k.view(), v.view(), out, ccausal, m);
+    for (const auto& pieces : kSplits) {
+      favor::CausalStateOptions o;
+      o.method = favor::StateMethod::codebook;
+      o.codebook = {book.data(), {6, d}};
+      o.assignment = favor::Assignment::soft;
+      favor::CausalState state(o);
+      EXPECT_LT(max_rel(run(state, q, k, v, pieces, masked ? &mask : nullptr), want), 2e-5) << "codebook, masked " << masked;
+    }
+  }
+}
+
+TEST(CausalState, FailingAppendLeavesTheStateUnchanged) {
+  std::mt19937 gen(9200);
+  const Index L = 12, d = 4;
+  const Tensor q = normal(1, L, d, gen, 1.0), k = normal(1, L, d, gen, 1.0), v = normal(1, L, d, gen, 1.0);
+  favor::FeatureMapOptions fo;
+  fo.dim = d, fo.features = 8;
+  const favor::FeatureMap map(fo);
+  favor::CausalStateOptions o;
+  o.method = favor::StateMethod::favor;
+  o.map = &map;
+  favor::CausalState state(o);
+  const std::vector<float> want = [&] {
+    favor::CausalState fresh(o);
+    return run(fresh, q, k, v, {L});
+  }();
+  std::vector<float> first(static_cast<std::size_t>(5 * d));
+  state.append(q.rows(0, 5).view(), k.rows(0, 5).view(), v.rows(0, 5).view(), {first.data(), {1, 5, d}});
+  Tensor bad = v.rows(5, L);
+  bad.data[3] = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> rest(static_cast<std::size_t>(7 * d));
+  EXPECT_THROW(state.append(q.rows(5, L).view(), k.rows(5, L).view(), bad.view(), {rest.data(), {1, 7, d}}), favor::Error);
+  const Tensor q2 = normal(2, 7, d, gen, 1.0);
+  EXPECT_THROW(state.append(q2.view(), q2.view(), q2.view(), {rest.data(), {2, 7, d}}), favor::Error);  // other heads
+  EXPECT_EQ(state.length(), 5);
+  state.append(q.rows(5, L).view(), k.rows(5, L).view(), v.rows(5, L).view(), {rest.data(), {1, 7, d}});
+  first.insert(first.end(), rest.begin(), rest.end());
+  EXPECT_LT(max_rel(first, want), 2e-5);
+}
+
+TEST(CausalState, OprfNeedsAFixedRho) {
+  favor::FeatureMapOptions fo;
+  fo.dim = 4, fo.features = 8, fo.kernel = favor::Kernel::oprf;
+  const favor::FeatureMap loose(fo);
+  favor::CausalStateOptions o;
+  o.method = favor::StateMethod::favor;
+  o.map = &loose;
+  EXPECT_THROW(favor::CausalState{o}, favor::Error);
+  fo.rho = 2.0;
+  const favor::FeatureMap fixed(fo);
+  o.map = &fixed;
+  EXPECT_NO_THROW(favor::CausalState{o});
+}
+
+// Bottom-right causal with a key mask, every method's matrix form, against the float64 reference.
+TEST(CausalState, BottomRightMaskedMatricesMatchFloat64) {
+  std::mt19937 gen(9300);
+  const Index L = 6, S = 15, d = 5;
+  const MatF q = ref::normal_matrix(L, d, gen), k = ref::normal_matrix(S, d, gen);
+  std::vector<std::uint8_t> mask(S, 1);
+  mask[0] = mask[4] = mask[11] = 0;
+  favor::AttentionOptions o;
+  o.causal = true;
+  o.key_mask = mask.data();
+  const double scale = 1.0 / std::sqrt(5.0);
+  MatD want = MatD::Zero(L, S);
+  for (Index i = 0; i < L; ++i) {
+    double top = -1e300, total = 0.0;
+    for (Index j = 0; j <= i + S - L; ++j)
+      if (mask[j]) top = std::max(top, scale * q.row(i).cast<double>().dot(k.row(j).cast<double>()));
+    for (Index j = 0; j <= i + S - L; ++j)
+      if (mask[j]) total += (want(i, j) = std::exp(scale * q.row(i).cast<double>().dot(k.row(j).cast<double>()) - top));
+    want.row(i) /= total;
+  }
+  EXPECT_LT(ref::max_rel(ref::to_double(favor::attention_matrix(q, k, o)), want), 1e-5);
+  const MatF v = ref::normal_matrix(S, 3, gen);
+  EXPECT_LT(ref::max_rel(ref::to_double(favor::exact_attention(q, k, v, o)), want * v.cast<double>()), 1e-5);
+}
+
+}  // namespace
