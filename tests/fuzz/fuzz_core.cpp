@@ -193,13 +193,15 @@ void check_output(const float* x, std::size_t n, Signs signs, const char* what) 
 
 // Rows of a normalized attention matrix: sum 1, zeros above the diagonal when causal, entries
 // in [0, 1] (up to rounding). Zero rows are allowed when `signs` says so (relu with epsilon 0).
-void check_matrix_rows(const float* a, Index rows, Index cols, bool causal, Signs signs, const char* what) {
+// rows: of all heads, L per head (0: one head); causal is bottom-right (j <= i + cols - L).
+void check_matrix_rows(const float* a, Index rows, Index cols, bool causal, Signs signs, const char* what, Index L = 0) {
   if (signs == Signs::signed_values) return;
+  if (L == 0) L = rows;
   for (Index i = 0; i < rows; ++i) {
     const float* row = a + i * cols;
     double sum = 0.0;
     for (Index j = 0; j < cols; ++j) {
-      if (causal && j > i && row[j] != 0.0f) fail(std::string(what) + ": nonzero entry above the diagonal");
+      if (causal && j > i % L + cols - L && row[j] != 0.0f) fail(std::string(what) + ": nonzero entry above the diagonal");
       if (!(row[j] >= -1e-6f && row[j] <= 1.0f + 1e-5f))
         fail(std::string(what) + ": entry " + std::to_string(row[j]) + " outside [0, 1]");
       sum += row[j];
@@ -220,7 +222,7 @@ void check_hull(const float* out, const float* v, Index L, Index S, Index dv, bo
   for (Index j = 0; j < S * dv; ++j) vmax = std::max(vmax, std::abs(static_cast<double>(v[j])));
   const double tolerance = 1e-4 * vmax + 1e-37;
   for (Index i = 0; i < L; ++i) {
-    const Index visible = causal ? std::min(i + 1, S) : S;
+    const Index visible = causal ? std::min(i + S - L + 1, S) : S;  // bottom-right
     bool zero_row = true;
     for (Index t = 0; t < dv; ++t) zero_row = zero_row && out[i * dv + t] == 0.0f;
     if (zero_row && signs == Signs::positive_or_zero_rows) continue;
@@ -256,7 +258,7 @@ bool reference_attention(const LogFeatures& q, const LogFeatures& k, const Matri
   const Index L = q.log.rows(), S = k.log.rows(), M = q.log.cols();
   out_or_matrix = MatrixD::Zero(L, v ? v->cols() : S);
   for (Index i = 0; i < L; ++i) {
-    const Index visible = causal ? i + 1 : S;
+    const Index visible = causal ? i + S - L + 1 : S;  // bottom-right
     double top = -std::numeric_limits<double>::infinity();
     for (Index j = 0; j < visible; ++j)
       for (Index r = 0; r < M; ++r)
@@ -473,6 +475,10 @@ std::unique_ptr<favor::FeatureMap> make_map(Decoder& in, Index d, bool& tame) {
   return std::make_unique<favor::FeatureMap>(o);
 }
 
+// Whether a state's outputs can be compared with one call to a relative tolerance: not for signed
+// estimators (trigonometric, tiny-epsilon relu), whose normalizers may cancel.
+bool signs_of_state(const favor::FeatureMap* map) { return !map || signs_of(*map) == Signs::positive; }
+
 // ---------------------------------------------------------------------------------------------
 // Entry points.
 
@@ -506,7 +512,7 @@ Shapes decode_shapes(Decoder& in, bool causal, bool uses_v) {
   s.q = dims(s.L, s.d);
   s.k = dims(s.S, s.d);
   s.v = dims(s.S, s.dv);
-  if (causal && s.L != s.S) s.valid = false;
+  if (causal && s.L > s.S) s.valid = false;
   // Occasionally break a shape.
   switch (in.pick(12)) {
     case 0: s.k.back() += 1; s.valid = false; break;                       // d mismatch
@@ -657,7 +663,7 @@ void fuzz_tensor_attention(Decoder& in, int method) {
   const std::size_t n = count(out_dims);
   const Signs signs = map ? signs_of(*map) : Signs::positive;
   check_output(out.data(), n, signs, what);
-  if (matrix) check_matrix_rows(out.data(), static_cast<Index>(n / static_cast<std::size_t>(s.S)), s.S, causal, signs, what);
+  if (matrix) check_matrix_rows(out.data(), static_cast<Index>(n / static_cast<std::size_t>(s.S)), s.S, causal, signs, what, s.L);
   else
     for (Index h = 0; h < s.heads(); ++h)
       check_hull(out.data() + h * s.L * s.dv, v.data.data() + h * s.S * s.dv, s.L, s.S, s.dv, causal,
@@ -709,7 +715,7 @@ void fuzz_one_head(Decoder& in) {
   const bool causal = in.flag();
   const Index L = in.size(), S = causal && in.flag() ? L : in.size(), d = in.size(16), dv = in.size(8);
   const Matrix q = in.matrix(L, d), k = in.matrix(S, d), v = in.matrix(S, dv);
-  const bool valid_causal = !(causal && L != S);
+  const bool valid_causal = !(causal && L > S);
   bool valid_scale = true, valid_chunk = true;
   favor::FavorOptions fo;
   fo.causal = causal;
@@ -997,18 +1003,114 @@ void fuzz_metrics(Decoder& in) {
   }
 }
 
+
+// Causal states, key masks and grouped-query heads: appends in random pieces (with random masks,
+// sometimes a bad append that must leave the state as it was) against one causal tensor call on
+// the whole sequence; and grouped heads against K and V repeated by hand.
+void fuzz_state_and_groups(Decoder& in) {
+  const int method = in.pick(3);  // exact, favor, codebook
+  const Index hkv = 1 + in.pick(2), group = 1 + in.pick(3), hq = hkv * group;
+  const Index L = in.size(), d = in.size(16), dv = in.size(8);
+  std::vector<float> q = in.values(hq * L, d, false), k = in.values(hkv * L, d, false), v = in.values(hkv * L, dv, false);
+  q.resize(static_cast<std::size_t>(hq * L * d)), k.resize(static_cast<std::size_t>(hkv * L * d)), v.resize(static_cast<std::size_t>(hkv * L * dv));
+  const bool tame = max_abs(q) <= 10.0 && max_abs(k) <= 10.0 && max_abs(v) <= kTame;
+  std::vector<std::uint8_t> mask(static_cast<std::size_t>(hkv * L), 1);
+  const bool masked = in.flag();
+  if (masked)
+    for (auto& m : mask) m = in.pick(3) != 0;
+  bool tame_map = true;
+  std::unique_ptr<favor::FeatureMap> map;
+  favor::CausalStateOptions so;
+  so.method = static_cast<favor::StateMethod>(method);
+  Matrix book;
+  if (method == 1) {
+    if (run("FeatureMap", false, [&] { map = make_map(in, d, tame_map); }) != Outcome::ok) return;
+    if (!map->data_independent()) map->set_rho(in.p.ConsumeFloatingPointInRange<double>(0.0, 20.0));
+    so.map = map.get();
+  } else if (method == 2) {
+    book = in.matrix(1 + in.pick(8), d, false);
+    so.codebook = {book.data(), {book.rows(), d}};
+    so.assignment = assignment_of(in.pick(3));
+  }
+  favor::CausalState state(so);
+  const std::vector<Index> qd{hq, L, d}, kd{hkv, L, d}, vd{hkv, L, dv}, od{hq, L, dv};
+  std::vector<float> whole(static_cast<std::size_t>(hq * L * dv) + 1, -7.0f), got(whole.size() - 1, 0.0f);
+  favor::FavorOptions fo;
+  fo.causal = true;
+  favor::CodebookOptions co;
+  co.causal = true;
+  co.assignment = so.assignment;
+  const favor::ConstMaskView mv = masked ? favor::ConstMaskView{mask.data(), {hkv, L}} : favor::ConstMaskView{};
+  const Outcome one = run("causal call", false, [&] {
+    const favor::TensorView out{whole.data(), od};
+    switch (method) {
+      case 0: favor::exact_attention({q.data(), qd}, {k.data(), kd}, {v.data(), vd}, out, fo, mv); break;
+      case 1: favor::favor_attention(*map, {q.data(), qd}, {k.data(), kd}, {v.data(), vd}, out, fo, mv); break;
+      default: favor::codebook_attention(so.codebook, {q.data(), qd}, {k.data(), kd}, {v.data(), vd}, out, co, mv); break;
+    }
+  });
+  if (whole.back() != -7.0f) fail("causal call: wrote past the end of its output");
+  // Append in pieces.
+  bool ok = true;
+  for (Index a = 0; a < L && ok;) {
+    const Index n = std::min(L - a, 1 + static_cast<Index>(in.pick(6)));
+    auto rows = [&](const std::vector<float>& t, Index heads, Index cols) {
+      std::vector<float> r(static_cast<std::size_t>(heads * n * cols));
+      for (Index h = 0; h < heads; ++h)
+        std::copy(t.begin() + (h * L + a) * cols, t.begin() + (h * L + a + n) * cols, r.begin() + h * n * cols);
+      return r;
+    };
+    const auto qs = rows(q, hq, d), ks = rows(k, hkv, d), vs = rows(v, hkv, dv);
+    std::vector<std::uint8_t> ms;
+    for (Index h = 0; h < hkv; ++h) ms.insert(ms.end(), mask.begin() + h * L + a, mask.begin() + h * L + a + n);
+    std::vector<float> out(static_cast<std::size_t>(hq * n * dv) + 1, -7.0f);
+    if (in.pick(5) == 0) {  // a bad append: other heads, or d + 1
+      const Index bad_d = d + 1;
+      std::vector<float> bq(static_cast<std::size_t>(hq * n * bad_d), 0.5f);
+      const Outcome o = run("append (bad)", false, [&] {
+        state.append({bq.data(), {hq, n, bad_d}}, {bq.data(), {hq, n, bad_d}}, {vs.data(), {hkv, n, dv}}, {out.data(), {hq, n, dv}});
+      });
+      if (o == Outcome::ok) fail("append: dims that do not match were accepted");
+      if (state.length() != a) fail("append: a failed append changed the length");
+    }
+    const favor::ConstMaskView m = masked ? favor::ConstMaskView{ms.data(), {hkv, n}} : favor::ConstMaskView{};
+    const Outcome o = run("append", false, [&] {
+      state.append({qs.data(), {hq, n, d}}, {ks.data(), {hkv, n, d}}, {vs.data(), {hkv, n, dv}}, {out.data(), {hq, n, dv}}, m);
+    });
+    if (out.back() != -7.0f) fail("append: wrote past the end of its output");
+    if (o != Outcome::ok) {
+      ok = false;
+      if (state.length() != a) fail("append: a failed append changed the length");
+      break;
+    }
+    for (Index h = 0; h < hq; ++h) std::copy(out.begin() + h * n * dv, out.begin() + (h + 1) * n * dv, got.begin() + (h * L + a) * dv);
+    a += n;
+  }
+  if (one == Outcome::ok && ok && tame && tame_map && signs_of_state(map.get()) && finite_all(got)) {
+    double diff = 0.0, top = 0.0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      diff = std::max(diff, std::abs(static_cast<double>(got[i]) - whole[i]));
+      top = std::max(top, std::abs(static_cast<double>(whole[i])));
+    }
+    if (diff > 1e-3 * std::max(top, max_abs(v)) + 1e-30)
+      fail("causal state: appends differ from one causal call by " + std::to_string(diff) + " (max " + std::to_string(top) + ")");
+  }
+  if (one == Outcome::ok && tame && !ok) fail("append: rejected what one causal call accepted: " + g_last_error);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   FuzzedDataProvider provider(data, size);
   g_trace.clear();
   Decoder in{provider};
-  const int entry = in.pick(11);
+  const int entry = in.pick(12);
   switch (entry) {
     case 0: case 1: case 2: case 3: case 4: case 5: fuzz_tensor_attention(in, entry); break;
     case 6: case 7: fuzz_one_head(in); break;
     case 8: fuzz_feature_map(in); break;
     case 9: fuzz_codebook_tools(in); break;
+    case 11: fuzz_state_and_groups(in); break;
     default: fuzz_metrics(in); break;
   }
   return 0;

@@ -6,6 +6,8 @@ import { loadFavor, version } from 'favor-attention';
 import type {
   Assignment,
   AttentionOptions,
+  CausalState,
+  CausalStateOptions,
   CodebookAttentionOptions,
   CodebookOptions,
   Favor,
@@ -16,11 +18,14 @@ import type {
   FeatureMap,
   FeatureMapOptions,
   Kernel,
+  KeyMask,
+  MatmulOptions,
   KMeansOptions,
   LoadOptions,
   MatrixErrors,
   RandomCodebookOptions,
   Sampling,
+  StateMethod,
   Tensor,
 } from 'favor-attention';
 
@@ -220,7 +225,42 @@ favor.kmeans(k, { iterations: 3 });
 // @ts-expect-error randomCodebook needs dim
 favor.randomCodebook({ clusters: 4 });
 
+// Key masks, grouped-query heads, causal states and matmul.
+const keyMask: KeyMask = { data: new Uint8Array([1, 1, 0, 1]), dims: [4] };
+const maskedOut: Tensor = favor.exactAttention(q, k, v, { causal: true, keyMask });
+const maskedMatrix: Tensor = favor.favorAttentionMatrix(q, k, { featureMap, keyMask });
+const stateOptions: CausalStateOptions = { method: 'favor', featureMap, chunk: 16 };
+const decoder: CausalState = favor.createCausalState(stateOptions);
+const exactState = favor.createCausalState({ method: 'exact', scale: 0.125 });
+const codebookState = favor.createCausalState({ method: 'codebook', codebook, assignment: 'soft', temperature: 0.5 });
+const stepOut: Tensor = decoder.append(q, k, v, { keyMask });
+const stateLength: number = decoder.length;
+const stateBytes: number = exactState.stateBytes;
+const stateMethod: StateMethod = codebookState.method;
+const resetState: CausalState = decoder.reset();
+decoder.dispose();
+exactState[Symbol.dispose]();
+const mmOptions: MatmulOptions = { transposeB: true, bias: { data: new Float32Array(2), dims: [2] } };
+const product: Tensor = favor.matmul(q, k, mmOptions);
+const oprfMap = favor.createFeatureMap({ dim: 4, features: 8, kernel: 'oprf', rho: 2 });
+const rho: number | undefined = oprfMap.rho;
+// @ts-expect-error a key mask holds bytes
+favor.exactAttention(q, k, v, { keyMask: { data: new Float32Array(4), dims: [4] } });
+// @ts-expect-error a favor state needs a feature map
+favor.createCausalState({ method: 'favor' });
+// @ts-expect-error an exact state takes no codebook
+favor.createCausalState({ method: 'exact', codebook });
+// @ts-expect-error 'linear' is not a StateMethod
+favor.createCausalState({ method: 'linear' });
+// @ts-expect-error length is read-only
+decoder.length = 3;
+// @ts-expect-error append takes no causal option
+decoder.append(q, k, v, { causal: true });
+// @ts-expect-error transposeB is a boolean
+favor.matmul(q, k, { transposeB: 1 });
+
 export {
+  maskedOut, maskedMatrix, stepOut, stateLength, stateBytes, stateMethod, resetState, product, rho,
   versionString, infoVersion, infoSimd, infoThreads, infoThreadsReason, heapBytes, usedBytes, data, dims, mapDim, mapFeatures, mapNumFeatures,
   mapKernel, mapSampling, mapEpsilon, mapDisposed, projection, redrawn, measures, relative, wide,
 };
