@@ -128,7 +128,7 @@ struct CodebookFactors {
 
 void codebook_attention(ConstMatrixRef codebook, const std::vector<ConstMatrixRef>& qs, ConstMatrixRef k,
                         ConstMatrixRef v, const std::vector<MatrixRef>& outs, const CodebookOptions& options,
-                        PrefixState* carried) {
+                        const PrefixState* carried, PrefixState* next) {
   if (qs.empty() || qs.size() != outs.size()) throw_range("q", "expected one output per query head");
   for (std::size_t h = 0; h < qs.size(); ++h) {
     detail::check_head(qs[h], k, &v, options.causal);
@@ -145,7 +145,7 @@ void codebook_attention(ConstMatrixRef codebook, const std::vector<ConstMatrixRe
   factored_attention(heads,
                      masked_keys([&](Index j0, Index n) { return factors.keys(root * k.middleRows(j0, n)); },
                                  options.key_mask, c),
-                     c, v, options.causal, options.chunk, carried);
+                     c, v, options.causal, options.chunk, carried, next);
   for (const MatrixRef& out : outs) detail::check_result(out, "q, k, v, codebook");
 }
 

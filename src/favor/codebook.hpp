@@ -43,7 +43,7 @@ struct PrefixState;
 // responsibilities and state made once; `carried` as in favor_attention (linear_attention.hpp).
 void codebook_attention(ConstMatrixRef codebook, const std::vector<ConstMatrixRef>& qs, ConstMatrixRef k,
                         ConstMatrixRef v, const std::vector<MatrixRef>& outs, const CodebookOptions& options,
-                        PrefixState* carried = nullptr);
+                        const PrefixState* carried = nullptr, PrefixState* next = nullptr);
 
 // The L x S matrix of normalized weights sum_y exp(scale q_i.c_y) R_jy (masked when causal).
 void codebook_attention_matrix(ConstMatrixRef codebook, ConstMatrixRef q, ConstMatrixRef k,

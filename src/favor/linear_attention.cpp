@@ -244,14 +244,57 @@ void fold_range(const FactorBlock& keys, Index features, ConstMatrixRef v, Index
   for (const State& part : parts) merge(into, part);
 }
 
+// Decode: L <= chunk new rows continuing a carried state, in one pass at one shift, written into
+// `next` (old is only read). The usual case of the causal sweep below (the keys at most e^20 above
+// the state's shift, no denominator underflow); returns false otherwise, having written no output
+// that the general path does not rewrite.
+bool carried_chunk(const std::vector<QueryHead>& heads, const FactorBlock& keys, Index features, ConstMatrixRef v,
+                   const State& old, State& next) {
+  constexpr float kNear = 20.0f, kUnderflow = 1e-30f;
+  const Index n = v.rows(), dv = v.cols();
+  if (!(old.shift.maxCoeff() > -std::numeric_limits<float>::infinity())) return false;  // nothing carried yet
+  KeyChunk k = key_chunk(keys, features, 0, n);
+  if ((k.column_max - old.shift).maxCoeff() > kNear) return false;
+  next.shift = old.shift.cwiseMax(k.column_max);
+  Vector factor(features);
+  vec::rescale_factors(factor.data(), old.shift.data(), next.shift.data(), features);
+  next.kv.resize(features, dv);
+  next.k_sum.resize(features);
+  for (Index r = 0; r < features; ++r) {
+    vec::scale_into(&next.kv(r, 0), factor(r), &old.kv(r, 0), dv);
+    next.k_sum(r) = factor(r) * old.k_sum(r);
+  }
+  const Matrix kf = shifted_keys(std::move(k.log), next.shift, k.value);
+  Matrix numerator(n, dv), local(n, n);
+  Vector denominator(n);
+  FloatBuffer scratch;
+  for (const QueryHead& head : heads) {
+    const FactoredFeatures f = prepared(head.factors(0, n), "q");
+    Vector row_scale;
+    const Matrix qf = shifted_queries(f.exponent, f.value, n, next.shift, row_scale);
+    readout(qf, next, numerator, denominator.data());
+    gemm::gemm_nt_lower(n, n, qf.cols(), qf.data(), qf.outerStride(), kf.data(), kf.outerStride(), local.data(),
+                        local.outerStride(), scratch);
+    local.triangularView<Eigen::StrictlyUpper>().setZero();
+    gemm::gemm_lower(n, dv, n, local.data(), local.outerStride(), 1, v.data(), v.outerStride(), numerator.data(),
+                     numerator.outerStride(), true);
+    for (Index i = 0; i < n; ++i) denominator(i) += vec::sum(&local(i, 0), n);
+    if (!(denominator.array().abs() >= kUnderflow).all()) return false;
+    write_rows(head.out, 0, numerator, denominator, n);
+  }
+  accumulate(next, kf, v);
+  return true;
+}
+
 }  // namespace
 
 void factored_attention(const std::vector<QueryHead>& heads, const FactorBlock& keys, Index features,
-                        ConstMatrixRef v, bool causal, Index chunk, PrefixState* carried) {
+                        ConstMatrixRef v, bool causal, Index chunk, const PrefixState* carried, PrefixState* next) {
   chunk = resolve_chunk(chunk, causal);
   // v far from 1 (max |v| beyond 2^+-20) is scaled by a power of two (exact) and the output scaled
   // back, so that weights times v neither underflow nor overflow: the output is linear in v.
   // (Not with a carried state: its sums hold v at the scale of earlier calls.)
+  if (carried && (!next || next == carried)) throw_range("next", "a carried state needs a distinct state to write");
   if (v.size() && !carried) {
     if (const int e = far_binary_exponent(v.cwiseAbs().maxCoeff())) {
       const Matrix scaled = v.unaryExpr([e](float x) { return std::ldexp(x, -e); });
@@ -287,7 +330,8 @@ void factored_attention(const std::vector<QueryHead>& heads, const FactorBlock& 
   // Causal. The first S - L keys are seen by every query: they join the prefix state as in the
   // bidirectional fold. The last L keys are aligned with the queries.
   const Index offset = causal_offset(L, S);
-  State prefix = carried ? std::move(*carried) : empty_state(features, v.cols());
+  if (carried && offset == 0 && L <= chunk && carried_chunk(heads, keys, features, v, *carried, *next)) return;
+  State prefix = carried ? *carried : empty_state(features, v.cols());
   fold_range(keys, features, v, chunk, segment, 0, offset, prefix);
   const FactorBlock aligned = offset ? FactorBlock([&](Index j0, Index n) { return keys(j0 + offset, n); }) : keys;
   const auto va = v.bottomRows(L);
@@ -343,7 +387,7 @@ void factored_attention(const std::vector<QueryHead>& heads, const FactorBlock& 
                    std::min(end, b + piece), prefixes[static_cast<std::size_t>(s)]);
     });
   }
-  if (carried) *carried = std::move(prefix);
+  if (carried) *next = std::move(prefix);
 }
 
 namespace {
@@ -532,7 +576,7 @@ std::vector<QueryHead> one_head(FactorBlock queries, MatrixRef out) { return {Qu
 
 void favor_attention(const FeatureMap& map, const std::vector<ConstMatrixRef>& qs, ConstMatrixRef k,
                      ConstMatrixRef v, const std::vector<MatrixRef>& outs, const FavorOptions& options,
-                     PrefixState* carried) {
+                     const PrefixState* carried, PrefixState* next) {
   if (qs.empty() || qs.size() != outs.size()) throw_range("q", "expected one output per query head");
   for (std::size_t h = 0; h < qs.size(); ++h) {
     detail::check_head(qs[h], k, &v, options.causal);
@@ -548,7 +592,7 @@ void favor_attention(const FeatureMap& map, const std::vector<ConstMatrixRef>& q
     factored_attention(heads,
                        masked_keys([&](Index j0, Index n) { return map.factored(root * k.middleRows(j0, n), params); },
                                    options.key_mask, M),
-                       M, v, options.causal, options.chunk, carried);
+                       M, v, options.causal, options.chunk, carried, next);
   };
   const auto query_block = [&](std::size_t h, const KernelParameters& params) {
     return [&, h](Index i0, Index n) { return map.factored(root * qs[h].middleRows(i0, n), params); };

@@ -164,6 +164,14 @@ inline void axpby(float* out, float a, const float* x, float b, const float* y, 
   for (; i < n; ++i) out[i] = a * x[i] + b * y[i];
 }
 
+// out[i] = a x[i] for i < n (out may be x).
+inline void scale_into(float* out, float a, const float* x, Index n) {
+  const f32x4 av = splat(a);
+  Index i = 0;
+  for (; i + 4 <= n; i += 4) store(out + i, av * load(x + i));
+  for (; i < n; ++i) out[i] = a * x[i];
+}
+
 // out[i] = x[i] * y[i] for i < n (out may be x or y).
 inline void multiply(float* out, const float* x, const float* y, Index n) {
   Index i = 0;

@@ -168,6 +168,8 @@ TEST(VectorMath, AxpbyMatchesPlainLoopExactly) {
     std::vector<float> z = x;  // out aliasing x
     favor::vec::axpby(z.data(), a, z.data(), b, y.data(), len);
     EXPECT_EQ(z, out);
+    favor::vec::scale_into(out.data(), a, x.data(), len);  // scale_into: the scalar product per lane
+    for (favor::Index i = 0; i < len; ++i) EXPECT_EQ(out[i], a * x[i]) << len << " " << i;
   }
 }
 
