@@ -14,6 +14,7 @@
 //   node bench/decode.mjs [--quick] [--out FILE.md]
 import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
@@ -157,6 +158,6 @@ const outFile = args.out ?? `${repo}BENCHMARKS.md`;
 const old = existsSync(outFile) ? readFileSync(outFile, 'utf8') : '';
 const marked = /<!-- decode -->[\s\S]*<!-- \/decode -->/;
 writeFileSync(outFile, marked.test(old) ? old.replace(marked, section) : `${old.trimEnd()}\n\n${section}\n`);
-if (!args.out) writeFileSync(`${repo}bench/decode-results.json`, `${JSON.stringify({ cpu, node: process.version, rows, gqa }, null, 1)}\n`);
+if (path.resolve(outFile) === path.resolve(`${repo}BENCHMARKS.md`)) writeFileSync(`${repo}bench/decode-results.json`, `${JSON.stringify({ cpu, node: process.version, rows, gqa }, null, 1)}\n`);
 console.log(section);
 fm.dispose();

@@ -63,9 +63,17 @@ const outFile = path.resolve(args.out ?? (quick ? path.join(repo, 'build/bench-q
 const plotDir = outFile === canonical ? path.join(repo, 'bench/plots') : path.join(path.dirname(outFile), 'plots');
 const resultsFile = outFile === canonical ? path.join(repo, 'bench/results.json') : path.join(path.dirname(outFile), 'results.json');
 // --report-only: rewrite the report and plots from the saved results (after changing the report code).
+// The decode and grouped-heads section (bench/decode.mjs) lives in the same file between markers:
+// a rewrite of the report keeps it.
+const decodeSection = /<!-- decode -->[\s\S]*<!-- \/decode -->/;
+function keepDecodeSection(write) {
+  const old = existsSync(outFile) ? readFileSync(outFile, 'utf8').match(decodeSection)?.[0] : undefined;
+  write();
+  if (old) writeFileSync(outFile, `${readFileSync(outFile, 'utf8').trimEnd()}\n\n${old}\n`);
+}
 if (args['report-only']) {
   const saved = JSON.parse(readFileSync(resultsFile, 'utf8'));
-  writeReport(saved, { outFile, plotDir, resultsFile });
+  keepDecodeSection(() => writeReport(saved, { outFile, plotDir, resultsFile }));
   console.log(`rewrote ${path.relative(process.cwd(), outFile)} and ${path.relative(process.cwd(), plotDir)}/*.svg from ${path.relative(process.cwd(), resultsFile)}`);
   process.exit(0);
 }
@@ -323,4 +331,6 @@ mkdirSync(path.dirname(resultsFile), { recursive: true });
 const round = (key, value) => (typeof value === 'number' && !Number.isInteger(value) ? +value.toPrecision(5) : value);
 writeFileSync(resultsFile, JSON.stringify(data, round, 1) + '\n');
 writeReport(data, { outFile, plotDir, resultsFile });
+// Generation (causal states) and grouped-query heads: their own script, into the same report.
+execFileSync(process.execPath, [path.join(repo, 'bench/decode.mjs'), '--out', outFile, ...(quick ? ['--quick'] : [])], { stdio: ['ignore', 'ignore', 'inherit'] });
 log(`wrote ${path.relative(process.cwd(), outFile)}, ${path.relative(process.cwd(), plotDir)}/*.svg, ${path.relative(process.cwd(), resultsFile)} in ${environment.minutes.toFixed(1)} min`);

@@ -1064,11 +1064,10 @@ void fuzz_state_and_groups(Decoder& in) {
     std::vector<std::uint8_t> ms;
     for (Index h = 0; h < hkv; ++h) ms.insert(ms.end(), mask.begin() + h * L + a, mask.begin() + h * L + a + n);
     std::vector<float> out(static_cast<std::size_t>(hq * n * dv) + 1, -7.0f);
-    if (in.pick(5) == 0) {  // a bad append: other heads, or d + 1
-      const Index bad_d = d + 1;
-      std::vector<float> bq(static_cast<std::size_t>(hq * n * bad_d), 0.5f);
+    if (in.pick(5) == 0) {  // a bad append: one more key (and value) than queries
+      std::vector<float> bk(static_cast<std::size_t>(hkv * (n + 1) * std::max(d, dv)), 0.5f);
       const Outcome o = run("append (bad)", false, [&] {
-        state.append({bq.data(), {hq, n, bad_d}}, {bq.data(), {hq, n, bad_d}}, {vs.data(), {hkv, n, dv}}, {out.data(), {hq, n, dv}});
+        state.append({qs.data(), {hq, n, d}}, {bk.data(), {hkv, n + 1, d}}, {bk.data(), {hkv, n + 1, dv}}, {out.data(), {hq, n, dv}});
       });
       if (o == Outcome::ok) fail("append: dims that do not match were accepted");
       if (state.length() != a) fail("append: a failed append changed the length");
