@@ -162,7 +162,9 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate 
 
   const live = new FinalizationRegistry((handle) => handle.delete());
 
-  class FeatureMap {
+  // An object owning a wasm handle: freed by dispose(), or by the FinalizationRegistry once
+  // garbage-collected undisposed.
+  class Owned {
     #handle;
 
     constructor(handle) {
@@ -170,11 +172,27 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate 
       live.register(this, handle, this);
     }
 
-    /** @internal the wasm handle, or a TypeError if disposed */
-    handle(name = 'featureMap') {
-      if (!this.#handle) throw new TypeError(`${name}: this feature map has been disposed`);
+    /** @internal the wasm handle, or a TypeError naming `name` once disposed */
+    ownHandle(name, what) {
+      if (!this.#handle) throw new TypeError(`${name}: this ${what} has been disposed`);
       return this.#handle;
     }
+
+    get disposed() { return !this.#handle; }
+
+    dispose() {
+      if (!this.#handle) return;
+      live.unregister(this);
+      this.#handle.delete();
+      this.#handle = null;
+    }
+
+    [disposeSymbol]() { this.dispose(); }
+  }
+
+  class FeatureMap extends Owned {
+    /** @internal the wasm handle, or a TypeError if disposed */
+    handle(name = 'featureMap') { return this.ownHandle(name, 'feature map'); }
 
     get dim() { return this.handle().dim(); }
     get features() { return this.handle().features(); }
@@ -183,7 +201,6 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate 
     get sampling() { return this.handle().sampling(); }
     get epsilon() { return this.handle().epsilon(); }
     get rho() { const r = this.handle().rho(); return Number.isNaN(r) ? undefined : r; }
-    get disposed() { return !this.#handle; }
 
     get projection() {
       const handle = this.handle();
@@ -197,15 +214,6 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate 
       if (result?.error) throw new ERROR_TYPES[result.error](`redraw: ${result.message}`);
       return this;
     }
-
-    dispose() {
-      if (!this.#handle) return;
-      live.unregister(this);
-      this.#handle.delete();
-      this.#handle = null;
-    }
-
-    [disposeSymbol]() { this.dispose(); }
   }
 
   function createFeatureMap(options) {
@@ -259,27 +267,19 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate 
     return { o, causal: checkBoolean(o.causal, 'causal'), scale: checkScale(o.scale, 'scale'), mask, maskDims: mask ? mask.dims : [] };
   }
 
-  // Tensors of a state or feature map that exist only inside wasm: freed by dispose(), or by the
-  // FinalizationRegistry once garbage-collected.
-  class CausalState {
-    #handle;
+  class CausalState extends Owned {
     #method;
 
     constructor(handle, method) {
-      this.#handle = handle;
+      super(handle);
       this.#method = method;
-      live.register(this, handle, this);
     }
 
-    #live() {
-      if (!this.#handle) throw new TypeError('state: this causal state has been disposed');
-      return this.#handle;
-    }
+    #live() { return this.ownHandle('state', 'causal state'); }
 
     get method() { this.#live(); return this.#method; }
     get length() { return this.#live().length(); }
     get stateBytes() { return this.#live().stateBytes(); }
-    get disposed() { return !this.#handle; }
 
     append(q, k, v, options) {
       const handle = this.#live();
@@ -296,15 +296,6 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate 
       this.#live().reset();
       return this;
     }
-
-    dispose() {
-      if (!this.#handle) return;
-      live.unregister(this);
-      this.#handle.delete();
-      this.#handle = null;
-    }
-
-    [disposeSymbol]() { this.dispose(); }
   }
 
   function createCausalState(options) {

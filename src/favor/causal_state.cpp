@@ -168,7 +168,6 @@ void CausalState::append(const ConstTensorView& q, const ConstTensorView& k, con
   const auto qhead = [&](Index h) { const auto [p, rc] = head(q.data, q.dims, h); return Eigen::Map<const Matrix>(p, rc.first, rc.second); };
   const auto khead = [&](Index h) { const auto [p, rc] = head(k.data, k.dims, h); return Eigen::Map<const Matrix>(p, rc.first, rc.second); };
   const auto vhead = [&](Index h) { const auto [p, rc] = head(v.data, v.dims, h); return Eigen::Map<const Matrix>(p, rc.first, rc.second); };
-  const auto ohead = [&](Index h) { const auto [p, rc] = head(out.data, out.dims, h); return Eigen::Map<Matrix>(p, rc.first, rc.second); };
   const auto mask_of = [&](Index kv) { return masks.empty() ? nullptr : masks[static_cast<std::size_t>(kv)]; };
 
   if (s.method == StateMethod::exact) {
@@ -209,7 +208,8 @@ void CausalState::append(const ConstTensorView& q, const ConstTensorView& k, con
         AttentionOptions oh = o;
         if (!visible[static_cast<std::size_t>(kv)].empty()) oh.key_mask = visible[static_cast<std::size_t>(kv)].data();
         exact_attention(qhead(h), Eigen::Map<const Matrix>(c.keys.data(), c.count + n, d),
-                        Eigen::Map<const Matrix>(c.values.data(), c.count + n, dv), ohead(h), oh);
+                        Eigen::Map<const Matrix>(c.values.data(), c.count + n, dv),
+                        Eigen::Map<Matrix>(out.data + h * n * dv, n, dv), oh);
       };
       if (g.query_heads >= max_threads()) parallel_for(g.query_heads, run);
       else for (Index h = 0; h < g.query_heads; ++h) run(h);
@@ -239,13 +239,7 @@ void CausalState::append(const ConstTensorView& q, const ConstTensorView& k, con
     s.spare.resize(s.states.size());
     const Index c = s.method == StateMethod::codebook ? s.codebook_dims[s.codebook_dims.size() - 2] : 0;
     const auto run = [&](Index kv) {
-      std::vector<ConstMatrixRef> qs;
-      std::vector<MatrixRef> outs;
-      const Index first = (kv / g.kv_inner) * g.q_inner + (kv % g.kv_inner) * g.group();
-      for (Index h = first; h < first + g.group(); ++h) {
-        qs.emplace_back(qhead(h));
-        outs.emplace_back(ohead(h));
-      }
+      const auto [qs, outs] = query_group(g, kv, q, out);
       const PrefixState* carried = &s.states[static_cast<std::size_t>(kv)];
       PrefixState* next = &s.spare[static_cast<std::size_t>(kv)];
       if (s.method == StateMethod::favor) {

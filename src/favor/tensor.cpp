@@ -181,14 +181,17 @@ void check_map_dim(const FeatureMap& map, const std::vector<Index>& q) {
                          dims_string(q));
 }
 
-// Query heads of key/value head kv (consecutive: kv's group within its batch).
-template <class F>
-void for_each_group_head(const HeadGroups& g, Index kv, F&& fn) {
-  const Index first = (kv / g.kv_inner) * g.q_inner + (kv % g.kv_inner) * g.group();
-  for (Index h = first; h < first + g.group(); ++h) fn(h);
-}
-
 }  // namespace
+
+QueryGroup query_group(const HeadGroups& groups, Index kv, const ConstTensorView& q, const TensorView& out) {
+  QueryGroup g;
+  const Index first = groups.first_query_head(kv);
+  for (Index h = first; h < first + groups.group(); ++h) {
+    g.qs.emplace_back(head(q, h));
+    g.outs.emplace_back(head(out, h));
+  }
+  return g;
+}
 
 void favor_attention(const FeatureMap& map, const ConstTensorView& q, const ConstTensorView& k,
                      const ConstTensorView& v, const TensorView& out, const FavorOptions& options,
@@ -200,13 +203,8 @@ void favor_attention(const FeatureMap& map, const ConstTensorView& q, const Cons
   const auto masks = key_mask_rows(key_mask, k.dims);
   check_values(q, "q"), check_values(k, "k"), check_values(v, "v");
   for_each_head(g.kv_heads, [&](Index kv) {
-    std::vector<ConstMatrixRef> qs;
-    std::vector<MatrixRef> outs;
-    for_each_group_head(g, kv, [&](Index h) {
-      qs.emplace_back(head(q, h));
-      outs.emplace_back(head(out, h));
-    });
-    favor_attention(map, qs, head(k, kv), head(v, kv), outs, for_kv_head(options, masks, kv));
+    const QueryGroup group = query_group(g, kv, q, out);
+    favor_attention(map, group.qs, head(k, kv), head(v, kv), group.outs, for_kv_head(options, masks, kv));
   });
 }
 
@@ -271,14 +269,9 @@ void codebook_attention(const ConstTensorView& codebook, const ConstTensorView& 
     return;
   }
   for_each_head(g.kv_heads, [&](Index kv) {
-    std::vector<ConstMatrixRef> qs;
-    std::vector<MatrixRef> outs;
-    for_each_group_head(g, kv, [&](Index h) {
-      qs.emplace_back(head(q, h));
-      outs.emplace_back(head(out, h));
-    });
-    codebook_attention(head(codebook, layout == CodebookLayout::shared ? 0 : kv), qs, head(k, kv), head(v, kv), outs,
-                       for_kv_head(options, masks, kv));
+    const QueryGroup group = query_group(g, kv, q, out);
+    codebook_attention(head(codebook, layout == CodebookLayout::shared ? 0 : kv), group.qs, head(k, kv), head(v, kv),
+                       group.outs, for_kv_head(options, masks, kv));
   });
 }
 

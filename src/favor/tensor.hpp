@@ -32,7 +32,16 @@ struct HeadGroups {
   Index kv_inner = 1;     // Hkv
   Index group() const { return q_inner / kv_inner; }
   Index kv_of(Index h) const { return (h / q_inner) * kv_inner + (h % q_inner) / group(); }
+  // The query heads of key/value head kv are group() consecutive heads from this one.
+  Index first_query_head(Index kv) const { return (kv / kv_inner) * q_inner + (kv % kv_inner) * group(); }
 };
+
+// The heads of q and of out that read key/value head kv (q [..., Hq, L, d], out [..., Hq, L, dv]).
+struct QueryGroup {
+  std::vector<ConstMatrixRef> qs;
+  std::vector<MatrixRef> outs;
+};
+QueryGroup query_group(const HeadGroups& groups, Index kv, const ConstTensorView& q, const TensorView& out);
 // Checks that k's leading dims are q's, or q's with the last one divided (Hq a multiple of Hkv);
 // names `argument` otherwise.
 HeadGroups head_groups(const std::vector<Index>& q, const std::vector<Index>& k, const std::string& argument = "k");
