@@ -233,6 +233,8 @@ test('keyboard: heatmap cursor, row inspection, and settings restored from the U
   await page.keyboard.press('ArrowRight');
   await page.keyboard.press('ArrowRight');
   assert.match(await page.textContent('#readout'), /masked/);
+  // The URL follows the settings after a short debounce: wait for it rather than race it.
+  await page.waitForFunction(() => /[?&]row=2(&|$)/.test(location.search), null, { timeout: 5000 });
   const url = page.url();
   assert.match(url, /row=2/);
   await page.close();
