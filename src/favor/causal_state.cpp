@@ -177,10 +177,18 @@ void CausalState::append(const ConstTensorView& q, const ConstTensorView& k, con
     try {
       for (KeyValueCache& c : caches) {
         if (c.count + n <= c.capacity) continue;
-        const Index capacity = std::max(c.count + n, 2 * c.capacity);
+        // Doubling keeps appends amortized O(n); near the heap's end, just what is needed.
+        Index capacity = std::max(c.count + n, 2 * c.capacity);
         FloatBuffer keys, values;
-        keys.reserve(static_cast<std::size_t>(capacity * d));
-        values.reserve(static_cast<std::size_t>(capacity * dv));
+        try {
+          keys.reserve(static_cast<std::size_t>(capacity * d));
+          values.reserve(static_cast<std::size_t>(capacity * dv));
+        } catch (const std::bad_alloc&) {
+          capacity = c.count + n;
+          FloatBuffer().swap(keys), FloatBuffer().swap(values);
+          keys.reserve(static_cast<std::size_t>(capacity * d));
+          values.reserve(static_cast<std::size_t>(capacity * dv));
+        }
         keys.assign(c.keys.begin(), c.keys.begin() + c.count * d);
         values.assign(c.values.begin(), c.values.begin() + c.count * dv);
         keys.resize(static_cast<std::size_t>(capacity * d));
