@@ -1,0 +1,117 @@
+"""A character-level pre-LayerNorm GPT whose attention is exact softmax or causal FAVOR+.
+
+The layout is what model/runner.js reads (train/models/manifest.json records it): token and
+position embeddings; per layer x += Attn(LN1 x), x += MLP(LN2 x) with one Linear(d, 3d) giving q, k, v
+(heads of 32 consecutive columns), GELU (tanh approximation), then a final LN and an untied head.
+"""
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def orthogonal_projection(m, d, generator):
+    """W (m x d): stacked Haar-orthogonal d x d blocks (sign-corrected QR of Gaussian matrices),
+    each row scaled to the norm of an independent Gaussian d-vector (DESIGN.md section 3)."""
+    blocks = []
+    for _ in range((m + d - 1) // d):
+        g = torch.randn(d, d, generator=generator, dtype=torch.float64)
+        q, r = torch.linalg.qr(g)
+        q = q * torch.sign(torch.diagonal(r)).unsqueeze(0)  # Haar: fix the signs of R's diagonal
+        blocks.append(q.T)
+    w = torch.cat(blocks, 0)[:m]
+    norms = torch.randn(m, d, generator=generator, dtype=torch.float64).norm(dim=1, keepdim=True)
+    return (w * norms).float()
+
+
+def favor_positive(q, k, v, w, scale, causal=True):
+    """Causal (or bidirectional) FAVOR+ with the positive kernel for projection W (m x d):
+    phi(x~) = exp(W x~ - |x~|^2/2)/sqrt(m), x~ = x sqrt(scale), out_i = sum_j phi_i.phi_j v_j / sum_j phi_i.phi_j
+    over j <= i. In its quadratic masked form (the same sums as the prefix-state form, cheaper at
+    L = 256). Shifts: per query row its max over features, per head one max over all keys and
+    features: both constants of a row's weights, they cancel (and carry no gradient). 1/sqrt(m)
+    cancels too. No epsilon is added to the features."""
+    root = math.sqrt(scale)
+    qs, ks = q * root, k * root
+    qlog = qs @ w.T - 0.5 * (qs * qs).sum(-1, keepdim=True)
+    klog = ks @ w.T - 0.5 * (ks * ks).sum(-1, keepdim=True)
+    qf = torch.exp(qlog - qlog.amax(-1, keepdim=True).detach())
+    kf = torch.exp(klog - klog.amax(dim=(-2, -1), keepdim=True).detach())
+    a = qf @ kf.transpose(-1, -2)
+    if causal:
+        L = a.shape[-1]
+        a = a * torch.ones(L, L, dtype=torch.bool, device=a.device).tril()
+    return (a @ v) / a.sum(-1, keepdim=True).clamp_min(1e-30)
+
+
+class Block(nn.Module):
+    def __init__(self, width, heads, mlp):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(width)
+        self.qkv = nn.Linear(width, 3 * width)
+        self.proj = nn.Linear(width, width)
+        self.ln2 = nn.LayerNorm(width)
+        self.fc1 = nn.Linear(width, mlp)
+        self.fc2 = nn.Linear(mlp, width)
+        self.projection = None  # FAVOR+: W (m x head dim); None: softmax
+
+    def attention(self, x):
+        B, L, C = x.shape
+        hd = C // self.heads
+        q, k, v = self.qkv(x).split(C, dim=-1)
+        q, k, v = (t.view(B, L, self.heads, hd).transpose(1, 2) for t in (q, k, v))
+        scale = 1.0 / math.sqrt(hd)
+        if self.projection is None:
+            s = (q @ k.transpose(-1, -2)) * scale
+            s = s.masked_fill(~torch.ones(L, L, dtype=torch.bool, device=x.device).tril(), float('-inf'))
+            y = torch.softmax(s, -1) @ v
+        else:
+            y = favor_positive(q, k, v, self.projection, scale)
+        return self.proj(y.transpose(1, 2).reshape(B, L, C))
+
+    def forward(self, x):
+        x = x + self.attention(self.ln1(x))
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate='tanh'))
+
+
+class CharGPT(nn.Module):
+    def __init__(self, vocab, width=128, layers=4, heads=4, context=256, mlp=512):
+        super().__init__()
+        self.config = dict(vocab=vocab, width=width, layers=layers, heads=heads, context=context, mlp=mlp)
+        self.tok = nn.Embedding(vocab, width)
+        self.pos = nn.Embedding(context, width)
+        self.blocks = nn.ModuleList(Block(width, heads, mlp) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(width)
+        self.head = nn.Linear(width, vocab)
+        for p in self.parameters():
+            nn.init.normal_(p, std=0.02) if p.dim() == 2 else nn.init.zeros_(p)
+        for b in self.blocks:
+            nn.init.ones_(b.ln1.weight), nn.init.ones_(b.ln2.weight)
+        nn.init.ones_(self.ln_f.weight)
+
+    def set_projections(self, projections):
+        """FAVOR+ in every layer with these W (one per layer), or softmax with None."""
+        for b, w in zip(self.blocks, projections or [None] * len(self.blocks)):
+            b.projection = w
+
+    def forward(self, ids):
+        L = ids.shape[1]
+        x = self.tok(ids) + self.pos(torch.arange(L, device=ids.device))
+        for b in self.blocks:
+            x = b(x)
+        return self.head(self.ln_f(x))
+
+    def tensors(self):
+        """(name, tensor) in the order of the exported file."""
+        out = [('tok', self.tok.weight), ('pos', self.pos.weight)]
+        for i, b in enumerate(self.blocks):
+            for name, t in [('ln1.weight', b.ln1.weight), ('ln1.bias', b.ln1.bias), ('qkv.weight', b.qkv.weight),
+                            ('qkv.bias', b.qkv.bias), ('proj.weight', b.proj.weight), ('proj.bias', b.proj.bias),
+                            ('ln2.weight', b.ln2.weight), ('ln2.bias', b.ln2.bias), ('fc1.weight', b.fc1.weight),
+                            ('fc1.bias', b.fc1.bias), ('fc2.weight', b.fc2.weight), ('fc2.bias', b.fc2.bias)]:
+                out.append(('blocks.%d.%s' % (i, name), t))
+        out += [('ln_f.weight', self.ln_f.weight), ('ln_f.bias', self.ln_f.bias),
+                ('head.weight', self.head.weight), ('head.bias', self.head.bias)]
+        return out
