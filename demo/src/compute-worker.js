@@ -4,6 +4,7 @@
 import { loadFavor } from '../../web/browser.js';
 import { makeInputs } from './inputs.js';
 import { principalAxes, project, nearestCodewords } from './pca.js';
+import { computeModel, generate, loadManifest, loadModel } from './model-view.js';
 
 let favor = null;
 const ready = loadFavor().then(
@@ -163,13 +164,58 @@ function computeCodebook(p, assignment, Q, K, V, timings) {
   };
 }
 
+// Model mode: the selected head's real q and k (and v) instead of a synthetic pattern.
+function computeModelResult(model, p) {
+  const timings = {};
+  const r = computeModel(favor, model, p, timings);
+  const { Q, K, V, L, spec } = r;
+  const t0 = performance.now();
+  const out = favor.exactAttention(Q, K, V, { causal: true });
+  const outHat = spec.method === 'favor'
+    ? favor.favorAttention(Q, K, V, { featureMap: spec.featureMaps[p.layer], causal: true })
+    : favor.codebookAttention(Q, K, V, { codebook: favor.kmeans(K, { clusters: Math.min(spec.clusters, L), seed: spec.seed }),
+      assignment: spec.assignment, temperature: spec.temperature, causal: true });
+  const A = { data: r.A, dims: [L, L] }, Ahat = { data: r.Ahat, dims: [L, L] };
+  const errors = { ...favor.compare(A, Ahat), outputRelError: favor.outputRelativeError(out, outHat) };
+  Object.assign(timings, { featureMap: 0, mapCached: true, exactMatrix: 0, approxMatrix: 0, exactOutput: performance.now() - t0, favorOutput: 0, errors: 0 });
+  return {
+    A: r.A, Ahat: r.Ahat, errors, timings, ...countInvalid(r.Ahat, L, true),
+    numFeatures: spec.method === 'favor' ? spec.featureMaps[p.layer].numFeatures : spec.clusters,
+    params: { ...p, L, d: r.d, causal: true, row: Math.min(p.row, L - 1) },
+    model: { ...r.extras, models: manifestSummary },
+  };
+}
+
+let manifestSummary = null;
+
+async function modelFor(p) {
+  const m = await loadManifest();
+  manifestSummary ??= m.models.map(({ name, title, attention, heldOutBpc }) => ({ name, title, attention, heldOutBpc }));
+  let last = 0;
+  return loadModel(favor, p.model, (fraction, bytes) => {
+    if (fraction - last >= 0.05 || fraction === 1) {
+      last = fraction;
+      postMessage({ type: 'progress', fraction, bytes });
+    }
+  });
+}
+
 self.onmessage = async (event) => {
-  const { id, params } = event.data;
+  const { id, params, kind } = event.data;
   await ready;
   if (!favor) return;
+  if (kind === 'generate') {
+    try {
+      const model = await modelFor(params);
+      postMessage({ type: 'generated', id, ...generate(favor, model, params, event.data.n) });
+    } catch (e) {
+      postMessage({ type: 'generated', id, error: String(e?.message ?? e) });
+    }
+    return;
+  }
   const t0 = performance.now();
   try {
-    const result = compute(params);
+    const result = params.pattern === 'model' ? computeModelResult(await modelFor(params), params) : compute(params);
     result.timings.worker = performance.now() - t0;
     postMessage({ type: 'result', id, params, ...result }, [result.A.buffer, result.Ahat.buffer]);
   } catch (e) {

@@ -6,6 +6,7 @@ import { sequentialScale, divergingScale, quantile, fmt } from './colors.js';
 import { drawPlot } from './plot.js';
 import { PATTERNS } from './inputs.js';
 import { PcaView } from './pca-view.js';
+import { DEFAULT_TEXT, ModelPanel } from './model-panel.js';
 
 // ---------------------------------------------------------------- settings and the URL
 
@@ -31,7 +32,10 @@ const DEFAULTS = {
   L: 256, d: 64, m: 256, kernel: 'positive', sampling: 'orthogonal', tempStep: 0, causal: false, scale: 0.5,
   pattern: 'gaussian', seed: 1, dataSeed: 0, log: false, row: 128,
   studyKernels: ['positive'], studySeeds: 6, studyMmax: 1024, studyMetric: 'kernelMSE',
+  text: DEFAULT_TEXT, model: 'softmax', layer: 0, head: 0, trainedW: true,
 };
+const MODEL_TITLE = 'a trained character-level transformer (train/): Q and K of the chosen layer and head on the text below';
+const isModel = () => state.pattern === 'model';
 
 const nearest = (list, v) => list.reduce((best, x) => (Math.abs(Math.log(x / v)) < Math.abs(Math.log(best / v)) ? x : best));
 const intIn = (s, lo, hi) => { if (s === null || s === undefined || String(s).trim() === '') return undefined; const v = Number(s); return Number.isInteger(v) && v >= lo && v <= hi ? v : undefined; };
@@ -49,14 +53,19 @@ function parseUrl() {
   if (q.has('temp') && temp > 0 && Number.isFinite(temp)) {
     s.tempStep = Math.max(TEMP_RANGE[0], Math.min(TEMP_RANGE[1], Math.round(10 * Math.log10(temp))));
   }
-  if (q.get('pattern') in PATTERNS) s.pattern = q.get('pattern');
+  if (q.get('pattern') in PATTERNS || q.get('pattern') === 'model') s.pattern = q.get('pattern');
+  if (q.has('text')) s.text = q.get('text').slice(0, 256);
+  if (/^[a-z]+$/.test(q.get('model') ?? '')) s.model = q.get('model');
+  s.layer = intIn(q.get('layer'), 0, 63) ?? s.layer;
+  s.head = intIn(q.get('head'), 0, 63) ?? s.head;
+  if (q.has('tw')) s.trainedW = q.get('tw') !== '0';
   if (q.has('causal')) s.causal = q.get('causal') === '1' || q.get('causal') === 'true';
   if (q.has('log')) s.log = q.get('log') === '1' || q.get('log') === 'true';
   const scale = Number(q.get('scale'));
   if (q.has('scale') && scale >= 0.05 && scale <= 1.5) s.scale = Math.round(scale * 20) / 20;
   s.seed = intIn(q.get('seed'), 0, 999999) ?? s.seed;
   s.dataSeed = intIn(q.get('data'), 0, 999999) ?? s.dataSeed;
-  s.row = intIn(q.get('row'), 0, s.L - 1) ?? Math.min(DEFAULTS.row, s.L >> 1);
+  s.row = intIn(q.get('row'), 0, s.pattern === 'model' ? 255 : s.L - 1) ?? Math.min(DEFAULTS.row, s.L >> 1);
   const sk = (q.get('skernels') ?? '').split(',').filter((k) => STUDY_KERNELS.includes(k));
   if (sk.length) s.studyKernels = sk;
   s.studySeeds = intIn(q.get('sseeds'), 2, 32) ?? s.studySeeds;
@@ -78,6 +87,7 @@ function writeUrlNow() {
     L: s.L, d: s.d, m: s.m, kernel: s.kernel, sampling: s.sampling, temp: fmtT(temperatureOf(s.tempStep)), causal: s.causal ? 1 : 0,
     scale: s.scale.toFixed(2), pattern: s.pattern, seed: s.seed, data: s.dataSeed, log: s.log ? 1 : 0, row: s.row,
     skernels: s.studyKernels.join(','), sseeds: s.studySeeds, smax: s.studyMmax, smetric: s.studyMetric,
+    ...(s.pattern === 'model' && { model: s.model, layer: s.layer, head: s.head, tw: s.trainedW ? 1 : 0, text: s.text }),
   });
   history.replaceState(null, '', `${location.pathname}?${q}${location.hash}`);
 }
@@ -90,7 +100,8 @@ const $ = (sel) => document.querySelector(sel);
 const controls = {
   L: $('#L'), d: $('#d'), m: $('#m'), scale: $('#scale'), pattern: $('#pattern'), dataSeed: $('#dataSeed'),
   causal: $('#causal'), kernel: $('#kernel'), sampling: $('#sampling'), seed: $('#seed'), log: $('#log'), row: $('#row'),
-  temperature: $('#temperature'),
+  temperature: $('#temperature'), text: $('#text'), model: $('#model'), layer: $('#layer'), head: $('#head'),
+  trainedW: $('#trainedW'),
 };
 controls.temperature.min = String(TEMP_RANGE[0]);
 controls.temperature.max = String(TEMP_RANGE[1]);
@@ -112,7 +123,14 @@ function writeControls() {
   controls.log.checked = state.log;
   controls.row.max = String(state.L - 1);
   controls.row.value = String(state.row);
-  controls.pattern.title = PATTERNS[state.pattern];
+  controls.pattern.title = PATTERNS[state.pattern] ?? MODEL_TITLE;
+  if (controls.text.value !== state.text) controls.text.value = state.text;
+  controls.trainedW.checked = state.trainedW;
+  controls.model.value = state.model;
+  controls.layer.value = String(state.layer);
+  controls.head.value = String(state.head);
+  modelPanel.show(isModel());
+  if (isModel()) controls.row.max = '255';
   writeModeControls();
   for (const box of document.querySelectorAll('input[name=study-kernel]')) box.checked = state.studyKernels.includes(box.value);
   $('#study-seeds').value = String(state.studySeeds);
@@ -156,11 +174,12 @@ function readControl(key) {
   if (key === 'L' || key === 'd' || key === 'm') state[key] = LISTS[key][Number(c.value)];
   else if (key === 'temperature') state.tempStep = Math.round(Number(c.value));
   else if (key === 'scale') state.scale = Math.round(Number(c.value) * 20) / 20;
-  else if (key === 'causal' || key === 'log') state[key] = c.checked;
+  else if (key === 'causal' || key === 'log' || key === 'trainedW') state[key] = c.checked;
+  else if (key === 'layer' || key === 'head') state[key] = Number(c.value);
   else if (key === 'seed' || key === 'dataSeed' || key === 'row') {
     const v = Math.floor(Number(c.value));
     if (!Number.isFinite(v) || v < 0) return null;
-    state[key] = key === 'row' ? Math.min(v, state.L - 1) : Math.min(v, 999999);
+    state[key] = key === 'row' ? Math.min(v, (isModel() && view ? view.L : state.L) - 1) : Math.min(v, 999999);
   } else state[key] = c.value;
   if (key === 'L') state.row = Math.min(state.row, state.L - 1);
   return key === 'log' || key === 'row' ? 'draw' : 'compute';
@@ -177,7 +196,7 @@ function onControl(key, event) {
 }
 
 for (const [key, c] of Object.entries(controls)) {
-  const live = c.type === 'range';
+  const live = c.type === 'range' || c.tagName === 'TEXTAREA';
   c.addEventListener(live ? 'input' : 'change', (e) => onControl(key, e));
 }
 $('#redraw').addEventListener('click', (e) => {
@@ -214,8 +233,9 @@ Object.defineProperty(metrics, 'idle', { get: () => !inFlight && !pending });
 Object.defineProperty(metrics, 'shown', { get: () => view?.params ?? null });
 
 function computeParams() {
-  const { L, d, m, kernel, sampling, causal, scale, pattern, seed, dataSeed } = state;
-  return { L, d, m, kernel, sampling, causal, scale, pattern, seed, dataSeed, temperature: temperatureOf(state.tempStep) };
+  const { L, d, m, kernel, sampling, causal, scale, pattern, seed, dataSeed, text, model, layer, head, trainedW, row } = state;
+  return { L, d, m, kernel, sampling, causal, scale, pattern, seed, dataSeed, temperature: temperatureOf(state.tempStep),
+    ...(pattern === 'model' && { text, model, layer, head, trainedW, row }) };
 }
 
 function requestCompute(t0 = performance.now()) {
@@ -248,6 +268,15 @@ computeWorker.onmessage = (event) => {
     console.error(msg.message);
     return;
   }
+  if (msg.type === 'progress') {
+    modelPanel.progress(msg.fraction, msg.bytes);
+    return;
+  }
+  if (msg.type === 'generated') {
+    modelPanel.generated(msg);
+    metrics.generated = (metrics.generated ?? 0) + 1;
+    return;
+  }
   const req = inFlight;
   inFlight = null;
   if (msg.type === 'error') {
@@ -256,6 +285,10 @@ computeWorker.onmessage = (event) => {
     console.error('favor-attention demo:', msg.message);
   } else {
     result = { ...msg, received: performance.now(), sent: req.sent };
+    if (msg.model) {
+      state.row = msg.params.row;
+      modelPanel.draw(msg.model, msg.params);
+    }
     redraw(req.t0, true);
   }
   if (pending) { const p = pending; pending = null; send(p); }
@@ -275,6 +308,16 @@ heatmaps.exact = new Heatmap($('#hm-exact'), { onHover, onSelect, name: 'A' });
 heatmaps.approx = new Heatmap($('#hm-approx'), { onHover, onSelect, name: 'Â' });
 heatmaps.diff = new Heatmap($('#hm-diff'), { onHover, onSelect, name: 'A − Â' });
 const pcaView = new PcaView($('#pca-plot'), $('#pca-note'));
+const modelPanel = new ModelPanel({
+  onSelect: (layer, head) => {
+    state.layer = layer;
+    state.head = head;
+    writeControls();
+    writeUrl();
+    requestCompute();
+  },
+  onGenerate: (n) => computeWorker.postMessage({ kind: 'generate', id: ++nextId, params: computeParams(), n }),
+});
 
 // The readout speaks for keyboard users while a heatmap has focus (not on every mouse move).
 for (const hm of document.querySelectorAll('.hm')) {
@@ -487,7 +530,10 @@ function setHover(h, fromRedraw = false) {
       const rel = a > 0 ? ` (${fmt((100 * e) / a, 2)} % of A)` : '';
       const cb = result?.codebook;
       const code = cb && j < cb.view.assign.length ? ` &nbsp; key ${j} → codeword ${cb.view.assign[j]}${cb.assignment === 'hard' ? '' : ' (nearest)'}` : '';
-      out.innerHTML = `(i, j) = (<b>${i}</b>, <b>${j}</b>) &nbsp; A = <b>${fmt(a)}</b> &nbsp; Â = <b>${fmt(b)}</b>` +
+      const chars = result?.model?.chars;
+      const show = (c) => (c === undefined ? '' : JSON.stringify(c).slice(1, -1).replace(/</g, '&lt;'));
+      const text = chars ? ` &nbsp; query <code>${show(chars[i])}</code> → key <code>${show(chars[j])}</code>` : '';
+      out.innerHTML = `(i, j) = (<b>${i}</b>, <b>${j}</b>)${text} &nbsp; A = <b>${fmt(a)}</b> &nbsp; Â = <b>${fmt(b)}</b>` +
         `${b <= 0 ? ' <span class="err-pos">(≤ 0)</span>' : ''} &nbsp; A − Â = <b class="${e >= 0 ? 'err-pos' : 'err-neg'}">${fmt(e)}</b>${rel}${code}`;
     }
   }

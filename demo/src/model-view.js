@@ -1,0 +1,153 @@
+// The page's model mode, inside the compute worker: loads a trained model (train/models) with
+// progress, runs it on the text (model/runner.js: dense layers in JS and favor.matmul, attention
+// through the public API), and returns what the panels show for one setting: the selected head's
+// A and Â, every head's A with its error, bits per character and next-character predictions with
+// exact attention and with the approximation in every layer; and generation side by side.
+import { CharModel } from '../../model/runner.js';
+
+// Static URLs, so that a build copies the files (a URL computed at run time would not be).
+const FILES = {
+  manifest: new URL('../../train/models/manifest.json', import.meta.url),
+  softmax: new URL('../../train/models/softmax.bin', import.meta.url),
+  performer: new URL('../../train/models/performer.bin', import.meta.url),
+  finetune: new URL('../../train/models/finetune.bin', import.meta.url),
+};
+
+let manifest = null;
+const models = new Map();
+
+export async function loadManifest() {
+  manifest ??= await (await fetch(FILES.manifest)).json();
+  return manifest;
+}
+
+// Weights with progress: onProgress(fraction, bytes).
+export async function loadModel(favor, name, onProgress) {
+  if (models.has(name)) return models.get(name);
+  const m = await loadManifest();
+  const record = m.models.find((r) => r.name === name);
+  if (!record || !FILES[name]) throw new RangeError(`model: no model '${name}'`);
+  const response = await fetch(FILES[name]);
+  if (!response.ok) throw new Error(`model: ${FILES[name]} answered ${response.status}`);
+  const total = record.bytes, bytes = new Uint8Array(total);
+  let at = 0;
+  const reader = response.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    bytes.set(value, at);
+    at += value.length;
+    onProgress?.(at / total, at);
+  }
+  const model = new CharModel(favor, record, bytes);
+  models.set(name, model);
+  return model;
+}
+
+// Characters of the text the model can read (outside its alphabet: dropped), at most its context.
+export function readable(model, text) {
+  return [...text].filter((c) => model.index.has(c)).join('').slice(0, model.context);
+}
+
+let forwardCache = { key: '', value: null };
+const mapCache = new Map();
+
+// The approximation of the controls, for every layer.
+function approximation(favor, model, p) {
+  const layers = model.layers, hd = model.config.width / model.heads;
+  if (p.kernel === 'vq' || p.kernel === 'soft-vq') {
+    return { spec: { method: 'codebook', clusters: p.m, assignment: p.kernel === 'vq' ? 'hard' : 'soft', temperature: p.temperature, seed: p.seed },
+      label: `${p.kernel === 'vq' ? 'hard' : 'soft'} VQ, k-means m = ${p.m} per head` };
+  }
+  const trained = p.trainedW && model.projections.length > 0;
+  const kernel = p.kernel === 'performer-vq' ? 'positive' : p.kernel;
+  const sampling = p.kernel === 'performer-vq' ? 'orthogonal-fixed' : p.sampling;
+  const key = JSON.stringify([model.record.name, trained, kernel, sampling, p.m, p.seed]);
+  if (!mapCache.has(key)) {
+    for (const maps of mapCache.values()) maps.forEach((f) => f.dispose());
+    mapCache.clear();
+    mapCache.set(key, trained ? model.exportedFeatureMaps()
+      : Array.from({ length: layers }, (_, l) => favor.createFeatureMap({ dim: hd, features: p.m, kernel, sampling, seed: p.seed * layers + l })));
+  }
+  return { spec: { method: 'favor', featureMaps: mapCache.get(key) },
+    label: trained ? 'FAVOR+ with the trained W (positive, m = 64)' : `${kernel}, ${sampling}, m = ${p.m}` };
+}
+
+function bits(model, logits, ids) {
+  const V = model.vocab.length;
+  let total = 0;
+  for (let i = 0; i + 1 < ids.length; i++) {
+    const row = logits.data.subarray(i * V, (i + 1) * V);
+    let top = -Infinity;
+    for (const x of row) top = Math.max(top, x);
+    let sum = 0;
+    for (const x of row) sum += Math.exp(x - top);
+    total += (top + Math.log(sum) - row[ids[i + 1]]) / Math.LN2;
+  }
+  return ids.length > 1 ? total / (ids.length - 1) : NaN;
+}
+
+// One setting: { Q, K, V, L, chars, extras } for the selected layer and head, plus everything
+// the model panels draw. timings gets the parts.
+export function computeModel(favor, model, p, timings) {
+  const text = readable(model, p.text);
+  if (text.length < 2) throw new RangeError('text: type at least 2 characters the model knows');
+  const ids = model.encode(text), L = ids.length, H = model.heads, hd = model.config.width / H;
+  let t = performance.now();
+  const fkey = JSON.stringify([model.record.name, text]);
+  if (forwardCache.key !== fkey) {
+    const exact = model.forward(ids, { method: 'exact' }, { capture: true });
+    forwardCache = { key: fkey, value: exact };
+  }
+  const exact = forwardCache.value;
+  timings.inputs = performance.now() - t;
+  t = performance.now();
+  const { spec, label } = approximation(favor, model, p);
+  const approx = model.forward(ids, spec);
+  timings.approxModel = performance.now() - t;
+
+  // Every head: A, and Â under the approximation of its layer, and their error.
+  t = performance.now();
+  const overview = [];
+  for (let layer = 0; layer < model.layers; layer++) {
+    const { q, k } = exact.qk[layer];
+    const A = favor.attentionMatrix(q, k, { causal: true });
+    const Ahat = spec.method === 'favor'
+      ? favor.favorAttentionMatrix(q, k, { featureMap: spec.featureMaps[layer], causal: true })
+      : favor.codebookAttentionMatrix(q, k, { codebook: favor.kmeans(k, { clusters: Math.min(spec.clusters, L), seed: spec.seed }),
+        assignment: spec.assignment, temperature: spec.temperature, causal: true });
+    for (let h = 0; h < H; h++) {
+      const a = { data: A.data.slice(h * L * L, (h + 1) * L * L), dims: [L, L] };
+      const b = { data: Ahat.data.slice(h * L * L, (h + 1) * L * L), dims: [L, L] };
+      overview.push({ layer, head: h, A: a.data, Ahat: b.data, errors: favor.compare(a, b) });
+    }
+  }
+  timings.overview = performance.now() - t;
+  const pick = overview[p.layer * H + p.head];
+  const headTensor = (x) => ({ data: x.data.slice(p.head * L * hd, (p.head + 1) * L * hd), dims: [L, hd] });
+  const { q, k, v } = exact.qk[p.layer];
+  return {
+    Q: headTensor(q), K: headTensor(k), V: headTensor(v), L, d: hd, A: pick.A, Ahat: pick.Ahat, text,
+    spec, label,
+    extras: {
+      chars: text, label, heads: H, layers: model.layers,
+      overview: overview.map((o) => ({ layer: o.layer, head: o.head, A: o.A, errors: o.errors })),
+      bpc: { exact: bits(model, exact.logits, ids), approx: bits(model, approx.logits, ids) },
+      top: {
+        row: Math.min(p.row, L - 1),
+        exact: model.top(exact.logits, Math.min(p.row, L - 1), 5),
+        approx: model.top(approx.logits, Math.min(p.row, L - 1), 5),
+      },
+    },
+  };
+}
+
+// Continues the text by n characters with exact attention and with the approximation, the same
+// sampling seed; each with its characters per second (through causal states, one position per append).
+export function generate(favor, model, p, n) {
+  const text = readable(model, p.text);
+  const { spec, label } = approximation(favor, model, p);
+  const exact = model.generate(text, n, { method: 'exact' }, { seed: p.seed });
+  const approx = model.generate(text, n, spec, { seed: p.seed });
+  return { exact, approx, label };
+}

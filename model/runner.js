@@ -1,0 +1,250 @@
+// A character-level transformer run in JS on favor-attention's public API: dense layers through
+// favor.matmul, attention only through exactAttention / favorAttention / codebookAttention (whole
+// texts) and createCausalState (generation). The model format is train/models/manifest.json (one
+// record per model) with its float16 weights file; train/model.py is the same network in PyTorch.
+//
+// Attention choices (one object for every layer):
+//   { method: 'exact' }
+//   { method: 'favor', featureMaps: [FeatureMap per layer] }   (a Performer's exported W, or fresh draws)
+//   { method: 'codebook', clusters, assignment?, seed? }       (k-means codebooks per head, fitted on
+//                                                              each layer's keys of the text itself)
+
+/** float16 (IEEE binary16, little-endian) to float32. */
+export function halfToFloat(bytes) {
+  const u16 = new Uint16Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >> 1);
+  const out = new Float32Array(u16.length);
+  for (let i = 0; i < u16.length; i++) {
+    const h = u16[i], s = h & 0x8000 ? -1 : 1, e = (h >> 10) & 0x1f, f = h & 0x3ff;
+    out[i] = e === 0 ? s * f * 2 ** -24 : e === 31 ? (f ? NaN : s * Infinity) : s * (1 + f / 1024) * 2 ** (e - 15);
+  }
+  return out;
+}
+
+const tensor = (data, dims) => ({ data, dims });
+
+// [L, H * hd] rows -> [H, L, hd] heads, taking columns [offset, offset + H hd) of a [L, stride] matrix.
+function splitHeads(x, L, stride, offset, H, hd) {
+  const out = new Float32Array(H * L * hd);
+  for (let i = 0; i < L; i++)
+    for (let h = 0; h < H; h++) out.set(x.subarray(i * stride + offset + h * hd, i * stride + offset + (h + 1) * hd), (h * L + i) * hd);
+  return tensor(out, [H, L, hd]);
+}
+
+// [H, L, hd] -> [L, H hd]
+function mergeHeads(y, L, H, hd) {
+  const out = new Float32Array(L * H * hd);
+  for (let h = 0; h < H; h++)
+    for (let i = 0; i < L; i++) out.set(y.subarray((h * L + i) * hd, (h * L + i + 1) * hd), i * H * hd + h * hd);
+  return out;
+}
+
+function layerNorm(x, rows, width, weight, bias, eps) {
+  const out = new Float32Array(x.length);
+  for (let i = 0; i < rows; i++) {
+    let mean = 0;
+    for (let c = 0; c < width; c++) mean += x[i * width + c];
+    mean /= width;
+    let variance = 0;
+    for (let c = 0; c < width; c++) variance += (x[i * width + c] - mean) ** 2;
+    const inv = 1 / Math.sqrt(variance / width + eps);
+    for (let c = 0; c < width; c++) out[i * width + c] = (x[i * width + c] - mean) * inv * weight[c] + bias[c];
+  }
+  return out;
+}
+
+function geluTanh(x) {
+  const k = Math.sqrt(2 / Math.PI);
+  for (let i = 0; i < x.length; i++) {
+    const v = x[i];
+    x[i] = 0.5 * v * (1 + Math.tanh(k * (v + 0.044715 * v * v * v)));
+  }
+  return x;
+}
+
+/** log-softmax of one row of logits, in double. */
+export function logSoftmax(row) {
+  let top = -Infinity;
+  for (const x of row) top = Math.max(top, x);
+  let sum = 0;
+  for (const x of row) sum += Math.exp(x - top);
+  const lse = top + Math.log(sum);
+  return Float64Array.from(row, (x) => x - lse);
+}
+
+/** mulberry32: the seeded generator of sampling. */
+function rng(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), a | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export class CharModel {
+  /** record: a manifest record; bytes: its weights file (Uint8Array of float16). */
+  constructor(favor, record, bytes) {
+    this.favor = favor;
+    this.record = record;
+    this.config = record.architecture;
+    this.vocab = record.vocab;
+    this.index = new Map([...this.vocab].map((c, i) => [c, i]));
+    const u8 = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
+    this.w = {};
+    for (const t of record.tensors) {
+      const n = t.dims.reduce((a, b) => a * b, 1);
+      this.w[t.name] = tensor(halfToFloat(u8.subarray(t.offset, t.offset + 2 * n)), t.dims);
+    }
+    this.projections = (record.projections ?? []).map((p) => tensor(Float32Array.from(p.data), p.dims));
+  }
+
+  get layers() { return this.config.layers; }
+  get heads() { return this.config.heads; }
+  get context() { return this.config.context; }
+
+  /** Characters to token ids; characters outside the vocabulary are a RangeError. */
+  encode(text) {
+    return Array.from(text, (c) => {
+      const id = this.index.get(c);
+      if (id === undefined) throw new RangeError(`text: the character ${JSON.stringify(c)} is not in the model's vocabulary`);
+      return id;
+    });
+  }
+
+  /** Feature maps of the Performer's exported W, one per layer (dispose them when done). */
+  exportedFeatureMaps() {
+    return this.projections.map((p) => this.favor.createFeatureMap({ projection: p, kernel: 'positive' }));
+  }
+
+  linear(x, rows, name) {
+    const w = this.w[`${name}.weight`], b = this.w[`${name}.bias`];
+    return this.favor.matmul(tensor(x, [rows, w.dims[1]]), w, { transposeB: true, bias: b }).data;
+  }
+
+  embed(ids, position0) {
+    const C = this.config.width, x = new Float32Array(ids.length * C);
+    const tok = this.w.tok.data, pos = this.w.pos.data;
+    ids.forEach((id, i) => {
+      for (let c = 0; c < C; c++) x[i * C + c] = tok[id * C + c] + pos[(position0 + i) * C + c];
+    });
+    return x;
+  }
+
+  // One block with attention done by attend(layer, q, k, v) -> [H, L, hd].
+  block(x, L, layer, attend, capture) {
+    const { width: C, heads: H, layerNormEps: eps } = this.config, hd = C / H, p = `blocks.${layer}`;
+    const h = layerNorm(x, L, C, this.w[`${p}.ln1.weight`].data, this.w[`${p}.ln1.bias`].data, eps);
+    const qkv = this.linear(h, L, `${p}.qkv`);
+    const q = splitHeads(qkv, L, 3 * C, 0, H, hd), k = splitHeads(qkv, L, 3 * C, C, H, hd), v = splitHeads(qkv, L, 3 * C, 2 * C, H, hd);
+    if (capture) capture.push({ q, k, v });
+    const y = mergeHeads(attend(layer, q, k, v).data, L, H, hd);
+    const a = this.linear(y, L, `${p}.proj`);
+    for (let i = 0; i < x.length; i++) x[i] += a[i];
+    const h2 = layerNorm(x, L, C, this.w[`${p}.ln2.weight`].data, this.w[`${p}.ln2.bias`].data, eps);
+    const m = this.linear(geluTanh(this.linear(h2, L, `${p}.fc1`)), L, `${p}.fc2`);
+    for (let i = 0; i < x.length; i++) x[i] += m[i];
+    return x;
+  }
+
+  head(x, L) {
+    const { width: C, layerNormEps: eps } = this.config;
+    return this.linear(layerNorm(x, L, C, this.w['ln_f.weight'].data, this.w['ln_f.bias'].data, eps), L, 'head');
+  }
+
+  attention(spec) {
+    const f = this.favor;
+    switch (spec.method) {
+      case 'exact': return (layer, q, k, v) => f.exactAttention(q, k, v, { causal: true });
+      case 'favor': return (layer, q, k, v) => f.favorAttention(q, k, v, { featureMap: spec.featureMaps[layer], causal: true });
+      case 'codebook': return (layer, q, k, v) => {
+        const codebook = f.kmeans(k, { clusters: Math.min(spec.clusters, k.dims[1]), seed: spec.seed ?? 0 });
+        return f.codebookAttention(q, k, v, { codebook, assignment: spec.assignment ?? 'hard', temperature: spec.temperature, causal: true });
+      };
+      default: throw new RangeError(`attention.method: expected 'exact', 'favor' or 'codebook', got ${spec.method}`);
+    }
+  }
+
+  /**
+   * Logits [L, vocab] of a text of at most `context` characters (token i predicts i + 1), and with
+   * { capture: true } each layer's q, k and v ([H, L, hd]).
+   */
+  forward(ids, spec = { method: 'exact' }, { capture = false } = {}) {
+    const L = ids.length;
+    if (L < 1 || L > this.context) throw new RangeError(`text: expected 1 to ${this.context} characters, got ${L}`);
+    const attend = this.attention(spec), captured = capture ? [] : null;
+    let x = this.embed(ids, 0);
+    for (let layer = 0; layer < this.layers; layer++) x = this.block(x, L, layer, attend, captured);
+    return { logits: tensor(this.head(x, L), [L, this.vocab.length]), qk: captured };
+  }
+
+  /** Mean bits per character of predicting text[1..] from its prefixes (windows of `context` + 1, stride `context`). */
+  bitsPerChar(text, spec) {
+    const ids = this.encode(text);
+    let bits = 0, count = 0;
+    for (let a = 0; a + 1 < ids.length; a += this.context) {
+      const w = ids.slice(a, a + this.context + 1);
+      const { logits } = this.forward(w.slice(0, -1), spec);
+      const V = this.vocab.length;
+      for (let i = 0; i + 1 < w.length; i++) {
+        bits -= logSoftmax(logits.data.subarray(i * V, (i + 1) * V))[w[i + 1]] / Math.LN2;
+        count++;
+      }
+    }
+    return { bitsPerChar: bits / count, characters: count };
+  }
+
+  /** The k most likely next characters after row i of logits: [{ char, p }]. */
+  top(logits, i, k = 5) {
+    const V = this.vocab.length, lp = logSoftmax(logits.data.subarray(i * V, (i + 1) * V));
+    return Array.from(lp, (x, id) => ({ char: this.vocab[id], p: Math.exp(x) })).sort((a, b) => b.p - a.p).slice(0, k);
+  }
+
+  /**
+   * Continues `prefix` by n characters through causal states (one per layer): the prefix in one
+   * append, then one position per append. The model's learned positions end at `context`: the
+   * prefix is cut to its last (context - n) characters and generation stops at `context` in all.
+   * spec as forward(); codebook states use codebooks fitted on the prefix's keys.
+   * Returns { text, charsPerSecond }.
+   */
+  generate(prefix, n, spec = { method: 'exact' }, { seed = 0, temperature = 1 } = {}) {
+    n = Math.max(0, Math.min(n, this.context - 1));
+    let ids = this.encode(prefix).slice(-(this.context - n));
+    if (ids.length === 0) ids = [this.index.get(' ') ?? 0];
+    const f = this.favor, random = rng(seed), V = this.vocab.length;
+    const states = [];
+    const t0 = performance.now();
+    try {
+      const attend = (layer, q, k, v) => {
+        if (!states[layer]) {
+          states[layer] = spec.method === 'exact' ? f.createCausalState({ method: 'exact' })
+            : spec.method === 'favor' ? f.createCausalState({ method: 'favor', featureMap: spec.featureMaps[layer] })
+              : f.createCausalState({ method: 'codebook', codebook: f.kmeans(k, { clusters: Math.min(spec.clusters, k.dims[1]), seed: spec.seed ?? 0 }),
+                assignment: spec.assignment ?? 'hard', temperature: spec.temperature });
+        }
+        return states[layer].append(q, k, v);
+      };
+      const step = (tokens, position0) => {
+        let x = this.embed(tokens, position0);
+        for (let layer = 0; layer < this.layers; layer++) x = this.block(x, tokens.length, layer, attend, null);
+        const logits = this.head(x, tokens.length);
+        return logits.subarray((tokens.length - 1) * V);
+      };
+      const out = [];
+      let last = step(ids, 0);
+      for (let t = 0; t < n; t++) {
+        const lp = logSoftmax(last), r = random();
+        let id = 0, acc = 0;
+        const probs = Array.from(lp, (x) => Math.exp(x / temperature));
+        const total = probs.reduce((a, b) => a + b, 0);
+        for (; id < V - 1; id++) if ((acc += probs[id] / total) > r) break;
+        out.push(id);
+        if (t + 1 < n) last = step([id], ids.length + t);
+      }
+      const seconds = (performance.now() - t0) / 1000;
+      return { text: out.map((id) => this.vocab[id]).join(''), charsPerSecond: n / seconds };
+    } finally {
+      for (const s of states) s?.dispose();
+    }
+  }
+}
