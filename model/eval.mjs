@@ -1,0 +1,73 @@
+#!/usr/bin/env node
+// `npm run eval:models`: held-out bits per character of every trained model (train/models) with
+// exact attention and with approximations substituted in every layer, computed by the JS runner
+// on favor-attention (model/runner.js). Writes a markdown table to stdout and model/results.md.
+//
+//   node model/eval.mjs [--windows N] [--seeds N]
+// Windows: the first N non-overlapping windows of 257 characters of the held-out text (chapters
+// 122-135 and the epilogue; 502 windows in all); random-feature rows: mean ± s.d. over seeds.
+import { writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { parseArgs } from 'node:util';
+
+import { loadFavor } from 'favor-attention';
+
+import { heldOutText, loadModel, readManifest } from './node.js';
+
+const { values: args } = parseArgs({ options: { windows: { type: 'string', default: '128' }, seeds: { type: 'string', default: '3' } } });
+const windows = Number(args.windows), seeds = Number(args.seeds);
+const favor = await loadFavor({ threads: 1 });
+const manifest = await readManifest();
+const held = await heldOutText();
+const text = held.slice(0, windows * 256 + 1);
+
+const rows = [
+  { label: 'exact softmax', make: () => [{ method: 'exact' }] },
+  { label: 'FAVOR+ with the model\'s trained W (m = 64)', performerOnly: true, make: (m) => [{ method: 'favor', featureMaps: m.exportedFeatureMaps() }] },
+  ...[16, 64, 256].map((features) => ({
+    label: `FAVOR+ positive, orthogonal, m = ${features}`, seeded: true,
+    make: (m) => Array.from({ length: seeds }, (_, s) => ({ method: 'favor', featureMaps: Array.from({ length: m.layers }, (_, l) =>
+      favor.createFeatureMap({ dim: 32, features, kernel: 'positive', sampling: 'orthogonal', seed: 100 * s + l })) })),
+  })),
+  { label: 'OPRF (FAVOR++), orthogonal, m = 64', seeded: true,
+    make: (m) => Array.from({ length: seeds }, (_, s) => ({ method: 'favor', featureMaps: Array.from({ length: m.layers }, (_, l) =>
+      favor.createFeatureMap({ dim: 32, features: 64, kernel: 'oprf', sampling: 'orthogonal', seed: 100 * s + l })) })) },
+  ...[16, 64].map((clusters) => ({ label: `hard VQ, k-means codebook of ${clusters} per head`, make: () => [{ method: 'codebook', clusters, assignment: 'hard' }] })),
+];
+
+const stats = (xs) => {
+  const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
+  const sd = xs.length > 1 ? Math.sqrt(xs.reduce((a, b) => a + (b - mean) ** 2, 0) / (xs.length - 1)) : 0;
+  return { mean, sd };
+};
+const results = {};
+const t0 = performance.now();
+for (const record of manifest.models) {
+  const model = await loadModel(favor, record.name);
+  results[record.name] = {};
+  for (const row of rows) {
+    if (row.performerOnly && !model.projections.length) continue;
+    const specs = row.make(model);
+    const values = specs.map((spec) => model.bitsPerChar(text, spec).bitsPerChar);
+    for (const spec of specs) spec.featureMaps?.forEach((f) => f.dispose());
+    results[record.name][row.label] = { ...stats(values), n: values.length };
+    console.error(`${record.name}: ${row.label}: ${values.map((v) => v.toFixed(3)).join(', ')}`);
+  }
+}
+const minutes = (performance.now() - t0) / 60000;
+const names = manifest.models.map((m) => m.name);
+const cell = (r) => (r ? (r.n > 1 ? `${r.mean.toFixed(3)} ± ${r.sd.toFixed(3)}` : r.mean.toFixed(3)) : '—');
+const md = [
+  `Held-out bits per character (lower is better) of the first ${windows} windows of 256 predicted characters of the held-out text ` +
+  `(${(windows * 256).toLocaleString('en-US')} characters of chapters 122-135), the attention of every layer replaced as shown; ` +
+  `random features: mean ± s.d. over ${seeds} seeds (one W per layer and seed). \`npm run eval:models\`, ${os.cpus()[0]?.model ?? 'CPU'}, ${minutes.toFixed(1)} min.`,
+  '',
+  `| attention in every layer | ${manifest.models.map((m) => `${m.name}: ${m.title}`).join(' | ')} |`,
+  `|---|${names.map(() => '---').join('|')}|`,
+  ...rows.map((row) => `| ${row.label} | ${names.map((n) => cell(results[n][row.label])).join(' | ')} |`),
+  '',
+  `Full held-out set with the attention each model was trained with (torch, train/models/manifest.json): ${manifest.models.map((m) => `${m.name} ${m.heldOutBpc.toFixed(3)}`).join(', ')}.`,
+];
+const out = md.join('\n');
+writeFileSync(new URL('./results.md', import.meta.url), `${out}\n`);
+console.log(out);
