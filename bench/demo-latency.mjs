@@ -7,7 +7,10 @@
 // trip included), and to the next animation frame after it.
 // --kernel vq | soft-vq | performer-vq measures a codebook mode instead (changes: new k-means or
 // feature seed, input scale, input seed, and the temperature for soft VQ; --m sets the codebook size).
-//   node bench/demo-latency.mjs [--changes 120] [--warmup 30] [--kernel positive] [--m 256] [--url http://127.0.0.1:5173/]
+// --model softmax | performer measures the model mode on a 256-character text: keystrokes in the
+// text box (a character deleted and typed again, at the end and in the middle), each updating
+// every panel (the forward pass with exact attention and with the approximation, all 16 heads).
+//   node bench/demo-latency.mjs [--changes 120] [--warmup 30] [--kernel positive] [--m 256] [--model softmax] [--url http://127.0.0.1:5173/]
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
@@ -19,6 +22,7 @@ const { values: args } = parseArgs({
     url: { type: 'string' },
     kernel: { type: 'string', default: 'positive' },
     m: { type: 'string', default: '256' },
+    model: { type: 'string' },
     json: { type: 'boolean', default: false },
   },
 });
@@ -44,13 +48,20 @@ try {
   const kernel = args.kernel, m = Number(args.m);
   const codebook = ['vq', 'soft-vq', 'performer-vq'].includes(kernel);
   if (!codebook && kernel !== 'positive') throw new Error(`--kernel: positive, vq, soft-vq or performer-vq, got ${kernel}`);
-  await page.goto(`${base}?L=256&d=64&m=${m}&kernel=${kernel}&sampling=orthogonal&scale=0.5&pattern=gaussian&causal=0&log=0`);
+  const TEXT = "During the most violent shocks of the Typhoon, the man at the Pequod's jaw-bone tiller had several times been reelingly hurled to the deck by its spasmodic motions, even though preventer tackles had been attached to it\u2014for they were slack\u2014because some play to the tiller";
+  const query = args.model
+    ? `?m=${m}&kernel=${kernel}&sampling=orthogonal&pattern=model&model=${args.model}&layer=0&head=0&tw=0&log=0&text=${encodeURIComponent(TEXT.slice(0, 256))}`
+    : `?L=256&d=64&m=${m}&kernel=${kernel}&sampling=orthogonal&scale=0.5&pattern=gaussian&causal=0&log=0`;
+  await page.goto(`${base}${query}`);
   await page.waitForFunction(() => window.__favorDemo?.updates >= 1, null, { timeout: 60000 });
 
   // The changes, cycled: each keeps L = 256, d = 64, m.
   let k = 0;
   const setValue = (sel, value, type) => page.$eval(sel, (el, [v, t]) => { el.value = v; el.dispatchEvent(new Event(t, { bubbles: true })); }, [value, type]);
-  const changes = codebook ? [
+  const changes = args.model ? [
+    ['keystroke at the end', null],
+    ['keystroke in the middle', null],
+  ] : codebook ? [
     [kernel === 'performer-vq' ? 'redraw features' : 'k-means seed', () => page.click('#redraw')],
     ['input scale', () => setValue('#scale', k % 2 ? '0.45' : '0.5', 'input')],
     ['input seed', () => setValue('#dataSeed', String(k), 'change')],
@@ -63,10 +74,21 @@ try {
     ['input seed', () => setValue('#dataSeed', String(k), 'change')],
   ];
   async function change() {
-    const before = await page.evaluate(() => window.__favorDemo.updates);
     const [name, act] = changes[k % changes.length];
-    k++;
-    await act();
+    // a keystroke pair (delete, type) measures the second: the one that restores 256 characters
+    let before = await page.evaluate(() => window.__favorDemo.updates);
+    if (args.model) {
+      await page.focus('#text');
+      await page.$eval('#text', (el, p) => { const i = p; el.setSelectionRange(i, i); }, name.endsWith('end') ? 256 : 128);
+      await page.keyboard.press('Backspace');
+      await page.waitForFunction((n) => window.__favorDemo.updates > n && window.__favorDemo.idle, before, { timeout: 30000 });
+      before = await page.evaluate(() => window.__favorDemo.updates);
+      k++;
+      await page.keyboard.type(k % 2 ? 'e' : 'a');
+    } else {
+      k++;
+      await act();
+    }
     await page.waitForFunction((n) => window.__favorDemo.updates > n && window.__favorDemo.history.at(-1).frame !== null, before, { timeout: 30000 });
     const rec = await page.evaluate(() => window.__favorDemo.history.at(-1));
     return { name, ...rec };
@@ -76,7 +98,8 @@ try {
   const records = [];
   for (let i = 0; i < count; i++) records.push(await change());
   const state = await page.evaluate(() => new URLSearchParams(location.search).toString());
-  if (!state.includes(`L=256&d=64&m=${m}`)) throw new Error(`the settings drifted: ${state}`);
+  if (!args.model && !state.includes(`L=256&d=64&m=${m}`)) throw new Error(`the settings drifted: ${state}`);
+  if (args.model && (await page.$eval('#text', (el) => el.value.length)) !== 256) throw new Error('the text is not 256 characters long');
 
   const q = (values, p) => { const s = [...values].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(p * s.length))]; };
   const summary = (values) => ({ median: q(values, 0.5), p10: q(values, 0.1), p90: q(values, 0.9), max: Math.max(...values) });
@@ -96,7 +119,9 @@ try {
     console.log(JSON.stringify(result, null, 2));
   } else {
     const f = (x) => x.toFixed(1);
-    console.log(`demo latency, ${kernel}, L = 256, d = 64, m = ${m} (${result.browser}, ${result.changes} changes after ${warmup} warm-up)`);
+    console.log(args.model
+      ? `demo latency, model mode (${args.model}, 256-character text; ${kernel}, m = ${m} in every layer) (${result.browser}, ${result.changes} keystrokes after ${warmup} warm-up)`
+      : `demo latency, ${kernel}, L = 256, d = 64, m = ${m} (${result.browser}, ${result.changes} changes after ${warmup} warm-up)`);
     console.log(`  control change → all panels drawn: median ${f(result.latencyMs.median)} ms (p10 ${f(result.latencyMs.p10)}, p90 ${f(result.latencyMs.p90)}, max ${f(result.latencyMs.max)})`);
     console.log(`  control change → next frame:       median ${f(result.toNextFrameMs.median)} ms (p90 ${f(result.toNextFrameMs.p90)})`);
     console.log(`  of which worker compute ${f(result.workerMs.median)} ms, drawing ${f(result.drawMs.median)} ms (medians)`);
