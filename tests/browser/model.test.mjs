@@ -1,0 +1,128 @@
+// The page's model mode in Chromium (playwright-core, Vite dev server on 127.0.0.1): the trained
+// models (train/models) load only in model mode, with no console errors; the selected head's
+// heatmaps, every head's grid and bits per character are drawn; typing changes the heatmaps and
+// the bits per character; layer and head selection (select and grid) work; generation adds
+// characters with exact and approximated attention. Saves docs/demo-model.png with
+// UPDATE_SCREENSHOTS=1 (else build/screenshots/).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const repo = fileURLToPath(new URL('../../', import.meta.url));
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const unmet = !existsSync(CHROMIUM) ? `${CHROMIUM} is missing (apt-get install chromium)`
+  : !existsSync(join(repo, 'dist/favor-simd.wasm')) ? 'the wasm is not built: run npm run build'
+    : !existsSync(join(repo, 'train/models/manifest.json')) ? 'train/models/manifest.json is missing' : false;
+if (unmet) throw new Error(`model page tests cannot run: ${unmet}`);
+const shots = process.env.UPDATE_SCREENSHOTS ? join(repo, 'docs') : join(repo, 'build', 'screenshots');
+
+let vite, browser, base;
+const problems = [];
+before(async () => {
+  const { createServer } = await import('vite');
+  vite = await createServer({ configFile: join(repo, 'demo/vite.config.js'), logLevel: 'error',
+    server: { host: '127.0.0.1', port: 0, strictPort: false, hmr: false } });
+  await vite.listen();
+  base = vite.resolvedUrls.local[0];
+  const { chromium } = await import('playwright-core');
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu',
+    '--disable-background-networking', '--disable-component-update', '--no-first-run'] });
+});
+after(async () => {
+  await browser?.close();
+  await vite?.close();
+});
+
+async function open(query, viewport = { width: 1366, height: 900 }) {
+  const page = await browser.newPage({ viewport });
+  const requests = [];
+  page.on('request', (r) => requests.push(r.url()));
+  page.on('console', (m) => { if (m.type() === 'error') problems.push(m.text()); });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  await page.goto(`${base}${query}`);
+  await page.waitForFunction(() => window.__favorDemo?.updates >= 1 && window.__favorDemo.idle, null, { timeout: 60000 });
+  return { page, requests };
+}
+
+const settled = (page, n) => page.waitForFunction((k) => window.__favorDemo.updates > k && window.__favorDemo.idle, n, { timeout: 60000 });
+const read = (page) => page.evaluate(() => ({
+  updates: window.__favorDemo.updates,
+  shown: window.__favorDemo.shown,
+  bpcExact: Number(document.querySelector('#bpc-exact').dataset.value),
+  bpcApprox: Number(document.querySelector('#bpc-approx').dataset.value),
+  heads: document.querySelectorAll('#heads-grid button').length,
+  pressed: [...document.querySelectorAll('#heads-grid button')].findIndex((b) => b.getAttribute('aria-pressed') === 'true'),
+  pixels: document.querySelector('#hm-exact canvas').toDataURL().length,
+  exactHash: (() => { const c = document.querySelector('#hm-exact canvas'); const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; let h = 0; for (let i = 0; i < d.length; i += 7) h = (h * 31 + d[i]) >>> 0; return h; })(),
+  labels: ['text', 'model', 'layer', 'head'].map((id) => document.querySelector(`label[for=${id}]`)?.textContent),
+}));
+
+test('synthetic mode fetches no model; model mode loads the weights and draws every panel without errors', async () => {
+  const synthetic = await open('?L=64&d=16&m=32');
+  assert.ok(!synthetic.requests.some((u) => u.includes('train/models')), 'no model file is fetched outside model mode');
+  await synthetic.page.close();
+  const { page, requests } = await open('?pattern=model&model=softmax&m=64');
+  await page.waitForFunction(() => Number.isFinite(Number(document.querySelector('#bpc-exact').dataset.value)), null, { timeout: 60000 });
+  assert.ok(requests.some((u) => u.includes('softmax.bin')), 'the weights are fetched in model mode');
+  const r = await read(page);
+  assert.deepEqual(r.labels, ['text', 'model', 'layer', 'head']);
+  assert.equal(r.heads, 16);
+  assert.equal(r.pressed, 0);
+  assert.equal(r.shown.causal, true);
+  assert.ok(r.bpcExact > 0.5 && r.bpcExact < 8, `bits per character ${r.bpcExact}`);
+  assert.ok(r.bpcApprox > 0.5, `approximated ${r.bpcApprox}`);
+  assert.deepEqual(problems, []);
+  mkdirSync(shots, { recursive: true });
+  await page.screenshot({ path: join(shots, 'demo-model.png') });
+  await page.close();
+});
+
+test('typing changes the heatmaps and the bits per character; layer and head selection work', async () => {
+  const { page } = await open('?pattern=model&model=softmax&m=64&layer=0&head=0');
+  const before0 = await read(page);
+  await page.focus('#text');
+  await page.$eval('#text', (el) => el.setSelectionRange(0, 0));
+  await page.keyboard.type('Ahab ');
+  await settled(page, before0.updates);
+  await page.waitForFunction(() => document.querySelector('#text').value.startsWith('Ahab '));
+  await page.waitForFunction(() => window.__favorDemo.idle);
+  const typed = await read(page);
+  assert.notEqual(typed.exactHash, before0.exactHash, 'the exact heatmap changed');
+  assert.notEqual(typed.bpcExact, before0.bpcExact, 'the bits per character changed');
+  assert.equal(typed.shown.L, before0.shown.L + 5);
+  // layer and head by their selects
+  await page.selectOption('#layer', '2');
+  await settled(page, typed.updates);
+  await page.selectOption('#head', '3');
+  await page.waitForFunction(() => window.__favorDemo.idle && document.querySelector('#heads-grid button[aria-pressed="true"]')?.textContent.startsWith('L2 H3'));
+  const picked = await read(page);
+  assert.equal(picked.pressed, 2 * 4 + 3);
+  assert.notEqual(picked.exactHash, typed.exactHash, 'another head shows another matrix');
+  assert.match(await page.evaluate(() => location.search), /layer=2&head=3/);
+  // and by clicking a cell of the grid
+  await page.click('#heads-grid button:nth-child(6)');
+  await page.waitForFunction(() => window.__favorDemo.idle && document.querySelector('#layer').value === '1' && document.querySelector('#head').value === '1');
+  // the hover readout names the characters at (i, j)
+  const box = await page.$eval('#hm-exact', (el) => { const r = el.getBoundingClientRect(); return { x: r.left + r.width * 0.6, y: r.top + r.height * 0.8 }; });
+  await page.mouse.move(box.x, box.y);
+  assert.match(await page.textContent('#readout'), /query .* → key /);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('generation continues the text with exact and approximated attention', async () => {
+  const { page } = await open('?pattern=model&model=performer&m=64&tw=1');
+  await page.fill('#gen-n', '30');
+  await page.click('#gen-run');
+  await page.waitForFunction(() => document.querySelector('#gen-approx').textContent.length === 30, null, { timeout: 60000 });
+  const out = await page.evaluate(() => ({
+    exact: document.querySelector('#gen-exact').textContent, approx: document.querySelector('#gen-approx').textContent,
+    speed: document.querySelector('#gen-approx-speed').textContent,
+  }));
+  assert.equal(out.exact.length, 30);
+  assert.match(out.speed, /trained W.*characters\/s/);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
