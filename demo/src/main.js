@@ -584,7 +584,7 @@ function startWorker(kind, message) {
       progress.value = msg.fraction;
       status.textContent = `${Math.round(msg.fraction * 100)} % (${msg.label}), ${((performance.now() - t0) / 1000).toFixed(1)} s`;
     } else if (msg.type === 'start') {
-      Object.assign(errorStudy, { theory: msg.theory, pairs: msg.pairs, queryRows: msg.queryRows, keyRows: msg.keyRows });
+      Object.assign(errorStudy, { theory: msg.theory, pairs: msg.pairs, queryRows: msg.queryRows, keyRows: msg.keyRows, heads: msg.heads });
     } else if (msg.type === 'point') {
       const key = `${msg.kernel}|${msg.sampling}`;
       if (!errorStudy.points.has(key)) errorStudy.points.set(key, []);
@@ -636,7 +636,8 @@ $('#study-run').addEventListener('click', () => {
   for (let m = 1; m <= state.studyMmax; m *= 2) ms.push(m);
   const { L, d, causal, scale, pattern, dataSeed } = state;
   errorStudy.params = { L, d, causal, scale, pattern, dataSeed, kernels: [...state.studyKernels], samplings: SAMPLINGS, ms,
-    seeds: state.studySeeds, baseSeed: 1000, temperature: temperatureOf(state.tempStep) };
+    seeds: state.studySeeds, baseSeed: 1000, temperature: temperatureOf(state.tempStep),
+    ...(isModel() && { text: state.text, model: state.model, L: view?.L ?? 256, d: 32, causal: true }) };
   errorStudy.points = new Map();
   errorStudy.theory = null;
   errorStudy.done = false;
@@ -745,15 +746,19 @@ function drawErrorStudy() {
   svg.dataset.done = String(errorStudy.done);
   let note = '';
   if (p) {
-    const setting = `L = ${p.L}, d = ${p.d}, input scale ${p.scale.toFixed(2)}, ${p.pattern}, ${p.causal ? 'causal' : 'bidirectional'}, input seed ${p.dataSeed}`;
-    note = `Settings of this run: ${setting}. Line: mean over ${p.seeds} feature seeds; band: ±1 standard deviation across seeds ` +
-      '(its lower edge drops to the smallest seed where mean − s.d. ≤ 0, to stay on the log axis). ';
+    const setting = p.pattern === 'model'
+      ? `every head (${errorStudy.heads ?? 16}) of the model ${p.model} on the text (L = ${p.L}, d = ${p.d}, causal); no Lemma 2 line (it belongs to one input)`
+      : `L = ${p.L}, d = ${p.d}, input scale ${p.scale.toFixed(2)}, ${p.pattern}, ${p.causal ? 'causal' : 'bidirectional'}, input seed ${p.dataSeed}`;
+    const over = p.pattern === 'model' ? `${p.seeds} feature seeds × every head` : `${p.seeds} feature seeds`;
+    note = `Settings of this run: ${setting}. Line: mean over ${over}; band: ±1 standard deviation ` +
+      '(its lower edge drops to the smallest value where mean − s.d. ≤ 0, to stay on the log axis). ';
     if (metric === 'kernelMSE') {
       note += `Plotted: the MSE of the unnormalized kernel estimate φ(q̃ᵢ)·φ(k̃ⱼ) against exp(q̃ᵢ·k̃ⱼ), averaged over ${errorStudy.pairs} ` +
         `(i, j) pairs (${errorStudy.queryRows ?? '…'} query rows × ${errorStudy.keyRows ?? '…'} key rows${p.causal ? ', j ≤ i' : ''}), ` +
-        'recomputed in float64 from each feature map\'s W — not the normalized matrix Â. Black: Lemma 2 for iid features, averaged over the same pairs ' +
+        'recomputed in float64 from each feature map\'s W — not the normalized matrix Â. ' +
+        (errorStudy.theory || p.pattern !== 'model' ? 'Black: Lemma 2 for iid features, averaged over the same pairs ' +
         '(orthogonal features should sit at or below it). The squared error is heavy-tailed (variance ∝ e^{2‖x+y‖²}): at larger input scales a few seeds ' +
-        'rarely draw the large errors, so the measured mean can fall below the theory. relu is not a softmax estimator and has no curve here.' +
+        'rarely draw the large errors, so the measured mean can fall below the theory. relu is not a softmax estimator and has no curve here.' : '') +
         (hasCodebook ? ' For VQ the estimate is Σ_y R_jy exp(q̃ᵢ·c̃_y) (hard: exp(q̃ᵢ·c̃) of the nearest codeword).' : '');
     } else {
       note += `Plotted: ${METRIC_LABELS[metric]} of the normalized matrix Â (or of the output), measured by the library.`;

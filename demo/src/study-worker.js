@@ -3,6 +3,7 @@
 import { loadFavor } from '../../web/browser.js';
 import { makeInputs } from './inputs.js';
 import { samplePairs, theoryConstants, unnormalizedMSE, codebookKernelMSE } from './estimators.js';
+import { loadModel, readable } from './model-view.js';
 
 const favorReady = loadFavor();
 
@@ -11,19 +12,39 @@ const CODEBOOK = { vq: 'hard', 'soft-vq': 'soft' };
 
 // Error vs m: every (m, kernel, sampling) over `seeds` feature seeds, all error measures; for
 // the codebook kernels every m < L over `seeds` k-means seeds.
+// The heads a study runs over: one synthetic input, or (model mode) every head of a trained
+// model on the page's text, whose errors are pooled (mean and spread over heads and seeds).
+async function studyInputs(favor, p) {
+  if (p.pattern !== 'model') {
+    const { L, d, pattern, scale, dataSeed } = p;
+    const { q, k, v } = makeInputs({ L, d, pattern, scale, dataSeed });
+    return { L, d, causal: p.causal, heads: [{ q, k, v }] };
+  }
+  const model = await loadModel(favor, p.model);
+  const text = readable(model, p.text);
+  const { qk } = model.forward(model.encode(text), { method: 'exact' }, { capture: true });
+  const L = text.length, d = model.config.width / model.heads, heads = [];
+  const part = (t, h) => t.data.slice(h * L * d, (h + 1) * L * d);
+  for (const { q, k, v } of qk) for (let h = 0; h < model.heads; h++) heads.push({ q: part(q, h), k: part(k, h), v: part(v, h) });
+  return { L, d, causal: true, heads };
+}
+
 async function errorStudy(p) {
   const favor = await favorReady;
-  const { L, d, causal, scale, pattern, dataSeed, kernels, samplings, ms, seeds, baseSeed, temperature } = p;
-  const { q, k, v } = makeInputs({ L, d, pattern, scale, dataSeed });
-  const Q = { data: q, dims: [L, d] }, K = { data: k, dims: [L, d] }, V = { data: v, dims: [L, d] };
-  const A = favor.attentionMatrix(Q, K, { causal });
-  const out = favor.exactAttention(Q, K, V, { causal });
-  const sample = samplePairs(q, k, L, L, d, { causal });
-  postMessage({ type: 'start', theory: theoryConstants(sample), pairs: sample.pairs.length,
-    queryRows: sample.rows.length, keyRows: sample.cols.length });
+  const { kernels, samplings, ms, seeds, baseSeed, temperature } = p;
+  const { L, d, causal, heads } = await studyInputs(favor, p);
+  const inputs = heads.map(({ q, k, v }) => {
+    const Q = { data: q, dims: [L, d] }, K = { data: k, dims: [L, d] }, V = { data: v, dims: [L, d] };
+    return { Q, K, V, A: favor.attentionMatrix(Q, K, { causal }), out: favor.exactAttention(Q, K, V, { causal }),
+      sample: samplePairs(q, k, L, L, d, { causal }) };
+  });
+  // The Lemma 2 curve belongs to one input's pairs: drawn for a synthetic input only.
+  const { sample } = inputs[0];
+  postMessage({ type: 'start', theory: heads.length === 1 ? theoryConstants(sample) : null, pairs: sample.pairs.length * inputs.length,
+    queryRows: sample.rows.length, keyRows: sample.cols.length, heads: inputs.length, L, d });
 
-  const cost = (m, kernel) => (kernel === 'hyperbolic' || kernel === 'trigonometric' ? 2 : 1) * m * (L * L + 2 * L * d) + 64;
-  const codebookCost = (m) => m * (L * L + 2 * L * d + 12 * L * d) + 64;  // k-means: ~25 Lloyd steps of L·m·d
+  const cost = (m, kernel) => inputs.length * ((kernel === 'hyperbolic' || kernel === 'trigonometric' ? 2 : 1) * m * (L * L + 2 * L * d) + 64);
+  const codebookCost = (m) => inputs.length * (m * (L * L + 2 * L * d + 12 * L * d) + 64);  // k-means: ~25 Lloyd steps of L·m·d
   const runs = (m, kernel) => (CODEBOOK[kernel] ? (m < L ? seeds * codebookCost(m) : 0) : samplings.length * seeds * cost(m, kernel));
   let total = 0, done = 0;
   for (const m of ms) for (const kernel of kernels) total += runs(m, kernel);
@@ -36,16 +57,18 @@ async function errorStudy(p) {
         const values = { mse: [], relFrobenius: [], maxAbs: [], meanRowKL: [], outputRelError: [], kernelMSE: [] };
         const options = { assignment, causal, ...(assignment === 'soft' ? { temperature } : {}) };
         for (let s = 0; s < seeds; s++) {
-          const codebook = favor.kmeans(K, { clusters: m, seed: baseSeed + s });
-          const Ahat = favor.codebookAttentionMatrix(Q, K, { ...options, codebook });
-          const e = favor.compare(A, Ahat);
-          const outHat = favor.codebookAttention(Q, K, V, { ...options, codebook });
-          values.mse.push(e.mse);
-          values.relFrobenius.push(e.relFrobenius);
-          values.maxAbs.push(e.maxAbs);
-          values.meanRowKL.push(e.meanRowKL);
-          values.outputRelError.push(favor.outputRelativeError(out, outHat));
-          values.kernelMSE.push(codebookKernelMSE(codebook.data, m, assignment, temperature, sample));
+          for (const { Q, K, V, A, out, sample: pairs } of inputs) {
+            const codebook = favor.kmeans(K, { clusters: m, seed: baseSeed + s });
+            const Ahat = favor.codebookAttentionMatrix(Q, K, { ...options, codebook });
+            const e = favor.compare(A, Ahat);
+            const outHat = favor.codebookAttention(Q, K, V, { ...options, codebook });
+            values.mse.push(e.mse);
+            values.relFrobenius.push(e.relFrobenius);
+            values.maxAbs.push(e.maxAbs);
+            values.meanRowKL.push(e.meanRowKL);
+            values.outputRelError.push(favor.outputRelativeError(out, outHat));
+            values.kernelMSE.push(codebookKernelMSE(codebook.data, m, assignment, temperature, pairs));
+          }
           done += codebookCost(m);
         }
         postMessage({ type: 'point', kernel, sampling: 'k-means', m, values });
@@ -59,16 +82,18 @@ async function errorStudy(p) {
         try {
           for (let s = 0; s < seeds; s++) {
             if (s > 0) map.redraw(baseSeed + s);
-            const Ahat = favor.favorAttentionMatrix(Q, K, { featureMap: map, causal });
-            const e = favor.compare(A, Ahat);
-            const outHat = favor.favorAttention(Q, K, V, { featureMap: map, causal });
-            values.mse.push(e.mse);
-            values.relFrobenius.push(e.relFrobenius);
-            values.maxAbs.push(e.maxAbs);
-            values.meanRowKL.push(e.meanRowKL);
-            values.outputRelError.push(favor.outputRelativeError(out, outHat));
-            const km = unnormalizedMSE(kernel, map.projection.data, m, sample);
-            if (km !== null) values.kernelMSE.push(km);
+            for (const { Q, K, V, A, out, sample: pairs } of inputs) {
+              const Ahat = favor.favorAttentionMatrix(Q, K, { featureMap: map, causal });
+              const e = favor.compare(A, Ahat);
+              const outHat = favor.favorAttention(Q, K, V, { featureMap: map, causal });
+              values.mse.push(e.mse);
+              values.relFrobenius.push(e.relFrobenius);
+              values.maxAbs.push(e.maxAbs);
+              values.meanRowKL.push(e.meanRowKL);
+              values.outputRelError.push(favor.outputRelativeError(out, outHat));
+              const km = unnormalizedMSE(kernel, map.projection.data, m, pairs);
+              if (km !== null) values.kernelMSE.push(km);
+            }
             done += cost(m, kernel);
           }
         } finally {
