@@ -1,12 +1,15 @@
 // A character-level transformer run in JS on favor-attention's public API: dense layers through
-// favor.matmul, attention only through exactAttention / favorAttention / codebookAttention (whole
-// texts) and createCausalState (generation). The model format is train/models/manifest.json (one
-// record per model) with its float16 weights file; train/model.py is the same network in PyTorch.
+// favor.matmul (the library's wasm SIMD GEMM), attention only through exactAttention /
+// favorAttention / codebookAttention (whole texts) and createCausalState (generation). The model
+// format is train/models/manifest.json (one record per model) with its float16 weights file;
+// train/model.py is the same network in PyTorch. Types: model/runner.d.ts.
 //
 // Attention choices (one object for every layer):
 //   { method: 'exact' }
 //   { method: 'favor', featureMaps: [FeatureMap per layer] }   (a Performer's exported W, or fresh draws)
-//   { method: 'codebook', clusters, assignment?, seed? }       (k-means codebooks per head, fitted on
+//   { method: 'favor', featureMap }                            (one map for every layer)
+//   { method: 'codebook', clusters, assignment?, temperature?, seed? }
+//                                                              (k-means codebooks per head, fitted on
 //                                                              each layer's keys of the text itself)
 
 /** float16 (IEEE binary16, little-endian) to float32. */
@@ -82,6 +85,28 @@ function rng(seed) {
   };
 }
 
+const mapOf = (spec, layer) => {
+  const map = spec.featureMaps ? spec.featureMaps[layer] : spec.featureMap;
+  if (!map) throw new RangeError(`attention: method 'favor' needs featureMaps (one per layer) or featureMap`);
+  return map;
+};
+
+/** OPRF's rho = mean over (i, j) of |q~_i + k~_j|^2 (x~ = x scale^1/2), averaged over heads; q, k [H, n, d]. */
+export function oprfRho(q, k, scale = 1 / Math.sqrt(q.dims.at(-1))) {
+  const [H, n, d] = [q.dims[0], q.dims[1], q.dims[2]], S = k.dims[1];
+  let rho = 0;
+  for (let h = 0; h < H; h++) {
+    const mq = new Float64Array(d), mk = new Float64Array(d);
+    let sq = 0, sk = 0;
+    for (let i = 0; i < n; i++) for (let c = 0; c < d; c++) { const x = q.data[(h * n + i) * d + c]; sq += x * x; mq[c] += x / n; }
+    for (let j = 0; j < S; j++) for (let c = 0; c < d; c++) { const x = k.data[(h * S + j) * d + c]; sk += x * x; mk[c] += x / S; }
+    let dot = 0;
+    for (let c = 0; c < d; c++) dot += mq[c] * mk[c];
+    rho += scale * (sq / n + sk / S + 2 * dot);
+  }
+  return rho / H;
+}
+
 export class CharModel {
   /** record: a manifest record; bytes: its weights file (Uint8Array of float16). */
   constructor(favor, record, bytes) {
@@ -89,7 +114,8 @@ export class CharModel {
     this.record = record;
     this.config = record.architecture;
     this.vocab = record.vocab;
-    this.index = new Map([...this.vocab].map((c, i) => [c, i]));
+    this.chars = [...record.vocab];  // token id -> character (code points)
+    this.index = new Map(this.chars.map((c, i) => [c, i]));
     const u8 = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
     this.w = {};
     for (const t of record.tensors) {
@@ -156,7 +182,7 @@ export class CharModel {
     const f = this.favor;
     switch (spec.method) {
       case 'exact': return (layer, q, k, v) => f.exactAttention(q, k, v, { causal: true });
-      case 'favor': return (layer, q, k, v) => f.favorAttention(q, k, v, { featureMap: spec.featureMaps[layer], causal: true });
+      case 'favor': return (layer, q, k, v) => f.favorAttention(q, k, v, { featureMap: mapOf(spec, layer), causal: true });
       case 'codebook': return (layer, q, k, v) => {
         const codebook = f.kmeans(k, { clusters: Math.min(spec.clusters, k.dims[1]), seed: spec.seed ?? 0 });
         return f.codebookAttention(q, k, v, { codebook, assignment: spec.assignment ?? 'hard', temperature: spec.temperature, causal: true });
@@ -165,27 +191,54 @@ export class CharModel {
     }
   }
 
+  /** A text (string) or token ids, as token ids. */
+  ids(input) {
+    return typeof input === 'string' ? this.encode(input) : Array.from(input);
+  }
+
   /**
-   * Logits [L, vocab] of a text of at most `context` characters (token i predicts i + 1), and with
-   * { capture: true } each layer's q, k and v ([H, L, hd]).
+   * Logits [L, vocab] of a text or token ids (row i predicts position i + 1), and with
+   * { capture: true } each layer's q, k and v ([H, L, hd]). Texts longer than `context` run in
+   * windows of `context` positions with stride context / 2 (the last one ends at the text's end):
+   * the first window gives rows [0, context), each later one only the rows no earlier window gave,
+   * so every row after the first window sees at least context / 2 earlier characters (capture is
+   * then not available).
    */
-  forward(ids, spec = { method: 'exact' }, { capture = false } = {}) {
+  forward(input, spec = { method: 'exact' }, { capture = false } = {}) {
+    const ids = this.ids(input), L = ids.length, N = this.context, V = this.chars.length;
+    if (L < 1) throw new RangeError('text: expected at least 1 character');
+    if (L <= N) return this.forwardWindow(ids, spec, capture);
+    if (capture) throw new RangeError(`forward: capture needs a text of at most ${N} characters, got ${L}`);
+    const out = new Float32Array(L * V), half = N >> 1;
+    for (let covered = 0, a = 0; covered < L; a = Math.min(a + half, L - N)) {
+      const b = a + N, w = this.forwardWindow(ids.slice(a, b), spec, false).logits.data;
+      out.set(w.subarray((covered - a) * V), covered * V);
+      covered = b;
+    }
+    return { logits: tensor(out, [L, V]), qk: null };
+  }
+
+  forwardWindow(ids, spec, capture) {
     const L = ids.length;
     if (L < 1 || L > this.context) throw new RangeError(`text: expected 1 to ${this.context} characters, got ${L}`);
     const attend = this.attention(spec), captured = capture ? [] : null;
     let x = this.embed(ids, 0);
     for (let layer = 0; layer < this.layers; layer++) x = this.block(x, L, layer, attend, captured);
-    return { logits: tensor(this.head(x, L), [L, this.vocab.length]), qk: captured };
+    return { logits: tensor(this.head(x, L), [L, this.chars.length]), qk: captured };
   }
 
-  /** Mean bits per character of predicting text[1..] from its prefixes (windows of `context` + 1, stride `context`). */
+  /**
+   * Mean bits per character of predicting text[1..] from its prefixes, in non-overlapping windows of
+   * `context` + 1 characters (stride `context`; the first character of each window is not
+   * predicted): the split train/train.py's held-out figures use. Returns { bitsPerChar, characters }.
+   */
   bitsPerChar(text, spec) {
     const ids = this.encode(text);
     let bits = 0, count = 0;
     for (let a = 0; a + 1 < ids.length; a += this.context) {
       const w = ids.slice(a, a + this.context + 1);
       const { logits } = this.forward(w.slice(0, -1), spec);
-      const V = this.vocab.length;
+      const V = this.chars.length;
       for (let i = 0; i + 1 < w.length; i++) {
         bits -= logSoftmax(logits.data.subarray(i * V, (i + 1) * V))[w[i + 1]] / Math.LN2;
         count++;
@@ -196,32 +249,55 @@ export class CharModel {
 
   /** The k most likely next characters after row i of logits: [{ char, p }]. */
   top(logits, i, k = 5) {
-    const V = this.vocab.length, lp = logSoftmax(logits.data.subarray(i * V, (i + 1) * V));
-    return Array.from(lp, (x, id) => ({ char: this.vocab[id], p: Math.exp(x) })).sort((a, b) => b.p - a.p).slice(0, k);
+    const V = this.chars.length, lp = logSoftmax(logits.data.subarray(i * V, (i + 1) * V));
+    return Array.from(lp, (x, id) => ({ char: this.chars[id], p: Math.exp(x) })).sort((a, b) => b.p - a.p).slice(0, k);
+  }
+
+  /** top() under its other name. */
+  topK(logits, i, k = 5) { return this.top(logits, i, k); }
+
+  /**
+   * The causal state of one layer for generation, made at the prefill (q, k: [H, n, hd]).
+   * Codebook states use codebooks fitted on the prefill's keys. An 'oprf' map whose rho comes from
+   * each call's inputs cannot run in a state (its parameters would depend on keys not seen yet):
+   * the state gets the same W with rho fixed from the prefill (mean over heads of
+   * mean |q~_i + k~_j|^2, as a whole-text call computes per head). Maps made here go to `owned`.
+   */
+  causalState(spec, layer, q, k, owned) {
+    const f = this.favor;
+    if (spec.method === 'exact') return f.createCausalState({ method: 'exact' });
+    if (spec.method === 'codebook') {
+      return f.createCausalState({ method: 'codebook', codebook: f.kmeans(k, { clusters: Math.min(spec.clusters, k.dims[1]), seed: spec.seed ?? 0 }),
+        assignment: spec.assignment ?? 'hard', temperature: spec.temperature });
+    }
+    if (spec.method !== 'favor') throw new RangeError(`attention.method: expected 'exact', 'favor' or 'codebook', got ${spec.method}`);
+    let featureMap = mapOf(spec, layer);
+    if (featureMap.kernel === 'oprf' && featureMap.rho === undefined) {
+      featureMap = f.createFeatureMap({ projection: featureMap.projection, kernel: 'oprf', rho: oprfRho(q, k) });
+      owned.push(featureMap);
+    }
+    return f.createCausalState({ method: 'favor', featureMap });
   }
 
   /**
    * Continues `prefix` by n characters through causal states (one per layer): the prefix in one
    * append, then one position per append. The model's learned positions end at `context`: the
    * prefix is cut to its last (context - n) characters and generation stops at `context` in all.
-   * spec as forward(); codebook states use codebooks fitted on the prefix's keys.
-   * Returns { text, charsPerSecond }.
+   * spec as forward(); states as causalState(). Sampling: seed (mulberry32) and temperature;
+   * the same seed gives the same draws for every attention. Returns { text, charsPerSecond }
+   * (characters per second including the prefill), and with { logits: true } the logits each
+   * character was drawn from (`logits[t]`, a Float32Array of vocab entries, for character t).
    */
-  generate(prefix, n, spec = { method: 'exact' }, { seed = 0, temperature = 1 } = {}) {
+  generate(prefix, n, spec = { method: 'exact' }, { seed = 0, temperature = 1, logits: keep = false } = {}) {
     n = Math.max(0, Math.min(n, this.context - 1));
     let ids = this.encode(prefix).slice(-(this.context - n));
     if (ids.length === 0) ids = [this.index.get(' ') ?? 0];
-    const f = this.favor, random = rng(seed), V = this.vocab.length;
-    const states = [];
+    const random = rng(seed), V = this.chars.length;
+    const states = [], owned = [];
     const t0 = performance.now();
     try {
       const attend = (layer, q, k, v) => {
-        if (!states[layer]) {
-          states[layer] = spec.method === 'exact' ? f.createCausalState({ method: 'exact' })
-            : spec.method === 'favor' ? f.createCausalState({ method: 'favor', featureMap: spec.featureMaps[layer] })
-              : f.createCausalState({ method: 'codebook', codebook: f.kmeans(k, { clusters: Math.min(spec.clusters, k.dims[1]), seed: spec.seed ?? 0 }),
-                assignment: spec.assignment ?? 'hard', temperature: spec.temperature });
-        }
+        if (!states[layer]) states[layer] = this.causalState(spec, layer, q, k, owned);
         return states[layer].append(q, k, v);
       };
       const step = (tokens, position0) => {
@@ -230,9 +306,10 @@ export class CharModel {
         const logits = this.head(x, tokens.length);
         return logits.subarray((tokens.length - 1) * V);
       };
-      const out = [];
+      const out = [], rows = [];
       let last = step(ids, 0);
       for (let t = 0; t < n; t++) {
+        if (keep) rows.push(Float32Array.from(last));
         const lp = logSoftmax(last), r = random();
         let id = 0, acc = 0;
         const probs = Array.from(lp, (x) => Math.exp(x / temperature));
@@ -242,9 +319,10 @@ export class CharModel {
         if (t + 1 < n) last = step([id], ids.length + t);
       }
       const seconds = (performance.now() - t0) / 1000;
-      return { text: out.map((id) => this.vocab[id]).join(''), charsPerSecond: n / seconds };
+      return { text: out.map((id) => this.chars[id]).join(''), charsPerSecond: n / seconds, ...(keep && { logits: rows }) };
     } finally {
       for (const s of states) s?.dispose();
+      for (const o of owned) o.dispose();
     }
   }
 }

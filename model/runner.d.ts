@@ -1,0 +1,78 @@
+// Types of model/runner.js: a character-level transformer (train/models) run on favor-attention's
+// public API.
+import type { Favor, FeatureMap, Tensor } from '../web/index.js';
+
+/** One record of train/models/manifest.json. */
+export interface ModelRecord {
+  name: string;
+  title: string;
+  /** What the model was trained with: 'softmax' or 'favor' (causal FAVOR+ with `projections`). */
+  attention: 'softmax' | 'favor';
+  file: string;
+  bytes: number;
+  sha256: string;
+  architecture: {
+    vocab: number; width: number; layers: number; heads: number; context: number; mlp: number;
+    headDim: number; layerNormEps: number; [key: string]: unknown;
+  };
+  /** The vocabulary: character i is token i. */
+  vocab: string;
+  tensors: { name: string; dims: number[]; offset: number; dtype: 'float16' }[];
+  training: Record<string, unknown>;
+  heldOutBpc: number;
+  heldOutWindows: number;
+  evalSubset: { windows: number; window: number; stride: number; start: number };
+  evalSubsetBpc: number;
+  /** The Performer's W per layer, dims [m, headDim] (shared by the layer's heads). */
+  projections?: { layer: number; dims: [number, number]; dtype: 'float32'; data: number[] }[];
+}
+
+/** The attention of every layer. */
+export type AttentionSpec =
+  | { method: 'exact' }
+  | { method: 'favor'; featureMaps: FeatureMap[] }
+  | { method: 'favor'; featureMap: FeatureMap }
+  | { method: 'codebook'; clusters: number; assignment?: 'hard' | 'soft' | 'gaussian'; temperature?: number; seed?: number };
+
+export interface LayerQKV { q: Tensor; k: Tensor; v: Tensor }
+
+export interface ForwardResult {
+  /** [L, vocab]: row i predicts character i + 1. */
+  logits: Tensor;
+  /** With { capture: true }: each layer's q, k, v, dims [heads, L, headDim]. */
+  qk: LayerQKV[] | null;
+}
+
+export declare function halfToFloat(bytes: Uint8Array): Float32Array;
+export declare function logSoftmax(row: ArrayLike<number>): Float64Array;
+export declare function oprfRho(q: Tensor, k: Tensor, scale?: number): number;
+
+export declare class CharModel {
+  constructor(favor: Favor, record: ModelRecord, bytes: Uint8Array | ArrayBuffer);
+  readonly favor: Favor;
+  readonly record: ModelRecord;
+  readonly vocab: string;
+  readonly chars: string[];
+  readonly index: Map<string, number>;
+  readonly projections: Tensor[];
+  readonly layers: number;
+  readonly heads: number;
+  readonly context: number;
+  /** Characters to token ids (a character outside the vocabulary is a RangeError). */
+  encode(text: string): number[];
+  /** FeatureMaps of the Performer's exported W, one per layer (dispose them). */
+  exportedFeatureMaps(): FeatureMap[];
+  /** Texts longer than `context` run in windows (stride context / 2); capture needs L <= context. */
+  forward(input: string | ArrayLike<number>, spec?: AttentionSpec, options?: { capture?: boolean }): ForwardResult;
+  /** Non-overlapping windows of context + 1 characters, as train/train.py's held-out figures. */
+  bitsPerChar(text: string, spec?: AttentionSpec): { bitsPerChar: number; characters: number };
+  top(logits: Tensor, row: number, k?: number): { char: string; p: number }[];
+  topK(logits: Tensor, row: number, k?: number): { char: string; p: number }[];
+  /**
+   * Continues prefix by n characters through one causal state per layer (prefill, then one
+   * position per append); stops at `context` positions in all (the prefix is cut to its last
+   * context - n characters).
+   */
+  generate(prefix: string, n: number, spec?: AttentionSpec, options?: { seed?: number; temperature?: number; logits?: boolean }):
+    { text: string; charsPerSecond: number; logits?: Float32Array[] };
+}
