@@ -3,9 +3,14 @@
 // exact attention and with approximations substituted in every layer, computed by the JS runner
 // on favor-attention (model/runner.js). Writes a markdown table to stdout and model/results.md.
 //
-//   node model/eval.mjs [--windows N] [--seeds N]
+//   node model/eval.mjs [--windows N] [--seeds N] [--models softmax,performer]
 // Windows: the first N non-overlapping windows of 257 characters of the held-out text (chapters
-// 122-135 and the epilogue; 502 windows in all); random-feature rows: mean ± s.d. over seeds.
+// 122-135 and the epilogue; 502 windows in all), the split of train/train.py's figures (each
+// window predicts its last 256 characters from the ones before them). Random-feature rows: fresh
+// orthogonal W per layer and seed (shared by the layer's 4 heads), mean ± s.d. over seeds. OPRF's
+// parameters (A, B, D from rho = mean |q~ + k~|^2) come from each call's q and k, i.e. per window,
+// layer and head. Hard VQ: k-means codebooks (seed 0) fitted per layer and head on each window's
+// keys.
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
@@ -14,11 +19,14 @@ import { loadFavor } from 'favor-attention';
 
 import { heldOutText, loadModel, readManifest } from './node.js';
 
-const { values: args } = parseArgs({ options: { windows: { type: 'string', default: '128' }, seeds: { type: 'string', default: '3' } } });
-const windows = Number(args.windows), seeds = Number(args.seeds);
+const { values: args } = parseArgs({ options: { windows: { type: 'string', default: '128' }, seeds: { type: 'string', default: '3' },
+  models: { type: 'string' } } });
+const seeds = Number(args.seeds);
 const favor = await loadFavor({ threads: 1 });
 const manifest = await readManifest();
+if (args.models) manifest.models = manifest.models.filter((m) => args.models.split(',').includes(m.name));
 const held = await heldOutText();
+const windows = Math.min(Number(args.windows), Math.floor((held.length - 1) / 256));
 const text = held.slice(0, windows * 256 + 1);
 
 const rows = [
@@ -29,7 +37,7 @@ const rows = [
     make: (m) => Array.from({ length: seeds }, (_, s) => ({ method: 'favor', featureMaps: Array.from({ length: m.layers }, (_, l) =>
       favor.createFeatureMap({ dim: 32, features, kernel: 'positive', sampling: 'orthogonal', seed: 100 * s + l })) })),
   })),
-  { label: 'OPRF (FAVOR++), orthogonal, m = 64', seeded: true,
+  { label: 'OPRF (FAVOR++), orthogonal, m = 64 (A, B, D from each window\'s q, k)', seeded: true,
     make: (m) => Array.from({ length: seeds }, (_, s) => ({ method: 'favor', featureMaps: Array.from({ length: m.layers }, (_, l) =>
       favor.createFeatureMap({ dim: 32, features: 64, kernel: 'oprf', sampling: 'orthogonal', seed: 100 * s + l })) })) },
   ...[16, 64].map((clusters) => ({ label: `hard VQ, k-means codebook of ${clusters} per head`, make: () => [{ method: 'codebook', clusters, assignment: 'hard' }] })),
@@ -59,8 +67,10 @@ const names = manifest.models.map((m) => m.name);
 const cell = (r) => (r ? (r.n > 1 ? `${r.mean.toFixed(3)} ± ${r.sd.toFixed(3)}` : r.mean.toFixed(3)) : '—');
 const md = [
   `Held-out bits per character (lower is better) of the first ${windows} windows of 256 predicted characters of the held-out text ` +
-  `(${(windows * 256).toLocaleString('en-US')} characters of chapters 122-135), the attention of every layer replaced as shown; ` +
-  `random features: mean ± s.d. over ${seeds} seeds (one W per layer and seed). \`npm run eval:models\`, ${os.cpus()[0]?.model ?? 'CPU'}, ${minutes.toFixed(1)} min.`,
+  `(${(windows * 256).toLocaleString('en-US')} characters of chapters 122-135 and the epilogue, ${Math.floor((held.length - 1) / 256)} windows in all), the attention of every layer replaced as shown; ` +
+  `random features: fresh orthogonal W per layer and seed (shared by the layer's heads), mean ± s.d. over ${seeds} seeds; ` +
+  `hard VQ: k-means codebooks fitted per layer and head on each window's keys. ` +
+  `\`npm run eval:models\` (model/eval.mjs, the JS runner on favor-attention), ${os.cpus()[0]?.model ?? 'CPU'}, 1 thread, ${minutes.toFixed(1)} min.`,
   '',
   `| attention in every layer | ${manifest.models.map((m) => `${m.name}: ${m.title}`).join(' | ')} |`,
   `|---|${names.map(() => '---').join('|')}|`,

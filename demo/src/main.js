@@ -31,7 +31,7 @@ const STUDY_METRICS = ['kernelMSE', 'mse', 'relFrobenius', 'maxAbs', 'meanRowKL'
 const DEFAULTS = {
   L: 256, d: 64, m: 256, kernel: 'positive', sampling: 'orthogonal', tempStep: 0, causal: false, scale: 0.5,
   pattern: 'gaussian', seed: 1, dataSeed: 0, log: false, row: 128,
-  studyKernels: ['positive'], studySeeds: 6, studyMmax: 1024, studyMetric: 'kernelMSE',
+  studyKernels: ['positive'], studySeeds: 6, studyMmax: 1024, studyMetric: 'kernelMSE', studyHeads: 'all',
   text: DEFAULT_TEXT, model: 'softmax', layer: 0, head: 0, trainedW: true,
 };
 const MODEL_TITLE = 'a trained character-level transformer (train/): Q and K of the chosen layer and head on the text below';
@@ -69,6 +69,7 @@ function parseUrl() {
   const sk = (q.get('skernels') ?? '').split(',').filter((k) => STUDY_KERNELS.includes(k));
   if (sk.length) s.studyKernels = sk;
   s.studySeeds = intIn(q.get('sseeds'), 2, 32) ?? s.studySeeds;
+  if (['all', 'selected'].includes(q.get('sheads'))) s.studyHeads = q.get('sheads');
   const mmax = intIn(q.get('smax'), 1, 2048);
   if (mmax) s.studyMmax = [64, 256, 512, 1024, 2048].includes(mmax) ? mmax : s.studyMmax;
   if (STUDY_METRICS.includes(q.get('smetric'))) s.studyMetric = q.get('smetric');
@@ -87,7 +88,7 @@ function writeUrlNow() {
     L: s.L, d: s.d, m: s.m, kernel: s.kernel, sampling: s.sampling, temp: fmtT(temperatureOf(s.tempStep)), causal: s.causal ? 1 : 0,
     scale: s.scale.toFixed(2), pattern: s.pattern, seed: s.seed, data: s.dataSeed, log: s.log ? 1 : 0, row: s.row,
     skernels: s.studyKernels.join(','), sseeds: s.studySeeds, smax: s.studyMmax, smetric: s.studyMetric,
-    ...(s.pattern === 'model' && { model: s.model, layer: s.layer, head: s.head, tw: s.trainedW ? 1 : 0, text: s.text }),
+    ...(s.pattern === 'model' && { model: s.model, layer: s.layer, head: s.head, tw: s.trainedW ? 1 : 0, sheads: s.studyHeads, text: s.text }),
   });
   history.replaceState(null, '', `${location.pathname}?${q}${location.hash}`);
 }
@@ -134,6 +135,8 @@ function writeControls() {
   writeModeControls();
   for (const box of document.querySelectorAll('input[name=study-kernel]')) box.checked = state.studyKernels.includes(box.value);
   $('#study-seeds').value = String(state.studySeeds);
+  $('#study-heads').value = state.studyHeads;
+  $('#study-heads-wrap').hidden = !isModel();
   $('#study-mmax').value = String(state.studyMmax);
   $('#study-metric').value = state.studyMetric;
   $('#speed-settings').textContent =
@@ -637,7 +640,8 @@ $('#study-run').addEventListener('click', () => {
   const { L, d, causal, scale, pattern, dataSeed } = state;
   errorStudy.params = { L, d, causal, scale, pattern, dataSeed, kernels: [...state.studyKernels], samplings: SAMPLINGS, ms,
     seeds: state.studySeeds, baseSeed: 1000, temperature: temperatureOf(state.tempStep),
-    ...(isModel() && { text: state.text, model: state.model, L: view?.L ?? 256, d: 32, causal: true }) };
+    ...(isModel() && { text: state.text, model: state.model, L: view?.L ?? 256, d: 32, causal: true,
+      heads: state.studyHeads === 'all' ? 'all' : [state.layer, state.head] }) };
   errorStudy.points = new Map();
   errorStudy.theory = null;
   errorStudy.done = false;
@@ -669,6 +673,7 @@ $('#study-seeds').addEventListener('change', (e) => {
   const v = intIn(e.target.value, 2, 32);
   if (v) { state.studySeeds = v; writeUrl(); } else e.target.value = String(state.studySeeds);
 });
+$('#study-heads').addEventListener('change', (e) => { state.studyHeads = e.target.value; writeUrl(); });
 $('#study-mmax').addEventListener('change', (e) => { state.studyMmax = Number(e.target.value); writeUrl(); });
 $('#study-metric').addEventListener('change', (e) => { state.studyMetric = e.target.value; writeUrl(); drawErrorStudy(); });
 
@@ -747,9 +752,10 @@ function drawErrorStudy() {
   let note = '';
   if (p) {
     const setting = p.pattern === 'model'
-      ? `every head (${errorStudy.heads ?? 16}) of the model ${p.model} on the text (L = ${p.L}, d = ${p.d}, causal); no Lemma 2 line (it belongs to one input)`
+      ? (Array.isArray(p.heads) ? `layer ${p.heads[0]}, head ${p.heads[1]} of the model ${p.model} on the text (L = ${p.L}, d = ${p.d}, causal)`
+        : `every head (${errorStudy.heads ?? 16}) of the model ${p.model} on the text (L = ${p.L}, d = ${p.d}, causal); no Lemma 2 line (it belongs to one input)`)
       : `L = ${p.L}, d = ${p.d}, input scale ${p.scale.toFixed(2)}, ${p.pattern}, ${p.causal ? 'causal' : 'bidirectional'}, input seed ${p.dataSeed}`;
-    const over = p.pattern === 'model' ? `${p.seeds} feature seeds × every head` : `${p.seeds} feature seeds`;
+    const over = p.pattern === 'model' && !Array.isArray(p.heads) ? `${p.seeds} feature seeds × every head` : `${p.seeds} feature seeds`;
     note = `Settings of this run: ${setting}. Line: mean over ${over}; band: ±1 standard deviation ` +
       '(its lower edge drops to the smallest value where mean − s.d. ≤ 0, to stay on the log axis). ';
     if (metric === 'kernelMSE') {

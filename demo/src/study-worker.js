@@ -25,7 +25,12 @@ async function studyInputs(favor, p) {
   const { qk } = model.forward(model.encode(text), { method: 'exact' }, { capture: true });
   const L = text.length, d = model.config.width / model.heads, heads = [];
   const part = (t, h) => t.data.slice(h * L * d, (h + 1) * L * d);
-  for (const { q, k, v } of qk) for (let h = 0; h < model.heads; h++) heads.push({ q: part(q, h), k: part(k, h), v: part(v, h) });
+  qk.forEach(({ q, k, v }, layer) => {
+    for (let h = 0; h < model.heads; h++) {
+      if (Array.isArray(p.heads) && (p.heads[0] !== layer || p.heads[1] !== h)) continue;
+      heads.push({ q: part(q, h), k: part(k, h), v: part(v, h) });
+    }
+  });
   return { L, d, causal: true, heads };
 }
 

@@ -126,3 +126,29 @@ test('generation continues the text with exact and approximated attention', asyn
   assert.deepEqual(problems, []);
   await page.close();
 });
+
+test('the error-vs-m study runs on the real heads: every head pooled, or the selected one', async () => {
+  const { page } = await open('?pattern=model&model=softmax&m=64&layer=1&head=2&skernels=positive&sseeds=2&smax=64&smetric=meanRowKL');
+  assert.equal(await page.$eval('#study-heads-wrap', (el) => el.hidden), false);
+  const run = async () => {
+    await page.click('#study-run');
+    await page.waitForFunction(() => document.querySelector('#study-status').dataset.state === 'done', null, { timeout: 90000 });
+    return page.evaluate(() => {
+      const s = window.__favorDemo.errorStudy;
+      return { heads: s.heads, note: document.querySelector('#study-note').textContent,
+        counts: [...s.points.values()].map((pts) => pts[0].values.meanRowKL.length) };
+    });
+  };
+  const all = await run();
+  assert.equal(all.heads, 16);
+  assert.match(all.note, /every head \(16\)/);
+  assert.ok(all.counts.every((n) => n === 2 * 16), `values per point: ${all.counts}`);
+  await page.selectOption('#study-heads', 'selected');
+  await page.waitForFunction(() => location.search.includes('sheads=selected'));
+  const one = await run();
+  assert.equal(one.heads, 1);
+  assert.match(one.note, /layer 1, head 2/);
+  assert.ok(one.counts.every((n) => n === 2), `values per point: ${one.counts}`);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
