@@ -367,10 +367,11 @@ function redraw(t0, fresh = false) {
 
   // Caption and the note on entries that are not probabilities (trigonometric features).
   const cb = result.codebook;
-  $('#approx-caption').textContent = cb
+  $('#approx-caption').textContent = result.model ? `(${result.model.label})` : cb
     ? `(${MODE_NAMES[params.kernel]}${cb.assignment === 'soft' ? `, T = ${fmtT(params.temperature)}` : ''}, ` +
       `${cb.assignment === 'gaussian' ? 'C = W/√scale, orthogonal-fixed' : 'k-means'}, m = ${cb.clusters}${cb.capped ? ' = L' : ''})`
     : `(${params.kernel}, ${params.sampling}, m = ${params.m})`;
+  $('#approx-caption').title = $('#approx-caption').textContent;
   const note = $('#negative-note');
   note.hidden = !(nonPositive || nonFinite);
   if (!note.hidden) {
@@ -390,7 +391,10 @@ function redraw(t0, fresh = false) {
     relu: 'not a softmax estimator: a different kernel',
     oprf: 'unbiased, positive, A, B, D fitted to the inputs',
   };
-  $('#features-note').textContent = cb ? codebookNote(params, cb) : `φ(x) has M = ${result.numFeatures} features (${KERNEL_NOTES[params.kernel]}).`;
+  $('#features-note').textContent = result.model
+    ? `Layer ${params.layer}, head ${params.head} of the model on the text: its real q and k (exact forward pass), Â by ${result.model.label}` +
+      `${KERNEL_NOTES[params.kernel] && !/trained W/.test(result.model.label) ? ` (${KERNEL_NOTES[params.kernel]})` : ''}.`
+    : cb ? codebookNote(params, cb) : `φ(x) has M = ${result.numFeatures} features (${KERNEL_NOTES[params.kernel]}).`;
   const identity = $('#identity-note');
   identity.hidden = !cb?.identity;
   if (cb?.identity) {
@@ -441,7 +445,13 @@ function codebookNote(p, cb) {
 }
 
 function drawTimings(t, drawMs, latency, fresh, codebook) {
-  const rows = codebook ? [
+  const rows = result?.model ? [
+    ['model, exact attention', t.inputs, t.forwardCached ? 'cached' : '', 'the forward pass on the text with exact attention in every layer, keeping each layer\'s q, k, v (dense layers by favor.matmul)'],
+    ['model, approximation', t.approxModel, '', 'the forward pass with the approximation substituted in every layer'],
+    ['every head: A, Â, errors', t.overview, '', 'attentionMatrix and the approximate matrix of every layer (4 heads per call), compare per head'],
+    ['selected head: outputs', t.headOutput, '', 'exactAttention and the approximation on the selected head, output relative error'],
+    ['draw every panel', drawMs],
+  ] : codebook ? [
     ['inputs Q, K, V (JS)', t.inputs, t.inputs === 0 ? 'cached' : ''],
     codebook.assignment === 'gaussian' ? ['W, C = W/√scale', t.featureMap, t.mapCached ? 'cached' : '']
       : ['C (kmeans)', t.featureMap, t.mapCached ? 'cached' : ''],

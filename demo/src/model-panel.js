@@ -3,8 +3,9 @@
 // character, next-character predictions) and generation side by side.
 import { MASKED_COLOR, sequentialScale, fmt } from './colors.js';
 
-// A held-out passage (chapter 123; the models never saw chapters 122-135).
-export const DEFAULT_TEXT = "During the most violent shocks of the Typhoon, the man at the Pequod's jaw-bone tiller had several times been reelingly hurled to the deck by its spasmodic motions, even though preventer tackles had been attached to it\u2014for they were slack\u2014because som";
+// A held-out passage: the first 256 characters of chapter 123 (the models never saw chapters
+// 122-135 and the epilogue), the models' whole context.
+export const DEFAULT_TEXT = "During the most violent shocks of the Typhoon, the man at the Pequod's jaw-bone tiller had several times been reelingly hurled to the deck by its spasmodic motions, even though preventer tackles had been attached to it\u2014for they were slack\u2014because some play";
 
 const $ = (sel) => document.querySelector(sel);
 
@@ -82,7 +83,8 @@ export class ModelPanel {
       b.querySelector('span').textContent = `L${o.layer} H${o.head} · KL ${fmt(err, 2)}`;
       drawSmall(b.querySelector('canvas'), o.A, L);
     });
-    $('#heads-sub').textContent = `exact A of each layer × head (${L} characters), framed by the mean row KL(A‖Â) of ${model.label}: green small, red large; click one to inspect it`;
+    $('#heads-sub').textContent = `exact A of each layer × head (${L} characters), framed by its mean row KL(A‖Â) under ${model.label}: ` +
+      'green ≤ 10⁻³, yellow ≈ 0.03, red ≥ 1 (log scale); click one to inspect it';
     $('#bpc-exact').textContent = fmt(model.bpc.exact, 3);
     $('#bpc-approx').textContent = fmt(model.bpc.approx, 3);
     $('#bpc-exact').dataset.value = String(model.bpc.exact);

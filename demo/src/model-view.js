@@ -95,7 +95,8 @@ export function computeModel(favor, model, p, timings) {
   const ids = model.encode(text), L = ids.length, H = model.heads, hd = model.config.width / H;
   let t = performance.now();
   const fkey = JSON.stringify([model.record.name, text]);
-  if (forwardCache.key !== fkey) {
+  timings.forwardCached = forwardCache.key === fkey;
+  if (!timings.forwardCached) {
     const exact = model.forward(ids, { method: 'exact' }, { capture: true });
     forwardCache = { key: fkey, value: exact };
   }
