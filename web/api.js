@@ -489,7 +489,11 @@ export function chooseSimd(option) {
 }
 
 export function checkLoadOptions(options) {
-  const o = checkOptions(options, 'loadFavor options', ['wasmUrl', 'wasmBinary', 'simd', 'locateFile', 'threads', 'loadTimeout']);
+  const o = checkOptions(options, 'loadFavor options', ['wasmUrl', 'wasmBinary', 'simd', 'locateFile', 'threads', 'loadTimeout', 'worker', 'transfer']);
+  checkBoolean(o.worker, 'worker');
+  checkBoolean(o.transfer, 'transfer');
+  if (o.transfer && !o.worker) throw new RangeError('transfer: only with worker: true (inputs move to the worker)');
+  if (o.worker && o.locateFile !== undefined) throw new TypeError('locateFile: a function cannot be sent to the worker; pass wasmUrl or wasmBinary');
   if (o.threads !== undefined && o.threads !== 'auto') {
     if (typeof o.threads !== 'number') throw new TypeError(`threads: expected 'auto' or an integer >= 1, got ${describe(o.threads)}`);
     checkInteger(o.threads, 'threads', 1, MAX_THREADS);

@@ -2,6 +2,7 @@
 // new URL(..., import.meta.url) and emit the file), overridable by wasmUrl, wasmBinary or locateFile.
 // The pthreads build is used only on cross-origin isolated pages (SharedArrayBuffer).
 import { checkLoadOptions, checkWasmBinary, chooseSimd, chooseThreads, createApi, printErr, threadedStartup } from './api.js';
+import { createWorkerApi } from './worker-client.js';
 
 export { version } from './api.js';
 
@@ -16,6 +17,7 @@ function threadsBlocker() {
 
 export async function loadFavor(options) {
   const o = checkLoadOptions(options);
+  if (o.worker) return loadInWorker(o);
   const simd = chooseSimd(o.simd);
   const { threads, threadsReason } = chooseThreads(o, {
     simd, cores: globalThis.navigator?.hardwareConcurrency ?? 1, blocker: threadsBlocker(), autoMax: BROWSER_AUTO_MAX_THREADS,
@@ -38,6 +40,33 @@ export async function loadFavor(options) {
     throw new Error(`loadFavor: could not load ${where}: ${error?.message ?? error}`, { cause: error });
   });
   return createApi(Module, { simd, threadsReason });
+}
+
+const WORKER_SCRIPT = './favor-worker.js';
+
+// { worker: true }: the module in a dedicated Web Worker (a module worker), the API returning
+// Promises; the page's thread never blocks on a call.
+async function loadInWorker(o) {
+  const { worker, transfer, ...loadOptions } = o;
+  if (loadOptions.wasmUrl !== undefined) loadOptions.wasmUrl = new URL(loadOptions.wasmUrl, globalThis.location?.href).href;
+  // Not the literal new Worker(new URL('./favor-worker.js', import.meta.url)) that bundlers rewrite:
+  // Vite would bundle it as a classic worker, which cannot hold this module graph. The worker
+  // loads web/favor-worker.js from beside this file (served as is: no bundler, or a dev server).
+  const here = import.meta.url;
+  const thread = new Worker(new URL(WORKER_SCRIPT, here), { type: 'module' });
+  try {
+    return await createWorkerApi(thread, {
+      loadOptions, transfer,
+      listen: (onMessage, onError) => {
+        thread.onmessage = (event) => onMessage(event.data);
+        thread.onerror = (event) => onError(new Error(`the favor-attention worker failed: ${event.message ?? event}`));
+      },
+      terminate: () => thread.terminate(),
+    });
+  } catch (error) {
+    thread.terminate();
+    throw error;
+  }
 }
 
 // The pthreads glue is loaded as a plain file, not bundled: its workers import the very same

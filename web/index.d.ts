@@ -42,6 +42,22 @@ export interface LoadOptions {
    * the promise pending forever). An integer in [1, 2^31 - 1].
    */
   loadTimeout?: number;
+  /** false (the default): the synchronous API on this thread; true: see WorkerLoadOptions. */
+  worker?: false;
+}
+
+/** loadFavor({ worker: true, ... }): the same options (but locateFile), in a worker. */
+export interface WorkerLoadOptions extends Omit<LoadOptions, 'worker' | 'locateFile'> {
+  /**
+   * Runs the module in a dedicated worker (a module Web Worker in browsers, worker_threads in
+   * Node): loadFavor then resolves to a FavorAsync whose calls return Promises and never block
+   * the caller's thread. In browsers the worker loads web/favor-worker.js from beside the
+   * loader (no bundler, or a dev server that serves the package's files); bundled builds are not
+   * supported yet. Not with locateFile (a function cannot cross to the worker).
+   */
+  worker: true;
+  /** With worker: true, move input tensors' buffers to the worker instead of copying them (the caller's arrays are detached). */
+  transfer?: boolean;
 }
 
 export interface FavorInfo {
@@ -256,5 +272,65 @@ export interface Favor {
   outputRelativeError(exact: Tensor, approx: Tensor): number;
 }
 
+/** A feature map living in the worker of a FavorAsync; its settings are read when it is made. */
+export interface FeatureMapAsync {
+  readonly dim: number;
+  readonly features: number;
+  readonly numFeatures: number;
+  readonly kernel: Kernel;
+  readonly sampling: Sampling;
+  readonly epsilon: number;
+  readonly rho: number | undefined;
+  readonly disposed: boolean;
+  readonly projection: Promise<Tensor>;
+  redraw(seed: number): Promise<this>;
+  dispose(): Promise<void>;
+  [Symbol.dispose](): void;
+}
+
+/** A causal state living in the worker of a FavorAsync. */
+export interface CausalStateAsync {
+  readonly method: StateMethod;
+  readonly length: Promise<number>;
+  readonly stateBytes: Promise<number>;
+  readonly disposed: boolean;
+  append(q: Tensor, k: Tensor, v: Tensor, options?: { keyMask?: KeyMask }): Promise<Tensor>;
+  reset(): Promise<this>;
+  dispose(): Promise<void>;
+  [Symbol.dispose](): void;
+}
+
+type WithAsyncMap<T> = Omit<T, 'featureMap'> & { featureMap: FeatureMapAsync };
+export type CausalStateAsyncOptions =
+  | { method: 'exact'; scale?: number }
+  | { method: 'favor'; featureMap: FeatureMapAsync; scale?: number; chunk?: number }
+  | { method: 'codebook'; codebook: Tensor; assignment?: Assignment; temperature?: number; scale?: number; chunk?: number };
+
+/**
+ * The API of loadFavor({ worker: true }): every call runs in the worker and resolves to what the
+ * synchronous call returns, or rejects with the TypeError/RangeError it throws. dispose() ends
+ * the worker; later calls reject.
+ */
+export interface FavorAsync {
+  readonly info: FavorInfo;
+  memory(): Promise<FavorMemory>;
+  dispose(): void;
+  exactAttention(q: Tensor, k: Tensor, v: Tensor, options?: AttentionOptions): Promise<Tensor>;
+  attentionMatrix(q: Tensor, k: Tensor, options?: AttentionOptions): Promise<Tensor>;
+  createFeatureMap(options: FeatureMapOptions): Promise<FeatureMapAsync>;
+  favorAttention(q: Tensor, k: Tensor, v: Tensor, options: WithAsyncMap<FavorAttentionOptions>): Promise<Tensor>;
+  favorAttentionMatrix(q: Tensor, k: Tensor, options: WithAsyncMap<FavorMatrixOptions>): Promise<Tensor>;
+  codebookAttention(q: Tensor, k: Tensor, v: Tensor, options: CodebookAttentionOptions): Promise<Tensor>;
+  codebookAttentionMatrix(q: Tensor, k: Tensor, options: CodebookOptions): Promise<Tensor>;
+  kmeans(k: Tensor, options: KMeansOptions): Promise<Tensor>;
+  randomCodebook(options: RandomCodebookOptions): Promise<Tensor>;
+  codebookFromFeatureMap(featureMap: FeatureMapAsync, options?: { scale?: number }): Promise<Tensor>;
+  createCausalState(options: CausalStateAsyncOptions): Promise<CausalStateAsync>;
+  matmul(a: Tensor, b: Tensor, options?: MatmulOptions): Promise<Tensor>;
+  compare(exactMatrix: Tensor, approxMatrix: Tensor): Promise<MatrixErrors>;
+  outputRelativeError(exact: Tensor, approx: Tensor): Promise<number>;
+}
+
 export declare const version: string;
+export declare function loadFavor(options: WorkerLoadOptions): Promise<FavorAsync>;
 export declare function loadFavor(options?: LoadOptions): Promise<Favor>;

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 
 import { checkLoadOptions, checkWasmBinary, chooseSimd, chooseThreads, createApi, printErr, threadedStartup } from './api.js';
 import { withWorkerGlobal } from './node-worker-shim.js';
+import { createWorkerApi } from './worker-client.js';
 
 export { version } from './api.js';
 
@@ -14,6 +15,7 @@ const NODE_AUTO_MAX_THREADS = 8;
 
 export async function loadFavor(options) {
   const o = checkLoadOptions(options);
+  if (o.worker) return loadInWorker(o);
   const simd = chooseSimd(o.simd);
   const { threads, threadsReason } = chooseThreads(o, {
     simd, cores: availableParallelism(), autoMax: NODE_AUTO_MAX_THREADS,
@@ -65,4 +67,27 @@ export async function loadFavor(options) {
   Module.setMaxThreads(threads);
   const terminate = () => { for (const worker of workers) worker.terminate(); };
   return createApi(Module, { simd, threads, terminate });
+}
+
+// { worker: true }: the module in a worker_threads worker, the API returning Promises.
+async function loadInWorker(o) {
+  const { Worker } = await import('node:worker_threads');
+  const { worker, transfer, ...loadOptions } = o;
+  if (loadOptions.wasmUrl instanceof URL) loadOptions.wasmUrl = loadOptions.wasmUrl.href;
+  const thread = new Worker(new URL('./favor-worker-node.js', import.meta.url));
+  thread.unref();  // like the pthreads workers: never keeps Node alive
+  try {
+    return await createWorkerApi(thread, {
+      loadOptions, transfer,
+      listen: (onMessage, onError) => {
+        thread.on('message', onMessage);
+        thread.on('error', onError);
+        thread.on('exit', () => onError(new Error('the favor-attention worker has ended')));
+      },
+      terminate: () => thread.terminate(),
+    });
+  } catch (error) {
+    await thread.terminate();
+    throw error;
+  }
 }

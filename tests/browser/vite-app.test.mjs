@@ -182,6 +182,20 @@ describe('favor-attention in Chromium', () => {
     }
   });
 
+  test('worker: true keeps the page animating during a ~2 s call; a synchronous call freezes it', { timeout: 120_000 }, async () => {
+    const server = await serveStatic(app);
+    try {
+      const { result, errors } = await openResultPage(browser, `${server.url}plain.html?script=worker.js`, { timeout: 110_000 });
+      assert.deepEqual(errors, []);
+      assert.equal(result.maxAbsDiff, 0, 'the worker computes the same bits');
+      assert.ok(result.throughWorker.ms > 1000, `the call took ${result.throughWorker.ms} ms (L = ${result.L})`);
+      assert.ok(result.throughWorker.fps >= 50, `${result.throughWorker.fps.toFixed(1)} frames/s during the worker call`);
+      assert.ok(result.synchronous.fps < 10, `${result.synchronous.fps.toFixed(1)} frames/s during the synchronous call`);
+    } finally {
+      await server.close();
+    }
+  });
+
   test('threads under a CSP without worker-src blob: reject loadFavor instead of hanging', { timeout: 60_000 }, async () => {
     const server = await serveStatic(app, { isolated: true, headers: { 'content-security-policy': "worker-src 'self'" } });
     try {

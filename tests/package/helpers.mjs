@@ -30,9 +30,13 @@ export const EXPECTED_FILES = [
   'package.json',
   'web/api.js',
   'web/browser.js',
+  'web/favor-worker-node.js',
+  'web/favor-worker.js',
   'web/index.d.ts',
   'web/node-worker-shim.js',
   'web/node.js',
+  'web/worker-client.js',
+  'web/worker-host.js',
 ];
 
 /**

@@ -7,15 +7,18 @@ import type {
   Assignment,
   AttentionOptions,
   CausalState,
+  CausalStateAsync,
   CausalStateOptions,
   CodebookAttentionOptions,
   CodebookOptions,
   Favor,
+  FavorAsync,
   FavorAttentionOptions,
   FavorInfo,
   FavorMatrixOptions,
   FavorMemory,
   FeatureMap,
+  FeatureMapAsync,
   FeatureMapOptions,
   Kernel,
   KeyMask,
@@ -244,6 +247,18 @@ const mmOptions: MatmulOptions = { transposeB: true, bias: { data: new Float32Ar
 const product: Tensor = favor.matmul(q, k, mmOptions);
 const oprfMap = favor.createFeatureMap({ dim: 4, features: 8, kernel: 'oprf', rho: 2 });
 const rho: number | undefined = oprfMap.rho;
+// The worker API: the same calls, as Promises.
+const asyncFavor: FavorAsync = await loadFavor({ worker: true, transfer: false });
+const asyncMap: FeatureMapAsync = await asyncFavor.createFeatureMap({ dim: 4, features: 8 });
+const asyncOut: Tensor = await asyncFavor.favorAttention(q, k, v, { featureMap: asyncMap, causal: true });
+const asyncState: CausalStateAsync = await asyncFavor.createCausalState({ method: 'favor', featureMap: asyncMap });
+const asyncLength: number = await asyncState.length;
+const asyncProjection: Tensor = await asyncMap.projection;
+asyncFavor.dispose();
+// @ts-expect-error a worker API call returns a Promise, not a Tensor
+const notSync: Tensor = asyncFavor.exactAttention(q, k, v);
+// @ts-expect-error the synchronous API takes a synchronous FeatureMap
+favor.favorAttention(q, k, v, { featureMap: asyncMap });
 // @ts-expect-error a key mask holds bytes
 favor.exactAttention(q, k, v, { keyMask: { data: new Float32Array(4), dims: [4] } });
 // @ts-expect-error a favor state needs a feature map
@@ -260,6 +275,7 @@ decoder.append(q, k, v, { causal: true });
 favor.matmul(q, k, { transposeB: 1 });
 
 export {
+  asyncOut, asyncLength, asyncProjection, notSync,
   maskedOut, maskedMatrix, stepOut, stateLength, stateBytes, stateMethod, resetState, product, rho,
   versionString, infoVersion, infoSimd, infoThreads, infoThreadsReason, heapBytes, usedBytes, data, dims, mapDim, mapFeatures, mapNumFeatures,
   mapKernel, mapSampling, mapEpsilon, mapDisposed, projection, redrawn, measures, relative, wide,
