@@ -116,7 +116,8 @@ export interface FeatureMapOptions {
   rho?: number;
 }
 
-export interface FeatureMap {
+/** What a feature map was made with (sync or worker). */
+export interface FeatureMapSettings {
   readonly dim: number;
   /** m, the number of random projections. */
   readonly features: number;
@@ -128,6 +129,9 @@ export interface FeatureMap {
   /** The fixed rho of an 'oprf' map, or undefined (computed per call). */
   readonly rho: number | undefined;
   readonly disposed: boolean;
+}
+
+export interface FeatureMap extends FeatureMapSettings {
   /** A copy of W, dims [m, d]. */
   readonly projection: Tensor;
   /** Draws a new W from `seed` with the map's sampling mode. */
@@ -273,15 +277,7 @@ export interface Favor {
 }
 
 /** A feature map living in the worker of a FavorAsync; its settings are read when it is made. */
-export interface FeatureMapAsync {
-  readonly dim: number;
-  readonly features: number;
-  readonly numFeatures: number;
-  readonly kernel: Kernel;
-  readonly sampling: Sampling;
-  readonly epsilon: number;
-  readonly rho: number | undefined;
-  readonly disposed: boolean;
+export interface FeatureMapAsync extends FeatureMapSettings {
   readonly projection: Promise<Tensor>;
   redraw(seed: number): Promise<this>;
   dispose(): Promise<void>;

@@ -2,15 +2,6 @@
 // import map of plain.html. Writes the results as JSON into #result.
 import { loadFavor, version } from 'favor-attention';
 import { runDemo } from './demo.js';
+import { report } from './report.js';
 
-const out = document.getElementById('result');
-runDemo(loadFavor).then(
-  (result) => {
-    out.textContent = JSON.stringify({ ...result, exportedVersion: version });
-    out.dataset.status = 'ok';
-  },
-  (error) => {
-    out.textContent = String(error?.stack ?? error);
-    out.dataset.status = 'error';
-  },
-);
+report(runDemo(loadFavor).then((result) => ({ ...result, exportedVersion: version })));

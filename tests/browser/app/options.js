@@ -2,6 +2,8 @@
 // wasmBinary each give the same results as the default, and a wasmUrl that does not exist
 // rejects instead of hanging. Writes JSON into #result.
 import { loadFavor } from 'favor-attention';
+
+import { report } from './report.js';
 import { makeInputs } from './demo.js';
 
 const base = new URL('./node_modules/favor-attention/dist/', import.meta.url);
@@ -53,14 +55,4 @@ async function run() {
   return result;
 }
 
-const out = document.getElementById('result');
-run().then(
-  (result) => {
-    out.textContent = JSON.stringify(result);
-    out.dataset.status = 'ok';
-  },
-  (error) => {
-    out.textContent = String(error?.stack ?? error);
-    out.dataset.status = 'error';
-  },
-);
+report(run());

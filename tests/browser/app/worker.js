@@ -3,6 +3,8 @@
 // same size freezes the page. Writes JSON into #result.
 import { loadFavor } from 'favor-attention';
 
+import { report } from './report.js';
+
 const gaussian = (n, seed) => {
   let a = seed >>> 0;
   const u = () => { a = (a + 0x6d2b79f5) >>> 0; let t = Math.imul(a ^ (a >>> 15), a | 1); t ^= t + Math.imul(t ^ (t >>> 7), t | 61); return (((t ^ (t >>> 14)) >>> 0) + 0.5) / 4294967296; };
@@ -46,14 +48,4 @@ async function run() {
   return { maxAbsDiff: diff, L, throughWorker, synchronous, info: worker.info };
 }
 
-const out = document.getElementById('result');
-run().then(
-  (result) => {
-    out.textContent = JSON.stringify(result);
-    out.dataset.status = 'ok';
-  },
-  (error) => {
-    out.textContent = `${error.name}: ${error.message}`;
-    out.dataset.status = 'error';
-  },
-);
+report(run());
