@@ -31,7 +31,7 @@ const STUDY_METRICS = ['kernelMSE', 'mse', 'relFrobenius', 'maxAbs', 'meanRowKL'
 const DEFAULTS = {
   L: 256, d: 64, m: 256, kernel: 'positive', sampling: 'orthogonal', tempStep: 0, causal: false, scale: 0.5,
   pattern: 'gaussian', seed: 1, dataSeed: 0, log: false, row: 128,
-  studyKernels: ['positive'], studySeeds: 6, studyMmax: 1024, studyMetric: 'kernelMSE', studyHeads: 'all',
+  studyKernels: ['positive'], studySeeds: 6, studyMmax: 1024, studyMetric: 'kernelMSE', studyHeads: 'all', genN: 60,
   text: DEFAULT_TEXT, model: 'softmax', layer: 0, head: 0, trainedW: true,
 };
 const MODEL_TITLE = 'a trained character-level transformer (train/): Q and K of the chosen layer and head on the text below';
@@ -70,6 +70,7 @@ function parseUrl() {
   if (sk.length) s.studyKernels = sk;
   s.studySeeds = intIn(q.get('sseeds'), 2, 32) ?? s.studySeeds;
   if (['all', 'selected'].includes(q.get('sheads'))) s.studyHeads = q.get('sheads');
+  s.genN = intIn(q.get('gen'), 1, 255) ?? s.genN;
   const mmax = intIn(q.get('smax'), 1, 2048);
   if (mmax) s.studyMmax = [64, 256, 512, 1024, 2048].includes(mmax) ? mmax : s.studyMmax;
   if (STUDY_METRICS.includes(q.get('smetric'))) s.studyMetric = q.get('smetric');
@@ -88,7 +89,7 @@ function writeUrlNow() {
     L: s.L, d: s.d, m: s.m, kernel: s.kernel, sampling: s.sampling, temp: fmtT(temperatureOf(s.tempStep)), causal: s.causal ? 1 : 0,
     scale: s.scale.toFixed(2), pattern: s.pattern, seed: s.seed, data: s.dataSeed, log: s.log ? 1 : 0, row: s.row,
     skernels: s.studyKernels.join(','), sseeds: s.studySeeds, smax: s.studyMmax, smetric: s.studyMetric,
-    ...(s.pattern === 'model' && { model: s.model, layer: s.layer, head: s.head, tw: s.trainedW ? 1 : 0, sheads: s.studyHeads, text: s.text }),
+    ...(s.pattern === 'model' && { model: s.model, layer: s.layer, head: s.head, tw: s.trainedW ? 1 : 0, sheads: s.studyHeads, gen: s.genN, text: s.text }),
   });
   history.replaceState(null, '', `${location.pathname}?${q}${location.hash}`);
 }
@@ -136,6 +137,7 @@ function writeControls() {
   for (const box of document.querySelectorAll('input[name=study-kernel]')) box.checked = state.studyKernels.includes(box.value);
   $('#study-seeds').value = String(state.studySeeds);
   $('#study-heads').value = state.studyHeads;
+  $('#gen-n').value = String(state.genN);
   $('#study-heads-wrap').hidden = !isModel();
   $('#study-mmax').value = String(state.studyMmax);
   $('#study-metric').value = state.studyMetric;
@@ -682,6 +684,10 @@ for (const box of document.querySelectorAll('input[name=study-kernel]')) {
 $('#study-seeds').addEventListener('change', (e) => {
   const v = intIn(e.target.value, 2, 32);
   if (v) { state.studySeeds = v; writeUrl(); } else e.target.value = String(state.studySeeds);
+});
+$('#gen-n').addEventListener('change', (e) => {
+  const v = intIn(e.target.value, 1, 255);
+  if (v) { state.genN = v; writeUrl(); } else e.target.value = String(state.genN);
 });
 $('#study-heads').addEventListener('change', (e) => { state.studyHeads = e.target.value; writeUrl(); });
 $('#study-mmax').addEventListener('change', (e) => { state.studyMmax = Number(e.target.value); writeUrl(); });

@@ -22,7 +22,7 @@ export class ModelPanel {
     this.onSelect = onSelect;
     this.grid = $('#heads-grid');
     this.cells = [];
-    $('#gen-run').addEventListener('click', () => onGenerate(Math.max(1, Math.min(200, Number($('#gen-n').value) || 60))));
+    $('#gen-run').addEventListener('click', () => onGenerate(Math.max(1, Math.min(255, Number($('#gen-n').value) || 60))));
   }
 
   show(on) {

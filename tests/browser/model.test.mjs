@@ -83,15 +83,21 @@ test('typing changes the heatmaps and the bits per character; layer and head sel
   const { page } = await open('?pattern=model&model=softmax&m=64&layer=0&head=0');
   const before0 = await read(page);
   await page.focus('#text');
-  await page.$eval('#text', (el) => el.setSelectionRange(0, 0));
-  await page.keyboard.type('Ahab ');
+  // the default text fills the context (256 characters, the box's maxlength): type over its first word
+  assert.equal(before0.shown.L, 256);
+  await page.$eval('#text', (el) => el.setSelectionRange(0, 6));
+  await page.keyboard.type("Ahab's");
   await settled(page, before0.updates);
-  await page.waitForFunction(() => document.querySelector('#text').value.startsWith('Ahab '));
-  await page.waitForFunction(() => window.__favorDemo.idle);
+  await page.waitForFunction(() => document.querySelector('#text').value.startsWith("Ahab's the most"));
+  await page.waitForFunction(() => window.__favorDemo.idle && window.__favorDemo.shown.text === document.querySelector('#text').value);
   const typed = await read(page);
   assert.notEqual(typed.exactHash, before0.exactHash, 'the exact heatmap changed');
   assert.notEqual(typed.bpcExact, before0.bpcExact, 'the bits per character changed');
-  assert.equal(typed.shown.L, before0.shown.L + 5);
+  assert.equal(typed.shown.L, 256);
+  // deleting characters shortens the matrices
+  await page.keyboard.press('Backspace');
+  await page.keyboard.press('Backspace');
+  await page.waitForFunction(() => window.__favorDemo.idle && window.__favorDemo.shown.L === 254);
   // layer and head by their selects
   await page.selectOption('#layer', '2');
   await settled(page, typed.updates);
@@ -122,6 +128,7 @@ test('generation continues the text with exact and approximated attention', asyn
     speed: document.querySelector('#gen-approx-speed').textContent,
   }));
   assert.equal(out.exact.length, 30);
+  await page.waitForFunction(() => location.search.includes('gen=30'));
   assert.match(out.speed, /trained W.*characters\/s/);
   assert.deepEqual(problems, []);
   await page.close();
