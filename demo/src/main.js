@@ -169,8 +169,9 @@ function writeModeControls() {
   const mNote = $('#m-note');
   mNote.hidden = !capped;
   mNote.textContent = capped ? `m = ${state.m} > L: k-means uses m = L = ${state.L} codewords (at most one per key).` : '';
-  $('#about-features').hidden = codebook;
-  $('#about-vq').hidden = !codebook;
+  $('#about-features').hidden = codebook || isModel();
+  $('#about-vq').hidden = !codebook || isModel();
+  $('#about-model').hidden = !isModel();
 }
 
 // Reads one control into the state; returns 'compute' (new matrices needed) or 'draw'.

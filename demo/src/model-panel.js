@@ -61,6 +61,9 @@ export class ModelPanel {
     const { overview, heads, layers, chars } = model;
     this.setModels(model.models, params.model);
     this.setShape(layers, heads, params.layer, params.head);
+    const trained = model.models.find((m) => m.name === params.model)?.attention === 'favor';
+    $('#trainedW').disabled = !trained;
+    $('#trainedW').closest('.row').classList.toggle('disabled', !trained);
     this.grid.style.setProperty('--heads', String(heads));
     const L = chars.length;
     if (this.cells.length !== overview.length) {
