@@ -32,7 +32,7 @@ const DEFAULTS = {
   L: 256, d: 64, m: 256, kernel: 'positive', sampling: 'orthogonal', tempStep: 0, causal: false, scale: 0.5,
   pattern: 'gaussian', seed: 1, dataSeed: 0, log: false, row: 128,
   studyKernels: ['positive'], studySeeds: 6, studyMmax: 1024, studyMetric: 'kernelMSE', studyHeads: 'all', genN: 60,
-  text: DEFAULT_TEXT, model: 'softmax', layer: 0, head: 0, trainedW: true,
+  text: DEFAULT_TEXT, model: 'softmax', layer: 2, head: 1, trainedW: true,
 };
 const MODEL_TITLE = 'a trained character-level transformer (train/): Q and K of the chosen layer and head on the text below';
 const isModel = () => state.pattern === 'model';

@@ -86,13 +86,13 @@ export class ModelPanel {
       b.querySelector('span').textContent = `L${o.layer} H${o.head} · KL ${fmt(err, 2)}`;
       drawSmall(b.querySelector('canvas'), o.A, L);
     });
-    $('#heads-sub').textContent = `exact A of each layer × head (${L} characters), framed by its mean row KL(A‖Â) under ${model.label}: ` +
+    $('#heads-sub').textContent = `exact A of each layer × head (${L} characters; log scale, 4 decades), framed by its mean row KL(A‖Â) under ${model.label}: ` +
       'green ≤ 10⁻³, yellow ≈ 0.03, red ≥ 1 (log scale); click one to inspect it';
     $('#bpc-exact').textContent = fmt(model.bpc.exact, 3);
     $('#bpc-approx').textContent = fmt(model.bpc.approx, 3);
     $('#bpc-exact').dataset.value = String(model.bpc.exact);
     $('#bpc-approx').dataset.value = String(model.bpc.approx);
-    const row = model.top.row, show = (c) => JSON.stringify(c).slice(1, -1) || ' ';
+    const row = model.top.row, show = (c) => (c === ' ' ? '␣' : c === '\n' ? '⏎' : c.replace(/&/g, '&amp;').replace(/</g, '&lt;'));
     $('#top-title').textContent = `after “…${chars.slice(Math.max(0, row - 11), row + 1).replace(/\n/g, '⏎')}” (row ${row})`;
     const list = (top) => top.map((t) => `<code>${show(t.char)}</code> ${fmt(100 * t.p, 2)}%`).join('<br>');
     $('#top-exact').innerHTML = list(model.top.exact);
@@ -117,7 +117,8 @@ function drawSmall(canvas, A, L) {
   const px = new Uint32Array(img.data.buffer);
   let vmax = 0;
   for (const a of A) if (a > vmax) vmax = a;
-  const scale = sequentialScale({ vmax: vmax || 1, log: false, floor: 1e-6 });
+  // log scale over four decades: at this size a linear scale shows only the largest weights
+  const scale = sequentialScale({ vmax: vmax || 1, log: true, floor: (vmax || 1) * 1e-4 });
   for (let y = 0; y < n; y++) {
     const i = Math.min(L - 1, Math.floor((y * L) / n));
     for (let x = 0; x < n; x++) {

@@ -69,7 +69,7 @@ test('synthetic mode fetches no model; model mode loads the weights and draws ev
   const r = await read(page);
   assert.deepEqual(r.labels, ['text', 'model', 'layer', 'head']);
   assert.equal(r.heads, 16);
-  assert.equal(r.pressed, 0);
+  assert.equal(r.pressed, 2 * 4 + 1, 'default: layer 2, head 1 (a sharp head of the softmax model)');
   assert.equal(r.shown.causal, true);
   assert.ok(r.bpcExact > 0.5 && r.bpcExact < 8, `bits per character ${r.bpcExact}`);
   assert.ok(r.bpcApprox > 0.5, `approximated ${r.bpcApprox}`);
