@@ -2,8 +2,8 @@
 // models (train/models) load only in model mode, with no console errors; the selected head's
 // heatmaps, every head's grid and bits per character are drawn; typing changes the heatmaps and
 // the bits per character; layer and head selection (select and grid) work; generation adds
-// characters with exact and approximated attention. Saves docs/demo-model.png with
-// UPDATE_SCREENSHOTS=1 (else build/screenshots/).
+// characters with exact and approximated attention; the error-vs-m study runs on the real heads.
+// Saves docs/demo-model.png with UPDATE_SCREENSHOTS=1 (else build/screenshots/).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync } from 'node:fs';
@@ -74,8 +74,20 @@ test('synthetic mode fetches no model; model mode loads the weights and draws ev
   assert.ok(r.bpcExact > 0.5 && r.bpcExact < 8, `bits per character ${r.bpcExact}`);
   assert.ok(r.bpcApprox > 0.5, `approximated ${r.bpcApprox}`);
   assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('screenshot: docs/demo-model.png (a sharp head of the softmax model under FAVOR+, generation side by side)', async () => {
+  const { page } = await open('?pattern=model&model=softmax&layer=2&head=1&kernel=positive&sampling=orthogonal&m=256&log=1&gen=60',
+    { width: 1366, height: 1000 });
+  await page.click('#gen-run');
+  await page.waitForFunction(() => document.querySelector('#gen-approx').textContent.length === 60, null, { timeout: 60000 });
+  const box = await page.$eval('#hm-approx', (el) => { const r = el.getBoundingClientRect(); return { x: r.left + r.width * 0.55, y: r.top + r.height * 0.75 }; });
+  await page.mouse.move(box.x, box.y);
+  await page.waitForFunction(() => /query .* → key /.test(document.querySelector('#readout').textContent));
   mkdirSync(shots, { recursive: true });
   await page.screenshot({ path: join(shots, 'demo-model.png') });
+  assert.deepEqual(problems, []);
   await page.close();
 });
 
