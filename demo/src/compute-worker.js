@@ -76,14 +76,16 @@ function cachedMap(d, m, kernel, sampling, seed, timings) {
 }
 
 // Entries of Â that cannot be drawn as probabilities (trigonometric features give them).
-function countInvalid(a, L, causal) {
+// zeroOk: exact zeros are underflow of a positive estimator (a trained W on a sharp head gives
+// weights below float32's range), not invalid weights; only negative ones are counted then.
+function countInvalid(a, L, causal, zeroOk = false) {
   let nonPositive = 0, nonFinite = 0;
   for (let i = 0; i < L; i++) {
     const jmax = causal ? i : L - 1;
     for (let j = 0; j <= jmax; j++) {
       const x = a[i * L + j];
       if (!Number.isFinite(x)) nonFinite++;
-      else if (x <= 0) nonPositive++;
+      else if (x < 0 || (x === 0 && !zeroOk)) nonPositive++;
     }
   }
   return { nonPositive, nonFinite };
@@ -179,7 +181,7 @@ function computeModelResult(model, p) {
   const errors = { ...favor.compare(A, Ahat), outputRelError: favor.outputRelativeError(out, outHat) };
   timings.headOutput = performance.now() - t0;
   return {
-    A: r.A, Ahat: r.Ahat, errors, timings, ...countInvalid(r.Ahat, L, true),
+    A: r.A, Ahat: r.Ahat, errors, timings, ...countInvalid(r.Ahat, L, true, true),
     numFeatures: spec.method === 'favor' ? spec.featureMaps[p.layer].numFeatures : spec.clusters,
     params: { ...p, L, d: r.d, causal: true, row: Math.min(p.row, L - 1) },
     model: { ...r.extras, models: manifestSummary },
