@@ -104,8 +104,17 @@ export class ModelPanel {
       $('#gen-exact').textContent = `generation failed: ${msg.error}`;
       return;
     }
-    $('#gen-exact').textContent = msg.exact.text;
-    $('#gen-approx').textContent = msg.approx.text;
+    // the prompt's last characters (muted), then the continuation
+    const show = (el, text) => {
+      const tail = document.createElement('span'), cont = document.createElement('span');
+      tail.className = 'gen-prompt';
+      tail.textContent = `…${msg.prompt ?? ''}`;
+      cont.className = 'gen-text';
+      cont.textContent = text;
+      el.replaceChildren(tail, cont);
+    };
+    show($('#gen-exact'), msg.exact.text);
+    show($('#gen-approx'), msg.approx.text);
     $('#gen-exact-speed').textContent = `${fmt(msg.exact.charsPerSecond, 3)} characters/s`;
     $('#gen-approx-speed').textContent = `${msg.label}: ${fmt(msg.approx.charsPerSecond, 3)} characters/s`;
   }

@@ -150,5 +150,5 @@ export function generate(favor, model, p, n) {
   const { spec, label } = approximation(favor, model, p);
   const exact = model.generate(text, n, { method: 'exact' }, { seed: p.seed });
   const approx = model.generate(text, n, spec, { seed: p.seed });
-  return { exact, approx, label };
+  return { exact, approx, label, prompt: text.slice(-Math.min(40, Math.max(0, model.context - n))) };
 }

@@ -81,7 +81,7 @@ test('screenshot: docs/demo-model.png (a sharp head of the softmax model under F
   const { page } = await open('?pattern=model&model=softmax&layer=2&head=1&kernel=positive&sampling=orthogonal&m=256&log=1&gen=60',
     { width: 1366, height: 1000 });
   await page.click('#gen-run');
-  await page.waitForFunction(() => document.querySelector('#gen-approx').textContent.length === 60, null, { timeout: 60000 });
+  await page.waitForFunction(() => document.querySelector('#gen-approx .gen-text')?.textContent.length === 60, null, { timeout: 60000 });
   const box = await page.$eval('#hm-approx', (el) => { const r = el.getBoundingClientRect(); return { x: r.left + r.width * 0.55, y: r.top + r.height * 0.75 }; });
   await page.mouse.move(box.x, box.y);
   await page.waitForFunction(() => /query .* → key /.test(document.querySelector('#readout').textContent));
@@ -134,12 +134,14 @@ test('generation continues the text with exact and approximated attention', asyn
   const { page } = await open('?pattern=model&model=performer&m=64&tw=1');
   await page.fill('#gen-n', '30');
   await page.click('#gen-run');
-  await page.waitForFunction(() => document.querySelector('#gen-approx').textContent.length === 30, null, { timeout: 60000 });
+  await page.waitForFunction(() => document.querySelector('#gen-approx .gen-text')?.textContent.length === 30, null, { timeout: 60000 });
   const out = await page.evaluate(() => ({
-    exact: document.querySelector('#gen-exact').textContent, approx: document.querySelector('#gen-approx').textContent,
+    exact: document.querySelector('#gen-exact .gen-text').textContent, approx: document.querySelector('#gen-approx .gen-text').textContent,
+    prompt: document.querySelector('#gen-exact .gen-prompt').textContent,
     speed: document.querySelector('#gen-approx-speed').textContent,
   }));
   assert.equal(out.exact.length, 30);
+  assert.ok(out.prompt.startsWith('…') && out.prompt.length > 10, `the prompt's tail: ${out.prompt}`);
   await page.waitForFunction(() => location.search.includes('gen=30'));
   assert.match(out.speed, /trained W.*characters\/s/);
   assert.deepEqual(problems, []);
