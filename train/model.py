@@ -45,6 +45,23 @@ def favor_positive(q, k, v, w, scale, causal=True):
     return (a @ v) / a.sum(-1, keepdim=True).clamp_min(1e-30)
 
 
+def favor_positive_logspace(q, k, v, w, scale, causal=True):
+    """The same estimator with every weight sum_r exp(q_r + k_r) taken as a log-sum-exp over the
+    features (O(L^2 m) memory): exact to rounding at any input scale. The reference that fixtures
+    and held-out figures use: the quadratic form above shifts all of a head's keys by one max, so
+    keys far below it (e^-745 in double) vanish, as they do in a softmax-trained model's sharp
+    heads; favor-attention keeps them with running per-feature shifts."""
+    root = math.sqrt(scale)
+    qs, ks = q * root, k * root
+    qlog = qs @ w.T - 0.5 * (qs * qs).sum(-1, keepdim=True)
+    klog = ks @ w.T - 0.5 * (ks * ks).sum(-1, keepdim=True)
+    logits = torch.logsumexp(qlog.unsqueeze(-2) + klog.unsqueeze(-3), -1)
+    if causal:
+        L = logits.shape[-1]
+        logits = logits.masked_fill(~torch.ones(L, L, dtype=torch.bool, device=q.device).tril(), float('-inf'))
+    return torch.softmax(logits, -1) @ v
+
+
 class Block(nn.Module):
     def __init__(self, width, heads, mlp):
         super().__init__()
@@ -56,6 +73,7 @@ class Block(nn.Module):
         self.fc1 = nn.Linear(width, mlp)
         self.fc2 = nn.Linear(mlp, width)
         self.projection = None  # FAVOR+: W (m x head dim); None: softmax
+        self.logspace = False   # FAVOR+ in log space (evaluation reference), not the training form
 
     def attention(self, x):
         B, L, C = x.shape
@@ -68,7 +86,7 @@ class Block(nn.Module):
             s = s.masked_fill(~torch.ones(L, L, dtype=torch.bool, device=x.device).tril(), float('-inf'))
             y = torch.softmax(s, -1) @ v
         else:
-            y = favor_positive(q, k, v, self.projection, scale)
+            y = (favor_positive_logspace if self.logspace else favor_positive)(q, k, v, self.projection, scale)
         return self.proj(y.transpose(1, 2).reshape(B, L, C))
 
     def forward(self, x):

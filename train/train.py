@@ -3,6 +3,7 @@
     python3 train/train.py train softmax|performer|finetune [--steps N] [--threads T]
     python3 train/train.py manifest      # train/models/manifest.json from the per-model records
     python3 train/train.py fixtures      # train/fixtures/: the FAVOR+ check and the parity logits
+    python3 train/train.py reevaluate    # the held-out figures of the exported models, again
 
 Every number recorded (held-out bits per character, fixtures) is computed with the weights as
 stored: rounded to float16, back to float32.
@@ -48,11 +49,24 @@ def windows(ids, count=None):
     return torch.stack([ids[i * CONTEXT:i * CONTEXT + CONTEXT + 1] for i in range(n)])
 
 
+def in_double(model):
+    """A float64 copy for evaluation whose FAVOR+ is the log-space form (model.favor_positive_logspace):
+    exact at any scale, as favor-attention is, where the training form's single key shift per
+    head loses the keys far below it."""
+    import copy
+    m = copy.deepcopy(model).double()
+    m.set_projections([b.projection.double() for b in model.blocks] if model.blocks[0].projection is not None else None)
+    for b in m.blocks:
+        b.logspace = True
+    return m
+
+
 @torch.no_grad()
 def bits_per_char(model, ids, count=None):
+    model = in_double(model)
     w = windows(ids, count)
     total, n = 0.0, 0
-    for chunk in w.split(32):
+    for chunk in w.split(2 if model.blocks[0].projection is not None else 32):
         logits = model(chunk[:, :-1])
         total += torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), chunk[:, 1:].reshape(-1),
                                                    reduction='sum').item()
@@ -176,6 +190,22 @@ def cpu_name():
     return platform.processor() or 'unknown'
 
 
+def reevaluate():
+    """Recomputes the held-out figures of the exported models (float64) into their records."""
+    _, held_text, vocab = corpus.splits()
+    held = encode(held_text, vocab)
+    for name in SEEDS:
+        path = os.path.join(MODELS, name + '.json')
+        if not os.path.exists(path):
+            continue
+        model = CharGPT(len(vocab))
+        record = load(model, name)
+        record['heldOutBpc'] = round(bits_per_char(model, held)[0], 4)
+        record['evalSubsetBpc'] = round(bits_per_char(model, held, EVAL_SUBSET)[0], 4)
+        with open(path, 'w') as f:
+            json.dump(record, f)
+
+
 def manifest():
     records = []
     for name in ['softmax', 'performer', 'finetune']:
@@ -210,7 +240,7 @@ def fixtures():
         model = CharGPT(len(vocab))
         record = load(model, name)
         with torch.no_grad():
-            logits = model(encode(text, vocab).unsqueeze(0))[0]
+            logits = in_double(model)(encode(text, vocab).unsqueeze(0))[0]
         with open(os.path.join(FIXTURES, 'parity-%s.json' % name), 'w') as f:
             json.dump({'model': name, 'attention': record['attention'], 'text': text, 'dims': list(logits.shape),
                        'logits': b64(logits)}, f)
@@ -218,7 +248,7 @@ def fixtures():
 
 if __name__ == '__main__':
     parser = argparse.ArgumentParser()
-    parser.add_argument('command', choices=['train', 'manifest', 'fixtures'])
+    parser.add_argument('command', choices=['train', 'manifest', 'fixtures', 'reevaluate'])
     parser.add_argument('model', nargs='?', choices=list(SEEDS))
     parser.add_argument('--steps', type=int)
     parser.add_argument('--threads', type=int, default=int(os.environ.get('TRAIN_THREADS', '1')))
@@ -227,5 +257,7 @@ if __name__ == '__main__':
         train(a.model, a.steps or DEFAULT_STEPS[a.model], a.threads)
     elif a.command == 'manifest':
         manifest()
+    elif a.command == 'reevaluate':
+        reevaluate()
     else:
         fixtures()
