@@ -61,11 +61,9 @@ void check_map(const FeatureMap& map, ConstMatrixRef q) {
                          std::to_string(q.cols()));
 }
 
-using State = PrefixState;
-
 // Keys (log magnitudes and their column max) at the running per-feature shift; the state is
 // rescaled first when the shift grows.
-Matrix running_keys(Matrix log_mag, const Vector& column_max, const Matrix& value, State& state) {
+Matrix running_keys(Matrix log_mag, const Vector& column_max, const Matrix& value, PrefixState& state) {
   const Vector shift = state.shift.cwiseMax(column_max);
   if (shift != state.shift) {
     Vector factor(shift.size());  // 0 while the state is empty
@@ -80,16 +78,14 @@ Matrix running_keys(Matrix log_mag, const Vector& column_max, const Matrix& valu
   return shifted_keys(std::move(log_mag), shift, value);
 }
 
-State empty_state(Index features, Index dv) { return empty_prefix_state(features, dv); }
-
 // numerator = qf kv, denominator = qf k_sum: the readout of a state.
-void readout(const Matrix& qf, const State& state, Matrix& numerator, float* denominator) {
+void readout(const Matrix& qf, const PrefixState& state, Matrix& numerator, float* denominator) {
   gemm::gemm(qf.rows(), state.kv.cols(), state.kv.rows(), qf.data(), qf.outerStride(), 1, state.kv.data(),
              state.kv.outerStride(), numerator.data(), numerator.outerStride(), false);
   for (Index i = 0; i < qf.rows(); ++i) denominator[i] = vec::dot(&qf(i, 0), state.k_sum.data(), qf.cols());
 }
 
-void accumulate(State& state, const Matrix& kf, ConstMatrixRef vs) {
+void accumulate(PrefixState& state, const Matrix& kf, ConstMatrixRef vs) {
   // kv += kf^T vs: A = kf^T read in place (row stride 1, column stride kf's), sums over the chunk's rows in order.
   gemm::gemm(kf.cols(), vs.cols(), kf.rows(), kf.data(), 1, kf.outerStride(), vs.data(), vs.outerStride(),
              state.kv.data(), state.kv.outerStride(), true);
@@ -113,15 +109,15 @@ KeyChunk key_chunk(const FactorBlock& keys, Index features, Index j0, Index n) {
 
 // Adds a chunk of keys (log magnitudes `log`, consumed) to the state at its running shift;
 // returns the chunk's features at the state's new shift.
-Matrix fold_chunk(State& state, Matrix log, const KeyChunk& k, ConstMatrixRef vs) {
+Matrix fold_chunk(PrefixState& state, Matrix log, const KeyChunk& k, ConstMatrixRef vs) {
   Matrix kf = running_keys(std::move(log), k.column_max, k.value, state);
   accumulate(state, kf, vs);
   return kf;
 }
 
 // The state of keys [begin, end), chunk by chunk at running shifts.
-State fold_keys(const FactorBlock& keys, Index features, ConstMatrixRef v, Index chunk, Index begin, Index end) {
-  State state = empty_state(features, v.cols());
+PrefixState fold_keys(const FactorBlock& keys, Index features, ConstMatrixRef v, Index chunk, Index begin, Index end) {
+  PrefixState state = empty_prefix_state(features, v.cols());
   for (Index j0 = begin; j0 < end; j0 += chunk) {
     const Index n = std::min(chunk, end - j0);
     KeyChunk k = key_chunk(keys, features, j0, n);
@@ -138,15 +134,15 @@ State fold_keys(const FactorBlock& keys, Index features, ConstMatrixRef v, Index
 struct SegmentKeys {
   std::vector<KeyChunk> chunks;
   std::vector<Matrix> features;  // at the fold's running shift: the sweep's usual shift in the first segment
-  std::vector<State> before;
-  State total;
+  std::vector<PrefixState> before;
+  PrefixState total;
 };
 
 // Folds the keys [begin, end) of a segment in order (segment.chunks sized to its chunks),
 // keeping what the sweep needs; makes each key chunk as it goes unless it was made already.
 void fold_segment(SegmentKeys& segment, const FactorBlock& keys, Index features, ConstMatrixRef v, Index chunk,
                   Index begin, Index end) {
-  State state = empty_state(features, v.cols());
+  PrefixState state = empty_prefix_state(features, v.cols());
   for (std::size_t c = 0; c < segment.chunks.size(); ++c) {
     const Index j0 = begin + static_cast<Index>(c) * chunk, n = std::min(chunk, end - j0);
     KeyChunk& k = segment.chunks[c];
@@ -158,7 +154,7 @@ void fold_segment(SegmentKeys& segment, const FactorBlock& keys, Index features,
 }
 
 // out = a + b, at the larger of the two shifts per feature and `floor` (out may be a).
-void merge_into(const State& a, const State& b, State& out, const Vector* floor = nullptr) {
+void merge_into(const PrefixState& a, const PrefixState& b, PrefixState& out, const Vector* floor = nullptr) {
   const Index features = a.shift.size(), dv = a.kv.cols();
   Vector shift = a.shift.cwiseMax(b.shift);
   if (floor) shift = shift.cwiseMax(*floor);
@@ -174,7 +170,7 @@ void merge_into(const State& a, const State& b, State& out, const Vector* floor 
   out.shift = std::move(shift);
 }
 
-void merge(State& into, const State& from) { merge_into(into, from, into); }
+void merge(PrefixState& into, const PrefixState& from) { merge_into(into, from, into); }
 
 void write_rows(MatrixRef out, Index i0, const Matrix& numerator, const Vector& denominator, Index n) {
   for (Index i = 0; i < n; ++i) out.row(i0 + i) = numerator.row(i) / guard(denominator(i));
@@ -185,7 +181,7 @@ void write_rows(MatrixRef out, Index i0, const Matrix& numerator, const Vector& 
 constexpr Index kSegmentRows = 2048;
 
 void causal_sweep(const FactorBlock& queries, const SegmentKeys& keys, Index features, ConstMatrixRef v,
-                  MatrixRef out, Index chunk, Index segment_begin, Index begin, Index end, const State& prefix);
+                  MatrixRef out, Index chunk, Index segment_begin, Index begin, Index end, const PrefixState& prefix);
 
 // Causal segments per wave. One thread: one (the least memory). Several: up to four per thread,
 // so that a thread slowed down (by another process on its core) does not hold up the wave's
@@ -234,14 +230,28 @@ namespace {
 
 // The state of keys [begin, end): segments folded in parallel, merged in order into `into`.
 void fold_range(const FactorBlock& keys, Index features, ConstMatrixRef v, Index chunk, Index segment,
-                Index begin, Index end, State& into) {
+                Index begin, Index end, PrefixState& into) {
   if (end <= begin) return;
-  std::vector<State> parts(static_cast<std::size_t>((end - begin + segment - 1) / segment));
+  std::vector<PrefixState> parts(static_cast<std::size_t>((end - begin + segment - 1) / segment));
   parallel_for(static_cast<Index>(parts.size()), [&](Index s) {
     const Index b = begin + s * segment;
     parts[static_cast<std::size_t>(s)] = fold_keys(keys, features, v, chunk, b, std::min(end, b + segment));
   });
-  for (const State& part : parts) merge(into, part);
+  for (const PrefixState& part : parts) merge(into, part);
+}
+
+// The chunk's own keys j <= i: numerator += (masked qf kf^T) vs, denominator += its row sums.
+// local is the n x n (or larger) scratch of the masked block.
+void add_in_chunk(const Matrix& qf, const Matrix& kf, Index n, ConstMatrixRef vs, Matrix& local, FloatBuffer& scratch,
+                  Matrix& numerator, Vector& denominator) {
+  auto block = local.topLeftCorner(n, n);
+  gemm::gemm_nt_lower(n, n, qf.cols(), qf.data(), qf.outerStride(), kf.data(), kf.outerStride(), block.data(),
+                      block.outerStride(), scratch);
+  block.triangularView<Eigen::StrictlyUpper>().setZero();
+  // numerator += block vs, each row tile summing only up to its last row (the rest are zeros)
+  gemm::gemm_lower(n, vs.cols(), n, block.data(), block.outerStride(), 1, vs.data(), vs.outerStride(),
+                   numerator.data(), numerator.outerStride(), true);
+  for (Index i = 0; i < n; ++i) denominator(i) += vec::sum(&block(i, 0), n);
 }
 
 // Decode: L <= chunk new rows continuing a carried state, in one pass at one shift, written into
@@ -249,7 +259,7 @@ void fold_range(const FactorBlock& keys, Index features, ConstMatrixRef v, Index
 // the state's shift, no denominator underflow); returns false otherwise, having written no output
 // that the general path does not rewrite.
 bool carried_chunk(const std::vector<QueryHead>& heads, const FactorBlock& keys, Index features, ConstMatrixRef v,
-                   const State& old, State& next) {
+                   const PrefixState& old, PrefixState& next) {
   constexpr float kNear = 20.0f, kUnderflow = 1e-30f;
   const Index n = v.rows(), dv = v.cols();
   if (!(old.shift.maxCoeff() > -std::numeric_limits<float>::infinity())) return false;  // nothing carried yet
@@ -273,12 +283,7 @@ bool carried_chunk(const std::vector<QueryHead>& heads, const FactorBlock& keys,
     Vector row_scale;
     const Matrix qf = shifted_queries(f.exponent, f.value, n, next.shift, row_scale);
     readout(qf, next, numerator, denominator.data());
-    gemm::gemm_nt_lower(n, n, qf.cols(), qf.data(), qf.outerStride(), kf.data(), kf.outerStride(), local.data(),
-                        local.outerStride(), scratch);
-    local.triangularView<Eigen::StrictlyUpper>().setZero();
-    gemm::gemm_lower(n, dv, n, local.data(), local.outerStride(), 1, v.data(), v.outerStride(), numerator.data(),
-                     numerator.outerStride(), true);
-    for (Index i = 0; i < n; ++i) denominator(i) += vec::sum(&local(i, 0), n);
+    add_in_chunk(qf, kf, n, v, local, scratch, numerator, denominator);
     if (!(denominator.array().abs() >= kUnderflow).all()) return false;
     write_rows(head.out, 0, numerator, denominator, n);
   }
@@ -311,7 +316,7 @@ void factored_attention(const std::vector<QueryHead>& heads, const FactorBlock& 
   chunk = std::min(chunk, std::max(L, S));  // a larger block only costs memory
   const Index segment = chunk * std::max<Index>(1, kSegmentRows / chunk);
   if (!causal) {
-    State state = empty_state(features, v.cols());
+    PrefixState state = empty_prefix_state(features, v.cols());
     fold_range(keys, features, v, chunk, segment, 0, S, state);
     const Index blocks = (L + chunk - 1) / chunk;
     parallel_for(H * blocks, [&](Index hb) {
@@ -331,7 +336,7 @@ void factored_attention(const std::vector<QueryHead>& heads, const FactorBlock& 
   // bidirectional fold. The last L keys are aligned with the queries.
   const Index offset = causal_offset(L, S);
   if (carried && offset == 0 && L <= chunk && carried_chunk(heads, keys, features, v, *carried, *next)) return;
-  State prefix = carried ? *carried : empty_state(features, v.cols());
+  PrefixState prefix = carried ? *carried : empty_prefix_state(features, v.cols());
   fold_range(keys, features, v, chunk, segment, 0, offset, prefix);
   const FactorBlock aligned = offset ? FactorBlock([&](Index j0, Index n) { return keys(j0 + offset, n); }) : keys;
   const auto va = v.bottomRows(L);
@@ -368,7 +373,7 @@ void factored_attention(const std::vector<QueryHead>& heads, const FactorBlock& 
     parallel_for(count, [&](Index s) {
       fold_segment(ks[static_cast<std::size_t>(s)], aligned, features, va, chunk, rows(s).first, rows(s).second);
     });
-    std::vector<State> prefixes;
+    std::vector<PrefixState> prefixes;
     for (const SegmentKeys& k : ks) {
       prefixes.push_back(prefix);
       merge(prefix, k.total);
@@ -396,8 +401,8 @@ namespace {
 // segment_begin), chunk by chunk, from the state of the keys before the segment (prefix) and the
 // segment's keys. Each chunk needs nothing from the others: any cut of a segment gives the same bits.
 void causal_sweep(const FactorBlock& queries, const SegmentKeys& keys, Index features, ConstMatrixRef v,
-                  MatrixRef out, Index chunk, Index segment_begin, Index begin, Index end, const State& prefix) {
-  State state;
+                  MatrixRef out, Index chunk, Index segment_begin, Index begin, Index end, const PrefixState& prefix) {
+  PrefixState state;
   Matrix numerator(chunk, v.cols());
   Vector denominator(chunk);
   // Causal, by chunks. Usual case: the chunk's keys are at most e^kNear above the carried
@@ -415,15 +420,8 @@ void causal_sweep(const FactorBlock& queries, const SegmentKeys& keys, Index fea
   Matrix local(chunk, chunk);
   FloatBuffer scratch;
   // numerator/denominator rows = the chunk's keys j <= i through `block` plus the state through qf.
-  auto in_chunk = [&](const Matrix& qf, const Matrix& kf, Index n, const auto& vs) {
-    auto block = local.topLeftCorner(n, n);
-    gemm::gemm_nt_lower(n, n, qf.cols(), qf.data(), qf.outerStride(), kf.data(), kf.outerStride(), block.data(),
-                        block.outerStride(), scratch);
-    block.triangularView<Eigen::StrictlyUpper>().setZero();
-    // numerator += block vs, each row tile summing only up to its last row (the rest are zeros)
-    gemm::gemm_lower(n, vs.cols(), n, block.data(), block.outerStride(), 1, vs.data(), vs.outerStride(),
-                     numerator.data(), numerator.outerStride(), true);
-    for (Index i = 0; i < n; ++i) denominator(i) += vec::sum(&block(i, 0), n);
+  auto in_chunk = [&](const Matrix& qf, const Matrix& kf, Index n, ConstMatrixRef vs) {
+    add_in_chunk(qf, kf, n, vs, local, scratch, numerator, denominator);
   };
   for (Index i0 = begin; i0 < end; i0 += chunk) {
     const Index n = std::min(chunk, end - i0);
@@ -431,7 +429,7 @@ void causal_sweep(const FactorBlock& queries, const SegmentKeys& keys, Index fea
     const std::size_t c = static_cast<std::size_t>((i0 - segment_begin) / chunk);
     const Matrix &key_log = keys.chunks[c].log, &key_value = keys.chunks[c].value;
     const Vector& chunk_shift = keys.chunks[c].column_max;
-    const State& own = keys.before[c];
+    const PrefixState& own = keys.before[c];
     const FactoredFeatures qfac = prepared(queries(i0, n), "q");
     // The state of every key before i0: prefix + the segment's own keys before the chunk.
     // (its shift is -inf only before the first chunk: masked logs are the lowest float)
