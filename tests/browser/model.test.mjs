@@ -10,6 +10,8 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { launchChromium } from '../package/helpers.mjs';
+
 const repo = fileURLToPath(new URL('../../', import.meta.url));
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const unmet = !existsSync(CHROMIUM) ? `${CHROMIUM} is missing (apt-get install chromium)`
@@ -26,9 +28,7 @@ before(async () => {
     server: { host: '127.0.0.1', port: 0, strictPort: false, hmr: false } });
   await vite.listen();
   base = vite.resolvedUrls.local[0];
-  const { chromium } = await import('playwright-core');
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu',
-    '--disable-background-networking', '--disable-component-update', '--no-first-run'] });
+  browser = await launchChromium();
 });
 after(async () => {
   await browser?.close();
