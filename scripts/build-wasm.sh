@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Builds the WebAssembly modules into dist/: favor-simd.{js,wasm}, favor-scalar.{js,wasm} and
-# favor-simd-threads.{js,wasm,worker.js} (pthreads). Incremental: reruns only what changed.
+# Builds the WebAssembly modules into dist/: favor-simd.{js,wasm}, favor-scalar.{js,wasm},
+# favor-simd-threads.{js,wasm,worker.js} (pthreads), and their fused multiply-add twins
+# favor-relaxed.wasm and favor-relaxed-threads.wasm (relaxed SIMD; loaded with the SIMD glue).
+# Incremental: reruns only what changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/ensure-deps.sh wasm
@@ -11,14 +13,17 @@ flock 9
 # Debian's emcc needs its Node modules (acorn) at -O2 and above.
 export NODE_PATH=/usr/share/nodejs${NODE_PATH:+:$NODE_PATH}
 mkdir -p dist
-for variant in simd scalar simd-threads; do
+for variant in simd scalar simd-threads relaxed relaxed-threads; do
   simd=ON; [[ $variant == scalar ]] && simd=OFF
+  relaxed=OFF; [[ $variant == relaxed* ]] && relaxed=ON
   threads=OFF; exts="wasm js"
   [[ $variant == *-threads ]] && threads=ON exts="wasm worker.js js"
+  # The relaxed modules load with the SIMD builds' glue, the same file but for its name (tested).
+  [[ $relaxed == ON ]] && exts="wasm"
   dir=build/wasm-$variant
   if [[ ! -f $dir/CMakeCache.txt ]]; then
     emcmake cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DFAVOR_WASM_SIMD=$simd \
-      -DFAVOR_WASM_THREADS=$threads -DEigen3_DIR=/usr/share/eigen3/cmake >/dev/null
+      -DFAVOR_WASM_THREADS=$threads -DFAVOR_WASM_RELAXED=$relaxed -DEigen3_DIR=/usr/share/eigen3/cmake >/dev/null
   fi
   cmake --build "$dir" -j"$(nproc)" --target favor_wasm
   # Copy then rename: a page or test reading dist/ never sees a .js and .wasm of different builds.

@@ -347,7 +347,7 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate 
   }
 
   return {
-    info: Object.freeze({ version, simd, threads, ...(threadsReason && { threadsReason }) }),
+    info: Object.freeze({ version, simd, relaxedSimd: Module.relaxedSimd(), threads, ...(threadsReason && { threadsReason }) }),
 
     // Ends the worker threads now (they never keep Node alive, but hold memory). The instance
     // keeps working on one thread.
@@ -479,13 +479,34 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate 
 
 // A 1-function module using one SIMD instruction: validates only where wasm SIMD exists.
 const SIMD_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 10, 1, 8, 0, 65, 0, 253, 15, 253, 98, 11]);
+// () -> v128: f32x4.relaxed_madd (0xfd 0x85 0x02) of three v128.const zeros, the instruction the
+// relaxed build is made for. Code section: 61 bytes, one body of 59.
+const ZERO_V128 = [253, 12, ...new Array(16).fill(0)];
+const RELAXED_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0,
+  10, 61, 1, 59, 0, ...ZERO_V128, ...ZERO_V128, ...ZERO_V128, 253, 133, 2, 11]);
 
-export function chooseSimd(option) {
-  const supported = WebAssembly.validate(SIMD_PROBE);
-  if (option === undefined || option === 'auto') return supported;
-  if (typeof option !== 'boolean') throw new TypeError(`simd: expected 'auto', true or false, got ${describe(option)}`);
-  if (option && !supported) throw new RangeError('simd: true was requested but this engine does not support WebAssembly SIMD');
-  return option;
+const SIMD_CHOICES = "'auto', 'relaxed', 'fixed', true or false";
+
+// Which build: 'relaxed' (SIMD with fused multiply-adds), 'simd' or 'scalar'.
+//   'auto' / undefined: the best this engine validates; true: a SIMD build (relaxed where it
+//   validates), an error without SIMD; 'relaxed': the relaxed build or an error; 'fixed': the
+//   plain SIMD build, whose results are the same bits on every machine; false: the scalar build.
+export function chooseBuild(option) {
+  if (option !== undefined && typeof option !== 'boolean' && option !== 'auto' && option !== 'relaxed' && option !== 'fixed') {
+    if (typeof option === 'string') throw new RangeError(`simd: expected ${SIMD_CHOICES}, got '${option}'`);
+    throw new TypeError(`simd: expected ${SIMD_CHOICES}, got ${describe(option)}`);
+  }
+  if (option === false) return 'scalar';
+  const simd = WebAssembly.validate(SIMD_PROBE);
+  const relaxed = simd && WebAssembly.validate(RELAXED_PROBE);
+  if (option === 'relaxed' && !relaxed) {
+    throw new RangeError("simd: 'relaxed' was requested but this engine does not validate relaxed SIMD (f32x4.relaxed_madd: Chromium >= 114, Firefox >= 146, Node >= 22)");
+  }
+  if ((option === true || option === 'fixed') && !simd) {
+    throw new RangeError(`simd: ${option === true ? 'true' : "'fixed'"} was requested but this engine does not support WebAssembly SIMD`);
+  }
+  if (option === 'fixed') return 'simd';
+  return relaxed ? 'relaxed' : simd ? 'simd' : 'scalar';
 }
 
 export function checkLoadOptions(options) {
@@ -540,8 +561,8 @@ export function chooseThreads(o, { simd, cores, blocker, autoMax }) {
   if (!simd) return one('the threaded build needs WebAssembly SIMD');
   if (requested !== 'auto') return { threads: requested };
   // A given .wasm is one of the builds, most likely a single-threaded one: keep to it.
-  if (o.wasmBinary !== undefined) return one('wasmBinary given (pass threads: n if it is favor-simd-threads.wasm)');
-  if (o.wasmUrl !== undefined) return one('wasmUrl given (pass threads: n if it is favor-simd-threads.wasm)');
+  if (o.wasmBinary !== undefined) return one('wasmBinary given (pass threads: n if it is a -threads.wasm)');
+  if (o.wasmUrl !== undefined) return one('wasmUrl given (pass threads: n if it is a -threads.wasm)');
   const threads = Math.min(Math.max(1, cores | 0), autoMax);
   return threads > 1 ? { threads } : one('one CPU core');
 }

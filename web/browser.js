@@ -1,7 +1,7 @@
 // Browser entry: finds the .wasm next to this package's files (bundlers see the literal
 // new URL(..., import.meta.url) and emit the file), overridable by wasmUrl, wasmBinary or locateFile.
 // The pthreads build is used only on cross-origin isolated pages (SharedArrayBuffer).
-import { checkLoadOptions, checkWasmBinary, chooseSimd, chooseThreads, createApi, printErr, threadedStartup } from './api.js';
+import { checkLoadOptions, checkWasmBinary, chooseBuild, chooseThreads, createApi, printErr, threadedStartup } from './api.js';
 import { createWorkerApi } from './worker-client.js';
 
 export { version } from './api.js';
@@ -18,7 +18,8 @@ function threadsBlocker() {
 export async function loadFavor(options) {
   const o = checkLoadOptions(options);
   if (o.worker) return loadInWorker(o);
-  const simd = chooseSimd(o.simd);
+  const build = chooseBuild(o.simd);
+  const simd = build !== 'scalar';
   const { threads, threadsReason } = chooseThreads(o, {
     simd, cores: globalThis.navigator?.hardwareConcurrency ?? 1, blocker: threadsBlocker(), autoMax: BROWSER_AUTO_MAX_THREADS,
   });
@@ -29,14 +30,18 @@ export async function loadFavor(options) {
   if (o.wasmUrl !== undefined && typeof o.wasmUrl !== 'string' && !(o.wasmUrl instanceof URL)) {
     throw new TypeError('wasmUrl: expected a URL or a string');
   }
-  if (threads > 1) return loadThreaded(o, { simd, threads, wasmBinary });
-  const defaultUrl = simd
-    ? new URL('../dist/favor-simd.wasm', import.meta.url)
-    : new URL('../dist/favor-scalar.wasm', import.meta.url);
-  const locateFile = (file) => String(o.locateFile ? o.locateFile(file) : (o.wasmUrl ?? defaultUrl));
+  if (threads > 1) return loadThreaded(o, { build, threads, wasmBinary });
+  // Literal URLs: bundlers emit the files they name.
+  const defaultUrl = build === 'relaxed' ? new URL('../dist/favor-relaxed.wasm', import.meta.url)
+    : build === 'simd' ? new URL('../dist/favor-simd.wasm', import.meta.url)
+      : new URL('../dist/favor-scalar.wasm', import.meta.url);
+  const wasmFile = `favor-${build}.wasm`;
+  // The glue asks for its own .wasm by name; the relaxed module runs on the SIMD glue (the
+  // builds' glue differs only in its file name).
+  const locateFile = () => String(o.locateFile ? o.locateFile(wasmFile) : (o.wasmUrl ?? defaultUrl));
   const { default: createModule } = await (simd ? import('../dist/favor-simd.js') : import('../dist/favor-scalar.js'));
   const Module = await createModule(wasmBinary ? { wasmBinary } : { locateFile }).catch((error) => {
-    const where = wasmBinary ? 'the wasmBinary given' : locateFile(simd ? 'favor-simd.wasm' : 'favor-scalar.wasm');
+    const where = wasmBinary ? 'the wasmBinary given' : locateFile();
     throw new Error(`loadFavor: could not load ${where}: ${error?.message ?? error}`, { cause: error });
   });
   return createApi(Module, { simd, threadsReason });
@@ -75,14 +80,20 @@ async function loadInWorker(o) {
 // cannot import the glue; Vite's dev server adds an `import` to it, a SyntaxError in a classic
 // worker), and the pool then waits forever for workers that never load. They run a same-origin
 // blob: copy of the worker script instead.
-async function loadThreaded(o, { simd, threads, wasmBinary }) {
+async function loadThreaded(o, { build, threads, wasmBinary }) {
+  const wasmFile = `favor-${build}-threads.wasm`;
   const defaults = {
     'favor-simd-threads.js': new URL('../dist/favor-simd-threads.js', import.meta.url),
-    'favor-simd-threads.wasm': new URL('../dist/favor-simd-threads.wasm', import.meta.url),
+    [wasmFile]: build === 'relaxed' ? new URL('../dist/favor-relaxed-threads.wasm', import.meta.url)
+      : new URL('../dist/favor-simd-threads.wasm', import.meta.url),
   };
-  const locateFile = (file) => String(file.endsWith('.worker.js') ? pthreadWorkerUrl()
-    : o.locateFile ? o.locateFile(file)
-      : file.endsWith('.wasm') && o.wasmUrl !== undefined ? o.wasmUrl : defaults[file]);
+  // Both threaded modules run on the SIMD threads glue, which asks for its own .wasm by name.
+  const locateFile = (name) => {
+    const file = name.endsWith('.wasm') ? wasmFile : name;
+    return String(file.endsWith('.worker.js') ? pthreadWorkerUrl()
+      : o.locateFile ? o.locateFile(file)
+        : file.endsWith('.wasm') && o.wasmUrl !== undefined ? o.wasmUrl : defaults[file]);
+  };
   const glue = new URL(locateFile('favor-simd-threads.js'), globalThis.location?.href).href;
   let Module;
   try {
@@ -94,12 +105,12 @@ async function loadThreaded(o, { simd, threads, wasmBinary }) {
     Module = await threadedStartup(createModule(moduleArg), o, threads, () => moduleArg.PThread?.terminateAllThreads());
   } catch (error) {
     if (error?.code === 'FAVOR_LOAD_TIMEOUT') throw error;
-    const where = wasmBinary ? 'the wasmBinary given' : locateFile('favor-simd-threads.wasm');
+    const where = wasmBinary ? 'the wasmBinary given' : locateFile(wasmFile);
     throw new Error(`loadFavor: could not load ${where} (threads: ${threads}): ${error?.message ?? error}`, { cause: error });
   }
   Module.setMaxThreads(threads);
   const terminate = () => Module.PThread.terminateAllThreads();
-  return createApi(Module, { simd, threads, terminate });
+  return createApi(Module, { simd: true, threads, terminate });
 }
 
 // dist/favor-simd-threads.worker.js as Emscripten 3.1.6 writes it, verbatim (a test checks it

@@ -20,16 +20,29 @@ export interface LoadOptions {
   /** The .wasm bytes themselves; nothing is fetched or read. */
   wasmBinary?: ArrayBuffer | Uint8Array;
   /**
-   * Maps the module's file name ('favor-simd.wasm' or 'favor-scalar.wasm'; with threads,
-   * 'favor-simd-threads.wasm' and, in browsers, its glue 'favor-simd-threads.js') to its location.
+   * Maps the module's file name ('favor-relaxed.wasm', 'favor-simd.wasm' or 'favor-scalar.wasm';
+   * with threads, 'favor-relaxed-threads.wasm' or 'favor-simd-threads.wasm' and, in browsers,
+   * the glue 'favor-simd-threads.js') to its location.
    */
   locateFile?: (fileName: string) => string | URL;
-  /** 'auto' (default) uses SIMD where the engine validates it; true requires it; false never. */
-  simd?: 'auto' | boolean;
+  /**
+   * Which build:
+   * - 'auto' (default): the relaxed-SIMD build (fused multiply-adds) where the engine validates
+   *   relaxed SIMD (Chromium >= 114, Firefox >= 146, Node >= 22), else the SIMD build, else scalar.
+   * - true: a SIMD build, relaxed where available; a RangeError without WebAssembly SIMD.
+   * - 'relaxed': the relaxed-SIMD build, or a RangeError.
+   * - 'fixed': the plain SIMD build even where relaxed SIMD exists: its results are the same
+   *   bits on every machine (relaxed_madd is fused on some CPUs and not on others, so the
+   *   relaxed build's results may differ between machines in the last bits).
+   * - false: the scalar build.
+   * With wasmUrl or wasmBinary, the value only picks the glue (the SIMD glue for every SIMD
+   * build); `info.relaxedSimd` reports what the module given is.
+   */
+  simd?: 'auto' | 'relaxed' | 'fixed' | boolean;
   /**
    * Threads for each call, the caller's included: 'auto' (default) = the CPU cores, at most 8
-   * in Node and 4 in browsers; an integer in [1, 64]. More than 1 loads the pthreads build
-   * (favor-simd-threads.*), which needs SIMD and, in browsers, a cross-origin isolated page
+   * in Node and 4 in browsers; an integer in [1, 64]. More than 1 loads a pthreads build
+   * (favor-relaxed-threads.wasm or favor-simd-threads.*), which needs SIMD and, in browsers, a cross-origin isolated page
    * (COOP/COEP; its workers start from a blob: URL, so a Content-Security-Policy must allow
    * `worker-src blob:`); elsewhere it falls back to 1 and says why in `info.threadsReason`.
    * With wasmUrl or wasmBinary, 'auto' means 1.
@@ -63,6 +76,8 @@ export interface WorkerLoadOptions extends Omit<LoadOptions, 'worker' | 'locateF
 export interface FavorInfo {
   readonly version: string;
   readonly simd: boolean;
+  /** Whether the relaxed-SIMD build runs (vector multiply-adds as f32x4.relaxed_madd). */
+  readonly relaxedSimd: boolean;
   /** Threads each call uses (1 = the single-threaded build). */
   readonly threads: number;
   /** Why threads is 1, e.g. 'requested' or 'not cross-origin isolated (…)'. */

@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
-import { checkLoadOptions, checkWasmBinary, chooseSimd, chooseThreads, createApi, printErr, threadedStartup } from './api.js';
+import { checkLoadOptions, checkWasmBinary, chooseBuild, chooseThreads, createApi, printErr, threadedStartup } from './api.js';
 import { withWorkerGlobal } from './node-worker-shim.js';
 import { createWorkerApi } from './worker-client.js';
 
@@ -16,12 +16,13 @@ const NODE_AUTO_MAX_THREADS = 8;
 export async function loadFavor(options) {
   const o = checkLoadOptions(options);
   if (o.worker) return loadInWorker(o);
-  const simd = chooseSimd(o.simd);
+  const build = chooseBuild(o.simd);
+  const simd = build !== 'scalar';
   const { threads, threadsReason } = chooseThreads(o, {
     simd, cores: availableParallelism(), autoMax: NODE_AUTO_MAX_THREADS,
     blocker: typeof SharedArrayBuffer === 'undefined' ? 'SharedArrayBuffer unavailable' : undefined,
   });
-  const name = threads > 1 ? 'favor-simd-threads' : simd ? 'favor-simd' : 'favor-scalar';
+  const name = `favor-${build}${threads > 1 ? '-threads' : ''}`;
   let wasmBinary = checkWasmBinary(o.wasmBinary);
   if (!wasmBinary) {
     let location = new URL(`../dist/${name}.wasm`, import.meta.url);
@@ -43,6 +44,7 @@ export async function loadFavor(options) {
     throw new Error(`loadFavor: could not instantiate ${o.wasmBinary ? 'the wasmBinary given' : `${name}.wasm`}: ${error?.message ?? error}`, { cause: error });
   };
   if (threads === 1) {
+    // The relaxed module runs on the SIMD glue (the builds' glue differs only in its file name).
     const { default: createModule } = await (simd ? import('../dist/favor-simd.js') : import('../dist/favor-scalar.js'));
     const Module = await createModule({ wasmBinary }).catch(fail);
     return createApi(Module, { simd, threadsReason });

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <favor/favor.hpp>
+#include <favor/vector_math.hpp>
 
 using emscripten::val;
 
@@ -400,6 +401,10 @@ val random_codebook(double clusters, double dim, double seed, double sigma) {
 // leak tests, exposed as favor.memory().usedBytes.
 double heap_used() { return static_cast<double>(mallinfo().uordblks); }
 
+// Whether this module is the relaxed-SIMD build (fused multiply-adds): favor.info.relaxedSimd
+// comes from the module itself, whichever file was loaded.
+bool relaxed_simd() { return favor::vec::kFusedMultiplyAdd; }
+
 // Threads for later calls (1 in builds without pthreads). The loader sets it once, to the pool
 // size + 1: more would start workers that only the blocked caller's event loop could create.
 int set_max_threads(int threads) {
@@ -445,4 +450,5 @@ EMSCRIPTEN_BINDINGS(favor_attention) {
   emscripten::function("outputRelativeError", &output_relative_error);
   emscripten::function("heapUsed", &heap_used);
   emscripten::function("setMaxThreads", &set_max_threads);
+  emscripten::function("relaxedSimd", &relaxed_simd);
 }

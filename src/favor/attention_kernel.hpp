@@ -3,7 +3,8 @@
 // in native builds with AVX (-march=native), where 4 would leave half of each register idle.
 // Every output entry is a plain sequential sum (no reassociation, no FMA: the library builds with
 // -ffp-contract=off), so each kernel computes exactly what its scalar loop would, in every
-// build, and the builds agree bit for bit. (The AVX width processes 16 queries per strip; in
+// build, and the builds agree bit for bit -- but for the relaxed-SIMD wasm build, where each
+// vector multiply-add is one f32x4.relaxed_madd (vec::madd), fused where the machine has FMA. (The AVX width processes 16 queries per strip; in
 // causal attention a strip then also visits keys masked for its first queries, which add exact
 // zeros: same results for finite inputs.)
 //
@@ -48,6 +49,7 @@ inline fv vmax(fv a, fv b) { return a > b ? a : b; }
 
 // The softmax weights exp(score - running max), one per score (x <= 0, -inf or NaN).
 using vec::exp_nonpositive;
+using vec::madd;
 
 // p[r][0..kStrip) = scale * (q_i . k_r) for the 4 keys at k, k + ldk, ... (sum over features in order).
 inline void scores_4keys(const float* qt, const float* k, Index ldk, Index d, float scale, float* p) {
@@ -56,17 +58,17 @@ inline void scores_4keys(const float* qt, const float* k, Index ldk, Index d, fl
   for (Index f = 0; f < d; ++f, qt += kStrip) {
     const fv qa = load(qt), qb = load(qt + kLanes);
     fv x = splat(k0[f]);
-    a0 = a0 + qa * x;
-    b0 = b0 + qb * x;
+    a0 = madd(qa, x, a0);
+    b0 = madd(qb, x, b0);
     x = splat(k1[f]);
-    a1 = a1 + qa * x;
-    b1 = b1 + qb * x;
+    a1 = madd(qa, x, a1);
+    b1 = madd(qb, x, b1);
     x = splat(k2[f]);
-    a2 = a2 + qa * x;
-    b2 = b2 + qb * x;
+    a2 = madd(qa, x, a2);
+    b2 = madd(qb, x, b2);
     x = splat(k3[f]);
-    a3 = a3 + qa * x;
-    b3 = b3 + qb * x;
+    a3 = madd(qa, x, a3);
+    b3 = madd(qb, x, b3);
   }
   const fv s = splat(scale);
   store(p, a0 * s), store(p + kLanes, b0 * s);
@@ -80,8 +82,8 @@ inline void scores_1key(const float* qt, const float* k, Index d, float scale, f
   fv a = splat(0.0f), b = a;
   for (Index f = 0; f < d; ++f, qt += kStrip) {
     const fv x = splat(k[f]);
-    a = a + load(qt) * x;
-    b = b + load(qt + kLanes) * x;
+    a = madd(load(qt), x, a);
+    b = madd(load(qt + kLanes), x, b);
   }
   store(p, a * splat(scale)), store(p + kLanes, b * splat(scale));
 }
@@ -139,17 +141,17 @@ inline void pv_4x2v(const float* p, const float* v, Index ldv, Index n, const fl
   for (Index j = 0; j < n; ++j, p += kStrip, v += ldv) {
     const fv va = load(v), vb = load(v + kLanes);
     x = splat(p[0]);
-    a0 = a0 + x * va;
-    b0 = b0 + x * vb;
+    a0 = madd(x, va, a0);
+    b0 = madd(x, vb, b0);
     x = splat(p[1]);
-    a1 = a1 + x * va;
-    b1 = b1 + x * vb;
+    a1 = madd(x, va, a1);
+    b1 = madd(x, vb, b1);
     x = splat(p[2]);
-    a2 = a2 + x * va;
-    b2 = b2 + x * vb;
+    a2 = madd(x, va, a2);
+    b2 = madd(x, vb, b2);
     x = splat(p[3]);
-    a3 = a3 + x * va;
-    b3 = b3 + x * vb;
+    a3 = madd(x, va, a3);
+    b3 = madd(x, vb, b3);
   }
   store(c0, a0), store(c0 + kLanes, b0);
   store(c1, a1), store(c1 + kLanes, b1);
@@ -165,10 +167,10 @@ inline void pv_4x1v(const float* p, const float* v, Index ldv, Index n, const fl
   fv a2 = load(c2) * splat(rescale[2]), a3 = load(c3) * splat(rescale[3]);
   for (Index j = 0; j < n; ++j, p += kStrip, v += ldv) {
     const fv va = load(v);
-    a0 = a0 + splat(p[0]) * va;
-    a1 = a1 + splat(p[1]) * va;
-    a2 = a2 + splat(p[2]) * va;
-    a3 = a3 + splat(p[3]) * va;
+    a0 = madd(splat(p[0]), va, a0);
+    a1 = madd(splat(p[1]), va, a1);
+    a2 = madd(splat(p[2]), va, a2);
+    a3 = madd(splat(p[3]), va, a3);
   }
   store(c0, a0), store(c1, a1), store(c2, a2), store(c3, a3);
 }

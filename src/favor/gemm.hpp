@@ -9,6 +9,8 @@
 // with no FMA (the library builds with -ffp-contract=off): the same bits in every build, equal to
 // the scalar loop
 //     for i, j: s = acc ? C(i, j) : 0; for k: s = s + A(i, k) * Bt(k, j); C(i, j) = s
+// -- except in the relaxed-SIMD wasm build, whose vector columns take each term with one
+// f32x4.relaxed_madd (vec::madd): the same sums, each product rounded or not as the machine fuses.
 //
 // Tiles: 4 rows of A x 2 vectors of columns (8 accumulators + 2 vectors of Bt + 1 broadcast of
 // A, within the 16 registers of x86-64 and V8). A is read by broadcasts with any strides (so A
@@ -51,7 +53,7 @@ inline void tile(Index K, const float* a, Index a_rs, Index a_cs, const float* b
       for (int v = 0; v < V; ++v) bv[v] = kernel::load(b + v * kLanes);
       for (int r = 0; r < R; ++r) {
         const fv x = kernel::splat(a[r * a_rs]);
-        for (int v = 0; v < V; ++v) acc[r][v] = acc[r][v] + x * bv[v];
+        for (int v = 0; v < V; ++v) acc[r][v] = kernel::madd(x, bv[v], acc[r][v]);
       }
     }
     const fv s = kernel::splat(scale);

@@ -23,16 +23,38 @@ inline void store(float* p, f32x4 v) { std::memcpy(p, &v, sizeof v); }
 inline f32x4 splat(float x) { return f32x4{x, x, x, x}; }
 inline f32x4 vmax(f32x4 a, f32x4 b) { return a > b ? a : b; }
 
+// Whether madd below is a fused multiply-add instruction in this build.
+#if defined(__wasm_relaxed_simd__)
+constexpr bool kFusedMultiplyAdd = true;
+#else
+constexpr bool kFusedMultiplyAdd = false;
+#endif
+
+// a * b + c. The relaxed-SIMD wasm build fuses it into one f32x4.relaxed_madd: one rounding where
+// the engine has FMA hardware, two where it has not (the instruction may be either; results then
+// differ between machines in the last bits). Every other build multiplies, rounds, then adds (the
+// library builds with -ffp-contract=off), the same bits everywhere.
+template <class V>
+inline V madd(V a, V b, V c) {
+#if defined(__wasm_relaxed_simd__)
+  // clang 14 emits the pre-standard opcode; scripts/relax-wasm.mjs rewrites it after linking to
+  // the standard f32x4.relaxed_madd, whose operands (a, b, c) compute a * b + c.
+  return __builtin_wasm_fma_f32x4(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
+
 // Cephes' degree-6 polynomial: exp(r) for |r| <= ln2/2, on any float vector type.
 template <class V>
 inline V exp_polynomial(V r) {
   V p = V{} + 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  return p * (r * r) + r + 1.0f;
+  p = madd(p, r, V{} + 1.3981999507e-3f);
+  p = madd(p, r, V{} + 8.3334519073e-3f);
+  p = madd(p, r, V{} + 4.1665795894e-2f);
+  p = madd(p, r, V{} + 1.6666665459e-1f);
+  p = madd(p, r, V{} + 5.0000001201e-1f);
+  return madd(p, r * r, r) + 1.0f;
 }
 
 // exp(x) for x <= 0, -inf or NaN, on any float vector type: every exponential here is of a value

@@ -1,22 +1,23 @@
-// Cross-platform determinism of the sampler: the wasm builds (SIMD and scalar) reproduce, bit
-// for bit, the projections generated natively by tests/fixtures/projection-golden.cpp and
-// stored in tests/fixtures/projection-golden.json; and the two wasm builds agree bit for bit
-// on larger projections too.
+// Cross-platform determinism of the sampler: the wasm builds (SIMD, scalar and, where the engine
+// runs it, relaxed SIMD: no fused operation in sampling) reproduce, bit for bit, the projections
+// generated natively by tests/fixtures/projection-golden.cpp and stored in
+// tests/fixtures/projection-golden.json; and the wasm builds agree bit for bit on larger
+// projections too.
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { before, test } from 'node:test';
 
 import { loadFavor } from 'favor-attention';
 
-import { assertBitIdentical, hexBits } from './helpers.mjs';
+import { RELAXED_SIMD_SUPPORTED, SIMD_SUPPORTED, assertBitIdentical, hexBits } from './helpers.mjs';
 
 const golden = JSON.parse(await readFile(new URL('../fixtures/projection-golden.json', import.meta.url), 'utf8'));
-const simdSupported = WebAssembly.validate(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 10, 1, 8, 0, 65, 0, 253, 15, 253, 98, 11]));
 
 const builds = {};
 before(async () => {
   builds.scalar = await loadFavor({ simd: false });
-  if (simdSupported) builds.simd = await loadFavor({ simd: true });
+  if (SIMD_SUPPORTED) builds.simd = await loadFavor({ simd: 'fixed' });
+  if (RELAXED_SIMD_SUPPORTED) builds.relaxed = await loadFavor({ simd: 'relaxed', threads: 1 });
 });
 
 test('the fixture holds the three required cases', () => {
@@ -30,11 +31,12 @@ test('the fixture holds the three required cases', () => {
   }
 });
 
-for (const build of ['simd', 'scalar']) {
+for (const build of ['simd', 'scalar', 'relaxed']) {
   test(`${build} wasm reproduces the native golden projections bit for bit`, (t) => {
-    if (!builds[build]) return t.skip('no wasm SIMD in this engine');
+    if (!builds[build]) return t.skip(`no wasm ${build === 'relaxed' ? 'relaxed ' : ''}SIMD in this engine`);
     const favor = builds[build];
-    assert.equal(favor.info.simd, build === 'simd');
+    assert.equal(favor.info.simd, build !== 'scalar');
+    assert.equal(favor.info.relaxedSimd, build === 'relaxed');
     for (const c of golden.cases) {
       const map = favor.createFeatureMap({ dim: c.dim, features: c.features, sampling: c.sampling, seed: c.seed });
       const w = map.projection;
@@ -52,15 +54,18 @@ for (const build of ['simd', 'scalar']) {
   });
 }
 
-test('SIMD and scalar builds sample bit-identical projections for many shapes and seeds', (t) => {
+test('every wasm build samples bit-identical projections for many shapes and seeds', (t) => {
   if (!builds.simd) return t.skip('no wasm SIMD in this engine');
+  const others = [builds.simd, builds.relaxed].filter(Boolean);
   for (const sampling of ['iid', 'orthogonal', 'orthogonal-fixed']) {
     for (const [d, m] of [[1, 1], [16, 40], [64, 256], [7, 100]]) {
       for (const seed of [0, 42, 2 ** 40 + 3]) {
-        const a = builds.simd.createFeatureMap({ dim: d, features: m, sampling, seed });
         const b = builds.scalar.createFeatureMap({ dim: d, features: m, sampling, seed });
-        assertBitIdentical(a.projection.data, b.projection.data, `${sampling} d=${d} m=${m} seed=${seed}`);
-        a.dispose();
+        for (const favor of others) {
+          const a = favor.createFeatureMap({ dim: d, features: m, sampling, seed });
+          assertBitIdentical(a.projection.data, b.projection.data, `${favor.info.relaxedSimd ? 'relaxed' : 'simd'} ${sampling} d=${d} m=${m} seed=${seed}`);
+          a.dispose();
+        }
         b.dispose();
       }
     }

@@ -2,6 +2,13 @@
 // assertion helpers. Test inputs are deterministic so that a failure reproduces exactly.
 import assert from 'node:assert/strict';
 
+// What this engine validates: wasm SIMD (v128.const; i8x16.popcnt) and relaxed SIMD
+// (f32x4.relaxed_madd of three zero vectors), each a one-function module.
+export const SIMD_SUPPORTED = WebAssembly.validate(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 10, 1, 8, 0, 65, 0, 253, 15, 253, 98, 11]));
+const V128_ZERO = [253, 12, ...new Array(16).fill(0)];
+export const RELAXED_SIMD_SUPPORTED = WebAssembly.validate(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0,
+  10, 61, 1, 59, 0, ...V128_ZERO, ...V128_ZERO, ...V128_ZERO, 253, 133, 2, 11]));
+
 /** mulberry32: a small seeded uniform generator in [0, 1). */
 export function rng(seed) {
   let a = seed >>> 0;

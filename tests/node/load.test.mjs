@@ -8,13 +8,12 @@ import { test } from 'node:test';
 
 import { loadFavor, version } from 'favor-attention';
 
-import { assertBelow, normalTensor } from './helpers.mjs';
+import { RELAXED_SIMD_SUPPORTED, SIMD_SUPPORTED, assertBelow, normalTensor } from './helpers.mjs';
 import * as ref from './reference.mjs';
 
 const pkg = JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8'));
 const simdWasm = new URL('../../dist/favor-simd.wasm', import.meta.url);
 const scalarWasm = new URL('../../dist/favor-scalar.wasm', import.meta.url);
-const simdSupported = WebAssembly.validate(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 10, 1, 8, 0, 65, 0, 253, 15, 253, 98, 11]));
 
 // Small inputs for a "does this instance compute correctly" check.
 const q = normalTensor([2, 33, 8], 1);
@@ -39,7 +38,7 @@ test('the package self-reference resolves to the Node entry and exports version'
 test('loadFavor() with defaults: info reflects the environment, version matches package.json', async () => {
   const favor = await loadFavor();
   assert.equal(favor.info.version, pkg.version);
-  assert.equal(favor.info.simd, simdSupported, 'default simd should follow WebAssembly.validate of a SIMD module');
+  assert.equal(favor.info.simd, SIMD_SUPPORTED, 'default simd should follow WebAssembly.validate of a SIMD module');
   assert.equal(favor.info.threads, Math.min(availableParallelism(), 8), 'threads: the cores, at most 8');
   assert.ok(Object.isFrozen(favor.info), 'info is read-only');
   assertWorks(favor, 'default instance');
@@ -47,12 +46,12 @@ test('loadFavor() with defaults: info reflects the environment, version matches 
 
 test("loadFavor({ simd: 'auto' }) is the default", async () => {
   const favor = await loadFavor({ simd: 'auto' });
-  assert.equal(favor.info.simd, simdSupported);
+  assert.equal(favor.info.simd, SIMD_SUPPORTED);
   assertWorks(favor, "simd: 'auto'");
 });
 
 test('simd: true and simd: false load different builds that agree within float tolerance', async (t) => {
-  if (!simdSupported) {
+  if (!SIMD_SUPPORTED) {
     await assert.rejects(loadFavor({ simd: true }), (e) => e instanceof RangeError && /simd/.test(e.message));
     t.skip('this engine has no wasm SIMD');
     return;
@@ -78,7 +77,7 @@ test('wasmBinary: bytes read by the caller, as a Buffer, a Uint8Array and an Arr
     assert.equal(favor.info.simd, false);
     assertWorks(favor, `wasmBinary ${label}`);
   }
-  if (simdSupported) {
+  if (SIMD_SUPPORTED) {
     const favor = await loadFavor({ wasmBinary: await readFile(simdWasm), simd: true });
     assert.equal(favor.info.simd, true);
     assertWorks(favor, 'wasmBinary simd');
@@ -114,14 +113,14 @@ test('locateFile: receives the module file name, may return a path or a URL', as
   });
   assert.deepEqual(seen, ['favor-scalar.wasm']);
   assertWorks(favor, 'locateFile path');
-  if (simdSupported) {
+  if (SIMD_SUPPORTED) {
     const names = [];
     const f2 = await loadFavor({ simd: true, threads: 1, locateFile: (name) => (names.push(name), new URL(`../../dist/${name}`, import.meta.url)) });
-    assert.deepEqual(names, ['favor-simd.wasm']);
+    assert.deepEqual(names, [RELAXED_SIMD_SUPPORTED ? 'favor-relaxed.wasm' : 'favor-simd.wasm']);
     assertWorks(f2, 'locateFile URL');
     const threaded = [];
     const f4 = await loadFavor({ threads: 2, locateFile: (name) => (threaded.push(name), new URL(`../../dist/${name}`, import.meta.url)) });
-    assert.deepEqual(threaded, ['favor-simd-threads.wasm']);
+    assert.deepEqual(threaded, [RELAXED_SIMD_SUPPORTED ? 'favor-relaxed-threads.wasm' : 'favor-simd-threads.wasm']);
     assertWorks(f4, 'locateFile, threads: 2');
     f4.dispose();
   }
@@ -153,7 +152,8 @@ const badOptions = [
   ['unknown key', { thread: 2 }, TypeError, /thread/],
   ['threads 0', { threads: 0 }, RangeError, /threads/],
   ['threads a string', { threads: '2' }, TypeError, /threads/],
-  ['simd a string', { simd: 'yes' }, TypeError, /simd/],
+  ['simd a string', { simd: 'yes' }, RangeError, /simd: expected 'auto', 'relaxed', 'fixed', true or false, got 'yes'/],
+  ['simd a number', { simd: 1 }, TypeError, /simd: expected 'auto', 'relaxed', 'fixed', true or false, got number 1/],
   ['simd a number', { simd: 1 }, TypeError, /simd/],
   ['wasmBinary a string', { wasmBinary: 'AGFzbQ==' }, TypeError, /wasmBinary/],
   ['wasmBinary an Array', { wasmBinary: [0, 97, 115, 109] }, TypeError, /wasmBinary/],

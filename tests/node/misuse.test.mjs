@@ -432,7 +432,7 @@ const loadCases = [
     return { thrown, instances: [await pending] };
   }, TypeError, /createFeatureMap/],
   ['concurrent loads, one with simd: "yes"', () =>
-    settle([loadFavor(), loadFavor({ simd: 'yes' }), loadFavor({ simd: false })]), TypeError, /simd/],
+    settle([loadFavor(), loadFavor({ simd: 'yes' }), loadFavor({ simd: false })]), RangeError, /simd/],
   ['concurrent loads, one with an unknown option', () =>
     settle([loadFavor({ simd: false }), loadFavor({ threadz: 4 }), loadFavor()]), TypeError, /threadz/],
   ['concurrent loads, one with wasmBinary that is not wasm', () =>
