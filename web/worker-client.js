@@ -136,7 +136,7 @@ export async function createWorkerApi(worker, { loadOptions, transfer, listen, t
       Object.assign(this, props);
     }
 
-    get projection() { return this.call('get', 'projection'); }
+    get projection() { return this.call('projection'); }
 
     async redraw(seed) {
       await this.call('redraw', seed);
@@ -150,9 +150,9 @@ export async function createWorkerApi(worker, { loadOptions, transfer, listen, t
       this.method = props.method;
     }
 
-    get length() { return this.call('get', 'length'); }
+    get length() { return this.call('length'); }
 
-    get stateBytes() { return this.call('get', 'stateBytes'); }
+    get stateBytes() { return this.call('stateBytes'); }
 
     append(q, k, v, options) { return this.call('append', q, k, v, options); }
 

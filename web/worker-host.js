@@ -7,7 +7,7 @@ import { decodeArgs } from './worker-messages.js';
 
 const CALLS = new Set(['exactAttention', 'attentionMatrix', 'favorAttention', 'favorAttentionMatrix', 'codebookAttention',
   'codebookAttentionMatrix', 'kmeans', 'randomCodebook', 'compare', 'outputRelativeError', 'matmul', 'codebookFromFeatureMap', 'memory']);
-// What a proxy may do with its object: methods, and getters ('get').
+// What a proxy may do with its object: call methods, read getters (op = the getter's name).
 const OBJECT_CALLS = { featureMap: new Set(['redraw']), state: new Set(['append', 'reset']) };
 const OBJECT_GETTERS = { featureMap: new Set(['projection']), state: new Set(['length', 'stateBytes']) };
 
@@ -46,7 +46,7 @@ export function serve(port, loadFavor) {
         return undefined;
       }
       if (!entry) throw new TypeError(`${op}: no such object in the worker`);
-      if (op === 'get' && OBJECT_GETTERS[entry.kind].has(args[0])) return entry.object[args[0]];
+      if (OBJECT_GETTERS[entry.kind].has(op)) return entry.object[op];
       if (!OBJECT_CALLS[entry.kind].has(op)) throw new TypeError(`${op}: not a method of this object`);
       const value = entry.object[op](...decodeArgs(args, resolve));
       return value === entry.object ? undefined : value;
