@@ -31,23 +31,38 @@ function failure(event, loading) {
   return new Error(`the favor-attention worker failed${detail ? `: ${detail}` : ''}; this instance has ended`);
 }
 
-export async function createWorkerApi(worker, { loadOptions, transfer, listen, terminate }) {
-  // Shared with the FinalizationRegistry callbacks, which must not hold the API object itself.
-  const link = { nextId: 1, waiting: new Map(), ended: null, loading: true, orphaned: false, finished: null };
+// Why an instance ended: the error for calls pending then, and for later calls.
+const DISPOSED = {
+  pending: () => new Error('dispose: the favor instance was disposed while this call ran'),
+  later: (op) => new TypeError(`${op}: this favor instance has been disposed (its worker has ended)`),
+};
+const failed = (error) => ({ pending: () => error, later: (op) => new Error(`${op}: ${error.message}`, { cause: error }) });
 
-  const end = (reason) => {
+/**
+ * The messaging with one worker: send() and end(). Built in a scope of its own: the
+ * FinalizationRegistry callbacks and the worker's listeners hold it, and nothing in it may
+ * hold the API object (or that object could never be collected).
+ */
+function connect(worker, { transfer, listen, terminate, keepAlive = () => {} }) {
+  const waiting = new Map();
+  const link = { ended: null, finished: null, loading: true, orphaned: false, send, end };
+  let nextId = 1;
+
+  function end(reason) {
     if (link.ended) return link.finished;
     link.ended = reason;
+    keepAlive(true);  // until the worker has ended: whoever awaits dispose() is waiting for it
     link.finished = Promise.resolve(terminate()).then(() => undefined, () => undefined);
-    for (const w of link.waiting.values()) w.reject(reason.pending());
-    link.waiting.clear();
+    for (const w of waiting.values()) w.reject(reason.pending());
+    waiting.clear();
     return link.finished;
-  };
+  }
 
   listen((msg) => {
-    const w = link.waiting.get(msg?.id);
+    const w = waiting.get(msg?.id);
     if (!w) return;
-    link.waiting.delete(msg.id);
+    waiting.delete(msg.id);
+    if (waiting.size === 0) keepAlive(false);
     if (msg.error) {
       const e = new (ERRORS[msg.error.name] ?? Error)(msg.error.message);
       if (msg.error.code !== undefined) e.code = msg.error.code;
@@ -55,12 +70,10 @@ export async function createWorkerApi(worker, { loadOptions, transfer, listen, t
     } else {
       w.resolve(msg.value);
     }
-    if (link.orphaned && link.waiting.size === 0) end(ORPHANED);
-  }, (event) => {
-    const error = failure(event, link.loading);
-    end({ pending: () => error, later: (op) => new Error(`${op}: ${error.message}`, { cause: error }) });
-  });
-  link.end = end;
+    if (link.orphaned && waiting.size === 0) end(DISPOSED);
+  }, (event) => end(failed(failure(event, link.loading))));
+
+  const handleOf = (value) => (value instanceof WorkerObject ? value.handleFor(link) : undefined);
 
   function send(op, args = [], target, transferInputs = transfer) {
     if (link.ended) return Promise.reject(link.ended.later(op));
@@ -70,7 +83,7 @@ export async function createWorkerApi(worker, { loadOptions, transfer, listen, t
     } catch (e) {
       return Promise.reject(e);
     }
-    const id = link.nextId++;
+    const id = nextId++;
     return new Promise((resolve, reject) => {
       try {
         worker.postMessage({ id, op, target, args: message.args }, message.transferList);
@@ -80,121 +93,130 @@ export async function createWorkerApi(worker, { loadOptions, transfer, listen, t
         reject(new TypeError(`${op}: an argument cannot be sent to the worker: ${e?.message ?? e}`));
         return;
       }
-      link.waiting.set(id, { resolve, reject });
+      waiting.set(id, { resolve, reject });
+      if (waiting.size === 1) keepAlive(true);
     });
   }
 
-  // Proxies dropped without dispose(): their objects in the worker are freed once they are
-  // garbage-collected, as the synchronous API's FinalizationRegistry frees its feature maps.
-  const orphans = new FinalizationRegistry((id) => {
-    if (!link.ended) send('dispose', [], id).catch(() => {});
-  });
+  // An instance whose API object was collected (and so every proxy it made): end its worker
+  // once its pending calls have settled (their callers still wait for them).
+  link.orphan = () => {
+    link.orphaned = true;
+    if (waiting.size === 0) end(DISPOSED);
+  };
+  return link;
+}
 
-  class WorkerObject {
-    #id;
-    #kind;
-    #owner;  // keeps the API (and so the worker) alive while a proxy is
+const instances = new FinalizationRegistry((link) => link.orphan());
 
-    constructor(id, kind, owner) {
-      this.#id = id;
-      this.#kind = kind;
-      this.#owner = owner;
-      orphans.register(this, id, this);
-    }
+// Proxies dropped without dispose(): their objects in the worker are freed once they are
+// garbage-collected, as the synchronous API's FinalizationRegistry frees its feature maps.
+const orphans = new FinalizationRegistry(({ link, id }) => {
+  if (!link.ended) link.send('dispose', [], id).catch(() => {});
+});
 
-    /** @internal { id, kind }, id 0 once disposed */
-    handle() { return { id: this.#id, kind: this.#kind }; }
+/** A feature map or causal state living in a worker; it works only with the instance that made it. */
+class WorkerObject {
+  #link;
+  #id;
+  #kind;
+  #owner;  // the API object: keeps the instance (and its worker) alive while a proxy lives
 
-    /** @internal a call on this object in the worker, rejected at once if it was disposed */
-    call(op, ...args) {
-      if (!this.#id) {
-        const what = this.#kind === 'state' ? 'causal state' : 'feature map';
-        return Promise.reject(new TypeError(`${this.#kind}: this ${what} has been disposed`));
-      }
-      return send(op, args, this.#id);
-    }
-
-    get disposed() { return !this.#id; }
-
-    /** Frees the object in the worker; resolves once it is freed. Idempotent. */
-    dispose() {
-      if (!this.#id) return Promise.resolve();
-      const id = this.#id;
-      this.#id = 0;
-      orphans.unregister(this);
-      return link.ended ? Promise.resolve() : send('dispose', [], id).then(() => undefined, () => undefined);
-    }
-
-    [disposeSymbol]() { this.dispose(); }
+  constructor(link, id, kind, owner) {
+    this.#link = link;
+    this.#id = id;
+    this.#kind = kind;
+    this.#owner = owner;
+    orphans.register(this, { link, id }, this);
   }
 
-  const handleOf = (value) => (value instanceof WorkerObject ? value.handle() : undefined);
+  /** @internal { id, kind } (id 0 once disposed) when this proxy belongs to `link`'s instance */
+  handleFor(link) { return link === this.#link ? { id: this.#id, kind: this.#kind } : undefined; }
 
-  class FeatureMap extends WorkerObject {
-    constructor({ id, props }, owner) {
-      super(id, 'featureMap', owner);
-      Object.assign(this, props);
+  /** @internal a call on this object in the worker, rejected at once if it was disposed */
+  call(op, ...args) {
+    if (!this.#id) {
+      const what = this.#kind === 'state' ? 'causal state' : 'feature map';
+      return Promise.reject(new TypeError(`${this.#kind}: this ${what} has been disposed`));
     }
-
-    get projection() { return this.call('projection'); }
-
-    async redraw(seed) {
-      await this.call('redraw', seed);
-      return this;
-    }
+    return this.#link.send(op, args, this.#id);
   }
 
-  class CausalState extends WorkerObject {
-    constructor({ id, props }, owner) {
-      super(id, 'state', owner);
-      this.method = props.method;
-    }
+  get disposed() { return !this.#id; }
 
-    get length() { return this.call('length'); }
-
-    get stateBytes() { return this.call('stateBytes'); }
-
-    append(q, k, v, options) { return this.call('append', q, k, v, options); }
-
-    async reset() {
-      await this.call('reset');
-      return this;
-    }
+  /** Frees the object in the worker; resolves once it is freed. Idempotent. */
+  dispose() {
+    if (!this.#id) return Promise.resolve();
+    const id = this.#id;
+    this.#id = 0;
+    orphans.unregister(this);
+    return this.#link.ended ? Promise.resolve() : this.#link.send('dispose', [], id).then(() => undefined, () => undefined);
   }
 
+  [disposeSymbol]() { this.dispose(); }
+}
+
+class FeatureMap extends WorkerObject {
+  constructor(link, { id, props }, owner) {
+    super(link, id, 'featureMap', owner);
+    Object.assign(this, props);
+  }
+
+  get projection() { return this.call('projection'); }
+
+  async redraw(seed) {
+    await this.call('redraw', seed);
+    return this;
+  }
+}
+
+class CausalState extends WorkerObject {
+  constructor(link, { id, props }, owner) {
+    super(link, id, 'state', owner);
+    this.method = props.method;
+  }
+
+  get length() { return this.call('length'); }
+
+  get stateBytes() { return this.call('stateBytes'); }
+
+  append(q, k, v, options) { return this.call('append', q, k, v, options); }
+
+  async reset() {
+    await this.call('reset');
+    return this;
+  }
+}
+
+/**
+ * The API over a started worker. listen(onMessage, onError) attaches the listeners; terminate()
+ * ends the worker (may return a Promise); keepAlive(busy), in Node, lets the worker keep the
+ * process alive only while a call is pending.
+ */
+export async function createWorkerApi(worker, { loadOptions, transfer, listen, terminate, keepAlive }) {
+  const link = connect(worker, { transfer, listen, terminate, keepAlive });
   let info;
   try {
     // The load options' own buffers (a wasmBinary) are copied, never moved.
-    ({ info } = await send('load', [loadOptions], undefined, false));
+    ({ info } = await link.send('load', [loadOptions], undefined, false));
   } catch (error) {
-    await end({ pending: () => error, later: () => error });
+    await link.end(failed(error));
     throw error;
   }
   link.loading = false;
+  const send = (op, args) => link.send(op, args);
 
   const api = {
     info: Object.freeze(info),
-    memory: () => send('memory'),
+    memory: () => send('memory', []),
     /** Ends the worker (pending calls reject); resolves once it has ended. */
-    dispose: () => end(DISPOSED),
-    createFeatureMap: async (options) => new FeatureMap(await send('createFeatureMap', [options]), api),
-    createCausalState: async (options) => new CausalState(await send('createCausalState', [options]), api),
+    dispose: () => link.end(DISPOSED),
+    createFeatureMap: async (options) => new FeatureMap(link, await send('createFeatureMap', [options]), api),
+    createCausalState: async (options) => new CausalState(link, await send('createCausalState', [options]), api),
   };
   for (const op of API_CALLS) api[op] = (...args) => send(op, args);
-
-  // An instance dropped without dispose() (and every proxy it made) ends its worker once
+  // An instance dropped without dispose() (with every proxy it made) ends its worker once
   // garbage-collected, after its pending calls have settled.
   instances.register(api, link);
   return api;
 }
-
-const DISPOSED = {
-  pending: () => new Error('dispose: the favor instance was disposed while this call ran'),
-  later: (op) => new TypeError(`${op}: this favor instance has been disposed (its worker has ended)`),
-};
-const ORPHANED = DISPOSED;  // nobody can call it any more
-
-const instances = new FinalizationRegistry((link) => {
-  link.orphaned = true;
-  if (link.waiting.size === 0) link.end(ORPHANED);
-});

@@ -30,7 +30,7 @@ export function within(promise, ms, label) {
  */
 export function strict(target, violations, where = 'favor') {
   // Settings, and handle(): the client's own look-up when a guarded proxy is an argument.
-  const plain = new Set(['info', 'disposed', 'method', 'dim', 'features', 'numFeatures', 'kernel', 'sampling', 'epsilon', 'rho', 'then', 'handle']);
+  const plain = new Set(['info', 'disposed', 'method', 'dim', 'features', 'numFeatures', 'kernel', 'sampling', 'epsilon', 'rho', 'then', 'handleFor']);
   const guardResult = (result, name) => {
     if (!(result instanceof Promise)) {
       violations.push(`${where}.${name} returned ${typeof result}, not a Promise`);
