@@ -162,7 +162,7 @@ describe('favor-attention in Chromium', () => {
     });
   }
 
-  test('worker: true where its worker cannot start rejects with what to do; the synchronous API still works', { timeout: 90_000 }, async () => {
+  test('worker: true where its worker cannot start, or its module cannot load, rejects with what failed; the synchronous API still works', { timeout: 90_000 }, async () => {
     const expected = /^rejected: Error: loadFavor: the favor-attention worker did not start: its script, favor-attention\/dist\/favor-worker\.js, must be served with the page .*Content-Security-Policy \(worker-src\)/;
     // A Content-Security-Policy that allows no worker.
     const strict = await serveStatic(app, { headers: { 'content-security-policy': "worker-src 'none'" } });
@@ -174,6 +174,16 @@ describe('favor-attention in Chromium', () => {
       assert.ok(errors.some((e) => /Content Security Policy/.test(e)), `the browser reports the CSP violation: ${errors}`);
     } finally {
       await strict.close();
+    }
+    // The worker starts, but its module does not load: the synchronous load's error.
+    const plain = await serveStatic(app);
+    try {
+      const { result, errors } = await openResultPage(browser, `${plain.url}plain.html?script=worker-fails.js%3Fmissing-wasm`);
+      assert.match(result.outcome, /^rejected: Error: loadFavor: could not load http:.*\/does-not-exist\.wasm: /);
+      assert.equal(result.single, 0.5);
+      assert.ok(errors.some((e) => /404.*does-not-exist\.wasm/.test(e)), `the 404 is in the page's errors: ${errors}`);
+    } finally {
+      await plain.close();
     }
     // A deployment of the Vite build that lost the worker script.
     const deployed = join(work, 'deployed');

@@ -1,6 +1,8 @@
 // loadFavor({ worker: true }) where the worker cannot start (a Content-Security-Policy that
-// forbids it, or its script missing from the deployment): loadFavor must reject with an error
-// that says what to do, not hang, and the synchronous API must still work. Writes JSON into #result.
+// forbids it, or its script missing from the deployment) or cannot load its module (this
+// script's URL has ?missing-wasm: a wasmUrl that answers 404): loadFavor must reject with an
+// error that says what failed, not hang, and the synchronous API must still work. Writes JSON
+// into #result.
 import { loadFavor } from 'favor-attention';
 
 import { report } from './report.js';
@@ -8,7 +10,9 @@ import { report } from './report.js';
 async function run() {
   const t0 = performance.now();
   const pending = new Promise((resolve) => setTimeout(() => resolve('still pending after 20 s'), 20_000));
-  const outcome = await Promise.race([loadFavor({ worker: true }).then(
+  const options = new URL(import.meta.url).searchParams.has('missing-wasm')
+    ? { worker: true, wasmUrl: new URL('./does-not-exist.wasm', import.meta.url) } : { worker: true };
+  const outcome = await Promise.race([loadFavor(options).then(
     (favor) => `resolved (threads: ${favor.info.threads})`,
     (error) => `rejected: ${error?.name}: ${error?.message ?? error}`,
   ), pending]);
