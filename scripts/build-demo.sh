@@ -14,6 +14,9 @@ scripts/ensure-npm.sh
 for f in dist/favor-simd.js dist/favor-simd.wasm dist/favor-scalar.js dist/favor-scalar.wasm; do
   if [[ ! -f $f ]]; then scripts/build-wasm.sh; break; fi
 done
+# The browser worker of loadFavor({ worker: true }), which the page's loader names (so Vite
+# needs it): rebuilt each time (0.2 s), as web/ may have changed since.
+node scripts/bundle-worker.mjs
 
 node_modules/.bin/vite build --config demo/vite.config.js --outDir "$(realpath -m "$out")" --emptyOutDir
 echo "build-demo: static site in $out/ — copy it to any static host, or try it with:"

@@ -32,3 +32,6 @@ for variant in simd scalar simd-threads relaxed relaxed-threads; do
     mv -f "dist/.favor-$variant.$ext.tmp" "dist/favor-$variant.$ext"
   done
 done
+# Then dist/favor-worker.js, the browser worker of loadFavor({ worker: true }) as one
+# self-contained module (see the script for why).
+node scripts/bundle-worker.mjs

@@ -21,6 +21,9 @@ if [[ $stale -eq 1 ]]; then
   echo "npm start: building the WebAssembly modules (scripts/build-wasm.sh)"
   scripts/build-wasm.sh
 fi
+# The browser worker of loadFavor({ worker: true }), which the page's loader names (so Vite
+# needs it): rebuilt each time (0.2 s), as web/ may have changed since.
+node scripts/bundle-worker.mjs
 
 host=${HOST:-127.0.0.1}
 port=${PORT:-5173}

@@ -2,7 +2,7 @@
 // new URL(..., import.meta.url) and emit the file), overridable by wasmUrl, wasmBinary or locateFile.
 // The pthreads build is used only on cross-origin isolated pages (SharedArrayBuffer).
 import { checkLoadOptions, checkWasmBinary, chooseBuild, chooseThreads, createApi, printErr, threadedStartup } from './api.js';
-import { createWorkerApi } from './worker-client.js';
+import { createWorkerApi, workerStartError } from './worker-client.js';
 
 export { version } from './api.js';
 
@@ -47,24 +47,25 @@ export async function loadFavor(options) {
   return createApi(Module, { simd, threadsReason });
 }
 
-const WORKER_SCRIPT = './favor-worker.js';
-
 // { worker: true }: the module in a dedicated Web Worker (a module worker), the API returning
 // Promises; the page's thread never blocks on a call.
 async function loadInWorker(o) {
   const { worker, transfer, ...loadOptions } = o;
   if (loadOptions.wasmUrl !== undefined) loadOptions.wasmUrl = new URL(loadOptions.wasmUrl, globalThis.location?.href).href;
-  // Not the literal new Worker(new URL('./favor-worker.js', import.meta.url)) that bundlers rewrite:
-  // Vite would bundle it as a classic worker, which cannot hold this module graph. The worker
-  // loads web/favor-worker.js from beside this file (served as is: no bundler, or a dev server).
-  const here = import.meta.url;
-  const thread = new Worker(new URL(WORKER_SCRIPT, here), { type: 'module' });
+  let thread;
+  try {
+    // The literal form bundlers recognize (Vite, webpack) and emit with the app; the file is
+    // self-contained (scripts/bundle-worker.mjs), so any worker format they choose holds it.
+    thread = new Worker(new URL('../dist/favor-worker.js', import.meta.url), { type: 'module' });
+  } catch (error) {
+    throw workerStartError(error);
+  }
   try {
     return await createWorkerApi(thread, {
       loadOptions, transfer,
       listen: (onMessage, onError) => {
         thread.onmessage = (event) => onMessage(event.data);
-        thread.onerror = (event) => onError(new Error(`the favor-attention worker failed: ${event.message ?? event}`));
+        thread.onerror = (event) => onError(event);
       },
       terminate: () => thread.terminate(),
     });

@@ -64,15 +64,22 @@ export interface WorkerLoadOptions extends Omit<LoadOptions, 'worker' | 'locateF
   /**
    * Runs the module in a dedicated worker (a module Web Worker in browsers, worker_threads in
    * Node): loadFavor then resolves to a FavorAsync whose calls return Promises and never block
-   * the caller's thread. In browsers the worker loads web/favor-worker.js from beside the
-   * loader (no bundler, or a dev server that serves the package's files); bundled builds are not
-   * supported yet. Not with locateFile (a function cannot cross to the worker).
+   * the caller's thread. In browsers the worker is dist/favor-worker.js, one self-contained
+   * module started with the literal `new Worker(new URL('../dist/favor-worker.js',
+   * import.meta.url), { type: 'module' })`: bundlers that understand it (Vite, in either worker
+   * format; webpack) emit it with the app, and it runs as is without a bundler. A page's
+   * Content-Security-Policy must allow it as worker-src. A worker that cannot start rejects
+   * loadFavor with an Error saying so. Not with locateFile (a function cannot cross to the worker).
    */
   worker: true;
-  /** With worker: true, move input tensors' buffers to the worker instead of copying them (the caller's arrays are detached). */
+  /**
+   * Move input tensors' buffers to the worker instead of copying them: an input whose typed
+   * array spans its whole ArrayBuffer is transferred (the caller's array is detached, also when
+   * the call fails; a buffer shared by several inputs moves once). A view into a larger buffer or
+   * into a SharedArrayBuffer is copied (its own bytes only) either way. Default false: copies.
+   */
   transfer?: boolean;
 }
-
 export interface FavorInfo {
   readonly version: string;
   readonly simd: boolean;
@@ -291,15 +298,22 @@ export interface Favor {
   outputRelativeError(exact: Tensor, approx: Tensor): number;
 }
 
-/** A feature map living in the worker of a FavorAsync; its settings are read when it is made. */
+/**
+ * A feature map living in the worker of a FavorAsync. Its settings are plain properties read
+ * when it is made (still readable after dispose()); everything else is a call to the worker,
+ * rejected with the synchronous API's TypeError once the map is disposed. Works only with the
+ * instance that made it. Dropped without dispose(), it is freed in the worker once
+ * garbage-collected.
+ */
 export interface FeatureMapAsync extends FeatureMapSettings {
   readonly projection: Promise<Tensor>;
   redraw(seed: number): Promise<this>;
+  /** Frees it in the worker; resolves once freed. Idempotent. */
   dispose(): Promise<void>;
   [Symbol.dispose](): void;
 }
 
-/** A causal state living in the worker of a FavorAsync. */
+/** A causal state living in the worker of a FavorAsync (freed like a FeatureMapAsync). */
 export interface CausalStateAsync {
   readonly method: StateMethod;
   readonly length: Promise<number>;
@@ -319,13 +333,21 @@ export type CausalStateAsyncOptions =
 
 /**
  * The API of loadFavor({ worker: true }): every call runs in the worker and resolves to what the
- * synchronous call returns, or rejects with the TypeError/RangeError it throws. dispose() ends
- * the worker; later calls reject.
+ * synchronous call returns (the same bits), or rejects with the TypeError/RangeError and message
+ * it throws; no call throws synchronously. Inputs are copied when the call is made (or moved:
+ * see WorkerLoadOptions.transfer); outputs are fresh arrays. If the worker ends or fails, every
+ * pending and later call rejects.
  */
 export interface FavorAsync {
   readonly info: FavorInfo;
+  /** The worker's wasm memory (as Favor.memory()). */
   memory(): Promise<FavorMemory>;
-  dispose(): void;
+  /**
+   * Ends the worker and frees everything in it; resolves once it has ended. Pending calls reject
+   * with an Error, later calls with a TypeError. An instance dropped without dispose() (and every
+   * proxy it made) ends its worker once garbage-collected and its pending calls have settled.
+   */
+  dispose(): Promise<void>;
   exactAttention(q: Tensor, k: Tensor, v: Tensor, options?: AttentionOptions): Promise<Tensor>;
   attentionMatrix(q: Tensor, k: Tensor, options?: AttentionOptions): Promise<Tensor>;
   createFeatureMap(options: FeatureMapOptions): Promise<FeatureMapAsync>;

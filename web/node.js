@@ -76,8 +76,8 @@ async function loadInWorker(o) {
   const { Worker } = await import('node:worker_threads');
   const { worker, transfer, ...loadOptions } = o;
   if (loadOptions.wasmUrl instanceof URL) loadOptions.wasmUrl = loadOptions.wasmUrl.href;
-  const thread = new Worker(new URL('./favor-worker-node.js', import.meta.url));
-  thread.unref();  // like the pthreads workers: never keeps Node alive
+  // No inherited flags (as the pthreads workers): some break a worker (--input-type of node -e).
+  const thread = new Worker(new URL('./favor-worker-node.js', import.meta.url), { execArgv: [] });
   try {
     return await createWorkerApi(thread, {
       loadOptions, transfer,
@@ -87,6 +87,8 @@ async function loadInWorker(o) {
         thread.on('exit', () => onError(new Error('the favor-attention worker has ended')));
       },
       terminate: () => thread.terminate(),
+      // Like a pending timer: a call in flight keeps Node running; an idle worker never does.
+      keepAlive: (busy) => (busy ? thread.ref() : thread.unref()),
     });
   } catch (error) {
     await thread.terminate();

@@ -2,132 +2,221 @@
 // Promise. Inputs are copied to the worker (or transferred with { transfer: true }: the caller's
 // arrays are then detached); outputs are transferred back. Feature maps and causal states live in
 // the worker behind proxies with dispose(); errors reject as the synchronous API throws them.
+// No call throws synchronously or stays pending forever: if the worker ends or fails, every
+// pending call rejects, and later ones too.
+import { encodeArgs } from './worker-messages.js';
+
 const ERRORS = { TypeError, RangeError };
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
+const API_CALLS = ['exactAttention', 'attentionMatrix', 'favorAttention', 'favorAttentionMatrix', 'codebookAttention',
+  'codebookAttentionMatrix', 'kmeans', 'randomCodebook', 'compare', 'outputRelativeError', 'matmul', 'codebookFromFeatureMap'];
 
-export async function createWorkerApi(worker, { loadOptions, transfer, listen, terminate }) {
-  let nextId = 1, ended = false;
+const WORKER_SCRIPT_HELP = 'its script, favor-attention/dist/favor-worker.js, must be served with the page '
+  + '(bundlers that understand new Worker(new URL(..., import.meta.url)) emit it, e.g. Vite and webpack) '
+  + 'and allowed by its Content-Security-Policy (worker-src); or load without worker: true';
+
+/** The error for `new Worker(...)` throwing (a URL the page may not load, a CSP that forbids it). */
+export function workerStartError(error) {
+  return new Error(`loadFavor: the favor-attention worker could not be created (${error?.message ?? error}): ${WORKER_SCRIPT_HELP}`, { cause: error });
+}
+
+// A worker's error event or Error, as an Error that says what failed.
+function failure(event, loading) {
+  if (event instanceof Error) return loading ? new Error(`loadFavor: the favor-attention worker failed while loading: ${event.message}`, { cause: event }) : event;
+  const detail = event?.message;  // an ErrorEvent for an uncaught exception; a plain Event when the script did not load
+  if (loading) {
+    return new Error(detail ? `loadFavor: the favor-attention worker failed while loading: ${detail}`
+      : `loadFavor: the favor-attention worker did not start: ${WORKER_SCRIPT_HELP}`);
+  }
+  return new Error(`the favor-attention worker failed${detail ? `: ${detail}` : ''}; this instance has ended`);
+}
+
+// Why an instance ended: the error for calls pending then, and for later calls.
+const DISPOSED = {
+  pending: () => new Error('dispose: the favor instance was disposed while this call ran'),
+  later: (op) => new TypeError(`${op}: this favor instance has been disposed (its worker has ended)`),
+};
+const failed = (error) => ({ pending: () => error, later: (op) => new Error(`${op}: ${error.message}`, { cause: error }) });
+
+/**
+ * The messaging with one worker: send() and end(). Built in a scope of its own: the
+ * FinalizationRegistry callbacks and the worker's listeners hold it, and nothing in it may
+ * hold the API object (or that object could never be collected).
+ */
+function connect(worker, { transfer, listen, terminate, keepAlive = () => {} }) {
   const waiting = new Map();
+  const link = { ended: null, finished: null, loading: true, orphaned: false, send, end };
+  let nextId = 1;
+
+  function end(reason) {
+    if (link.ended) return link.finished;
+    link.ended = reason;
+    keepAlive(true);  // until the worker has ended: whoever awaits dispose() is waiting for it
+    link.finished = Promise.resolve(terminate()).then(() => undefined, () => undefined);
+    for (const w of waiting.values()) w.reject(reason.pending());
+    waiting.clear();
+    return link.finished;
+  }
+
   listen((msg) => {
-    const w = waiting.get(msg.id);
+    const w = waiting.get(msg?.id);
     if (!w) return;
     waiting.delete(msg.id);
+    if (waiting.size === 0) keepAlive(false);
     if (msg.error) {
       const e = new (ERRORS[msg.error.name] ?? Error)(msg.error.message);
-      if (msg.error.code) e.code = msg.error.code;
+      if (msg.error.code !== undefined) e.code = msg.error.code;
       w.reject(e);
     } else {
       w.resolve(msg.value);
     }
-  }, (error) => {
-    for (const w of waiting.values()) w.reject(error);
-    waiting.clear();
-  });
+    if (link.orphaned && waiting.size === 0) end(DISPOSED);
+  }, (event) => end(failed(failure(event, link.loading))));
 
-  // Buffers of the tensors in args, for transfer.
-  const buffers = (args, list = []) => {
-    for (const a of args) {
-      if (a && typeof a === 'object') {
-        if (ArrayBuffer.isView(a.data) && !list.includes(a.data.buffer)) list.push(a.data.buffer);
-        else if (!ArrayBuffer.isView(a) && !Array.isArray(a)) buffers(Object.values(a), list);
-      }
-    }
-    return list;
-  };
-  const encode = (value) => {
-    if (value instanceof WorkerObject) return { __handle: value.handleId('featureMap') };
-    if (value && typeof value === 'object' && !ArrayBuffer.isView(value) && !Array.isArray(value) && !('data' in value)) {
-      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, encode(v)]));
-    }
-    return value;
-  };
-  function send(op, args = [], target) {
-    if (ended) return Promise.reject(new Error(`${op}: this favor instance has been disposed (its worker has ended)`));
-    let encoded;
+  const handleOf = (value) => (value instanceof WorkerObject ? value.handleFor(link) : undefined);
+
+  function send(op, args = [], target, transferInputs = transfer) {
+    if (link.ended) return Promise.reject(link.ended.later(op));
+    let message;
     try {
-      encoded = args.map(encode);
+      message = encodeArgs(args, { transfer: transferInputs, handleOf });
     } catch (e) {
       return Promise.reject(e);
     }
     const id = nextId++;
     return new Promise((resolve, reject) => {
+      try {
+        worker.postMessage({ id, op, target, args: message.args }, message.transferList);
+      } catch (e) {
+        // Not cloneable (encodeArgs makes functions, symbols and classes cloneable; a Proxy
+        // of an array, say, is not).
+        reject(new TypeError(`${op}: an argument cannot be sent to the worker: ${e?.message ?? e}`));
+        return;
+      }
       waiting.set(id, { resolve, reject });
-      worker.postMessage({ id, op, target, args: encoded }, transfer ? buffers(args) : []);
+      if (waiting.size === 1) keepAlive(true);
     });
   }
 
-  class WorkerObject {
-    #id;
-    #name;
-    constructor(id, name) {
-      this.#id = id;
-      this.#name = name;
-    }
-    handleId(name = this.#name) {
-      if (!this.#id) throw new TypeError(`${name}: this ${this.#name === 'state' ? 'causal state' : 'feature map'} has been disposed`);
-      return this.#id;
-    }
-    call(op, ...args) {
-      try {
-        return send(op, args, this.handleId());
-      } catch (e) {
-        return Promise.reject(e);
-      }
-    }
-    get disposed() { return !this.#id; }
-    dispose() {
-      if (!this.#id) return Promise.resolve();
-      const id = this.#id;
-      this.#id = 0;
-      return ended ? Promise.resolve() : send('dispose', [], id);
-    }
-    [disposeSymbol]() { this.dispose(); }
-  }
-
-  class FeatureMap extends WorkerObject {
-    constructor({ __handle, props }) {
-      super(__handle, 'featureMap');
-      Object.assign(this, props);
-    }
-    get projection() { return this.call('get', 'projection'); }
-    async redraw(seed) {
-      await this.call('redraw', seed);
-      return this;
-    }
-  }
-
-  class CausalState extends WorkerObject {
-    constructor({ __handle, props }) {
-      super(__handle, 'state');
-      this.method = props.method;
-    }
-    get length() { return this.call('get', 'length'); }
-    get stateBytes() { return this.call('get', 'stateBytes'); }
-    append(q, k, v, options) { return this.call('append', q, k, v, options); }
-    async reset() {
-      await this.call('reset');
-      return this;
-    }
-  }
-
-  const { info } = await send('load', [loadOptions]);
-  // The worker validates every argument as the synchronous API does.
-  const call = (op) => (...args) => send(op, args);
-  const api = {
-    info,
-    memory: () => send('memory'),
-    dispose() {
-      if (ended) return;
-      ended = true;
-      terminate();
-      for (const w of waiting.values()) w.reject(new Error('dispose: the favor instance was disposed while this call ran'));
-      waiting.clear();
-    },
-    createFeatureMap: async (options) => new FeatureMap(await send('createFeatureMap', [options])),
-    createCausalState: async (options) => new CausalState(await send('createCausalState', [options])),
-    codebookFromFeatureMap: (featureMap, options) => send('codebookFromFeatureMap', [featureMap, options]),
+  // An instance whose API object was collected (and so every proxy it made): end its worker
+  // once its pending calls have settled (their callers still wait for them).
+  link.orphan = () => {
+    link.orphaned = true;
+    if (waiting.size === 0) end(DISPOSED);
   };
-  for (const op of ['exactAttention', 'attentionMatrix', 'favorAttention', 'favorAttentionMatrix', 'codebookAttention',
-    'codebookAttentionMatrix', 'kmeans', 'randomCodebook', 'compare', 'outputRelativeError', 'matmul']) api[op] = call(op);
+  return link;
+}
+
+const instances = new FinalizationRegistry((link) => link.orphan());
+
+// Proxies dropped without dispose(): their objects in the worker are freed once they are
+// garbage-collected, as the synchronous API's FinalizationRegistry frees its feature maps.
+const orphans = new FinalizationRegistry(({ link, id }) => {
+  if (!link.ended) link.send('dispose', [], id).catch(() => {});
+});
+
+/** A feature map or causal state living in a worker; it works only with the instance that made it. */
+class WorkerObject {
+  #link;
+  #id;
+  #kind;
+  #owner;  // the API object: keeps the instance (and its worker) alive while a proxy lives
+
+  constructor(link, id, kind, owner) {
+    this.#link = link;
+    this.#id = id;
+    this.#kind = kind;
+    this.#owner = owner;
+    orphans.register(this, { link, id }, this);
+  }
+
+  /** @internal { id, kind } (id 0 once disposed) when this proxy belongs to `link`'s instance */
+  handleFor(link) { return link === this.#link ? { id: this.#id, kind: this.#kind } : undefined; }
+
+  /** @internal a call on this object in the worker, rejected at once if it was disposed */
+  call(op, ...args) {
+    if (!this.#id) {
+      const what = this.#kind === 'state' ? 'causal state' : 'feature map';
+      return Promise.reject(new TypeError(`${this.#kind}: this ${what} has been disposed`));
+    }
+    return this.#link.send(op, args, this.#id);
+  }
+
+  get disposed() { return !this.#id; }
+
+  /** Frees the object in the worker; resolves once it is freed. Idempotent. */
+  dispose() {
+    if (!this.#id) return Promise.resolve();
+    const id = this.#id;
+    this.#id = 0;
+    orphans.unregister(this);
+    return this.#link.ended ? Promise.resolve() : this.#link.send('dispose', [], id).then(() => undefined, () => undefined);
+  }
+
+  [disposeSymbol]() { this.dispose(); }
+}
+
+class FeatureMap extends WorkerObject {
+  constructor(link, { id, props }, owner) {
+    super(link, id, 'featureMap', owner);
+    Object.assign(this, props);
+  }
+
+  get projection() { return this.call('projection'); }
+
+  async redraw(seed) {
+    await this.call('redraw', seed);
+    return this;
+  }
+}
+
+class CausalState extends WorkerObject {
+  constructor(link, { id, props }, owner) {
+    super(link, id, 'state', owner);
+    this.method = props.method;
+  }
+
+  get length() { return this.call('length'); }
+
+  get stateBytes() { return this.call('stateBytes'); }
+
+  append(q, k, v, options) { return this.call('append', q, k, v, options); }
+
+  async reset() {
+    await this.call('reset');
+    return this;
+  }
+}
+
+/**
+ * The API over a started worker. listen(onMessage, onError) attaches the listeners; terminate()
+ * ends the worker (may return a Promise); keepAlive(busy), in Node, lets the worker keep the
+ * process alive only while a call is pending.
+ */
+export async function createWorkerApi(worker, { loadOptions, transfer, listen, terminate, keepAlive }) {
+  const link = connect(worker, { transfer, listen, terminate, keepAlive });
+  let info;
+  try {
+    // The load options' own buffers (a wasmBinary) are copied, never moved.
+    ({ info } = await link.send('load', [loadOptions], undefined, false));
+  } catch (error) {
+    await link.end(failed(error));
+    throw error;
+  }
+  link.loading = false;
+  const send = (op, args) => link.send(op, args);
+
+  const api = {
+    info: Object.freeze(info),
+    memory: () => send('memory', []),
+    /** Ends the worker (pending calls reject); resolves once it has ended. */
+    dispose: () => link.end(DISPOSED),
+    createFeatureMap: async (options) => new FeatureMap(link, await send('createFeatureMap', [options]), api),
+    createCausalState: async (options) => new CausalState(link, await send('createCausalState', [options]), api),
+  };
+  for (const op of API_CALLS) api[op] = (...args) => send(op, args);
+  // An instance dropped without dispose() (with every proxy it made) ends its worker once
+  // garbage-collected, after its pending calls have settled.
+  instances.register(api, link);
   return api;
 }

@@ -1,69 +1,87 @@
 // The worker side of loadFavor({ worker: true }): serves one favor instance to the page (or Node
 // thread) that started it. Messages: { id, op, target, args } in; { id, value } or
-// { id, error: { name, message, code } } out. Feature maps and causal states stay here behind
-// handle numbers; their proxies (web/worker-client.js) name them in `target` and in options.
+// { id, error: { name, message, code } } out, one reply per message, in order. Feature maps and
+// causal states stay here behind handle numbers; their proxies (web/worker-client.js) name them
+// in `target` and, encoded by web/worker-messages.js, in arguments.
+import { decodeArgs } from './worker-messages.js';
+
+const CALLS = new Set(['exactAttention', 'attentionMatrix', 'favorAttention', 'favorAttentionMatrix', 'codebookAttention',
+  'codebookAttentionMatrix', 'kmeans', 'randomCodebook', 'compare', 'outputRelativeError', 'matmul', 'codebookFromFeatureMap', 'memory']);
+// What a proxy may do with its object: call methods, read getters (op = the getter's name).
+const OBJECT_CALLS = { featureMap: new Set(['redraw']), state: new Set(['append', 'reset']) };
+const OBJECT_GETTERS = { featureMap: new Set(['projection']), state: new Set(['length', 'stateBytes']) };
 
 export function serve(port, loadFavor) {
   let favor = null;
-  const handles = new Map();
+  const handles = new Map();  // id -> { object, kind }
   let next = 1;
-  const reply = (msg, transfer = []) => port.postMessage(msg, transfer);
+  const tombstones = {};  // a disposed object of each kind: the API's own errors for a disposed proxy
 
   const keep = (object, kind) => {
     const id = next++;
-    handles.set(id, object);
+    handles.set(id, { object, kind });
     if (kind === 'featureMap') {
       const { dim, features, numFeatures, kernel, sampling, epsilon, rho } = object;
-      return { __handle: id, kind, props: { dim, features, numFeatures, kernel, sampling, epsilon, rho } };
+      return { id, props: { dim, features, numFeatures, kernel, sampling, epsilon, rho } };
     }
-    return { __handle: id, kind, props: { method: object.method } };
+    return { id, props: { method: object.method } };
   };
-  const resolve = (value) => {
-    if (value && typeof value === 'object' && '__handle' in value) {
-      const object = handles.get(value.__handle);
-      if (!object) throw new TypeError('featureMap: this handle has been disposed');
-      return object;
-    }
-    if (value && typeof value === 'object' && !ArrayBuffer.isView(value) && !Array.isArray(value) && !('data' in value)) {
-      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, resolve(v)]));
-    }
-    return value;
-  };
-  const outputs = (value) => (value && value.data instanceof Float32Array ? [value.data.buffer] : []);
 
-  async function run({ op, target, args }) {
-    if (op === 'load') {
-      favor = await loadFavor(args[0]);
-      return { info: { ...favor.info } };
+  const tombstone = (kind) => {
+    if (!tombstones[kind]) {
+      const object = kind === 'state' ? favor.createCausalState({ method: 'exact' }) : favor.createFeatureMap({ dim: 1, features: 1 });
+      object.dispose();
+      tombstones[kind] = object;
     }
+    return tombstones[kind];
+  };
+  const resolve = (id, kind) => (id === 0 ? tombstone(kind) : handles.get(id)?.object ?? tombstone(kind));
+
+  function run({ op, target, args }) {
     if (target !== undefined) {
-      const object = handles.get(target);
+      const entry = handles.get(target);
       if (op === 'dispose') {
-        object?.dispose();
+        entry?.object.dispose();
         handles.delete(target);
         return undefined;
       }
-      if (!object) throw new TypeError(`${op}: this object has been disposed`);
-      if (op === 'get') return object[args[0]];
-      const value = object[op](...args.map(resolve));
-      return value === object ? undefined : value;
+      if (!entry) throw new TypeError(`${op}: no such object in the worker`);
+      if (OBJECT_GETTERS[entry.kind].has(op)) return entry.object[op];
+      if (!OBJECT_CALLS[entry.kind].has(op)) throw new TypeError(`${op}: not a method of this object`);
+      const value = entry.object[op](...decodeArgs(args, resolve));
+      return value === entry.object ? undefined : value;
     }
-    if (op === 'createFeatureMap') return keep(favor.createFeatureMap(resolve(args[0])), 'featureMap');
-    if (op === 'createCausalState') return keep(favor.createCausalState(resolve(args[0])), 'state');
-    if (op === 'dispose') {
-      favor.dispose();
-      return undefined;
-    }
-    return favor[op](...args.map(resolve));
+    if (op === 'createFeatureMap') return keep(favor.createFeatureMap(...decodeArgs(args, resolve)), 'featureMap');
+    if (op === 'createCausalState') return keep(favor.createCausalState(...decodeArgs(args, resolve)), 'state');
+    if (!CALLS.has(op)) throw new TypeError(`${op}: not a favor-attention call`);
+    return favor[op](...decodeArgs(args, resolve));
   }
 
-  const onMessage = async (msg) => {
+  const reply = (msg, transfer) => {
     try {
-      const value = await run(msg);
-      reply({ id: msg.id, value }, outputs(value));
+      port.postMessage(msg, transfer);
     } catch (e) {
-      reply({ id: msg.id, error: { name: e?.name ?? 'Error', message: String(e?.message ?? e), code: e?.code } });
+      port.postMessage({ id: msg.id, error: { name: 'Error', message: `the worker could not send its result: ${e?.message ?? e}` } });
     }
   };
-  return onMessage;
+  const fail = (id, e) => reply({ id, error: { name: e?.name ?? 'Error', message: String(e?.message ?? e), code: e?.code } }, []);
+
+  return async (msg) => {
+    if (msg.op === 'load') {
+      try {
+        favor = await loadFavor(...decodeArgs(msg.args, resolve));
+        reply({ id: msg.id, value: { info: { ...favor.info } } }, []);
+      } catch (e) {
+        fail(msg.id, e);
+      }
+      return;
+    }
+    try {
+      const value = run(msg);
+      // Outputs are fresh arrays of their own: moved, never copied.
+      reply({ id: msg.id, value }, value?.data instanceof Float32Array ? [value.data.buffer] : []);
+    } catch (e) {
+      fail(msg.id, e);
+    }
+  };
 }

@@ -1,12 +1,13 @@
 // The packed package in headless Chromium, three ways a web app takes it: a Vite production
 // build, the Vite dev server (with optimizeDeps.exclude, as the README says), and no bundler
 // at all (an import map to node_modules/favor-attention/web/browser.js). Each page computes
-// exact attention and FAVOR+ (positive, m = 256, seed 1) on fixed inputs; the results must be
-// what Node computes with the same tarball, with no console error and the .wasm served as
-// application/wasm.
+// exact attention and FAVOR+ (positive, m = 256, seed 1) on fixed inputs, synchronously and
+// through loadFavor({ worker: true }); the results must be what Node computes with the same
+// tarball (the worker's: the page's own bits), with no console error, the .wasm served as
+// application/wasm and the worker script emitted or served.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { cp, mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
@@ -88,37 +89,117 @@ function checkPage({ result, errors, responses }, label, { isolated = false } = 
     assertClose(result[key], nodeResult[key], `${label} ${key}`);
     assertClose(result.scalar[key], nodeResult.scalar[key], `${label} scalar ${key}`);
   }
+  checkWorker(result, label, { isolated });
+  // The page and its worker each fetch the module they use.
   const wasm = responses.filter((r) => new URL(r.url).pathname.endsWith('.wasm'));
-  assert.deepEqual(wasm.map((r) => /favor-(simd-threads|simd|scalar)/.exec(r.url)?.[1]).sort(), ['scalar', isolated ? 'simd-threads' : 'simd'],
-    `${label}: expected the ${isolated ? 'threaded' : 'SIMD'} and the scalar .wasm to be fetched once each, got ${JSON.stringify(wasm)}`);
+  const used = isolated ? 'simd-threads' : 'simd';
+  assert.deepEqual(wasm.map((r) => /favor-(simd-threads|simd|scalar)/.exec(r.url)?.[1]).sort(), ['scalar', used, used],
+    `${label}: expected the ${isolated ? 'threaded' : 'SIMD'} .wasm to be fetched by the page and by the worker, and the scalar one once, got ${JSON.stringify(wasm)}`);
+  const script = responses.filter((r) => /favor-worker[^/]*\.js/.test(new URL(r.url).pathname));
+  assert.equal(script.length, 1, `${label}: the worker script is fetched once: ${JSON.stringify(script)}`);
+  assert.equal(script[0].status, 200, `${label}: ${script[0].url}`);
+  assert.match(script[0].type, /^(text|application)\/javascript\b/, `${label}: ${script[0].url} served as '${script[0].type}'`);
   for (const r of wasm) {
     assert.equal(r.status, 200, `${label}: ${r.url}`);
     assert.match(r.type, /^application\/wasm\b/, `${label}: ${r.url} served as '${r.type}'`);
   }
 }
 
+/**
+ * loadFavor({ worker: true }) in the same page: the same bits as the page's own synchronous
+ * calls (one module computes both; any thread count gives the same bits), threads as the page.
+ */
+function checkWorker({ worker, ...page }, label, { isolated }) {
+  assert.ok(worker, `${label}: no worker results`);
+  assert.equal(worker.version, page.version);
+  assert.equal(worker.simd, true, `${label}: the worker uses the SIMD module`);
+  if (isolated) {
+    assert.ok(worker.threads > 1, `${label}: the worker of a cross-origin isolated page uses threads, got ${worker.threads} (${worker.threadsReason})`);
+  } else {
+    assert.equal(worker.threads, 1, `${label}: worker threads`);
+    assert.match(worker.threadsReason, /^not cross-origin isolated/, `${label}: worker threadsReason`);
+  }
+  assert.deepEqual(worker.dims, page.dims);
+  for (const key of ['exact', 'favor', 'causal', 'first']) {
+    assert.deepEqual(worker[key], page[key], `${label}: the worker's ${key} differs from the page's synchronous call`);
+  }
+  assert.equal(worker.relError, page.relError, `${label}: relative error through the worker`);
+}
+
 describe('favor-attention in Chromium', () => {
   test('Node reference run', () => {
     assert.equal(nodeResult.simd, true);
+    assert.equal(nodeResult.worker.simd, true);
+    for (const key of ['exact', 'favor', 'causal']) assert.deepEqual(nodeResult.worker[key], nodeResult[key], `Node worker ${key}`);
     assert.ok(nodeResult.relError > 0 && nodeResult.relError < 0.1, `Node relative error ${nodeResult.relError}`);
     assertClose(nodeResult.scalar.favor, nodeResult.favor, 'Node scalar vs SIMD favor');
   });
 
-  test('Vite production build', { timeout: 120_000 }, async () => {
-    await runOk(process.execPath, [join(app, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--logLevel', 'warn'], {
-      cwd: app, env: npmEnv(), timeout: 90_000,
-    });
-    const assets = await readdir(join(app, 'dist', 'assets'));
-    assert.ok(assets.some((f) => /^favor-simd-.*\.wasm$/.test(f)), `no SIMD .wasm emitted: ${assets}`);
-    assert.ok(assets.some((f) => /^favor-scalar-.*\.wasm$/.test(f)), `no scalar .wasm emitted: ${assets}`);
-    assert.ok(assets.some((f) => /^favor-simd-threads-.*\.wasm$/.test(f)), `no threaded .wasm emitted: ${assets}`);
-    for (const isolated of [false, true]) {
-      const server = await serveStatic(join(app, 'dist'), { isolated });
-      try {
-        checkPage(await openResultPage(browser, server.url), `vite build${isolated ? ', isolated' : ''}`, { isolated });
-      } finally {
-        await server.close();
+  // Vite's default bundles workers as classic (iife) scripts; the demo's config (and the
+  // README's advice for older Vite) as ES modules. The package's worker must work in both.
+  for (const [name, config, outDir] of [
+    ['', 'vite.zero.config.js', 'dist'],
+    [' with worker: { format: \'es\' }', 'vite.worker-es.config.js', 'dist-es'],
+  ]) {
+    test(`Vite production build${name}`, { timeout: 120_000 }, async () => {
+      const { stdout, stderr } = await runOk(process.execPath, [join(app, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--config', config, '--logLevel', 'warn'], {
+        cwd: app, env: npmEnv(), timeout: 90_000,
+      });
+      assert.doesNotMatch(stdout + stderr, /favor/i, 'the build warns about nothing of favor-attention');
+      const assets = await readdir(join(app, outDir, 'assets'));
+      assert.ok(assets.some((f) => /^favor-simd-.*\.wasm$/.test(f)), `no SIMD .wasm emitted: ${assets}`);
+      assert.ok(assets.some((f) => /^favor-scalar-.*\.wasm$/.test(f)), `no scalar .wasm emitted: ${assets}`);
+      assert.ok(assets.some((f) => /^favor-simd-threads-.*\.wasm$/.test(f)), `no threaded .wasm emitted: ${assets}`);
+      assert.ok(assets.some((f) => /^favor-worker-.*\.js$/.test(f)), `no worker script emitted: ${assets}`);
+      for (const isolated of [false, true]) {
+        const server = await serveStatic(join(app, outDir), { isolated });
+        try {
+          checkPage(await openResultPage(browser, server.url), `vite build${name}${isolated ? ', isolated' : ''}`, { isolated });
+        } finally {
+          await server.close();
+        }
       }
+    });
+  }
+
+  test('worker: true where its worker cannot start, or its module cannot load, rejects with what failed; the synchronous API still works', { timeout: 90_000 }, async () => {
+    const expected = /^rejected: Error: loadFavor: the favor-attention worker did not start: its script, favor-attention\/dist\/favor-worker\.js, must be served with the page .*Content-Security-Policy \(worker-src\)/;
+    // A Content-Security-Policy that allows no worker.
+    const strict = await serveStatic(app, { headers: { 'content-security-policy': "worker-src 'none'" } });
+    try {
+      const { result, errors } = await openResultPage(browser, `${strict.url}plain.html?script=worker-fails.js`);
+      assert.match(result.outcome, expected);
+      assert.ok(result.ms < 10_000, `rejected after ${result.ms} ms`);
+      assert.equal(result.single, 0.5);
+      assert.ok(errors.some((e) => /Content Security Policy/.test(e)), `the browser reports the CSP violation: ${errors}`);
+    } finally {
+      await strict.close();
+    }
+    // The worker starts, but its module does not load: the synchronous load's error.
+    const plain = await serveStatic(app);
+    try {
+      const { result, errors } = await openResultPage(browser, `${plain.url}plain.html?script=worker-fails.js%3Fmissing-wasm`);
+      assert.match(result.outcome, /^rejected: Error: loadFavor: could not load http:.*\/does-not-exist\.wasm: /);
+      assert.equal(result.single, 0.5);
+      assert.ok(errors.some((e) => /404.*does-not-exist\.wasm/.test(e)), `the 404 is in the page's errors: ${errors}`);
+    } finally {
+      await plain.close();
+    }
+    // A deployment of the Vite build that lost the worker script.
+    const deployed = join(work, 'deployed');
+    await cp(join(app, 'dist'), deployed, { recursive: true });
+    const worker = (await readdir(join(deployed, 'assets'))).find((f) => /^favor-worker-.*\.js$/.test(f));
+    assert.ok(worker, 'the build emitted the worker script');
+    await rm(join(deployed, 'assets', worker));
+    const server = await serveStatic(deployed);
+    try {
+      await assert.rejects(openResultPage(browser, server.url), (error) => {
+        assert.match(error.message, /loadFavor: the favor-attention worker did not start: its script, favor-attention\/dist\/favor-worker\.js, must be served/);
+        assert.match(error.message, new RegExp(`HTTP 404 for .*${worker}`));
+        return true;
+      });
+    } finally {
+      await server.close();
     }
   });
 

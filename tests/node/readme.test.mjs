@@ -41,3 +41,16 @@ test('README prefill-then-decode example runs and keeps constant state memory', 
   assert.equal(length, 120);
   assert.ok(bytes > 0 && bytes < 4 << 20, `state bytes ${bytes}`);
 });
+
+test('README worker example runs (loadFavor({ worker: true }))', async () => {
+  const block = blocks.find((b) => b.includes('loadFavor({ worker: true })'));
+  assert.ok(block, 'the worker block is in the README');
+  const inputs = "import { loadFavor } from 'favor-attention';\n"
+    + 'const t = () => ({ data: Float32Array.from({ length: 32 * 64 }, (_, i) => Math.sin(i)), dims: [32, 64] });\n'
+    + 'const q = t(), k = t(), v = t();\n';
+  const logs = await runBlock(`${inputs}${block}\nconsole.log(out.dims, fm.disposed, await favor.memory().catch((e) => e.message));`, 'worker');
+  const [dims, disposed, afterDispose] = logs.at(-1);
+  assert.deepEqual(dims, [32, 64]);
+  assert.equal(disposed, true);
+  assert.match(afterDispose, /^memory: this favor instance has been disposed/);
+});

@@ -27,16 +27,17 @@ export const EXPECTED_FILES = [
   'dist/favor-simd-threads.worker.js',
   'dist/favor-simd.js',
   'dist/favor-simd.wasm',
+  'dist/favor-worker.js',
   'package.json',
   'web/api.js',
   'web/browser.js',
   'web/favor-worker-node.js',
-  'web/favor-worker.js',
   'web/index.d.ts',
   'web/node-worker-shim.js',
   'web/node.js',
   'web/worker-client.js',
   'web/worker-host.js',
+  'web/worker-messages.js',
 ];
 
 /**

@@ -254,7 +254,13 @@ const asyncOut: Tensor = await asyncFavor.favorAttention(q, k, v, { featureMap: 
 const asyncState: CausalStateAsync = await asyncFavor.createCausalState({ method: 'favor', featureMap: asyncMap });
 const asyncLength: number = await asyncState.length;
 const asyncProjection: Tensor = await asyncMap.projection;
-asyncFavor.dispose();
+const asyncMemory: FavorMemory = await asyncFavor.memory();
+const mapFreed: Promise<void> = asyncMap.dispose();
+const workerEnded: Promise<void> = asyncFavor.dispose();
+// @ts-expect-error the worker API takes its own feature maps, not a synchronous one
+asyncFavor.favorAttention(q, k, v, { featureMap });
+// @ts-expect-error a function cannot cross to the worker
+await loadFavor({ worker: true, locateFile: (file: string) => file });
 // @ts-expect-error a worker API call returns a Promise, not a Tensor
 const notSync: Tensor = asyncFavor.exactAttention(q, k, v);
 // @ts-expect-error the synchronous API takes a synchronous FeatureMap
@@ -275,7 +281,7 @@ decoder.append(q, k, v, { causal: true });
 favor.matmul(q, k, { transposeB: 1 });
 
 export {
-  asyncOut, asyncLength, asyncProjection, notSync,
+  asyncOut, asyncLength, asyncProjection, asyncMemory, mapFreed, workerEnded, notSync,
   maskedOut, maskedMatrix, stepOut, stateLength, stateBytes, stateMethod, resetState, product, rho,
   versionString, infoVersion, infoSimd, infoThreads, infoThreadsReason, heapBytes, usedBytes, data, dims, mapDim, mapFeatures, mapNumFeatures,
   mapKernel, mapSampling, mapEpsilon, mapDisposed, projection, redrawn, measures, relative, wide,

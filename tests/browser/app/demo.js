@@ -1,7 +1,7 @@
 // The computation the browser pages and Node run on the same deterministic inputs: exact
 // attention and FAVOR+ (positive kernel, m = 256, seed 1), with the SIMD choice made by the
-// loader and with the scalar module forced. Plain ESM with no imports: it runs unchanged in
-// Node, in a Vite app and in a page without a bundler.
+// loader, with the scalar module forced, and through the worker API (worker: true). Plain ESM
+// with no imports: it runs unchanged in Node, in a Vite app and in a page without a bundler.
 export const L = 32;
 export const D = 16;
 export const FEATURES = 256;
@@ -26,19 +26,21 @@ export function makeInputs() {
   return { q: tensor(0), k: tensor(0), v: tensor(1) };
 }
 
-function compute(favor) {
+// Written once for both APIs: awaiting the synchronous API's values changes nothing, and the
+// worker API (loadFavor({ worker: true })) returns Promises.
+async function compute(favor) {
   const { q, k, v } = makeInputs();
-  const exact = favor.exactAttention(q, k, v);
-  const featureMap = favor.createFeatureMap({ dim: D, features: FEATURES, kernel: 'positive', seed: SEED });
+  const exact = await favor.exactAttention(q, k, v);
+  const featureMap = await favor.createFeatureMap({ dim: D, features: FEATURES, kernel: 'positive', seed: SEED });
   try {
-    const approx = favor.favorAttention(q, k, v, { featureMap });
-    const causal = favor.favorAttention(q, k, v, { featureMap, causal: true });
+    const approx = await favor.favorAttention(q, k, v, { featureMap });
+    const causal = await favor.favorAttention(q, k, v, { featureMap, causal: true });
     return {
       version: favor.info.version,
       simd: favor.info.simd,
       threads: favor.info.threads,
       threadsReason: favor.info.threadsReason ?? null,
-      relError: favor.outputRelativeError(exact, approx),
+      relError: await favor.outputRelativeError(exact, approx),
       dims: approx.dims,
       first: Array.from(approx.data.subarray(0, 4)),
       exact: Array.from(exact.data),
@@ -46,12 +48,18 @@ function compute(favor) {
       causal: Array.from(causal.data),
     };
   } finally {
-    featureMap.dispose();
+    await featureMap.dispose();
   }
 }
 
 export async function runDemo(loadFavor) {
-  const auto = compute(await loadFavor());
-  const scalar = compute(await loadFavor({ simd: false }));
-  return { ...auto, scalar };
+  const auto = await compute(await loadFavor());
+  const scalar = await compute(await loadFavor({ simd: false }));
+  // The same in a worker (Vite bundles it from the loader's new Worker(new URL(...))).
+  const inWorker = await loadFavor({ worker: true });
+  try {
+    return { ...auto, scalar, worker: await compute(inWorker) };
+  } finally {
+    await inWorker.dispose();
+  }
 }

@@ -1,0 +1,184 @@
+// A seeded random walk over the worker API (loadFavor({ worker: true })) in lockstep with the
+// synchronous API: a few hundred calls, about half of them invalid (bad dims, NaN, wrong types,
+// unknown options, functions, disposed or foreign objects), each run on both APIs with the same
+// arguments (feature maps and states as each API's own twin). Every worker outcome must equal the
+// synchronous one: the same result bits or the same error class and message; no call may throw
+// synchronously or hang. Afterwards both APIs' wasm bytes in use are back at their baselines.
+// FAVOR_FUZZ_SEED / FAVOR_FUZZ_STEPS change the walk (the failing step is printed with its seed).
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+
+import { loadFavor } from 'favor-attention';
+
+import { rng } from './helpers.mjs';
+import { assertSameOutcome, outcome, strict, within } from './worker-helpers.mjs';
+
+const SEED = Number(process.env.FAVOR_FUZZ_SEED ?? 20240611);
+const STEPS = Number(process.env.FAVOR_FUZZ_STEPS ?? 400);
+
+let sync, worker, foreignMap;
+before(async () => {
+  [sync, worker] = await Promise.all([loadFavor({ threads: 1 }), loadFavor({ worker: true, threads: 1 })]);
+  foreignMap = (await loadFavor({ threads: 1 })).createFeatureMap({ dim: 8, features: 4 });
+});
+after(() => worker?.dispose());
+
+/** The walk's random choices; every call of `build` below is deterministic given them. */
+function chooser(seed) {
+  const { uniform, normal } = rng(seed);
+  const int = (lo, hi) => lo + Math.floor(uniform() * (hi - lo + 1));
+  const pick = (list) => list[int(0, list.length - 1)];
+  const chance = (p) => uniform() < p;
+  const tensor = (dims, scale = 0.6) => ({ data: Float32Array.from({ length: dims.reduce((a, b) => a * b, 1) }, () => normal() * scale), dims });
+  return { uniform, int, pick, chance, tensor };
+}
+
+// One corruption of a tensor or of an options object, or none. Each keeps the synchronous API's
+// own view of it: the same object goes to both APIs.
+function corruptTensor(c, t) {
+  switch (c.int(0, 9)) {
+    case 0: return { data: t.data, dims: [...t.dims.slice(0, -1), t.dims.at(-1) + 1] };           // length mismatch
+    case 1: { const data = t.data.slice(); data[c.int(0, data.length - 1)] = c.pick([NaN, Infinity, -Infinity]); return { data, dims: t.dims }; }
+    case 2: return { data: Float64Array.from(t.data), dims: t.dims };                              // wrong array type
+    case 3: return t.data;                                                                       // not a tensor
+    case 4: return { data: t.data, dims: t.dims.map(String) };                                     // dims of strings
+    case 5: return c.pick([null, undefined, 7, 'q', () => t]);
+    case 6: return { data: t.data.subarray(1), dims: t.dims };                                      // a short view
+    case 7: return { data: t.data, dims: [t.data.length] };                                         // rank 1
+    default: return t;
+  }
+}
+
+function corruptOptions(c, options) {
+  switch (c.int(0, 9)) {
+    case 0: return { ...options, [c.pick(['Causal', 'chunks', 'features', 'mask'])]: true };
+    case 1: return { ...options, scale: c.pick([0, -1, NaN, '0.5', null, () => 1, Symbol('s')]) };
+    case 2: return { ...options, causal: c.pick(['yes', 1, null, () => true]) };
+    case 3: return c.pick([null, 5, 'causal', [true], () => options]);
+    default: return options;
+  }
+}
+
+/**
+ * One random call: { label, run(favor, objects) } where objects = { maps, states } of that API
+ * (twins at the same indices). `valid` steers most arguments right, but any may still fail.
+ */
+function nextCall(c, step, pools) {
+  const bad = c.chance(0.5);
+  const d = c.pick([4, 8]), dv = c.int(1, 5);
+  const lead = c.pick([[], [2], [1, 2]]);
+  const L = c.int(1, 9), S = L + c.int(0, 4);
+  const q = c.tensor([...lead, L, d]), k = c.tensor([...lead, S, d]), v = c.tensor([...lead, S, dv]);
+  const maybe = (t) => (bad && c.chance(0.4) ? corruptTensor(c, t) : t);
+  const opts = (o) => (bad && c.chance(0.5) ? corruptOptions(c, o) : o);
+  const mask = c.chance(0.2) ? { data: Uint8Array.from({ length: S }, () => (bad && c.chance(0.1) ? 2 : c.int(0, 1))), dims: [S] } : undefined;
+  const attention = (extra = {}) => ({ causal: c.chance(0.5), ...(c.chance(0.3) ? { scale: 0.1 + c.uniform() } : {}), ...(mask ? { keyMask: mask } : {}), ...extra });
+  const codebook = c.tensor(c.chance(0.8) ? [c.int(1, 5), d] : [...lead, c.int(1, 4), d]);
+  // A feature map argument: one of the pool's (maybe disposed), a foreign one or a plain object.
+  const mapIndex = pools.maps.length ? c.int(0, pools.maps.length - 1) : -1;
+  const mapKind = bad && c.chance(0.3) ? c.pick(['foreign', 'plain', 'state', 'none']) : 'pool';
+  const mapOf = (objects) => (mapKind === 'pool' && mapIndex >= 0 ? objects.maps[mapIndex]
+    : mapKind === 'foreign' ? foreignMap : mapKind === 'plain' ? { dim: d, features: 4 } : mapKind === 'state' ? objects.states[0] : undefined);
+  const stateIndex = pools.states.length ? c.int(0, pools.states.length - 1) : -1;
+
+  const op = c.pick(['exactAttention', 'attentionMatrix', 'favorAttention', 'favorAttention', 'favorAttentionMatrix', 'codebookAttention',
+    'codebookAttentionMatrix', 'kmeans', 'randomCodebook', 'matmul', 'compare', 'outputRelativeError', 'codebookFromFeatureMap',
+    'createFeatureMap', 'createFeatureMap', 'redraw', 'projection', 'disposeMap', 'createCausalState', 'createCausalState',
+    'append', 'append', 'append', 'length', 'stateBytes', 'reset', 'disposeState']);
+  const label = `step ${step}: ${op}${bad ? ' (bad)' : ''}`;
+  const calls = {
+    exactAttention: () => { const a = [maybe(q), maybe(k), maybe(v), opts(attention())]; return (f) => f.exactAttention(...a); },
+    attentionMatrix: () => { const a = [maybe(q), maybe(k), opts(attention())]; return (f) => f.attentionMatrix(...a); },
+    favorAttention: () => {
+      const a = [maybe(q), maybe(k), maybe(v)], o = opts(attention(c.chance(0.3) ? { chunk: c.int(1, 6) } : {}));
+      return (f, objects) => f.favorAttention(...a, o && typeof o === 'object' && !Array.isArray(o) ? { ...o, featureMap: mapOf(objects) } : o);
+    },
+    favorAttentionMatrix: () => {
+      const a = [maybe(q), maybe(k)], o = opts(attention());
+      return (f, objects) => f.favorAttentionMatrix(...a, o && typeof o === 'object' && !Array.isArray(o) ? { ...o, featureMap: mapOf(objects) } : o);
+    },
+    codebookAttention: () => {
+      const a = [maybe(q), maybe(k), maybe(v), opts(attention({ codebook: maybe(codebook), assignment: c.pick(['hard', 'soft', 'gaussian', ...(bad ? ['near'] : [])]) }))];
+      return (f) => f.codebookAttention(...a);
+    },
+    codebookAttentionMatrix: () => { const a = [maybe(q), maybe(k), opts(attention({ codebook: maybe(codebook), temperature: bad ? c.pick([0, -1, 0.5]) : 0.5 }))]; return (f) => f.codebookAttentionMatrix(...a); },
+    kmeans: () => { const a = [maybe(k), { clusters: bad ? c.pick([0, S + 1, 2.5, '2']) : c.int(1, S), iterations: c.int(0, 4), seed: c.int(0, 9) }]; return (f) => f.kmeans(...a); },
+    randomCodebook: () => { const a = [{ clusters: c.int(bad ? 0 : 1, 4), dim: d, seed: c.int(0, 9), ...(bad ? { sigma: c.pick([0, NaN, 2]) } : {}) }]; return (f) => f.randomCodebook(...a); },
+    matmul: () => {
+      const b = c.tensor(c.chance(0.5) ? [d, dv] : [dv, d]);
+      const a = [maybe(q), maybe(b), opts({ transposeB: b.dims[0] === dv && b.dims[1] === d && (!bad || c.chance(0.5)) })];
+      return (f) => f.matmul(...a);
+    },
+    compare: () => { const x = c.tensor([L, S]), y = bad ? maybe(c.tensor(c.chance(0.5) ? [S, L] : [L, S])) : c.tensor([L, S]); return (f) => f.compare(x, y); },
+    outputRelativeError: () => { const x = c.tensor([L, dv]), y = bad ? maybe(c.tensor([L, dv])) : c.tensor([L, dv]); return (f) => f.outputRelativeError(x, y); },
+    codebookFromFeatureMap: () => { const o = bad && c.chance(0.5) ? { scale: c.pick([0, NaN, 'x']) } : undefined; return (f, objects) => f.codebookFromFeatureMap(mapOf(objects), o); },
+    createFeatureMap: () => {
+      const kernel = c.pick(['positive', 'hyperbolic', 'trigonometric', 'relu', 'oprf']);
+      const o = { dim: d, features: c.int(1, 12), kernel, sampling: c.pick(['iid', 'orthogonal', 'orthogonal-fixed']), seed: c.int(0, 99),
+        ...(kernel === 'oprf' && c.chance(0.5) ? { rho: c.uniform() * 4 } : {}) };
+      const a = bad ? corruptOptions(c, c.chance(0.5) ? { ...o, features: c.pick([0, -1, 1.5, '4', undefined]) } : o) : o;
+      return async (f, objects) => objects.maps.push(await f.createFeatureMap(a)) && undefined;
+    },
+    redraw: () => { const seed = bad ? c.pick([-1, 0.5, '3', undefined]) : c.int(0, 999); return async (f, objects) => { await objects.maps[mapIndex]?.redraw(seed); }; },
+    projection: () => (f, objects) => objects.maps[mapIndex]?.projection,
+    disposeMap: () => async (f, objects) => { await objects.maps[mapIndex]?.dispose(); },
+    createCausalState: () => {
+      const method = bad ? c.pick(['exact', 'favor', 'codebook', 'linear']) : c.pick(['exact', 'favor', 'codebook']);
+      const chunk = c.chance(0.3) ? { chunk: bad ? 0 : c.int(1, 8) } : {};
+      const books = { codebook: maybe(codebook), assignment: c.pick(['hard', 'soft']) };
+      return async (f, objects) => {  // no random choice in here: it runs once per API
+        const o = method === 'exact' ? { method } : method === 'favor' ? { method, featureMap: mapOf(objects), ...chunk }
+          : { method, ...books, ...chunk };
+        objects.states.push(await f.createCausalState(o));
+      };
+    },
+    append: () => {
+      const n = c.int(1, 3);
+      const a = [maybe(c.tensor([...lead, n, d])), maybe(c.tensor([...lead, n, d])), maybe(c.tensor([...lead, n, dv]))];
+      return (f, objects) => objects.states[stateIndex]?.append(...a);
+    },
+    length: () => (f, objects) => objects.states[stateIndex]?.length,
+    stateBytes: () => (f, objects) => objects.states[stateIndex]?.stateBytes,
+    reset: () => async (f, objects) => { await objects.states[stateIndex]?.reset(); },
+    disposeState: () => async (f, objects) => { await objects.states[stateIndex]?.dispose(); },
+  };
+  return { label, run: calls[op]() };
+}
+
+test(`a seeded random mix of ${STEPS} valid and invalid calls gives the synchronous outcomes through the worker; memory back to its baseline`, async (t) => {
+  // Baselines after one call of each kind has run (first-use allocations of the runtime).
+  const warm = { data: new Float32Array(8).fill(0.5), dims: [2, 4] };
+  for (const f of [sync, worker]) {
+    await f.exactAttention(warm, warm, warm);
+    await outcome(() => f.exactAttention(warm, warm, { data: new Float32Array(8).fill(NaN), dims: [2, 4] }));
+  }
+  const base = { sync: sync.memory().usedBytes, worker: (await worker.memory()).usedBytes };
+  const c = chooser(SEED);
+  const violations = [];
+  const guarded = strict(worker, violations);
+  const objects = { sync: { maps: [], states: [] }, worker: { maps: [], states: [] } };
+  const tally = { value: 0, TypeError: 0, RangeError: 0 };
+  for (let step = 0; step < STEPS; step++) {
+    const { label, run } = nextCall(c, step, objects.sync);
+    const where = `${label} (FAVOR_FUZZ_SEED=${SEED})`;
+    const expected = await outcome(() => run(sync, objects.sync));
+    const actual = await within(outcome(() => run(guarded, objects.worker)), 20_000, where);
+    assert.deepEqual(violations, [], `${where}: threw synchronously or returned no Promise`);
+    assertSameOutcome(actual, expected, where);
+    assert.equal(objects.worker.maps.length, objects.sync.maps.length, `${where}: maps created`);
+    assert.equal(objects.worker.states.length, objects.sync.states.length, `${where}: states created`);
+    tally[expected.error ? expected.error.constructor.name : 'value']++;
+  }
+  t.diagnostic(`${STEPS} steps (seed ${SEED}): ${tally.value} results, ${tally.TypeError} TypeErrors, ${tally.RangeError} RangeErrors; `
+    + `${objects.sync.maps.length} maps and ${objects.sync.states.length} states made`);
+  assert.ok(tally.value >= STEPS / 5 && tally.TypeError >= STEPS / 20 && tally.RangeError >= STEPS / 20, `a mix of outcomes: ${JSON.stringify(tally)}`);
+  // Live twins still agree, then everything is disposed: bytes in use back at both baselines.
+  for (let i = 0; i < objects.sync.maps.length; i++) {
+    assertSameOutcome(await outcome(() => objects.worker.maps[i].projection), await outcome(() => objects.sync.maps[i].projection), `map ${i} at the end`);
+  }
+  for (const side of ['sync', 'worker']) {
+    for (const o of [...objects[side].states, ...objects[side].maps]) await o.dispose();
+  }
+  assert.equal(sync.memory().usedBytes, base.sync, 'synchronous bytes in use');
+  assert.equal((await worker.memory()).usedBytes, base.worker, 'worker bytes in use');
+});

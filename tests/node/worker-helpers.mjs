@@ -1,0 +1,111 @@
+// Shared by the worker API's tests (loadFavor({ worker: true })): outcomes of a call in either
+// API, their comparison, a guard that no worker call throws synchronously or returns anything
+// but a Promise, a time limit, and the process's thread count. Not a test file.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+
+/** { value } or { error } of fn(), whether it throws, rejects, returns or resolves. */
+export async function outcome(fn) {
+  try {
+    return { value: await fn() };
+  } catch (error) {
+    return { error };
+  }
+}
+
+/** Rejects with a clear message if promise has not settled within ms (a hang is a failure). */
+export function within(promise, ms, label) {
+  let timer;
+  const limit = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${label}: still pending after ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, limit]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * The worker API (or a proxy it made) behind a guard: every method call and every getter that
+ * is not a plain setting must return a Promise without throwing; violations are pushed to
+ * `violations`. Objects the Promises resolve to are guarded too. Methods run on the real object
+ * (the proxies' private fields need it).
+ */
+export function strict(target, violations, where = 'favor') {
+  // Settings, and handle(): the client's own look-up when a guarded proxy is an argument.
+  const plain = new Set(['info', 'disposed', 'method', 'dim', 'features', 'numFeatures', 'kernel', 'sampling', 'epsilon', 'rho', 'then', 'handleFor']);
+  const guardResult = (result, name) => {
+    if (!(result instanceof Promise)) {
+      violations.push(`${where}.${name} returned ${typeof result}, not a Promise`);
+      return result;
+    }
+    return result.then((value) => (value && typeof value === 'object' && typeof value.dispose === 'function' && !('data' in value) ? strict(value, violations, name) : value));
+  };
+  return new Proxy(target, {
+    get(object, name) {
+      if (typeof name === 'symbol' || plain.has(name)) {
+        const value = Reflect.get(object, name, object);
+        return typeof value === 'function' ? value.bind(object) : value;
+      }
+      let value;
+      try {
+        value = Reflect.get(object, name, object);
+      } catch (error) {
+        violations.push(`${where}.${name} threw synchronously: ${error?.message}`);
+        throw error;
+      }
+      if (typeof value !== 'function') return guardResult(value, name);
+      return (...args) => {
+        let result;
+        try {
+          result = value.apply(object, args);
+        } catch (error) {
+          violations.push(`${where}.${name}() threw synchronously: ${error?.message}`);
+          throw error;
+        }
+        return guardResult(result, `${name}()`);
+      };
+    },
+  });
+}
+
+/**
+ * Asserts the worker's outcome equals the synchronous one: the same error class and message, or
+ * equal values (tensors bit for bit, numbers by Object.is).
+ */
+export function assertSameOutcome(actual, expected, label) {
+  if (expected.error) {
+    assert.ok(actual.error, `${label}: the synchronous call threw ${expected.error.constructor.name}: ${expected.error.message}, the worker call resolved`);
+    assert.equal(actual.error.constructor, expected.error.constructor,
+      `${label}: ${actual.error.constructor.name} (${actual.error.message}) instead of ${expected.error.constructor.name}`);
+    assert.equal(actual.error.message, expected.error.message, `${label}: message`);
+    return;
+  }
+  assert.ok(!actual.error, `${label}: the synchronous call returned, the worker call rejected with ${actual.error?.constructor.name}: ${actual.error?.message}`);
+  assertSameValue(actual.value, expected.value, label);
+}
+
+function assertSameValue(actual, expected, label) {
+  if (expected && typeof expected === 'object' && expected.data instanceof Float32Array) {
+    assert.ok(actual?.data instanceof Float32Array, `${label}: not a tensor`);
+    assert.deepEqual(actual.dims, expected.dims, `${label}: dims`);
+    assert.equal(actual.data.length, expected.data.length, `${label}: length`);
+    const a = new Uint32Array(actual.data.buffer, actual.data.byteOffset, actual.data.length);
+    const b = new Uint32Array(expected.data.buffer, expected.data.byteOffset, expected.data.length);
+    for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) assert.fail(`${label}: differs at ${i}: ${actual.data[i]} vs ${expected.data[i]}`);
+  } else if (expected && typeof expected === 'object') {
+    assert.deepEqual(Object.keys(actual).sort(), Object.keys(expected).sort(), `${label}: keys`);
+    for (const key of Object.keys(expected)) assertSameValue(actual[key], expected[key], `${label}.${key}`);
+  } else {
+    assert.ok(Object.is(actual, expected), `${label}: ${actual} vs ${expected}`);
+  }
+}
+
+/** Threads of this process now (Linux): a worker_threads worker is one while it runs. */
+export function threadCount() {
+  return Number(/^Threads:\s+(\d+)/m.exec(readFileSync('/proc/self/status', 'utf8'))[1]);
+}
+
+/** Polls until done() holds (or ms pass); resolves to done(). */
+export async function eventually(done, ms = 5000) {
+  const end = Date.now() + ms;
+  while (!(await done()) && Date.now() < end) await new Promise((resolve) => setTimeout(resolve, 20));
+  return done();
+}

@@ -1,0 +1,111 @@
+// Arguments of loadFavor({ worker: true }) calls on their way to the worker. postMessage's
+// structured clone alone would change what the worker's synchronous API sees, and so its errors:
+// it copies a typed array's whole buffer (a small view into a large one copies all of it), throws
+// DataCloneError on functions and symbols, drops class prototypes (and getters such as a tensor
+// class's `data`). encodeArgs makes a cloneable copy that the worker's decodeArgs turns back into
+// values the synchronous API describes and validates exactly as it would the caller's own.
+
+const HANDLE = '\u0000favorHandle';   // { [HANDLE]: id, kind }: an object living in the worker (id 0: disposed)
+const STAND_IN = '\u0000favorStandIn'; // { [STAND_IN]: 'function' | 'symbol' | 'object', ... }
+
+/**
+ * A cloneable copy of args and the buffers to transfer. handleOf(value) returns
+ * { id, kind } for a proxy of this instance (id 0 once disposed), or undefined.
+ * Typed arrays: one that spans its whole ArrayBuffer is sent as is (moved when `transfer`);
+ * a view into a larger buffer is copied by its own bytes (never moving the caller's larger
+ * buffer); one on a SharedArrayBuffer is copied (a snapshot, as the synchronous API takes); an
+ * empty or detached one (an input already moved by an earlier call) becomes an empty array of its
+ * type. A buffer is transferred once however many inputs use it.
+ */
+export function encodeArgs(args, { transfer = false, handleOf }) {
+  const transferList = [];
+  const done = new Map();  // shared references and cycles stay shared in the copy
+
+  const encode = (value) => {
+    if (typeof value === 'function') return { [STAND_IN]: 'function', text: String(value) };
+    if (typeof value === 'symbol') return { [STAND_IN]: 'symbol', description: value.description };
+    if (value === null || typeof value !== 'object') return value;
+    if (done.has(value)) return done.get(value);
+    const handle = handleOf(value);
+    if (handle) return { [HANDLE]: handle.id, kind: handle.kind };
+    if (ArrayBuffer.isView(value)) {
+      const copy = encodeView(value, transfer, transferList);
+      done.set(value, copy);
+      return copy;
+    }
+    if (value instanceof ArrayBuffer) return value;
+    if (Array.isArray(value)) {
+      const out = [];
+      done.set(value, out);
+      for (let i = 0; i < value.length; i++) out.push(encode(value[i]));
+      return out;
+    }
+    const proto = Object.getPrototypeOf(value);
+    const plain = proto === Object.prototype || proto === null;
+    const props = {};
+    // A class instance keeps its name (the API says "got an object (Name)") and, like the
+    // synchronous API reading it, a tensor's data and dims even when they are getters.
+    const out = plain ? props : { [STAND_IN]: 'object', name: value.constructor?.name ?? 'Object', props };
+    done.set(value, out);
+    for (const [key, v] of Object.entries(value)) props[key] = encode(v);
+    if (!plain) {
+      for (const key of ['data', 'dims']) if (key in value && !(key in props)) props[key] = encode(value[key]);
+    }
+    return out;
+  };
+  return { args: args.map(encode), transferList };
+}
+
+function encodeView(view, transfer, transferList) {
+  const { buffer, byteOffset, byteLength } = view;
+  if (byteLength === 0) return view instanceof DataView ? new DataView(new ArrayBuffer(0)) : new view.constructor(0);
+  const shared = typeof SharedArrayBuffer !== 'undefined' && buffer instanceof SharedArrayBuffer;
+  if (shared || byteOffset !== 0 || byteLength !== buffer.byteLength) {
+    // Only the view's bytes, in an ArrayBuffer of their own (a typed array's slice() makes one
+    // even from a SharedArrayBuffer).
+    return view instanceof DataView ? new DataView(new Uint8Array(buffer, byteOffset, byteLength).slice().buffer) : view.slice();
+  }
+  if (transfer && !transferList.includes(buffer)) transferList.push(buffer);
+  return view;
+}
+
+/**
+ * The worker's side: args decoded in place (they are the worker's own copy). resolve(id, kind)
+ * returns the object a handle names (for id 0, a disposed one of that kind).
+ */
+export function decodeArgs(args, resolve) {
+  const done = new Map();  // each object decoded once: shared references and cycles survive
+  const decode = (value) => {
+    if (value === null || typeof value !== 'object' || ArrayBuffer.isView(value) || value instanceof ArrayBuffer) return value;
+    if (HANDLE in value) return resolve(value[HANDLE], value.kind);
+    if (done.has(value)) return done.get(value);
+    if (STAND_IN in value) return standIn(value, decode, done);
+    done.set(value, value);
+    if (Array.isArray(value)) {
+      for (let i = 0; i < value.length; i++) value[i] = decode(value[i]);
+    } else {
+      for (const key of Object.keys(value)) value[key] = decode(value[key]);
+    }
+    return value;
+  };
+  return args.map(decode);
+}
+
+const prototypes = new Map();
+
+// A value that describes itself as the caller's did: String(fn) is its source text, a symbol
+// has its description, an object has its constructor's name and its own properties.
+function standIn(value, decode, done) {
+  if (value[STAND_IN] === 'function') {
+    const fn = function standIn() {};
+    Object.defineProperty(fn, 'toString', { value: () => value.text });
+    return fn;
+  }
+  if (value[STAND_IN] === 'symbol') return Symbol(value.description);
+  const { name } = value;
+  if (!prototypes.has(name)) prototypes.set(name, { constructor: { name } });
+  const object = Object.create(prototypes.get(name));
+  done.set(value, object);
+  for (const [key, v] of Object.entries(value.props)) object[key] = decode(v);
+  return object;
+}
