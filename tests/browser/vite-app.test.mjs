@@ -67,6 +67,7 @@ function checkPage({ result, errors, responses }, label, { isolated = false } = 
   assert.equal(result.version, '0.1.0');
   assert.equal(result.exportedVersion, result.version, 'the exported version matches favor.info.version');
   assert.equal(result.simd, true, 'Chromium validates wasm SIMD, so the SIMD module is used by default');
+  assert.equal(result.relaxedSimd, true, 'Chromium validates relaxed SIMD, so the relaxed module is used by default');
   assert.equal(result.scalar.simd, false, 'simd: false loads the scalar module');
   if (isolated) {
     assert.ok(result.threads > 1, `${label}: a cross-origin isolated page uses threads, got ${result.threads} (${result.threadsReason})`);
@@ -92,9 +93,10 @@ function checkPage({ result, errors, responses }, label, { isolated = false } = 
   checkWorker(result, label, { isolated });
   // The page and its worker each fetch the module they use.
   const wasm = responses.filter((r) => new URL(r.url).pathname.endsWith('.wasm'));
-  const used = isolated ? 'simd-threads' : 'simd';
-  assert.deepEqual(wasm.map((r) => /favor-(simd-threads|simd|scalar)/.exec(r.url)?.[1]).sort(), ['scalar', used, used],
-    `${label}: expected the ${isolated ? 'threaded' : 'SIMD'} .wasm to be fetched by the page and by the worker, and the scalar one once, got ${JSON.stringify(wasm)}`);
+  // Chromium runs relaxed SIMD: the default is the relaxed build.
+  const used = isolated ? 'relaxed-threads' : 'relaxed';
+  assert.deepEqual(wasm.map((r) => /favor-(relaxed-threads|relaxed|simd-threads|simd|scalar)/.exec(r.url)?.[1]).sort(), [used, used, 'scalar'],
+    `${label}: expected the ${isolated ? 'threaded ' : ''}relaxed-SIMD .wasm to be fetched by the page and by the worker, and the scalar one once, got ${JSON.stringify(wasm)}`);
   const script = responses.filter((r) => /favor-worker[^/]*\.js/.test(new URL(r.url).pathname));
   assert.equal(script.length, 1, `${label}: the worker script is fetched once: ${JSON.stringify(script)}`);
   assert.equal(script[0].status, 200, `${label}: ${script[0].url}`);
@@ -249,13 +251,16 @@ describe('favor-attention in Chromium', () => {
     try {
       const { result, errors } = await openResultPage(browser, `${server.url}plain.html?script=options.js`);
       assert.deepEqual(errors, []);
+      assert.equal(result.relaxedSimd, true, 'Chromium >= 114 runs relaxed SIMD: the default load is favor-relaxed.wasm');
       for (const [name, variant] of Object.entries(result.variants)) {
-        assert.equal(variant.maxAbsDiff, 0, `${name}: results differ from the default load by ${variant.maxAbsDiff}`);
+        assert.equal(variant.maxAbsDiff, 0, `${name}: results differ from the ${variant.against} load by ${variant.maxAbsDiff}`);
       }
       assert.equal(result.variants.wasmUrlString.simd, true);
+      assert.equal(result.variants.wasmUrlString.relaxedSimd, false);
+      assert.equal(result.variants.wasmUrlRelaxed.relaxedSimd, true, 'info.relaxedSimd says what the module given is');
       assert.equal(result.variants.wasmUrlObject.simd, false);
       assert.equal(result.variants.wasmBinary.simd, false);
-      assert.deepEqual(result.locatedFiles, ['favor-simd.wasm'], 'locateFile is asked for the SIMD module file name');
+      assert.deepEqual(result.locatedFiles, ['favor-relaxed.wasm'], 'locateFile is asked for the relaxed module file name');
       assert.match(result.badWasmUrl, /^TypeError: wasmUrl/);
       assert.match(result.badWasmBinary, /^TypeError: wasmBinary/);
     } finally {

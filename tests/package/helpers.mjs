@@ -20,6 +20,8 @@ export const CHROMIUM_ARGS = [
 /** The files `npm pack` must put in the tarball (LICENSE* is allowed in addition). */
 export const EXPECTED_FILES = [
   'README.md',
+  'dist/favor-relaxed-threads.wasm',
+  'dist/favor-relaxed.wasm',
   'dist/favor-scalar.js',
   'dist/favor-scalar.wasm',
   'dist/favor-simd-threads.js',

@@ -11,6 +11,7 @@ import {
   EXPECTED_FILES, ROOT, installedPackageJson, makeNodeOnlyBin, makeTempDir, npmInstall,
   packTarball, removeDir, runOk, tarballFiles,
 } from './helpers.mjs';
+import { RELAXED_SIMD_SUPPORTED } from '../node/helpers.mjs';
 
 let work;
 let tarball;
@@ -97,8 +98,9 @@ describe('installed from the tarball, without Emscripten', () => {
   test('loads in Node with the SIMD module by default (threaded on several cores) and the scalar one on request', () => {
     assert.equal(summary.version, '0.1.0');
     const threads = Math.min(summary.cores, 8);
-    assert.deepEqual(summary.info, { version: '0.1.0', simd: true, threads, ...(threads === 1 && { threadsReason: 'one CPU core' }) });
-    assert.deepEqual(summary.scalarInfo, { version: '0.1.0', simd: false, threads: 1, threadsReason: 'the threaded build needs WebAssembly SIMD' });
+    // The consumer runs in this Node: the relaxed-SIMD build where it validates relaxed SIMD (Node >= 22).
+    assert.deepEqual(summary.info, { version: '0.1.0', simd: true, relaxedSimd: RELAXED_SIMD_SUPPORTED, threads, ...(threads === 1 && { threadsReason: 'one CPU core' }) });
+    assert.deepEqual(summary.scalarInfo, { version: '0.1.0', simd: false, relaxedSimd: false, threads: 1, threadsReason: 'the threaded build needs WebAssembly SIMD' });
   });
 
   const REFERENCE_CHECKS = [

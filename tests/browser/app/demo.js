@@ -38,6 +38,7 @@ async function compute(favor) {
     return {
       version: favor.info.version,
       simd: favor.info.simd,
+      relaxedSimd: favor.info.relaxedSimd,
       threads: favor.info.threads,
       threadsReason: favor.info.threadsReason ?? null,
       relError: await favor.outputRelativeError(exact, approx),

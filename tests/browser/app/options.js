@@ -1,6 +1,7 @@
 // The browser loader's options, without a bundler: wasmUrl (string and URL), locateFile and
-// wasmBinary each give the same results as the default, and a wasmUrl that does not exist
-// rejects instead of hanging. Writes JSON into #result.
+// wasmBinary each give the same bits as the default load of the same build (relaxed SIMD, or the
+// plain SIMD build that the scalar one matches), and a wasmUrl that does not exist rejects
+// instead of hanging. Writes JSON into #result.
 import { loadFavor } from 'favor-attention';
 
 import { report } from './report.js';
@@ -14,28 +15,34 @@ function exact(favor) {
 }
 
 async function run() {
-  const reference = exact(await loadFavor());
+  // The default load (the relaxed build where Chromium runs relaxed SIMD), and the plain SIMD
+  // build, whose bits the scalar build shares.
+  const auto = await loadFavor();
+  const references = { auto: exact(auto), fixed: exact(await loadFavor({ simd: 'fixed' })) };
   const variants = {
-    wasmUrlString: () => loadFavor({ simd: true, wasmUrl: new URL('favor-simd.wasm', base).href }),
-    wasmUrlObject: () => loadFavor({ simd: false, wasmUrl: new URL('favor-scalar.wasm', base) }),
-    locateFile: () => loadFavor({ locateFile: (file) => new URL(file, base) }),
-    wasmBinary: async () => {
+    wasmUrlString: ['fixed', () => loadFavor({ simd: 'fixed', wasmUrl: new URL('favor-simd.wasm', base).href })],
+    wasmUrlObject: ['fixed', () => loadFavor({ simd: false, wasmUrl: new URL('favor-scalar.wasm', base) })],
+    wasmUrlRelaxed: ['auto', () => loadFavor({ wasmUrl: new URL(`favor-${auto.info.relaxedSimd ? 'relaxed' : 'simd'}.wasm`, base) })],
+    locateFile: ['auto', () => loadFavor({ locateFile: (file) => new URL(file, base) })],
+    wasmBinary: ['fixed', async () => {
       const response = await fetch(new URL('favor-scalar.wasm', base));
       return loadFavor({ simd: false, wasmBinary: await response.arrayBuffer() });
-    },
-    wasmBinaryUint8: async () => {
+    }],
+    wasmBinaryUint8: ['fixed', async () => {
       const response = await fetch(new URL('favor-simd.wasm', base));
       return loadFavor({ simd: true, wasmBinary: new Uint8Array(await response.arrayBuffer()) });
-    },
+    }],
   };
   const located = [];
-  const result = { reference: reference.slice(0, 4), variants: {} };
-  for (const [name, load] of Object.entries(variants)) {
+  const result = { relaxedSimd: auto.info.relaxedSimd, variants: {} };
+  for (const [name, [against, load]] of Object.entries(variants)) {
     const favor = await load();
     const values = exact(favor);
     result.variants[name] = {
       simd: favor.info.simd,
-      maxAbsDiff: Math.max(...values.map((x, i) => Math.abs(x - reference[i]))),
+      relaxedSimd: favor.info.relaxedSimd,
+      against,
+      maxAbsDiff: Math.max(...values.map((x, i) => Math.abs(x - references[against][i]))),
     };
   }
   await loadFavor({ locateFile: (file) => { located.push(file); return new URL(file, base); } });
