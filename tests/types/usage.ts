@@ -44,6 +44,10 @@ await loadFavor({});
 await loadFavor({ simd: 'auto' });
 await loadFavor({ simd: true });
 await loadFavor({ simd: false });
+await loadFavor({ simd: 'relaxed' });
+await loadFavor({ simd: 'fixed' });
+// @ts-expect-error: not a build
+await loadFavor({ simd: 'fast' });
 await loadFavor({ wasmUrl: 'https://example.com/favor-simd.wasm' });
 await loadFavor({ wasmUrl: new URL('https://example.com/favor-simd.wasm') });
 await loadFavor({ wasmBinary: new ArrayBuffer(8) });
@@ -70,6 +74,7 @@ expectType<Equal<ReturnType<typeof loadFavor>, Promise<Favor>>>();
 const info: FavorInfo = favor.info;
 const infoVersion: string = info.version;
 const infoSimd: boolean = info.simd;
+const infoRelaxedSimd: boolean = info.relaxedSimd;
 const infoThreads: number = info.threads;
 const infoThreadsReason: string | undefined = info.threadsReason;
 favor.dispose();
@@ -283,6 +288,6 @@ favor.matmul(q, k, { transposeB: 1 });
 export {
   asyncOut, asyncLength, asyncProjection, asyncMemory, mapFreed, workerEnded, notSync,
   maskedOut, maskedMatrix, stepOut, stateLength, stateBytes, stateMethod, resetState, product, rho,
-  versionString, infoVersion, infoSimd, infoThreads, infoThreadsReason, heapBytes, usedBytes, data, dims, mapDim, mapFeatures, mapNumFeatures,
+  versionString, infoVersion, infoSimd, infoRelaxedSimd, infoThreads, infoThreadsReason, heapBytes, usedBytes, data, dims, mapDim, mapFeatures, mapNumFeatures,
   mapKernel, mapSampling, mapEpsilon, mapDisposed, projection, redrawn, measures, relative, wide,
 };
