@@ -65,10 +65,15 @@ export function ceilingSection(data, view) {
   md.push(`GFLOP/s of each kernel at L = ${fmtL(L)} (the counts of *What is measured*: exponentials, softmax and masking not counted, so no kernel can reach 100%) as a fraction of the ceiling of its own build: the register-only multiply-add loop of \`bench/native/peak_kernel.cpp\` built the same way (${Object.entries(env.ceiling ?? {}).filter(([, v]) => v).map(([k, v]) => `${k} ${v.toFixed(1)} GFLOP/s`).join(', ') || 'not measured'}), times the threads. Peers are read against the wasm ceiling (all are 128-bit wasm SIMD without FMA).`);
   md.push('');
   const kernels = [['exact', false], ['exact', true], ['favor', false], ['favor', true]];
-  md.push(`| implementation | ceiling | ${kernels.map(([k, c]) => `${kindName(k)} ${variant(c)}`).join(' | ')} |`);
-  md.push(`|---|---|${kernels.map(() => '---:').join('|')}|`);
+  if (!data.results.some((r) => r.L === L && r.status === 'ok')) {
+    md.push(`Not measured: L = ${fmtL(L)} was not among this run's sizes.`);
+    md.push('');
+    return md;
+  }
   const ours = methods.filter((m) => m.ours ?? ['ours', 'ours2', 'sse', 'avx'].includes(m.id));
   const peers = methods.filter((m) => !ours.includes(m) && m.id !== 'ruvector');
+  md.push(`| implementation | ceiling | ${kernels.map(([k, c]) => `${kindName(k)} ${variant(c)}`).join(' | ')} |`);
+  md.push(`|---|---|${kernels.map(() => '---:').join('|')}|`);
   for (const m of [...ours, ...peers]) {
     const isPeer = peers.includes(m);
     const c = isPeer ? (env.ceiling?.wasm ? { key: 'wasm', value: env.ceiling.wasm, threads: 1 } : null) : view.ceilingOf(m.id);

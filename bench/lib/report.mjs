@@ -200,7 +200,9 @@ export function writeReport(data, { outFile, plotDir, resultsFile }) {
           const r = get(m.id, kind, causal, L);
           if (r?.status === 'ok' && r.differs) {
             row.push(`${fmtMs(r.ms)} ‡`);
-            notes.set(`‡ ${m.short}: not the same computation: ${r.differs}; output error vs exact attention at L = ${fmtL(L)}: ${r.check?.rel?.toFixed(2) ?? '—'}`, [L]);
+            const key = `‡ ${m.short}: not the same computation: ${r.differs}; output error vs exact attention (relative Frobenius)`;
+            if (!notes.has(key)) notes.set(key, []);
+            notes.get(key).push(`${r.check?.rel?.toFixed(2) ?? '—'} at L = ${fmtL(L)}`);
           } else if (r?.status === 'ok') row.push(`${fmtMs(r.ms)} (${r.gflops.toFixed(1)})`);
           else {
             row.push(r?.status === 'fail' ? 'failed' : r?.status === 'mismatch' ? 'mismatch' : '—');
@@ -219,7 +221,7 @@ export function writeReport(data, { outFile, plotDir, resultsFile }) {
       }
       if (notes.size) {
         md.push('');
-        for (const [k, Ls] of notes) md.push(k.startsWith('‡') ? `- ${k}` : `- — ${k} (L = ${Ls.map(fmtL).join(', ')})`);
+        for (const [k, Ls] of notes) md.push(k.startsWith('‡') ? `- ${k}: ${Ls.join(', ')}` : `- — ${k} (L = ${Ls.map(fmtL).join(', ')})`);
       }
       md.push('');
     }
