@@ -10,7 +10,7 @@
 //
 //   node bench/run.mjs [--quick] [--out FILE.md] [--max-call-ms 5000] [--budget-ms N]
 //                      [--no-native] [--no-peers] [--no-scale] [--scale] [--scale-L N] [--sizes 256,1024]
-//                      [--no-crossover] [--crossover-features 64,128,256]
+//                      [--no-crossover] [--crossover-features 64,128,256] [--methods ours2,ort,...]
 //                      [--report-only]   (rewrite the report from the saved results.json)
 // (bench/run.sh, which `npm run bench` runs, first builds the wasm and native binaries.)
 import { execFileSync, spawn } from 'node:child_process';
@@ -43,6 +43,7 @@ const { values: args } = parseArgs({
     scale: { type: 'boolean', default: false },
     'scale-L': { type: 'string', default: '1048576' },  // smaller: to try the scale plumbing quickly
     'no-crossover': { type: 'boolean', default: false },
+    methods: { type: 'string' },  // only these ids (ours is always run: it is the reference)
     'crossover-features': { type: 'string', default: '64,128,256' },
     'report-only': { type: 'boolean', default: false },
   },
@@ -151,6 +152,10 @@ if (!args['no-peers']) {
   await add(tfjs, 'tfjs-backend-wasm');
   await add(() => ruvector({ d: config.d, dv: config.dv, m: config.m, maxCallMs: config.maxCallMs }), 'ruvector-attention-wasm');
 }
+if (args.methods) {
+  const keep = new Set(['ours', ...args.methods.split(',')]);
+  for (let i = methods.length - 1; i >= 0; --i) if (!keep.has(methods[i].id)) { methods[i].close?.(); methods.splice(i, 1); }
+}
 for (const m of methods) log(`${m.label} ${m.version}: ${m.notes}`);
 
 // --- Ceiling -----------------------------------------------------------------------------
@@ -160,7 +165,7 @@ for (const m of methods) log(`${m.label} ${m.version}: ${m.notes}`);
 const peakWasm = path.join(repo, 'build/bench-peak/peak.wasm');
 const ceilingSources = {
   wasm: existsSync(peakWasm) ? () => wasmCeiling(peakWasm) : null,
-  sse: methods.find((m) => m.id === 'sse')?.ceiling,
+  sse: methods.find((m) => m.id === 'sse')?.measureCeiling,
 };
 const ceiling = Object.fromEntries(Object.keys(ceilingSources).map((k) => [k, null]));
 async function measureCeiling() {

@@ -90,7 +90,7 @@ export async function native({ id, label, short, binary, ceiling = null }) {
       return new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4);
     },
     async time(kind, causal) { return (await proc.run(kind, causal, 1))[0]; },
-    ceiling: () => nativeCeiling(proc),
+    measureCeiling: () => nativeCeiling(proc),
     async release() { cell = null; },
     close() { proc.close(); },
   };
