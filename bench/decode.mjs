@@ -1,17 +1,24 @@
 #!/usr/bin/env node
-// Generation and grouped-query heads, side by side in one run (issue 14's targets), 1 thread, wasm:
-//  - decode: one position per append, 8 heads, d = dv = 64, FAVOR+ m = 256 (positive,
-//    orthogonal), at contexts 1k, 16k and 128k: tokens per second of the FAVOR+ state and of the
-//    exact state (a KV cache), and both state sizes. Filling an exact cache of 128k positions
-//    through append is an O(C^2) causal prefill (~9 TFLOP, minutes here): exact decode is
-//    measured at 1k and 16k and its per-token time, linear in the context, extrapolated to 128k
-//    (marked as predicted in the report).
+// Generation and grouped-query heads, side by side in one run (issue 14's targets, issue 16's
+// decode peers), 1 thread, wasm:
+//  - decode: one position per step, 8 heads, d = dv = 64, FAVOR+ m = 256 (positive, orthogonal),
+//    at contexts 1k, 16k and 128k: tokens per second of our FAVOR+ state and our exact state (a
+//    KV cache), and of onnxruntime-web (wasm, 1 thread) running the same steps as graphs with
+//    the cache or the FAVOR+ state as inputs and outputs (bench/lib/decoders.mjs): exact with
+//    past/present key and value (our graph, and its fused MultiHeadAttention op), and the FAVOR+
+//    state. Every decoder's first step is checked (exact ones against a float64 reference of
+//    that step, FAVOR+ ones against our state's output) before its steps are timed, in rounds
+//    that interleave the decoders. Filling our exact cache of 128k positions through append is
+//    an O(C^2) causal prefill (~9 TFLOP, minutes here): our exact decode is measured at 1k and
+//    16k and its per-token time, linear in the context, extrapolated to 128k (marked as
+//    predicted); onnxruntime's cache is an input, built directly, so it runs at every context
+//    whose steps fit the per-step time limit.
 //  - grouped-query heads: favorAttention with Hq = 8, Hkv = 2 (Hq / Hkv = 4) against the same call
 //    on K and V repeated by hand, L = 4096, bidirectional and causal.
 // Writes its section into BENCHMARKS.md (between <!-- decode --> markers) or --out FILE, and
 // bench/decode-results.json.
 //
-//   node bench/decode.mjs [--quick] [--out FILE.md]
+//   node bench/decode.mjs [--quick] [--out FILE.md] [--no-peers] [--max-step-ms 5000] [--contexts 1024,16384]
 import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -20,71 +27,161 @@ import { parseArgs } from 'node:util';
 
 import { loadFavor } from 'favor-attention';
 
-import { gaussian, median } from './lib/inputs.mjs';
+import { oursDecoder, ortExactDecoder, ortFavorDecoder } from './lib/decoders.mjs';
+import { difference, gaussian, median } from './lib/inputs.mjs';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
-const { values: args } = parseArgs({ options: { quick: { type: 'boolean', default: false }, out: { type: 'string' } } });
+const { values: args } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    out: { type: 'string' },
+    'no-peers': { type: 'boolean', default: false },
+    'max-step-ms': { type: 'string', default: '5000' },
+    contexts: { type: 'string' },
+  },
+});
 const H = 8, d = 64, m = 256, sigma = 0.5;
-const contexts = args.quick ? [1024, 16384] : [1024, 16384, 131072];
-const steps = args.quick ? 100 : 400;
+const contexts = args.contexts ? args.contexts.split(',').map(Number) : args.quick ? [1024, 16384] : [1024, 16384, 131072];
+const rounds = args.quick ? 3 : 5;
+const blockMs = args.quick ? 300 : 1000;  // per decoder and round
+const maxSteps = args.quick ? 150 : 400;  // per decoder and round (FAVOR+ steps take ~0.1 ms)
+const maxStepMs = Number(args['max-step-ms']);
+const tolerance = 1e-3;
 
 const favor = await loadFavor({ threads: 1 });
 const tensor = (dims, seed) => ({ data: gaussian(dims.reduce((a, b) => a * b, 1), seed, sigma), dims });
 const now = () => performance.now();
-
-// Tokens per second of `steps` appends of one position (median of 3 rounds of steps / 3).
-function decodeRate(state, seed) {
-  const inputs = Array.from({ length: 16 }, (_, i) => tensor([H, 1, d], seed + i));
-  const rounds = [];
-  for (let r = 0; r < 3; r++) {
-    const t0 = now();
-    const n = Math.ceil(steps / 3);
-    for (let s = 0; s < n; s++) {
-      const x = inputs[s % inputs.length];
-      state.append(x, x, x);
-    }
-    rounds.push(n / ((now() - t0) / 1000));
-  }
-  return median(rounds);
-}
-
-// Fills a state with C positions in appends of at most 4096.
-function prefill(state, C, seed) {
-  const t0 = now();
-  for (let a = 0; a < C; a += 4096) {
-    const n = Math.min(4096, C - a);
-    const x = tensor([H, n, d], seed + a);
-    state.append(x, x, x);
-  }
-  return now() - t0;
-}
-
 const fm = favor.createFeatureMap({ dim: d, features: m, seed: 42 });
-// Warm-up (the JIT, the wasm heap's growth, first allocations): not measured.
-for (const options of [{ method: 'favor', featureMap: fm }, { method: 'exact' }]) {
-  const warm = favor.createCausalState(options);
-  prefill(warm, 2048, 5);
-  decodeRate(warm, 50);
-  warm.dispose();
+
+const decoders = [oursDecoder(favor, { method: 'favor', featureMap: fm, H, d }), oursDecoder(favor, { method: 'exact', H, d })];
+const unavailable = [];
+let ortVersion = null;
+if (!args['no-peers']) {
+  try {
+    const ort = await import('onnxruntime-web');
+    ort.env.wasm.numThreads = 1;
+    ort.env.logLevel = 'error';
+    ortVersion = ort.env.versions?.web ?? null;
+    decoders.push(await ortFavorDecoder(ort, { W: fm.projection.data, H, d, m }));
+    decoders.push(await ortExactDecoder(ort, { fused: false, H, d }));
+    decoders.push(await ortExactDecoder(ort, { fused: true, H, d }));
+  } catch (e) {
+    unavailable.push(`onnxruntime-web: ${e.message}`);
+  }
 }
-const rows = [];
+
+// The context: chunks of at most 4096 positions, q = k = v.
+const chunksOf = (C, seed) => {
+  const chunks = [];
+  for (let a = 0; a < C; a += 4096) chunks.push(tensor([H, Math.min(4096, C - a), d], seed + a));
+  return chunks;
+};
+// One decode step of exact attention in float64: x ([H, 1, d], q = k = v) over the chunks and x.
+function exactStep(chunks, x) {
+  const out = new Float32Array(H * d);
+  for (let h = 0; h < H; ++h) {
+    const q = x.data.subarray(h * d, (h + 1) * d);
+    const rows = [];
+    for (const c of chunks) for (let j = 0; j < c.dims[1]; ++j) rows.push(c.data.subarray((h * c.dims[1] + j) * d, (h * c.dims[1] + j + 1) * d));
+    rows.push(q);
+    const scores = rows.map((k) => { let s = 0; for (let i = 0; i < d; ++i) s += q[i] * k[i]; return s / Math.sqrt(d); });
+    const top = scores.reduce((a, b) => Math.max(a, b), -Infinity);
+    let z = 0;
+    const acc = new Float64Array(d);
+    rows.forEach((v, j) => { const w = Math.exp(scores[j] - top); z += w; for (let i = 0; i < d; ++i) acc[i] += w * v[i]; });
+    for (let i = 0; i < d; ++i) out[h * d + i] = acc[i] / z;
+  }
+  return out;
+}
+
+// Warm-up (the JIT, the wasm heaps' growth, first allocations, onnxruntime's sessions): not measured.
+{
+  const chunks = chunksOf(2048, 5), x = tensor([H, 1, d], 50);
+  for (const dec of decoders) {
+    await dec.prefill(chunks);
+    for (let s = 0; s < 20; ++s) await dec.step(x);
+    dec.dispose();
+  }
+}
+
+const inputs = Array.from({ length: 16 }, (_, i) => tensor([H, 1, d], 100 + i));
+const rows = [];          // per context: { context, results: { [id]: {...} } }
+const lastStep = new Map();  // id -> { C, ms }: the per-step time limit predicts from it (linear in C for exact)
 for (const C of contexts) {
-  const row = { context: C };
-  const fs = favor.createCausalState({ method: 'favor', featureMap: fm });
-  row.favorPrefillMs = prefill(fs, C, 1);
-  row.favorTokensPerSecond = decodeRate(fs, 100);
-  row.favorStateBytes = fs.stateBytes;
-  fs.dispose();
-  row.exactStateBytesEstimate = H * C * 2 * d * 4;
-  if (C <= 16384) {
-    const es = favor.createCausalState({ method: 'exact' });
-    row.exactPrefillMs = prefill(es, C, 1);
-    row.exactTokensPerSecond = decodeRate(es, 100);
-    row.exactStateBytes = es.stateBytes;
-    es.dispose();
+  const chunks = chunksOf(C, 1);
+  const row = { context: C, results: {} };
+  const live = [];
+  for (const dec of decoders) {
+    const res = (row.results[dec.id] = { id: dec.id });
+    const why = dec.limit(C);
+    const last = lastStep.get(dec.id);
+    const predicted = last ? last.ms * (dec.kind === 'exact' ? C / last.C : 1) : 0;
+    if (why) { res.status = 'skip'; res.reason = why; continue; }
+    if (predicted > maxStepMs) { res.status = 'skip'; res.reason = `predicted ${(predicted / 1000).toFixed(1)} s per token > ${maxStepMs / 1000} s limit`; continue; }
+    try {
+      res.prefillMs = await dec.prefill(chunks);
+      live.push(dec);
+    } catch (e) {
+      res.status = 'fail'; res.reason = `prefill: ${e.message.split('\n')[0].slice(0, 200)}`;
+      dec.dispose();
+    }
+  }
+  // The check: every decoder's first step, on the same position x after the same context.
+  const x = tensor([H, 1, d], 99);
+  const reference = { exact: live.some((dec) => dec.kind === 'exact') ? { by: 'float64 reference', out: exactStep(chunks, x) } : null, favor: null };
+  for (const dec of [...live]) {
+    const res = row.results[dec.id];
+    try {
+      const t0 = now();
+      const out = await dec.step(x);
+      res.firstStepMs = now() - t0;
+      const ref = reference[dec.kind];
+      if (!ref) { reference[dec.kind] = { by: dec.id, out }; res.check = { rel: 0, maxRel: 0, against: dec.id }; continue; }
+      res.check = { ...difference(out, ref.out), against: ref.by };
+      if (!(res.check.rel <= tolerance && res.check.maxRel <= tolerance)) throw new Error(`output differs from ${ref.by}: relative ${res.check.rel.toExponential(2)}, max ${res.check.maxRel.toExponential(2)} > ${tolerance}`);
+    } catch (e) {
+      res.status = e.message.startsWith('output differs') ? 'mismatch' : 'fail';
+      res.reason = e.message.split('\n')[0].slice(0, 200);
+      live.splice(live.indexOf(dec), 1);
+      dec.dispose();
+    }
+  }
+  // Steps per round: about blockMs of calls, at most maxSteps; an exact cache grows by at most
+  // C/8 positions over all rounds, so the context stays within 12.5% of C.
+  for (const dec of live) {
+    const res = row.results[dec.id];
+    res.stepsPerRound = Math.max(1, Math.min(maxSteps, Math.floor(blockMs / Math.max(res.firstStepMs, 1e-3)), dec.kind === 'exact' ? Math.floor(C / (8 * rounds)) : Infinity));
+    res.rounds = [];
+  }
+  // Rounds: each decoder runs its steps once per round, in a rotating order.
+  let step = 0;
+  for (let r = 0; r < rounds; ++r) {
+    for (let i = 0; i < live.length; ++i) {
+      const dec = live[(i + r) % live.length];
+      const res = row.results[dec.id];
+      if (res.status) continue;
+      try {
+        const t0 = now();
+        for (let s = 0; s < res.stepsPerRound; ++s) await dec.step(inputs[(step + s) % inputs.length]);
+        res.rounds.push(res.stepsPerRound / ((now() - t0) / 1000));
+      } catch (e) {
+        res.status = 'fail'; res.reason = e.message.split('\n')[0].slice(0, 200);
+      }
+    }
+    step += 1;
+  }
+  for (const dec of live) {
+    const res = row.results[dec.id];
+    if (!res.status) {
+      res.status = 'ok';
+      res.tokensPerSecond = median(res.rounds);
+      lastStep.set(dec.id, { C, ms: 1000 / res.tokensPerSecond });
+    }
+    res.stateBytes = dec.stateBytes();
+    dec.dispose();
   }
   rows.push(row);
-  console.error(JSON.stringify(row));
+  console.error(JSON.stringify({ context: C, ...Object.fromEntries(Object.values(row.results).map((r) => [r.id, r.status === 'ok' ? Math.round(r.tokensPerSecond) : `${r.status}: ${r.reason}`])) }));
 }
 
 // Grouped-query heads: Hq = 8 over Hkv = 2, against K and V repeated by hand.
@@ -117,32 +214,69 @@ for (const causal of [false, true]) {
 const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
 const fmt = (x, digits = 0) => x.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const mib = (b) => `${fmt(b / 2 ** 20, 2)} MiB`;
-const flat = rows.map((r) => r.favorTokensPerSecond);
+const tps = (row, id) => (row.results[id]?.status === 'ok' ? row.results[id].tokensPerSecond : null);
+// Paired ratio of two decoders' tokens/s at a context: the median over rounds of the ratio within
+// a round (interleaved, so a load phase slows both).
+const pairedRate = (row, a, b) => {
+  const ra = row.results[a], rb = row.results[b];
+  if (ra?.status !== 'ok' || rb?.status !== 'ok') return null;
+  return median(ra.rounds.map((x, i) => x / rb.rounds[i]));
+};
+const flat = rows.map((r) => tps(r, 'ours-favor')).filter((x) => x !== null);
 const flatness = Math.min(...flat) / Math.max(...flat);
-// exact's per-token time grows linearly with C (a + b C, fitted on the measured contexts); FAVOR+'s is flat
-const measured = rows.filter((r) => r.exactTokensPerSecond);
+// Our exact per-token time grows linearly with C (a + b C, fitted on the measured contexts); FAVOR+'s is flat.
+const measured = rows.filter((r) => tps(r, 'ours-exact') !== null);
 const [e0, e1] = [measured[0], measured[measured.length - 1]];
-const slope = (1 / e1.exactTokensPerSecond - 1 / e0.exactTokensPerSecond) / (e1.context - e0.context);
-const intercept = 1 / e0.exactTokensPerSecond - slope * e0.context;
-for (const r of rows) if (!r.exactTokensPerSecond) r.exactPredictedTokensPerSecond = 1 / (intercept + slope * r.context);
+const slope = measured.length > 1 ? (1 / tps(e1, 'ours-exact') - 1 / tps(e0, 'ours-exact')) / (e1.context - e0.context) : NaN;
+const intercept = measured.length ? 1 / tps(e0, 'ours-exact') - slope * e0.context : NaN;
+for (const r of rows) if (tps(r, 'ours-exact') === null && slope > 0) r.exactPredictedTokensPerSecond = 1 / (intercept + slope * r.context);
 const crossover = slope > 0 ? Math.max(0, (1 / median(flat) - intercept) / slope) : Infinity;
+const present = decoders.filter((dec) => rows.some((r) => r.results[dec.id]));
+const cell = (row, id) => {
+  const r = row.results[id];
+  if (r?.status === 'ok') return fmt(r.tokensPerSecond, r.tokensPerSecond < 10 ? 1 : 0);
+  if (id === 'ours-exact' && row.exactPredictedTokensPerSecond) return `${fmt(row.exactPredictedTokensPerSecond, row.exactPredictedTokensPerSecond < 10 ? 1 : 0)} (predicted: linear fit)`;
+  return r ? (r.status === 'skip' ? '—' : r.status) : '—';
+};
 const md = [];
 md.push('<!-- decode -->');
-md.push('## Generation and grouped-query heads (issue 14)');
+md.push('## Generation and grouped-query heads (issues 14 and 16)');
 md.push('');
-md.push(`\`node bench/decode.mjs\`${args.quick ? ' --quick' : ''}, ${new Date().toISOString().slice(0, 10)}, ${cpu}, Node ${process.version}, wasm SIMD, 1 thread. ` +
-  `Decode: one position per append, ${H} heads, d = dv = ${d}, FAVOR+ positive orthogonal m = ${m}; inputs N(0, ${sigma}²).`);
+md.push(`\`node bench/decode.mjs\`${args.quick ? ' --quick' : ''}, ${new Date().toISOString().slice(0, 10)}, ${cpu}, Node ${process.version}, wasm SIMD, 1 thread${ortVersion ? `; onnxruntime-web ${ortVersion} (wasm, numThreads 1)` : ''}. ` +
+  `Decode: one position per step, ${H} heads, d = dv = ${d}, FAVOR+ positive orthogonal m = ${m} (the same W for both FAVOR+ decoders); inputs N(0, ${sigma}²). ` +
+  `Tokens per second: the median over ${rounds} interleaved rounds in which every decoder runs its steps (up to ${maxSteps}, about ${blockMs} ms of them; exact caches grow by at most C/8 positions over the rounds). ` +
+  `Every decoder's first step after the context was checked first: exact ones against a float64 evaluation of that step, FAVOR+ ones against our state's output (tolerance ${tolerance}).`);
 md.push('');
-md.push('| context | FAVOR+ state: tokens/s | its bytes | exact state (KV cache): tokens/s | its bytes | FAVOR+ / exact |');
-md.push('|---|---|---|---|---|---|');
+md.push(`| context | ${present.map((dec) => `${dec.label}: tokens/s`).join(' | ')} | ours FAVOR+ ÷ ours exact |${present.some((x) => x.id === 'ort-favor') ? ' ours FAVOR+ ÷ ort FAVOR+ |' : ''}${present.some((x) => x.id === 'ort-mha') ? ' ours exact ÷ ort MultiHeadAttention |' : ''}`);
+md.push(`|---|${present.map(() => '---:').join('|')}|---:|${present.some((x) => x.id === 'ort-favor') ? '---:|' : ''}${present.some((x) => x.id === 'ort-mha') ? '---:|' : ''}`);
 for (const r of rows) {
-  const exact = r.exactTokensPerSecond ?? r.exactPredictedTokensPerSecond;
-  md.push(`| ${fmt(r.context)} | ${fmt(r.favorTokensPerSecond)} | ${mib(r.favorStateBytes)} | ${fmt(exact)}${r.exactTokensPerSecond ? '' : ' (predicted: linear fit)'} | ${mib(r.exactStateBytes ?? r.exactStateBytesEstimate)}${r.exactStateBytes ? '' : ' (keys and values alone)'} | ${fmt(r.favorTokensPerSecond / exact, 1)}× |`);
+  const exact = tps(r, 'ours-exact') ?? r.exactPredictedTokensPerSecond;
+  const f = tps(r, 'ours-favor');
+  const vsOrtFavor = pairedRate(r, 'ours-favor', 'ort-favor');
+  const vsOrtExact = pairedRate(r, 'ours-exact', 'ort-mha');
+  md.push(`| ${fmt(r.context)} | ${present.map((dec) => cell(r, dec.id)).join(' | ')} | ${f && exact ? `${fmt(f / exact, 1)}×` : '—'} |` +
+    `${present.some((x) => x.id === 'ort-favor') ? ` ${vsOrtFavor ? `${fmt(vsOrtFavor, 1)}×` : '—'} |` : ''}${present.some((x) => x.id === 'ort-mha') ? ` ${vsOrtExact ? `${fmt(vsOrtExact, 1)}×` : '—'} |` : ''}`);
 }
 md.push('');
-md.push(`- FAVOR+ decode across contexts: slowest / fastest = ${fmt(flatness, 2)} (flat within noise if ≥ ~0.8); target ≥ 5,000 tokens/s at every context: **${Math.min(...flat) >= 5000 ? 'PASS' : 'FAIL'}** (slowest ${fmt(Math.min(...flat))}).`);
-md.push(`- Exact decode falls linearly with the context (${measured.map((r) => `${fmt(r.exactTokensPerSecond)} at ${fmt(r.context)}`).join(', ')} tokens/s, measured); the FAVOR+ state is faster from a context of about ${Number.isFinite(crossover) ? fmt(Math.round(crossover / 64) * 64) : '∞'} positions (the linear fit of exact's per-token time against FAVOR+'s median). Prefill of the measured contexts: FAVOR+ ${measured.map((r) => `${fmt(r.favorPrefillMs)} ms`).join(', ')}; exact ${measured.map((r) => `${fmt(r.exactPrefillMs)} ms`).join(', ')}.`);
-md.push(`- The FAVOR+ state holds ${mib(rows[0].favorStateBytes)} at every context (M × dv + 2M floats per head, twice: the state and the buffer the next append writes, so that a failed append leaves the state as it was; plus its copy of W); the exact cache grows by (d + dv) floats per position and head (${mib(H * 2 * d * 4 * 1024)} per 1k positions here, its buffers grow by doubling). Exact decode runs the exact kernel with one query per strip of 8 (its tile), so it is not at that kernel's speed; it is also bound by reading the cache (128 MiB per token at 16k).`);
+const notes = new Map();
+for (const r of rows) {
+  for (const res of Object.values(r.results)) {
+    if (res.status === 'ok') continue;
+    const key = `${decoders.find((x) => x.id === res.id).label}: ${res.status === 'skip' ? 'not run' : res.status}: ${res.reason}`;
+    if (!notes.has(key)) notes.set(key, []);
+    notes.get(key).push(r.context);
+  }
+}
+for (const [k, Cs] of notes) md.push(`- — ${k} (context ${Cs.map((c) => fmt(c)).join(', ')})`);
+for (const u of unavailable) md.push(`- not available: ${u}`);
+md.push(`- State between steps: ${present.map((dec) => `${dec.label} ${rows.map((r) => r.results[dec.id]?.stateBytes).filter((b) => b != null).map(mib).join(' / ') || '—'}`).join('; ')} (at the contexts it ran; onnxruntime's are the present tensors it returned, which the next step copies back into its heap).`);
+md.push(`- Largest difference of the checked first step: ${present.map((dec) => { const cs = rows.map((r) => r.results[dec.id]?.check).filter(Boolean); return `${dec.label} ${cs.length ? Math.max(...cs.map((c) => c.rel)).toExponential(1) : '—'}`; }).join('; ')} (relative Frobenius; exact decoders against the float64 step, FAVOR+ ones against ${decoders[0].label}).`);
+md.push(`- Our FAVOR+ decode across contexts: slowest / fastest = ${fmt(flatness, 2)} (flat within noise if ≥ ~0.8); target ≥ 5,000 tokens/s at every context: **${Math.min(...flat) >= 5000 ? 'PASS' : 'FAIL'}** (slowest ${fmt(Math.min(...flat))}).`);
+md.push(`- Our exact decode falls linearly with the context (${measured.map((r) => `${fmt(tps(r, 'ours-exact'))} at ${fmt(r.context)}`).join(', ')} tokens/s, measured); our FAVOR+ state is faster from a context of about ${Number.isFinite(crossover) ? fmt(Math.round(crossover / 64) * 64) : '∞'} positions (the linear fit of exact's per-token time against FAVOR+'s median). Prefill of the measured contexts: FAVOR+ ${measured.map((r) => `${fmt(r.results['ours-favor'].prefillMs)} ms`).join(', ')}; exact ${measured.map((r) => `${fmt(r.results['ours-exact'].prefillMs)} ms`).join(', ')}.`);
+md.push(`- Our FAVOR+ state holds ${mib(rows[0].results['ours-favor'].stateBytes)} at every context (M × dv + 2M floats per head, twice: the state and the buffer the next append writes, so that a failed append leaves the state as it was; plus its copy of W); the exact cache grows by (d + dv) floats per position and head (${mib(H * 2 * d * 4 * 1024)} per 1k positions here, its buffers grow by doubling). Our exact decode runs the exact kernel with one query per strip of 8 (its tile), so it is not at that kernel's speed; it is also bound by reading the cache (128 MiB per token at 16k).`);
+if (present.some((x) => x.id.startsWith('ort'))) {
+  md.push(`- onnxruntime-web's decoders: ${present.filter((x) => x.id.startsWith('ort')).map((dec) => `**${dec.label}**: ${dec.notes}`).join('; ')}. A user of onnxruntime-web passes the cache (or state) in and gets the new one back at every step, so every step copies it into the wasm heap and out again: for the key/value cache that is 2 × ${H} × T × ${d} floats each way, growing with the context, for the FAVOR+ state ${mib(H * (m * d + 2 * m) * 4)} at any context. Its exact cache needs no prefill through attention (it holds keys and values only): it is built from the same positions directly, so onnxruntime's exact decode runs at contexts where ours is only predicted.`);
+}
 md.push('');
 md.push(`Grouped-query heads, favorAttention, Hq = ${hq}, Hkv = ${hkv}, L = ${L}, d = ${d}, m = ${m} (medians of alternating calls; the repetition itself not timed):`);
 md.push('');
@@ -158,6 +292,6 @@ const outFile = args.out ?? `${repo}BENCHMARKS.md`;
 const old = existsSync(outFile) ? readFileSync(outFile, 'utf8') : '';
 const marked = /<!-- decode -->[\s\S]*<!-- \/decode -->/;
 writeFileSync(outFile, marked.test(old) ? old.replace(marked, section) : `${old.trimEnd()}\n\n${section}\n`);
-if (path.resolve(outFile) === path.resolve(`${repo}BENCHMARKS.md`)) writeFileSync(`${repo}bench/decode-results.json`, `${JSON.stringify({ cpu, node: process.version, rows, gqa }, null, 1)}\n`);
+if (path.resolve(outFile) === path.resolve(`${repo}BENCHMARKS.md`)) writeFileSync(`${repo}bench/decode-results.json`, `${JSON.stringify({ cpu, node: process.version, onnxruntimeWeb: ortVersion, decoders: decoders.map(({ id, label, kind, notes }) => ({ id, label, kind, notes })), unavailable, rows, gqa }, null, 1)}\n`);
 console.log(section);
 fm.dispose();

@@ -1,13 +1,16 @@
 #!/usr/bin/env node
-// `npm run bench`: favor-attention's wasm build, its native builds (SSE-only and -march=native),
-// onnxruntime-web (wasm, 1 thread) and TensorFlow.js (wasm backend, SIMD, 1 thread), side by side
-// in one run, on exact attention and FAVOR+ (positive, m = 256), bidirectional and causal, d = 64,
-// L = 256 ... 65536. Every implementation's output is checked against ours on the same inputs
-// and projection W before it is timed. Writes BENCHMARKS.md, bench/plots/*.svg and
-// bench/results.json (with --quick: build/bench-quick/; with --out FILE: beside FILE).
+// `npm run bench`: favor-attention's wasm builds, its native builds (SSE-only and -march=native),
+// onnxruntime-web (wasm, 1 thread: our graphs and its fused MultiHeadAttention op), TensorFlow.js
+// (wasm backend, SIMD, 1 thread) and ruvector-attention-wasm, side by side in one run, on exact
+// attention and FAVOR+ (positive, m = 256), bidirectional and causal, d = 64, L = 256 ... 65536.
+// Every implementation's output is checked against ours on the same inputs and projection W
+// before it is timed. Then the crossovers (the smallest L from which our FAVOR+ beats our exact
+// attention, m = 64, 128, 256). Writes BENCHMARKS.md, bench/plots/*.svg and bench/results.json
+// (with --quick: build/bench-quick/; with --out FILE: beside FILE).
 //
 //   node bench/run.mjs [--quick] [--out FILE.md] [--max-call-ms 5000] [--budget-ms N]
 //                      [--no-native] [--no-peers] [--no-scale] [--scale] [--scale-L N] [--sizes 256,1024]
+//                      [--no-crossover] [--crossover-features 64,128,256] [--methods ours2,ort,...]
 //                      [--report-only]   (rewrite the report from the saved results.json)
 // (bench/run.sh, which `npm run bench` runs, first builds the wasm and native binaries.)
 import { execFileSync, spawn } from 'node:child_process';
@@ -20,9 +23,11 @@ import { parseArgs } from 'node:util';
 import { loadFavor } from 'favor-attention';
 
 import { wasmCeiling } from './lib/ceiling.mjs';
+import { measureRatio, searchCrossover } from './lib/crossover.mjs';
 import { difference, flops, gaussian, median } from './lib/inputs.mjs';
-import { native, onnxruntime, oursWasm, tfjs } from './lib/methods.mjs';
+import { native, onnxruntime, onnxruntimeMha, oursWasm, tfjs } from './lib/methods.mjs';
 import { writeReport } from './lib/report.mjs';
+import { ruvector } from './lib/ruvector.mjs';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const { values: args } = parseArgs({
@@ -37,6 +42,9 @@ const { values: args } = parseArgs({
     'no-scale': { type: 'boolean', default: false },
     scale: { type: 'boolean', default: false },
     'scale-L': { type: 'string', default: '1048576' },  // smaller: to try the scale plumbing quickly
+    'no-crossover': { type: 'boolean', default: false },
+    methods: { type: 'string' },  // only these ids (ours is always run: it is the reference)
+    'crossover-features': { type: 'string', default: '64,128,256' },
     'report-only': { type: 'boolean', default: false },
   },
 });
@@ -55,6 +63,15 @@ const config = {
   scaleL: Number(args['scale-L']),
   scaleRuns: [['scale.mjs', 1], ['scale.mjs', 2], ['scale-browser.mjs', 1], ['scale-browser.mjs', 2]],
   scaleMaxHeapMiB: 1536,  // the target: peak wasm heap under 1.5 GB
+  crossover: args['no-crossover'] ? null : {
+    features: args['crossover-features'].split(',').map(Number),
+    grid: [64, 128, 256, 512, 1024, 2048, 4096, 8192],
+    step: 32,          // the bisection's resolution in L
+    enough: 1.5,       // the grid stops once FAVOR+ is this much faster
+    budgetMs: quick ? 300 : 1500,  // per probe (both kernels)
+    minRounds: quick ? 5 : 9,
+  },
+  ceilingAt: 4096,  // the L of the fraction-of-the-ceiling table
 };
 // The committed report: BENCHMARKS.md, bench/plots/, bench/results.json. Any other report
 // (--quick, --out) keeps its plots and results beside itself.
@@ -86,18 +103,29 @@ const loadStart = os.loadavg();
 const wallStart = performance.now();
 
 // --- Methods -----------------------------------------------------------------------------
-// 'ours' is the single-threaded SIMD build (the reference every peer is compared with);
-// 'ours2' the pthreads build on 2 threads, through the same public API.
-const favor = await loadFavor({ threads: 1 });
-const favorThreads = await loadFavor({ threads: 2 });
+// Our wasm builds through the public API, one entry per build: the first is the reference every
+// peer is compared with. ceiling: which measured ceiling (below) its GFLOP/s are read against
+// (times its threads); crossover: the crossover search runs on it; skip: why not to run it
+// with the instance it got (or null).
+const OURS = [
+  { id: 'ours', label: 'favor-attention (wasm)', short: 'ours wasm', options: { threads: 1 }, ceiling: 'wasm', crossover: true },
+  { id: 'ours2', label: 'favor-attention (wasm, 2 threads)', short: 'ours wasm, 2 threads', options: { threads: 2 }, ceiling: 'wasm', threads: 2,
+    skip: (f) => (f.info.threads === 2 ? null : `the threaded build reports ${f.info.threads} thread(s)`) },
+];
+const unavailable = [];
+const methods = [];
+const instances = {};  // id -> the favor instance
+for (const { options, skip, ...entry } of OURS) {
+  const instance = await loadFavor(options);
+  instances[entry.id] = instance;
+  const why = skip?.(instance);
+  if (why) { unavailable.push(`${entry.label}: ${why}`); instance.dispose(); continue; }
+  methods.push(await oursWasm(instance, entry));
+}
+const favor = instances.ours;
 const featureMap = favor.createFeatureMap({ dim: config.d, features: config.m, kernel: 'positive', sampling: 'orthogonal', seed: config.seed });
 const W = featureMap.projection.data;  // the same W goes to every implementation
 
-const methods = [await oursWasm(favor)];
-if (favorThreads.info.threads === 2) {
-  methods.push(await oursWasm(favorThreads, { id: 'ours2', label: 'favor-attention (wasm, 2 threads)', short: 'ours wasm, 2 threads' }));
-}
-const unavailable = [];
 async function add(factory, what) {
   try {
     methods.push(await factory());
@@ -107,30 +135,43 @@ async function add(factory, what) {
   }
 }
 if (!args['no-native']) {
-  for (const [id, label, short, dir] of [
-    ['sse', 'favor-attention native, -O3 -msse4.2 -mno-avx', 'native SSE4.2', 'bench-native-sse'],
-    ['avx', 'favor-attention native, -O3 -march=native', 'native -march=native', 'bench-native-native'],
+  // The ceiling loop is built for SSE (no FMA): the -march=native build has no ceiling of its own.
+  for (const [id, label, short, dir, ceiling] of [
+    ['sse', 'favor-attention native, -O3 -msse4.2 -mno-avx', 'native SSE4.2', 'bench-native-sse', 'sse'],
+    ['avx', 'favor-attention native, -O3 -march=native', 'native -march=native', 'bench-native-native', null],
   ]) {
     const binary = path.join(repo, 'build', dir, 'favor_bench');
     if (!existsSync(binary)) { unavailable.push(`${label}: ${binary} not built (run bash bench/run.sh)`); continue; }
-    await add(() => native({ id, label, short, binary }), label);
+    await add(() => native({ id, label, short, binary, ceiling }), label);
   }
 }
+// A peer that cannot be installed or loaded is listed as unavailable, with its error.
 if (!args['no-peers']) {
   await add(onnxruntime, 'onnxruntime-web');
+  await add(onnxruntimeMha, 'onnxruntime-web MultiHeadAttention');
   await add(tfjs, 'tfjs-backend-wasm');
+  await add(() => ruvector({ d: config.d, dv: config.dv, m: config.m, maxCallMs: config.maxCallMs }), 'ruvector-attention-wasm');
+}
+if (args.methods) {
+  const keep = new Set(['ours', ...args.methods.split(',')]);
+  for (let i = methods.length - 1; i >= 0; --i) if (!keep.has(methods[i].id)) { methods[i].close?.(); methods.splice(i, 1); }
 }
 for (const m of methods) log(`${m.label} ${m.version}: ${m.notes}`);
 
 // --- Ceiling -----------------------------------------------------------------------------
-// GFLOP/s of a register-only multiply-add loop (bench/native/peak_kernel.cpp), wasm and native
-// SSE, measured before and after the sizes; the best is kept. The targets are read against it.
-const ceiling = { wasm: null, sse: null };
+// GFLOP/s of a register-only multiply-add loop (bench/native/peak_kernel.cpp), one per kind of
+// build (a method's `ceiling` names one), measured before and after the sizes; the best is kept.
+// The targets and the fraction-of-the-ceiling table are read against them.
 const peakWasm = path.join(repo, 'build/bench-peak/peak.wasm');
+const ceilingSources = {
+  wasm: existsSync(peakWasm) ? () => wasmCeiling(peakWasm) : null,
+  sse: methods.find((m) => m.id === 'sse')?.measureCeiling,
+};
+const ceiling = Object.fromEntries(Object.keys(ceilingSources).map((k) => [k, null]));
 async function measureCeiling() {
-  if (existsSync(peakWasm)) ceiling.wasm = Math.max(ceiling.wasm ?? 0, await wasmCeiling(peakWasm));
-  const sse = methods.find((m) => m.id === 'sse');
-  if (sse) ceiling.sse = Math.max(ceiling.sse ?? 0, await sse.ceiling());
+  for (const [k, measure] of Object.entries(ceilingSources)) {
+    if (measure) ceiling[k] = Math.max(ceiling[k] ?? 0, await measure());
+  }
 }
 await measureCeiling();
 log(`ceiling (separate mul + add, 128-bit, registers only): wasm ${ceiling.wasm?.toFixed(1) ?? '-'} GFLOP/s, native SSE ${ceiling.sse?.toFixed(1) ?? '-'} GFLOP/s`);
@@ -153,6 +194,30 @@ function record(r) {
 }
 const message = (e) => `${e?.message ?? e}`.split('\n')[0].slice(0, 200);
 
+// The output error, against exact attention, of a method that computes something other than our
+// kernel; with two yardsticks at the same size: our FAVOR+'s error, and that of a uniform average
+// of the values (the prefix mean when causal) — what any estimate of near-flat attention is near.
+function againstExact(out, causal, reference) {
+  const exact = reference.get(`exact/${causal}`);
+  if (!exact) return { against: null, rel: null, maxRel: null };
+  const ours = reference.get(`favor/${causal}`);
+  const { L, v, dv } = current;
+  const uniform = new Float32Array(L * dv), sum = new Float64Array(dv), total = new Float64Array(dv);
+  for (let j = 0; j < L; ++j) for (let c = 0; c < dv; ++c) total[c] += v[j * dv + c];
+  for (let i = 0; i < L; ++i) {
+    for (let c = 0; c < dv; ++c) {
+      sum[c] += v[i * dv + c];
+      uniform[i * dv + c] = (causal ? sum[c] / (i + 1) : total[c] / L);
+    }
+  }
+  return {
+    ...difference(out, exact.out), against: `exact (${exact.method})`,
+    oursFavorRel: ours?.method === 'ours' ? difference(ours.out, exact.out).rel : null,
+    uniformRel: difference(uniform, exact.out).rel,
+  };
+}
+let current = null;  // the size's cell, for againstExact
+
 for (const L of config.sizes) {
   log(`L = ${L}`);
   const shape = { L, d: config.d, dv: config.dv, m: config.m };
@@ -171,7 +236,7 @@ for (const L of config.sizes) {
       // The threads target reads our 1- and 2-thread exact attention at L = 16384: never predicted away.
       const target = (m.id === 'ours' || m.id === 'ours2') && kind === 'exact' && !causal && L === 16384;
       if (last && !target) {
-        const predicted = last.ms * (L / last.L) ** (kind === 'exact' ? 2 : 1);
+        const predicted = last.ms * (L / last.L) ** (m.growth?.(kind) ?? (kind === 'exact' ? 2 : 1));
         if (predicted > config.maxCallMs) {
           const reason = `predicted ${(predicted / 1000).toFixed(1)} s per call > ${config.maxCallMs / 1000} s limit`;
           stopped.set(key, reason);
@@ -190,6 +255,7 @@ for (const L of config.sizes) {
     v: gaussian(L * config.dv, 3 * L + 3, config.sigma),
     file: path.join(tmpDir, 'inputs.f32'),
   };
+  current = cell;
   if (jobs.some((j) => j.m.id === 'sse' || j.m.id === 'avx')) {
     const parts = [cell.q, cell.k, cell.v, cell.w];
     const bytes = new Uint8Array(parts.reduce((s, p) => s + p.byteLength, 0));
@@ -213,14 +279,21 @@ for (const L of config.sizes) {
   }
   jobs = jobs.filter((j) => !j.dead);
   // First call of every job (a warm-up) and the check against the reference: ours, or the first
-  // implementation that runs that kernel at this size.
+  // implementation that runs that kernel at this size. A job whose method computes something
+  // else (differs) comes last and is compared with exact attention instead, not gated.
   const reference = new Map();
-  for (const job of jobs) {
+  const differs = (job) => job.m.differs?.(job.kind) ?? null;
+  for (const job of [...jobs.filter((j) => !differs(j)), ...jobs.filter(differs)]) {
     const key = `${job.kind}/${job.causal}`;
     try {
       const t0 = performance.now();
       const out = await job.m.output(job.kind, job.causal);
       job.estimate = performance.now() - t0;
+      if (differs(job)) {
+        job.differs = differs(job);
+        job.check = againstExact(out, job.causal, reference);
+        continue;
+      }
       if (!reference.has(key)) {
         reference.set(key, { method: job.m.id, out });
         job.check = { rel: 0, maxRel: 0, against: job.m.id };
@@ -258,7 +331,8 @@ for (const L of config.sizes) {
   for (const job of jobs) {
     if (job.dead) continue;
     const ms = median(job.times);
-    record({ kind: job.kind, causal: job.causal, L, method: job.m.id, status: 'ok', ms, times: job.times, check: job.check, gflops: flops(job.kind, job.causal, shape) / ms / 1e6 });
+    const gflops = job.differs ? null : flops(job.kind, job.causal, shape) / ms / 1e6;  // its work is not ours
+    record({ kind: job.kind, causal: job.causal, L, method: job.m.id, status: 'ok', ms, times: job.times, check: job.check, gflops, ...(job.differs ? { differs: job.differs } : {}) });
     lastMedian.set(jobName(job), { L, ms });
   }
   for (const m of prepared) {
@@ -266,6 +340,32 @@ for (const L of config.sizes) {
   }
 }
 await measureCeiling();
+
+// --- Crossovers --------------------------------------------------------------------------
+// For each of our builds marked `crossover` and m = 64, 128, 256 (positive, orthogonal, seed
+// 42): the smallest L from which its FAVOR+ is faster than its exact attention, bidirectional and
+// causal (bench/lib/crossover.mjs: a grid of powers of two, then a bisection).
+const crossovers = [];
+if (config.crossover) {
+  const cc = config.crossover;
+  for (const m of methods.filter((x) => x.crossover)) {
+    for (const features of cc.features) {
+      const fm = m.favor.createFeatureMap({ dim: config.d, features, kernel: 'positive', sampling: 'orthogonal', seed: config.seed });
+      for (const causal of [false, true]) {
+        const probes = [];
+        const ratioAt = async (L) => {
+          const p = measureRatio(m.favor, fm, { L, d: config.d, causal, sigma: config.sigma, budgetMs: cc.budgetMs, minRounds: cc.minRounds });
+          probes.push({ L, ...p });
+          log(`  crossover ${m.id} m = ${features} ${causal ? 'causal' : 'bidir.'} L = ${L}: exact ${p.exactMs.toFixed(2)} ms, FAVOR+ ${p.favorMs.toFixed(2)} ms, ratio ${p.ratio.toFixed(3)}`);
+          return p.ratio;
+        };
+        const found = await searchCrossover(ratioAt, { grid: cc.grid, step: cc.step, enough: cc.enough });
+        crossovers.push({ method: m.id, features, causal, ...found, probes });
+      }
+      fm.dispose();
+    }
+  }
+}
 for (const m of methods) m.close?.();
 rmSync(tmpDir, { recursive: true, force: true });
 
@@ -325,7 +425,11 @@ const environment = {
   ceiling,
   minutes: (performance.now() - wallStart) / 60000,
 };
-const data = { environment, config, methods: methods.map(({ id, label, short, version, notes }) => ({ id, label, short, version, notes })), unavailable, results, scale, threads: favorThreads.info.threads };
+const data = {
+  environment, config,
+  methods: methods.map(({ id, label, short, version, notes, ours, ceiling: c, threads }) => ({ id, label, short, version, notes, ours: !!ours, ceiling: c ?? null, threads: threads ?? 1 })),
+  unavailable, results, crossovers, scale, threads: instances.ours2?.info.threads ?? 1,
+};
 featureMap.dispose();
 mkdirSync(path.dirname(resultsFile), { recursive: true });
 const round = (key, value) => (typeof value === 'number' && !Number.isInteger(value) ? +value.toPrecision(5) : value);

@@ -3,6 +3,8 @@
 # (build/bench-native-sse: -O3 -msse4.2 -mno-avx; build/bench-native-native: -O3 -march=native)
 # are built from the current sources, and the ceiling loop (bench/native/peak_kernel.cpp) as wasm, then runs bench/run.mjs with the given arguments
 # (--quick for a few sizes; see bench/run.mjs). The ONNX graphs are committed in bench/onnx/.
+# ruvector-attention-wasm (a devDependency) is not required here: if it is missing or fails to
+# load, the report lists it as unavailable with its error.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/ensure-deps.sh native wasm

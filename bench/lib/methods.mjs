@@ -5,6 +5,13 @@
 //   output(kind, causal)    one call, returns the output Float32Array (L x dv), used for the equality check
 //   time(kind, causal)      one call, returns its wall time in ms
 //   release()               frees the size's inputs
+// and optionally:
+//   differs(kind)           why this method's kernel is not the same computation as ours (then
+//                           its output is compared with exact attention and reported, not gated)
+//   growth(kind)            the exponent of L in its time (default: 2 exact, 1 FAVOR+), for the
+//                           predicted-time limit
+//   ceiling, threads        which ceiling (bench/lib/ceiling.mjs: 'wasm', 'sse', ...) its GFLOP/s
+//                           are read against, times threads (our builds only)
 // kind is 'exact' or 'favor' (FAVOR+, positive features, the cell's W).
 import { existsSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
@@ -32,7 +39,7 @@ function packageVersion(name) {
 
 // favor-attention's wasm build through its public JS API (copies inputs into the heap and the
 // output out on every call, like any user call).
-export async function oursWasm(favor, { id = 'ours', label = 'favor-attention (wasm)', short = 'ours wasm' } = {}) {
+export async function oursWasm(favor, { id = 'ours', label = 'favor-attention (wasm)', short = 'ours wasm', ceiling = 'wasm', threads = 1, crossover = false } = {}) {
   let cell = null;
   const call = (kind, causal) => {
     const { q, k, v } = cell;
@@ -41,7 +48,7 @@ export async function oursWasm(favor, { id = 'ours', label = 'favor-attention (w
       : favor.favorAttention(q, k, v, { featureMap: cell.featureMap, causal });
   };
   return {
-    id, label, short,
+    id, label, short, ours: true, ceiling, threads, crossover, favor,
     version: favor.info.version,
     notes: `SIMD ${favor.info.simd}, threads ${favor.info.threads}`,
     async prepare(c) {
@@ -64,12 +71,12 @@ export async function oursWasm(favor, { id = 'ours', label = 'favor-attention (w
 }
 
 // The native build of the same core (bench/native), as a long-lived process.
-export async function native({ id, label, short, binary }) {
+export async function native({ id, label, short, binary, ceiling = null }) {
   const proc = new NativeProcess(binary);
   const info = await proc.info();
   let cell = null;
   return {
-    id, label, short,
+    id, label, short, ours: true, ceiling, threads: 1,
     version: 'same sources',
     notes: info,
     async prepare(c) {
@@ -83,17 +90,25 @@ export async function native({ id, label, short, binary }) {
       return new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4);
     },
     async time(kind, causal) { return (await proc.run(kind, causal, 1))[0]; },
-    ceiling: () => nativeCeiling(proc),
+    measureCeiling: () => nativeCeiling(proc),
     async release() { cell = null; },
     close() { proc.close(); },
   };
 }
 
-// onnxruntime-web, wasm backend, one thread, graphs from bench/onnx (generate.py).
-export async function onnxruntime() {
+async function loadOrt() {
   const ort = await import('onnxruntime-web');
   ort.env.wasm.numThreads = 1;
   ort.env.logLevel = 'error';
+  return ort;
+}
+
+// onnxruntime's errors carry its build machine's source path: keep the file name and the message.
+export const ortMessage = (e) => `${e?.message ?? e}`.replace(/\/\S*\/([\w.-]+:\d+)/g, '$1');
+
+// onnxruntime-web, wasm backend, one thread, graphs from bench/onnx (generate.py).
+export async function onnxruntime() {
+  const ort = await loadOrt();
   const sessions = {};
   for (const name of ['exact-bidirectional', 'exact-causal', 'favor-bidirectional', 'favor-causal']) {
     sessions[name] = await ort.InferenceSession.create(path.join(here, '..', 'onnx', `${name}.onnx`),
@@ -115,6 +130,44 @@ export async function onnxruntime() {
       const t = (data, dims) => new ort.Tensor('float32', data, dims);
       const exact = { q: t(c.q, [c.L, c.d]), k: t(c.k, [c.L, c.d]), v: t(c.v, [c.L, c.dv]) };
       feeds = { exact, favor: { ...exact, w: t(c.w, [c.m, c.d]) } };
+    },
+    output: call,
+    async time(kind, causal) {
+      const t0 = performance.now();
+      await call(kind, causal);
+      return performance.now() - t0;
+    },
+    async release() { feeds = null; },
+  };
+}
+
+// onnxruntime-web's fused attention op, com.microsoft.MultiHeadAttention (bench/onnx/mha-*.onnx):
+// what a user who exports a model with onnxruntime's transformer optimizer runs. Exact only.
+export async function onnxruntimeMha() {
+  const ort = await loadOrt();
+  const sessions = {};
+  for (const causal of [false, true]) {
+    sessions[causal] = await ort.InferenceSession.create(path.join(here, '..', 'onnx', `mha-${causal ? 'causal' : 'bidirectional'}.onnx`),
+      { executionProviders: ['wasm'], graphOptimizationLevel: 'all' });
+  }
+  let feeds = null;
+  const call = async (kind, causal) => {
+    try {
+      return (await sessions[causal].run(feeds)).out.data;
+    } catch (e) {
+      throw new Error(ortMessage(e));
+    }
+  };
+  return {
+    id: 'ortmha',
+    label: 'onnxruntime-web, fused MultiHeadAttention op (wasm, 1 thread)',
+    short: 'ort MultiHeadAttention',
+    version: packageVersion('onnxruntime-web'),
+    notes: 'com.microsoft.MultiHeadAttention (contrib op, CPU kernel), num_heads 1, inputs (1, L, 64); causal: unidirectional = 1; numThreads 1',
+    limit(c) { return c.kind === 'favor' ? 'no FAVOR+ op' : null; },
+    async prepare(c) {
+      const t = (data, dims) => new ort.Tensor('float32', data, dims);
+      feeds = { q: t(c.q, [1, c.L, c.d]), k: t(c.k, [1, c.L, c.d]), v: t(c.v, [1, c.L, c.dv]) };
     },
     output: call,
     async time(kind, causal) {

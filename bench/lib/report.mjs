@@ -2,7 +2,9 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
-import { flops, median } from './inputs.mjs';
+import { fmtL, fmtMs, fmtRatio, resultsView, variant } from './format.mjs';
+import { ceilingSection, crossoverSection } from './report-crossover.mjs';
+import { peersSection } from './report-peers.mjs';
 import { logLogPlot } from './plot.mjs';
 
 const STYLE = {
@@ -10,23 +12,19 @@ const STYLE = {
   sse: { color: '#ff7f0e', dash: '6 4' },
   avx: { color: '#8c564b', dash: '2 3' },
   ort: { color: '#1f77b4' },
+  ortmha: { color: '#17becf', dash: '4 2' },
   tfjs: { color: '#2ca02c' },
+  ruvector: { color: '#7f7f7f', dash: '1 3' },
 };
 const KIND = { exact: 'Exact attention', favor: 'FAVOR+ (positive, m = 256)' };
-const variant = (causal) => (causal ? 'causal' : 'bidirectional');
 const slug = (kind, causal) => `${kind}-${variant(causal)}`;
-
-const fmtMs = (ms) => (ms >= 100 ? ms.toFixed(0) : ms >= 10 ? ms.toFixed(1) : ms >= 1 ? ms.toFixed(2) : ms.toFixed(3));
-const fmtRatio = (r) => (r >= 10 ? r.toFixed(1) : r.toFixed(2));
-const fmtL = (L) => L.toLocaleString('en-US');
 const MiB = 2 ** 20;
 
 export function writeReport(data, { outFile, plotDir, resultsFile }) {
   const { environment: env, config, methods, results } = data;
-  const get = (method, kind, causal, L) => results.find((r) => r.method === method && r.kind === kind && r.causal === causal && r.L === L);
-  const ms = (method, kind, causal, L) => { const r = get(method, kind, causal, L); return r?.status === 'ok' ? r.ms : null; };
+  const view = resultsView(data);
+  const { get, ms, pairedJobs, paired, label } = view;
   const has = (id) => methods.some((m) => m.id === id);
-  const label = (id) => methods.find((m) => m.id === id)?.short ?? id;
   const peers = methods.filter((m) => m.id !== 'ours');
   const relOut = path.relative(path.dirname(outFile), plotDir).split(path.sep).join('/') || '.';
 
@@ -63,20 +61,11 @@ export function writeReport(data, { outFile, plotDir, resultsFile }) {
 
   // --- Targets ---
   const targets = [];
-  // Time of job a over time of job b at size L (a job: an implementation and a kernel): the
-  // median over rounds of the ratio within a round (both were timed side by side in every
-  // round, so load phases that slow a whole round cancel); the ratio of medians otherwise.
-  const pairedJobs = (a, kindA, causalA, b, kindB, causalB, L) => {
-    const ra = get(a, kindA, causalA, L), rb = get(b, kindB, causalB, L);
-    if (ra?.status !== 'ok' || rb?.status !== 'ok') return null;
-    if (ra.times?.length !== rb.times?.length || !ra.times.length) return ra.ms / rb.ms;
-    return median(ra.times.map((t, i) => t / rb.times[i]));
-  };
-  const paired = (a, b, kind, causal, L) => pairedJobs(a, kind, causal, b, kind, causal, L);
   const verdict = (ok) => (ok === null ? 'NOT MEASURED' : ok ? 'PASS' : 'FAIL');
-  // The register-only multiply-add ceiling (bench/lib/ceiling.mjs): what fraction of it a rate is.
-  const top = env.ceiling?.wasm ?? null;
-  const ofTop = (gflops) => (top ? ` = ${Math.round((100 * gflops) / top)}% of the wasm ceiling ${top.toFixed(1)} GFLOP/s` : '');
+  // Our reference build's ceiling (bench/lib/ceiling.mjs): what fraction of it a rate is.
+  const top = view.ceilingOf('ours')?.value ?? null;
+  const topName = view.ceilingOf('ours')?.key ?? 'wasm';
+  const ofTop = (gflops) => (top ? ` = ${Math.round((100 * gflops) / top)}% of the ${topName} ceiling ${top.toFixed(1)} GFLOP/s` : '');
   const rate = (method, kind, causal, L) => get(method, kind, causal, L)?.gflops ?? null;
   {
     const r = paired('ort', 'ours', 'favor', false, 4096);
@@ -103,26 +92,7 @@ export function writeReport(data, { outFile, plotDir, resultsFile }) {
       worst ? `${at4096 ? `${fmtRatio(at4096[1])}× at L = 4096, ` : ''}worst ${fmtRatio(worst[1])}× at L = ${fmtL(worst[0])}, best ${fmtRatio(Math.min(...pairs.map((p) => p[1])))}×${small.length ? `; below 1024: ${small.map((p) => `${fmtRatio(p[1])}× at ${fmtL(p[0])}`).join(', ')}` : ''}` : 'not measured',
       verdict(worst ? worst[1] <= 1.5 : null)]);
   }
-  // The smallest measured L from which FAVOR+ is faster than exact at every larger measured L.
-  const crossover = (causal) => {
-    const pairs = config.sizes.map((L) => [L, pairedJobs('ours', 'exact', causal, 'ours', 'favor', causal, L)]).filter((p) => p[1] !== null);
-    let from = null;
-    for (let i = pairs.length - 1; i >= 0 && pairs[i][1] > 1; --i) from = pairs[i][0];
-    return from === null ? 'FAVOR+ is not faster at the largest L where both ran' : `FAVOR+ faster from L = ${fmtL(from)} on`;
-  };
-  for (const [causal, from] of [[false, 512], [true, 1024]]) {
-    const pairs = config.sizes.filter((L) => L >= from).map((L) => [L, pairedJobs('ours', 'exact', causal, 'ours', 'favor', causal, L)]).filter((p) => p[1] !== null);
-    const bad = pairs.filter((p) => !(p[1] > 1));
-    const first = pairs.find((p) => p[0] === from);
-    const below = config.sizes.filter((L) => L < from).map((L) => [L, pairedJobs('ours', 'exact', causal, 'ours', 'favor', causal, L)]).filter((p) => p[1] !== null);
-    // Flops of both at L = from (FAVOR+ causal also has its in-chunk block, not counted here).
-    const size = { L: from, d: config.d, dv: config.dv, m: config.m };
-    const exactRate = rate('ours', 'exact', causal, from);
-    const work = exactRate === null ? '' : `; at L = ${fmtL(from)} exact is ${(flops('exact', causal, size) / 1e6).toFixed(0)} MFLOP, FAVOR+ ${(flops('favor', causal, size) / 1e6).toFixed(0)} MFLOP${causal ? ' plus its in-chunk block' : ''}, and exact runs at ${exactRate.toFixed(1)} GFLOP/s${ofTop(exactRate)}`;
-    targets.push([`FAVOR+ faster than our exact attention from L = ${from} (${variant(causal)}, wasm)`,
-      pairs.length ? `exact time / FAVOR+ time ${first ? `${fmtRatio(first[1])}× at L = ${fmtL(from)}` : `not measured at L = ${fmtL(from)}`}; ${bad.length ? `FAVOR+ not faster at L = ${bad.map((p) => fmtL(p[0])).join(', ')}` : `faster at every measured L ≥ ${fmtL(from)} (up to ${fmtL(pairs.at(-1)[0])})`}; ${crossover(causal)}${below.length ? `; below ${fmtL(from)}: ${below.map((p) => `${fmtRatio(p[1])}× at ${fmtL(p[0])}`).join(', ')}` : ''}${work}` : 'not measured',
-      verdict(pairs.length && first ? bad.length === 0 : null)]);
-  }
+  // FAVOR+ against our exact attention: no target; the crossovers have a section of their own.
   {
     const parts = [];
     let all = true, any = false;
@@ -201,16 +171,18 @@ export function writeReport(data, { outFile, plotDir, resultsFile }) {
   md.push('- **favor-attention (wasm)**: `favor.exactAttention` / `favor.favorAttention` through the public JS API in Node (`loadFavor()`, SIMD build); every call copies q, k, v into the wasm heap and the output out, and that is timed. Exact attention streams key blocks (online softmax), never forming L×S; FAVOR+ runs with the default chunk (128 rows bidirectional; causal: chunks of 32 rows with a carried state).');
   md.push('- **native**: the same C++ core, linked from the same sources (bench/native, a CMake project that adds the repository root), built with `-O3 -msse4.2 -mno-avx` (the 128-bit SSE reference) and with `-O3 -march=native`; a long-lived process calls the same tensor entry points as the wasm bindings and times each call with `steady_clock` (no copies, no IPC in the time).');
   md.push('- **onnxruntime-web**: wasm backend in Node, `ort.env.wasm.numThreads = 1`, graphs in `bench/onnx/*.onnx` written by `bench/onnx/generate.py` (python3-onnx, opset 11, committed). Exact: `MatMul(q·scale, kᵀ) → Softmax → MatMul v`; causal adds −∞ above the diagonal with a mask built inside the graph (`Range`, `Greater`, `Where`), so no L×L mask is copied per call. FAVOR+: the same formulas and stabilization as our core (per-feature key max, query row max; shifts that cancel exactly): `x̃ = x·d^(−1/4)`, `K′ = exp(W k̃ − |k̃|²/2 − c)`, `Q′ = exp(W q̃ + c − rowmax)`, `out = Q′(K′ᵀv) / Q′(K′ᵀ1)`. Causal FAVOR+: a chunked prefix sum (chunks of 128 rows): a masked Q′K′ᵀ block inside each chunk, and the per-chunk states K′ᵀv (L/128 × m × dv) and K′ᵀ1 summed over chunks by an exclusive `CumSum`; linear in L, memory L/128·m·dv floats (no L×m×dv tensor), needs L to be a multiple of 128.');
+  if (has('ortmha')) md.push('- **onnxruntime-web, fused MultiHeadAttention**: the same runtime and settings, on one node `com.microsoft.MultiHeadAttention` (onnxruntime\'s contrib op, the one its transformer optimizer fuses attention into; `bench/onnx/mha-*.onnx`), num_heads 1, q, k, v fed as (1, L, 64); causal: its attribute `unidirectional = 1`. Exact attention only.');
   md.push('- **TensorFlow.js**: `@tensorflow/tfjs-core` with `@tensorflow/tfjs-backend-wasm` (SIMD binary, multithreading disabled, 1 thread), the same computations as the ONNX graphs written with `tf.matMul`, `tf.softmax`, `tf.exp`, `tf.max`, `tf.sum`, `tf.cumsum`. Inputs are placed on the backend once per size (not timed, as a model\'s tensors would be); the causal exact mask (−∞ above the diagonal) is built once per L and kept on the backend. Each call ends with `dataSync()`.');
+  if (has('ruvector')) md.push(`- **ruvector-attention-wasm**: its wasm module loaded with \`initSync\` from the package's .wasm; one query per call, so L queries are a loop of L calls (see *Peers a user would compare*). Exact: \`WasmFlashAttention(64, 64)\`, checked like every peer. FAVOR+ row: \`WasmLinearAttention(64, ${config.m})\`, which takes no W: **not the same computation** (‡), timed, and its output compared with exact attention rather than with ours. Its time grows as L² for both (every call converts all keys), which the time limit takes into account.`);
   md.push(`- **Equality first**: at every size, before any timing, each implementation's output is compared with ours (favor-attention wasm; with the first implementation that runs when ours is skipped) on the same inputs and W: relative Frobenius difference and max |difference| / max |ours| must both be ≤ ${config.tolerance}, or the implementation is not timed at that size and beyond ("mismatch"). Largest differences seen are listed below.`);
-  md.push(`- **Timing**: one size at a time, on the same inputs for every implementation and kernel (exact and FAVOR+, bidirectional and causal). Every (implementation, kernel) runs once (the check) and, when that took < 1 s, once more as a warm-up; then rounds that call each of them once in a rotating order (interleaved, so load changes hit all alike), ${config.minReps}–${config.maxReps} rounds within ~${(4 * config.budgetMs / 1000).toFixed(0)} s per size (more when the calls are slow). Reported: the median. An implementation is not run at a size where its time predicted from the previous size (×4 per doubling for exact, ×2 for FAVOR+) exceeds ${config.maxCallMs / 1000} s per call, nor after it failed (marked —).`);
+  md.push(`- **Timing**: one size at a time, on the same inputs for every implementation and kernel (exact and FAVOR+, bidirectional and causal). Every (implementation, kernel) runs once (the check) and, when that took < 1 s, once more as a warm-up; then rounds that call each of them once in a rotating order (interleaved, so load changes hit all alike), ${config.minReps}–${config.maxReps} rounds within ~${(4 * config.budgetMs / 1000).toFixed(0)} s per size (more when the calls are slow). Reported: the median. An implementation is not run at a size where its time predicted from the previous size (×4 per doubling for exact, ×2 for FAVOR+, ×4 for both for ruvector-attention-wasm) exceeds ${config.maxCallMs / 1000} s per call, nor after it failed (marked —).`);
   md.push(`- **GFLOP/s** counts 4·L·S·d for exact attention (QKᵀ and AV; 2·L·S·d when causal) and 2·(L+S)·m·d + 4·L·m·dv for FAVOR+ (the features, then K′ᵀV and the readout; the same count when causal). Exponentials, softmax and masking are not counted.`);
-  md.push('- **Ratios** are peer time ÷ our wasm time from the same run: above 1 our wasm build is faster. Every ratio (the "÷ ours" columns and the targets, also causal vs bidirectional and FAVOR+ vs exact) is the median over rounds of the two times\' ratio within the same round, which cancels load phases that slow a whole round; it can differ a little from the ratio of the two medians shown.');
+  md.push('- **Ratios** are peer time ÷ our wasm time from the same run: above 1 our wasm build is faster. Every ratio (the "÷ ours" columns and the targets, also causal vs bidirectional and the crossovers\' FAVOR+ vs exact) is the median over rounds of the two times\' ratio within the same round, which cancels load phases that slow a whole round; it can differ a little from the ratio of the two medians shown.');
   md.push('- **Targets** that must hold at every size are judged from L = 1024 up: below it a call lasts a few ms and fixed per-call costs (JS copies, setup) and timer noise dominate; the smaller sizes are listed next to the verdict.');
   md.push('');
   md.push('## Results');
   md.push('');
-  md.push(`Cells: median ms per call (GFLOP/s). Plots: time against L, log-log.`);
+  md.push(`Cells: median ms per call (GFLOP/s). ‡: not the same computation (timed, not checked against ours; no GFLOP/s: its work is not ours). Plots: time against L, log-log.`);
   md.push('');
   for (const kind of ['exact', 'favor']) {
     for (const causal of [false, true]) {
@@ -226,7 +198,12 @@ export function writeReport(data, { outFile, plotDir, resultsFile }) {
         const row = [fmtL(L)];
         for (const m of methods) {
           const r = get(m.id, kind, causal, L);
-          if (r?.status === 'ok') row.push(`${fmtMs(r.ms)} (${r.gflops.toFixed(1)})`);
+          if (r?.status === 'ok' && r.differs) {
+            row.push(`${fmtMs(r.ms)} ‡`);
+            const key = `‡ ${m.short}: not the same computation: ${r.differs}; output error vs exact attention (relative Frobenius)`;
+            if (!notes.has(key)) notes.set(key, []);
+            notes.get(key).push(`${r.check?.rel?.toFixed(2) ?? '—'} at L = ${fmtL(L)}`);
+          } else if (r?.status === 'ok') row.push(`${fmtMs(r.ms)} (${r.gflops.toFixed(1)})`);
           else {
             row.push(r?.status === 'fail' ? 'failed' : r?.status === 'mismatch' ? 'mismatch' : '—');
             if (r) {
@@ -238,13 +215,13 @@ export function writeReport(data, { outFile, plotDir, resultsFile }) {
         }
         for (const p of peers) {
           const x = paired(p.id, 'ours', kind, causal, L);
-          row.push(x !== null ? `${fmtRatio(x)}×` : '—');
+          row.push(x !== null ? `${fmtRatio(x)}×${get(p.id, kind, causal, L)?.differs ? ' ‡' : ''}` : '—');
         }
         md.push(`| ${row.join(' | ')} |`);
       }
       if (notes.size) {
         md.push('');
-        for (const [k, Ls] of notes) md.push(`- — ${k} (L = ${Ls.map(fmtL).join(', ')})`);
+        for (const [k, Ls] of notes) md.push(k.startsWith('‡') ? `- ${k}: ${Ls.join(', ')}` : `- — ${k} (L = ${Ls.map(fmtL).join(', ')})`);
       }
       md.push('');
     }
@@ -253,6 +230,9 @@ export function writeReport(data, { outFile, plotDir, resultsFile }) {
   md.push('');
   md.push(`![favor-attention: exact vs FAVOR+](${relOut}/ours-exact-vs-favor.svg)`);
   md.push('');
+  md.push(...peersSection(data, view));
+  md.push(...crossoverSection(data, view));
+  md.push(...ceilingSection(data, view));
   md.push('## Output checks');
   md.push('');
   md.push('Largest difference to the reference over all sizes where the implementation was checked (relative Frobenius / max |Δ| ÷ max |ref|):');
@@ -265,6 +245,11 @@ export function writeReport(data, { outFile, plotDir, resultsFile }) {
       for (const causal of [false, true]) {
         const checks = results.filter((r) => r.method === m.id && r.kind === kind && r.causal === causal && r.check && r.check.against !== m.id);
         if (!checks.length) { row.push('—'); continue; }
+        if (checks.every((r) => r.differs)) {
+          const rel = Math.max(...checks.map((r) => r.check.rel ?? NaN));
+          row.push(`‡ ${rel.toFixed(2)} vs exact (not the same computation)`);
+          continue;
+        }
         const rel = Math.max(...checks.map((r) => r.check.rel)), mx = Math.max(...checks.map((r) => r.check.maxRel));
         const bad = checks.some((r) => r.status === 'mismatch');
         row.push(`${rel.toExponential(1)} / ${mx.toExponential(1)}${bad ? ' (mismatch)' : ''}`);
@@ -299,7 +284,8 @@ export function writeReport(data, { outFile, plotDir, resultsFile }) {
   md.push('');
   md.push('```sh');
   md.push(`npm run bench            # builds dist/ (wasm) and build/bench-native-{sse,native}, then runs everything (${env.minutes.toFixed(0)} min here, plus builds)`);
-  md.push('npm run bench -- --quick # L = 256, 1024, 4096 only, no scale test; writes build/bench-quick/');
+  md.push('npm run bench -- --quick # L = 256, 1024, 4096 only, no scale test, shorter crossover probes; writes build/bench-quick/');
+  md.push('node bench/run.mjs --no-peers --no-native --no-scale --sizes 4096   # ours alone, then the crossovers (--no-crossover: without)');
   md.push('node bench/scale.mjs --threads 1          # the scale test alone, in Node (--threads 2: the pthreads build)');
   md.push('node bench/scale-browser.mjs --threads 1  # the same in headless Chromium (--no-isolation: without COOP/COEP)');
   md.push('/usr/bin/python3 bench/onnx/generate.py   # regenerate the ONNX graphs (needs apt-get install python3-onnx)');

@@ -23,6 +23,22 @@ favor-causal.onnx         causal FAVOR+ as a chunked prefix sum (chunk C = 128 r
                           of C): inside a chunk a masked Q'K'^T (N x C x C), across chunks the
                           per-chunk states K'^T v (N x m x dv) and K'^T 1 summed by an exclusive
                           CumSum over the chunk axis; memory O(L/C * m * dv), linear in L.
+mha-bidirectional.onnx    onnxruntime's fused com.microsoft.MultiHeadAttention (contrib op, CPU
+mha-causal.onnx           kernel contrib_ops/cpu/bert), one head: inputs (B, L, N*H) = (1, L, 64);
+                          causal = its attribute unidirectional = 1
+decode-exact.onnx         one decode step of exact attention with a key/value cache: q, k, v
+                          [1, H, 1, d], past_k, past_v [1, H, T, d] -> out [1, H, 1, dv] and
+                          present_k, present_v [1, H, T + 1, d] (Concat on the sequence axis)
+decode-mha.onnx           the same step with the fused MultiHeadAttention and its past_key /
+                          past_value inputs (q, k, v as (1, 1, H*d), past as [1, H, T, d])
+decode-favor.onnx         one append to a FAVOR+ prefix state, per head: k, v [H, n, d] appended to
+                          the state s [H, m, dv], z [H, m, 1] and its per-feature key shift c
+                          [H, 1, m] (the running max of the key exponents; -inf when empty), then
+                          the newest query q [H, 1, d] read against it:
+                            c' = max(c, max_n klog)   s' = s exp(c - c')^T + exp(klog - c')^T v
+                            out = Q' s' / Q' z'       Q' = exp(w.q~ + c' - rowmax)
+                          (the state convention of favor-attention's createCausalState); n = 1 is
+                          a decode step, larger n a prefill
 """
 import os
 
@@ -32,6 +48,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 D, M, DV, CHUNK = 64, 256, 64, 128
 OPSET = 11
+H = 8  # heads of the decode graphs (bench/decode.mjs)
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -49,15 +66,19 @@ class Graph:
         self.nodes.append(helper.make_node(op_type, inputs, [out], **attrs))
         return out
 
-    def save(self, path, name, inputs, output, out_shape):
+    def save(self, path, name, inputs, output, out_shape, outputs=(), microsoft=False):
+        """outputs: further (name, shape) graph outputs, already produced by some node."""
         self.nodes[-1].output[0] = output  # rename the last node's output
         graph = helper.make_graph(
             self.nodes, name,
             [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
-            [helper.make_tensor_value_info(output, TensorProto.FLOAT, out_shape)],
+            [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in [(output, out_shape), *outputs]],
             initializer=self.inits)
+        opsets = [helper.make_opsetid('', OPSET)]
+        if microsoft:
+            opsets.append(helper.make_opsetid('com.microsoft', 1))
         model = helper.make_model(graph, producer_name='favor-attention bench/onnx/generate.py',
-                                  opset_imports=[helper.make_opsetid('', OPSET)])
+                                  opset_imports=opsets)
         model.ir_version = 7
         onnx.checker.check_model(model)
         onnx.save(model, path)
@@ -135,8 +156,71 @@ def favor_causal():
            [('q', ['L', D]), ('k', ['L', D]), ('v', ['L', DV]), ('w', [M, D])], 'out', ['L', DV])
 
 
+def mha(causal):
+    """onnxruntime's fused attention op, one head; q, k, v fed as (1, L, d)."""
+    g = Graph()
+    g.nodes.append(helper.make_node('MultiHeadAttention', ['q', 'k', 'v'], ['out'], domain='com.microsoft',
+                                    num_heads=1, unidirectional=1 if causal else 0))
+    g.save(os.path.join(HERE, f'mha-{"causal" if causal else "bidirectional"}.onnx'), 'mha_attention',
+           [('q', [1, 'L', D]), ('k', [1, 'S', D]), ('v', [1, 'S', DV])], 'out', [1, 'L', DV], microsoft=True)
+
+
+def decode_exact():
+    g = Graph()
+    g.nodes.append(helper.make_node('Concat', ['past_k', 'k'], ['present_k'], axis=2))
+    g.nodes.append(helper.make_node('Concat', ['past_v', 'v'], ['present_v'], axis=2))
+    qs = g.op('Mul', ['q', g.const('scale', np.float32(1.0 / np.sqrt(D)))])
+    scores = g.op('MatMul', [qs, g.op('Transpose', ['present_k'], perm=[0, 1, 3, 2])])  # [1, H, 1, T+1]
+    probs = g.op('Softmax', [scores], axis=3)
+    g.op('MatMul', [probs, 'present_v'])
+    g.save(os.path.join(HERE, 'decode-exact.onnx'), 'exact_decode_step',
+           [('q', [1, H, 1, D]), ('k', [1, H, 1, D]), ('v', [1, H, 1, DV]),
+            ('past_k', [1, H, 'T', D]), ('past_v', [1, H, 'T', DV])], 'out', [1, H, 1, DV],
+           outputs=[('present_k', [1, H, 'T1', D]), ('present_v', [1, H, 'T1', DV])])
+
+
+def decode_mha():
+    g = Graph()
+    g.nodes.append(helper.make_node('MultiHeadAttention', ['q', 'k', 'v', '', '', '', 'past_k', 'past_v'],
+                                    ['out', 'present_k', 'present_v'], domain='com.microsoft', num_heads=H))
+    g.save(os.path.join(HERE, 'decode-mha.onnx'), 'mha_decode_step',
+           [('q', [1, 1, H * D]), ('k', [1, 1, H * D]), ('v', [1, 1, H * DV]),
+            ('past_k', [1, H, 'T', D]), ('past_v', [1, H, 'T', DV])], 'out', [1, 1, H * DV],
+           outputs=[('present_k', [1, H, 'T1', D]), ('present_v', [1, H, 'T1', DV])], microsoft=True)
+
+
+def decode_favor():
+    g = Graph()
+    root = g.const('root_scale', np.float32(D ** -0.25))
+    half = g.const('half', np.float32(0.5))
+    wt = g.op('Transpose', ['w'], perm=[1, 0])  # [d, m]
+    ks = g.op('Mul', ['k', root])
+    knorm = g.op('Mul', [g.op('ReduceSum', [g.op('Mul', [ks, ks])], axes=[2], keepdims=1), half])
+    klog = g.op('Sub', [g.op('MatMul', [ks, wt]), knorm])  # [H, n, m]
+    g.nodes.append(helper.make_node('Max', ['c', g.op('ReduceMax', [klog], axes=[1], keepdims=1)], ['c_out']))
+    rescale = g.op('Exp', [g.op('Sub', ['c', 'c_out'])])  # [H, 1, m]; 0 where c was -inf
+    kf = g.op('Exp', [g.op('Sub', [klog, 'c_out'])])  # [H, n, m]
+    kft = g.op('Transpose', [kf], perm=[0, 2, 1])  # [H, m, n]
+    rescale_t = g.op('Transpose', [rescale], perm=[0, 2, 1])  # [H, m, 1]
+    g.nodes.append(helper.make_node('Add', [g.op('Mul', ['s', rescale_t]), g.op('MatMul', [kft, 'v'])], ['s_out']))
+    g.nodes.append(helper.make_node('Add', [g.op('Mul', ['z', rescale_t]),
+                                            g.op('ReduceSum', [kft], axes=[2], keepdims=1)], ['z_out']))
+    qw = g.op('Add', [g.op('MatMul', [g.op('Mul', ['q', root]), wt]), 'c_out'])  # [H, 1, m]
+    qf = g.op('Exp', [g.op('Sub', [qw, g.op('ReduceMax', [qw], axes=[2], keepdims=1)])])
+    g.op('Div', [g.op('MatMul', [qf, 's_out']), g.op('MatMul', [qf, 'z_out'])])  # [H, 1, dv]
+    g.save(os.path.join(HERE, 'decode-favor.onnx'), 'favor_decode_step',
+           [('q', [H, 1, D]), ('k', [H, 'n', D]), ('v', [H, 'n', DV]), ('w', [M, D]),
+            ('s', [H, M, DV]), ('z', [H, M, 1]), ('c', [H, 1, M])], 'out', [H, 1, DV],
+           outputs=[('s_out', [H, M, DV]), ('z_out', [H, M, 1]), ('c_out', [H, 1, M])])
+
+
 if __name__ == '__main__':
     exact(False)
     exact(True)
     favor_bidirectional()
     favor_causal()
+    mha(False)
+    mha(True)
+    decode_exact()
+    decode_mha()
+    decode_favor()
