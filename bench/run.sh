@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # `npm run bench`: makes sure the wasm package (dist/) and the two native benchmark drivers
 # (build/bench-native-sse: -O3 -msse4.2 -mno-avx; build/bench-native-native: -O3 -march=native)
-# are built from the current sources, and the ceiling loop (bench/native/peak_kernel.cpp) as wasm, then runs bench/run.mjs with the given arguments
-# (--quick for a few sizes; see bench/run.mjs). The ONNX graphs are committed in bench/onnx/.
+# are built from the current sources, and the ceiling loop (bench/native/peak_kernel.cpp) as wasm
+# (plain and relaxed SIMD), then runs bench/run.mjs in Node 22 (scripts/ensure-node22.sh: relaxed
+# SIMD by default) with the given arguments (--quick for a few sizes; see bench/run.mjs). The ONNX
+# graphs are committed in bench/onnx/.
 # ruvector-attention-wasm (a devDependency) is not required here: if it is missing or fails to
 # load, the report lists it as unavailable with its error.
 set -euo pipefail
@@ -36,9 +38,17 @@ for variant in sse native; do
 done
 # The ceiling loop as a standalone wasm module (no JS glue; instantiated by bench/lib/ceiling.mjs).
 mkdir -p build/bench-peak
-if [[ ! build/bench-peak/peak.wasm -nt bench/native/peak_kernel.cpp ]]; then
-  emcc -O3 -msimd128 -ffp-contract=off bench/native/peak_kernel.cpp --no-entry -sSTANDALONE_WASM \
-    "-sEXPORTED_FUNCTIONS=['_peak_kernel','_peak_kernel_flops_per_iteration']" -o build/bench-peak/peak.wasm
-fi
+# peak-relaxed.wasm: the same loop with fused multiply-adds (relaxed SIMD), the relaxed build's ceiling.
+for peak in peak peak-relaxed; do
+  if [[ ! build/bench-peak/$peak.wasm -nt bench/native/peak_kernel.cpp ]]; then
+    flags=(-msimd128); [[ $peak == peak-relaxed ]] && flags+=(-mrelaxed-simd)
+    emcc -O3 "${flags[@]}" -ffp-contract=off bench/native/peak_kernel.cpp --no-entry -sSTANDALONE_WASM \
+      "-sEXPORTED_FUNCTIONS=['_peak_kernel','_peak_kernel_flops_per_iteration']" -o build/bench-peak/$peak.wasm
+    if [[ $peak == peak-relaxed ]]; then node scripts/relax-wasm.mjs build/bench-peak/$peak.wasm; fi
+  fi
+done
 flock -u 8
-exec node bench/run.mjs "$@"
+# Node 22 runs relaxed SIMD by default: loadFavor() there picks favor-relaxed.wasm, the build users
+# of current browsers get, and the plain SIMD build runs beside it.
+node22=$(scripts/ensure-node22.sh)
+exec "$node22" bench/run.mjs "$@"

@@ -50,7 +50,7 @@ export async function oursWasm(favor, { id = 'ours', label = 'favor-attention (w
   return {
     id, label, short, ours: true, ceiling, threads, crossover, favor,
     version: favor.info.version,
-    notes: `SIMD ${favor.info.simd}, threads ${favor.info.threads}`,
+    notes: `SIMD ${favor.info.simd}${favor.info.relaxedSimd ? ' (relaxed SIMD: f32x4.relaxed_madd)' : ''}, threads ${favor.info.threads}`,
     async prepare(c) {
       cell = { ...c, q: { data: c.q, dims: [c.L, c.d] }, k: { data: c.k, dims: [c.L, c.d] }, v: { data: c.v, dims: [c.L, c.dv] } };
       // A feature map belongs to one instance: another one gets its own with the same W.

@@ -264,7 +264,7 @@ computeWorker.onmessage = (event) => {
   const msg = event.data;
   if (msg.type === 'ready') {
     metrics.ready = true;
-    readyText = `WebAssembly ${msg.info.simd ? 'SIMD' : '(no SIMD)'}, ${msg.info.threads} thread${msg.info.threads > 1 ? 's' : ''}, v${msg.info.version}`;
+    readyText = `WebAssembly ${msg.info.relaxedSimd ? 'relaxed SIMD (fused multiply-add)' : msg.info.simd ? 'SIMD' : '(no SIMD)'}, ${msg.info.threads} thread${msg.info.threads > 1 ? 's' : ''}, v${msg.info.version}`;
     $('#build-info').textContent = readyText;
     setStatus(`ready: ${readyText}`);
     return;
