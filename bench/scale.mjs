@@ -16,7 +16,7 @@ const threads = args.threads === 'auto' ? 'auto' : Number(args.threads);
 const MiB = 2 ** 20;
 
 const favor = await loadFavor({ threads });
-const build = favor.info.threads > 1 ? 'favor-simd-threads' : favor.info.simd ? 'favor-simd' : 'favor-scalar';
+const build = `favor-${favor.info.relaxedSimd ? 'relaxed' : favor.info.simd ? 'simd' : 'scalar'}${favor.info.threads > 1 ? '-threads' : ''}`;
 const result = runScale(favor, { L: Number(args.L), extra: () => ({ rssAfterMiB: Math.round(process.memoryUsage().rss / MiB) }) });
 favor.dispose();
 console.log(JSON.stringify({ environment: 'node', build, ...result }));

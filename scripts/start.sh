@@ -11,10 +11,11 @@ scripts/ensure-npm.sh
 
 # The wasm: rebuild when a module is missing or older than a source it is built from.
 stale=0
-for f in dist/favor-simd.js dist/favor-simd.wasm dist/favor-scalar.js dist/favor-scalar.wasm; do
+for f in dist/favor-simd.js dist/favor-simd.wasm dist/favor-scalar.js dist/favor-scalar.wasm dist/favor-relaxed.wasm \
+         dist/favor-simd-threads.js dist/favor-simd-threads.wasm dist/favor-relaxed-threads.wasm; do
   [[ -f $f ]] || { stale=1; break; }
 done
-if [[ $stale -eq 0 ]] && [[ -n $(find src bindings CMakeLists.txt cmake -newer dist/favor-simd.wasm -type f 2>/dev/null | head -n 1) ]]; then
+if [[ $stale -eq 0 ]] && [[ -n $(find src bindings CMakeLists.txt cmake scripts/relax-wasm.mjs -newer dist/favor-simd.wasm -type f 2>/dev/null | head -n 1) ]]; then
   stale=1
 fi
 if [[ $stale -eq 1 ]]; then
