@@ -242,7 +242,7 @@ const md = [];
 md.push('<!-- decode -->');
 md.push('## Generation and grouped-query heads (issues 14 and 16)');
 md.push('');
-md.push(`\`node bench/decode.mjs\`${args.quick ? ' --quick' : ''}, ${new Date().toISOString().slice(0, 10)}, ${cpu}, Node ${process.version}, wasm SIMD, 1 thread${ortVersion ? `; onnxruntime-web ${ortVersion} (wasm, numThreads 1)` : ''}. ` +
+md.push(`\`node bench/decode.mjs\`${args.quick ? ' --quick' : ''}, ${new Date().toISOString().slice(0, 10)}, ${cpu}, Node ${process.version}, wasm ${favor.info.relaxedSimd ? 'relaxed SIMD' : favor.info.simd ? 'SIMD' : 'scalar'}, 1 thread${ortVersion ? `; onnxruntime-web ${ortVersion} (wasm, numThreads 1)` : ''}. ` +
   `Decode: one position per step, ${H} heads, d = dv = ${d}, FAVOR+ positive orthogonal m = ${m} (the same W for both FAVOR+ decoders); inputs N(0, ${sigma}²). ` +
   `Tokens per second: the median over ${rounds} interleaved rounds in which every decoder runs its steps (up to ${maxSteps}, about ${blockMs} ms of them; exact caches grow by at most C/8 positions over the rounds). ` +
   `Every decoder's first step after the context was checked first: exact ones against a float64 evaluation of that step, FAVOR+ ones against our state's output (tolerance ${tolerance}).`);
