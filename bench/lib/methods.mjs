@@ -22,6 +22,16 @@ import { fileURLToPath } from 'node:url';
 import { nativeCeiling } from './ceiling.mjs';
 import { NativeProcess } from './native.mjs';
 
+// A method's time(kind, causal): the wall time of one call (awaited when it returns a promise).
+export function timed(call) {
+  return async (kind, causal) => {
+    const t0 = performance.now();
+    const result = call(kind, causal);
+    if (result instanceof Promise) await result;
+    return performance.now() - t0;
+  };
+}
+
 const require = createRequire(import.meta.url);
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const CHUNK = 128;  // the chunk of the causal FAVOR+ peer graphs (bench/onnx/generate.py)
@@ -57,11 +67,7 @@ export async function oursWasm(favor, { id = 'ours', label = 'favor-attention (w
       if (id !== 'ours') cell.featureMap = favor.createFeatureMap({ projection: { data: c.w, dims: [c.m, c.d] } });
     },
     async output(kind, causal) { return call(kind, causal).data; },
-    async time(kind, causal) {
-      const t0 = performance.now();
-      call(kind, causal);
-      return performance.now() - t0;
-    },
+    time: timed(call),
     async release() {
       if (id !== 'ours') cell?.featureMap.dispose();
       cell = null;
@@ -132,11 +138,7 @@ export async function onnxruntime() {
       feeds = { exact, favor: { ...exact, w: t(c.w, [c.m, c.d]) } };
     },
     output: call,
-    async time(kind, causal) {
-      const t0 = performance.now();
-      await call(kind, causal);
-      return performance.now() - t0;
-    },
+    time: timed(call),
     async release() { feeds = null; },
   };
 }
@@ -170,11 +172,7 @@ export async function onnxruntimeMha() {
       feeds = { q: t(c.q, [1, c.L, c.d]), k: t(c.k, [1, c.L, c.d]), v: t(c.v, [1, c.L, c.dv]) };
     },
     output: call,
-    async time(kind, causal) {
-      const t0 = performance.now();
-      await call(kind, causal);
-      return performance.now() - t0;
-    },
+    time: timed(call),
     async release() { feeds = null; },
   };
 }
@@ -263,11 +261,7 @@ export async function tfjs() {
       tril = keep(tf.tensor2d(t, [CHUNK, CHUNK]));
     },
     async output(kind, causal) { return call(kind, causal); },
-    async time(kind, causal) {
-      const t0 = performance.now();
-      call(kind, causal);
-      return performance.now() - t0;
-    },
+    time: timed(call),
     async release() {
       for (const t of tensors) t.dispose();
       tensors = [];

@@ -13,6 +13,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { timed } from './methods.mjs';
 
 const require = createRequire(import.meta.url);
 const NAME = 'ruvector-attention-wasm';
@@ -77,11 +78,7 @@ export async function ruvector({ d, dv, m, maxCallMs }) {
       cell = { L: c.L, q: c.q, keys: rows(c.k, c.L, c.d), values: rows(c.v, c.L, c.dv) };
     },
     async output(kind, causal) { return call(kind, causal); },
-    async time(kind, causal) {
-      const t0 = performance.now();
-      call(kind, causal);
-      return performance.now() - t0;
-    },
+    time: timed(call),
     async release() { cell = null; },
     close() { for (const a of Object.values(classes)) a.free(); },
   };
