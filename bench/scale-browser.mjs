@@ -35,7 +35,7 @@ import { runScale } from '/bench/lib/scale-run.mjs';
 onmessage = async ({ data }) => {
   try {
     const favor = await loadFavor({ threads: data.threads });
-    const build = `favor-${favor.info.relaxedSimd ? 'relaxed' : favor.info.simd ? 'simd' : 'scalar'}${favor.info.threads > 1 ? '-threads' : ''}`;
+    const build = 'favor-' + (favor.info.relaxedSimd ? 'relaxed' : favor.info.simd ? 'simd' : 'scalar') + (favor.info.threads > 1 ? '-threads' : '');
     const result = runScale(favor, { L: data.L });
     favor.dispose();
     postMessage({ result: { build, crossOriginIsolated: self.crossOriginIsolated, ...result } });
