@@ -4,9 +4,9 @@
 // Every output entry is a plain sequential sum (no reassociation, no FMA: the library builds with
 // -ffp-contract=off), so each kernel computes exactly what its scalar loop would, in every
 // build, and the builds agree bit for bit -- but for the relaxed-SIMD wasm build, where each
-// vector multiply-add is one f32x4.relaxed_madd (vec::madd), fused where the machine has FMA. (The AVX width processes 16 queries per strip; in
-// causal attention a strip then also visits keys masked for its first queries, which add exact
-// zeros: same results for finite inputs.)
+// vector multiply-add is one f32x4.relaxed_madd (vec::madd), fused where the machine has FMA.
+// (The AVX width processes 16 queries per strip; in causal attention a strip then also visits
+// keys masked for its first queries, which add exact zeros: same results for finite inputs.)
 //
 // Layouts. A "strip" is kStrip = 2 vectors of queries side by side (8, or 16 with AVX):
 //   qt   the strip's queries transposed, d x kStrip (row f holds feature f of the strip's
