@@ -3,7 +3,8 @@
 import assert from 'node:assert/strict';
 
 // What this engine validates: wasm SIMD (v128.const; i8x16.popcnt) and relaxed SIMD
-// (f32x4.relaxed_madd of three zero vectors), each a one-function module.
+// (f32x4.relaxed_madd of three zero vectors), each a one-function module, written here apart from
+// web/api.js's probes so that a wrong probe there fails the tests that expect a build.
 export const SIMD_SUPPORTED = WebAssembly.validate(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 10, 1, 8, 0, 65, 0, 253, 15, 253, 98, 11]));
 const V128_ZERO = [253, 12, ...new Array(16).fill(0)];
 export const RELAXED_SIMD_SUPPORTED = WebAssembly.validate(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0,
@@ -26,6 +27,18 @@ export function rng(seed) {
     return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * uniform());
   };
   return { uniform, normal };
+}
+
+/** A tensor of `dims` whose entries all equal `fill`. */
+export function filledTensor(dims, fill = 0.1) {
+  return { data: new Float32Array(dims.reduce((a, b) => a * b, 1)).fill(fill), dims };
+}
+
+/** A copy of tensor t with entry `index` set to `value` (a NaN, an Infinity, ...). */
+export function withValue(t, index, value) {
+  const data = t.data.slice();
+  data[index] = value;
+  return { data, dims: [...t.dims] };
 }
 
 /** A float32 tensor of N(0, std^2) entries. */

@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises';
 
 import { loadFavor } from 'favor-attention';
 
-import { assertBelow, normalTensor } from './helpers.mjs';
+import { assertBelow, filledTensor, normalTensor, withValue } from './helpers.mjs';
 import * as ref from './reference.mjs';
 
 let favor, other;
@@ -22,12 +22,6 @@ const qs = normalTensor([6, 8], 4);
 const q3 = normalTensor([2, 4, 8], 5), k3 = normalTensor([2, 6, 8], 6), v3 = normalTensor([2, 6, 3], 7);
 const expectedExact = ref.exactAttention(q3, k3, v3);
 
-const withValue = (t, index, value) => {
-  const data = t.data.slice();
-  data[index] = value;
-  return { data, dims: [...t.dims] };
-};
-const tensor = (dims, fill = 0.1) => ({ data: new Float32Array(dims.reduce((a, b) => a * b, 1)).fill(fill), dims });
 
 // Correctness in the same instance: exactAttention (float64 reference, 1e-5 as in
 // exact.test.mjs) and favorAttention with a fresh map (1e-4 as in favor.test.mjs).
@@ -61,12 +55,12 @@ const cases = [
   ['NaN in q', (f) => f.exactAttention(withValue(q, 5, NaN), k, v), RangeError, /\bq\b/],
   ['+Infinity in k', (f) => f.exactAttention(q, withValue(k, 47, Infinity), v), RangeError, /\bk\b/],
   ['-Infinity in v', (f) => f.exactAttention(q, k, withValue(v, 0, -Infinity)), RangeError, /\bv\b/],
-  ['d of k differs from q', (f) => f.exactAttention(q, tensor([6, 7]), v), RangeError, /\bk\b/],
-  ['S of v differs from k', (f) => f.exactAttention(q, k, tensor([5, 3])), RangeError, /\bv\b/],
-  ['leading dims of k differ from q', (f) => f.exactAttention(q3, tensor([3, 6, 8]), v3), RangeError, /\bk\b/],
-  ['leading dims of v differ from q', (f) => f.exactAttention(q3, k3, tensor([1, 6, 3])), RangeError, /\bv\b/],
+  ['d of k differs from q', (f) => f.exactAttention(q, filledTensor([6, 7]), v), RangeError, /\bk\b/],
+  ['S of v differs from k', (f) => f.exactAttention(q, k, filledTensor([5, 3])), RangeError, /\bv\b/],
+  ['leading dims of k differ from q', (f) => f.exactAttention(q3, filledTensor([3, 6, 8]), v3), RangeError, /\bk\b/],
+  ['leading dims of v differ from q', (f) => f.exactAttention(q3, k3, filledTensor([1, 6, 3])), RangeError, /\bv\b/],
   ['rank of k differs from q', (f) => f.exactAttention(q3, k, v3), RangeError, /\bk\b/],
-  ['causal with L > S', (f) => f.exactAttention(tensor([8, 8]), k, v, { causal: true }), RangeError, /causal/],
+  ['causal with L > S', (f) => f.exactAttention(filledTensor([8, 8]), k, v, { causal: true }), RangeError, /causal/],
   ['causal is a string', (f) => f.exactAttention(qs, k, v, { causal: 'yes' }), TypeError, /causal/],
   ['causal is 1', (f) => f.exactAttention(qs, k, v, { causal: 1 }), TypeError, /causal/],
   ['scale 0', (f) => f.exactAttention(q, k, v, { scale: 0 }), RangeError, /scale/],
@@ -84,14 +78,14 @@ const cases = [
   // ---- attentionMatrix ----
   ['attentionMatrix: q not a tensor', (f) => f.attentionMatrix([1, 2], k), TypeError, /\bq\b/],
   ['attentionMatrix: NaN in k', (f) => f.attentionMatrix(q, withValue(k, 3, NaN)), RangeError, /\bk\b/],
-  ['attentionMatrix: d mismatch', (f) => f.attentionMatrix(q, tensor([6, 4])), RangeError, /\bk\b/],
-  ['attentionMatrix: causal with L > S', (f) => f.attentionMatrix(tensor([8, 8]), k, { causal: true }), RangeError, /causal/],
+  ['attentionMatrix: d mismatch', (f) => f.attentionMatrix(q, filledTensor([6, 4])), RangeError, /\bk\b/],
+  ['attentionMatrix: causal with L > S', (f) => f.attentionMatrix(filledTensor([8, 8]), k, { causal: true }), RangeError, /causal/],
   ['attentionMatrix: scale -1', (f) => f.attentionMatrix(q, k, { scale: -1 }), RangeError, /scale/],
   ['attentionMatrix: does not take featureMap', (f, map) => f.attentionMatrix(q, k, { featureMap: map }), TypeError, /featureMap/],
   ['attentionMatrix: options a string', (f) => f.attentionMatrix(q, k, 'causal'), TypeError, /options/],
   // 40000 x 40000 floats = 6.4 GB: more than the 4 GB heap (and the 2 GiB single allocation)
-  ['attentionMatrix: L = S = 40000 is too large for memory', (f) => f.attentionMatrix(tensor([40000, 1]), tensor([40000, 1])), RangeError, /output|memory/],
-  ['attentionMatrix: [16, 12000, 12000] is too large for memory', (f) => f.attentionMatrix(tensor([16, 12000, 1]), tensor([16, 12000, 1])), RangeError, /output|memory/],
+  ['attentionMatrix: L = S = 40000 is too large for memory', (f) => f.attentionMatrix(filledTensor([40000, 1]), filledTensor([40000, 1])), RangeError, /output|memory/],
+  ['attentionMatrix: [16, 12000, 12000] is too large for memory', (f) => f.attentionMatrix(filledTensor([16, 12000, 1]), filledTensor([16, 12000, 1])), RangeError, /output|memory/],
 
   // ---- createFeatureMap ----
   ['createFeatureMap: no options', (f) => f.createFeatureMap(), TypeError, /createFeatureMap|options/],
@@ -121,15 +115,15 @@ const cases = [
   ['createFeatureMap: seed a BigInt', (f) => f.createFeatureMap({ dim: 8, features: 8, seed: 1n }), TypeError, /seed/],
   ['createFeatureMap: epsilon negative', (f) => f.createFeatureMap({ dim: 8, features: 8, kernel: 'relu', epsilon: -1e-3 }), RangeError, /epsilon/],
   ['createFeatureMap: epsilon NaN', (f) => f.createFeatureMap({ dim: 8, features: 8, kernel: 'relu', epsilon: NaN }), RangeError, /epsilon/],
-  ['createFeatureMap: projection rank 3', (f) => f.createFeatureMap({ projection: tensor([2, 4, 8]) }), RangeError, /projection/],
+  ['createFeatureMap: projection rank 3', (f) => f.createFeatureMap({ projection: filledTensor([2, 4, 8]) }), RangeError, /projection/],
   ['createFeatureMap: projection rank 1', (f) => f.createFeatureMap({ projection: { data: new Float32Array(8), dims: [8] } }), RangeError, /projection/],
   ['createFeatureMap: projection data a Float64Array', (f) => f.createFeatureMap({ projection: { data: new Float64Array(16), dims: [2, 8] } }), TypeError, /projection\.data/],
   ['createFeatureMap: projection not a tensor', (f) => f.createFeatureMap({ projection: new Float32Array(16) }), TypeError, /projection/],
   ['createFeatureMap: projection length mismatch', (f) => f.createFeatureMap({ projection: { data: new Float32Array(15), dims: [2, 8] } }), RangeError, /projection/],
-  ['createFeatureMap: NaN in projection', (f) => f.createFeatureMap({ projection: withValue(tensor([4, 8]), 9, NaN) }), RangeError, /projection/],
-  ['createFeatureMap: Infinity in projection', (f) => f.createFeatureMap({ projection: withValue(tensor([4, 8]), 31, -Infinity) }), RangeError, /projection/],
-  ['createFeatureMap: features disagrees with projection', (f) => f.createFeatureMap({ projection: tensor([4, 8]), features: 5 }), RangeError, /features/],
-  ['createFeatureMap: dim disagrees with projection', (f) => f.createFeatureMap({ projection: tensor([4, 8]), dim: 4 }), RangeError, /dim/],
+  ['createFeatureMap: NaN in projection', (f) => f.createFeatureMap({ projection: withValue(filledTensor([4, 8]), 9, NaN) }), RangeError, /projection/],
+  ['createFeatureMap: Infinity in projection', (f) => f.createFeatureMap({ projection: withValue(filledTensor([4, 8]), 31, -Infinity) }), RangeError, /projection/],
+  ['createFeatureMap: features disagrees with projection', (f) => f.createFeatureMap({ projection: filledTensor([4, 8]), features: 5 }), RangeError, /features/],
+  ['createFeatureMap: dim disagrees with projection', (f) => f.createFeatureMap({ projection: filledTensor([4, 8]), dim: 4 }), RangeError, /dim/],
 
   // ---- favorAttention ----
   ['favorAttention: no options (featureMap required)', (f) => f.favorAttention(q, k, v), TypeError, /featureMap/],
@@ -142,15 +136,15 @@ const cases = [
     map.dispose();
     return f.favorAttention(q, k, v, { featureMap: map });
   }, TypeError, /featureMap/],
-  ['favorAttention: q d differs from the map dim', (f) => f.favorAttention(tensor([4, 6]), tensor([6, 6]), v, { featureMap: f.createFeatureMap({ dim: 8, features: 8 }) }), RangeError, /\bq\b/],
+  ['favorAttention: q d differs from the map dim', (f) => f.favorAttention(filledTensor([4, 6]), filledTensor([6, 6]), v, { featureMap: f.createFeatureMap({ dim: 8, features: 8 }) }), RangeError, /\bq\b/],
   ['favorAttention: chunk 0', (f, map) => f.favorAttention(q, k, v, { featureMap: map, chunk: 0 }), RangeError, /chunk/],
   ['favorAttention: chunk non-integer', (f, map) => f.favorAttention(q, k, v, { featureMap: map, chunk: 1.5 }), RangeError, /chunk/],
   ['favorAttention: chunk above 2^20', (f, map) => f.favorAttention(q, k, v, { featureMap: map, chunk: 2 ** 20 + 1 }), RangeError, /chunk/],
   ['favorAttention: chunk a string', (f, map) => f.favorAttention(q, k, v, { featureMap: map, chunk: '64' }), TypeError, /chunk/],
   ['favorAttention: NaN in v', (f, map) => f.favorAttention(q, k, withValue(v, 17, NaN), { featureMap: map }), RangeError, /\bv\b/],
   ['favorAttention: Infinity in q', (f, map) => f.favorAttention(withValue(q, 0, Infinity), k, v, { featureMap: map }), RangeError, /\bq\b/],
-  ['favorAttention: leading dims mismatch', (f, map) => f.favorAttention(q3, tensor([2, 6, 8]), tensor([3, 6, 3]), { featureMap: map }), RangeError, /\bv\b/],
-  ['favorAttention: causal with L > S', (f, map) => f.favorAttention(tensor([8, 8]), k, v, { featureMap: map, causal: true }), RangeError, /causal/],
+  ['favorAttention: leading dims mismatch', (f, map) => f.favorAttention(q3, filledTensor([2, 6, 8]), filledTensor([3, 6, 3]), { featureMap: map }), RangeError, /\bv\b/],
+  ['favorAttention: causal with L > S', (f, map) => f.favorAttention(filledTensor([8, 8]), k, v, { featureMap: map, causal: true }), RangeError, /causal/],
   ['favorAttention: scale NaN', (f, map) => f.favorAttention(q, k, v, { featureMap: map, scale: NaN }), RangeError, /scale/],
   ['favorAttention: unknown option', (f, map) => f.favorAttention(q, k, v, { featureMap: map, features: 8 }), TypeError, /features/],
   ['favorAttention: v.data a Float64Array', (f, map) => f.favorAttention(q, k, { data: new Float64Array(18), dims: [6, 3] }, { featureMap: map }), TypeError, /v\.data/],
@@ -160,10 +154,10 @@ const cases = [
   ['favorAttentionMatrix: featureMap a string', (f) => f.favorAttentionMatrix(q, k, { featureMap: 'positive' }), TypeError, /featureMap/],
   ['favorAttentionMatrix: does not take chunk', (f, map) => f.favorAttentionMatrix(q, k, { featureMap: map, chunk: 8 }), TypeError, /chunk/],
   ['favorAttentionMatrix: -Infinity in k', (f, map) => f.favorAttentionMatrix(q, withValue(k, 2, -Infinity), { featureMap: map }), RangeError, /\bk\b/],
-  ['favorAttentionMatrix: d mismatch with the map', (f, map) => f.favorAttentionMatrix(tensor([4, 5]), tensor([6, 5]), { featureMap: map }), RangeError, /\bq\b/],
-  ['favorAttentionMatrix: causal with L > S', (f, map) => f.favorAttentionMatrix(tensor([8, 8]), k, { featureMap: map, causal: true }), RangeError, /causal/],
+  ['favorAttentionMatrix: d mismatch with the map', (f, map) => f.favorAttentionMatrix(filledTensor([4, 5]), filledTensor([6, 5]), { featureMap: map }), RangeError, /\bq\b/],
+  ['favorAttentionMatrix: causal with L > S', (f, map) => f.favorAttentionMatrix(filledTensor([8, 8]), k, { featureMap: map, causal: true }), RangeError, /causal/],
   ['favorAttentionMatrix: scale 0', (f, map) => f.favorAttentionMatrix(q, k, { featureMap: map, scale: 0 }), RangeError, /scale/],
-  ['favorAttentionMatrix: too large for memory', (f, map) => f.favorAttentionMatrix(tensor([40000, 8]), tensor([40000, 8]), { featureMap: map }), RangeError, /output|memory/],
+  ['favorAttentionMatrix: too large for memory', (f, map) => f.favorAttentionMatrix(filledTensor([40000, 8]), filledTensor([40000, 8]), { featureMap: map }), RangeError, /output|memory/],
 
   // ---- FeatureMap.redraw ----
   ['redraw: seed negative', (f, map) => map.redraw(-1), RangeError, /seed/],
@@ -173,46 +167,46 @@ const cases = [
   ['redraw: seed a string', (f, map) => map.redraw('7'), TypeError, /seed/],
 
   // ---- compare ----
-  ['compare: dims differ', (f) => f.compare(tensor([4, 6]), tensor([6, 4])), RangeError, /approx/],
-  ['compare: leading dims differ', (f) => f.compare(tensor([2, 4, 6]), tensor([1, 8, 6])), RangeError, /approx/],
-  ['compare: exactMatrix not a tensor', (f) => f.compare(new Float32Array(4), tensor([2, 2])), TypeError, /exactMatrix/],
-  ['compare: approxMatrix data a Float64Array', (f) => f.compare(tensor([2, 2]), { data: new Float64Array(4), dims: [2, 2] }), TypeError, /approxMatrix\.data/],
-  ['compare: exactMatrix rank 1', (f) => f.compare({ data: new Float32Array(4), dims: [4] }, tensor([2, 2])), RangeError, /exactMatrix\.dims/],
-  ['compare: NaN in exactMatrix', (f) => f.compare(withValue(tensor([3, 3]), 4, NaN), tensor([3, 3])), RangeError, /exact/],
-  ['compare: approxMatrix missing', (f) => f.compare(tensor([3, 3])), TypeError, /approxMatrix/],
+  ['compare: dims differ', (f) => f.compare(filledTensor([4, 6]), filledTensor([6, 4])), RangeError, /approx/],
+  ['compare: leading dims differ', (f) => f.compare(filledTensor([2, 4, 6]), filledTensor([1, 8, 6])), RangeError, /approx/],
+  ['compare: exactMatrix not a tensor', (f) => f.compare(new Float32Array(4), filledTensor([2, 2])), TypeError, /exactMatrix/],
+  ['compare: approxMatrix data a Float64Array', (f) => f.compare(filledTensor([2, 2]), { data: new Float64Array(4), dims: [2, 2] }), TypeError, /approxMatrix\.data/],
+  ['compare: exactMatrix rank 1', (f) => f.compare({ data: new Float32Array(4), dims: [4] }, filledTensor([2, 2])), RangeError, /exactMatrix\.dims/],
+  ['compare: NaN in exactMatrix', (f) => f.compare(withValue(filledTensor([3, 3]), 4, NaN), filledTensor([3, 3])), RangeError, /exact/],
+  ['compare: approxMatrix missing', (f) => f.compare(filledTensor([3, 3])), TypeError, /approxMatrix/],
 
   // ---- outputRelativeError ----
-  ['outputRelativeError: dims differ', (f) => f.outputRelativeError(tensor([4, 3]), tensor([3, 4])), RangeError, /approx/],
-  ['outputRelativeError: exact.data a plain Array', (f) => f.outputRelativeError({ data: [1, 2, 3, 4], dims: [2, 2] }, tensor([2, 2])), TypeError, /exact\.data/],
-  ['outputRelativeError: approx null', (f) => f.outputRelativeError(tensor([2, 2]), null), TypeError, /approx/],
-  ['outputRelativeError: Infinity in exact', (f) => f.outputRelativeError(withValue(tensor([2, 2]), 1, Infinity), tensor([2, 2])), RangeError, /exact/],
+  ['outputRelativeError: dims differ', (f) => f.outputRelativeError(filledTensor([4, 3]), filledTensor([3, 4])), RangeError, /approx/],
+  ['outputRelativeError: exact.data a plain Array', (f) => f.outputRelativeError({ data: [1, 2, 3, 4], dims: [2, 2] }, filledTensor([2, 2])), TypeError, /exact\.data/],
+  ['outputRelativeError: approx null', (f) => f.outputRelativeError(filledTensor([2, 2]), null), TypeError, /approx/],
+  ['outputRelativeError: Infinity in exact', (f) => f.outputRelativeError(withValue(filledTensor([2, 2]), 1, Infinity), filledTensor([2, 2])), RangeError, /exact/],
 
   // ---- codebookAttention / codebookAttentionMatrix (codebook [c, d] or per head [..., c, d]) ----
   ['codebookAttention: codebook missing', (f) => f.codebookAttention(q, k, v, {}), TypeError, /codebook/],
   ['codebookAttention: codebook a Float32Array', (f) => f.codebookAttention(q, k, v, { codebook: new Float32Array(8) }), TypeError, /codebook/],
   ['codebookAttention: codebook.data a Float64Array', (f) => f.codebookAttention(q, k, v, { codebook: { data: new Float64Array(16), dims: [2, 8] } }), TypeError, /codebook\.data/],
-  ['codebookAttention: codebook d differs from q', (f) => f.codebookAttention(q, k, v, { codebook: tensor([3, 7]) }), RangeError, /codebook/],
+  ['codebookAttention: codebook d differs from q', (f) => f.codebookAttention(q, k, v, { codebook: filledTensor([3, 7]) }), RangeError, /codebook/],
   ['codebookAttention: codebook dims with a 0', (f) => f.codebookAttention(q, k, v, { codebook: { data: new Float32Array(0), dims: [0, 8] } }), RangeError, /codebook\.dims/],
-  ['codebookAttention: per-head codebook batch differs from q (mismatched batches)', (f) => f.codebookAttention(q3, k3, v3, { codebook: tensor([3, 4, 8]) }), RangeError, /codebook/],
-  ['codebookAttention: k batch differs from q (mismatched batches)', (f) => f.codebookAttention(q3, tensor([3, 6, 8]), v3, { codebook: tensor([4, 8]) }), RangeError, /\bk\b/],
-  ['codebookAttention: NaN in codebook', (f) => f.codebookAttention(q, k, v, { codebook: withValue(tensor([3, 8]), 4, NaN) }), RangeError, /codebook/],
-  ['codebookAttention: -Infinity in v', (f) => f.codebookAttention(q, k, withValue(v, 2, -Infinity), { codebook: tensor([3, 8]) }), RangeError, /\bv\b/],
-  ['codebookAttention: unknown assignment', (f) => f.codebookAttention(q, k, v, { codebook: tensor([3, 8]), assignment: 'nearest' }), RangeError, /assignment/],
-  ['codebookAttention: assignment not a string', (f) => f.codebookAttention(q, k, v, { codebook: tensor([3, 8]), assignment: 0 }), TypeError, /assignment/],
-  ['codebookAttention: temperature 0', (f) => f.codebookAttention(q, k, v, { codebook: tensor([3, 8]), assignment: 'soft', temperature: 0 }), RangeError, /temperature/],
-  ['codebookAttention: temperature negative', (f) => f.codebookAttention(q, k, v, { codebook: tensor([3, 8]), assignment: 'soft', temperature: -1 }), RangeError, /temperature/],
-  ['codebookAttention: temperature Infinity', (f) => f.codebookAttention(q, k, v, { codebook: tensor([3, 8]), assignment: 'soft', temperature: Infinity }), RangeError, /temperature/],
-  ['codebookAttention: temperature a string', (f) => f.codebookAttention(q, k, v, { codebook: tensor([3, 8]), temperature: '1' }), TypeError, /temperature/],
-  ['codebookAttention: chunk 0', (f) => f.codebookAttention(q, k, v, { codebook: tensor([3, 8]), chunk: 0 }), RangeError, /chunk/],
-  ['codebookAttention: chunk -Infinity', (f) => f.codebookAttention(q, k, v, { codebook: tensor([3, 8]), chunk: -Infinity }), RangeError, /chunk/],
-  ['codebookAttention: causal with L > S', (f) => f.codebookAttention(tensor([8, 8]), k, v, { codebook: tensor([3, 8]), causal: true }), RangeError, /causal/],
-  ['codebookAttention: scale -Infinity', (f) => f.codebookAttention(q, k, v, { codebook: tensor([3, 8]), scale: -Infinity }), RangeError, /scale/],
-  ['codebookAttention: unknown option', (f) => f.codebookAttention(q, k, v, { codebook: tensor([3, 8]), clusters: 3 }), TypeError, /clusters/],
+  ['codebookAttention: per-head codebook batch differs from q (mismatched batches)', (f) => f.codebookAttention(q3, k3, v3, { codebook: filledTensor([3, 4, 8]) }), RangeError, /codebook/],
+  ['codebookAttention: k batch differs from q (mismatched batches)', (f) => f.codebookAttention(q3, filledTensor([3, 6, 8]), v3, { codebook: filledTensor([4, 8]) }), RangeError, /\bk\b/],
+  ['codebookAttention: NaN in codebook', (f) => f.codebookAttention(q, k, v, { codebook: withValue(filledTensor([3, 8]), 4, NaN) }), RangeError, /codebook/],
+  ['codebookAttention: -Infinity in v', (f) => f.codebookAttention(q, k, withValue(v, 2, -Infinity), { codebook: filledTensor([3, 8]) }), RangeError, /\bv\b/],
+  ['codebookAttention: unknown assignment', (f) => f.codebookAttention(q, k, v, { codebook: filledTensor([3, 8]), assignment: 'nearest' }), RangeError, /assignment/],
+  ['codebookAttention: assignment not a string', (f) => f.codebookAttention(q, k, v, { codebook: filledTensor([3, 8]), assignment: 0 }), TypeError, /assignment/],
+  ['codebookAttention: temperature 0', (f) => f.codebookAttention(q, k, v, { codebook: filledTensor([3, 8]), assignment: 'soft', temperature: 0 }), RangeError, /temperature/],
+  ['codebookAttention: temperature negative', (f) => f.codebookAttention(q, k, v, { codebook: filledTensor([3, 8]), assignment: 'soft', temperature: -1 }), RangeError, /temperature/],
+  ['codebookAttention: temperature Infinity', (f) => f.codebookAttention(q, k, v, { codebook: filledTensor([3, 8]), assignment: 'soft', temperature: Infinity }), RangeError, /temperature/],
+  ['codebookAttention: temperature a string', (f) => f.codebookAttention(q, k, v, { codebook: filledTensor([3, 8]), temperature: '1' }), TypeError, /temperature/],
+  ['codebookAttention: chunk 0', (f) => f.codebookAttention(q, k, v, { codebook: filledTensor([3, 8]), chunk: 0 }), RangeError, /chunk/],
+  ['codebookAttention: chunk -Infinity', (f) => f.codebookAttention(q, k, v, { codebook: filledTensor([3, 8]), chunk: -Infinity }), RangeError, /chunk/],
+  ['codebookAttention: causal with L > S', (f) => f.codebookAttention(filledTensor([8, 8]), k, v, { codebook: filledTensor([3, 8]), causal: true }), RangeError, /causal/],
+  ['codebookAttention: scale -Infinity', (f) => f.codebookAttention(q, k, v, { codebook: filledTensor([3, 8]), scale: -Infinity }), RangeError, /scale/],
+  ['codebookAttention: unknown option', (f) => f.codebookAttention(q, k, v, { codebook: filledTensor([3, 8]), clusters: 3 }), TypeError, /clusters/],
   ['codebookAttentionMatrix: codebook null', (f) => f.codebookAttentionMatrix(q, k, { codebook: null }), TypeError, /codebook/],
-  ['codebookAttentionMatrix: does not take chunk', (f) => f.codebookAttentionMatrix(q, k, { codebook: tensor([3, 8]), chunk: 4 }), TypeError, /chunk/],
-  ['codebookAttentionMatrix: +Infinity in q', (f) => f.codebookAttentionMatrix(withValue(q, 31, Infinity), k, { codebook: tensor([3, 8]) }), RangeError, /\bq\b/],
-  ['codebookAttentionMatrix: d mismatch between q and k', (f) => f.codebookAttentionMatrix(q, tensor([6, 4]), { codebook: tensor([3, 8]) }), RangeError, /\bk\b/],
-  ['codebookAttentionMatrix: too large for memory', (f) => f.codebookAttentionMatrix(tensor([40000, 1]), tensor([40000, 1]), { codebook: tensor([2, 1]) }), RangeError, /output|memory/],
+  ['codebookAttentionMatrix: does not take chunk', (f) => f.codebookAttentionMatrix(q, k, { codebook: filledTensor([3, 8]), chunk: 4 }), TypeError, /chunk/],
+  ['codebookAttentionMatrix: +Infinity in q', (f) => f.codebookAttentionMatrix(withValue(q, 31, Infinity), k, { codebook: filledTensor([3, 8]) }), RangeError, /\bq\b/],
+  ['codebookAttentionMatrix: d mismatch between q and k', (f) => f.codebookAttentionMatrix(q, filledTensor([6, 4]), { codebook: filledTensor([3, 8]) }), RangeError, /\bk\b/],
+  ['codebookAttentionMatrix: too large for memory', (f) => f.codebookAttentionMatrix(filledTensor([40000, 1]), filledTensor([40000, 1]), { codebook: filledTensor([2, 1]) }), RangeError, /output|memory/],
 
   // ---- kmeans ----
   ['kmeans: k not a tensor', (f) => f.kmeans([1, 2, 3], { clusters: 2 }), TypeError, /\bk\b/],
@@ -240,7 +234,7 @@ const cases = [
   ['randomCodebook: too large for memory (2^24 x 2^20)', (f) => f.randomCodebook({ clusters: 2 ** 24, dim: 2 ** 20 }), RangeError, /output|memory/],
 
   // ---- codebookFromFeatureMap ----
-  ['codebookFromFeatureMap: not a FeatureMap', (f) => f.codebookFromFeatureMap({ projection: tensor([2, 8]) }), TypeError, /featureMap/],
+  ['codebookFromFeatureMap: not a FeatureMap', (f) => f.codebookFromFeatureMap({ projection: filledTensor([2, 8]) }), TypeError, /featureMap/],
   ['codebookFromFeatureMap: a disposed FeatureMap', (f) => {
     const map = f.createFeatureMap({ dim: 8, features: 4 });
     map.dispose();
@@ -276,25 +270,25 @@ const cases = [
   ['keyMask last dim is not S', (f, map) => f.favorAttention(q, k, v, { featureMap: map, keyMask: { data: new Uint8Array(5).fill(1), dims: [5] } }), RangeError, /keyMask: expected dims \[\.\.\., 6\]/],
   ['keyMask does not broadcast against k', (f) => f.exactAttention(q3, k3, v3, { keyMask: { data: new Uint8Array(18).fill(1), dims: [3, 6] } }), RangeError, /keyMask.*broadcast/],
   ['keyMask has more leading dims than k', (f) => f.attentionMatrix(q, k, { keyMask: { data: new Uint8Array(12).fill(1), dims: [2, 6] } }), RangeError, /keyMask/],
-  ['keyMask holds a 2', (f) => f.codebookAttention(q, k, v, { codebook: tensor([3, 8]), keyMask: { data: new Uint8Array([1, 1, 2, 1, 1, 1]), dims: [6] } }), RangeError, /keyMask: expected 0 .* or 1/],
+  ['keyMask holds a 2', (f) => f.codebookAttention(q, k, v, { codebook: filledTensor([3, 8]), keyMask: { data: new Uint8Array([1, 1, 2, 1, 1, 1]), dims: [6] } }), RangeError, /keyMask: expected 0 .* or 1/],
   ['favorAttentionMatrix: keyMask of the wrong kind', (f, map) => f.favorAttentionMatrix(q, k, { featureMap: map, keyMask: [1, 1, 1, 1, 1, 1] }), TypeError, /keyMask/],
-  ['codebookAttentionMatrix: keyMask dims wrong', (f) => f.codebookAttentionMatrix(q, k, { codebook: tensor([3, 8]), keyMask: { data: new Uint8Array(7), dims: [7] } }), RangeError, /keyMask/],
+  ['codebookAttentionMatrix: keyMask dims wrong', (f) => f.codebookAttentionMatrix(q, k, { codebook: filledTensor([3, 8]), keyMask: { data: new Uint8Array(7), dims: [7] } }), RangeError, /keyMask/],
 
   // ---- grouped-query heads ----
-  ['heads of k do not divide those of q', (f) => f.exactAttention(tensor([2, 4, 4, 8]), tensor([2, 3, 6, 8]), tensor([2, 3, 6, 3])), RangeError, /\bk: leading.*multiple/],
-  ['favorAttention: k has more heads than q', (f, map) => f.favorAttention(tensor([2, 4, 8]), tensor([4, 6, 8]), tensor([4, 6, 3]), { featureMap: map }), RangeError, /\bk: leading/],
-  ['codebook per head matches neither q nor k', (f) => f.codebookAttention(tensor([4, 4, 8]), tensor([2, 6, 8]), tensor([2, 6, 3]), { codebook: tensor([3, 3, 8]) }), RangeError, /codebook: leading/],
+  ['heads of k do not divide those of q', (f) => f.exactAttention(filledTensor([2, 4, 4, 8]), filledTensor([2, 3, 6, 8]), filledTensor([2, 3, 6, 3])), RangeError, /\bk: leading.*multiple/],
+  ['favorAttention: k has more heads than q', (f, map) => f.favorAttention(filledTensor([2, 4, 8]), filledTensor([4, 6, 8]), filledTensor([4, 6, 3]), { featureMap: map }), RangeError, /\bk: leading/],
+  ['codebook per head matches neither q nor k', (f) => f.codebookAttention(filledTensor([4, 4, 8]), filledTensor([2, 6, 8]), filledTensor([2, 6, 3]), { codebook: filledTensor([3, 3, 8]) }), RangeError, /codebook: leading/],
 
   // ---- matmul ----
-  ['matmul: a not a tensor', (f) => f.matmul(q.data, tensor([8, 3])), TypeError, /\ba\b/],
-  ['matmul: b rank 3', (f) => f.matmul(q, tensor([1, 8, 3])), RangeError, /\bb\b/],
-  ['matmul: inner dims differ', (f) => f.matmul(q, tensor([7, 3])), RangeError, /\bb: expected \[8, m\]/],
-  ['matmul: transposeB inner dims differ', (f) => f.matmul(q, tensor([3, 7]), { transposeB: true }), RangeError, /\bb: expected \[m, 8\]/],
-  ['matmul: transposeB a string', (f) => f.matmul(q, tensor([8, 3]), { transposeB: 'yes' }), TypeError, /transposeB/],
-  ['matmul: bias of the wrong length', (f) => f.matmul(q, tensor([8, 3]), { bias: { data: new Float32Array(4), dims: [4] } }), RangeError, /bias/],
-  ['matmul: bias a Float64Array', (f) => f.matmul(q, tensor([8, 3]), { bias: { data: new Float64Array(3), dims: [3] } }), TypeError, /bias/],
-  ['matmul: NaN in b', (f) => f.matmul(q, withValue(tensor([8, 3]), 4, NaN)), RangeError, /\bb\b/],
-  ['matmul: unknown option', (f) => f.matmul(q, tensor([8, 3]), { transpose: true }), TypeError, /transpose/],
+  ['matmul: a not a tensor', (f) => f.matmul(q.data, filledTensor([8, 3])), TypeError, /\ba\b/],
+  ['matmul: b rank 3', (f) => f.matmul(q, filledTensor([1, 8, 3])), RangeError, /\bb\b/],
+  ['matmul: inner dims differ', (f) => f.matmul(q, filledTensor([7, 3])), RangeError, /\bb: expected \[8, m\]/],
+  ['matmul: transposeB inner dims differ', (f) => f.matmul(q, filledTensor([3, 7]), { transposeB: true }), RangeError, /\bb: expected \[m, 8\]/],
+  ['matmul: transposeB a string', (f) => f.matmul(q, filledTensor([8, 3]), { transposeB: 'yes' }), TypeError, /transposeB/],
+  ['matmul: bias of the wrong length', (f) => f.matmul(q, filledTensor([8, 3]), { bias: { data: new Float32Array(4), dims: [4] } }), RangeError, /bias/],
+  ['matmul: bias a Float64Array', (f) => f.matmul(q, filledTensor([8, 3]), { bias: { data: new Float64Array(3), dims: [3] } }), TypeError, /bias/],
+  ['matmul: NaN in b', (f) => f.matmul(q, withValue(filledTensor([8, 3]), 4, NaN)), RangeError, /\bb\b/],
+  ['matmul: unknown option', (f) => f.matmul(q, filledTensor([8, 3]), { transpose: true }), TypeError, /transpose/],
 
   // ---- createFeatureMap rho ----
   ['createFeatureMap: rho on a positive map', (f) => f.createFeatureMap({ dim: 8, features: 4, rho: 1 }), RangeError, /rho/],
@@ -313,30 +307,30 @@ const cases = [
   }, TypeError, /featureMap/],
   ['createCausalState: oprf map without rho', (f) => f.createCausalState({ method: 'favor', featureMap: f.createFeatureMap({ dim: 8, features: 4, kernel: 'oprf' }) }), RangeError, /featureMap.*rho/],
   ['createCausalState: codebook missing', (f) => f.createCausalState({ method: 'codebook' }), TypeError, /codebook/],
-  ['createCausalState: codebook with NaN', (f) => f.createCausalState({ method: 'codebook', codebook: withValue(tensor([3, 8]), 2, NaN) }), RangeError, /codebook/],
+  ['createCausalState: codebook with NaN', (f) => f.createCausalState({ method: 'codebook', codebook: withValue(filledTensor([3, 8]), 2, NaN) }), RangeError, /codebook/],
   ['createCausalState: exact takes no featureMap', (f, map) => f.createCausalState({ method: 'exact', featureMap: map }), TypeError, /featureMap/],
   ['createCausalState: scale 0', (f) => f.createCausalState({ method: 'exact', scale: 0 }), RangeError, /scale/],
   ['createCausalState: chunk 0', (f, map) => f.createCausalState({ method: 'favor', featureMap: map, chunk: 0 }), RangeError, /chunk/],
   ['append: leading dims differ from the first append', (f) => {
     const st = f.createCausalState({ method: 'exact' });
-    st.append(tensor([2, 1, 8]), tensor([2, 1, 8]), tensor([2, 1, 3]));
-    try { return st.append(tensor([3, 1, 8]), tensor([3, 1, 8]), tensor([3, 1, 3])); } finally { st.dispose(); }
+    st.append(filledTensor([2, 1, 8]), filledTensor([2, 1, 8]), filledTensor([2, 1, 3]));
+    try { return st.append(filledTensor([3, 1, 8]), filledTensor([3, 1, 8]), filledTensor([3, 1, 3])); } finally { st.dispose(); }
   }, RangeError, /\bq: expected dims \[2, 1, 8\].*first append/],
   ['append: dv differs from the first append', (f, map) => {
     const st = f.createCausalState({ method: 'favor', featureMap: map });
-    st.append(tensor([1, 8]), tensor([1, 8]), tensor([1, 3]));
-    try { return st.append(tensor([1, 8]), tensor([1, 8]), tensor([1, 4])); } finally { st.dispose(); }
+    st.append(filledTensor([1, 8]), filledTensor([1, 8]), filledTensor([1, 3]));
+    try { return st.append(filledTensor([1, 8]), filledTensor([1, 8]), filledTensor([1, 4])); } finally { st.dispose(); }
   }, RangeError, /\bv: expected dims/],
-  ['append: fewer new keys than queries', (f) => f.createCausalState({ method: 'exact' }).append(tensor([3, 8]), tensor([2, 8]), tensor([2, 3])), RangeError, /causal|\bk\b/],
-  ['append: d differs from the map', (f, map) => f.createCausalState({ method: 'favor', featureMap: map }).append(tensor([1, 7]), tensor([1, 7]), tensor([1, 3])), RangeError, /\bq: expected last dim d = 8/],
-  ['append: NaN in v', (f) => f.createCausalState({ method: 'exact' }).append(tensor([1, 8]), tensor([1, 8]), withValue(tensor([1, 3]), 1, NaN)), RangeError, /\bv\b/],
-  ['append: keyMask that does not broadcast', (f) => f.createCausalState({ method: 'exact' }).append(tensor([2, 2, 8]), tensor([2, 2, 8]), tensor([2, 2, 3]), { keyMask: { data: new Uint8Array(6), dims: [3, 2] } }), RangeError, /keyMask/],
-  ['append: unknown option', (f) => f.createCausalState({ method: 'exact' }).append(tensor([1, 8]), tensor([1, 8]), tensor([1, 3]), { causal: true }), TypeError, /causal/],
-  ['append: codebook per head does not match k', (f) => f.createCausalState({ method: 'codebook', codebook: tensor([3, 4, 8]) }).append(tensor([2, 1, 8]), tensor([2, 1, 8]), tensor([2, 1, 3])), RangeError, /codebook/],
+  ['append: fewer new keys than queries', (f) => f.createCausalState({ method: 'exact' }).append(filledTensor([3, 8]), filledTensor([2, 8]), filledTensor([2, 3])), RangeError, /causal|\bk\b/],
+  ['append: d differs from the map', (f, map) => f.createCausalState({ method: 'favor', featureMap: map }).append(filledTensor([1, 7]), filledTensor([1, 7]), filledTensor([1, 3])), RangeError, /\bq: expected last dim d = 8/],
+  ['append: NaN in v', (f) => f.createCausalState({ method: 'exact' }).append(filledTensor([1, 8]), filledTensor([1, 8]), withValue(filledTensor([1, 3]), 1, NaN)), RangeError, /\bv\b/],
+  ['append: keyMask that does not broadcast', (f) => f.createCausalState({ method: 'exact' }).append(filledTensor([2, 2, 8]), filledTensor([2, 2, 8]), filledTensor([2, 2, 3]), { keyMask: { data: new Uint8Array(6), dims: [3, 2] } }), RangeError, /keyMask/],
+  ['append: unknown option', (f) => f.createCausalState({ method: 'exact' }).append(filledTensor([1, 8]), filledTensor([1, 8]), filledTensor([1, 3]), { causal: true }), TypeError, /causal/],
+  ['append: codebook per head does not match k', (f) => f.createCausalState({ method: 'codebook', codebook: filledTensor([3, 4, 8]) }).append(filledTensor([2, 1, 8]), filledTensor([2, 1, 8]), filledTensor([2, 1, 3])), RangeError, /codebook/],
   ['append on a disposed state', (f) => {
     const st = f.createCausalState({ method: 'exact' });
     st.dispose();
-    return st.append(tensor([1, 8]), tensor([1, 8]), tensor([1, 3]));
+    return st.append(filledTensor([1, 8]), filledTensor([1, 8]), filledTensor([1, 3]));
   }, TypeError, /state.*disposed/],
   ['length of a disposed state', (f) => {
     const st = f.createCausalState({ method: 'exact' });
@@ -392,7 +386,7 @@ test('thousands of errors raised inside wasm leak neither the shadow stack nor t
   for (let i = 0; i < 1000; i++) {
     assert.throws(() => favor.exactAttention(badQ, k3, v3), RangeError);
     assert.throws(() => favor.favorAttention(badQ, k3, v3, { featureMap: map }), RangeError);
-    assert.throws(() => favor.compare(withValue(tensor([2, 2]), 0, NaN), tensor([2, 2])), RangeError);
+    assert.throws(() => favor.compare(withValue(filledTensor([2, 2]), 0, NaN), filledTensor([2, 2])), RangeError);
   }
   assertInstanceWorks('4000 errors');
 });

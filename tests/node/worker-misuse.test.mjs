@@ -11,7 +11,7 @@ import { after, before, test } from 'node:test';
 
 import { loadFavor } from 'favor-attention';
 
-import { cloneTensor, normalTensor } from './helpers.mjs';
+import { cloneTensor, filledTensor, normalTensor, withValue } from './helpers.mjs';
 import { assertSameOutcome, eventually, outcome, strict, threadCount, within } from './worker-helpers.mjs';
 
 const LIMIT_MS = 20_000;  // a worker call that has not settled by then hangs
@@ -28,12 +28,6 @@ after(() => Promise.all([worker?.dispose(), otherWorker?.dispose()]));
 const q = normalTensor([4, 8], 1), k = normalTensor([6, 8], 2), v = normalTensor([6, 3], 3);
 const qs = normalTensor([6, 8], 4);
 const q3 = normalTensor([2, 4, 8], 5), k3 = normalTensor([2, 6, 8], 6), v3 = normalTensor([2, 6, 3], 7);
-const withValue = (t, index, value) => {
-  const data = t.data.slice();
-  data[index] = value;
-  return { data, dims: [...t.dims] };
-};
-const tensor = (dims, fill = 0.1) => ({ data: new Float32Array(dims.reduce((a, b) => a * b, 1)).fill(fill), dims });
 const mask = (values, dims = [values.length]) => ({ data: Uint8Array.from(values), dims });
 class Tensorish {  // a class instance: structured clone would drop its name
   constructor() { this.dims = [6, 3]; }
@@ -60,9 +54,9 @@ const cases = [
   ['v is a view shorter than dims', (f) => f.exactAttention(q, k, { data: v.data.subarray(1), dims: [6, 3] })],
   ['NaN in q', (f) => f.exactAttention(withValue(q, 5, NaN), k, v)],
   ['+Infinity in k', (f) => f.exactAttention(q, withValue(k, 47, Infinity), v)],
-  ['d of k differs from q', (f) => f.exactAttention(q, tensor([6, 7]), v)],
-  ['leading dims of k differ from q', (f) => f.exactAttention(q3, tensor([3, 6, 8]), v3)],
-  ['causal with L > S', (f) => f.exactAttention(tensor([8, 8]), k, v, { causal: true })],
+  ['d of k differs from q', (f) => f.exactAttention(q, filledTensor([6, 7]), v)],
+  ['leading dims of k differ from q', (f) => f.exactAttention(q3, filledTensor([3, 6, 8]), v3)],
+  ['causal with L > S', (f) => f.exactAttention(filledTensor([8, 8]), k, v, { causal: true })],
   ['causal is a string', (f) => f.exactAttention(qs, k, v, { causal: 'yes' })],
   ['causal is a function', (f) => f.exactAttention(qs, k, v, { causal: () => true })],
   ['scale 0', (f) => f.exactAttention(q, k, v, { scale: 0 })],
@@ -77,9 +71,9 @@ const cases = [
   ['options a function', (f) => f.exactAttention(q, k, v, function causal() {})],
   ['v a class instance without data', (f) => f.exactAttention(q, k, new Tensorish())],
   ['attentionMatrix: q an Array', (f) => f.attentionMatrix([1, 2], k)],
-  ['attentionMatrix: causal with L > S', (f) => f.attentionMatrix(tensor([8, 8]), k, { causal: true })],
+  ['attentionMatrix: causal with L > S', (f) => f.attentionMatrix(filledTensor([8, 8]), k, { causal: true })],
   ['attentionMatrix: does not take featureMap', (f, map) => f.attentionMatrix(q, k, { featureMap: map })],
-  ['attentionMatrix: too large for memory', (f) => f.attentionMatrix(tensor([40000, 1]), tensor([40000, 1]))],
+  ['attentionMatrix: too large for memory', (f) => f.attentionMatrix(filledTensor([40000, 1]), filledTensor([40000, 1]))],
 
   // ---- createFeatureMap ----
   ['createFeatureMap: no options', (f) => f.createFeatureMap()],
@@ -95,9 +89,9 @@ const cases = [
   ['createFeatureMap: seed 2^53', (f) => f.createFeatureMap({ dim: 8, features: 8, seed: 2 ** 53 })],
   ['createFeatureMap: seed a BigInt', (f) => f.createFeatureMap({ dim: 8, features: 8, seed: 1n })],
   ['createFeatureMap: epsilon NaN', (f) => f.createFeatureMap({ dim: 8, features: 8, kernel: 'relu', epsilon: NaN })],
-  ['createFeatureMap: projection rank 3', (f) => f.createFeatureMap({ projection: tensor([2, 4, 8]) })],
-  ['createFeatureMap: NaN in projection', (f) => f.createFeatureMap({ projection: withValue(tensor([4, 8]), 9, NaN) })],
-  ['createFeatureMap: features disagrees with projection', (f) => f.createFeatureMap({ projection: tensor([4, 8]), features: 5 })],
+  ['createFeatureMap: projection rank 3', (f) => f.createFeatureMap({ projection: filledTensor([2, 4, 8]) })],
+  ['createFeatureMap: NaN in projection', (f) => f.createFeatureMap({ projection: withValue(filledTensor([4, 8]), 9, NaN) })],
+  ['createFeatureMap: features disagrees with projection', (f) => f.createFeatureMap({ projection: filledTensor([4, 8]), features: 5 })],
   ['createFeatureMap: rho on a positive map', (f) => f.createFeatureMap({ dim: 8, features: 4, rho: 1 })],
 
   // ---- favorAttention / favorAttentionMatrix ----
@@ -125,14 +119,14 @@ const cases = [
     await state.dispose();
     return f.favorAttention(q, k, v, { featureMap: state });
   }],
-  ['favorAttention: q d differs from the map', (f, map) => f.favorAttention(tensor([4, 6]), tensor([6, 6]), v, { featureMap: map })],
+  ['favorAttention: q d differs from the map', (f, map) => f.favorAttention(filledTensor([4, 6]), filledTensor([6, 6]), v, { featureMap: map })],
   ['favorAttention: chunk 0', (f, map) => f.favorAttention(q, k, v, { featureMap: map, chunk: 0 })],
   ['favorAttention: chunk a string', (f, map) => f.favorAttention(q, k, v, { featureMap: map, chunk: '64' })],
   ['favorAttention: NaN in v', (f, map) => f.favorAttention(q, k, withValue(v, 17, NaN), { featureMap: map })],
   ['favorAttention: unknown option', (f, map) => f.favorAttention(q, k, v, { featureMap: map, features: 8 })],
   ['favorAttentionMatrix: featureMap a string', (f) => f.favorAttentionMatrix(q, k, { featureMap: 'positive' })],
   ['favorAttentionMatrix: does not take chunk', (f, map) => f.favorAttentionMatrix(q, k, { featureMap: map, chunk: 8 })],
-  ['favorAttentionMatrix: too large for memory', (f, map) => f.favorAttentionMatrix(tensor([40000, 8]), tensor([40000, 8]), { featureMap: map })],
+  ['favorAttentionMatrix: too large for memory', (f, map) => f.favorAttentionMatrix(filledTensor([40000, 8]), filledTensor([40000, 8]), { featureMap: map })],
 
   // ---- the map's own methods ----
   ['redraw: seed -1', (f, map) => map.redraw(-1)],
@@ -155,28 +149,28 @@ const cases = [
   }],
 
   // ---- compare / outputRelativeError ----
-  ['compare: dims differ', (f) => f.compare(tensor([4, 6]), tensor([6, 4]))],
-  ['compare: exactMatrix a Float32Array', (f) => f.compare(new Float32Array(4), tensor([2, 2]))],
-  ['compare: NaN in exactMatrix', (f) => f.compare(withValue(tensor([3, 3]), 4, NaN), tensor([3, 3]))],
-  ['compare: approxMatrix missing', (f) => f.compare(tensor([3, 3]))],
-  ['outputRelativeError: approx null', (f) => f.outputRelativeError(tensor([2, 2]), null)],
-  ['outputRelativeError: Infinity in exact', (f) => f.outputRelativeError(withValue(tensor([2, 2]), 1, Infinity), tensor([2, 2]))],
+  ['compare: dims differ', (f) => f.compare(filledTensor([4, 6]), filledTensor([6, 4]))],
+  ['compare: exactMatrix a Float32Array', (f) => f.compare(new Float32Array(4), filledTensor([2, 2]))],
+  ['compare: NaN in exactMatrix', (f) => f.compare(withValue(filledTensor([3, 3]), 4, NaN), filledTensor([3, 3]))],
+  ['compare: approxMatrix missing', (f) => f.compare(filledTensor([3, 3]))],
+  ['outputRelativeError: approx null', (f) => f.outputRelativeError(filledTensor([2, 2]), null)],
+  ['outputRelativeError: Infinity in exact', (f) => f.outputRelativeError(withValue(filledTensor([2, 2]), 1, Infinity), filledTensor([2, 2]))],
 
   // ---- codebooks ----
   ['codebookAttention: codebook missing', (f) => f.codebookAttention(q, k, v, {})],
-  ['codebookAttention: codebook d differs', (f) => f.codebookAttention(q, k, v, { codebook: tensor([3, 7]) })],
-  ['codebookAttention: assignment nearest', (f) => f.codebookAttention(q, k, v, { codebook: tensor([3, 8]), assignment: 'nearest' })],
-  ['codebookAttention: temperature 0', (f) => f.codebookAttention(q, k, v, { codebook: tensor([3, 8]), assignment: 'soft', temperature: 0 })],
-  ['codebookAttention: chunk -Infinity', (f) => f.codebookAttention(q, k, v, { codebook: tensor([3, 8]), chunk: -Infinity })],
+  ['codebookAttention: codebook d differs', (f) => f.codebookAttention(q, k, v, { codebook: filledTensor([3, 7]) })],
+  ['codebookAttention: assignment nearest', (f) => f.codebookAttention(q, k, v, { codebook: filledTensor([3, 8]), assignment: 'nearest' })],
+  ['codebookAttention: temperature 0', (f) => f.codebookAttention(q, k, v, { codebook: filledTensor([3, 8]), assignment: 'soft', temperature: 0 })],
+  ['codebookAttention: chunk -Infinity', (f) => f.codebookAttention(q, k, v, { codebook: filledTensor([3, 8]), chunk: -Infinity })],
   ['codebookAttentionMatrix: codebook null', (f) => f.codebookAttentionMatrix(q, k, { codebook: null })],
-  ['codebookAttentionMatrix: +Infinity in q', (f) => f.codebookAttentionMatrix(withValue(q, 31, Infinity), k, { codebook: tensor([3, 8]) })],
+  ['codebookAttentionMatrix: +Infinity in q', (f) => f.codebookAttentionMatrix(withValue(q, 31, Infinity), k, { codebook: filledTensor([3, 8]) })],
   ['kmeans: options missing', (f) => f.kmeans(k)],
   ['kmeans: clusters above the number of keys', (f) => f.kmeans(k, { clusters: 7 })],
   ['kmeans: unknown option', (f) => f.kmeans(k, { clusters: 2, init: 'random' })],
   ['randomCodebook: no options', (f) => f.randomCodebook()],
   ['randomCodebook: sigma Infinity', (f) => f.randomCodebook({ clusters: 2, dim: 4, sigma: Infinity })],
   ['randomCodebook: too large for memory', (f) => f.randomCodebook({ clusters: 2 ** 24, dim: 2 ** 20 })],
-  ['codebookFromFeatureMap: not a FeatureMap', (f) => f.codebookFromFeatureMap({ projection: tensor([2, 8]) })],
+  ['codebookFromFeatureMap: not a FeatureMap', (f) => f.codebookFromFeatureMap({ projection: filledTensor([2, 8]) })],
   ['codebookFromFeatureMap: nothing', (f) => f.codebookFromFeatureMap()],
   ['codebookFromFeatureMap: a disposed map', async (f) => {
     const map = await f.createFeatureMap({ dim: 8, features: 4 });
@@ -190,14 +184,14 @@ const cases = [
   ['keyMask a bare Uint8Array', (f) => f.exactAttention(q, k, v, { keyMask: new Uint8Array(6) })],
   ['keyMask length does not match its dims', (f) => f.exactAttention(q, k, v, { keyMask: mask([1, 1, 1, 1, 1], [6]) })],
   ['keyMask does not broadcast', (f) => f.exactAttention(q3, k3, v3, { keyMask: { data: new Uint8Array(18).fill(1), dims: [3, 6] } })],
-  ['keyMask holds a 2', (f) => f.codebookAttention(q, k, v, { codebook: tensor([3, 8]), keyMask: mask([1, 1, 2, 1, 1, 1]) })],
+  ['keyMask holds a 2', (f) => f.codebookAttention(q, k, v, { codebook: filledTensor([3, 8]), keyMask: mask([1, 1, 2, 1, 1, 1]) })],
 
   // ---- grouped heads, matmul ----
-  ['heads of k do not divide those of q', (f) => f.exactAttention(tensor([2, 4, 4, 8]), tensor([2, 3, 6, 8]), tensor([2, 3, 6, 3]))],
-  ['matmul: inner dims differ', (f) => f.matmul(q, tensor([7, 3]))],
-  ['matmul: transposeB a string', (f) => f.matmul(q, tensor([8, 3]), { transposeB: 'yes' })],
-  ['matmul: bias a Float64Array', (f) => f.matmul(q, tensor([8, 3]), { bias: { data: new Float64Array(3), dims: [3] } })],
-  ['matmul: NaN in b', (f) => f.matmul(q, withValue(tensor([8, 3]), 4, NaN))],
+  ['heads of k do not divide those of q', (f) => f.exactAttention(filledTensor([2, 4, 4, 8]), filledTensor([2, 3, 6, 8]), filledTensor([2, 3, 6, 3]))],
+  ['matmul: inner dims differ', (f) => f.matmul(q, filledTensor([7, 3]))],
+  ['matmul: transposeB a string', (f) => f.matmul(q, filledTensor([8, 3]), { transposeB: 'yes' })],
+  ['matmul: bias a Float64Array', (f) => f.matmul(q, filledTensor([8, 3]), { bias: { data: new Float64Array(3), dims: [3] } })],
+  ['matmul: NaN in b', (f) => f.matmul(q, withValue(filledTensor([8, 3]), 4, NaN))],
 
   // ---- causal states ----
   ['createCausalState: no options', (f) => f.createCausalState()],
@@ -215,24 +209,24 @@ const cases = [
   ['createCausalState: exact takes no featureMap', (f, map) => f.createCausalState({ method: 'exact', featureMap: map })],
   ['append: leading dims differ from the first append', async (f) => {
     const state = await f.createCausalState({ method: 'exact' });
-    await state.append(tensor([2, 1, 8]), tensor([2, 1, 8]), tensor([2, 1, 3]));
-    try { return await state.append(tensor([3, 1, 8]), tensor([3, 1, 8]), tensor([3, 1, 3])); } finally { await state.dispose(); }
+    await state.append(filledTensor([2, 1, 8]), filledTensor([2, 1, 8]), filledTensor([2, 1, 3]));
+    try { return await state.append(filledTensor([3, 1, 8]), filledTensor([3, 1, 8]), filledTensor([3, 1, 3])); } finally { await state.dispose(); }
   }],
   ['append: d differs from the map', async (f, map) => {
     const state = await f.createCausalState({ method: 'favor', featureMap: map });
-    try { return await state.append(tensor([1, 7]), tensor([1, 7]), tensor([1, 3])); } finally { await state.dispose(); }
+    try { return await state.append(filledTensor([1, 7]), filledTensor([1, 7]), filledTensor([1, 3])); } finally { await state.dispose(); }
   }],
   ['append: unknown option', async (f) => {
     const state = await f.createCausalState({ method: 'exact' });
-    try { return await state.append(tensor([1, 8]), tensor([1, 8]), tensor([1, 3]), { causal: true }); } finally { await state.dispose(); }
+    try { return await state.append(filledTensor([1, 8]), filledTensor([1, 8]), filledTensor([1, 3]), { causal: true }); } finally { await state.dispose(); }
   }],
   ['append on a disposed state', async (f) => {
     const state = await f.createCausalState({ method: 'exact' });
     await state.dispose();
-    return state.append(tensor([1, 8]), tensor([1, 8]), tensor([1, 3]));
+    return state.append(filledTensor([1, 8]), filledTensor([1, 8]), filledTensor([1, 3]));
   }],
   ['length of a disposed state', async (f) => {
-    const state = await f.createCausalState({ method: 'codebook', codebook: tensor([3, 8]) });
+    const state = await f.createCausalState({ method: 'codebook', codebook: filledTensor([3, 8]) });
     state[Symbol.dispose]();
     return state.length;
   }],
@@ -323,11 +317,11 @@ test('a disposed instance: every call rejects with a TypeError naming it; calls 
     ['exactAttention', () => favor.exactAttention(q, k, v)], ['attentionMatrix', () => favor.attentionMatrix(q, k)],
     ['createFeatureMap', () => favor.createFeatureMap({ dim: 8, features: 8 })], ['createCausalState', () => favor.createCausalState({ method: 'exact' })],
     ['favorAttention', () => favor.favorAttention(q, k, v, { featureMap: map })], ['favorAttentionMatrix', () => favor.favorAttentionMatrix(q, k, { featureMap: map })],
-    ['codebookAttention', () => favor.codebookAttention(q, k, v, { codebook: tensor([3, 8]) })],
-    ['codebookAttentionMatrix', () => favor.codebookAttentionMatrix(q, k, { codebook: tensor([3, 8]) })],
+    ['codebookAttention', () => favor.codebookAttention(q, k, v, { codebook: filledTensor([3, 8]) })],
+    ['codebookAttentionMatrix', () => favor.codebookAttentionMatrix(q, k, { codebook: filledTensor([3, 8]) })],
     ['kmeans', () => favor.kmeans(k, { clusters: 2 })], ['randomCodebook', () => favor.randomCodebook({ clusters: 2, dim: 4 })],
-    ['codebookFromFeatureMap', () => favor.codebookFromFeatureMap(map)], ['matmul', () => favor.matmul(q, tensor([8, 3]))],
-    ['compare', () => favor.compare(tensor([2, 2]), tensor([2, 2]))], ['outputRelativeError', () => favor.outputRelativeError(tensor([2, 2]), tensor([2, 2]))],
+    ['codebookFromFeatureMap', () => favor.codebookFromFeatureMap(map)], ['matmul', () => favor.matmul(q, filledTensor([8, 3]))],
+    ['compare', () => favor.compare(filledTensor([2, 2]), filledTensor([2, 2]))], ['outputRelativeError', () => favor.outputRelativeError(filledTensor([2, 2]), filledTensor([2, 2]))],
     ['memory', () => favor.memory()],
     ['redraw', () => map.redraw(1)], ['projection', () => map.projection], ['append', () => state.append(q, k, v)], ['length', () => state.length],
     ['stateBytes', () => state.stateBytes], ['reset', () => state.reset()],
