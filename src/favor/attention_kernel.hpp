@@ -31,9 +31,11 @@ namespace favor::kernel {
 #if defined(__AVX__) && !defined(__EMSCRIPTEN__)
 typedef float fv __attribute__((vector_size(32)));
 inline fv splat(float x) { return fv{x, x, x, x, x, x, x, x}; }
+inline fv vmax(fv a, fv b) { return a > b ? a : b; }
 #else
 typedef vec::f32x4 fv;
 using vec::splat;
+using vec::vmax;
 #endif
 
 constexpr Index kLanes = sizeof(fv) / sizeof(float);
@@ -45,7 +47,6 @@ inline fv load(const float* p) {
   return v;
 }
 inline void store(float* p, fv v) { std::memcpy(p, &v, sizeof v); }
-inline fv vmax(fv a, fv b) { return a > b ? a : b; }
 
 // The softmax weights exp(score - running max), one per score (x <= 0, -inf or NaN).
 using vec::exp_nonpositive;

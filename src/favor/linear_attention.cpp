@@ -301,7 +301,9 @@ void factored_attention(const std::vector<QueryHead>& heads, const FactorBlock& 
   // (Not with a carried state: its sums hold v at the scale of earlier calls.)
   if (carried && (!next || next == carried)) throw_range("next", "a carried state needs a distinct state to write");
   if (v.size() && !carried) {
-    if (const int e = far_binary_exponent(v.cwiseAbs().maxCoeff())) {
+    float top = 0.0f;
+    for (Index i = 0; i < v.rows(); ++i) top = std::max(top, vec::max_abs(v.row(i).data(), v.cols()));
+    if (const int e = far_binary_exponent(top)) {
       const Matrix scaled = v.unaryExpr([e](float x) { return std::ldexp(x, -e); });
       factored_attention(heads, keys, features, scaled, causal, chunk);
       for (const QueryHead& h : heads) {

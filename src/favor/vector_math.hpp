@@ -4,6 +4,7 @@
 // (Eigen 3.4 has no wasm SIMD backend: its exp/max/sum run one float at a time there.)
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -21,7 +22,16 @@ inline f32x4 load(const float* p) {
 }
 inline void store(float* p, f32x4 v) { std::memcpy(p, &v, sizeof v); }
 inline f32x4 splat(float x) { return f32x4{x, x, x, x}; }
-inline f32x4 vmax(f32x4 a, f32x4 b) { return a > b ? a : b; }
+// a > b ? a : b, lane by lane (b where either is NaN). In wasm SIMD that select is a compare and
+// a bitselect, which V8 lowers to four dependent instructions; pmax(b, a) = b < a ? a : b is the
+// same function in one (maxps), which matters in the running maxima's chains.
+inline f32x4 vmax(f32x4 a, f32x4 b) {
+#if defined(__wasm_simd128__)
+  return __builtin_wasm_pmax_f32x4(b, a);
+#else
+  return a > b ? a : b;
+#endif
+}
 
 // Whether madd below is a fused multiply-add instruction in this build.
 #if defined(__wasm_relaxed_simd__)
@@ -70,9 +80,11 @@ inline V exp_nonpositive(V x) {
   typedef std::uint32_t U __attribute__((vector_size(sizeof(V))));
   const I underflow = x < -87.33654f;  // false for NaN
   const V magic = V{} + 12582912.0f;   // 1.5 * 2^23
-  const V t = x * 1.44269504088896341f + magic;
+  // Written with madd: the same operations in every build, fused in the relaxed one (where t
+  // then rounds the exact x log2(e), and r keeps the products' low bits).
+  const V t = madd(x, V{} + 1.44269504088896341f, magic);
   const V n = t - magic;  // round(x log2 e), in [-126, 0] where not underflowing
-  const V r = x - n * 0.693359375f + n * 2.12194440e-4f;
+  const V r = madd(n, V{} + 2.12194440e-4f, madd(n, V{} - 0.693359375f, x));  // x - n c1 + n c2
   const V p = exp_polynomial(r);
   // t's bits are 0x4B400000 + n: 2^n is (n + 127) << 23.
   const U pow2 = ((U)t - (0x4B400000u - 127u)) << 23;  // unsigned: lanes masked below wrap
@@ -220,14 +232,34 @@ inline float dot(const float* x, const float* y, Index n) {
 }
 inline float sum(const float* x, Index n) { return dot(x, nullptr, n); }
 
-// True if x[0..n) are all finite: x * 0 is 0 for finite x and NaN otherwise.
+// True if x[0..n) are all finite: x * 0 is +-0 for finite x and NaN otherwise. The products'
+// bits are or-ed (a one-cycle chain; a running sum's add latency would bound the loop), and any
+// exponent bit set means a NaN.
 inline bool all_finite(const float* x, Index n) {
-  f32x4 acc = splat(0.0f);
+  i32x4 bits = i32x4{} + 0;
   Index i = 0;
-  for (; i + 4 <= n; i += 4) acc += load(x + i) * splat(0.0f);
-  float total = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-  for (; i < n; ++i) total += x[i] * 0.0f;
-  return total == 0.0f;
+  for (; i + 4 <= n; i += 4) bits |= (i32x4)(load(x + i) * splat(0.0f));
+  std::int32_t any = (bits[0] | bits[1]) | (bits[2] | bits[3]);
+  for (; i < n; ++i) {
+    const float z = x[i] * 0.0f;
+    std::int32_t b;
+    std::memcpy(&b, &z, sizeof b);
+    any |= b;
+  }
+  return (any & 0x7f800000) == 0;
+}
+
+// max of |x[i]| for i < n (0 for n = 0; NaN is not ordered, see vmax).
+inline float max_abs(const float* x, Index n) {
+  const i32x4 magnitude = i32x4{} + 0x7fffffff;
+  f32x4 top = splat(0.0f);
+  Index i = 0;
+  for (; i + 4 <= n; i += 4) top = vmax(top, (f32x4)((i32x4)load(x + i) & magnitude));
+  float result = top[0] > top[1] ? top[0] : top[1];
+  result = result > top[2] ? result : top[2];
+  result = result > top[3] ? result : top[3];
+  for (; i < n; ++i) result = std::fabs(x[i]) > result ? std::fabs(x[i]) : result;
+  return result;
 }
 
 }  // namespace favor::vec

@@ -124,6 +124,23 @@ TEST(VectorMath, AllFiniteFindsEveryPosition) {
   EXPECT_TRUE(favor::vec::all_finite(nullptr, 0));
 }
 
+// max_abs is the largest magnitude for every length (so the tail goes through its loop too),
+// with the maximum at any position, of either sign; 0 for no values and for -0.
+TEST(VectorMath, MaxAbsFindsEveryPositionAndSign) {
+  for (favor::Index len = 1; len <= 11; ++len)
+    for (favor::Index at = 0; at < len; ++at)
+      for (float top : {-7.5f, 7.5f, 1e-40f, -3.0e38f}) {
+        std::vector<float> x(len);
+        for (favor::Index i = 0; i < len; ++i) x[i] = (i % 2 ? -1.0f : 1.0f) * std::fabs(top) * 0.5f;
+        x[at] = top;
+        EXPECT_EQ(favor::vec::max_abs(x.data(), len), std::fabs(top)) << len << " " << at;
+      }
+  const float zeros[] = {-0.0f, 0.0f, -0.0f, -0.0f, -0.0f};
+  EXPECT_EQ(favor::vec::max_abs(zeros, 5), 0.0f);
+  EXPECT_FALSE(std::signbit(favor::vec::max_abs(zeros, 5)));
+  EXPECT_EQ(favor::vec::max_abs(nullptr, 0), 0.0f);
+}
+
 // axpby equals the plain expression lane by lane (two products and a sum, no FMA), in place too.
 // The factors that move a state's sums to a larger shift: exp(from - to) within the vector exp's
 // 3 ulp, exactly 1 at equal shifts (also -inf = -inf, an empty state, whose difference is NaN)
