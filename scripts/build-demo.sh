@@ -11,7 +11,7 @@ out=demo/dist
 if [[ ${1:-} == --out ]]; then out=$(realpath -m "$2"); fi
 
 scripts/ensure-npm.sh
-for f in dist/favor-simd.js dist/favor-simd.wasm dist/favor-scalar.js dist/favor-scalar.wasm; do
+for f in dist/favor-simd.js dist/favor-simd.wasm dist/favor-scalar.wasm; do
   if [[ ! -f $f ]]; then scripts/build-wasm.sh; break; fi
 done
 # The browser worker of loadFavor({ worker: true }), which the page's loader names (so Vite

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds the WebAssembly modules into dist/: favor-simd.{js,wasm}, favor-scalar.{js,wasm},
+# Builds the WebAssembly modules into dist/: favor-simd.{js,wasm}, favor-scalar.wasm (no SIMD),
 # favor-simd-threads.{js,wasm,worker.js} (pthreads), and their fused multiply-add twins
-# favor-relaxed.wasm and favor-relaxed-threads.wasm (relaxed SIMD; loaded with the SIMD glue).
+# favor-relaxed.wasm and favor-relaxed-threads.wasm (relaxed SIMD). The scalar and relaxed modules
+# load with the SIMD builds' glue.
 # Incremental: reruns only what changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,8 +19,9 @@ for variant in simd scalar simd-threads relaxed relaxed-threads; do
   relaxed=OFF; [[ $variant == relaxed* ]] && relaxed=ON
   threads=OFF; exts="wasm js"
   [[ $variant == *-threads ]] && threads=ON exts="wasm worker.js js"
-  # The relaxed modules load with the SIMD builds' glue, the same file but for its name (tested).
-  [[ $relaxed == ON ]] && exts="wasm"
+  # The scalar and relaxed modules load with the SIMD builds' glue, the same file but for its
+  # name (tested).
+  [[ $relaxed == ON || $variant == scalar ]] && exts="wasm"
   dir=build/wasm-$variant
   if [[ ! -f $dir/CMakeCache.txt ]]; then
     emcmake cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DFAVOR_WASM_SIMD=$simd \

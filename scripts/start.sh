@@ -11,7 +11,7 @@ scripts/ensure-npm.sh
 
 # The wasm: rebuild when a module is missing or older than a source it is built from.
 stale=0
-for f in dist/favor-simd.js dist/favor-simd.wasm dist/favor-scalar.js dist/favor-scalar.wasm dist/favor-relaxed.wasm \
+for f in dist/favor-simd.js dist/favor-simd.wasm dist/favor-scalar.wasm dist/favor-relaxed.wasm \
          dist/favor-simd-threads.js dist/favor-simd-threads.wasm dist/favor-relaxed-threads.wasm; do
   [[ -f $f ]] || { stale=1; break; }
 done

@@ -36,10 +36,10 @@ export async function loadFavor(options) {
     : build === 'simd' ? new URL('../dist/favor-simd.wasm', import.meta.url)
       : new URL('../dist/favor-scalar.wasm', import.meta.url);
   const wasmFile = `favor-${build}.wasm`;
-  // The glue asks for its own .wasm by name; the relaxed module runs on the SIMD glue (the
-  // builds' glue differs only in its file name).
+  // The glue asks for its own .wasm by name; every single-thread module runs on the SIMD build's
+  // glue (the builds' glue differs only in its file name).
   const locateFile = () => String(o.locateFile ? o.locateFile(wasmFile) : (o.wasmUrl ?? defaultUrl));
-  const { default: createModule } = await (simd ? import('../dist/favor-simd.js') : import('../dist/favor-scalar.js'));
+  const { default: createModule } = await import('../dist/favor-simd.js');
   const Module = await createModule(wasmBinary ? { wasmBinary } : { locateFile }).catch((error) => {
     const where = wasmBinary ? 'the wasmBinary given' : locateFile();
     throw new Error(`loadFavor: could not load ${where}: ${error?.message ?? error}`, { cause: error });

@@ -44,8 +44,9 @@ export async function loadFavor(options) {
     throw new Error(`loadFavor: could not instantiate ${o.wasmBinary ? 'the wasmBinary given' : `${name}.wasm`}: ${error?.message ?? error}`, { cause: error });
   };
   if (threads === 1) {
-    // The relaxed module runs on the SIMD glue (the builds' glue differs only in its file name).
-    const { default: createModule } = await (simd ? import('../dist/favor-simd.js') : import('../dist/favor-scalar.js'));
+    // Every single-thread module runs on the SIMD build's glue (the builds' glue differs only in
+    // its file name).
+    const { default: createModule } = await import('../dist/favor-simd.js');
     const Module = await createModule({ wasmBinary }).catch(fail);
     return createApi(Module, { simd, threadsReason });
   }

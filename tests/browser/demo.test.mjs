@@ -19,7 +19,7 @@ const repo = fileURLToPath(new URL('../../', import.meta.url));
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
   '--disable-component-update', '--no-first-run', '--disable-quic', '--disable-sync'];
-const missing = ['dist/favor-simd.wasm', 'dist/favor-simd.js', 'dist/favor-scalar.wasm', 'dist/favor-scalar.js']
+const missing = ['dist/favor-simd.wasm', 'dist/favor-simd.js', 'dist/favor-scalar.wasm']
   .filter((f) => !existsSync(join(repo, f)));
 // Missing prerequisites fail the file with the reason: a silently skipped check is no check.
 const unmet = !existsSync(CHROMIUM) ? `${CHROMIUM} is missing (apt-get install chromium)`

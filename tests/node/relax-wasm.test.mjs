@@ -106,12 +106,14 @@ test('the built modules decode completely; only the relaxed ones hold relaxed_ma
   }
 });
 
-test('the relaxed modules run on the SIMD glue: the builds write the same glue but for the file name', async (t) => {
+test('the relaxed and scalar modules run on the SIMD glue: the builds write the same glue but for the file name', async (t) => {
   const built = new URL('../../build/wasm-relaxed/favor-relaxed.js', import.meta.url);
   const own = await readFile(built, 'utf8').catch(() => null);
   if (own === null) return t.skip('build/wasm-relaxed is not here (run scripts/build-wasm.sh)');
   const simd = await readFile(new URL('../../dist/favor-simd.js', import.meta.url), 'utf8');
   assert.equal(own.replaceAll('favor-relaxed', 'favor-simd'), simd);
+  const scalarOwn = await readFile(new URL('../../build/wasm-scalar/favor-scalar.js', import.meta.url), 'utf8');
+  assert.equal(scalarOwn.replaceAll('favor-scalar', 'favor-simd'), simd);
   const threadsOwn = await readFile(new URL('../../build/wasm-relaxed-threads/favor-relaxed-threads.js', import.meta.url), 'utf8');
   const threadsSimd = await readFile(new URL('../../dist/favor-simd-threads.js', import.meta.url), 'utf8');
   assert.equal(threadsOwn.replaceAll('favor-relaxed', 'favor-simd'), threadsSimd);

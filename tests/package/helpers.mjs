@@ -22,7 +22,6 @@ export const EXPECTED_FILES = [
   'README.md',
   'dist/favor-relaxed-threads.wasm',
   'dist/favor-relaxed.wasm',
-  'dist/favor-scalar.js',
   'dist/favor-scalar.wasm',
   'dist/favor-simd-threads.js',
   'dist/favor-simd-threads.wasm',
