@@ -1,6 +1,6 @@
-// The packed package in headless Chromium, three ways a web app takes it: a Vite production
-// build, the Vite dev server (with optimizeDeps.exclude, as the README says), and no bundler
-// at all (an import map to node_modules/favor-attention/web/browser.js). Each page computes
+// The packed package in headless Chromium, four ways a web app takes it: a Vite production
+// build, the Vite dev server (with optimizeDeps.exclude, as the README says), a webpack 5
+// production build, and no bundler at all (an import map to node_modules/favor-attention/web/browser.js). Each page computes
 // exact attention and FAVOR+ (positive, m = 256, seed 1) on fixed inputs, synchronously and
 // through loadFavor({ worker: true }); the results must be what Node computes with the same
 // tarball (the worker's: the page's own bits), with no console error, the .wasm served as
@@ -31,9 +31,10 @@ before(async () => {
   const tarball = await packTarball(join(work, 'pack'));
   app = join(work, 'app');
   await cp(APP_SOURCE, app, { recursive: true });
-  const viteVersion = JSON.parse(await readFile(join(ROOT, 'node_modules', 'vite', 'package.json'), 'utf8')).version;
+  const version = async (name) => JSON.parse(await readFile(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')).version;
   await writeFile(join(app, 'package.json'), JSON.stringify({ name: 'favor-vite-app', private: true, type: 'module' }, null, 2));
-  await runOk('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball, `vite@${viteVersion}`], {
+  await runOk('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball, `vite@${await version('vite')}`,
+    `webpack@${await version('webpack')}`], {
     cwd: app, env: npmEnv(), timeout: 180_000,
   });
   const installed = await installedPackageJson(app);
@@ -62,7 +63,7 @@ function assertClose(actual, expected, label) {
  * the threaded build (headless Chromium reports the machine's cores, >= 2 in CI); any other
  * falls back to one thread and says why.
  */
-function checkPage({ result, errors, responses }, label, { isolated = false } = {}) {
+function checkPage({ result, errors, responses }, label, { isolated = false, workerScript = /favor-worker[^/]*\.js/ } = {}) {
   assert.deepEqual(errors, [], `${label}: errors in the page`);
   assert.equal(result.version, '0.1.0');
   assert.equal(result.exportedVersion, result.version, 'the exported version matches favor.info.version');
@@ -97,7 +98,7 @@ function checkPage({ result, errors, responses }, label, { isolated = false } = 
   const used = isolated ? 'relaxed-threads' : 'relaxed';
   assert.deepEqual(wasm.map((r) => /favor-(relaxed-threads|relaxed|simd-threads|simd|scalar)/.exec(r.url)?.[1]).sort(), [used, used, 'scalar'],
     `${label}: expected the ${isolated ? 'threaded ' : ''}relaxed-SIMD .wasm to be fetched by the page and by the worker, and the scalar one once, got ${JSON.stringify(wasm)}`);
-  const script = responses.filter((r) => /favor-worker[^/]*\.js/.test(new URL(r.url).pathname));
+  const script = responses.filter((r) => workerScript.test(new URL(r.url).pathname));
   assert.equal(script.length, 1, `${label}: the worker script is fetched once: ${JSON.stringify(script)}`);
   assert.equal(script[0].status, 200, `${label}: ${script[0].url}`);
   assert.match(script[0].type, /^(text|application)\/javascript\b/, `${label}: ${script[0].url} served as '${script[0].type}'`);
@@ -163,6 +164,27 @@ describe('favor-attention in Chromium', () => {
       }
     });
   }
+
+  // webpack 5 emits the worker (new Worker(new URL(...))) as a chunk of its own and every .wasm
+  // and the pthreads glue (new URL(...)) as assets.
+  test('webpack 5 production build', { timeout: 120_000 }, async () => {
+    const { stdout } = await runOk(process.execPath, ['webpack-build.mjs'], { cwd: app, env: npmEnv(), timeout: 90_000 });
+    const { assets, worker, warnings } = JSON.parse(stdout);
+    assert.deepEqual(warnings.filter((w) => /favor/i.test(w)), [], 'webpack warns about nothing of favor-attention');
+    for (const name of ['favor-relaxed', 'favor-simd', 'favor-scalar', 'favor-simd-threads', 'favor-relaxed-threads']) {
+      assert.ok(assets.some((f) => new RegExp(`^${name}-[0-9a-f]+\\.wasm$`).test(f)), `no ${name}.wasm emitted: ${assets}`);
+    }
+    assert.equal(worker.length, 1, `the worker is one chunk: ${worker} (assets ${assets})`);
+    const workerScript = new RegExp(`/${worker[0].replace(/[.]/g, '\\.')}$`);
+    for (const isolated of [false, true]) {
+      const server = await serveStatic(join(app, 'dist-webpack'), { isolated });
+      try {
+        checkPage(await openResultPage(browser, server.url), `webpack${isolated ? ', isolated' : ''}`, { isolated, workerScript });
+      } finally {
+        await server.close();
+      }
+    }
+  });
 
   test('worker: true where its worker cannot start, or its module cannot load, rejects with what failed; the synchronous API still works', { timeout: 90_000 }, async () => {
     const expected = /^rejected: Error: loadFavor: the favor-attention worker did not start: its script, favor-attention\/dist\/favor-worker\.js, must be served with the page .*Content-Security-Policy \(worker-src\)/;
