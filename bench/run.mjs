@@ -5,7 +5,8 @@
 // attention and FAVOR+ (positive, m = 256), bidirectional and causal, d = 64, L = 256 ... 65536.
 // Every implementation's output is checked against ours on the same inputs and projection W
 // before it is timed. Then the crossovers (the smallest L from which our FAVOR+ beats our exact
-// attention, m = 64, 128, 256). Writes BENCHMARKS.md, bench/plots/*.svg and bench/results.json
+// attention, m = 64, 128, 256); then bench/decode.mjs and bench/worker.mjs add their sections.
+// Writes BENCHMARKS.md, bench/plots/*.svg and bench/results.json
 // (with --quick: build/bench-quick/; with --out FILE: beside FILE).
 //
 //   node bench/run.mjs [--quick] [--out FILE.md] [--max-call-ms 5000] [--budget-ms N]
@@ -80,17 +81,18 @@ const outFile = path.resolve(args.out ?? (quick ? path.join(repo, 'build/bench-q
 const plotDir = outFile === canonical ? path.join(repo, 'bench/plots') : path.join(path.dirname(outFile), 'plots');
 const resultsFile = outFile === canonical ? path.join(repo, 'bench/results.json') : path.join(path.dirname(outFile), 'results.json');
 // --report-only: rewrite the report and plots from the saved results (after changing the report code).
-// The decode and grouped-heads section (bench/decode.mjs) lives in the same file between markers:
-// a rewrite of the report keeps it.
-const decodeSection = /<!-- decode -->[\s\S]*<!-- \/decode -->/;
-function keepDecodeSection(write) {
-  const old = existsSync(outFile) ? readFileSync(outFile, 'utf8').match(decodeSection)?.[0] : undefined;
+// The decode and grouped-heads section (bench/decode.mjs) and the worker section
+// (bench/worker.mjs) live in the same file between markers: a rewrite of the report keeps them.
+const ownSections = [/<!-- decode -->[\s\S]*<!-- \/decode -->/, /<!-- worker -->[\s\S]*<!-- \/worker -->/];
+function keepOwnSections(write) {
+  const text = existsSync(outFile) ? readFileSync(outFile, 'utf8') : '';
+  const old = ownSections.map((re) => text.match(re)?.[0]).filter(Boolean);
   write();
-  if (old) writeFileSync(outFile, `${readFileSync(outFile, 'utf8').trimEnd()}\n\n${old}\n`);
+  for (const section of old) writeFileSync(outFile, `${readFileSync(outFile, 'utf8').trimEnd()}\n\n${section}\n`);
 }
 if (args['report-only']) {
   const saved = JSON.parse(readFileSync(resultsFile, 'utf8'));
-  keepDecodeSection(() => writeReport(saved, { outFile, plotDir, resultsFile }));
+  keepOwnSections(() => writeReport(saved, { outFile, plotDir, resultsFile }));
   console.log(`rewrote ${path.relative(process.cwd(), outFile)} and ${path.relative(process.cwd(), plotDir)}/*.svg from ${path.relative(process.cwd(), resultsFile)}`);
   process.exit(0);
 }
@@ -444,6 +446,9 @@ mkdirSync(path.dirname(resultsFile), { recursive: true });
 const round = (key, value) => (typeof value === 'number' && !Number.isInteger(value) ? +value.toPrecision(5) : value);
 writeFileSync(resultsFile, JSON.stringify(data, round, 1) + '\n');
 writeReport(data, { outFile, plotDir, resultsFile });
-// Generation (causal states) and grouped-query heads: their own script, into the same report.
-execFileSync(process.execPath, [path.join(repo, 'bench/decode.mjs'), '--out', outFile, ...(quick ? ['--quick'] : [])], { stdio: ['ignore', 'ignore', 'inherit'] });
+// Generation (causal states) and grouped-query heads, then the worker API's cost: their own
+// scripts, into the same report.
+for (const script of ['bench/decode.mjs', 'bench/worker.mjs']) {
+  execFileSync(process.execPath, [path.join(repo, script), '--out', outFile, ...(quick ? ['--quick'] : [])], { stdio: ['ignore', 'ignore', 'inherit'] });
+}
 log(`wrote ${path.relative(process.cwd(), outFile)}, ${path.relative(process.cwd(), plotDir)}/*.svg, ${path.relative(process.cwd(), resultsFile)} in ${environment.minutes.toFixed(1)} min`);
