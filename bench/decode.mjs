@@ -19,7 +19,7 @@
 // bench/decode-results.json.
 //
 //   node bench/decode.mjs [--quick] [--out FILE.md] [--no-peers] [--max-step-ms 5000] [--contexts 1024,16384]
-import { readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,6 +29,7 @@ import { loadFavor } from 'favor-attention';
 
 import { oursDecoder, ortExactDecoder, ortFavorDecoder } from './lib/decoders.mjs';
 import { difference, gaussian, median } from './lib/inputs.mjs';
+import { writeSection } from './lib/sections.mjs';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const { values: args } = parseArgs({
@@ -289,9 +290,7 @@ md.push('<!-- /decode -->');
 const section = md.join('\n');
 
 const outFile = args.out ?? `${repo}BENCHMARKS.md`;
-const old = existsSync(outFile) ? readFileSync(outFile, 'utf8') : '';
-const marked = /<!-- decode -->[\s\S]*<!-- \/decode -->/;
-writeFileSync(outFile, marked.test(old) ? old.replace(marked, section) : `${old.trimEnd()}\n\n${section}\n`);
+writeSection(outFile, 'decode', section);
 if (path.resolve(outFile) === path.resolve(`${repo}BENCHMARKS.md`)) writeFileSync(`${repo}bench/decode-results.json`, `${JSON.stringify({ cpu, node: process.version, onnxruntimeWeb: ortVersion, decoders: decoders.map(({ id, label, kind, notes }) => ({ id, label, kind, notes })), unavailable, rows, gqa }, null, 1)}\n`);
 console.log(section);
 fm.dispose();

@@ -28,6 +28,7 @@ import { measureRatio, searchCrossover } from './lib/crossover.mjs';
 import { difference, flops, gaussian, median } from './lib/inputs.mjs';
 import { native, onnxruntime, onnxruntimeMha, oursWasm, tfjs } from './lib/methods.mjs';
 import { writeReport } from './lib/report.mjs';
+import { readSections, writeSection } from './lib/sections.mjs';
 import { ruvector } from './lib/ruvector.mjs';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
@@ -83,12 +84,10 @@ const resultsFile = outFile === canonical ? path.join(repo, 'bench/results.json'
 // --report-only: rewrite the report and plots from the saved results (after changing the report code).
 // The decode and grouped-heads section (bench/decode.mjs) and the worker section
 // (bench/worker.mjs) live in the same file between markers: a rewrite of the report keeps them.
-const ownSections = [/<!-- decode -->[\s\S]*<!-- \/decode -->/, /<!-- worker -->[\s\S]*<!-- \/worker -->/];
 function keepOwnSections(write) {
-  const text = existsSync(outFile) ? readFileSync(outFile, 'utf8') : '';
-  const old = ownSections.map((re) => text.match(re)?.[0]).filter(Boolean);
+  const old = readSections(outFile);
   write();
-  for (const section of old) writeFileSync(outFile, `${readFileSync(outFile, 'utf8').trimEnd()}\n\n${section}\n`);
+  for (const [name, section] of old) writeSection(outFile, name, section);
 }
 if (args['report-only']) {
   const saved = JSON.parse(readFileSync(resultsFile, 'utf8'));

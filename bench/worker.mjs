@@ -11,7 +11,7 @@
 // <!-- worker --> markers) or --out FILE, and bench/worker-results.json.
 //
 //   node bench/worker.mjs [--quick] [--out FILE.md]
-import { readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +20,7 @@ import { parseArgs } from 'node:util';
 import { loadFavor } from 'favor-attention';
 
 import { gaussian, median } from './lib/inputs.mjs';
+import { writeSection } from './lib/sections.mjs';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const { values: args } = parseArgs({ options: { quick: { type: 'boolean', default: false }, out: { type: 'string' } } });
@@ -126,9 +127,7 @@ md.push('<!-- /worker -->');
 const section = md.join('\n');
 
 const outFile = args.out ?? `${repo}BENCHMARKS.md`;
-const old = existsSync(outFile) ? readFileSync(outFile, 'utf8') : '';
-const marked = /<!-- worker -->[\s\S]*<!-- \/worker -->/;
-writeFileSync(outFile, marked.test(old) ? old.replace(marked, section) : `${old.trimEnd()}\n\n${section}\n`);
+writeSection(outFile, 'worker', section);
 if (path.resolve(outFile) === path.resolve(`${repo}BENCHMARKS.md`)) {
   writeFileSync(`${repo}bench/worker-results.json`, `${JSON.stringify({ cpu, node: process.version, rows }, null, 1)}\n`);
 }

@@ -1,0 +1,19 @@
+// Sections of BENCHMARKS.md written by their own scripts (bench/decode.mjs, bench/worker.mjs)
+// between <!-- name --> and <!-- /name --> markers, so that each script, and a rewrite of the
+// main report (bench/run.mjs --report-only), leaves the others in place.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+
+export const SECTION_NAMES = ['decode', 'worker'];
+const marked = (name) => new RegExp(`<!-- ${name} -->[\\s\\S]*<!-- /${name} -->`);
+
+// Replaces section `name` of `file` with `text` (which carries its markers), or appends it.
+export function writeSection(file, name, text) {
+  const old = existsSync(file) ? readFileSync(file, 'utf8') : '';
+  writeFileSync(file, marked(name).test(old) ? old.replace(marked(name), text) : `${old.trimEnd()}\n\n${text}\n`);
+}
+
+// Every section of `file` (with its markers), to put back after the file is rewritten.
+export function readSections(file) {
+  const text = existsSync(file) ? readFileSync(file, 'utf8') : '';
+  return SECTION_NAMES.map((name) => [name, text.match(marked(name))?.[0]]).filter(([, section]) => section);
+}
