@@ -6,11 +6,9 @@
 // module Worker: a 20–35 s call would freeze the page's main thread, and a worker may block on
 // atomics where the main thread may not. Prints one JSON line like bench/scale.mjs.
 //   node bench/scale-browser.mjs [--L 1048576] [--threads 1|2|auto] [--no-isolation]
-import { readFile, stat } from 'node:fs/promises';
-import { createServer } from 'node:http';
-import { extname, join, normalize, sep } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+
+import { CHROMIUM, CHROMIUM_ARGS, serveRepo } from './lib/serve-repo.mjs';
 
 const { values: args } = parseArgs({
   options: {
@@ -22,11 +20,6 @@ const { values: args } = parseArgs({
 const L = Number(args.L);
 const threads = args.threads === 'auto' ? 'auto' : Number(args.threads);
 const isolated = !args['no-isolation'];
-const repo = fileURLToPath(new URL('..', import.meta.url));
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-  '--disable-component-update', '--no-first-run', '--disable-quic', '--disable-sync'];
-
 // The page and its worker are served from memory; everything else from the repository.
 const PAGE = '<!doctype html><meta charset="utf-8"><title>favor-attention scale test</title>';
 const WORKER = `
@@ -43,27 +36,10 @@ onmessage = async ({ data }) => {
     postMessage({ error: String(e?.stack ?? e) });
   }
 };`;
-const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm', '.json': 'application/json' };
-const headers = (type) => ({
-  'Content-Type': type, 'Cache-Control': 'no-store',
-  ...(isolated && { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' }),
+const server = await serveRepo({
+  isolated, pages: { '/__scale/': ['text/html', PAGE], '/__scale/worker.mjs': ['text/javascript', WORKER] },
 });
-const server = createServer(async (req, res) => {
-  const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
-  if (path === '/__scale/') return res.writeHead(200, headers('text/html')).end(PAGE);
-  if (path === '/favicon.ico') return res.writeHead(204).end();  // not a console error
-  if (path === '/__scale/worker.mjs') return res.writeHead(200, headers('text/javascript')).end(WORKER);
-  const file = normalize(join(repo, path));
-  if (!file.startsWith(repo) || file.split(sep).includes('node_modules')) return res.writeHead(403).end();
-  try {
-    if (!(await stat(file)).isFile()) throw new Error('not a file');
-    res.writeHead(200, headers(TYPES[extname(file)] ?? 'application/octet-stream')).end(await readFile(file));
-  } catch {
-    res.writeHead(404).end();
-  }
-});
-await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-const base = `http://127.0.0.1:${server.address().port}`;
+const { base } = server;
 
 const { chromium } = await import('playwright-core');
 const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
@@ -91,7 +67,7 @@ try {
   out = { environment: 'chromium', browser: `Chromium ${browser.version()}`, pageIsolated: isolated, L, failed: `${e.message} ${problems.join(' | ')}`.trim().slice(0, 600) };
 } finally {
   await browser.close();
-  server.close();
+  await server.close();
 }
 if (problems.length && !out.failed) out.consoleErrors = problems.slice(0, 5);
 console.log(JSON.stringify(out));
