@@ -107,7 +107,7 @@ const tokens = environments.map((e) => {
 md.push(`- Decode through the worker (${tokens.join('; ')}): a step is short, so the round trip of two messages is a large part of it. Calls that take milliseconds pay the same fixed cost, plus the copy of their inputs unless they are moved.`);
 const big = environments.map((e) => { const { ms } = e.rows.find((r) => r.case === 'favor' && r.L === Math.max(...options.sizes)); return `${e.label} ${fmt(ms.copy - ms.move, 1)} ms`; });
 md.push(`- Overhead: the worker's time minus the synchronous time, and their ratio. Copying the inputs costs what moving them saves: at L = ${int(Math.max(...options.sizes))} (${fmt(3 * Math.max(...options.sizes) * d * 4 / 2 ** 20, 1)} MiB of q, k, v), FAVOR+ through the worker took ${big.join(' and ')} more copied than moved. Outputs always come back moved.`);
-md.push('- What the worker buys is a page that keeps drawing: a Chromium test (tests/browser/vite-app.test.mjs) keeps ≥ 50 frames per second during a ~2 s call through it, against < 10 through the synchronous API.');
+md.push('- What the worker buys is a page that keeps drawing: a Chromium test (tests/browser/app.test.mjs) keeps ≥ 50 frames per second during a ~2 s call through it, against < 10 through the synchronous API.');
 md.push('<!-- /worker -->');
 const section = md.join('\n');
 
