@@ -32,7 +32,7 @@ before(async () => {
   app = join(work, 'app');
   await cp(APP_SOURCE, app, { recursive: true });
   const version = async (name) => JSON.parse(await readFile(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')).version;
-  await writeFile(join(app, 'package.json'), JSON.stringify({ name: 'favor-vite-app', private: true, type: 'module' }, null, 2));
+  await writeFile(join(app, 'package.json'), JSON.stringify({ name: 'favor-test-app', private: true, type: 'module' }, null, 2));
   await runOk('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball, `vite@${await version('vite')}`,
     `webpack@${await version('webpack')}`], {
     cwd: app, env: npmEnv(), timeout: 180_000,
