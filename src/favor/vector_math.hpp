@@ -33,6 +33,13 @@ inline f32x4 vmax(f32x4 a, f32x4 b) {
 #endif
 }
 
+// The largest lane, in lane order (the same comparisons as vmax, so the same NaN handling).
+inline float max_lanes(f32x4 v) {
+  float top = v[0] > v[1] ? v[0] : v[1];
+  top = top > v[2] ? top : v[2];
+  return top > v[3] ? top : v[3];
+}
+
 // Whether madd below is a fused multiply-add instruction in this build.
 #if defined(__wasm_relaxed_simd__)
 constexpr bool kFusedMultiplyAdd = true;
@@ -121,9 +128,7 @@ inline float max(const float* x, Index n) {
   if (n >= 4) {
     f32x4 m = load(x);
     for (i = 4; i + 4 <= n; i += 4) m = vmax(m, load(x + i));
-    top = m[0] > m[1] ? m[0] : m[1];
-    top = top > m[2] ? top : m[2];
-    top = top > m[3] ? top : m[3];
+    top = max_lanes(m);
   }
   for (; i < n; ++i) top = x[i] > top ? x[i] : top;
   return top;
@@ -180,9 +185,7 @@ inline float add_masked_max(float* x, const float* add, const float* value, Inde
     store(x + i, y);
     top = vmax(top, y);
   }
-  float result = top[0] > top[1] ? top[0] : top[1];
-  result = result > top[2] ? result : top[2];
-  result = result > top[3] ? result : top[3];
+  float result = max_lanes(top);
   for (; i < n; ++i) {
     x[i] = value && value[i] == 0.0f ? lowest : x[i] + add[i];
     result = x[i] > result ? x[i] : result;
@@ -255,9 +258,7 @@ inline float max_abs(const float* x, Index n) {
   f32x4 top = splat(0.0f);
   Index i = 0;
   for (; i + 4 <= n; i += 4) top = vmax(top, (f32x4)((i32x4)load(x + i) & magnitude));
-  float result = top[0] > top[1] ? top[0] : top[1];
-  result = result > top[2] ? result : top[2];
-  result = result > top[3] ? result : top[3];
+  float result = max_lanes(top);
   for (; i < n; ++i) result = std::fabs(x[i]) > result ? std::fabs(x[i]) : result;
   return result;
 }
