@@ -19,6 +19,7 @@ import { Worker } from 'node:worker_threads';
 
 import { loadFavor } from 'favor-attention';
 
+import { fmtL, fmtMs, fmtRatio } from './lib/format.mjs';
 import { writeSection } from './lib/sections.mjs';
 import { CHROMIUM, CHROMIUM_ARGS, serveRepo } from './lib/serve-repo.mjs';
 import { CONFIG, ECHO_OUTPUT_FLOATS, measureWorkerCost } from './lib/worker-cost.mjs';
@@ -74,8 +75,8 @@ if (!args['no-browser']) {
   }
 }
 
-const fmt = (x, digits = 2) => (x >= 100 ? Math.round(x).toLocaleString('en-US') : x >= 10 ? x.toFixed(1) : x.toFixed(digits));
-const int = (x) => Math.round(x).toLocaleString('en-US');
+const int = (x) => fmtL(Math.round(x));
+const us = (ms) => `${fmtL(Math.round(ms * 1000))} µs`;
 const info = environments[0].info;
 const md = [];
 md.push('<!-- worker -->');
@@ -93,20 +94,20 @@ const callName = (r) => (r.case === 'exact' ? 'exactAttention' : r.case === 'fav
 environments[0].rows.forEach((r, i) => {
   const cells = environments.map(({ rows }) => {
     const { ms } = rows[i];
-    const over = (id) => `${fmt((ms[id] - ms.sync) * 1000, 0)} µs (${fmt(ms[id] / ms.sync, 2)}×)`;
-    return `${fmt(ms.sync, 3)} ms | ${fmt(ms.copy, 3)} / ${fmt(ms.move, 3)} ms | ${over('copy')} / ${over('move')}`;
+    const over = (id) => `${us(ms[id] - ms.sync)} (${fmtRatio(ms[id] / ms.sync)}×)`;
+    return `${fmtMs(ms.sync)} ms | ${fmtMs(ms.copy)} / ${fmtMs(ms.move)} ms | ${over('copy')} / ${over('move')}`;
   });
   md.push(`| ${callName(r)} | ${r.case === 'decode' ? '—' : int(r.L)} | ${cells.join(' | ')} |`);
 });
-md.push(`| floor: a bare worker's round trip | — | ${environments.map((e) => `— | ${fmt(e.echoMs, 3)} ms | —`).join(' | ')} |`);
+md.push(`| floor: a bare worker's round trip | — | ${environments.map((e) => `— | ${fmtMs(e.echoMs)} ms | —`).join(' | ')} |`);
 md.push('');
 const tokens = environments.map((e) => {
   const { ms } = e.rows.find((r) => r.case === 'decode');
-  return `${e.label}: ${int(1000 / ms.copy)} tokens/s against ${int(1000 / ms.sync)} on the calling thread; of its ${fmt((ms.copy - ms.sync) * 1000, 0)} µs overhead, ${fmt(e.echoMs * 1000, 0)} µs are the bare round trip`;
+  return `${e.label}: ${int(1000 / ms.copy)} tokens/s against ${int(1000 / ms.sync)} on the calling thread; of its ${us(ms.copy - ms.sync)} overhead, ${us(e.echoMs)} are the bare round trip`;
 });
 md.push(`- Decode through the worker (${tokens.join('; ')}): a step is short, so the round trip of two messages is a large part of it. Calls that take milliseconds pay the same fixed cost, plus the copy of their inputs unless they are moved.`);
-const big = environments.map((e) => { const { ms } = e.rows.find((r) => r.case === 'favor' && r.L === Math.max(...options.sizes)); return `${e.label} ${fmt(ms.copy - ms.move, 1)} ms`; });
-md.push(`- Overhead: the worker's time minus the synchronous time, and their ratio. Copying the inputs costs what moving them saves: at L = ${int(Math.max(...options.sizes))} (${fmt(3 * Math.max(...options.sizes) * d * 4 / 2 ** 20, 1)} MiB of q, k, v), FAVOR+ through the worker took ${big.join(' and ')} more copied than moved. Outputs always come back moved.`);
+const big = environments.map((e) => { const { ms } = e.rows.find((r) => r.case === 'favor' && r.L === Math.max(...options.sizes)); return `${e.label} ${fmtMs(ms.copy - ms.move)} ms`; });
+md.push(`- Overhead: the worker's time minus the synchronous time, and their ratio. Copying the inputs costs what moving them saves: at L = ${int(Math.max(...options.sizes))} (${(3 * Math.max(...options.sizes) * d * 4 / 2 ** 20).toFixed(1)} MiB of q, k, v), FAVOR+ through the worker took ${big.join(' and ')} more copied than moved. Outputs always come back moved.`);
 md.push('- What the worker buys is a page that keeps drawing: a Chromium test (tests/browser/app.test.mjs) keeps ≥ 50 frames per second during a ~2 s call through it, against < 10 through the synchronous API.');
 md.push('<!-- /worker -->');
 const section = md.join('\n');
