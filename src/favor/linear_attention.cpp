@@ -61,21 +61,17 @@ void check_map(const FeatureMap& map, ConstMatrixRef q) {
                          std::to_string(q.cols()));
 }
 
-// Keys (log magnitudes and their column max) at the running per-feature shift; the state is
-// rescaled first when the shift grows.
-Matrix running_keys(Matrix log_mag, const Vector& column_max, const Matrix& value, PrefixState& state) {
-  const Vector shift = state.shift.cwiseMax(column_max);
-  if (shift != state.shift) {
-    Vector factor(shift.size());  // 0 while the state is empty
-    vec::rescale_factors(factor.data(), state.shift.data(), shift.data(), shift.size());
-    for (Index r = 0; r < shift.size(); ++r) {
-      if (factor(r) == 1.0f) continue;
-      state.kv.row(r) *= factor(r);
-      state.k_sum(r) *= factor(r);
-    }
-    state.shift = shift;
+// The state's sums moved to a per-feature shift at or above its own (factors exp(old - new) <= 1).
+void rescale_state(PrefixState& state, const Vector& shift) {
+  if (shift == state.shift) return;
+  Vector factor(shift.size());  // 0 while the state is empty
+  vec::rescale_factors(factor.data(), state.shift.data(), shift.data(), shift.size());
+  for (Index r = 0; r < shift.size(); ++r) {
+    if (factor(r) == 1.0f) continue;
+    state.kv.row(r) *= factor(r);
+    state.k_sum(r) *= factor(r);
   }
-  return shifted_keys(std::move(log_mag), shift, value);
+  state.shift = shift;
 }
 
 // numerator = qf kv, denominator = qf k_sum: the readout of a state.
@@ -107,11 +103,25 @@ KeyChunk key_chunk(const FactorBlock& keys, Index features, Index j0, Index n) {
   return k;
 }
 
+// A chunk's key features at the fold's running shift: the state's shift joined with the chunk's
+// column max (`shift`, set here). `log` is consumed.
+Matrix fold_features(const PrefixState& state, Matrix log, const KeyChunk& k, Vector& shift) {
+  shift = state.shift.cwiseMax(k.column_max);
+  return shifted_keys(std::move(log), shift, k.value);
+}
+
+// Adds a chunk's features (from fold_features, at `shift`) to the state.
+void fold_into(PrefixState& state, const Matrix& kf, const Vector& shift, ConstMatrixRef vs) {
+  rescale_state(state, shift);
+  accumulate(state, kf, vs);
+}
+
 // Adds a chunk of keys (log magnitudes `log`, consumed) to the state at its running shift;
 // returns the chunk's features at the state's new shift.
 Matrix fold_chunk(PrefixState& state, Matrix log, const KeyChunk& k, ConstMatrixRef vs) {
-  Matrix kf = running_keys(std::move(log), k.column_max, k.value, state);
-  accumulate(state, kf, vs);
+  Vector shift;
+  Matrix kf = fold_features(state, std::move(log), k, shift);
+  fold_into(state, kf, shift, vs);
   return kf;
 }
 
@@ -180,15 +190,36 @@ void write_rows(MatrixRef out, Index i0, const Matrix& numerator, const Vector& 
 // and partial states are merged in segment order, so the thread count never changes the result.
 constexpr Index kSegmentRows = 2048;
 
+// What the sweep of one chunk needs besides its queries: the chunk's keys, their features at the
+// fold's running shift (`kept`), the state of the segment's own keys before the chunk (`own`)
+// and that of every key before the segment (`prefix`).
+struct ChunkKeys {
+  const KeyChunk& keys;
+  const Matrix& kept;
+  const PrefixState& own;
+  const PrefixState& prefix;
+};
+
+// A sweep's scratch, reused from chunk to chunk.
+struct SweepScratch {
+  PrefixState state;
+  Matrix numerator, local;
+  Vector denominator;
+  FloatBuffer gemm;
+  SweepScratch(Index chunk, Index dv) : numerator(chunk, dv), local(chunk, chunk), denominator(chunk) {}
+};
+
+void sweep_chunk(const FactorBlock& queries, const ChunkKeys& keys, Index features, ConstMatrixRef v, MatrixRef out,
+                 Index i0, Index n, SweepScratch& s);
 void causal_sweep(const FactorBlock& queries, const SegmentKeys& keys, Index features, ConstMatrixRef v,
                   MatrixRef out, Index chunk, Index segment_begin, Index begin, Index end, const PrefixState& prefix);
 
-// Causal segments per wave. One thread: one (the least memory). Several: up to four per thread,
-// so that a thread slowed down (by another process on its core) does not hold up the wave's
-// end: +4-11% on 2 threads at L = 16384-65536 over one per thread. Bounded by what their stored
-// keys take (SegmentKeys: ~8 MiB each at m = 256, dv = 64), never fewer than one per thread.
+// Causal segments per wave, with several threads (one thread folds and sweeps a segment at a
+// time): up to four per thread, so that a thread slowed down (by another process on its core)
+// does not hold up the wave's end: +4-11% on 2 threads at L = 16384-65536 over one per thread.
+// Bounded by what their stored keys take (SegmentKeys: ~8 MiB each at m = 256, dv = 64), never
+// fewer than one per thread.
 Index causal_wave(int threads, Index chunks, Index chunk, Index features, Index dv) {
-  if (threads <= 1) return 1;
   constexpr double kBudgetBytes = 128.0 * (1 << 20);
   const double segment_bytes = 4.0 * chunks * (features * (dv + 2.0) + 3.0 * chunk * features);
   const Index fit = static_cast<Index>(kBudgetBytes / segment_bytes);
@@ -345,8 +376,30 @@ void factored_attention(const std::vector<QueryHead>& heads, const FactorBlock& 
   // Each segment starts from the state of every key before it (the prefix). Segments go in
   // waves: first the keys of the wave's segments in parallel, then the prefixes in segment order,
   // then the sweeps in parallel (over heads and pieces). Same bits for any thread count or wave size.
-  const Index segments = (L + segment - 1) / segment;
   const int threads = available_threads();
+  if (threads == 1) {
+    // One thread: each segment's keys folded and swept in one pass, chunk by chunk, so that
+    // nothing is kept per chunk (SegmentKeys, ~8 MiB a segment at m = 256, and its trips through
+    // memory: ~10% of the time at L = 4096). The same operations on the same values: the same bits.
+    SweepScratch scratch(chunk, v.cols());
+    for (Index begin = 0; begin < L; begin += segment) {
+      const Index end = std::min(L, begin + segment);
+      PrefixState own = empty_prefix_state(features, v.cols());
+      for (Index j0 = begin; j0 < end; j0 += chunk) {
+        const Index n = std::min(chunk, end - j0);
+        const KeyChunk k = key_chunk(aligned, features, j0, n);
+        Vector shift;
+        const Matrix kf = fold_features(own, k.log, k, shift);  // a copy of the log
+        for (const QueryHead& head : heads)
+          sweep_chunk(head.factors, {k, kf, own, prefix}, features, va, head.out, j0, n, scratch);
+        fold_into(own, kf, shift, va.middleRows(j0, n));
+      }
+      merge(prefix, own);
+    }
+    if (carried) *next = std::move(prefix);
+    return;
+  }
+  const Index segments = (L + segment - 1) / segment;
   const Index wave = causal_wave(threads, segment / chunk, chunk, features, v.cols());
   for (Index w0 = 0; w0 < segments; w0 += wave) {
     const Index count = std::min(wave, segments - w0);
@@ -399,16 +452,12 @@ void factored_attention(const std::vector<QueryHead>& heads, const FactorBlock& 
 
 namespace {
 
-// Rows [begin, end) of causal attention (whole chunks of the segment that starts at
-// segment_begin), chunk by chunk, from the state of the keys before the segment (prefix) and the
-// segment's keys. Each chunk needs nothing from the others: any cut of a segment gives the same bits.
-void causal_sweep(const FactorBlock& queries, const SegmentKeys& keys, Index features, ConstMatrixRef v,
-                  MatrixRef out, Index chunk, Index segment_begin, Index begin, Index end, const PrefixState& prefix) {
-  PrefixState state;
-  Matrix numerator(chunk, v.cols());
-  Vector denominator(chunk);
-  // Causal, by chunks. Usual case: the chunk's keys are at most e^kNear above the carried
-  // state's per-feature shift. Then the state is rescaled to the combined shift (by factors
+// Causal rows [i0, i0 + n), one chunk of a segment, from its keys (see ChunkKeys). Nothing
+// carries from one chunk to the next but the scratch: any cut of a segment gives the same bits.
+void sweep_chunk(const FactorBlock& queries, const ChunkKeys& keys, Index features, ConstMatrixRef v, MatrixRef out,
+                 Index i0, Index n, SweepScratch& s) {
+  // Usual case: the chunk's keys are at most e^kNear above the carried state's per-feature
+  // shift. Then the state is rescaled to the combined shift (by factors
   // >= e^-kNear) and every row is computed at one shift: each row sees, through the state, the
   // key that set the old shift, so its dominant visible term is >= e^-2kNear of its scale and
   // float keeps it. Otherwise (the first chunk, a chunk whose keys jump far above the earlier
@@ -419,108 +468,117 @@ void causal_sweep(const FactorBlock& queries, const SegmentKeys& keys, Index fea
   constexpr float kMaxGap = 40.0f;     // dominant terms >= e^-40 keep full float precision
   constexpr float kNear = kMaxGap / 2;
   constexpr float kUnderflow = 1e-30f;  // a denominator below this has lost its digits
-  Matrix local(chunk, chunk);
-  FloatBuffer scratch;
+  const auto vs = v.middleRows(i0, n);
+  const Matrix &key_log = keys.keys.log, &key_value = keys.keys.value;
+  const Vector& chunk_shift = keys.keys.column_max;
+  const PrefixState &own = keys.own, &prefix = keys.prefix;
+  PrefixState& state = s.state;
+  Matrix& numerator = s.numerator;
+  Vector& denominator = s.denominator;
   // numerator/denominator rows = the chunk's keys j <= i through `block` plus the state through qf.
   auto in_chunk = [&](const Matrix& qf, const Matrix& kf, Index n, ConstMatrixRef vs) {
-    add_in_chunk(qf, kf, n, vs, local, scratch, numerator, denominator);
+    add_in_chunk(qf, kf, n, vs, s.local, s.gemm, numerator, denominator);
   };
-  for (Index i0 = begin; i0 < end; i0 += chunk) {
-    const Index n = std::min(chunk, end - i0);
-    const auto vs = v.middleRows(i0, n);
-    const std::size_t c = static_cast<std::size_t>((i0 - segment_begin) / chunk);
-    const Matrix &key_log = keys.chunks[c].log, &key_value = keys.chunks[c].value;
-    const Vector& chunk_shift = keys.chunks[c].column_max;
-    const PrefixState& own = keys.before[c];
-    const FactoredFeatures qfac = prepared(queries(i0, n), "q");
-    // The state of every key before i0: prefix + the segment's own keys before the chunk.
-    // (its shift is -inf only before the first chunk: masked logs are the lowest float)
-    const Vector carried_shift = prefix.shift.cwiseMax(own.shift);
-    const bool near = carried_shift.maxCoeff() > kNegInf && (chunk_shift - carried_shift).maxCoeff() <= kNear;
-    // The chunk's key features at `shift`: the fold's (at fold_shift) as they are, or rescaled
-    // by exp(fold_shift - shift) <= 1 per column, or, below fold_shift, from their logs.
-    const Vector fold_shift = own.shift.cwiseMax(chunk_shift);
-    Matrix recomputed;
-    auto key_features = [&](const Vector& shift) -> const Matrix& {
-      const Matrix& kept = keys.features[c];
-      if (shift == fold_shift) return kept;
-      if ((shift.array() < fold_shift.array()).any()) return recomputed = shifted_keys(key_log, shift, key_value);
-      Vector factor(shift.size());
-      vec::rescale_factors(factor.data(), fold_shift.data(), shift.data(), shift.size());
-      recomputed.resize(kept.rows(), kept.cols());
-      for (Index i = 0; i < kept.rows(); ++i) vec::multiply(&recomputed(i, 0), &kept(i, 0), factor.data(), kept.cols());
-      return recomputed;
-    };
-    if (near) {
-      // The carried state straight at the combined shift (one rescale).
-      merge_into(prefix, own, state, &chunk_shift);
-      const Vector& shift = state.shift;
-      const Matrix& kf = key_features(shift);
-      Vector row_scale;
-      const Matrix qf = shifted_queries(qfac.exponent, qfac.value, n, shift, row_scale);
-      readout(qf, state, numerator, denominator.data());
-      in_chunk(qf, kf, n, vs);
-      if ((denominator.head(n).array().abs() >= kUnderflow).all()) {
-        write_rows(out, i0, numerator, denominator, n);
-        continue;
-      }
-    }
-    merge_into(prefix, own, state);  // the carried state at its own shift
-    const Matrix& kf = key_features(chunk_shift);
-    // In-chunk part.
-    Vector intra_scale;
-    const Matrix qf = shifted_queries(qfac.exponent, qfac.value, n, chunk_shift, intra_scale);
-    numerator.topRows(n).setZero();
-    denominator.head(n).setZero();
+  const FactoredFeatures qfac = prepared(queries(i0, n), "q");
+  // The state of every key before i0: prefix + the segment's own keys before the chunk.
+  // (its shift is -inf only before the first chunk: masked logs are the lowest float)
+  const Vector carried_shift = prefix.shift.cwiseMax(own.shift);
+  const bool near = carried_shift.maxCoeff() > kNegInf && (chunk_shift - carried_shift).maxCoeff() <= kNear;
+  // The chunk's key features at `shift`: the fold's (at fold_shift) as they are, or rescaled
+  // by exp(fold_shift - shift) <= 1 per column, or, below fold_shift, from their logs.
+  const Vector fold_shift = own.shift.cwiseMax(chunk_shift);
+  Matrix recomputed;
+  auto key_features = [&](const Vector& shift) -> const Matrix& {
+    const Matrix& kept = keys.kept;
+    if (shift == fold_shift) return kept;
+    if ((shift.array() < fold_shift.array()).any()) return recomputed = shifted_keys(key_log, shift, key_value);
+    Vector factor(shift.size());
+    vec::rescale_factors(factor.data(), fold_shift.data(), shift.data(), shift.size());
+    recomputed.resize(kept.rows(), kept.cols());
+    for (Index i = 0; i < kept.rows(); ++i) vec::multiply(&recomputed(i, 0), &kept(i, 0), factor.data(), kept.cols());
+    return recomputed;
+  };
+  if (near) {
+    // The carried state straight at the combined shift (one rescale).
+    merge_into(prefix, own, state, &chunk_shift);
+    const Vector& shift = state.shift;
+    const Matrix& kf = key_features(shift);
+    Vector row_scale;
+    const Matrix qf = shifted_queries(qfac.exponent, qfac.value, n, shift, row_scale);
+    readout(qf, state, numerator, denominator.data());
     in_chunk(qf, kf, n, vs);
-    Matrix intra_num = numerator.topRows(n);
-    Vector intra_den = denominator.head(n);
-    // Rows whose visible keys are far below the chunk shift (or whose denominator underflowed):
-    // exact, in double.
-    // The query's log magnitudes, masked where its value is 0 (only kernels with values need a copy).
-    Matrix masked;
-    if (qfac.value.size() || !qfac.exponent.size())
-      masked = log_magnitude(qfac.exponent, Vector::Zero(n), qfac.value, features);
-    const Matrix& query_log = masked.size() ? masked : qfac.exponent;
-    Vector prefix_max = Vector::Constant(features, kNegInf);
-    VectorD weights;
+    if ((denominator.head(n).array().abs() >= kUnderflow).all()) {
+      write_rows(out, i0, numerator, denominator, n);
+      return;
+    }
+  }
+  merge_into(prefix, own, state);  // the carried state at its own shift
+  const Matrix& kf = key_features(chunk_shift);
+  // In-chunk part.
+  Vector intra_scale;
+  const Matrix qf = shifted_queries(qfac.exponent, qfac.value, n, chunk_shift, intra_scale);
+  numerator.topRows(n).setZero();
+  denominator.head(n).setZero();
+  in_chunk(qf, kf, n, vs);
+  Matrix intra_num = numerator.topRows(n);
+  Vector intra_den = denominator.head(n);
+  // Rows whose visible keys are far below the chunk shift (or whose denominator underflowed):
+  // exact, in double.
+  // The query's log magnitudes, masked where its value is 0 (only kernels with values need a copy).
+  Matrix masked;
+  if (qfac.value.size() || !qfac.exponent.size())
+    masked = log_magnitude(qfac.exponent, Vector::Zero(n), qfac.value, features);
+  const Matrix& query_log = masked.size() ? masked : qfac.exponent;
+  Vector prefix_max = Vector::Constant(features, kNegInf);
+  VectorD weights;
+  for (Index i = 0; i < n; ++i) {
+    prefix_max = prefix_max.cwiseMax(key_log.row(i).transpose());
+    // over the query's weighted features: query_log is masked where its value is 0
+    const float visible_scale = (query_log.row(i).transpose() + prefix_max).maxCoeff();
+    // Also redone when the float denominator underflowed anyway (as in the matrix form): at
+    // log magnitudes ~1e13 float cannot resolve the gap above.
+    if (intra_scale(i) - visible_scale <= kMaxGap && std::abs(intra_den(i)) >= kUnderflow) continue;
+    // The row's own scale, in double: its largest weight is ~1, so the denominator cannot round to 0.
+    const double top = exact_weights(query_log, qfac.value, i, key_log, key_value, i + 1, weights);
+    const VectorD num = vs.topRows(i + 1).cast<double>().transpose() * weights;
+    const double den = weights.sum();
+    // Stored relative to the float scale used to combine with the carried state. Where float
+    // cannot hold the scale to within e^+-69 (|top| beyond ~1e9, where float32 logs carry no
+    // digits below that anyway) the correction is dropped rather than overflow.
+    const float scale = static_cast<float>(top);
+    double adjust = std::isfinite(top) ? std::exp(top - static_cast<double>(scale)) : 1.0;
+    if (!(adjust >= 1e-30 && adjust <= 1e30)) adjust = 1.0;
+    intra_num.row(i) = (adjust * num).transpose().cast<float>();
+    intra_den(i) = static_cast<float>(adjust * den);
+    intra_scale(i) = scale;
+  }
+  // Carried-state part (when anything is carried), then the combination.
+  if (carried_shift.maxCoeff() > kNegInf) {
+    Vector inter_scale;
+    const Matrix qs = shifted_queries(qfac.exponent, qfac.value, n, state.shift, inter_scale);
+    readout(qs, state, numerator, denominator.data());
     for (Index i = 0; i < n; ++i) {
-      prefix_max = prefix_max.cwiseMax(key_log.row(i).transpose());
-      // over the query's weighted features: query_log is masked where its value is 0
-      const float visible_scale = (query_log.row(i).transpose() + prefix_max).maxCoeff();
-      // Also redone when the float denominator underflowed anyway (as in the matrix form): at
-      // log magnitudes ~1e13 float cannot resolve the gap above.
-      if (intra_scale(i) - visible_scale <= kMaxGap && std::abs(intra_den(i)) >= kUnderflow) continue;
-      // The row's own scale, in double: its largest weight is ~1, so the denominator cannot round to 0.
-      const double top = exact_weights(query_log, qfac.value, i, key_log, key_value, i + 1, weights);
-      const VectorD num = vs.topRows(i + 1).cast<double>().transpose() * weights;
-      const double den = weights.sum();
-      // Stored relative to the float scale used to combine with the carried state. Where float
-      // cannot hold the scale to within e^+-69 (|top| beyond ~1e9, where float32 logs carry no
-      // digits below that anyway) the correction is dropped rather than overflow.
-      const float scale = static_cast<float>(top);
-      double adjust = std::isfinite(top) ? std::exp(top - static_cast<double>(scale)) : 1.0;
-      if (!(adjust >= 1e-30 && adjust <= 1e30)) adjust = 1.0;
-      intra_num.row(i) = (adjust * num).transpose().cast<float>();
-      intra_den(i) = static_cast<float>(adjust * den);
-      intra_scale(i) = scale;
+      const float top = std::max(inter_scale(i), intra_scale(i));
+      const float a = std::exp(inter_scale(i) - top), b = std::exp(intra_scale(i) - top);
+      numerator.row(i) = a * numerator.row(i) + b * intra_num.row(i);
+      denominator(i) = a * denominator(i) + b * intra_den(i);
     }
-    // Carried-state part (when anything is carried), then the combination.
-    if (carried_shift.maxCoeff() > kNegInf) {
-      Vector inter_scale;
-      const Matrix qs = shifted_queries(qfac.exponent, qfac.value, n, state.shift, inter_scale);
-      readout(qs, state, numerator, denominator.data());
-      for (Index i = 0; i < n; ++i) {
-        const float top = std::max(inter_scale(i), intra_scale(i));
-        const float a = std::exp(inter_scale(i) - top), b = std::exp(intra_scale(i) - top);
-        numerator.row(i) = a * numerator.row(i) + b * intra_num.row(i);
-        denominator(i) = a * denominator(i) + b * intra_den(i);
-      }
-    } else {
-      numerator.topRows(n) = intra_num;
-      denominator.head(n) = intra_den;
-    }
-    write_rows(out, i0, numerator, denominator, n);
+  } else {
+    numerator.topRows(n) = intra_num;
+    denominator.head(n) = intra_den;
+  }
+  write_rows(out, i0, numerator, denominator, n);
+}
+
+// Rows [begin, end) of causal attention (whole chunks of the segment that starts at
+// segment_begin), chunk by chunk, from the keys the segment's fold kept.
+void causal_sweep(const FactorBlock& queries, const SegmentKeys& keys, Index features, ConstMatrixRef v,
+                  MatrixRef out, Index chunk, Index segment_begin, Index begin, Index end, const PrefixState& prefix) {
+  SweepScratch scratch(chunk, v.cols());
+  for (Index i0 = begin; i0 < end; i0 += chunk) {
+    const std::size_t c = static_cast<std::size_t>((i0 - segment_begin) / chunk);
+    sweep_chunk(queries, {keys.chunks[c], keys.features[c], keys.before[c], prefix}, features, v, out, i0,
+                std::min(chunk, end - i0), scratch);
   }
 }
 
