@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "validate.hpp"
 #include "vector_math.hpp"
 
 namespace favor {
@@ -87,6 +88,32 @@ int far_binary_exponent(float top) {
   int e = 0;
   std::frexp(top, &e);
   return top > 0.0f && std::isfinite(top) && (e < -20 || e > 20) ? e : 0;
+}
+
+namespace {
+
+void check_factors(const FactoredFeatures& f, const char* side) {
+  if (!detail::all_finite(f.row_log) || !detail::all_finite(f.exponent) || !detail::all_finite(f.value))
+    throw_range(side, "not finite or too large for float32 features (a squared norm of a scaled row, a "
+                      "projection w.x or a codebook score overflows 3.4e38); scale the inputs down");
+}
+
+void normalize_values(FactoredFeatures& f) {
+  if (!f.value.size()) return;
+  for (Index i = 0; i < f.value.rows(); ++i) {
+    const int e = far_binary_exponent(f.value.row(i).cwiseAbs().maxCoeff());
+    if (e == 0) continue;
+    f.value.row(i) = f.value.row(i).unaryExpr([e](float x) { return std::ldexp(x, -e); });
+    f.row_log(i) += static_cast<float>(e * 0.69314718055994530942);
+  }
+}
+
+}  // namespace
+
+FactoredFeatures prepared(FactoredFeatures&& f, const char* side) {
+  check_factors(f, side);
+  normalize_values(f);
+  return std::move(f);
 }
 
 StabilizedFeatures stabilize(const FactoredFeatures& query, const FactoredFeatures& key, Index features) {

@@ -7,6 +7,10 @@
 // in normalized attention.
 #pragma once
 
+#include <cmath>
+#include <functional>
+#include <limits>
+
 #include "types.hpp"
 
 namespace favor {
@@ -16,6 +20,27 @@ struct FactoredFeatures {
   Matrix exponent;  // rows x M; empty (0 x 0) when every exponent is 0
   Matrix value;     // rows x M; empty when every value is 1
 };
+
+// Factors produced block by block: factors(row0, rows) returns those of rows [row0, row0 + rows).
+using FactorBlock = std::function<FactoredFeatures(Index row0, Index rows)>;
+
+// Factors as the attention engine uses them. Checked: the engine compares log magnitudes in
+// float32, so a log that overflowed (a squared norm |x~|^2, a projection w.x~ or a codebook score
+// beyond 3.4e38) or is NaN is a RangeError naming `side` rather than a wrong row. Then
+// normalized: value rows far from 1 (relu features of tiny inputs, tiny or huge explicit
+// features) are scaled by a power of two (exact) to a maximum magnitude in [0.5, 1), the factor
+// moving into the row's log, where the shifts handle any range: products of values then neither
+// underflow nor overflow. Rows already within [2^-21, 2^20] are left as they are.
+FactoredFeatures prepared(FactoredFeatures&& f, const char* side);
+
+// A denominator is exactly 0 only when every weight of the row is 0 (relu features with
+// epsilon 0, zero explicit features; the numerator is then 0 too and the row becomes 0) or, for
+// the trigonometric kernel, by cancellation: keep its sign and move it off 0 so that no row
+// becomes NaN. A small nonzero denominator is used as it is: bounding it away from 0 would
+// rescale the row.
+inline float guard(float den) {
+  return den != 0.0f ? den : std::copysign(std::numeric_limits<float>::min(), den);
+}
 
 // row_log + exponent as one rows x M matrix (the per-entry log magnitude); entries whose value
 // is 0 get the lowest float (see mask_zero_values). The first form reuses a moved-in exponent

@@ -12,6 +12,7 @@
 
 #include "factored.hpp"
 #include "feature_map.hpp"
+#include "prefix_state.hpp"
 #include "types.hpp"
 
 namespace favor {
@@ -33,7 +34,6 @@ void favor_attention(const FeatureMap& map, ConstMatrixRef q, ConstMatrixRef k, 
 Matrix favor_attention(const FeatureMap& map, ConstMatrixRef q, ConstMatrixRef k,
                        ConstMatrixRef v, const FavorOptions& options = {});
 
-struct PrefixState;
 // Grouped-query: query heads qs[h] (each L x d) over one key/value head k, v; outs[h] L x dv. The
 // keys' features and state are made once for the group when the map's parameters do not depend
 // on the queries (every kernel but OPRF without a fixed rho). With `carried` (causal only), the
@@ -48,22 +48,9 @@ void favor_attention_matrix(const FeatureMap& map, ConstMatrixRef q, ConstMatrix
 Matrix favor_attention_matrix(const FeatureMap& map, ConstMatrixRef q, ConstMatrixRef k,
                               const AttentionOptions& options = {});
 
-// The prefix state of causal linear attention (DESIGN.md section 12): sum_j phi(k_j) v_j^T (M x dv)
-// and sum_j phi(k_j) (M) over the keys so far, each feature at the shift its terms were summed at
-// (-inf: nothing summed yet). Appending keys rescales the old sums by exp(old shift - new shift)
-// where a shift grows, as the chunks of one causal call do.
-struct PrefixState {
-  Matrix kv;
-  Vector k_sum;
-  Vector shift;
-};
-PrefixState empty_prefix_state(Index features, Index dv);
-
-// The engine under favor_attention and codebook attention: weights in factored form
-// (factored.hpp), produced block by block. `factors(i0, n)` returns the factors of rows
-// [i0, i0 + n). Several query heads may read one key/value head (grouped-query attention): the
-// keys' features and states are computed once for all of them.
-using FactorBlock = std::function<FactoredFeatures(Index row0, Index rows)>;
+// The engine under favor_attention and codebook attention: weights in factored form, produced
+// block by block (FactorBlock, factored.hpp). Several query heads may read one key/value head
+// (grouped-query attention): the keys' features and states are computed once for all of them.
 struct QueryHead {
   FactorBlock factors;
   MatrixRef out;  // L x dv, the same L for every head

@@ -1,0 +1,110 @@
+#include "prefix_state.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "gemm.hpp"
+#include "parallel.hpp"
+#include "vector_math.hpp"
+
+namespace favor {
+
+PrefixState empty_prefix_state(Index features, Index dv) {
+  return {Matrix::Zero(features, dv), Vector::Zero(features),
+          Vector::Constant(features, -std::numeric_limits<float>::infinity())};
+}
+
+void rescale_state(PrefixState& state, const Vector& shift) {
+  if (shift == state.shift) return;
+  Vector factor(shift.size());  // 0 while the state is empty
+  vec::rescale_factors(factor.data(), state.shift.data(), shift.data(), shift.size());
+  for (Index r = 0; r < shift.size(); ++r) {
+    if (factor(r) == 1.0f) continue;
+    state.kv.row(r) *= factor(r);
+    state.k_sum(r) *= factor(r);
+  }
+  state.shift = shift;
+}
+
+void readout(const Matrix& qf, const PrefixState& state, Matrix& numerator, float* denominator) {
+  gemm::gemm(qf.rows(), state.kv.cols(), state.kv.rows(), qf.data(), qf.outerStride(), 1, state.kv.data(),
+             state.kv.outerStride(), numerator.data(), numerator.outerStride(), false);
+  for (Index i = 0; i < qf.rows(); ++i) denominator[i] = vec::dot(&qf(i, 0), state.k_sum.data(), qf.cols());
+}
+
+void accumulate(PrefixState& state, const Matrix& kf, ConstMatrixRef vs) {
+  // A = kf^T read in place (row stride 1, column stride kf's).
+  gemm::gemm(kf.cols(), vs.cols(), kf.rows(), kf.data(), 1, kf.outerStride(), vs.data(), vs.outerStride(),
+             state.kv.data(), state.kv.outerStride(), true);
+  for (Index i = 0; i < kf.rows(); ++i) vec::add_into(state.k_sum.data(), &kf(i, 0), kf.cols());
+}
+
+KeyChunk key_chunk(const FactorBlock& keys, Index features, Index j0, Index n) {
+  FactoredFeatures f = prepared(keys(j0, n), "k");
+  KeyChunk k;
+  k.log = log_magnitude(std::move(f.exponent), f.row_log, f.value, features, k.column_max);
+  k.value = std::move(f.value);
+  return k;
+}
+
+Matrix fold_features(const PrefixState& state, Matrix log, const KeyChunk& k, Vector& shift) {
+  shift = state.shift.cwiseMax(k.column_max);
+  return shifted_keys(std::move(log), shift, k.value);
+}
+
+void fold_into(PrefixState& state, const Matrix& kf, const Vector& shift, ConstMatrixRef vs) {
+  rescale_state(state, shift);
+  accumulate(state, kf, vs);
+}
+
+Matrix fold_chunk(PrefixState& state, Matrix log, const KeyChunk& k, ConstMatrixRef vs) {
+  Vector shift;
+  Matrix kf = fold_features(state, std::move(log), k, shift);
+  fold_into(state, kf, shift, vs);
+  return kf;
+}
+
+PrefixState fold_keys(const FactorBlock& keys, Index features, ConstMatrixRef v, Index chunk, Index begin, Index end) {
+  PrefixState state = empty_prefix_state(features, v.cols());
+  for (Index j0 = begin; j0 < end; j0 += chunk) {
+    const Index n = std::min(chunk, end - j0);
+    KeyChunk k = key_chunk(keys, features, j0, n);
+    fold_chunk(state, std::move(k.log), k, v.middleRows(j0, n));
+  }
+  return state;
+}
+
+void merge_into(const PrefixState& a, const PrefixState& b, PrefixState& out, const Vector* floor) {
+  const Index features = a.shift.size(), dv = a.kv.cols();
+  Vector shift = a.shift.cwiseMax(b.shift);
+  if (floor) shift = shift.cwiseMax(*floor);
+  Vector fa(features), fb(features);
+  vec::rescale_factors(fa.data(), a.shift.data(), shift.data(), features);
+  vec::rescale_factors(fb.data(), b.shift.data(), shift.data(), features);
+  out.kv.resize(features, dv);
+  out.k_sum.resize(features);
+  for (Index r = 0; r < features; ++r) {
+    vec::axpby(&out.kv(r, 0), fa(r), &a.kv(r, 0), fb(r), &b.kv(r, 0), dv);
+    out.k_sum(r) = fa(r) * a.k_sum(r) + fb(r) * b.k_sum(r);
+  }
+  out.shift = std::move(shift);
+}
+
+void merge(PrefixState& into, const PrefixState& from) { merge_into(into, from, into); }
+
+void write_rows(MatrixRef out, Index i0, const Matrix& numerator, const Vector& denominator, Index n) {
+  for (Index i = 0; i < n; ++i) out.row(i0 + i) = numerator.row(i) / guard(denominator(i));
+}
+
+void fold_range(const FactorBlock& keys, Index features, ConstMatrixRef v, Index chunk, Index segment,
+                Index begin, Index end, PrefixState& into) {
+  if (end <= begin) return;
+  std::vector<PrefixState> parts(static_cast<std::size_t>((end - begin + segment - 1) / segment));
+  parallel_for(static_cast<Index>(parts.size()), [&](Index s) {
+    const Index b = begin + s * segment;
+    parts[static_cast<std::size_t>(s)] = fold_keys(keys, features, v, chunk, b, std::min(end, b + segment));
+  });
+  for (const PrefixState& part : parts) merge(into, part);
+}
+
+}  // namespace favor

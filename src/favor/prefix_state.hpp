@@ -1,0 +1,60 @@
+// The prefix state of linear attention and the engine's operations on it: keys folded in chunk
+// by chunk at a running per-feature shift, states merged in order, queries read out.
+#pragma once
+
+#include <vector>
+
+#include "factored.hpp"
+#include "types.hpp"
+
+namespace favor {
+
+// The prefix state of causal linear attention (DESIGN.md section 12): sum_j phi(k_j) v_j^T (M x dv)
+// and sum_j phi(k_j) (M) over the keys so far, each feature at the shift its terms were summed at
+// (-inf: nothing summed yet). Appending keys rescales the old sums by exp(old shift - new shift)
+// where a shift grows, as the chunks of one causal call do.
+struct PrefixState {
+  Matrix kv;
+  Vector k_sum;
+  Vector shift;
+};
+PrefixState empty_prefix_state(Index features, Index dv);
+
+// The state's sums moved to a per-feature shift at or above its own (factors exp(old - new) <= 1).
+void rescale_state(PrefixState& state, const Vector& shift);
+// out = a + b, at the larger of the two shifts per feature and `floor` (out may be a).
+void merge_into(const PrefixState& a, const PrefixState& b, PrefixState& out, const Vector* floor = nullptr);
+void merge(PrefixState& into, const PrefixState& from);
+
+// numerator = qf kv, denominator = qf k_sum: the readout of a state.
+void readout(const Matrix& qf, const PrefixState& state, Matrix& numerator, float* denominator);
+// Rows [i0, i0 + n) of out: numerator / denominator, row by row (guarded, see guard).
+void write_rows(MatrixRef out, Index i0, const Matrix& numerator, const Vector& denominator, Index n);
+// kv += kf^T vs, k_sum += the column sums of kf, both over the chunk's rows in order.
+void accumulate(PrefixState& state, const Matrix& kf, ConstMatrixRef vs);
+
+// A chunk of keys as the fold takes it: log magnitudes (no shift yet), their column max, and
+// the kernel's values. Chunks are independent of each other: they can be made in parallel.
+struct KeyChunk {
+  Matrix log, value;
+  Vector column_max;
+};
+KeyChunk key_chunk(const FactorBlock& keys, Index features, Index j0, Index n);
+
+// A chunk's key features at the fold's running shift: the state's shift joined with the chunk's
+// column max (`shift`, set here). `log` is consumed.
+Matrix fold_features(const PrefixState& state, Matrix log, const KeyChunk& k, Vector& shift);
+// Adds a chunk's features (from fold_features, at `shift`) to the state.
+void fold_into(PrefixState& state, const Matrix& kf, const Vector& shift, ConstMatrixRef vs);
+// Both: adds a chunk of keys (log magnitudes `log`, consumed) to the state at its running shift;
+// returns the chunk's features at the state's new shift.
+Matrix fold_chunk(PrefixState& state, Matrix log, const KeyChunk& k, ConstMatrixRef vs);
+
+// The state of keys [begin, end), chunk by chunk at running shifts.
+PrefixState fold_keys(const FactorBlock& keys, Index features, ConstMatrixRef v, Index chunk, Index begin, Index end);
+// The same in segments of `segment` rows folded in parallel, merged in order into `into`: the
+// same bits for any thread count.
+void fold_range(const FactorBlock& keys, Index features, ConstMatrixRef v, Index chunk, Index segment,
+                Index begin, Index end, PrefixState& into);
+
+}  // namespace favor
