@@ -34,13 +34,31 @@ void strip(Index M, Index w, const float* a, Index a_rs, Index a_cs, const float
          [&](Index K, const float* ai, float* ci) { tile<1, 0>(K, ai, a_rs, a_cs, b + j, ldb, ci + j, ldc, accumulate); });
 }
 
+constexpr Index kWide = 4 * kStrip;  // columns of a single-row tile
+
+// Rows [i0, M) one at a time over the columns [0, N / kWide * kWide), 1 x 8-vector tiles; column
+// j0's Bt at b_at(j0), rows ldb and strips strip_stride apart. Returns the columns done.
+template <class BAt>
+Index single_rows(Index i0, Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, BAt b_at, Index ldb,
+                  Index strip_stride, float* c, Index ldc, bool accumulate) {
+  const Index wide = N / kWide * kWide;
+  for (Index i = i0; i < M; ++i)
+    for (Index j0 = 0; j0 < wide; j0 += kWide)
+      tile<1, 8>(K, a + i * a_rs, a_rs, a_cs, b_at(j0), ldb, c + i * ldc + j0, ldc, accumulate, nullptr, 1.0f,
+                 strip_stride);
+  return wide;
+}
+
 }  // namespace
 
 void gemm(Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, const float* b, Index ldb,
           float* c, Index ldc, bool accumulate) {
   const auto all = [K](Index, Index) { return K; };
+  const Index M4 = M - M % 4;
+  const Index wide = single_rows(M4, M, N, K, a, a_rs, a_cs, [b](Index j0) { return b + j0; }, ldb, kStrip, c, ldc,
+                                 accumulate);
   for (Index j0 = 0; j0 < N; j0 += kStrip)
-    strip(M, std::min(kStrip, N - j0), a, a_rs, a_cs, b + j0, ldb, c + j0, ldc, accumulate, all);
+    strip(j0 < wide ? M4 : M, std::min(kStrip, N - j0), a, a_rs, a_cs, b + j0, ldb, c + j0, ldc, accumulate, all);
 }
 
 void gemm_lower(Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, const float* b,
@@ -89,8 +107,11 @@ void pack_bt(Index N, Index K, const float* b, Index ldb, float* packed) {
 void gemm_packed(Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, const float* packed,
                  float* c, Index ldc, bool accumulate) {
   const auto all = [K](Index, Index) { return K; };
+  const Index M4 = M - M % 4;
+  const auto strip_at = [packed, K](Index j0) { return packed + j0 / kStrip * K * kStrip; };
+  const Index wide = single_rows(M4, M, N, K, a, a_rs, a_cs, strip_at, kStrip, K * kStrip, c, ldc, accumulate);
   for (Index s = 0; s * kStrip < N; ++s)
-    strip(M, std::min(kStrip, N - s * kStrip), a, a_rs, a_cs, packed + s * K * kStrip, kStrip,
+    strip(s * kStrip < wide ? M4 : M, std::min(kStrip, N - s * kStrip), a, a_rs, a_cs, strip_at(s * kStrip), kStrip,
           c + s * kStrip, ldc, accumulate, all);
 }
 

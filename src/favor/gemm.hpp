@@ -13,7 +13,9 @@
 // f32x4.relaxed_madd (vec::madd): the same sums, each product rounded or not as the machine fuses.
 //
 // Tiles: 4 rows of A x 2 vectors of columns (8 accumulators + 2 vectors of Bt + 1 broadcast of
-// A, within the 16 registers of x86-64 and V8). A is read by broadcasts with any strides (so A
+// A, within the 16 registers of x86-64 and V8); single rows (the last M % 4, or a whole one-row
+// product, as in decoding) 1 row x 8 vectors, as many accumulators again: a 1 x 2 tile leaves the
+// multiply-add units waiting on its 2 chains. A is read by broadcasts with any strides (so A
 // can be a transposed view), Bt by vector loads of rows. B given row-major as N x K (the form of
 // Q K^T and X W^T) is first packed transposed in strips of kStrip columns (pack_bt / gemm_nt).
 #pragma once
@@ -30,10 +32,14 @@ using kernel::kStrip;
 
 // acc[r][v] (rows r < R, column vectors v < V) = init + sum_{k < K} A(r, k) Bt(k, v kLanes + lane),
 // in order. Init: zero, or C (accumulate), or C * row_scale[r] (the online softmax rescale), and
-// the result times `scale` (exact's scores; 1 is exact). V = 0: one scalar column.
+// the result times `scale` (exact's scores; 1 is exact). V = 0: one scalar column. Bt's columns
+// come in strips of kStrip (2 vectors) `strip_stride` floats apart: contiguous by default, or
+// the strips of pack_bt (K kStrip apart) for tiles wider than one strip.
 template <int R, int V>
 inline void tile(Index K, const float* a, Index a_rs, Index a_cs, const float* b, Index ldb, float* c,
-                 Index ldc, bool accumulate, const float* row_scale = nullptr, float scale = 1.0f) {
+                 Index ldc, bool accumulate, const float* row_scale = nullptr, float scale = 1.0f,
+                 Index strip_stride = kStrip) {
+  const auto column = [&](int v) { return (v / 2) * strip_stride + (v % 2) * kLanes; };
   if constexpr (V == 0) {
     float acc[R];
     for (int r = 0; r < R; ++r)
@@ -50,7 +56,7 @@ inline void tile(Index K, const float* a, Index a_rs, Index a_cs, const float* b
                                 : kernel::load(c + r * ldc + v * kLanes);
     for (Index k = 0; k < K; ++k, a += a_cs, b += ldb) {
       fv bv[V];
-      for (int v = 0; v < V; ++v) bv[v] = kernel::load(b + v * kLanes);
+      for (int v = 0; v < V; ++v) bv[v] = kernel::load(b + column(v));
       for (int r = 0; r < R; ++r) {
         const fv x = kernel::splat(a[r * a_rs]);
         for (int v = 0; v < V; ++v) acc[r][v] = kernel::madd(x, bv[v], acc[r][v]);
@@ -62,8 +68,8 @@ inline void tile(Index K, const float* a, Index a_rs, Index a_cs, const float* b
   }
 }
 
-// C = [C +] A Bt as above, for any M, N, K >= 0. Row tiles of 4 (then single rows), column
-// tiles of 2 vectors (then 1 vector, then single columns).
+// C = [C +] A Bt as above, for any M, N, K >= 0. Row tiles of 4 x 2 vectors (then 1 vector, then
+// single columns); single rows 1 x 8 vectors, then as the row tiles.
 void gemm(Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, const float* b, Index ldb,
           float* c, Index ldc, bool accumulate);
 
