@@ -96,6 +96,9 @@ inline void scores(const float* qt, const float* k, Index ldk, Index n, Index d,
   for (; j < n; ++j) scores_1key(qt, k + j * ldk, d, scale, p + j * kStrip);
 }
 
+// max, or 0 where max is -inf (NaN stays NaN).
+inline fv seen_max(fv max) { return max == splat(-__builtin_inff()) ? splat(0.0f) : max; }
+
 // Online softmax step for a strip over one key block: with the running max m[0..kStrip) and sum
 // l[0..kStrip), turns p (n x kStrip scores) into exp(score - new max) in place, updates m and l,
 // and writes to rescale[0..kStrip) the factor exp(old max - new max) the accumulator rows must be multiplied by
@@ -111,15 +114,19 @@ inline void softmax_step(float* p, Index n, float* m, float* l, float* rescale) 
   const fv old_a = load(m), old_b = load(m + kLanes);
   ma = vmax(old_a, ma);
   mb = vmax(old_b, mb);
+  // What the scores are taken against: the max, or 0 in a query that has seen no key yet (every
+  // score so far -inf: a key mask hiding whole blocks), whose weights and rescale are then
+  // exp(-inf) = 0 rather than exp(-inf + inf) = NaN. The running max stays -inf.
+  const fv za = seen_max(ma), zb = seen_max(mb);
   fv sa = splat(0.0f), sb = sa;
   for (Index j = 0; j < n; ++j) {
     float* row = p + j * kStrip;
-    const fv ea = exp_nonpositive(load(row) - ma), eb = exp_nonpositive(load(row + kLanes) - mb);
+    const fv ea = exp_nonpositive(load(row) - za), eb = exp_nonpositive(load(row + kLanes) - zb);
     store(row, ea), store(row + kLanes, eb);
     sa = sa + ea;
     sb = sb + eb;
   }
-  const fv ra = exp_nonpositive(old_a - ma), rb = exp_nonpositive(old_b - mb);
+  const fv ra = exp_nonpositive(old_a - za), rb = exp_nonpositive(old_b - zb);
   store(rescale, ra), store(rescale + kLanes, rb);
   store(l, load(l) * ra + sa), store(l + kLanes, load(l + kLanes) * rb + sb);
   store(m, ma), store(m + kLanes, mb);

@@ -88,6 +88,37 @@ TEST(ExactAttention, CrossAttentionDifferentLengthsAndValueDim) {
   check_case({129, 257, 64, 17, false, 0.0}, seed++);
 }
 
+// A key mask hiding whole key blocks (128 keys) before a query's first attending key (left
+// padding): the query's running max is -inf over those blocks, which must give weight 0, not
+// exp(-inf + inf) = NaN. Equal to attention over the kept keys alone (to float rounding: their
+// blocks start elsewhere, so the online softmax rescales at other keys), bidirectional, and for
+// causal rows against the float64 reference.
+TEST(ExactAttention, MaskHidingWholeLeadingKeyBlocks) {
+  std::mt19937 gen(500);
+  const Index L = 420, d = 16, dv = 5, pad = 300;
+  const MatF q = ref::normal_matrix(L, d, gen), k = ref::normal_matrix(L, d, gen), v = ref::normal_matrix(L, dv, gen);
+  std::vector<std::uint8_t> mask(static_cast<std::size_t>(L), 0);
+  for (Index j = pad; j < L; ++j) mask[static_cast<std::size_t>(j)] = 1;
+  favor::AttentionOptions opt;
+  opt.key_mask = mask.data();
+  const MatF out = favor::exact_attention(q, k, v, opt);
+  const MatF kept = favor::exact_attention(q, k.bottomRows(L - pad), v.bottomRows(L - pad));
+  EXPECT_LT(ref::max_rel(ref::to_double(out), ref::to_double(kept)), kTol);
+  opt.causal = true;
+  const MatF causal = favor::exact_attention(q, k, v, opt);
+  const double scale = ref::default_scale(d);
+  for (Index i = 0; i < L; ++i) {
+    if (i < pad) {
+      ASSERT_TRUE((causal.row(i).array() == 0.0f).all()) << "row " << i << " sees no key";
+      continue;
+    }
+    const MatD a = ref::softmax_matrix(ref::to_double(MatF(q.row(i))), ref::to_double(MatF(k.middleRows(pad, i + 1 - pad))),
+                                       scale, false);
+    const MatD want = a * ref::to_double(MatF(v.middleRows(pad, i + 1 - pad)));
+    ASSERT_LT(ref::max_rel(ref::to_double(MatF(causal.row(i))), want), kTol) << "row " << i;
+  }
+}
+
 TEST(ExactAttention, CustomScale) {
   unsigned seed = 400;
   // scale 0.5 with d=16 gives scores of std 2 (up to ~10): peaked rows that stress the running

@@ -194,7 +194,7 @@ TEST(ExactKernel, SoftmaxStepEqualsScalarLanes) {
   const Index n = 11;
   std::vector<float> p = normal_buffer(static_cast<std::size_t>(n * kernel::kStrip), gen);
   p[3 * kernel::kStrip + 1] = -kInf;  // a masked key
-  for (Index j = 0; j < n; ++j) p[j * kernel::kStrip + 5] = -kInf;  // lane 5 fully masked: NaN
+  for (Index j = 0; j < n; ++j) p[j * kernel::kStrip + 5] = -kInf;  // lane 5 fully masked, no key seen yet
   const std::vector<float> scores = p;
   std::vector<float> m(kernel::kStrip), l(kernel::kStrip), r(kernel::kStrip);
   for (Index i = 0; i < kernel::kStrip; ++i) m[i] = i == 2 || i == 5 ? -kInf : 0.5f * static_cast<float>(i), l[i] = 1.5f;
@@ -204,19 +204,25 @@ TEST(ExactKernel, SoftmaxStepEqualsScalarLanes) {
     float mx = -kInf;
     for (Index j = 0; j < n; ++j) mx = mx > scores[j * kernel::kStrip + i] ? mx : scores[j * kernel::kStrip + i];
     mx = m0[i] > mx ? m0[i] : mx;
+    const float z = mx == -kInf ? 0.0f : mx;  // what the scores are taken against
     float sum = 0.0f;
     for (Index j = 0; j < n; ++j) {
-      const float e = scalar_exp(scores[j * kernel::kStrip + i] - mx);
+      const float e = scalar_exp(scores[j * kernel::kStrip + i] - z);
       ASSERT_TRUE(same(p[j * kernel::kStrip + i], e)) << i << " " << j;
       sum = sum + e;
     }
-    const float rescale = scalar_exp(m0[i] - mx);
+    const float rescale = scalar_exp(m0[i] - z);
     EXPECT_TRUE(same(m[i], mx)) << i;
     EXPECT_TRUE(same(r[i], rescale)) << i;
     EXPECT_TRUE(same(l[i], l0[i] * rescale + sum)) << i;
   }
   EXPECT_EQ(r[2], 0.0f);      // first block of a row: old max -inf
-  EXPECT_TRUE(std::isnan(l[5]));  // every key masked, -inf - -inf: NaN, not a number
+  // Every key masked and none seen before: weight 0 and rescale 0 (not exp(-inf + inf) = NaN),
+  // so that the keys of a later block count in full; the max stays -inf.
+  EXPECT_EQ(r[5], 0.0f);
+  EXPECT_EQ(l[5], 0.0f);
+  EXPECT_EQ(m[5], -kInf);
+  for (Index j = 0; j < n; ++j) EXPECT_EQ(p[j * kernel::kStrip + 5], 0.0f);
 }
 
 TEST(ExactKernel, ValueProductEqualsScalarLoops) {

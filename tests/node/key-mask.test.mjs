@@ -174,3 +174,42 @@ test('append with a key mask: the masked positions are absent for every later qu
   }
   fm.dispose();
 });
+
+// Left padding: a mask hiding whole key blocks (exact attention streams keys in blocks of 128)
+// before the first attending key. The queries have then seen no key for several blocks: their
+// running max is -inf there, which must give weight 0, not exp(-inf + inf) = NaN (exactAttention
+// used to report such inputs as "not finite"). Against the float64 reference, and appended in
+// pieces to an exact causal state.
+test('a mask hiding whole key blocks before the first attending key (left padding): as if absent', () => {
+  const H = 2, L = 420, pad = 300;
+  const q = normalTensor([H, L, d], 50, 0.8), k = normalTensor([H, L, d], 51, 0.8), v = normalTensor([H, L, 4], 52);
+  const mask = { data: new Uint8Array(H * L), dims: [H, L] };
+  for (let h = 0; h < H; h++) for (let j = pad - 40 * h; j < L; j++) mask.data[h * L + j] = j % 9 === 4 ? 0 : 1;
+  const maskOf = (h) => mask.data.subarray(h * L, (h + 1) * L);
+  const fm = favor.createFeatureMap({ dim: d, features: 16, seed: 6 });
+  for (const causal of [false, true]) {
+    const exact = favor.exactAttention(q, k, v, { causal, keyMask: mask });
+    assertBelow(maxRelDiff(exact.data, ref.exactAttention(q, k, v, { causal, maskOf }).data), 1e-5, `exact, causal ${causal}`);
+    const out = favor.favorAttention(q, k, v, { featureMap: fm, causal, keyMask: mask });
+    assertBelow(maxRelDiff(out.data, ref.favorAttention('positive', fm.projection, q, k, v, { causal, maskOf }).data), 1e-4,
+      `favor, causal ${causal}`);
+    if (causal) {  // rows before a head's first kept key see nothing: zeros
+      for (let h = 0; h < H; h++)
+        for (const t of [exact, out]) assert.ok(t.data.subarray(h * L * 4, (h * L + pad - 40 * h) * 4).every((x) => x === 0));
+    }
+  }
+  const whole = favor.exactAttention(q, k, v, { causal: true, keyMask: mask });
+  const state = favor.createCausalState({ method: 'exact' });
+  const got = new Float32Array(whole.data.length);
+  for (const [a, b] of [[0, 290], [290, 291], [291, L]]) {
+    const m = new Uint8Array(H * (b - a));
+    for (let h = 0; h < H; h++) m.set(mask.data.subarray(h * L + a, h * L + b), h * (b - a));
+    const o = state.append(sliceRows(q, a, b), sliceRows(k, a, b), sliceRows(v, a, b), { keyMask: { data: m, dims: [H, b - a] } });
+    for (let h = 0; h < H; h++) got.set(o.data.subarray(h * (b - a) * 4, (h + 1) * (b - a) * 4), (h * L + a) * 4);
+  }
+  // Masked keys leave the state's cache, so its key blocks fall elsewhere than in one call: float
+  // rounding, not bits (as in the append test above).
+  assertBelow(maxRelDiff(got, whole.data), 2e-5, 'exact state appended in pieces');
+  state.dispose();
+  fm.dispose();
+});
