@@ -26,6 +26,54 @@ void mask_keys(float* p, Index n, const std::uint8_t* mask) {
     if (!mask[j])
       for (Index i = 0; i < kStrip; ++i) p[j * kStrip + i] = kNegInf;
 }
+// One query (decoding, n = 1 per head): the arithmetic of its lane in a strip, with the keys
+// across the vector lanes instead of the queries, so that no 2 vectors of queries are computed
+// for 1. Each score is summed over features in order with the same multiply-adds (gemm's tiles,
+// on the key block packed transposed and padded to whole strips, so that no key takes the
+// scalar path), the weights and their sum go in key order, and p.v is gemm's row-scaled
+// accumulate: the same bits as the query in any strip. Keys past the query (causal) are not
+// visited: in a strip they add exact zeros.
+void exact_one_query(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v, float scale, const Visibility& visible,
+                     Index qi, MatrixRef out, ExactScratch& s) {
+  const Index d = q.cols(), dv = v.cols();
+  const Index position = qi + (visible.causal ? visible.offset : 0);
+  const Index key_end = visible.causal ? std::min(k.rows(), position + 1) : k.rows();
+  s.qt.resize(static_cast<std::size_t>(gemm::strips(kKeyBlock) * d * kStrip));
+  s.p.resize(static_cast<std::size_t>(gemm::strips(kKeyBlock) * kStrip));
+  s.acc.assign(static_cast<std::size_t>(dv), 0.0f);
+  float max = kNegInf, sum = 0.0f;
+  const float* query = q.data() + qi * q.outerStride();
+  for (Index k0 = 0; k0 < key_end; k0 += kKeyBlock) {
+    const Index n = std::min(key_end, k0 + kKeyBlock) - k0, padded = gemm::strips(n) * kStrip;
+    float* p = s.p.data();
+    gemm::pack_bt(n, d, k.data() + k0 * k.outerStride(), k.outerStride(), s.qt.data());
+    gemm::gemm_packed(1, padded, d, query, d, 1, s.qt.data(), p, padded, false);
+    for (Index j = 0; j < n; ++j) p[j] *= scale;
+    if (visible.key_mask)
+      for (Index j = 0; j < n; ++j)
+        if (!visible.key_mask[k0 + j]) p[j] = kNegInf;
+    float top = kNegInf;
+    for (Index j = 0; j < n; ++j) top = p[j] > top ? p[j] : top;
+    top = max > top ? max : top;
+    const float against = top == kNegInf ? 0.0f : top;  // as kernel::seen_max
+    Index j = 0;
+    for (; j + 4 <= n; j += 4)
+      vec::store(p + j, vec::exp_nonpositive(vec::load(p + j) - vec::splat(against)));
+    for (; j < n; ++j) p[j] = vec::exp_nonpositive(vec::splat(p[j] - against))[0];
+    float block_sum = 0.0f;
+    for (j = 0; j < n; ++j) block_sum = block_sum + p[j];
+    const float rescale = vec::exp_nonpositive(vec::splat(max - against))[0];
+    sum = sum * rescale + block_sum;
+    max = top;
+    gemm::gemm(1, dv, n, p, n, 1, v.data() + k0 * v.outerStride(), v.outerStride(), s.acc.data(), dv, true, &rescale);
+  }
+  float* dst = out.data() + qi * out.outerStride();
+  if (key_end <= visible.first_key) {  // sees no key: zeros (as below)
+    std::fill(dst, dst + dv, 0.0f);
+    return;
+  }
+  for (Index c = 0; c < dv; ++c) dst[c] = s.acc[static_cast<std::size_t>(c)] / sum;
+}
 }  // namespace
 
 Index first_attending_key(const std::uint8_t* mask, Index S) {
@@ -37,6 +85,7 @@ Index first_attending_key(const std::uint8_t* mask, Index S) {
 
 void exact_query_block(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v, float scale, const Visibility& visible,
                        Index q0, Index nq, MatrixRef out, ExactScratch& s) {
+  if (nq == 1) return exact_one_query(q, k, v, scale, visible, q0, out, s);
   const bool causal = visible.causal;
   const Index d = q.cols(), dv = v.cols(), strips = (nq + kStrip - 1) / kStrip;
   const Index rows = strips * kStrip;

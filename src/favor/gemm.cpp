@@ -9,29 +9,35 @@ namespace favor::gemm {
 namespace {
 
 // Columns [0, w) of C, w <= kStrip, over rows [0, M); k_end(i) limits the sum of the row tile
-// starting at row i (K, or the lower triangle's i + rows).
+// starting at row i (K, or the lower triangle's i + rows). row_scale (accumulating only): C's
+// rows are first multiplied by row_scale[i].
 template <class KEnd>
 void strip(Index M, Index w, const float* a, Index a_rs, Index a_cs, const float* b, Index ldb, float* c,
-           Index ldc, bool accumulate, KEnd k_end) {
-  Index i = 0;
+           Index ldc, bool accumulate, KEnd k_end, const float* row_scale = nullptr) {
+  const auto scale_of = [row_scale](Index i) { return row_scale ? row_scale + i : nullptr; };
   auto rows = [&](auto tile4, auto tile1) {
-    for (i = 0; i + 4 <= M; i += 4) tile4(k_end(i, 4), a + i * a_rs, c + i * ldc);
-    for (; i < M; ++i) tile1(k_end(i, 1), a + i * a_rs, c + i * ldc);
+    Index i = 0;
+    for (; i + 4 <= M; i += 4) tile4(k_end(i, 4), a + i * a_rs, c + i * ldc, scale_of(i));
+    for (; i < M; ++i) tile1(k_end(i, 1), a + i * a_rs, c + i * ldc, scale_of(i));
   };
   if (w == kStrip) {
-    rows([&](Index K, const float* ai, float* ci) { tile<4, 2>(K, ai, a_rs, a_cs, b, ldb, ci, ldc, accumulate); },
-         [&](Index K, const float* ai, float* ci) { tile<1, 2>(K, ai, a_rs, a_cs, b, ldb, ci, ldc, accumulate); });
+    rows([&](Index K, const float* ai, float* ci, const float* rs) { tile<4, 2>(K, ai, a_rs, a_cs, b, ldb, ci, ldc, accumulate, rs); },
+         [&](Index K, const float* ai, float* ci, const float* rs) { tile<1, 2>(K, ai, a_rs, a_cs, b, ldb, ci, ldc, accumulate, rs); });
     return;
   }
   Index j = 0;
   if (w >= kLanes) {
-    rows([&](Index K, const float* ai, float* ci) { tile<4, 1>(K, ai, a_rs, a_cs, b, ldb, ci, ldc, accumulate); },
-         [&](Index K, const float* ai, float* ci) { tile<1, 1>(K, ai, a_rs, a_cs, b, ldb, ci, ldc, accumulate); });
+    rows([&](Index K, const float* ai, float* ci, const float* rs) { tile<4, 1>(K, ai, a_rs, a_cs, b, ldb, ci, ldc, accumulate, rs); },
+         [&](Index K, const float* ai, float* ci, const float* rs) { tile<1, 1>(K, ai, a_rs, a_cs, b, ldb, ci, ldc, accumulate, rs); });
     j = kLanes;
   }
   for (; j < w; ++j)
-    rows([&](Index K, const float* ai, float* ci) { tile<4, 0>(K, ai, a_rs, a_cs, b + j, ldb, ci + j, ldc, accumulate); },
-         [&](Index K, const float* ai, float* ci) { tile<1, 0>(K, ai, a_rs, a_cs, b + j, ldb, ci + j, ldc, accumulate); });
+    rows([&](Index K, const float* ai, float* ci, const float* rs) {
+           tile<4, 0>(K, ai, a_rs, a_cs, b + j, ldb, ci + j, ldc, accumulate, rs);
+         },
+         [&](Index K, const float* ai, float* ci, const float* rs) {
+           tile<1, 0>(K, ai, a_rs, a_cs, b + j, ldb, ci + j, ldc, accumulate, rs);
+         });
 }
 
 constexpr Index kWide = 4 * kStrip;  // columns of a single-row tile
@@ -40,25 +46,26 @@ constexpr Index kWide = 4 * kStrip;  // columns of a single-row tile
 // j0's Bt at b_at(j0), rows ldb and strips strip_stride apart. Returns the columns done.
 template <class BAt>
 Index single_rows(Index i0, Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, BAt b_at, Index ldb,
-                  Index strip_stride, float* c, Index ldc, bool accumulate) {
+                  Index strip_stride, float* c, Index ldc, bool accumulate, const float* row_scale = nullptr) {
   const Index wide = N / kWide * kWide;
   for (Index i = i0; i < M; ++i)
     for (Index j0 = 0; j0 < wide; j0 += kWide)
-      tile<1, 8>(K, a + i * a_rs, a_rs, a_cs, b_at(j0), ldb, c + i * ldc + j0, ldc, accumulate, nullptr, 1.0f,
-                 strip_stride);
+      tile<1, 8>(K, a + i * a_rs, a_rs, a_cs, b_at(j0), ldb, c + i * ldc + j0, ldc, accumulate,
+                 row_scale ? row_scale + i : nullptr, 1.0f, strip_stride);
   return wide;
 }
 
 }  // namespace
 
 void gemm(Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, const float* b, Index ldb,
-          float* c, Index ldc, bool accumulate) {
+          float* c, Index ldc, bool accumulate, const float* row_scale) {
   const auto all = [K](Index, Index) { return K; };
   const Index M4 = M - M % 4;
   const Index wide = single_rows(M4, M, N, K, a, a_rs, a_cs, [b](Index j0) { return b + j0; }, ldb, kStrip, c, ldc,
-                                 accumulate);
+                                 accumulate, row_scale);
   for (Index j0 = 0; j0 < N; j0 += kStrip)
-    strip(j0 < wide ? M4 : M, std::min(kStrip, N - j0), a, a_rs, a_cs, b + j0, ldb, c + j0, ldc, accumulate, all);
+    strip(j0 < wide ? M4 : M, std::min(kStrip, N - j0), a, a_rs, a_cs, b + j0, ldb, c + j0, ldc, accumulate, all,
+          row_scale);
 }
 
 void gemm_lower(Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, const float* b,
