@@ -26,13 +26,14 @@ void mask_keys(float* p, Index n, const std::uint8_t* mask) {
     if (!mask[j])
       for (Index i = 0; i < kStrip; ++i) p[j * kStrip + i] = kNegInf;
 }
+
 // One query (decoding, n = 1 per head): the arithmetic of its lane in a strip, with the keys
-// across the vector lanes instead of the queries, so that no 2 vectors of queries are computed
-// for 1. Each score is summed over features in order with the same multiply-adds (gemm's tiles,
-// on the key block packed transposed and padded to whole strips, so that no key takes the
-// scalar path), the weights and their sum go in key order, and p.v is gemm's row-scaled
-// accumulate: the same bits as the query in any strip. Keys past the query (causal) are not
-// visited: in a strip they add exact zeros.
+// across the vector lanes instead of a strip's 2 vectors of queries, 1 of them real. Each score
+// is summed over features in order with the same multiply-adds (gemm's tiles, on the key block
+// packed transposed and padded to whole strips, so that no key takes the scalar path), the
+// weights and their sum go in key order, and p.v is gemm's row-scaled accumulate: the same bits
+// as the query in any strip. Keys past the query (causal) are not visited: in a strip they add
+// exact zeros.
 void exact_one_query(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v, float scale, const Visibility& visible,
                      Index qi, MatrixRef out, ExactScratch& s) {
   const Index d = q.cols(), dv = v.cols();
