@@ -9,6 +9,7 @@
 // mistake (wrong scale, off-by-one mask, lost block) is orders of magnitude larger.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -116,6 +117,31 @@ TEST(ExactAttention, MaskHidingWholeLeadingKeyBlocks) {
                                        scale, false);
     const MatD want = a * ref::to_double(MatF(v.middleRows(pad, i + 1 - pad)));
     ASSERT_LT(ref::max_rel(ref::to_double(MatF(causal.row(i))), want), kTol) << "row " << i;
+  }
+}
+
+// A single query (decoding) takes its own kernel, with the keys across the vector lanes; it must
+// give the bits of the same query inside a strip of 8. Every row alone against the whole call:
+// bidirectional, causal (a row alone is the last query: bottom-right) and with a key mask; d = 13
+// and dv = 7 leave feature and column tails, S = 301 several key blocks and a key tail.
+TEST(ExactAttention, SingleQueryEqualsItsRowInTheBlockBitForBit) {
+  std::mt19937 gen(600);
+  const Index S = 301, d = 13, dv = 7;
+  const MatF q = ref::normal_matrix(S, d, gen), k = ref::normal_matrix(S, d, gen), v = ref::normal_matrix(S, dv, gen);
+  std::vector<std::uint8_t> mask(static_cast<std::size_t>(S));
+  for (Index j = 0; j < S; ++j) mask[static_cast<std::size_t>(j)] = j % 5 != 2;
+  for (int variant = 0; variant < 3; ++variant) {
+    favor::AttentionOptions opt;
+    opt.causal = variant == 1;
+    if (variant == 2) opt.key_mask = mask.data();
+    const MatF all = favor::exact_attention(q, k, v, opt);
+    for (Index i : {Index{0}, Index{1}, Index{7}, Index{128}, Index{200}, S - 1}) {
+      // causal: row i alone sees keys [0, i] as the last of i + 1 positions
+      const Index keys = opt.causal ? i + 1 : S;
+      const MatF one = favor::exact_attention(q.row(i), k.topRows(keys), v.topRows(keys), opt);
+      ASSERT_EQ(0, std::memcmp(one.data(), &all(i, 0), sizeof(float) * static_cast<std::size_t>(dv)))
+          << "variant " << variant << " row " << i;
+    }
   }
 }
 
