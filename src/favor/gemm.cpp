@@ -124,6 +124,7 @@ void gemm_packed(Index M, Index N, Index K, const float* a, Index a_rs, Index a_
 
 void gemm_nt(Index M, Index N, Index K, const float* a, Index lda, const float* b, Index ldb, float* c,
              Index ldc, bool accumulate, FloatBuffer& scratch) {
+  if (N == 1) return gemm(M, 1, K, a, lda, 1, b, 1, c, ldc, accumulate);  // B's row is Bt's column: no packing
   scratch.resize(static_cast<std::size_t>(strips(N) * K * kStrip));
   pack_bt(N, K, b, ldb, scratch.data());
   gemm_packed(M, N, K, a, lda, 1, scratch.data(), c, ldc, accumulate);
@@ -131,6 +132,7 @@ void gemm_nt(Index M, Index N, Index K, const float* a, Index lda, const float* 
 
 void gemm_nt_lower(Index M, Index N, Index K, const float* a, Index lda, const float* b, Index ldb, float* c,
                    Index ldc, FloatBuffer& scratch) {
+  if (N == 1) return gemm(M, 1, K, a, lda, 1, b, 1, c, ldc, false);  // as gemm_nt: every row is on or below
   scratch.resize(static_cast<std::size_t>(strips(N) * K * kStrip));
   pack_bt(N, K, b, ldb, scratch.data());
   const auto all = [K](Index, Index) { return K; };

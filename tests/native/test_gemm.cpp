@@ -104,7 +104,7 @@ TEST(Gemm, TransposedAAndPackedB) {
         gemm::gemm_nt(M, N, K, a.data(), lda, br.data(), ldbr, c2.data(), N, false, scratch);
         scalar_gemm(M, N, K, a.data(), lda, 1, bt.data(), N, expect2.data(), N, false);
         expect_bits(c2, expect2, "gemm_nt", M, N, K);
-        ASSERT_EQ(scratch.size(), static_cast<std::size_t>(gemm::strips(N) * K * gemm::kStrip));
+        if (N > 1) ASSERT_EQ(scratch.size(), static_cast<std::size_t>(gemm::strips(N) * K * gemm::kStrip));  // one column: no packing
       }
 }
 
