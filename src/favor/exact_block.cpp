@@ -27,6 +27,17 @@ void mask_keys(float* p, Index n, const std::uint8_t* mask) {
       for (Index i = 0; i < kStrip; ++i) p[j * kStrip + i] = kNegInf;
 }
 
+// dst = acc / total, the output row of a query that sees the keys [0, key_end). A row that sees
+// no key (all masked) is zeros by definition (its sum is 0, so acc / total would be NaN); a row
+// whose scores overflowed to -inf stays NaN and is reported.
+void write_row(const float* acc, float total, Index key_end, const Visibility& visible, float* dst, Index dv) {
+  if (key_end <= visible.first_key) {
+    std::fill(dst, dst + dv, 0.0f);
+    return;
+  }
+  for (Index c = 0; c < dv; ++c) dst[c] = acc[c] / total;
+}
+
 // One query (decoding, n = 1 per head): the arithmetic of its lane in a strip, with the keys
 // across the vector lanes instead of a strip's 2 vectors of queries, 1 of them real. Each score
 // is summed over features in order with the same multiply-adds (gemm's tiles, on the key block
@@ -53,27 +64,17 @@ void exact_one_query(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v, float
     if (visible.key_mask)
       for (Index j = 0; j < n; ++j)
         if (!visible.key_mask[k0 + j]) p[j] = kNegInf;
-    float top = kNegInf;
-    for (Index j = 0; j < n; ++j) top = p[j] > top ? p[j] : top;
-    top = max > top ? max : top;
-    const float against = top == kNegInf ? 0.0f : top;  // as kernel::seen_max
-    Index j = 0;
-    for (; j + 4 <= n; j += 4)
-      vec::store(p + j, vec::exp_nonpositive(vec::load(p + j) - vec::splat(against)));
-    for (; j < n; ++j) p[j] = vec::exp_nonpositive(vec::splat(p[j] - against))[0];
+    const float top = std::max(max, vec::max(p, n));
+    const float against = kernel::seen_max(kernel::splat(top))[0];
+    vec::exp_shifted(p, n, against);  // (its lane-wise sum is not the key order a strip lane sums in)
     float block_sum = 0.0f;
-    for (j = 0; j < n; ++j) block_sum = block_sum + p[j];
+    for (Index j = 0; j < n; ++j) block_sum = block_sum + p[j];
     const float rescale = vec::exp_nonpositive(vec::splat(max - against))[0];
     sum = sum * rescale + block_sum;
     max = top;
     gemm::gemm(1, dv, n, p, n, 1, v.data() + k0 * v.outerStride(), v.outerStride(), s.acc.data(), dv, true, &rescale);
   }
-  float* dst = out.data() + qi * out.outerStride();
-  if (key_end <= visible.first_key) {  // sees no key: zeros (as below)
-    std::fill(dst, dst + dv, 0.0f);
-    return;
-  }
-  for (Index c = 0; c < dv; ++c) dst[c] = s.acc[static_cast<std::size_t>(c)] / sum;
+  write_row(s.acc.data(), sum, key_end, visible, out.data() + qi * out.outerStride(), dv);
 }
 }  // namespace
 
@@ -123,18 +124,10 @@ void exact_query_block(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v, flo
                    s.acc.data() + (t * kStrip + h) * dv, dv);
     }
   }
-  for (Index i = 0; i < nq; ++i) {
-    float* dst = out.data() + (q0 + i) * out.outerStride();
-    const float* src = s.acc.data() + i * dv;
-    const float total = s.sum[static_cast<std::size_t>(i)];
-    // A row that sees no key (all masked): zeros by definition. (Its lanes hold NaN: the max
-    // stayed -inf. A row whose scores overflowed to -inf stays NaN and is reported.)
-    if ((causal ? std::min(k.rows(), q0 + i + offset + 1) : k.rows()) <= visible.first_key) {
-      std::fill(dst, dst + dv, 0.0f);
-      continue;
-    }
-    for (Index c = 0; c < dv; ++c) dst[c] = src[c] / total;
-  }
+  for (Index i = 0; i < nq; ++i)
+    write_row(s.acc.data() + i * dv, s.sum[static_cast<std::size_t>(i)],
+              causal ? std::min(k.rows(), q0 + i + offset + 1) : k.rows(), visible,
+              out.data() + (q0 + i) * out.outerStride(), dv);
 }
 
 }  // namespace favor::detail

@@ -42,30 +42,28 @@ void strip(Index M, Index w, const float* a, Index a_rs, Index a_cs, const float
 
 constexpr Index kWide = 4 * kStrip;  // columns of a single-row tile
 
-// Rows [i0, M) one at a time over the columns [0, N / kWide * kWide), 1 x 8-vector tiles; column
-// j0's Bt at b_at(j0), rows ldb and strips strip_stride apart. Returns the columns done.
+// C = [C +] A Bt over all rows and columns, Bt's column j0 at b_at(j0) (a multiple of kStrip),
+// its rows ldb and its strips strip_stride floats apart. Single rows (the last M % 4) first over
+// whole groups of 4 strips in 1 x 8-vector tiles, then every strip over the rows left to it.
 template <class BAt>
-Index single_rows(Index i0, Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, BAt b_at, Index ldb,
-                  Index strip_stride, float* c, Index ldc, bool accumulate, const float* row_scale = nullptr) {
-  const Index wide = N / kWide * kWide;
-  for (Index i = i0; i < M; ++i)
+void product(Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, BAt b_at, Index ldb,
+             Index strip_stride, float* c, Index ldc, bool accumulate, const float* row_scale) {
+  const auto all = [K](Index, Index) { return K; };
+  const Index M4 = M - M % 4, wide = N / kWide * kWide;
+  for (Index i = M4; i < M; ++i)
     for (Index j0 = 0; j0 < wide; j0 += kWide)
       tile<1, 8>(K, a + i * a_rs, a_rs, a_cs, b_at(j0), ldb, c + i * ldc + j0, ldc, accumulate,
                  row_scale ? row_scale + i : nullptr, 1.0f, strip_stride);
-  return wide;
+  for (Index j0 = 0; j0 < N; j0 += kStrip)
+    strip(j0 < wide ? M4 : M, std::min(kStrip, N - j0), a, a_rs, a_cs, b_at(j0), ldb, c + j0, ldc, accumulate, all,
+          row_scale);
 }
 
 }  // namespace
 
 void gemm(Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, const float* b, Index ldb,
           float* c, Index ldc, bool accumulate, const float* row_scale) {
-  const auto all = [K](Index, Index) { return K; };
-  const Index M4 = M - M % 4;
-  const Index wide = single_rows(M4, M, N, K, a, a_rs, a_cs, [b](Index j0) { return b + j0; }, ldb, kStrip, c, ldc,
-                                 accumulate, row_scale);
-  for (Index j0 = 0; j0 < N; j0 += kStrip)
-    strip(j0 < wide ? M4 : M, std::min(kStrip, N - j0), a, a_rs, a_cs, b + j0, ldb, c + j0, ldc, accumulate, all,
-          row_scale);
+  product(M, N, K, a, a_rs, a_cs, [b](Index j0) { return b + j0; }, ldb, kStrip, c, ldc, accumulate, row_scale);
 }
 
 void gemm_lower(Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, const float* b,
@@ -113,13 +111,8 @@ void pack_bt(Index N, Index K, const float* b, Index ldb, float* packed) {
 
 void gemm_packed(Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, const float* packed,
                  float* c, Index ldc, bool accumulate) {
-  const auto all = [K](Index, Index) { return K; };
-  const Index M4 = M - M % 4;
-  const auto strip_at = [packed, K](Index j0) { return packed + j0 / kStrip * K * kStrip; };
-  const Index wide = single_rows(M4, M, N, K, a, a_rs, a_cs, strip_at, kStrip, K * kStrip, c, ldc, accumulate);
-  for (Index s = 0; s * kStrip < N; ++s)
-    strip(s * kStrip < wide ? M4 : M, std::min(kStrip, N - s * kStrip), a, a_rs, a_cs, strip_at(s * kStrip), kStrip,
-          c + s * kStrip, ldc, accumulate, all);
+  product(M, N, K, a, a_rs, a_cs, [packed, K](Index j0) { return packed + j0 / kStrip * K * kStrip; }, kStrip,
+          K * kStrip, c, ldc, accumulate, nullptr);
 }
 
 void gemm_nt(Index M, Index N, Index K, const float* a, Index lda, const float* b, Index ldb, float* c,
