@@ -267,12 +267,10 @@ void causal_factored_attention(const std::vector<QueryHead>& heads, const Factor
   fold_range(keys, features, v, chunk, segment, 0, offset, prefix);
   const FactorBlock aligned = offset ? FactorBlock([&](Index j0, Index n) { return keys(j0 + offset, n); }) : keys;
   const auto va = v.bottomRows(L);
-  // Each segment starts from the state of every key before it (the prefix). Segments go in
-  // waves: first the keys of the wave's segments in parallel, then the prefixes in segment order,
-  // then the sweeps in parallel (over heads and pieces). Same bits for any thread count or wave size.
   const int threads = available_threads();
   if (threads == 1) {
-    // One thread: each segment's keys folded and swept in one pass, chunk by chunk, so that
+    // Each segment starts from the state of every key before it (the prefix). One thread: each
+    // segment's keys folded and swept in one pass, chunk by chunk, so that
     // nothing is kept per chunk (SegmentKeys, ~8 MiB a segment at m = 256, and its trips through
     // memory: ~10% of the time at L = 4096). The same operations on the same values: the same bits.
     SweepScratch scratch(chunk, v.cols());
@@ -293,6 +291,9 @@ void causal_factored_attention(const std::vector<QueryHead>& heads, const Factor
     if (carried) *next = std::move(prefix);
     return;
   }
+  // Several threads: segments in waves, first the keys of the wave's segments in parallel (each
+  // keeping its chunks' states), then the prefixes in segment order, then the sweeps in parallel
+  // (over heads and pieces). Same bits for any thread count or wave size, and as the one pass.
   const Index segments = (L + segment - 1) / segment;
   const Index wave = causal_wave(threads, segment / chunk, chunk, features, v.cols());
   for (Index w0 = 0; w0 < segments; w0 += wave) {
