@@ -270,9 +270,9 @@ void causal_factored_attention(const std::vector<QueryHead>& heads, const Factor
   const int threads = available_threads();
   if (threads == 1) {
     // Each segment starts from the state of every key before it (the prefix). One thread: each
-    // segment's keys folded and swept in one pass, chunk by chunk, so that
-    // nothing is kept per chunk (SegmentKeys, ~8 MiB a segment at m = 256, and its trips through
-    // memory: ~10% of the time at L = 4096). The same operations on the same values: the same bits.
+    // segment's keys folded and swept in one pass, chunk by chunk, so that nothing is kept per
+    // chunk (SegmentKeys, ~8 MiB a segment at m = 256, and its trips through memory: ~10% of the
+    // time at L = 4096). The same operations on the same values: the same bits.
     SweepScratch scratch(chunk, v.cols());
     for (Index begin = 0; begin < L; begin += segment) {
       const Index end = std::min(L, begin + segment);
