@@ -44,7 +44,6 @@ struct CausalState::Impl {
   Index length = 0;
   std::vector<KeyValueCache> caches;  // exact
   std::vector<PrefixState> states;    // favor, codebook
-  std::vector<PrefixState> spare;     // where an append writes the new states (kept: no allocation per append)
 
   Index d() const { return k_dims.back(); }
   Index dv() const { return v_dims.back(); }
@@ -90,8 +89,7 @@ std::size_t CausalState::state_bytes() const {
   const Impl& s = *impl_;
   std::size_t floats = 0;
   for (const KeyValueCache& c : s.caches) floats += c.keys.capacity() + c.values.capacity();
-  for (const auto* states : {&s.states, &s.spare})
-    for (const PrefixState& p : *states) floats += static_cast<std::size_t>(p.kv.size() + p.k_sum.size() + p.shift.size());
+  for (const PrefixState& p : s.states) floats += static_cast<std::size_t>(p.kv.size() + p.k_sum.size() + p.shift.size());
   if (s.map) floats += 2 * static_cast<std::size_t>(s.map->projection().size());  // W and its packed copy
   floats += static_cast<std::size_t>(s.codebook.size());
   return 4 * floats;
@@ -106,8 +104,6 @@ void CausalState::reset() {
   s.caches.shrink_to_fit();
   s.states.clear();
   s.states.shrink_to_fit();
-  s.spare.clear();
-  s.spare.shrink_to_fit();
 }
 
 namespace {
@@ -244,19 +240,19 @@ void CausalState::append(const ConstTensorView& q, const ConstTensorView& k, con
   } else {
     const Index M = s.method == StateMethod::favor ? s.map->num_features() : s.codebook.rows() / std::max<Index>(1, heads(s.codebook_dims));
     if (!s.started) s.states.assign(static_cast<std::size_t>(g.kv_heads), empty_prefix_state(M, dv));
-    s.spare.resize(s.states.size());
+    // The new states count only once every head has succeeded (StateStep).
+    std::vector<StateStep> steps(s.states.begin(), s.states.end());
     const Index c = s.method == StateMethod::codebook ? s.codebook_dims[s.codebook_dims.size() - 2] : 0;
     const auto run = [&](Index kv) {
       const auto [qs, outs] = query_group(g, kv, q, out);
-      const PrefixState* carried = &s.states[static_cast<std::size_t>(kv)];
-      PrefixState* next = &s.spare[static_cast<std::size_t>(kv)];
+      StateStep* step = &steps[static_cast<std::size_t>(kv)];
       if (s.method == StateMethod::favor) {
         FavorOptions o;
         o.causal = true;
         o.scale = s.scale;
         o.chunk = s.chunk;
         o.key_mask = mask_of(kv);
-        favor_attention(*s.map, qs, khead(kv), vhead(kv), outs, o, carried, next);
+        favor_attention(*s.map, qs, khead(kv), vhead(kv), outs, o, step);
       } else {
         CodebookOptions o;
         o.causal = true;
@@ -266,17 +262,18 @@ void CausalState::append(const ConstTensorView& q, const ConstTensorView& k, con
         o.assignment = s.assignment;
         o.temperature = s.temperature;
         const Index book = s.codebook_dims.size() > 2 ? kv : 0;
-        codebook_attention(s.codebook.middleRows(book * c, c), qs, khead(kv), vhead(kv), outs, o, carried, next);
+        codebook_attention(s.codebook.middleRows(book * c, c), qs, khead(kv), vhead(kv), outs, o, step);
       }
     };
     try {
       if (g.kv_heads >= max_threads()) parallel_for(g.kv_heads, run);
       else for (Index kv = 0; kv < g.kv_heads; ++kv) run(kv);
     } catch (...) {
-      if (!s.started) s.states.clear(), s.spare.clear();
+      for (StateStep& step : steps) step.rollback();
+      if (!s.started) s.states.clear();
       throw;
     }
-    s.states.swap(s.spare);  // the new states count only once every head has succeeded
+    for (StateStep& step : steps) step.commit();
   }
   if (!s.started) {
     s.q_dims = with_rows(q.dims, 1), s.k_dims = with_rows(k.dims, 1), s.v_dims = with_rows(v.dims, 1);

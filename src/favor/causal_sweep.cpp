@@ -85,40 +85,36 @@ void add_in_chunk(const Matrix& qf, const Matrix& kf, Index n, ConstMatrixRef vs
   for (Index i = 0; i < n; ++i) denominator(i) += vec::sum(&block(i, 0), n);
 }
 
-// Decode: L <= chunk new rows continuing a carried state, in one pass at one shift, written into
-// `next` (old is only read). The usual case of the causal sweep below (the keys at most e^20 above
-// the state's shift, no denominator underflow); returns false otherwise, having written no output
-// that the general path does not rewrite.
+// Decode: L <= chunk new rows continuing a carried state, in one pass at one shift, on the state
+// in place (see StateStep). The usual case of the causal sweep below (the keys at most e^20 above
+// the state's shift, no denominator underflow); returns false otherwise, with the state as it was
+// and no output written that the general path does not rewrite.
 bool carried_chunk(const std::vector<QueryHead>& heads, const FactorBlock& keys, Index features, ConstMatrixRef v,
-                   const PrefixState& old, PrefixState& next) {
+                   StateStep& step) {
   constexpr float kNear = 20.0f, kUnderflow = 1e-30f;
   const Index n = v.rows(), dv = v.cols();
+  const PrefixState& old = step.carried();
   if (!(old.shift.maxCoeff() > -std::numeric_limits<float>::infinity())) return false;  // nothing carried yet
   KeyChunk k = key_chunk(keys, features, 0, n);
   if ((k.column_max - old.shift).maxCoeff() > kNear) return false;
-  next.shift = old.shift.cwiseMax(k.column_max);
-  Vector factor(features);
-  vec::rescale_factors(factor.data(), old.shift.data(), next.shift.data(), features);
-  next.kv.resize(features, dv);
-  next.k_sum.resize(features);
-  for (Index r = 0; r < features; ++r) {
-    vec::scale_into(&next.kv(r, 0), factor(r), &old.kv(r, 0), dv);
-    next.k_sum(r) = factor(r) * old.k_sum(r);
-  }
-  const Matrix kf = shifted_keys(std::move(k.log), next.shift, k.value);
+  const PrefixState& state = step.rescale_in_place(old.shift.cwiseMax(k.column_max));
+  Matrix kf = shifted_keys(std::move(k.log), state.shift, k.value);
   Matrix numerator(n, dv), local(n, n);
   Vector denominator(n);
   FloatBuffer scratch;
   for (const QueryHead& head : heads) {
     const FactoredFeatures f = prepared(head.factors(0, n), "q");
     Vector row_scale;
-    const Matrix qf = shifted_queries(f.exponent, f.value, n, next.shift, row_scale);
-    readout(qf, next, numerator, denominator.data());
+    const Matrix qf = shifted_queries(f.exponent, f.value, n, state.shift, row_scale);
+    readout(qf, state, numerator, denominator.data());
     add_in_chunk(qf, kf, n, v, local, scratch, numerator, denominator);
-    if (!(denominator.array().abs() >= kUnderflow).all()) return false;
+    if (!(denominator.array().abs() >= kUnderflow).all()) {
+      step.rollback();
+      return false;
+    }
     write_rows(head.out, 0, numerator, denominator, n);
   }
-  accumulate(next, kf, v);
+  step.accumulate_at_commit(std::move(kf), v);
   return true;
 }
 
@@ -255,15 +251,14 @@ void causal_sweep(const FactorBlock& queries, const SegmentKeys& keys, Index fea
 }  // namespace
 
 void causal_factored_attention(const std::vector<QueryHead>& heads, const FactorBlock& keys, Index features,
-                               ConstMatrixRef v, Index chunk, Index segment, const PrefixState* carried,
-                               PrefixState* next) {
+                               ConstMatrixRef v, Index chunk, Index segment, StateStep* step) {
   const Index H = static_cast<Index>(heads.size());
   const Index L = heads[0].out.rows(), S = v.rows();
   // The first S - L keys are seen by every query: they join the prefix state as in the
   // bidirectional fold. The last L keys are aligned with the queries.
   const Index offset = causal_offset(L, S);
-  if (carried && offset == 0 && L <= chunk && carried_chunk(heads, keys, features, v, *carried, *next)) return;
-  PrefixState prefix = carried ? *carried : empty_prefix_state(features, v.cols());
+  if (step && offset == 0 && L <= chunk && carried_chunk(heads, keys, features, v, *step)) return;
+  PrefixState prefix = step ? step->carried() : empty_prefix_state(features, v.cols());
   fold_range(keys, features, v, chunk, segment, 0, offset, prefix);
   const FactorBlock aligned = offset ? FactorBlock([&](Index j0, Index n) { return keys(j0 + offset, n); }) : keys;
   const auto va = v.bottomRows(L);
@@ -288,7 +283,7 @@ void causal_factored_attention(const std::vector<QueryHead>& heads, const Factor
       }
       merge(prefix, own);
     }
-    if (carried) *next = std::move(prefix);
+    if (step) step->replace_with(std::move(prefix));
     return;
   }
   // Several threads: segments in waves, first the keys of the wave's segments in parallel (each
@@ -342,7 +337,7 @@ void causal_factored_attention(const std::vector<QueryHead>& heads, const Factor
                    std::min(end, b + piece), prefixes[static_cast<std::size_t>(s)]);
     });
   }
-  if (carried) *next = std::move(prefix);
+  if (step) step->replace_with(std::move(prefix));
 }
 
 }  // namespace favor

@@ -128,14 +128,14 @@ struct CodebookFactors {
 
 void codebook_attention(ConstMatrixRef codebook, const std::vector<ConstMatrixRef>& qs, ConstMatrixRef k,
                         ConstMatrixRef v, const std::vector<MatrixRef>& outs, const CodebookOptions& options,
-                        const PrefixState* carried, PrefixState* next) {
+                        StateStep* step) {
   if (qs.empty() || qs.size() != outs.size()) throw_range("q", "expected one output per query head");
   for (std::size_t h = 0; h < qs.size(); ++h) {
     detail::check_head(qs[h], k, &v, options.causal);
     detail::check_out(outs[h], qs[h].rows(), v.cols());
     if (qs[h].rows() != qs[0].rows()) throw_range("q", "expected the same L in every query head");
   }
-  if (carried && !options.causal) throw_range("causal", "a carried prefix state needs causal attention");
+  if (step && !options.causal) throw_range("causal", "a carried prefix state needs causal attention");
   const CodebookFactors factors(codebook, qs, options);
   const float root = factors.root;
   const Index c = codebook.rows();
@@ -145,7 +145,7 @@ void codebook_attention(ConstMatrixRef codebook, const std::vector<ConstMatrixRe
   factored_attention(heads,
                      masked_keys([&](Index j0, Index n) { return factors.keys(root * k.middleRows(j0, n)); },
                                  options.key_mask, c),
-                     c, v, options.causal, options.chunk, carried, next);
+                     c, v, options.causal, options.chunk, step);
   for (const MatrixRef& out : outs) detail::check_result(out, "q, k, v, codebook");
 }
 

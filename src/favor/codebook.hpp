@@ -38,12 +38,12 @@ void codebook_attention(ConstMatrixRef codebook, ConstMatrixRef q, ConstMatrixRe
 Matrix codebook_attention(ConstMatrixRef codebook, ConstMatrixRef q, ConstMatrixRef k,
                           ConstMatrixRef v, const CodebookOptions& options = {});
 
-struct PrefixState;
+class StateStep;
 // Grouped-query: query heads qs[h] over one key/value head and one codebook, the keys'
-// responsibilities and state made once; `carried` as in favor_attention (linear_attention.hpp).
+// responsibilities and state made once; `step` as in favor_attention (linear_attention.hpp).
 void codebook_attention(ConstMatrixRef codebook, const std::vector<ConstMatrixRef>& qs, ConstMatrixRef k,
                         ConstMatrixRef v, const std::vector<MatrixRef>& outs, const CodebookOptions& options,
-                        const PrefixState* carried = nullptr, PrefixState* next = nullptr);
+                        StateStep* step = nullptr);
 
 // The L x S matrix of normalized weights sum_y exp(scale q_i.c_y) R_jy (masked when causal).
 void codebook_attention_matrix(ConstMatrixRef codebook, ConstMatrixRef q, ConstMatrixRef k,

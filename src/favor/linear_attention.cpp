@@ -53,13 +53,12 @@ FactorBlock masked_keys(FactorBlock keys, const std::uint8_t* mask, Index featur
 }
 
 void factored_attention(const std::vector<QueryHead>& heads, const FactorBlock& keys, Index features,
-                        ConstMatrixRef v, bool causal, Index chunk, const PrefixState* carried, PrefixState* next) {
+                        ConstMatrixRef v, bool causal, Index chunk, StateStep* step) {
   chunk = resolve_chunk(chunk, causal);
   // v far from 1 (max |v| beyond 2^+-20) is scaled by a power of two (exact) and the output scaled
   // back, so that weights times v neither underflow nor overflow: the output is linear in v.
   // (Not with a carried state: its sums hold v at the scale of earlier calls.)
-  if (carried && (!next || next == carried)) throw_range("next", "a carried state needs a distinct state to write");
-  if (v.size() && !carried) {
+  if (v.size() && !step) {
     float top = 0.0f;
     for (Index i = 0; i < v.rows(); ++i) top = std::max(top, vec::max_abs(v.row(i).data(), v.cols()));
     if (const int e = far_binary_exponent(top)) {
@@ -93,7 +92,7 @@ void factored_attention(const std::vector<QueryHead>& heads, const FactorBlock& 
     });
     return;
   }
-  causal_factored_attention(heads, keys, features, v, chunk, segment, carried, next);
+  causal_factored_attention(heads, keys, features, v, chunk, segment, step);
 }
 
 namespace {
@@ -150,7 +149,7 @@ std::vector<QueryHead> one_head(FactorBlock queries, MatrixRef out) { return {Qu
 
 void favor_attention(const FeatureMap& map, const std::vector<ConstMatrixRef>& qs, ConstMatrixRef k,
                      ConstMatrixRef v, const std::vector<MatrixRef>& outs, const FavorOptions& options,
-                     const PrefixState* carried, PrefixState* next) {
+                     StateStep* step) {
   if (qs.empty() || qs.size() != outs.size()) throw_range("q", "expected one output per query head");
   for (std::size_t h = 0; h < qs.size(); ++h) {
     detail::check_head(qs[h], k, &v, options.causal);
@@ -158,7 +157,7 @@ void favor_attention(const FeatureMap& map, const std::vector<ConstMatrixRef>& q
     detail::check_out(outs[h], qs[h].rows(), v.cols());
     if (qs[h].rows() != qs[0].rows()) throw_range("q", "expected the same L in every query head");
   }
-  if (carried && !options.causal) throw_range("causal", "a carried prefix state needs causal attention");
+  if (step && !options.causal) throw_range("causal", "a carried prefix state needs causal attention");
   const double scale = resolve_scale(options, k.cols());
   const float root = static_cast<float>(std::sqrt(scale));
   const Index M = map.num_features();
@@ -166,7 +165,7 @@ void favor_attention(const FeatureMap& map, const std::vector<ConstMatrixRef>& q
     factored_attention(heads,
                        masked_keys([&](Index j0, Index n) { return map.factored(root * k.middleRows(j0, n), params); },
                                    options.key_mask, M),
-                       M, v, options.causal, options.chunk, carried, next);
+                       M, v, options.causal, options.chunk, step);
   };
   const auto query_block = [&](std::size_t h, const KernelParameters& params) {
     return [&, h](Index i0, Index n) { return map.factored(root * qs[h].middleRows(i0, n), params); };
@@ -178,7 +177,7 @@ void favor_attention(const FeatureMap& map, const std::vector<ConstMatrixRef>& q
     run(std::move(heads), params);
   } else {
     // OPRF's parameters come from each query head's own q and the keys: no features to share.
-    if (carried)
+    if (step)
       throw_range("featureMap", "an 'oprf' map without a fixed rho cannot carry a causal state: its parameters "
                                 "would depend on keys not seen yet; create it with a rho");
     for (std::size_t h = 0; h < qs.size(); ++h) {

@@ -36,11 +36,11 @@ Matrix favor_attention(const FeatureMap& map, ConstMatrixRef q, ConstMatrixRef k
 
 // Grouped-query: query heads qs[h] (each L x d) over one key/value head k, v; outs[h] L x dv. The
 // keys' features and state are made once for the group when the map's parameters do not depend
-// on the queries (every kernel but OPRF without a fixed rho). With `carried` (causal only), the
-// keys continue that prefix state and `next` receives the new one (see factored_attention).
+// on the queries (every kernel but OPRF without a fixed rho). With a `step` (causal only), the
+// keys continue its carried prefix state (see factored_attention).
 void favor_attention(const FeatureMap& map, const std::vector<ConstMatrixRef>& qs, ConstMatrixRef k,
                      ConstMatrixRef v, const std::vector<MatrixRef>& outs, const FavorOptions& options,
-                     const PrefixState* carried = nullptr, PrefixState* next = nullptr);
+                     StateStep* step = nullptr);
 
 // The approximate attention matrix A^ = diag(Q'K'^T 1)^-1 Q'K'^T (masked when causal), L x S.
 void favor_attention_matrix(const FeatureMap& map, ConstMatrixRef q, ConstMatrixRef k,
@@ -56,12 +56,11 @@ struct QueryHead {
   MatrixRef out;  // L x dv, the same L for every head
 };
 // v is S x dv. Causal with L < S: the queries are the last L positions (bottom-right). With
-// `carried` (causal only) the keys continue that prefix state: every query also sees the keys
-// summed into it, and `next` (a distinct state; carried is only read) receives the state after
-// all S keys, so that a caller can keep the old one until every head has succeeded.
+// a `step` (causal only) the keys continue its carried prefix state: every query also sees the
+// keys summed into it, and the state after all S keys takes its place at step->commit(), so that a
+// caller can keep the old one until every head has succeeded (StateStep, prefix_state.hpp).
 void factored_attention(const std::vector<QueryHead>& queries, const FactorBlock& keys, Index features,
-                        ConstMatrixRef v, bool causal, Index chunk, const PrefixState* carried = nullptr,
-                        PrefixState* next = nullptr);
+                        ConstMatrixRef v, bool causal, Index chunk, StateStep* step = nullptr);
 // The normalized L x S weight matrix from whole factored queries and keys (masked when causal,
 // bottom-right when L < S).
 void factored_attention_matrix(FactoredFeatures&& queries, FactoredFeatures&& keys,

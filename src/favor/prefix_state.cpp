@@ -14,16 +14,74 @@ PrefixState empty_prefix_state(Index features, Index dv) {
           Vector::Constant(features, -std::numeric_limits<float>::infinity())};
 }
 
+namespace {
+
+// Calls row(r, factor) for each feature r whose factor exp(old - new) is not 1 (0 while nothing
+// is summed), before any row changes.
+template <class Row>
+void changed_rows(const PrefixState& state, const Vector& shift, Row row) {
+  Vector factor(shift.size());
+  vec::rescale_factors(factor.data(), state.shift.data(), shift.data(), shift.size());
+  for (Index r = 0; r < shift.size(); ++r)
+    if (factor(r) != 1.0f) row(r, factor(r));
+}
+
+void scale_row(PrefixState& state, Index r, float factor) {
+  state.kv.row(r) *= factor;
+  state.k_sum(r) *= factor;
+}
+
+}  // namespace
+
 void rescale_state(PrefixState& state, const Vector& shift) {
   if (shift == state.shift) return;
-  Vector factor(shift.size());  // 0 while the state is empty
-  vec::rescale_factors(factor.data(), state.shift.data(), shift.data(), shift.size());
-  for (Index r = 0; r < shift.size(); ++r) {
-    if (factor(r) == 1.0f) continue;
-    state.kv.row(r) *= factor(r);
-    state.k_sum(r) *= factor(r);
-  }
+  changed_rows(state, shift, [&](Index r, float factor) { scale_row(state, r, factor); });
   state.shift = shift;
+}
+
+PrefixState& StateStep::rescale_in_place(const Vector& shift) {
+  PrefixState& state = *carried_;
+  const Index dv = state.kv.cols();
+  old_shift_ = state.shift;
+  rescaled_.clear(), old_rows_.clear();
+  changed_rows(state, shift, [&](Index r, float factor) {
+    rescaled_.push_back(r);
+    old_rows_.insert(old_rows_.end(), &state.kv(r, 0), &state.kv(r, 0) + dv);
+    old_rows_.push_back(state.k_sum(r));
+    scale_row(state, r, factor);
+  });
+  state.shift = shift;
+  return state;
+}
+
+void StateStep::accumulate_at_commit(Matrix kf, ConstMatrixRef vs) {
+  kf_ = std::move(kf);
+  v_ = vs;
+}
+
+void StateStep::replace_with(PrefixState next) { next_ = std::move(next); }
+
+void StateStep::commit() {
+  if (next_) *carried_ = std::move(*next_);
+  else if (kf_.rows()) accumulate(*carried_, kf_, v_);
+  next_.reset();
+  old_shift_.resize(0), kf_.resize(0, 0);
+}
+
+void StateStep::rollback() {
+  if (old_shift_.size()) {
+    PrefixState& state = *carried_;
+    const Index dv = state.kv.cols();
+    const float* row = old_rows_.data();
+    for (const Index r : rescaled_) {
+      std::copy_n(row, dv, &state.kv(r, 0));
+      state.k_sum(r) = row[dv];
+      row += dv + 1;
+    }
+    state.shift = old_shift_;
+  }
+  next_.reset();
+  old_shift_.resize(0), kf_.resize(0, 0);
 }
 
 void readout(const Matrix& qf, const PrefixState& state, Matrix& numerator, float* denominator) {

@@ -2,6 +2,7 @@
 // by chunk at a running per-feature shift, states merged in order, queries read out.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "factored.hpp"
@@ -22,6 +23,35 @@ PrefixState empty_prefix_state(Index features, Index dv);
 
 // The state's sums moved to a per-feature shift at or above its own (factors exp(old - new) <= 1).
 void rescale_state(PrefixState& state, const Vector& shift);
+// A causal call continuing a carried prefix state (a causal state's append, one per key/value
+// head). The carried state changes for good only at commit(), once every head of the append has
+// succeeded; rollback() leaves it exactly as it was. A decode step (one chunk at most, keys in the
+// usual range: causal_sweep.cpp) works in place, so that no M x dv copy of the state is made per
+// token: it rescales the rows whose shift grows (keeping their old values for rollback) and leaves
+// the new keys to commit(). Otherwise the new state is built whole beside the carried one, which
+// is only read, and replaces it at commit().
+class StateStep {
+ public:
+  explicit StateStep(PrefixState& carried) : carried_(&carried) {}
+  const PrefixState& carried() const { return *carried_; }
+  // In place: the carried state moved to `shift` (at or above its own) now; returns it.
+  PrefixState& rescale_in_place(const Vector& shift);
+  // In place: accumulate(state, kf, vs) at commit.
+  void accumulate_at_commit(Matrix kf, ConstMatrixRef vs);
+  // The whole new state.
+  void replace_with(PrefixState next);
+  void commit();
+  void rollback();
+
+ private:
+  PrefixState* carried_;
+  Vector old_shift_;              // size 0: nothing rescaled in place
+  std::vector<Index> rescaled_;   // the rows rescaled in place,
+  std::vector<float> old_rows_;   // their old kv rows and k_sum, dv + 1 floats each
+  Matrix kf_, v_;                 // what accumulate_at_commit adds
+  std::optional<PrefixState> next_;
+};
+
 // out = a + b, at the larger of the two shifts per feature and `floor` (out may be a).
 void merge_into(const PrefixState& a, const PrefixState& b, PrefixState& out, const Vector* floor = nullptr);
 void merge(PrefixState& into, const PrefixState& from);

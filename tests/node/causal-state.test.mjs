@@ -105,6 +105,37 @@ test('favor state at large input norms: the stabilizing shifts carry across appe
   fm.dispose();
 });
 
+test('a decode step that fails leaves the state as it was, bit for bit (favor and codebook, the last key/value head failing)', () => {
+  // A decode step works on the state in place: it rescales the features whose shift the new key
+  // raises, and adds the key once every head has succeeded. Here the first key/value head
+  // succeeds (its rows rescaled: its new key is 1.5x the earlier ones) and the second one's
+  // values overflow the output, so the append throws; afterwards the state must continue exactly
+  // as a twin that never saw the failed step.
+  const fm = favor.createFeatureMap({ dim: d, features: 32, seed: 6 });
+  const codebook = favor.randomCodebook({ clusters: 6, dim: d, seed: 3 });
+  const shape = { q: [4, 20, d], kv: [2, 20, d] };
+  for (const options of [{ method: 'favor', featureMap: fm }, { method: 'codebook', codebook, assignment: 'soft' }]) {
+    const { q, k, v } = inputs(shape, 50, 1.5);
+    const step = (t) => [sliceRows(q, t, t + 1), sliceRows(k, t, t + 1), sliceRows(v, t, t + 1)];
+    const [tried, twin] = [favor.createCausalState(options), favor.createCausalState(options)];
+    for (const state of [tried, twin]) state.append(sliceRows(q, 0, 12), sliceRows(k, 0, 12), sliceRows(v, 0, 12));
+    for (let t = 12; t < 20; t++) {
+      const [qt, kt, vt] = step(t);
+      if (t % 3 === 0) {
+        // The second key/value head's queries are too large for float32 (their squared norms
+        // overflow): it fails once the first head is done and its own rows are rescaled.
+        const bigger = { data: kt.data.map((x) => 1.5 * x), dims: kt.dims };
+        const huge = { data: qt.data.map((x, i) => (i < 2 * d ? x : 3e38)), dims: qt.dims };
+        assert.throws(() => tried.append(huge, bigger, vt), { name: 'RangeError', message: /\bq\b.*(overflow|too large)/ }, `${options.method} t = ${t}`);
+        assert.equal(tried.length, t, 'the failed step does not count');
+      }
+      assertBitIdentical(tried.append(qt, kt, vt).data, twin.append(qt, kt, vt).data, `${options.method} t = ${t}`);
+    }
+    tried.dispose(), twin.dispose();
+  }
+  fm.dispose();
+});
+
 test('codebook state: hard, soft and gaussian, shared and per key/value head codebooks', () => {
   for (const [name, shape] of Object.entries(shapes)) {
     const { q, k, v } = inputs(shape, 40, 1);
