@@ -12,8 +12,8 @@
 //   qt   the strip's queries transposed, d x kStrip (row f holds feature f of the strip's
 //        queries), packed once per query block and reused for every key;
 //   p    scores, then probabilities, of the strip against n keys, key-major: n x kStrip.
-// Keys k and values v are read in place (row-major, leading dimensions ldk, ldv): scores
-// broadcast k[j, f] against a qt row, so no per-key-block packing is needed.
+// Keys k and values v are read in place (values row-major, leading dimension ldv; keys as Keys
+// below): scores broadcast k[j, f] against a qt row, so no per-key-block packing is needed.
 //
 // Register budget (x86-64 and V8 both have 16 xmm registers): scores keep 4 keys x 2 vectors =
 // 8 accumulators + 2 query vectors + 1 broadcast; p.v keeps 4 queries x 2 vectors of columns =
@@ -52,22 +52,53 @@ inline void store(float* p, fv v) { std::memcpy(p, &v, sizeof v); }
 using vec::exp_nonpositive;
 using vec::madd;
 
-// p[r][0..kStrip) = scale * (q_i . k_r) for the 4 keys at k, k + ldk, ... (sum over features in order).
-inline void scores_4keys(const float* qt, const float* k, Index ldk, Index d, float scale, float* p) {
-  const float *k0 = k, *k1 = k + ldk, *k2 = k + 2 * ldk, *k3 = k + 3 * ldk;
+// Keys as the kernels read them: row-major, key j at data + j ld; or packed in strips of kStrip
+// keys, gemm::pack_bt's layout (strip t at data + t d kStrip, feature f of key t kStrip + i at
+// f kStrip + i), the form an exact causal state caches them in: a single query then reads its
+// key blocks straight into the GEMM, packing nothing per step.
+struct Keys {
+  const float* data;
+  Index rows, d;
+  Index ld;  // row-major: floats from one key to the next; 0: packed strips
+
+  static Keys row_major(const float* data, Index rows, Index d, Index ld) { return {data, rows, d, ld}; }
+  static Keys packed(const float* data, Index rows, Index d) { return {data, rows, d, 0}; }
+  bool is_packed() const { return ld == 0; }
+  const float* key(Index j) const { return is_packed() ? data + j / kStrip * d * kStrip + j % kStrip : data + j * ld; }
+};
+
+// Slot j of packed strips (d features) = row[0..d).
+inline void put_packed_key(float* packed, Index d, Index j, const float* row) {
+  float* dst = packed + j / kStrip * d * kStrip + j % kStrip;
+  for (Index f = 0; f < d; ++f) dst[f * kStrip] = row[f];
+}
+
+// Slot `to` of packed strips = slot `from`.
+inline void move_packed_key(float* packed, Index d, Index from, Index to) {
+  const float* src = packed + from / kStrip * d * kStrip + from % kStrip;
+  float* dst = packed + to / kStrip * d * kStrip + to % kStrip;
+  for (Index f = 0; f < d; ++f) dst[f * kStrip] = src[f * kStrip];
+}
+
+// p[r][0..kStrip) = scale * (q_i . k_r) for the 4 keys at k, k + ks, ... (sum over features in
+// order), feature f of each FS floats after feature f - 1 (row-major: ks = ldk, FS = 1; packed
+// strips: ks = 1, FS = kStrip).
+template <Index FS>
+inline void scores_4keys(const float* qt, const float* k, Index ks, Index d, float scale, float* p) {
+  const float *k0 = k, *k1 = k + ks, *k2 = k + 2 * ks, *k3 = k + 3 * ks;
   fv a0 = splat(0.0f), b0 = a0, a1 = a0, b1 = a0, a2 = a0, b2 = a0, a3 = a0, b3 = a0;
   for (Index f = 0; f < d; ++f, qt += kStrip) {
     const fv qa = load(qt), qb = load(qt + kLanes);
-    fv x = splat(k0[f]);
+    fv x = splat(k0[f * FS]);
     a0 = madd(qa, x, a0);
     b0 = madd(qb, x, b0);
-    x = splat(k1[f]);
+    x = splat(k1[f * FS]);
     a1 = madd(qa, x, a1);
     b1 = madd(qb, x, b1);
-    x = splat(k2[f]);
+    x = splat(k2[f * FS]);
     a2 = madd(qa, x, a2);
     b2 = madd(qb, x, b2);
-    x = splat(k3[f]);
+    x = splat(k3[f * FS]);
     a3 = madd(qa, x, a3);
     b3 = madd(qb, x, b3);
   }
@@ -79,21 +110,29 @@ inline void scores_4keys(const float* qt, const float* k, Index ldk, Index d, fl
 }
 
 // The same for one key (the last n % 4 keys of a block).
+template <Index FS>
 inline void scores_1key(const float* qt, const float* k, Index d, float scale, float* p) {
   fv a = splat(0.0f), b = a;
   for (Index f = 0; f < d; ++f, qt += kStrip) {
-    const fv x = splat(k[f]);
+    const fv x = splat(k[f * FS]);
     a = madd(load(qt), x, a);
     b = madd(load(qt + kLanes), x, b);
   }
   store(p, a * splat(scale)), store(p + kLanes, b * splat(scale));
 }
 
-// p (n x kStrip) = scale * scores of the strip against keys k[0..n).
-inline void scores(const float* qt, const float* k, Index ldk, Index n, Index d, float scale, float* p) {
+// p (n x kStrip) = scale * scores of the strip against keys [k0, k0 + n). (4 keys from a multiple
+// of 4 lie in one packed strip.)
+inline void scores(const float* qt, const Keys& k, Index k0, Index n, float scale, float* p) {
+  const Index d = k.d;
   Index j = 0;
-  for (; j + 4 <= n; j += 4) scores_4keys(qt, k + j * ldk, ldk, d, scale, p + j * kStrip);
-  for (; j < n; ++j) scores_1key(qt, k + j * ldk, d, scale, p + j * kStrip);
+  if (k.is_packed()) {
+    for (; j + 4 <= n; j += 4) scores_4keys<kStrip>(qt, k.key(k0 + j), 1, d, scale, p + j * kStrip);
+    for (; j < n; ++j) scores_1key<kStrip>(qt, k.key(k0 + j), d, scale, p + j * kStrip);
+  } else {
+    for (; j + 4 <= n; j += 4) scores_4keys<1>(qt, k.key(k0 + j), k.ld, d, scale, p + j * kStrip);
+    for (; j < n; ++j) scores_1key<1>(qt, k.key(k0 + j), d, scale, p + j * kStrip);
+  }
 }
 
 // max, or 0 where max is -inf (NaN stays NaN).

@@ -5,6 +5,8 @@
 
 #include "error.hpp"
 #include "exact_attention.hpp"
+#include "exact_block.hpp"
+#include "gemm.hpp"
 #include "parallel.hpp"
 #include "shape.hpp"
 
@@ -19,12 +21,15 @@ StateMethod parse_state_method(const std::string& name, const std::string& argum
 
 namespace {
 
-// One key/value head's cache of exact attention: rows [0, count) of keys (d) and values (dv),
-// in buffers of `capacity` rows that grow by doubling.
+// One key/value head's cache of exact attention: positions [0, count) of keys (d) and values
+// (dv), in buffers of `capacity` positions that grow by doubling. Keys are kept in packed strips
+// (kernel::Keys), so that a decode step reads them straight into the score GEMM.
 struct KeyValueCache {
   FloatBuffer keys, values;
-  Index count = 0, capacity = 0;
+  Index count = 0, capacity = 0;  // capacity: a whole number of strips
 };
+
+Index key_floats(Index positions, Index d) { return gemm::strips(positions) * d * kernel::kStrip; }
 
 }  // namespace
 
@@ -174,20 +179,21 @@ void CausalState::append(const ConstTensorView& q, const ConstTensorView& k, con
       for (KeyValueCache& c : caches) {
         if (c.count + n <= c.capacity) continue;
         // Doubling keeps appends amortized O(n); near the heap's end, just what is needed.
-        Index capacity = std::max(c.count + n, 2 * c.capacity);
+        const auto whole_strips = [](Index positions) { return gemm::strips(positions) * kernel::kStrip; };
+        Index capacity = whole_strips(std::max(c.count + n, 2 * c.capacity));
         FloatBuffer keys, values;
         try {
-          keys.reserve(static_cast<std::size_t>(capacity * d));
+          keys.reserve(static_cast<std::size_t>(key_floats(capacity, d)));
           values.reserve(static_cast<std::size_t>(capacity * dv));
         } catch (const std::bad_alloc&) {
-          capacity = c.count + n;
+          capacity = whole_strips(c.count + n);
           FloatBuffer().swap(keys), FloatBuffer().swap(values);
-          keys.reserve(static_cast<std::size_t>(capacity * d));
+          keys.reserve(static_cast<std::size_t>(key_floats(capacity, d)));
           values.reserve(static_cast<std::size_t>(capacity * dv));
         }
-        keys.assign(c.keys.begin(), c.keys.begin() + c.count * d);
+        keys.assign(c.keys.begin(), c.keys.begin() + key_floats(c.count, d));
         values.assign(c.values.begin(), c.values.begin() + c.count * dv);
-        keys.resize(static_cast<std::size_t>(capacity * d));
+        keys.resize(static_cast<std::size_t>(key_floats(capacity, d)));  // zeros: the padding of the last strip
         values.resize(static_cast<std::size_t>(capacity * dv));
         c.keys.swap(keys), c.values.swap(values);
         c.capacity = capacity;
@@ -195,7 +201,7 @@ void CausalState::append(const ConstTensorView& q, const ConstTensorView& k, con
       std::vector<std::vector<std::uint8_t>> visible(static_cast<std::size_t>(g.kv_heads));
       for (Index kv = 0; kv < g.kv_heads; ++kv) {
         KeyValueCache& c = caches[static_cast<std::size_t>(kv)];
-        std::copy_n(khead(kv).data(), n * d, c.keys.data() + c.count * d);
+        for (Index j = 0; j < n; ++j) kernel::put_packed_key(c.keys.data(), d, c.count + j, khead(kv).data() + j * d);
         std::copy_n(vhead(kv).data(), n * dv, c.values.data() + c.count * dv);
         if (const std::uint8_t* m = mask_of(kv)) {
           std::vector<std::uint8_t>& vis = visible[static_cast<std::size_t>(kv)];
@@ -211,9 +217,9 @@ void CausalState::append(const ConstTensorView& q, const ConstTensorView& k, con
         const KeyValueCache& c = caches[static_cast<std::size_t>(kv)];
         AttentionOptions oh = o;
         if (!visible[static_cast<std::size_t>(kv)].empty()) oh.key_mask = visible[static_cast<std::size_t>(kv)].data();
-        exact_attention(qhead(h), Eigen::Map<const Matrix>(c.keys.data(), c.count + n, d),
-                        Eigen::Map<const Matrix>(c.values.data(), c.count + n, dv),
-                        Eigen::Map<Matrix>(out.data + h * n * dv, n, dv), oh);
+        detail::exact_attention(qhead(h), kernel::Keys::packed(c.keys.data(), c.count + n, d),
+                                Eigen::Map<const Matrix>(c.values.data(), c.count + n, dv),
+                                Eigen::Map<Matrix>(out.data + h * n * dv, n, dv), oh);
       };
       if (g.query_heads >= max_threads()) parallel_for(g.query_heads, run);
       else for (Index h = 0; h < g.query_heads; ++h) run(h);
@@ -229,7 +235,7 @@ void CausalState::append(const ConstTensorView& q, const ConstTensorView& k, con
       for (Index j = 0; j < n; ++j) {
         if (m && !m[j]) continue;
         if (kept != c.count + j) {
-          std::memmove(c.keys.data() + kept * d, c.keys.data() + (c.count + j) * d, sizeof(float) * d);
+          kernel::move_packed_key(c.keys.data(), d, c.count + j, kept);
           std::memmove(c.values.data() + kept * dv, c.values.data() + (c.count + j) * dv, sizeof(float) * dv);
         }
         ++kept;

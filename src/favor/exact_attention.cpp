@@ -26,10 +26,15 @@ void exact_attention(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v, Matri
                      const AttentionOptions& options) {
   detail::check_head(q, k, &v, options.causal);
   detail::check_out(out, q.rows(), v.cols());
+  detail::exact_attention(q, kernel::Keys::row_major(k.data(), k.rows(), k.cols(), k.outerStride()), v, out, options);
+}
+
+void detail::exact_attention(ConstMatrixRef q, const kernel::Keys& k, ConstMatrixRef v, MatrixRef out,
+                             const AttentionOptions& options) {
   const float scale = static_cast<float>(resolve_scale(options, q.cols()));
   const Index L = q.rows();
-  const detail::Visibility visible{options.causal, causal_offset(L, k.rows()), options.key_mask,
-                                   detail::first_attending_key(options.key_mask, k.rows())};
+  const detail::Visibility visible{options.causal, causal_offset(L, k.rows), options.key_mask,
+                                   detail::first_attending_key(options.key_mask, k.rows)};
 
   // Query blocks are independent: each writes only its rows of out, so any thread count gives
   // the same bits. Scratch is per block, never shared between threads.

@@ -45,12 +45,12 @@ void write_row(const float* acc, float total, Index key_end, const Visibility& v
 // weights and their sum go in key order, and p.v is gemm's row-scaled accumulate: the same bits
 // as the query in any strip. Keys past the query (causal) are not visited: in a strip they add
 // exact zeros.
-void exact_one_query(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v, float scale, const Visibility& visible,
+void exact_one_query(ConstMatrixRef q, const kernel::Keys& k, ConstMatrixRef v, float scale, const Visibility& visible,
                      Index qi, MatrixRef out, ExactScratch& s) {
   const Index d = q.cols(), dv = v.cols();
   const Index position = qi + (visible.causal ? visible.offset : 0);
-  const Index key_end = visible.causal ? std::min(k.rows(), position + 1) : k.rows();
-  s.qt.resize(static_cast<std::size_t>(gemm::strips(kKeyBlock) * d * kStrip));
+  const Index key_end = visible.causal ? std::min(k.rows, position + 1) : k.rows;
+  if (!k.is_packed()) s.qt.resize(static_cast<std::size_t>(gemm::strips(kKeyBlock) * d * kStrip));
   s.p.resize(static_cast<std::size_t>(gemm::strips(kKeyBlock) * kStrip));
   s.acc.assign(static_cast<std::size_t>(dv), 0.0f);
   float max = kNegInf, sum = 0.0f;
@@ -58,8 +58,10 @@ void exact_one_query(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v, float
   for (Index k0 = 0; k0 < key_end; k0 += kKeyBlock) {
     const Index n = std::min(key_end, k0 + kKeyBlock) - k0, padded = gemm::strips(n) * kStrip;
     float* p = s.p.data();
-    gemm::pack_bt(n, d, k.data() + k0 * k.outerStride(), k.outerStride(), s.qt.data());
-    gemm::gemm_packed(1, padded, d, query, d, 1, s.qt.data(), p, padded, false);
+    // (k0 is a multiple of kKeyBlock, so of kStrip: the block's packed strips start at key(k0).)
+    const float* packed = k.is_packed() ? k.key(k0) : s.qt.data();
+    if (!k.is_packed()) gemm::pack_bt(n, d, k.key(k0), k.ld, s.qt.data());
+    gemm::gemm_packed(1, padded, d, query, d, 1, packed, p, padded, false);
     for (Index j = 0; j < n; ++j) p[j] *= scale;
     if (visible.key_mask)
       for (Index j = 0; j < n; ++j)
@@ -85,8 +87,8 @@ Index first_attending_key(const std::uint8_t* mask, Index S) {
   return j;
 }
 
-void exact_query_block(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v, float scale, const Visibility& visible,
-                       Index q0, Index nq, MatrixRef out, ExactScratch& s) {
+void exact_query_block(ConstMatrixRef q, const kernel::Keys& k, ConstMatrixRef v, float scale,
+                       const Visibility& visible, Index q0, Index nq, MatrixRef out, ExactScratch& s) {
   if (nq == 1) return exact_one_query(q, k, v, scale, visible, q0, out, s);
   const bool causal = visible.causal;
   const Index d = q.cols(), dv = v.cols(), strips = (nq + kStrip - 1) / kStrip;
@@ -103,7 +105,7 @@ void exact_query_block(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v, flo
 
   // Positions: query i is at i + offset (0 unless causal with fewer queries than keys).
   const Index offset = causal ? visible.offset : 0;
-  const Index key_end = causal ? q0 + nq + offset : k.rows();
+  const Index key_end = causal ? q0 + nq + offset : k.rows;
   for (Index k0 = 0; k0 < key_end; k0 += kKeyBlock) {
     const Index block_end = std::min(key_end, k0 + kKeyBlock);
     for (Index t = 0; t < strips; ++t) {
@@ -113,8 +115,7 @@ void exact_query_block(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v, flo
       if (end <= k0) continue;
       const Index n = end - k0;
       float* p = s.p.data();
-      kernel::scores(s.qt.data() + t * d * kStrip, k.data() + k0 * k.outerStride(), k.outerStride(),
-                     n, d, scale, p);
+      kernel::scores(s.qt.data() + t * d * kStrip, k, k0, n, scale, p);
       if (causal && end > first) mask_future(p, n, k0, first);
       if (visible.key_mask) mask_keys(p, n, visible.key_mask + k0);
       kernel::softmax_step(p, n, s.max.data() + t * kStrip, s.sum.data() + t * kStrip, s.rescale.data());
@@ -126,7 +127,7 @@ void exact_query_block(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v, flo
   }
   for (Index i = 0; i < nq; ++i)
     write_row(s.acc.data() + i * dv, s.sum[static_cast<std::size_t>(i)],
-              causal ? std::min(k.rows(), q0 + i + offset + 1) : k.rows(), visible,
+              causal ? std::min(k.rows, q0 + i + offset + 1) : k.rows, visible,
               out.data() + (q0 + i) * out.outerStride(), dv);
 }
 

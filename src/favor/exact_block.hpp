@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "attention_kernel.hpp"
 #include "types.hpp"
 
 namespace favor::detail {
@@ -35,7 +36,12 @@ Index first_attending_key(const std::uint8_t* mask, Index S);
 
 // out rows [q0, q0 + nq) = softmax(scale * q k^T) v for those rows over the keys they see; a row
 // that sees none is 0. Shapes are checked by the caller; out may have any outer stride.
-void exact_query_block(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v, float scale, const Visibility& visible,
-                       Index q0, Index nq, MatrixRef out, ExactScratch& scratch);
+void exact_query_block(ConstMatrixRef q, const kernel::Keys& k, ConstMatrixRef v, float scale,
+                       const Visibility& visible, Index q0, Index nq, MatrixRef out, ExactScratch& scratch);
+
+// exact_attention (exact_attention.hpp) on keys in either layout of kernel::Keys, shapes checked
+// by the caller (k.rows = v.rows(), k.d = q.cols(), and L <= S when causal).
+void exact_attention(ConstMatrixRef q, const kernel::Keys& k, ConstMatrixRef v, MatrixRef out,
+                     const AttentionOptions& options);
 
 }  // namespace favor::detail

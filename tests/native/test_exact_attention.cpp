@@ -10,8 +10,11 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
+
+#include <favor/exact_block.hpp>
 
 #include "reference.hpp"
 
@@ -143,6 +146,39 @@ TEST(ExactAttention, SingleQueryEqualsItsRowInTheBlockBitForBit) {
           << "variant " << variant << " row " << i;
     }
   }
+}
+
+// An exact causal state caches its keys in packed strips (kernel::Keys): the strip kernel and
+// the single-query kernel must give the same bits on them as on row-major keys. Slots past the
+// keys are NaN: the kernels must not let them into a result.
+TEST(ExactAttention, PackedKeysEqualRowMajorBitForBit) {
+  std::mt19937 gen(620);
+  constexpr Index strip = favor::kernel::kStrip;
+  for (Index d : {13, 64})
+    for (Index S : {1, 37, 301}) {
+      const Index dv = 7;
+      const MatF k = ref::normal_matrix(S, d, gen), v = ref::normal_matrix(S, dv, gen);
+      std::vector<float> packed(static_cast<std::size_t>((S + strip - 1) / strip * d * strip),
+                                std::numeric_limits<float>::quiet_NaN());
+      for (Index j = 0; j < S; ++j) favor::kernel::put_packed_key(packed.data(), d, j, &k(j, 0));
+      const auto keys = favor::kernel::Keys::packed(packed.data(), S, d);
+      std::vector<std::uint8_t> mask(static_cast<std::size_t>(S));
+      for (Index j = 0; j < S; ++j) mask[static_cast<std::size_t>(j)] = j % 5 != 2 || S == 1;
+      for (Index L : {Index{1}, Index{5}, Index{70}}) {
+        if (L > S) continue;
+        const MatF q = ref::normal_matrix(L, d, gen);
+        for (int variant = 0; variant < 3; ++variant) {
+          favor::AttentionOptions opt;
+          opt.causal = variant == 1;
+          if (variant == 2) opt.key_mask = mask.data();
+          const MatF want = favor::exact_attention(q, k, v, opt);
+          MatF got(L, dv);
+          favor::detail::exact_attention(q, keys, v, got, opt);
+          ASSERT_EQ(0, std::memcmp(want.data(), got.data(), sizeof(float) * static_cast<std::size_t>(L * dv)))
+              << "d " << d << " S " << S << " L " << L << " variant " << variant;
+        }
+      }
+    }
 }
 
 TEST(ExactAttention, CustomScale) {

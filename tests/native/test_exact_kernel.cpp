@@ -31,12 +31,14 @@ constexpr double kTol = 1e-5;
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
+favor::kernel::Keys row_major(const MatF& k) { return favor::kernel::Keys::row_major(k.data(), k.rows(), k.cols(), k.cols()); }
+
 MatF run_kernel(const MatF& q, const MatF& k, const MatF& v, float scale, bool causal) {
   MatF out = MatF::Constant(q.rows(), v.cols(), -7.0f);
   favor::detail::ExactScratch scratch;
   for (Index q0 = 0; q0 < q.rows(); q0 += 64)  // the query blocks of exact_attention
-    favor::detail::exact_query_block(q, k, v, scale, {causal, k.rows() - q.rows(), nullptr}, q0, std::min<Index>(64, q.rows() - q0), out,
-                                     scratch);
+    favor::detail::exact_query_block(q, row_major(k), v, scale, {causal, k.rows() - q.rows(), nullptr}, q0,
+                                     std::min<Index>(64, q.rows() - q0), out, scratch);
   return out;
 }
 
@@ -103,7 +105,7 @@ TEST(ExactKernel, ScratchIndependentOfKeyCount) {
     const MatF k = ref::normal_matrix(S, 8, gen), v = ref::normal_matrix(S, 8, gen);
     MatF out(64, 8);
     favor::detail::ExactScratch s;
-    favor::detail::exact_query_block(q, k, v, 0.3f, {}, 0, 64, out, s);
+    favor::detail::exact_query_block(q, row_major(k), v, 0.3f, {}, 0, 64, out, s);
     const std::size_t total = s.qt.capacity() + s.p.capacity() + s.acc.capacity() + s.max.capacity() +
                               s.sum.capacity() + s.rescale.capacity();
     if (floats == 0) floats = total;
@@ -171,22 +173,30 @@ TEST(ExactKernel, ExpNonPositive) {
   EXPECT_TRUE(std::isnan(scalar_exp(kNaN)));
 }
 
-TEST(ExactKernel, ScoresEqualScalarDotProducts) {
+// Row-major keys and the same keys in packed strips (an exact state's cache), from a first key
+// k0 inside a strip so that groups of keys cross strips.
+TEST(ExactKernel, ScoresEqualScalarDotProductsInBothKeyLayouts) {
   std::mt19937 gen(4000);
   for (Index d : {1, 3, 4, 5, 64, 67})
-    for (Index n : {1, 3, 4, 9}) {
-      const Index ldk = d + 2;  // a key stride wider than d
-      const std::vector<float> qt = normal_buffer(static_cast<std::size_t>(d * kernel::kStrip), gen);
-      const std::vector<float> k = normal_buffer(static_cast<std::size_t>(n * ldk), gen);
-      std::vector<float> p(static_cast<std::size_t>(n * kernel::kStrip));
-      kernel::scores(qt.data(), k.data(), ldk, n, d, 0.3f, p.data());
-      for (Index j = 0; j < n; ++j)
-        for (Index i = 0; i < kernel::kStrip; ++i) {
-          float dot = 0.0f;
-          for (Index f = 0; f < d; ++f) dot = dot + qt[f * kernel::kStrip + i] * k[j * ldk + f];
-          ASSERT_EQ(p[j * kernel::kStrip + i], dot * 0.3f) << d << " " << n << " " << j << " " << i;
+    for (Index n : {1, 3, 4, 9, 21})
+      for (Index k0 : {Index{0}, kernel::kStrip / 2 + 4}) {
+        const Index ldk = d + 2, rows = k0 + n;  // a key stride wider than d
+        const std::vector<float> qt = normal_buffer(static_cast<std::size_t>(d * kernel::kStrip), gen);
+        const std::vector<float> k = normal_buffer(static_cast<std::size_t>(rows * ldk), gen);
+        std::vector<float> packed(static_cast<std::size_t>((rows + kernel::kStrip - 1) / kernel::kStrip * d * kernel::kStrip), kNaN);
+        for (Index j = 0; j < rows; ++j) kernel::put_packed_key(packed.data(), d, j, &k[static_cast<std::size_t>(j * ldk)]);
+        for (const kernel::Keys& keys : {kernel::Keys::row_major(k.data(), rows, d, ldk), kernel::Keys::packed(packed.data(), rows, d)}) {
+          std::vector<float> p(static_cast<std::size_t>(n * kernel::kStrip));
+          kernel::scores(qt.data(), keys, k0, n, 0.3f, p.data());
+          for (Index j = 0; j < n; ++j)
+            for (Index i = 0; i < kernel::kStrip; ++i) {
+              float dot = 0.0f;
+              for (Index f = 0; f < d; ++f) dot = dot + qt[f * kernel::kStrip + i] * k[(k0 + j) * ldk + f];
+              ASSERT_EQ(p[j * kernel::kStrip + i], dot * 0.3f)
+                  << (keys.is_packed() ? "packed " : "row-major ") << d << " " << n << " " << k0 << " " << j << " " << i;
+            }
         }
-    }
+      }
 }
 
 TEST(ExactKernel, SoftmaxStepEqualsScalarLanes) {
