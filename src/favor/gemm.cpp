@@ -48,6 +48,23 @@ constexpr Index kWide = 4 * kStrip;  // columns of a single-row tile
 template <class BAt>
 void product(Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, BAt b_at, Index ldb,
              Index strip_stride, float* c, Index ldc, bool accumulate, const float* row_scale) {
+  if (K == 1 && accumulate && !row_scale && M > 1) {
+    // A rank-1 update (a decode step's key into a prefix state): row by row, C read and written
+    // once in order, where the tiles would walk it strip by strip. (With K = 1, Bt's strips are
+    // contiguous in either layout.) The same operations as the tiles: vector columns, then the
+    // tail one column at a time.
+    const float* b = b_at(0);
+    const Index vector_columns = N / kLanes * kLanes;
+    for (Index i = 0; i < M; ++i) {
+      const float x = a[i * a_rs];
+      float* ci = c + i * ldc;
+      Index j = 0;
+      for (; j < vector_columns; j += kLanes)
+        kernel::store(ci + j, kernel::madd(kernel::splat(x), kernel::load(b + j), kernel::load(ci + j)));
+      for (; j < N; ++j) ci[j] = ci[j] + x * b[j];
+    }
+    return;
+  }
   const auto all = [K](Index, Index) { return K; };
   const Index M4 = M - M % 4, wide = N / kWide * kWide;
   for (Index i = M4; i < M; ++i)

@@ -69,7 +69,8 @@ inline void tile(Index K, const float* a, Index a_rs, Index a_cs, const float* b
 }
 
 // C = [C +] A Bt as above, for any M, N, K >= 0. Row tiles of 4 x 2 vectors (then 1 vector, then
-// single columns); single rows 1 x 8 vectors, then as the row tiles. With row_scale
+// single columns); single rows 1 x 8 vectors, then as the row tiles; a rank-1 update (K = 1,
+// accumulating) row by row, with the same vector and single columns. With row_scale
 // (accumulating): C = diag(row_scale) C + A Bt, each row scaled before its sum (the online softmax).
 void gemm(Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, const float* b, Index ldb,
           float* c, Index ldc, bool accumulate, const float* row_scale = nullptr);
