@@ -56,6 +56,8 @@ using vec::madd;
 // keys, gemm::pack_bt's layout (strip t at data + t d kStrip, feature f of key t kStrip + i at
 // f kStrip + i), the form an exact causal state caches them in: a single query then reads its
 // key blocks straight into the GEMM, packing nothing per step.
+inline Index packed_slot(Index j, Index d) { return j / kStrip * d * kStrip + j % kStrip; }
+
 struct Keys {
   const float* data;
   Index rows, d;
@@ -64,19 +66,19 @@ struct Keys {
   static Keys row_major(const float* data, Index rows, Index d, Index ld) { return {data, rows, d, ld}; }
   static Keys packed(const float* data, Index rows, Index d) { return {data, rows, d, 0}; }
   bool is_packed() const { return ld == 0; }
-  const float* key(Index j) const { return is_packed() ? data + j / kStrip * d * kStrip + j % kStrip : data + j * ld; }
+  const float* key(Index j) const { return data + (is_packed() ? packed_slot(j, d) : j * ld); }
 };
 
 // Slot j of packed strips (d features) = row[0..d).
 inline void put_packed_key(float* packed, Index d, Index j, const float* row) {
-  float* dst = packed + j / kStrip * d * kStrip + j % kStrip;
+  float* dst = packed + packed_slot(j, d);
   for (Index f = 0; f < d; ++f) dst[f * kStrip] = row[f];
 }
 
 // Slot `to` of packed strips = slot `from`.
 inline void move_packed_key(float* packed, Index d, Index from, Index to) {
-  const float* src = packed + from / kStrip * d * kStrip + from % kStrip;
-  float* dst = packed + to / kStrip * d * kStrip + to % kStrip;
+  const float* src = packed + packed_slot(from, d);
+  float* dst = packed + packed_slot(to, d);
   for (Index f = 0; f < d; ++f) dst[f * kStrip] = src[f * kStrip];
 }
 
@@ -121,8 +123,8 @@ inline void scores_1key(const float* qt, const float* k, Index d, float scale, f
   store(p, a * splat(scale)), store(p + kLanes, b * splat(scale));
 }
 
-// p (n x kStrip) = scale * scores of the strip against keys [k0, k0 + n). (4 keys from a multiple
-// of 4 lie in one packed strip.)
+// p (n x kStrip) = scale * scores of the strip against keys [k0, k0 + n); packed keys need k0 a
+// multiple of 4 (as the key blocks' starts are), so that each group of 4 lies in one strip.
 inline void scores(const float* qt, const Keys& k, Index k0, Index n, float scale, float* p) {
   const Index d = k.d;
   Index j = 0;
