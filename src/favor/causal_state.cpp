@@ -29,6 +29,10 @@ struct KeyValueCache {
   Index count = 0, capacity = 0;  // capacity: a whole number of strips
 };
 
+// Rows (new queries and keys) per key/value head from which a FAVOR+ or codebook append runs its
+// heads in parallel.
+constexpr Index kParallelStateRows = 32;
+
 Index key_floats(Index positions, Index d) { return gemm::strips(positions) * d * kernel::kStrip; }
 
 }  // namespace
@@ -271,8 +275,12 @@ void CausalState::append(const ConstTensorView& q, const ConstTensorView& k, con
         codebook_attention(s.codebook.middleRows(book * c, c), qs, khead(kv), vhead(kv), outs, o, step);
       }
     };
+    // Key/value heads in parallel only for enough rows: a decode step's few microseconds per head
+    // ran slower on 2 threads than on 1 (0.5-0.8x the tokens/s at n = 1-8, 1.2-1.4x from n = 16
+    // with one query head per key/value head; measured in Node 22, relaxed build).
+    const Index rows = n * (g.query_heads / g.kv_heads + 1);
     try {
-      if (g.kv_heads >= max_threads()) parallel_for(g.kv_heads, run);
+      if (g.kv_heads >= max_threads() && rows >= kParallelStateRows) parallel_for(g.kv_heads, run);
       else for (Index kv = 0; kv < g.kv_heads; ++kv) run(kv);
     } catch (...) {
       for (StateStep& step : steps) step.rollback();

@@ -52,6 +52,26 @@ test('bad threads values are rejected with the argument named', async () => {
 const q = normalTensor([3, 200, 16], 1), k = normalTensor([3, 200, 16], 2), v = normalTensor([3, 200, 7], 3);
 const q1 = normalTensor([1, 333, 8], 4), k1 = normalTensor([1, 333, 8], 5), v1 = normalTensor([1, 333, 8], 6);
 
+const rows = (t, a, b) => {
+  const [H, L, d] = t.dims, out = new Float32Array(H * (b - a) * d);
+  for (let h = 0; h < H; h++) out.set(t.data.subarray((h * L + a) * d, (h * L + b) * d), h * (b - a) * d);
+  return { data: out, dims: [H, b - a, d] };
+};
+
+function stateOutputs(favor, method, featureMap, codebook) {
+  const state = favor.createCausalState({ method, ...{ exact: {}, favor: { featureMap }, codebook: { codebook } }[method] });
+  try {
+    const parts = [];
+    for (const [a, b] of [[0, 150], [150, 151], [151, 152], [152, 160], [160, 200]])
+      parts.push(state.append(rows(q, a, b), rows(k, a, b), rows(v, a, b)).data);
+    const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
+    parts.reduce((at, p) => (out.set(p, at), at + p.length), 0);
+    return { data: out, dims: [out.length] };
+  } finally {
+    state.dispose();
+  }
+}
+
 // Every call that runs in parallel (query blocks, heads), with one head and several.
 function outputs(favor) {
   const map = favor.createFeatureMap({ dim: 16, features: 64, seed: 9 });
@@ -67,6 +87,9 @@ function outputs(favor) {
       favorCausal: favor.favorAttention(q, k, v, { featureMap: map, causal: true }),
       codebook,
       codebookAttention: favor.codebookAttention(q, k, v, { codebook, assignment: 'soft' }),
+      // Causal states: heads in parallel for the 150-row prefill and the 40-row append, one after
+      // another for the decode steps (too little work per head to share).
+      ...Object.fromEntries(['exact', 'favor', 'codebook'].map((method) => [`${method}State`, stateOutputs(favor, method, map, codebook)])),
     };
   } finally {
     map.dispose();
