@@ -19,9 +19,10 @@ const onnxDir = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'o
 // Our createCausalState (method 'exact': a key/value cache; 'favor': the prefix state).
 export function oursDecoder(favor, { method, featureMap, H, d }) {
   let state = null;
+  const threads = favor.info.threads;
   return {
-    id: `ours-${method}`,
-    label: method === 'favor' ? 'ours: FAVOR+ state' : 'ours: exact (KV cache)',
+    id: `ours-${method}${threads > 1 ? `-${threads}t` : ''}`,
+    label: `${method === 'favor' ? 'ours: FAVOR+ state' : 'ours: exact (KV cache)'}${threads > 1 ? `, ${threads} threads` : ''}`,
     kind: method,
     notes: `createCausalState({ method: '${method}' })${method === 'favor' ? ', positive orthogonal W' : ''}; append(q, k, v) of [${H}, 1, ${d}]`,
     // An exact cache is filled through append, which is causal exact attention over the
