@@ -9,7 +9,7 @@ import { test } from 'node:test';
 
 import { loadFavor } from 'favor-attention';
 
-import { RELAXED_SIMD_SUPPORTED, assertBitIdentical, normalTensor } from './helpers.mjs';
+import { RELAXED_SIMD_SUPPORTED, assertBitIdentical, concatRows, normalTensor, sliceRows } from './helpers.mjs';
 
 const one = await loadFavor({ threads: 1 });
 const two = await loadFavor({ threads: 2 });
@@ -52,21 +52,11 @@ test('bad threads values are rejected with the argument named', async () => {
 const q = normalTensor([3, 200, 16], 1), k = normalTensor([3, 200, 16], 2), v = normalTensor([3, 200, 7], 3);
 const q1 = normalTensor([1, 333, 8], 4), k1 = normalTensor([1, 333, 8], 5), v1 = normalTensor([1, 333, 8], 6);
 
-const rows = (t, a, b) => {
-  const [H, L, d] = t.dims, out = new Float32Array(H * (b - a) * d);
-  for (let h = 0; h < H; h++) out.set(t.data.subarray((h * L + a) * d, (h * L + b) * d), h * (b - a) * d);
-  return { data: out, dims: [H, b - a, d] };
-};
-
 function stateOutputs(favor, method, featureMap, codebook) {
   const state = favor.createCausalState({ method, ...{ exact: {}, favor: { featureMap }, codebook: { codebook } }[method] });
   try {
-    const parts = [];
-    for (const [a, b] of [[0, 150], [150, 151], [151, 152], [152, 160], [160, 200]])
-      parts.push(state.append(rows(q, a, b), rows(k, a, b), rows(v, a, b)).data);
-    const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
-    parts.reduce((at, p) => (out.set(p, at), at + p.length), 0);
-    return { data: out, dims: [out.length] };
+    return concatRows([[0, 150], [150, 151], [151, 152], [152, 160], [160, 200]].map(([a, b]) =>
+      state.append(sliceRows(q, a, b), sliceRows(k, a, b), sliceRows(v, a, b))));
   } finally {
     state.dispose();
   }
