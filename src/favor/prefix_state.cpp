@@ -17,9 +17,11 @@ PrefixState empty_prefix_state(Index features, Index dv) {
 namespace {
 
 // Calls row(r, factor) for each feature r whose factor exp(old - new) is not 1 (0 while nothing
-// is summed), before any row changes.
+// is summed), before any row changes. None when no shift moves (most decode steps): no
+// exponentials then.
 template <class Row>
 void changed_rows(const PrefixState& state, const Vector& shift, Row row) {
+  if (shift == state.shift) return;
   Vector factor(shift.size());
   vec::rescale_factors(factor.data(), state.shift.data(), shift.data(), shift.size());
   for (Index r = 0; r < shift.size(); ++r)
@@ -34,7 +36,6 @@ void scale_row(PrefixState& state, Index r, float factor) {
 }  // namespace
 
 void rescale_state(PrefixState& state, const Vector& shift) {
-  if (shift == state.shift) return;
   changed_rows(state, shift, [&](Index r, float factor) { scale_row(state, r, factor); });
   state.shift = shift;
 }
