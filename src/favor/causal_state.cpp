@@ -33,7 +33,9 @@ struct KeyValueCache {
 // heads in parallel.
 constexpr Index kParallelStateRows = 32;
 
-Index key_floats(Index positions, Index d) { return gemm::strips(positions) * d * kernel::kStrip; }
+// Positions rounded up to whole strips, and the floats of that many packed keys.
+Index whole_strips(Index positions) { return gemm::strips(positions) * kernel::kStrip; }
+Index key_floats(Index positions, Index d) { return whole_strips(positions) * d; }
 
 }  // namespace
 
@@ -183,7 +185,6 @@ void CausalState::append(const ConstTensorView& q, const ConstTensorView& k, con
       for (KeyValueCache& c : caches) {
         if (c.count + n <= c.capacity) continue;
         // Doubling keeps appends amortized O(n); near the heap's end, just what is needed.
-        const auto whole_strips = [](Index positions) { return gemm::strips(positions) * kernel::kStrip; };
         Index capacity = whole_strips(std::max(c.count + n, 2 * c.capacity));
         FloatBuffer keys, values;
         try {
