@@ -9,6 +9,12 @@
 
 namespace favor {
 
+Matrix scaled(ConstMatrixRef x, float a) {
+  Matrix out(x.rows(), x.cols());
+  for (Index i = 0; i < x.rows(); ++i) vec::scale_into(&out(i, 0), a, x.row(i).data(), x.cols());
+  return out;
+}
+
 void mask_zero_values(Matrix& log, const Matrix& value) {
   if (!value.size()) return;
   const float* v = value.data();
@@ -43,9 +49,14 @@ Matrix log_magnitude(const FactoredFeatures& f, Index features) {
   return log_magnitude(f.exponent, f.row_log, f.value, features);
 }
 
-Matrix shifted_keys(Matrix log, const Vector& shift, const Matrix& value) {
-  for (Index i = 0; i < log.rows(); ++i) vec::exp_minus(&log(i, 0), shift.data(), log.cols());
-  if (value.size()) log.array() *= value.array();
+Matrix shifted_keys(Matrix log, const Vector& shift, const Matrix& value, float* column_sums) {
+  const Index features = log.cols();
+  for (Index i = 0; i < log.rows(); ++i) {
+    float* row = &log(i, 0);
+    vec::exp_minus(row, shift.data(), features);
+    if (value.size()) vec::multiply(row, row, &value(i, 0), features);
+    if (column_sums) vec::add_into(column_sums, row, features);
+  }
   return log;
 }
 
@@ -58,8 +69,8 @@ Matrix shifted_queries(Matrix exponent, const Matrix& value, Index rows, const V
     float* x = &exponent(i, 0);
     row_scale(i) = vec::add_masked_max(x, shift.data(), value.size() ? &value(i, 0) : nullptr, features);
     vec::exp_shifted(x, features, row_scale(i));
+    if (value.size()) vec::multiply(x, x, &value(i, 0), features);
   }
-  if (value.size()) exponent.array() *= value.array();
   return exponent;
 }
 
@@ -93,7 +104,8 @@ int far_binary_exponent(float top) {
 namespace {
 
 void check_factors(const FactoredFeatures& f, const char* side) {
-  if (!detail::all_finite(f.row_log) || !detail::all_finite(f.exponent) || !detail::all_finite(f.value))
+  if (!detail::all_finite(f.row_log) ||
+      (!f.bounded && (!detail::all_finite(f.exponent) || !detail::all_finite(f.value))))
     throw_range(side, "not finite or too large for float32 features (a squared norm of a scaled row, a "
                       "projection w.x or a codebook score overflows 3.4e38); scale the inputs down");
 }

@@ -19,7 +19,14 @@ struct FactoredFeatures {
   Vector row_log;   // rows
   Matrix exponent;  // rows x M; empty (0 x 0) when every exponent is 0
   Matrix value;     // rows x M; empty when every value is 1
+  // Exponent and value are finite by construction (a bound on |w.x| proved it): prepared() need
+  // not read them through.
+  bool bounded = false;
 };
+
+// x * a (an input row block scaled by sqrt(scale)), with vector code: Eigen's loop runs one float
+// at a time in wasm. The same bits as Eigen's.
+Matrix scaled(ConstMatrixRef x, float a);
 
 // Factors produced block by block: factors(row0, rows) returns those of rows [row0, row0 + rows).
 using FactorBlock = std::function<FactoredFeatures(Index row0, Index rows)>;
@@ -57,7 +64,8 @@ Matrix log_magnitude(Matrix exponent, const Vector& row_log, const Matrix& value
 void mask_zero_values(Matrix& log, const Matrix& value);
 
 // Key factors at a per-feature shift: exp(log - shift) * value, entrywise (value empty = 1).
-Matrix shifted_keys(Matrix log, const Vector& shift, const Matrix& value);
+// column_sums (M floats, or null): each row of the result is added to it, in row order.
+Matrix shifted_keys(Matrix log, const Vector& shift, const Matrix& value, float* column_sums = nullptr);
 
 // Query factors once the keys are shifted by `shift`: t = exponent + shift (weightless entries
 // masked; an empty exponent is all 0 over `rows`), row_scale = the row max of t, result

@@ -7,6 +7,7 @@
 
 #include "error.hpp"
 #include "gemm.hpp"
+#include "vector_math.hpp"
 
 namespace favor {
 
@@ -84,6 +85,7 @@ void FeatureMap::check_epsilon() const {
 
 void FeatureMap::derive() {
   projection_sq_norms_ = projection_.rowwise().squaredNorm();
+  max_projection_norm_ = std::sqrt(projection_.cast<double>().rowwise().squaredNorm().maxCoeff());
   packed_projection_.resize(static_cast<std::size_t>(gemm::strips(projection_.rows()) * projection_.cols() * gemm::kStrip));
   gemm::pack_bt(projection_.rows(), projection_.cols(), projection_.data(), projection_.cols(),
                 packed_projection_.data());
@@ -118,16 +120,29 @@ double FeatureMap::log_prefactor(const KernelParameters& params) const {
   return 0.0;
 }
 
-FactoredFeatures FeatureMap::factored(ConstMatrixRef x, const KernelParameters& params) const {
+FactoredFeatures FeatureMap::factored(ConstMatrixRef x, const KernelParameters& params, float root) const {
   if (x.cols() != dim())
     throw_range("x", "expected " + std::to_string(dim()) + " columns (the feature map's d), got " +
                          std::to_string(x.cols()));
   const Index rows = x.rows(), m = projection_.rows();
-  Matrix projected(rows, m);  // x W^T, W^T packed once per projection
+  Matrix projected(rows, m);  // root x W^T, W^T packed once per projection
   gemm::gemm_packed(rows, m, dim(), x.data(), x.outerStride(), 1, packed_projection_.data(), projected.data(), m,
-                    false);
+                    false, root);
   FactoredFeatures f;
-  const Vector half_sq = 0.5f * x.rowwise().squaredNorm();
+  Vector half_sq(rows);
+  float top = 0.0f;  // the largest |root x|^2
+  for (Index i = 0; i < rows; ++i) {
+    const float sq = vec::squared_norm(x.row(i).data(), root, x.cols());
+    half_sq(i) = 0.5f * sq;
+    top = sq > top ? sq : top;
+  }
+  // |w.x| <= |w| |x| (the float sums stay within a hair of it), so below this bound every
+  // projection (before and after the root), and so every exponent and value, is finite:
+  // prepared() need not scan them.
+  const double norm = std::sqrt(static_cast<double>(top)), w = max_projection_norm_;
+  const double bound = std::max(norm, norm / root) * w;
+  f.bounded = bound < 1e37 && (kernel_ != Kernel::oprf ||  // OPRF adds a |w|^2 (kept in float)
+                                (w * w < 1e37 && std::abs(params.oprf.b) * bound + std::abs(params.oprf.a) * w * w < 1e37));
   switch (kernel_) {
     case Kernel::positive:
       f.row_log = -half_sq;

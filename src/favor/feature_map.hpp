@@ -94,8 +94,9 @@ class FeatureMap {
   // log of the constant factor in front of phi: -log(m)/2, -log(2m)/2, log D - log(m)/2, or 0.
   double log_prefactor(const KernelParameters& params) const;
 
-  // Factored features of scaled rows x (rows x d).
-  FactoredFeatures factored(ConstMatrixRef x, const KernelParameters& params) const;
+  // Factored features of the rows of x (rows x d) scaled by root (attention's sqrt(scale)),
+  // without a scaled copy of x: the projections are scaled as they are stored.
+  FactoredFeatures factored(ConstMatrixRef x, const KernelParameters& params, float root = 1.0f) const;
 
   // phi(x) as plain numbers (rows x M). Overflows for large inputs: meant for tests, small
   // inputs and users who want the raw features; attention never calls it.
@@ -112,6 +113,7 @@ class FeatureMap {
   std::optional<double> rho_;
   Matrix projection_;
   Vector projection_sq_norms_;  // |w_r|^2, for OPRF
+  double max_projection_norm_ = 0.0;  // max |w_r|, for the bound in factored()
   FloatBuffer packed_projection_;  // W^T in the GEMM's strips (gemm::pack_bt), for factored
 };
 

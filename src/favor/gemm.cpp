@@ -13,7 +13,7 @@ namespace {
 // rows are first multiplied by row_scale[i].
 template <class KEnd>
 void strip(Index M, Index w, const float* a, Index a_rs, Index a_cs, const float* b, Index ldb, float* c,
-           Index ldc, bool accumulate, KEnd k_end, const float* row_scale = nullptr) {
+           Index ldc, bool accumulate, KEnd k_end, const float* row_scale = nullptr, float scale = 1.0f) {
   const auto scale_of = [row_scale](Index i) { return row_scale ? row_scale + i : nullptr; };
   auto rows = [&](auto tile4, auto tile1) {
     Index i = 0;
@@ -21,22 +21,22 @@ void strip(Index M, Index w, const float* a, Index a_rs, Index a_cs, const float
     for (; i < M; ++i) tile1(k_end(i, 1), a + i * a_rs, c + i * ldc, scale_of(i));
   };
   if (w == kStrip) {
-    rows([&](Index K, const float* ai, float* ci, const float* rs) { tile<4, 2>(K, ai, a_rs, a_cs, b, ldb, ci, ldc, accumulate, rs); },
-         [&](Index K, const float* ai, float* ci, const float* rs) { tile<1, 2>(K, ai, a_rs, a_cs, b, ldb, ci, ldc, accumulate, rs); });
+    rows([&](Index K, const float* ai, float* ci, const float* rs) { tile<4, 2>(K, ai, a_rs, a_cs, b, ldb, ci, ldc, accumulate, rs, scale); },
+         [&](Index K, const float* ai, float* ci, const float* rs) { tile<1, 2>(K, ai, a_rs, a_cs, b, ldb, ci, ldc, accumulate, rs, scale); });
     return;
   }
   Index j = 0;
   if (w >= kLanes) {
-    rows([&](Index K, const float* ai, float* ci, const float* rs) { tile<4, 1>(K, ai, a_rs, a_cs, b, ldb, ci, ldc, accumulate, rs); },
-         [&](Index K, const float* ai, float* ci, const float* rs) { tile<1, 1>(K, ai, a_rs, a_cs, b, ldb, ci, ldc, accumulate, rs); });
+    rows([&](Index K, const float* ai, float* ci, const float* rs) { tile<4, 1>(K, ai, a_rs, a_cs, b, ldb, ci, ldc, accumulate, rs, scale); },
+         [&](Index K, const float* ai, float* ci, const float* rs) { tile<1, 1>(K, ai, a_rs, a_cs, b, ldb, ci, ldc, accumulate, rs, scale); });
     j = kLanes;
   }
   for (; j < w; ++j)
     rows([&](Index K, const float* ai, float* ci, const float* rs) {
-           tile<4, 0>(K, ai, a_rs, a_cs, b + j, ldb, ci + j, ldc, accumulate, rs);
+           tile<4, 0>(K, ai, a_rs, a_cs, b + j, ldb, ci + j, ldc, accumulate, rs, scale);
          },
          [&](Index K, const float* ai, float* ci, const float* rs) {
-           tile<1, 0>(K, ai, a_rs, a_cs, b + j, ldb, ci + j, ldc, accumulate, rs);
+           tile<1, 0>(K, ai, a_rs, a_cs, b + j, ldb, ci + j, ldc, accumulate, rs, scale);
          });
 }
 
@@ -47,8 +47,8 @@ constexpr Index kWide = 4 * kStrip;  // columns of a single-row tile
 // whole groups of 4 strips in 1 x 8-vector tiles, then every strip over the rows left to it.
 template <class BAt>
 void product(Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, BAt b_at, Index ldb,
-             Index strip_stride, float* c, Index ldc, bool accumulate, const float* row_scale) {
-  if (K == 1 && accumulate && !row_scale && M > 1) {
+             Index strip_stride, float* c, Index ldc, bool accumulate, const float* row_scale, float scale = 1.0f) {
+  if (K == 1 && accumulate && !row_scale && scale == 1.0f && M > 1) {
     // A rank-1 update (a decode step's key into a prefix state): row by row, C read and written
     // once in order, where the tiles would walk it strip by strip. (With K = 1, Bt's strips are
     // contiguous in either layout.) The same operations as the tiles: vector columns, then the
@@ -70,10 +70,10 @@ void product(Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, 
   for (Index i = M4; i < M; ++i)
     for (Index j0 = 0; j0 < wide; j0 += kWide)
       tile<1, 8>(K, a + i * a_rs, a_rs, a_cs, b_at(j0), ldb, c + i * ldc + j0, ldc, accumulate,
-                 row_scale ? row_scale + i : nullptr, 1.0f, strip_stride);
+                 row_scale ? row_scale + i : nullptr, scale, strip_stride);
   for (Index j0 = 0; j0 < N; j0 += kStrip)
     strip(j0 < wide ? M4 : M, std::min(kStrip, N - j0), a, a_rs, a_cs, b_at(j0), ldb, c + j0, ldc, accumulate, all,
-          row_scale);
+          row_scale, scale);
 }
 
 }  // namespace
@@ -127,9 +127,9 @@ void pack_bt(Index N, Index K, const float* b, Index ldb, float* packed) {
 }
 
 void gemm_packed(Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, const float* packed,
-                 float* c, Index ldc, bool accumulate) {
+                 float* c, Index ldc, bool accumulate, float scale) {
   product(M, N, K, a, a_rs, a_cs, [packed, K](Index j0) { return packed + j0 / kStrip * K * kStrip; }, kStrip,
-          K * kStrip, c, ldc, accumulate, nullptr);
+          K * kStrip, c, ldc, accumulate, nullptr, scale);
 }
 
 void gemm_nt(Index M, Index N, Index K, const float* a, Index lda, const float* b, Index ldb, float* c,

@@ -20,6 +20,7 @@
 // Q K^T and X W^T) is first packed transposed in strips of kStrip columns (pack_bt / gemm_nt).
 #pragma once
 
+#include <type_traits>
 #include <vector>
 
 #include "attention_kernel.hpp"
@@ -54,14 +55,20 @@ inline void tile(Index K, const float* a, Index a_rs, Index a_cs, const float* b
         acc[r][v] = !accumulate ? kernel::splat(0.0f)
                     : row_scale ? kernel::load(c + r * ldc + v * kLanes) * kernel::splat(row_scale[r])
                                 : kernel::load(c + r * ldc + v * kLanes);
-    for (Index k = 0; k < K; ++k, a += a_cs, b += ldb) {
-      fv bv[V];
-      for (int v = 0; v < V; ++v) bv[v] = kernel::load(b + column(v));
-      for (int r = 0; r < R; ++r) {
-        const fv x = kernel::splat(a[r * a_rs]);
-        for (int v = 0; v < V; ++v) acc[r][v] = kernel::madd(x, bv[v], acc[r][v]);
+    // A read by columns (a_rs = 1: kf^T in the state update) gets its row offsets as constants,
+    // which spares V8 an address computation per row and step (~2% of that product).
+    const auto sweep = [&](auto rs) {
+      for (Index k = 0; k < K; ++k, a += a_cs, b += ldb) {
+        fv bv[V];
+        for (int v = 0; v < V; ++v) bv[v] = kernel::load(b + column(v));
+        for (int r = 0; r < R; ++r) {
+          const fv x = kernel::splat(a[r * rs]);
+          for (int v = 0; v < V; ++v) acc[r][v] = kernel::madd(x, bv[v], acc[r][v]);
+        }
       }
-    }
+    };
+    if (R > 1 && a_rs == 1) sweep(std::integral_constant<Index, 1>{});
+    else sweep(a_rs);
     const fv s = kernel::splat(scale);
     for (int r = 0; r < R; ++r)
       for (int v = 0; v < V; ++v) kernel::store(c + r * ldc + v * kLanes, acc[r][v] * s);
@@ -85,9 +92,10 @@ void gemm_lower(Index M, Index N, Index K, const float* a, Index a_rs, Index a_c
 inline Index strips(Index N) { return (N + kStrip - 1) / kStrip; }
 void pack_bt(Index N, Index K, const float* b, Index ldb, float* packed);
 
-// C = [C +] A B^T with B given packed by pack_bt.
+// C = ([C +] A B^T) * scale with B given packed by pack_bt (scale: each sum times it once, as
+// it is stored).
 void gemm_packed(Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, const float* packed,
-                 float* c, Index ldc, bool accumulate);
+                 float* c, Index ldc, bool accumulate, float scale = 1.0f);
 
 // C = [C +] A B^T, A (M x K, row stride lda) and B (N x K, row stride ldb) row-major; packs B
 // into `scratch`.

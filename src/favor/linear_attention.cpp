@@ -163,12 +163,12 @@ void favor_attention(const FeatureMap& map, const std::vector<ConstMatrixRef>& q
   const Index M = map.num_features();
   const auto run = [&](std::vector<QueryHead> heads, const KernelParameters& params) {
     factored_attention(heads,
-                       masked_keys([&](Index j0, Index n) { return map.factored(root * k.middleRows(j0, n), params); },
+                       masked_keys([&](Index j0, Index n) { return map.factored(k.middleRows(j0, n), params, root); },
                                    options.key_mask, M),
                        M, v, options.causal, options.chunk, step);
   };
   const auto query_block = [&](std::size_t h, const KernelParameters& params) {
-    return [&, h](Index i0, Index n) { return map.factored(root * qs[h].middleRows(i0, n), params); };
+    return [&, h](Index i0, Index n) { return map.factored(qs[h].middleRows(i0, n), params, root); };
   };
   if (map.data_independent()) {
     const KernelParameters params = map.parameters(qs[0], k, scale);
@@ -207,11 +207,10 @@ void favor_attention_matrix(const FeatureMap& map, ConstMatrixRef q, ConstMatrix
   detail::check_out(out, q.rows(), k.rows());
   const double scale = resolve_scale(options, q.cols());
   const float root = static_cast<float>(std::sqrt(scale));
-  const Matrix qs = root * q, ks = root * k;
-  const KernelParameters params = map.parameters(qs, ks);
-  FactoredFeatures keys = map.factored(ks, params);
+  const KernelParameters params = map.parameters(q, k, scale);
+  FactoredFeatures keys = map.factored(k, params, root);
   if (options.key_mask) mask_key_factors(keys, options.key_mask, 0, map.num_features());
-  factored_attention_matrix(map.factored(qs, params), std::move(keys), map.num_features(), out, options.causal);
+  factored_attention_matrix(map.factored(q, params, root), std::move(keys), map.num_features(), out, options.causal);
   detail::check_result(out, "q, k", map.kernel() == Kernel::trigonometric);
 }
 

@@ -91,10 +91,18 @@ void readout(const Matrix& qf, const PrefixState& state, Matrix& numerator, floa
   for (Index i = 0; i < qf.rows(); ++i) denominator[i] = vec::dot(&qf(i, 0), state.k_sum.data(), qf.cols());
 }
 
-void accumulate(PrefixState& state, const Matrix& kf, ConstMatrixRef vs) {
-  // A = kf^T read in place (row stride 1, column stride kf's).
+namespace {
+
+// kv += kf^T vs, A = kf^T read in place (row stride 1, column stride kf's).
+void add_products(PrefixState& state, const Matrix& kf, ConstMatrixRef vs) {
   gemm::gemm(kf.cols(), vs.cols(), kf.rows(), kf.data(), 1, kf.outerStride(), vs.data(), vs.outerStride(),
              state.kv.data(), state.kv.outerStride(), true);
+}
+
+}  // namespace
+
+void accumulate(PrefixState& state, const Matrix& kf, ConstMatrixRef vs) {
+  add_products(state, kf, vs);
   for (Index i = 0; i < kf.rows(); ++i) vec::add_into(state.k_sum.data(), &kf(i, 0), kf.cols());
 }
 
@@ -117,9 +125,11 @@ void fold_into(PrefixState& state, const Matrix& kf, const Vector& shift, ConstM
 }
 
 Matrix fold_chunk(PrefixState& state, Matrix log, const KeyChunk& k, ConstMatrixRef vs) {
-  Vector shift;
-  Matrix kf = fold_features(state, std::move(log), k, shift);
-  fold_into(state, kf, shift, vs);
+  // fold_features then fold_into, the same operations, with the column sums taken as each feature
+  // row is made (while it is in L1) rather than in a second pass.
+  rescale_state(state, state.shift.cwiseMax(k.column_max));
+  Matrix kf = shifted_keys(std::move(log), state.shift, k.value, state.k_sum.data());
+  add_products(state, kf, vs);
   return kf;
 }
 

@@ -235,6 +235,20 @@ inline float dot(const float* x, const float* y, Index n) {
 }
 inline float sum(const float* x, Index n) { return dot(x, nullptr, n); }
 
+// The squared norm of a x (x[0..n) scaled by a), summed like dot.
+inline float squared_norm(const float* x, float a, Index n) {
+  const f32x4 av = splat(a);
+  f32x4 acc = splat(0.0f);
+  Index i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const f32x4 y = av * load(x + i);
+    acc += y * y;
+  }
+  float total = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+  for (; i < n; ++i) total += (a * x[i]) * (a * x[i]);
+  return total;
+}
+
 // True if x[0..n) are all finite: x * 0 is +-0 for finite x and NaN otherwise. The products'
 // bits are or-ed (a one-cycle chain; a running sum's add latency would bound the loop), and any
 // exponent bit set means a NaN.

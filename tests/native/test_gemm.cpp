@@ -104,6 +104,13 @@ TEST(Gemm, TransposedAAndPackedB) {
         gemm::gemm_nt(M, N, K, a.data(), lda, br.data(), ldbr, c2.data(), N, false, scratch);
         scalar_gemm(M, N, K, a.data(), lda, 1, bt.data(), N, expect2.data(), N, false);
         expect_bits(c2, expect2, "gemm_nt", M, N, K);
+        // gemm_packed with a scale: each finished sum times it once (the feature map's root).
+        scratch.resize(static_cast<std::size_t>(gemm::strips(N) * K * gemm::kStrip));
+        gemm::pack_bt(N, K, br.data(), ldbr, scratch.data());
+        std::vector<float> c3(static_cast<std::size_t>(M * N), -1.0f);
+        gemm::gemm_packed(M, N, K, a.data(), lda, 1, scratch.data(), c3.data(), N, false, 0.37f);
+        for (float& x : expect2) x = x * 0.37f;
+        expect_bits(c3, expect2, "gemm_packed scaled", M, N, K);
         if (N > 1) ASSERT_EQ(scratch.size(), static_cast<std::size_t>(gemm::strips(N) * K * gemm::kStrip));  // one column: no packing
       }
 }

@@ -141,4 +141,37 @@ TEST(LargeInputs, CausalRowWhoseVisibleKeysAreFarBelowLaterKeys) {
   }
 }
 
+// FeatureMap::factored marks factors `bounded` when |w| |x| proves every projection finite, and
+// the engine then skips scanning them. The mark must never be set on factors that are not all
+// finite (a wrong mark would let an overflow through as a wrong row), must be set on ordinary
+// inputs (or the scan is never skipped), and must be cleared where the inputs are too large.
+// Every kernel, roots below and above 1, magnitudes from 1e-30 up to where float overflows.
+TEST(LargeInputs, BoundedFactorsAreFinite) {
+  std::mt19937 gen(3300);
+  const MatF w = ref::normal_matrix(24, 8, gen), x = ref::normal_matrix(20, 8, gen);
+  // An explicit projection of huge norm overflows w.x long before |x|^2 does.
+  for (float w_scale : {1.0f, 1e20f})
+  for (Kernel kernel : {Kernel::positive, Kernel::hyperbolic, Kernel::oprf, Kernel::trigonometric, Kernel::relu}) {
+    const favor::FeatureMap map(kernel, w * w_scale);
+    for (float root : {0.3f, 1.0f, 3.0f}) {
+      int bounded = 0, unbounded = 0;
+      for (float magnitude : {1e-30f, 1.0f, 1e5f, 1e10f, 1e15f, 1e17f, 1e18f, 1e19f, 1e20f, 1e25f}) {
+        const MatF xs = x * magnitude;
+        const favor::KernelParameters params = map.parameters(xs, xs, static_cast<double>(root) * root);
+        const favor::FactoredFeatures f = map.factored(xs, params, root);
+        if (f.bounded) {
+          ++bounded;
+          EXPECT_TRUE(f.exponent.allFinite() && f.value.allFinite())
+              << favor::to_string(kernel) << " |w| x " << w_scale << " root " << root << " magnitude " << magnitude;
+        } else {
+          ++unbounded;
+        }
+        if (magnitude == 1.0f && w_scale == 1.0f) EXPECT_TRUE(f.bounded) << favor::to_string(kernel) << " root " << root;
+      }
+      EXPECT_GT(unbounded, 0) << favor::to_string(kernel) << " root " << root;
+      if (w_scale == 1.0f) EXPECT_GT(bounded, 3) << favor::to_string(kernel) << " root " << root;
+    }
+  }
+}
+
 }  // namespace
