@@ -6,6 +6,7 @@
 #include <emscripten/bind.h>
 #include <emscripten/val.h>
 
+#include <cxxabi.h>
 #include <malloc.h>
 
 #include <cmath>
@@ -14,6 +15,7 @@
 #include <limits>
 #include <new>
 #include <string>
+#include <typeinfo>
 #include <vector>
 
 #include <favor/favor.hpp>
@@ -47,20 +49,32 @@ val error(const char* kind, const std::string& message) {
   return e;
 }
 
+// The exception being handled, as an error value. Looked up by its exact type rather than by
+// typed catch clauses: in the pthreads build, clang 14's wasm exceptions match only catch (...)
+// (typed clauses are skipped), while the type of the exception in hand is reported correctly.
+val current_error() {
+  const std::type_info* type = abi::__cxa_current_exception_type();
+  void* object = abi::__cxa_current_primary_exception();  // the thrown object; counted, released below
+  const auto is = [type](const std::type_info& t) { return type && *type == t; };
+  val e = val::undefined();
+  if (is(typeid(favor::Error))) {
+    const auto* x = static_cast<const favor::Error*>(object);
+    e = error(x->kind() == favor::Error::Kind::type ? "TypeError" : "RangeError", x->what());
+  } else if (is(typeid(std::bad_alloc)) || is(typeid(std::bad_array_new_length)) || is(typeid(std::length_error))) {
+    e = error("RangeError", "out of memory: the request does not fit in the WebAssembly heap");
+  } else {
+    e = error("Error", std::string("unknown internal error") + (type ? std::string(" (") + type->name() + ")" : ""));
+  }
+  if (object) abi::__cxa_decrement_exception_refcount(object);
+  return e;
+}
+
 template <class Fn>
 val guarded(Fn&& fn) {
   try {
     return fn();
-  } catch (const favor::Error& e) {
-    return error(e.kind() == favor::Error::Kind::type ? "TypeError" : "RangeError", e.what());
-  } catch (const std::bad_alloc&) {
-    return error("RangeError", "out of memory: the request does not fit in the WebAssembly heap");
-  } catch (const std::length_error&) {
-    return error("RangeError", "out of memory: the request does not fit in the WebAssembly heap");
-  } catch (const std::exception& e) {
-    return error("Error", e.what());
   } catch (...) {
-    return error("Error", "unknown internal error");
+    return current_error();
   }
 }
 

@@ -190,7 +190,7 @@ void CausalState::append(const ConstTensorView& q, const ConstTensorView& k, con
         try {
           keys.reserve(static_cast<std::size_t>(key_floats(capacity, d)));
           values.reserve(static_cast<std::size_t>(capacity * dv));
-        } catch (const std::bad_alloc&) {
+        } catch (...) {  // std::bad_alloc or std::length_error: the doubled capacity does not fit
           capacity = whole_strips(c.count + n);
           FloatBuffer().swap(keys), FloatBuffer().swap(values);
           keys.reserve(static_cast<std::size_t>(key_floats(capacity, d)));

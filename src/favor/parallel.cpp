@@ -25,6 +25,17 @@ thread_local bool t_in_parallel = false;  // nested regions run serially (no ove
                                           // the pool runs one job at a time)
 
 #ifndef FAVOR_SERIAL_ONLY
+// The C++ runtime sets a thread's exception-handling state up on its first caught exception (16
+// bytes per thread in the pthreads wasm build, kept while the thread lives): the pool's threads
+// and the thread that starts them set it up at once, so that a first error later allocates
+// nothing that stays.
+void prepare_exception_state() {
+  try {
+    throw 0;
+  } catch (...) {
+  }
+}
+
 // Helper threads started once and kept: in Emscripten a std::thread per region cost 0.1-4 ms to
 // start (as much as a short region's work). A region is one job: the caller and the first
 // threads - 1 helpers take its indices one at a time (work per index may vary, and which thread
@@ -55,12 +66,13 @@ class Pool {
   // what the threads keep (their stacks, and what a first job allocates for them: 24 bytes in
   // Emscripten 3.1.6) is part of what a module holds from the start.
   void reserve(int wanted) {
+    prepare_exception_state();
     {
       std::lock_guard<std::mutex> lock(mutex_);
       try {
         while (static_cast<int>(helpers_.size()) < wanted)
           helpers_.emplace_back([this, id = static_cast<int>(helpers_.size())] { helper(id); });
-      } catch (const std::system_error&) {
+      } catch (...) {  // no thread to be had (std::system_error, or no memory for one)
       }
     }
     run(wanted + 1, wanted + 1, [](void*, Index) {}, nullptr);
@@ -80,6 +92,7 @@ class Pool {
   };
 
   void helper(int id) {
+    prepare_exception_state();
     t_in_parallel = true;
     std::uint64_t seen = 0;
     for (;;) {
