@@ -94,10 +94,11 @@ bool carried_chunk(const std::vector<QueryHead>& heads, const FactorBlock& keys,
   constexpr float kNear = 20.0f, kUnderflow = 1e-30f;
   const Index n = v.rows(), dv = v.cols();
   const PrefixState& old = step.carried();
-  if (!(old.shift.maxCoeff() > -std::numeric_limits<float>::infinity())) return false;  // nothing carried yet
+  const Index M = old.shift.size();
+  if (!(vec::max(old.shift.data(), M) > -std::numeric_limits<float>::infinity())) return false;  // nothing carried yet
   KeyChunk k = key_chunk(keys, features, 0, n);
-  if ((k.column_max - old.shift).maxCoeff() > kNear) return false;
-  const PrefixState& state = step.rescale_in_place(old.shift.cwiseMax(k.column_max));
+  if (vec::max_difference(k.column_max.data(), old.shift.data(), M) > kNear) return false;
+  const PrefixState& state = step.rescale_in_place(joined_shift(old.shift, k.column_max));
   Matrix kf = shifted_keys(std::move(k.log), state.shift, k.value);
   Matrix numerator(n, dv), local(n, n);
   Vector denominator(n);
@@ -148,11 +149,13 @@ void sweep_chunk(const FactorBlock& queries, const ChunkKeys& keys, Index featur
   const FactoredFeatures qfac = prepared(queries(i0, n), "q");
   // The state of every key before i0: prefix + the segment's own keys before the chunk.
   // (its shift is -inf only before the first chunk: masked logs are the lowest float)
-  const Vector carried_shift = prefix.shift.cwiseMax(own.shift);
-  const bool near = carried_shift.maxCoeff() > kNegInf && (chunk_shift - carried_shift).maxCoeff() <= kNear;
+  const Vector carried_shift = joined_shift(prefix.shift, own.shift);
+  const Index M = carried_shift.size();
+  const bool near = vec::max(carried_shift.data(), M) > kNegInf &&
+                    vec::max_difference(chunk_shift.data(), carried_shift.data(), M) <= kNear;
   // The chunk's key features at `shift`: the fold's (at fold_shift) as they are, or rescaled
   // by exp(fold_shift - shift) <= 1 per column, or, below fold_shift, from their logs.
-  const Vector fold_shift = own.shift.cwiseMax(chunk_shift);
+  const Vector fold_shift = joined_shift(own.shift, chunk_shift);
   Matrix recomputed;
   auto key_features = [&](const Vector& shift) -> const Matrix& {
     const Matrix& kept = keys.kept;
@@ -219,7 +222,7 @@ void sweep_chunk(const FactorBlock& queries, const ChunkKeys& keys, Index featur
     intra_scale(i) = scale;
   }
   // Carried-state part (when anything is carried), then the combination.
-  if (carried_shift.maxCoeff() > kNegInf) {
+  if (vec::max(carried_shift.data(), M) > kNegInf) {
     Vector inter_scale;
     const Matrix qs = shifted_queries(qfac.exponent, qfac.value, n, state.shift, inter_scale);
     readout(qs, state, numerator, denominator.data());

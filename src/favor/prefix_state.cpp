@@ -14,6 +14,12 @@ PrefixState empty_prefix_state(Index features, Index dv) {
           Vector::Constant(features, -std::numeric_limits<float>::infinity())};
 }
 
+Vector joined_shift(const Vector& a, const Vector& b) {
+  Vector out(a.size());
+  vec::max_into(out.data(), a.data(), b.data(), a.size());
+  return out;
+}
+
 namespace {
 
 // Calls row(r, factor) for each feature r whose factor exp(old - new) is not 1 (0 while nothing
@@ -21,7 +27,7 @@ namespace {
 // exponentials then.
 template <class Row>
 void changed_rows(const PrefixState& state, const Vector& shift, Row row) {
-  if (shift == state.shift) return;
+  if (vec::equal(shift.data(), state.shift.data(), shift.size())) return;
   Vector factor(shift.size());
   vec::rescale_factors(factor.data(), state.shift.data(), shift.data(), shift.size());
   for (Index r = 0; r < shift.size(); ++r)
@@ -115,7 +121,7 @@ KeyChunk key_chunk(const FactorBlock& keys, Index features, Index j0, Index n) {
 }
 
 Matrix fold_features(const PrefixState& state, Matrix log, const KeyChunk& k, Vector& shift) {
-  shift = state.shift.cwiseMax(k.column_max);
+  shift = joined_shift(state.shift, k.column_max);
   return shifted_keys(std::move(log), shift, k.value);
 }
 
@@ -127,7 +133,7 @@ void fold_into(PrefixState& state, const Matrix& kf, const Vector& shift, ConstM
 Matrix fold_chunk(PrefixState& state, Matrix log, const KeyChunk& k, ConstMatrixRef vs) {
   // fold_features then fold_into, the same operations, with the column sums taken as each feature
   // row is made (while it is in L1) rather than in a second pass.
-  rescale_state(state, state.shift.cwiseMax(k.column_max));
+  rescale_state(state, joined_shift(state.shift, k.column_max));
   Matrix kf = shifted_keys(std::move(log), state.shift, k.value, state.k_sum.data());
   add_products(state, kf, vs);
   return kf;
@@ -145,8 +151,8 @@ PrefixState fold_keys(const FactorBlock& keys, Index features, ConstMatrixRef v,
 
 void merge_into(const PrefixState& a, const PrefixState& b, PrefixState& out, const Vector* floor) {
   const Index features = a.shift.size(), dv = a.kv.cols();
-  Vector shift = a.shift.cwiseMax(b.shift);
-  if (floor) shift = shift.cwiseMax(*floor);
+  Vector shift = joined_shift(a.shift, b.shift);
+  if (floor) shift = joined_shift(shift, *floor);
   Vector fa(features), fb(features);
   vec::rescale_factors(fa.data(), a.shift.data(), shift.data(), features);
   vec::rescale_factors(fb.data(), b.shift.data(), shift.data(), features);

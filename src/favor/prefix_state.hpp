@@ -21,6 +21,9 @@ struct PrefixState {
 };
 PrefixState empty_prefix_state(Index features, Index dv);
 
+// The per-feature max of two shifts (a state's and a chunk's column max, or two states').
+Vector joined_shift(const Vector& a, const Vector& b);
+
 // The state's sums moved to a per-feature shift at or above its own (factors exp(old - new) <= 1).
 void rescale_state(PrefixState& state, const Vector& shift);
 // A causal call continuing a carried prefix state (a causal state's append, one per key/value

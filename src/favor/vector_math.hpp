@@ -154,6 +154,40 @@ inline void rescale_factors(float* out, const float* from, const float* to, Inde
   for (; i < n; ++i) out[i] = from[i] == to[i] ? 1.0f : exp_nonpositive(splat(from[i] - to[i]))[0];
 }
 
+// out[i] = a[i] < b[i] ? b[i] : a[i] (Eigen's cwiseMax, to the sign of a zero) for i < n: a
+// shift joined with another (out may be a or b). Eigen's own loop runs one float at a time in wasm.
+inline void max_into(float* out, const float* a, const float* b, Index n) {
+  Index i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const f32x4 x = load(a + i), y = load(b + i);
+    store(out + i, x < y ? y : x);
+  }
+  for (; i < n; ++i) out[i] = a[i] < b[i] ? b[i] : a[i];
+}
+
+// The largest a[i] - b[i] for i < n, n >= 1 (how far a shift rises above another).
+inline float max_difference(const float* a, const float* b, Index n) {
+  Index i = 0;
+  float top = a[0] - b[0];
+  if (n >= 4) {
+    f32x4 m = load(a) - load(b);
+    for (i = 4; i + 4 <= n; i += 4) m = vmax(m, load(a + i) - load(b + i));
+    top = max_lanes(m);
+  }
+  for (; i < n; ++i) top = a[i] - b[i] > top ? a[i] - b[i] : top;
+  return top;
+}
+
+// a[i] == b[i] for every i < n.
+inline bool equal(const float* a, const float* b, Index n) {
+  i32x4 same = i32x4{} - 1;
+  Index i = 0;
+  for (; i + 4 <= n; i += 4) same &= load(a + i) == load(b + i);
+  bool all = (same[0] & same[1] & same[2] & same[3]) != 0;
+  for (; i < n; ++i) all = all && a[i] == b[i];
+  return all;
+}
+
 // x[i] += a (a per-row constant) and top[i] = max(top[i], x[i]) for i < n: one pass that
 // adds a row's log and updates the column maxima.
 inline void add_and_max_into(float* x, float a, float* top, Index n) {

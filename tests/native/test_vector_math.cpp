@@ -217,4 +217,44 @@ TEST(VectorMath, AddIntoMultiplyDotAndSumMatchTheirOrder) {
   }
 }
 
+// The shift kernels against the plain loops they replace (Eigen's cwiseMax, (a - b).maxCoeff()
+// and ==), every tail length, with -inf (a feature nothing was summed at yet: only ever in the
+// state's shift), the lowest float (a masked one) and signed zeros, whose sign max_into keeps as
+// cwiseMax does.
+TEST(VectorMath, ShiftMaxDifferenceAndEqualMatchPlainLoops) {
+  std::mt19937 g(11);
+  std::normal_distribution<float> n(0.0f, 3.0f);
+  const float special[] = {-std::numeric_limits<float>::infinity(), std::numeric_limits<float>::lowest(), 0.0f, -0.0f};
+  for (favor::Index len = 1; len <= 13; ++len) {
+    SCOPED_TRACE(len);
+    for (int trial = 0; trial < 20; ++trial) {
+      std::vector<float> a(len), b(len);
+      for (favor::Index i = 0; i < len; ++i) {  // a: a chunk's column max, never -inf
+        a[i] = g() % 3 ? n(g) : special[1 + g() % 3];
+        b[i] = g() % 3 ? n(g) : special[g() % 4];
+      }
+      std::vector<float> out(len);
+      favor::vec::max_into(out.data(), a.data(), b.data(), len);
+      float top = a[0] - b[0];
+      bool same = true;
+      for (favor::Index i = 0; i < len; ++i) {
+        const float want = a[i] < b[i] ? b[i] : a[i];
+        EXPECT_EQ(std::signbit(out[i]), std::signbit(want)) << i;
+        EXPECT_EQ(out[i], want) << i;
+        top = std::max(top, a[i] - b[i]);
+        same = same && a[i] == b[i];
+      }
+      EXPECT_EQ(favor::vec::max_difference(a.data(), b.data(), len), top);
+      EXPECT_EQ(favor::vec::equal(a.data(), b.data(), len), same);
+      EXPECT_TRUE(favor::vec::equal(a.data(), a.data(), len));
+      std::vector<float> c = a;  // equal up to one entry, at every position
+      for (favor::Index i = 0; i < len; ++i) {
+        c[i] = a[i] == 0.0f ? 1.0f : a[i] * 0.5f;
+        EXPECT_FALSE(favor::vec::equal(a.data(), c.data(), len)) << i;
+        c[i] = a[i];
+      }
+    }
+  }
+}
+
 }  // namespace
