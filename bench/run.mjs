@@ -5,7 +5,7 @@
 // attention and FAVOR+ (positive, m = 256), bidirectional and causal, d = 64, L = 256 ... 65536.
 // Every implementation's output is checked against ours on the same inputs and projection W
 // before it is timed. Then the crossovers (the smallest L from which our FAVOR+ beats our exact
-// attention, m = 64, 128, 256); then bench/decode.mjs and bench/worker.mjs add their sections.
+// attention, m = 64, 128, 256); then bench/decode.mjs, bench/worker.mjs and bench/browser-peers.mjs add their sections.
 // Writes BENCHMARKS.md, bench/plots/*.svg and bench/results.json
 // (with --quick: build/bench-quick/; with --out FILE: beside FILE).
 //
@@ -82,8 +82,9 @@ const outFile = path.resolve(args.out ?? (quick ? path.join(repo, 'build/bench-q
 const plotDir = outFile === canonical ? path.join(repo, 'bench/plots') : path.join(path.dirname(outFile), 'plots');
 const resultsFile = outFile === canonical ? path.join(repo, 'bench/results.json') : path.join(path.dirname(outFile), 'results.json');
 // --report-only: rewrite the report and plots from the saved results (after changing the report code).
-// The decode and grouped-heads section (bench/decode.mjs) and the worker section
-// (bench/worker.mjs) live in the same file between markers: a rewrite of the report keeps them.
+// The decode and grouped-heads section (bench/decode.mjs), the worker section (bench/worker.mjs)
+// and the Chromium peers section (bench/browser-peers.mjs) live in the same file between
+// markers: a rewrite of the report keeps them.
 function keepOwnSections(write) {
   const old = readSections(outFile);
   write();
@@ -450,7 +451,7 @@ writeFileSync(resultsFile, saved + '\n');
 writeReport(JSON.parse(saved), { outFile, plotDir, resultsFile });
 // Generation (causal states) and grouped-query heads, then the worker API's cost: their own
 // scripts, into the same report.
-for (const script of ['bench/decode.mjs', 'bench/worker.mjs']) {
+for (const script of ['bench/decode.mjs', 'bench/worker.mjs', 'bench/browser-peers.mjs']) {
   execFileSync(process.execPath, [path.join(repo, script), '--out', outFile, ...(quick ? ['--quick'] : [])], { stdio: ['ignore', 'ignore', 'inherit'] });
 }
 log(`wrote ${path.relative(process.cwd(), outFile)}, ${path.relative(process.cwd(), plotDir)}/*.svg, ${path.relative(process.cwd(), resultsFile)} in ${environment.minutes.toFixed(1)} min`);
