@@ -151,8 +151,8 @@ void sweep_chunk(const FactorBlock& queries, const ChunkKeys& keys, Index featur
   // (its shift is -inf only before the first chunk: masked logs are the lowest float)
   const Vector carried_shift = joined_shift(prefix.shift, own.shift);
   const Index M = carried_shift.size();
-  const bool near = vec::max(carried_shift.data(), M) > kNegInf &&
-                    vec::max_difference(chunk_shift.data(), carried_shift.data(), M) <= kNear;
+  const bool carries = vec::max(carried_shift.data(), M) > kNegInf;
+  const bool near = carries && vec::max_difference(chunk_shift.data(), carried_shift.data(), M) <= kNear;
   // The chunk's key features at `shift`: the fold's (at fold_shift) as they are, or rescaled
   // by exp(fold_shift - shift) <= 1 per column, or, below fold_shift, from their logs.
   const Vector fold_shift = joined_shift(own.shift, chunk_shift);
@@ -222,7 +222,7 @@ void sweep_chunk(const FactorBlock& queries, const ChunkKeys& keys, Index featur
     intra_scale(i) = scale;
   }
   // Carried-state part (when anything is carried), then the combination.
-  if (vec::max(carried_shift.data(), M) > kNegInf) {
+  if (carries) {
     Vector inter_scale;
     const Matrix qs = shifted_queries(qfac.exponent, qfac.value, n, state.shift, inter_scale);
     readout(qs, state, numerator, denominator.data());

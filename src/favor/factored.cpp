@@ -9,12 +9,6 @@
 
 namespace favor {
 
-Matrix scaled(ConstMatrixRef x, float a) {
-  Matrix out(x.rows(), x.cols());
-  for (Index i = 0; i < x.rows(); ++i) vec::scale_into(&out(i, 0), a, x.row(i).data(), x.cols());
-  return out;
-}
-
 void mask_zero_values(Matrix& log, const Matrix& value) {
   if (!value.size()) return;
   const float* v = value.data();

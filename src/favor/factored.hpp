@@ -24,10 +24,6 @@ struct FactoredFeatures {
   bool bounded = false;
 };
 
-// x * a (an input row block scaled by sqrt(scale)), with vector code: Eigen's loop runs one float
-// at a time in wasm. The same bits as Eigen's.
-Matrix scaled(ConstMatrixRef x, float a);
-
 // Factors produced block by block: factors(row0, rows) returns those of rows [row0, row0 + rows).
 using FactorBlock = std::function<FactoredFeatures(Index row0, Index rows)>;
 
