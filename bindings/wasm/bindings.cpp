@@ -21,6 +21,8 @@
 #include <favor/favor.hpp>
 #include <favor/vector_math.hpp>
 
+#include "thread_cached_malloc.hpp"
+
 using emscripten::val;
 
 namespace {
@@ -413,7 +415,12 @@ val random_codebook(double clusters, double dim, double seed, double sigma) {
 
 // Bytes of the heap currently allocated by malloc (dlmalloc's in-use total): a diagnostic for
 // leak tests, exposed as favor.memory().usedBytes.
-double heap_used() { return static_cast<double>(mallinfo().uordblks); }
+double heap_used() {
+#ifdef __EMSCRIPTEN_PTHREADS__
+  favor_wasm::drain_thread_caches();
+#endif
+  return static_cast<double>(mallinfo().uordblks);
+}
 
 // Whether this module is the relaxed-SIMD build (fused multiply-adds): favor.info.relaxedSimd
 // comes from the module itself, whichever file was loaded.

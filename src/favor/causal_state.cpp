@@ -29,9 +29,12 @@ struct KeyValueCache {
   Index count = 0, capacity = 0;  // capacity: a whole number of strips
 };
 
-// Rows (new queries and keys) per key/value head from which a FAVOR+ or codebook append runs its
-// heads in parallel.
-constexpr Index kParallelStateRows = 32;
+// Multiply-adds per key/value head (rows x M x (d + dv), rows = new queries and keys) from which a
+// FAVOR+ or codebook append runs its heads in parallel: below it a head's work is shorter than
+// handing it to another thread. On 2 threads, decoding 8 heads of one query per key/value head
+// ran at 0.5-0.9x the single-thread rate at 1,024-4,096 multiply-adds, 1.04x at 8,192, 1.36x at
+// 32,768 and 1.43x at 65,536 (M = 256, d = dv = 64); Node 22, relaxed build.
+constexpr Index kParallelHeadWork = 16384;
 
 // Positions rounded up to whole strips, and the floats of that many packed keys.
 Index whole_strips(Index positions) { return gemm::strips(positions) * kernel::kStrip; }
@@ -276,19 +279,19 @@ void CausalState::append(const ConstTensorView& q, const ConstTensorView& k, con
         codebook_attention(s.codebook.middleRows(book * c, c), qs, khead(kv), vhead(kv), outs, o, step);
       }
     };
-    // Key/value heads in parallel only for enough rows: a decode step's few microseconds per head
-    // ran slower on 2 threads than on 1 (0.5-0.8x the tokens/s at n = 1-8, 1.2-1.4x from n = 16
-    // with one query head per key/value head; measured in Node 22, relaxed build).
     const Index rows = n * (g.query_heads / g.kv_heads + 1);
+    const bool parallel = g.kv_heads >= max_threads() && rows * M * (d + dv) >= kParallelHeadWork;
     try {
-      if (g.kv_heads >= max_threads() && rows >= kParallelStateRows) parallel_for(g.kv_heads, run);
+      if (parallel) parallel_for(g.kv_heads, run);
       else for (Index kv = 0; kv < g.kv_heads; ++kv) run(kv);
     } catch (...) {
       for (StateStep& step : steps) step.rollback();
       if (!s.started) s.states.clear();
       throw;
     }
-    for (StateStep& step : steps) step.commit();
+    // Commits cannot fail (they add what each head computed to its state): in parallel too.
+    if (parallel) parallel_for(g.kv_heads, [&](Index kv) { steps[static_cast<std::size_t>(kv)].commit(); });
+    else for (StateStep& step : steps) step.commit();
   }
   if (!s.started) {
     s.q_dims = with_rows(q.dims, 1), s.k_dims = with_rows(k.dims, 1), s.v_dims = with_rows(v.dims, 1);

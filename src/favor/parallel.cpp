@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <mutex>
@@ -40,23 +41,36 @@ void prepare_exception_state() {
 // start (as much as a short region's work). A region is one job: the caller and the first
 // threads - 1 helpers take its indices one at a time (work per index may vary, and which thread
 // runs an index never changes what it computes); the caller returns when they are all done.
+//
+// Threads spin a while before they sleep, both the helpers between jobs and the caller waiting
+// for them: a wake-up through a futex took tens of microseconds here (Node, Chromium), as long as
+// a decode step's work, and a mutex taken on every job by every thread cost as much again. So a
+// job is handed over through atomics alone, and the mutex and condition variables serve only
+// threads that have gone to sleep.
 class Pool {
  public:
   // False if another thread's job is running (the caller then runs its loop itself).
   bool run(Index count, int threads, void (*call)(void*, Index), void* context) {
     std::unique_lock<std::mutex> one_job(job_mutex_, std::try_to_lock);
     if (!one_job) return false;
-    std::unique_lock<std::mutex> lock(mutex_);
+    const int helpers = std::min<int>({threads - 1, static_cast<int>(helpers_.size()), kMaxHelpers});
     job_.call = call, job_.context = context, job_.count = count;
-    job_.next = 0, job_.failed = false, job_.error_index = count, job_.error = nullptr;
-    job_.helpers = std::min<int>(threads - 1, static_cast<int>(helpers_.size()));
-    job_.running = job_.helpers;
-    ++generation_;
-    lock.unlock();
-    wake_.notify_all();
+    job_.next.store(0, std::memory_order_relaxed);
+    job_.failed.store(false, std::memory_order_relaxed);
+    job_.error_index = count, job_.error = nullptr;
+    job_.running.store(helpers, std::memory_order_relaxed);
+    ticket_.store((((ticket_.load(std::memory_order_relaxed) >> kHelperBits) + 1) << kHelperBits) | helpers);
+    if (sleepers_.load() > 0) {
+      { std::lock_guard<std::mutex> lock(mutex_); }  // a helper between its check and its wait
+      wake_.notify_all();
+    }
     work(job_);
-    lock.lock();
-    done_.wait(lock, [this] { return job_.running == 0; });
+    if (!spin_until([this] { return job_.running.load(std::memory_order_acquire) == 0; }, kCallerSpin)) {
+      caller_sleeps_.store(true);
+      std::unique_lock<std::mutex> lock(mutex_);
+      done_.wait(lock, [this] { return job_.running.load() == 0; });
+      caller_sleeps_.store(false, std::memory_order_relaxed);
+    }
     if (std::exception_ptr error = std::exchange(job_.error, nullptr)) std::rethrow_exception(error);
     return true;
   }
@@ -68,9 +82,9 @@ class Pool {
   void reserve(int wanted) {
     prepare_exception_state();
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      std::lock_guard<std::mutex> lock(job_mutex_);
       try {
-        while (static_cast<int>(helpers_.size()) < wanted)
+        while (static_cast<int>(helpers_.size()) < std::min(wanted, kMaxHelpers))
           helpers_.emplace_back([this, id = static_cast<int>(helpers_.size())] { helper(id); });
       } catch (...) {  // no thread to be had (std::system_error, or no memory for one)
       }
@@ -79,38 +93,65 @@ class Pool {
   }
 
  private:
+  // The job's sequence number and its number of helpers in one word, so that a helper that
+  // wakes late reads both of the same job.
+  static constexpr int kHelperBits = 16;
+  static constexpr int kMaxHelpers = (1 << kHelperBits) - 1;
+  // How long a thread spins before it sleeps: a helper between jobs (a decode loop calls again
+  // within microseconds; other work between calls may take longer, then the helper sleeps rather
+  // than burn its core), the caller waiting for helpers (they finish within a few index's time).
+  static constexpr std::chrono::microseconds kHelperSpin{300}, kCallerSpin{1000};
+
   struct Job {
     void (*call)(void*, Index) = nullptr;
     void* context = nullptr;
     Index count = 0;
-    int helpers = 0;  // the helpers that take part: 0 .. helpers - 1
-    int running = 0;  // of those, the ones not done yet
     std::atomic<Index> next{0};
     std::atomic<bool> failed{false};
     Index error_index = 0;
     std::exception_ptr error;
+    alignas(64) std::atomic<int> running{0};  // the helpers taking part that are not done yet
   };
+
+  // Whether done() held within `budget`.
+  template <class Done>
+  static bool spin_until(Done done, std::chrono::microseconds budget) {
+    const auto end = std::chrono::steady_clock::now() + budget;
+    for (;;) {
+      for (int i = 0; i < 256; ++i)
+        if (done()) return true;
+      if (std::chrono::steady_clock::now() >= end) return false;
+    }
+  }
 
   void helper(int id) {
     prepare_exception_state();
     t_in_parallel = true;
     std::uint64_t seen = 0;
     for (;;) {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return generation_ != seen; });
-      seen = generation_;
-      if (id >= job_.helpers) continue;
-      lock.unlock();
+      std::uint64_t ticket = seen;
+      if (!spin_until([&] { return (ticket = ticket_.load(std::memory_order_acquire)) != seen; }, kHelperSpin)) {
+        sleepers_.fetch_add(1);
+        {
+          std::unique_lock<std::mutex> lock(mutex_);
+          wake_.wait(lock, [&] { return (ticket = ticket_.load()) != seen; });
+        }
+        sleepers_.fetch_sub(1);
+      }
+      seen = ticket;
+      if (id >= static_cast<int>(ticket & kMaxHelpers)) continue;
       work(job_);
-      lock.lock();
-      if (--job_.running == 0) done_.notify_all();
+      if (job_.running.fetch_sub(1) == 1 && caller_sleeps_.load()) {
+        { std::lock_guard<std::mutex> lock(mutex_); }
+        done_.notify_all();
+      }
     }
   }
 
   void work(Job& job) {
     const bool nested = t_in_parallel;
     t_in_parallel = true;
-    for (Index i; !job.failed && (i = job.next++) < job.count;) {
+    for (Index i; !job.failed.load(std::memory_order_relaxed) && (i = job.next++) < job.count;) {
       try {
         job.call(job.context, i);
       } catch (...) {
@@ -125,7 +166,9 @@ class Pool {
   std::mutex job_mutex_, mutex_, error_mutex_;
   std::condition_variable wake_, done_;
   std::vector<std::thread> helpers_;  // never joined: they wait for work until the process ends
-  std::uint64_t generation_ = 0;
+  alignas(64) std::atomic<std::uint64_t> ticket_{0};
+  std::atomic<int> sleepers_{0};
+  std::atomic<bool> caller_sleeps_{false};
   Job job_;
 };
 

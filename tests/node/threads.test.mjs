@@ -81,9 +81,27 @@ function outputs(favor) {
       // Causal states: heads in parallel for the 150-row prefill and the 40-row append, one after
       // another for the decode steps (too little work per head to share).
       ...Object.fromEntries(['exact', 'favor', 'codebook'].map((method) => [`${method}State`, stateOutputs(favor, method, map, codebook)])),
+      // Decode steps whose heads run in parallel (d = 64, m = 256: enough work per head).
+      favorDecode: decodeOutputs(favor),
     };
   } finally {
     map.dispose();
+  }
+}
+
+const qd = normalTensor([4, 48, 64], 11, 0.5), kd = normalTensor([4, 48, 64], 12, 0.5), vd = normalTensor([4, 48, 64], 13);
+
+// A 16-row prefill, then 32 decode steps, heads in parallel on every step (state and steps kept
+// apart from `outputs` so that the memory test below can repeat them).
+function decodeOutputs(favor, steps = 32) {
+  const featureMap = favor.createFeatureMap({ dim: 64, features: 256, seed: 21 });
+  const state = favor.createCausalState({ method: 'favor', featureMap });
+  try {
+    const rows = [[0, 16], ...Array.from({ length: steps }, (_, i) => [16 + i, 17 + i])];
+    return concatRows(rows.map(([a, b]) => state.append(sliceRows(qd, a, b), sliceRows(kd, a, b), sliceRows(vd, a, b))));
+  } finally {
+    state.dispose();
+    featureMap.dispose();
   }
 }
 
@@ -149,6 +167,21 @@ test('errors carry the single-thread build\'s messages word for word, out of mem
     const text = readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8');
     assert.doesNotMatch(text, /catch\s*\((?!\s*\.\.\.\s*\))/, `${file}: a catch clause that names a type`);
   }
+});
+
+// The pthreads build puts a per-thread cache of freed blocks in front of malloc (helper threads
+// allocate a decode step's temporaries too): what the caches hold must not count as in use, and
+// they must not grow with the number of calls.
+test('bytes in use return to the start after parallel decode steps, and do not grow with them', (t) => {
+  const start = two.memory();
+  decodeOutputs(two, 32);
+  const after = two.memory();
+  decodeOutputs(two, 32 * 10);
+  const end = two.memory();
+  t.diagnostic(`bytes in use: start ${start.usedBytes}, after 32 steps ${after.usedBytes}, after 320 more ${end.usedBytes}; heap ${after.heapBytes} -> ${end.heapBytes}`);
+  assert.equal(after.usedBytes, start.usedBytes, 'every byte of a disposed state and its steps is free');
+  assert.equal(end.usedBytes, start.usedBytes, 'and after ten times as many steps');
+  assert.equal(end.heapBytes, after.heapBytes, 'the heap did not grow for the longer run');
 });
 
 test('results stay right across heap growth', () => {

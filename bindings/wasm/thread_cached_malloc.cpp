@@ -1,0 +1,124 @@
+// malloc and free for the pthreads wasm builds: a small per-thread cache of freed blocks in front
+// of Emscripten's dlmalloc.
+//
+// Why: dlmalloc serves every thread under one pthread mutex, and a thread that finds it taken
+// sleeps on a futex for tens of microseconds. A decode step allocates ~20 small temporaries per
+// head; with the heads of a step on two threads, they met on that mutex so often that two
+// threads decoded no faster than one. Blocks freed here go to the freeing thread's cache and
+// serve its next malloc of their size class without the mutex.
+//
+// The blocks are dlmalloc's own (sizes rounded up to powers of two, from 16 bytes to 64 KiB): any
+// of them may be passed to realloc, malloc_usable_size or free from any thread, and free takes
+// blocks from calloc, realloc or memalign too (classed by their usable size, rounded down). What a
+// cache holds is bounded (kCacheBytes a thread) and counts as free: heap_used() drains every cache
+// into dlmalloc before it reads mallinfo.
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+
+#include "thread_cached_malloc.hpp"
+
+extern "C" {
+// dlmalloc's entry points under the names Emscripten also gives them (malloc and free themselves
+// are weak aliases, replaced below).
+void* __libc_malloc(std::size_t);
+void __libc_free(void*);
+std::size_t malloc_usable_size(void*);
+}
+
+namespace {
+
+constexpr int kMinClass = 4, kMaxClass = 16;  // 16 B .. 64 KiB
+constexpr std::size_t kCacheBytes = std::size_t{1} << 20;
+
+int floor_log2(std::size_t n) { return 31 - __builtin_clz(static_cast<unsigned>(n)); }
+int ceil_log2(std::size_t n) { return n <= 1 ? 0 : 32 - __builtin_clz(static_cast<unsigned>(n - 1)); }
+
+// One thread's cache: a list of free blocks per class, linked through their first word. Locked by
+// its thread on every use (never contended but by heap_used's drain, which is rare).
+struct Cache {
+  std::atomic_flag busy = ATOMIC_FLAG_INIT;
+  void* head[kMaxClass + 1] = {};
+  std::size_t bytes = 0;
+  Cache* next = nullptr;  // in the registry
+
+  void lock() {
+    while (busy.test_and_set(std::memory_order_acquire)) {
+    }
+  }
+  void unlock() { busy.clear(std::memory_order_release); }
+  void drain() {
+    for (void*& block : head)
+      while (block) {
+        void* next_block = *static_cast<void**>(block);
+        __libc_free(block);
+        block = next_block;
+      }
+    bytes = 0;
+  }
+};
+
+// Every thread's cache, for the drain. Threads are never removed: the module's threads (its pool
+// and Emscripten's workers) live as long as the module.
+std::atomic<Cache*> g_caches{nullptr};
+
+Cache& this_thread_cache() {
+  static thread_local Cache cache;
+  static thread_local bool registered = false;
+  if (!registered) {
+    registered = true;
+    cache.next = g_caches.load();
+    while (!g_caches.compare_exchange_weak(cache.next, &cache)) {
+    }
+  }
+  return cache;
+}
+
+}  // namespace
+
+extern "C" void* malloc(std::size_t n) {
+  const int c = n <= (std::size_t{1} << kMaxClass) ? ceil_log2(n < 16 ? 16 : n) : -1;
+  if (c < 0) return __libc_malloc(n);
+  Cache& cache = this_thread_cache();
+  cache.lock();
+  void* block = cache.head[c];
+  if (block) {
+    cache.head[c] = *static_cast<void**>(block);
+    cache.bytes -= std::size_t{1} << c;
+  }
+  cache.unlock();
+  return block ? block : __libc_malloc(std::size_t{1} << c);
+}
+
+extern "C" void free(void* block) {
+  if (!block) return;
+  const std::size_t usable = malloc_usable_size(block);
+  if (usable >= (std::size_t{1} << kMinClass) && usable < (std::size_t{2} << kMaxClass)) {
+    const int c = floor_log2(usable);
+    const std::size_t size = std::size_t{1} << c;
+    Cache& cache = this_thread_cache();
+    cache.lock();
+    const bool kept = cache.bytes + size <= kCacheBytes;
+    if (kept) {
+      *static_cast<void**>(block) = cache.head[c];
+      cache.head[c] = block;
+      cache.bytes += size;
+    }
+    cache.unlock();
+    if (kept) return;
+  }
+  __libc_free(block);
+}
+
+namespace favor_wasm {
+
+void drain_thread_caches() {
+  for (Cache* cache = g_caches.load(); cache; cache = cache->next) {
+    cache->lock();
+    cache->drain();
+    cache->unlock();
+  }
+}
+
+}  // namespace favor_wasm
