@@ -110,7 +110,11 @@ async function loadThreaded(o, { build, threads, wasmBinary }) {
     throw new Error(`loadFavor: could not load ${where} (threads: ${threads}): ${error?.message ?? error}`, { cause: error });
   }
   Module.setMaxThreads(threads);
-  const terminate = () => Module.PThread.terminateAllThreads();
+  // The workers end as they are: Emscripten's terminateAllThreads() would also free their stacks
+  // and thread-local memory to the heap while the pool's helpers may still be spinning on them.
+  const terminate = () => {
+    for (const worker of [...Module.PThread.runningWorkers, ...Module.PThread.unusedWorkers]) worker.terminate();
+  };
   return createApi(Module, { simd: true, threads, terminate });
 }
 

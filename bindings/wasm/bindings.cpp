@@ -430,6 +430,9 @@ bool relaxed_simd() { return favor::vec::kFusedMultiplyAdd; }
 // size + 1: more would start workers that only the blocked caller's event loop could create.
 int set_max_threads(int threads) {
   favor::set_max_threads(threads);
+#ifdef __EMSCRIPTEN_PTHREADS__
+  favor_wasm::drain_thread_caches();  // dispose() ends the helpers next: their cached blocks go back now
+#endif
   return favor::max_threads();
 }
 

@@ -12,10 +12,10 @@
 // blocks from calloc, realloc or memalign too (classed by their usable size, rounded down). What a
 // cache holds is bounded (kCacheBytes a thread) and counts as free: heap_used() drains every cache
 // into dlmalloc before it reads mallinfo.
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 
 #include "thread_cached_malloc.hpp"
 
@@ -41,7 +41,6 @@ struct Cache {
   std::atomic_flag busy = ATOMIC_FLAG_INIT;
   void* head[kMaxClass + 1] = {};
   std::size_t bytes = 0;
-  Cache* next = nullptr;  // in the registry
 
   void lock() {
     while (busy.test_and_set(std::memory_order_acquire)) {
@@ -59,20 +58,17 @@ struct Cache {
   }
 };
 
-// Every thread's cache, for the drain. Threads are never removed: the module's threads (its pool
-// and Emscripten's workers) live as long as the module.
-std::atomic<Cache*> g_caches{nullptr};
+// The caches live in static memory, a thread holding only its slot: a thread's cache outlives the
+// thread (in browsers, ending the workers frees their thread-local memory, and the drain still
+// reads their caches). Threads beyond kSlots go straight to dlmalloc.
+constexpr int kSlots = 64;
+Cache g_caches[kSlots];
+std::atomic<int> g_slots{0};
+thread_local int t_slot = -1;  // -1: not assigned yet
 
-Cache& this_thread_cache() {
-  static thread_local Cache cache;
-  static thread_local bool registered = false;
-  if (!registered) {
-    registered = true;
-    cache.next = g_caches.load();
-    while (!g_caches.compare_exchange_weak(cache.next, &cache)) {
-    }
-  }
-  return cache;
+Cache* this_thread_cache() {
+  if (t_slot < 0) t_slot = std::min(g_slots.fetch_add(1), kSlots);
+  return t_slot < kSlots ? &g_caches[t_slot] : nullptr;
 }
 
 }  // namespace
@@ -80,14 +76,15 @@ Cache& this_thread_cache() {
 extern "C" void* malloc(std::size_t n) {
   const int c = n <= (std::size_t{1} << kMaxClass) ? ceil_log2(n < 16 ? 16 : n) : -1;
   if (c < 0) return __libc_malloc(n);
-  Cache& cache = this_thread_cache();
-  cache.lock();
-  void* block = cache.head[c];
+  Cache* cache = this_thread_cache();
+  if (!cache) return __libc_malloc(n);
+  cache->lock();
+  void* block = cache->head[c];
   if (block) {
-    cache.head[c] = *static_cast<void**>(block);
-    cache.bytes -= std::size_t{1} << c;
+    cache->head[c] = *static_cast<void**>(block);
+    cache->bytes -= std::size_t{1} << c;
   }
-  cache.unlock();
+  cache->unlock();
   return block ? block : __libc_malloc(std::size_t{1} << c);
 }
 
@@ -97,16 +94,17 @@ extern "C" void free(void* block) {
   if (usable >= (std::size_t{1} << kMinClass) && usable < (std::size_t{2} << kMaxClass)) {
     const int c = floor_log2(usable);
     const std::size_t size = std::size_t{1} << c;
-    Cache& cache = this_thread_cache();
-    cache.lock();
-    const bool kept = cache.bytes + size <= kCacheBytes;
-    if (kept) {
-      *static_cast<void**>(block) = cache.head[c];
-      cache.head[c] = block;
-      cache.bytes += size;
+    if (Cache* cache = this_thread_cache()) {
+      cache->lock();
+      const bool kept = cache->bytes + size <= kCacheBytes;
+      if (kept) {
+        *static_cast<void**>(block) = cache->head[c];
+        cache->head[c] = block;
+        cache->bytes += size;
+      }
+      cache->unlock();
+      if (kept) return;
     }
-    cache.unlock();
-    if (kept) return;
   }
   __libc_free(block);
 }
@@ -114,10 +112,10 @@ extern "C" void free(void* block) {
 namespace favor_wasm {
 
 void drain_thread_caches() {
-  for (Cache* cache = g_caches.load(); cache; cache = cache->next) {
-    cache->lock();
-    cache->drain();
-    cache->unlock();
+  for (int i = 0, used = std::min(g_slots.load(), kSlots); i < used; ++i) {
+    g_caches[i].lock();
+    g_caches[i].drain();
+    g_caches[i].unlock();
   }
 }
 

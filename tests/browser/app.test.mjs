@@ -91,6 +91,9 @@ function checkPage({ result, errors, responses }, label, { isolated = false, wor
     assertClose(result[key], nodeResult[key], `${label} ${key}`);
     assertClose(result.scalar[key], nodeResult.scalar[key], `${label} scalar ${key}`);
   }
+  assertClose(result.decode, nodeResult.decode, `${label} decode`);
+  assert.equal(result.bytesAfter, result.bytesBefore, `${label}: bytes in use after decode steps and dispose()`);
+  assert.deepEqual(result.exactAfterDispose, result.exact, `${label}: exact attention after dispose()`);
   checkWorker(result, label, { isolated });
   // The page and its worker each fetch the module they use.
   const wasm = responses.filter((r) => new URL(r.url).pathname.endsWith('.wasm'));
@@ -135,6 +138,9 @@ describe('favor-attention in Chromium', () => {
     assert.equal(nodeResult.worker.simd, true);
     for (const key of ['exact', 'favor', 'causal']) assert.deepEqual(nodeResult.worker[key], nodeResult[key], `Node worker ${key}`);
     assert.ok(nodeResult.relError > 0 && nodeResult.relError < 0.1, `Node relative error ${nodeResult.relError}`);
+    assert.equal(nodeResult.decode.length, 8 * 4 * 64);
+    assert.ok(nodeResult.decode.every(Number.isFinite), 'Node decode outputs are finite');
+    assert.equal(nodeResult.bytesAfter, nodeResult.bytesBefore, 'Node: bytes in use after decode steps and dispose()');
     assertClose(nodeResult.scalar.favor, nodeResult.favor, 'Node scalar vs SIMD favor');
   });
 

@@ -53,8 +53,34 @@ async function compute(favor) {
   }
 }
 
+// Decode steps of a 4-head FAVOR+ state (d = 64, m = 256: its heads run in parallel where there
+// are threads), then dispose() of the instance, which ends its threads (in a browser, Emscripten
+// frees their thread-local memory then): bytes in use are back where they started, and the
+// instance keeps working.
+function decodeThenDispose(favor) {
+  const next = generator(7);
+  const tensor = (n) => ({ data: Float32Array.from({ length: 4 * n * 64 }, () => next() * 0.5), dims: [4, n, 64] });
+  const before = favor.memory().usedBytes;
+  const featureMap = favor.createFeatureMap({ dim: 64, features: 256, kernel: 'positive', seed: SEED });
+  const state = favor.createCausalState({ method: 'favor', featureMap });
+  const outputs = [];
+  state.append(tensor(8), tensor(8), tensor(8));
+  for (let i = 0; i < 8; i++) outputs.push(...state.append(tensor(1), tensor(1), tensor(1)).data);
+  state.dispose();
+  featureMap.dispose();
+  favor.dispose();
+  const { q, k, v } = makeInputs();
+  return {
+    decode: outputs,
+    bytesBefore: before,
+    bytesAfter: favor.memory().usedBytes,
+    exactAfterDispose: Array.from(favor.exactAttention(q, k, v).data),
+  };
+}
+
 export async function runDemo(loadFavor) {
-  const auto = await compute(await loadFavor());
+  const instance = await loadFavor();
+  const auto = { ...(await compute(instance)), ...decodeThenDispose(instance) };
   const scalar = await compute(await loadFavor({ simd: false }));
   // The same in a worker (Vite bundles it from the loader's new Worker(new URL(...))).
   const inWorker = await loadFavor({ worker: true });
