@@ -44,7 +44,7 @@ export async function loadFavor(options) {
     const where = wasmBinary ? 'the wasmBinary given' : locateFile();
     throw new Error(`loadFavor: could not load ${where}: ${error?.message ?? error}`, { cause: error });
   });
-  return createApi(Module, { simd, threadsReason });
+  return createApi(Module, { simd, threadsReason, tileRows: o.tileRows });
 }
 
 // { worker: true }: the module in a dedicated Web Worker (a module worker), the API returning
@@ -115,7 +115,7 @@ async function loadThreaded(o, { build, threads, wasmBinary }) {
   const terminate = () => {
     for (const worker of [...Module.PThread.runningWorkers, ...Module.PThread.unusedWorkers]) worker.terminate();
   };
-  return createApi(Module, { simd: true, threads, terminate });
+  return createApi(Module, { simd: true, threads, terminate, tileRows: o.tileRows });
 }
 
 // dist/favor-simd-threads.worker.js as Emscripten 3.1.6 writes it, verbatim (a test checks it

@@ -55,6 +55,13 @@ export interface LoadOptions {
    * the promise pending forever). An integer in [1, 2^31 - 1].
    */
   loadTimeout?: number;
+  /**
+   * Rows of the GEMM's register tile (the products of FAVOR+ and codebook attention): 'auto'
+   * (the default) takes 6 in the relaxed-SIMD build on V8 >= 13.6 (Node >= 24, Chromium >= 136),
+   * whose register allocator keeps its 12 accumulators in registers (FAVOR+ at L = 4096: 0.93x
+   * the time), else 4. Results are the same bits either way; `info.tileRows` says which runs.
+   */
+  tileRows?: 'auto' | 4 | 6;
   /** false (the default): the synchronous API on this thread; true: see WorkerLoadOptions. */
   worker?: false;
 }
@@ -89,6 +96,8 @@ export interface FavorInfo {
   readonly threads: number;
   /** Why threads is 1, e.g. 'requested' or 'not cross-origin isolated (…)'. */
   readonly threadsReason?: string;
+  /** Rows of the GEMM's register tile in use (see LoadOptions.tileRows). */
+  readonly tileRows: 4 | 6;
 }
 
 /**

@@ -48,7 +48,7 @@ export async function loadFavor(options) {
     // its file name).
     const { default: createModule } = await import('../dist/favor-simd.js');
     const Module = await createModule({ wasmBinary }).catch(fail);
-    return createApi(Module, { simd, threadsReason });
+    return createApi(Module, { simd, threadsReason, tileRows: o.tileRows });
   }
   // The workers import the glue from mainScriptUrlOrBlob; the pool (threads - 1 workers, the
   // caller being the last thread) is started by the factory itself, hence the Worker global.
@@ -69,7 +69,7 @@ export async function loadFavor(options) {
   for (const worker of workers) worker.unref();  // loaded: from now on they never keep Node alive
   Module.setMaxThreads(threads);
   const terminate = () => { for (const worker of workers) worker.terminate(); };
-  return createApi(Module, { simd, threads, terminate });
+  return createApi(Module, { simd, threads, terminate, tileRows: o.tileRows });
 }
 
 // { worker: true }: the module in a worker_threads worker, the API returning Promises.

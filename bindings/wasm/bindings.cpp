@@ -19,6 +19,7 @@
 #include <vector>
 
 #include <favor/favor.hpp>
+#include <favor/gemm.hpp>
 #include <favor/vector_math.hpp>
 
 #include "thread_cached_malloc.hpp"
@@ -426,6 +427,12 @@ double heap_used() {
 // comes from the module itself, whichever file was loaded.
 bool relaxed_simd() { return favor::vec::kFusedMultiplyAdd; }
 
+// The GEMM's register tile rows (4 or 6, see gemm.hpp): the loader picks them for the engine.
+int set_tile_rows(int rows) {
+  favor::gemm::set_tile_rows(rows);
+  return favor::gemm::tile_rows();
+}
+
 // Threads for later calls (1 in builds without pthreads). The loader sets it once, to the pool
 // size + 1: more would start workers that only the blocked caller's event loop could create.
 int set_max_threads(int threads) {
@@ -475,4 +482,5 @@ EMSCRIPTEN_BINDINGS(favor_attention) {
   emscripten::function("heapUsed", &heap_used);
   emscripten::function("setMaxThreads", &set_max_threads);
   emscripten::function("relaxedSimd", &relaxed_simd);
+  emscripten::function("setTileRows", &set_tile_rows);
 }

@@ -1,6 +1,8 @@
 #include "gemm.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <type_traits>
 
 #include "vector_math.hpp"
 
@@ -8,21 +10,34 @@ namespace favor::gemm {
 
 namespace {
 
+std::atomic<int> g_tile_rows{4};
+
+// k_end of a full product: every row tile sums all of K (so 6-row tiles may take its rows).
+struct AllOfK {
+  Index K;
+  Index operator()(Index, Index) const { return K; }
+};
+
 // Columns [0, w) of C, w <= kStrip, over rows [0, M); k_end(i) limits the sum of the row tile
 // starting at row i (K, or the lower triangle's i + rows). row_scale (accumulating only): C's
-// rows are first multiplied by row_scale[i].
+// rows are first multiplied by row_scale[i]. Full strips of a full product take 6-row tiles first
+// when set (the lower triangle keeps the 4-row tiles its sums are cut to).
 template <class KEnd>
 void strip(Index M, Index w, const float* a, Index a_rs, Index a_cs, const float* b, Index ldb, float* c,
            Index ldc, bool accumulate, KEnd k_end, const float* row_scale = nullptr, float scale = 1.0f) {
   const auto scale_of = [row_scale](Index i) { return row_scale ? row_scale + i : nullptr; };
-  auto rows = [&](auto tile4, auto tile1) {
-    Index i = 0;
+  auto rows = [&](auto tile4, auto tile1, Index i = 0) {
     for (; i + 4 <= M; i += 4) tile4(k_end(i, 4), a + i * a_rs, c + i * ldc, scale_of(i));
     for (; i < M; ++i) tile1(k_end(i, 1), a + i * a_rs, c + i * ldc, scale_of(i));
   };
   if (w == kStrip) {
+    Index i = 0;
+    if constexpr (std::is_same_v<KEnd, AllOfK>)
+      if (g_tile_rows.load(std::memory_order_relaxed) == 6)
+        for (; i + 6 <= M; i += 6) tile<6, 2>(k_end(i, 6), a + i * a_rs, a_rs, a_cs, b, ldb, c + i * ldc, ldc, accumulate, scale_of(i), scale);
     rows([&](Index K, const float* ai, float* ci, const float* rs) { tile<4, 2>(K, ai, a_rs, a_cs, b, ldb, ci, ldc, accumulate, rs, scale); },
-         [&](Index K, const float* ai, float* ci, const float* rs) { tile<1, 2>(K, ai, a_rs, a_cs, b, ldb, ci, ldc, accumulate, rs, scale); });
+         [&](Index K, const float* ai, float* ci, const float* rs) { tile<1, 2>(K, ai, a_rs, a_cs, b, ldb, ci, ldc, accumulate, rs, scale); },
+         i);
     return;
   }
   Index j = 0;
@@ -65,7 +80,7 @@ void product(Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, 
     }
     return;
   }
-  const auto all = [K](Index, Index) { return K; };
+  const AllOfK all{K};
   const Index M4 = M - M % 4, wide = N / kWide * kWide;
   for (Index i = M4; i < M; ++i)
     for (Index j0 = 0; j0 < wide; j0 += kWide)
@@ -77,6 +92,9 @@ void product(Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, 
 }
 
 }  // namespace
+
+void set_tile_rows(int rows) { g_tile_rows = rows == 6 ? 6 : 4; }
+int tile_rows() { return g_tile_rows; }
 
 void gemm(Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, const float* b, Index ldb,
           float* c, Index ldc, bool accumulate, const float* row_scale) {
@@ -145,7 +163,7 @@ void gemm_nt_lower(Index M, Index N, Index K, const float* a, Index lda, const f
   if (N == 1) return gemm(M, 1, K, a, lda, 1, b, 1, c, ldc, false);  // as gemm_nt: every row is on or below
   scratch.resize(static_cast<std::size_t>(strips(N) * K * kStrip));
   pack_bt(N, K, b, ldb, scratch.data());
-  const auto all = [K](Index, Index) { return K; };
+  const AllOfK all{K};
   for (Index j0 = 0; j0 < std::min(M, N); j0 += kStrip)
     strip(M - j0, std::min(kStrip, N - j0), a + j0 * lda, lda, 1, scratch.data() + j0 * K, kStrip,
           c + j0 * ldc + j0, ldc, false, all);

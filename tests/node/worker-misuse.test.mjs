@@ -422,6 +422,7 @@ test('failed loads reject as the synchronous load does and leave no worker runni
     ['simd: "yes"', { simd: 'yes' }],
     ['threads: 0', { threads: 0 }],
     ['loadTimeout: -1', { loadTimeout: -1 }],
+    ['tileRows: 8', { tileRows: 8 }],
     ['transfer: "yes"', { transfer: 'yes' }],
     ['locateFile (a function cannot cross)', { locateFile: (file) => file }],
   ]) {

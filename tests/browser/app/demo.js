@@ -41,6 +41,7 @@ async function compute(favor) {
       relaxedSimd: favor.info.relaxedSimd,
       threads: favor.info.threads,
       threadsReason: favor.info.threadsReason ?? null,
+      tileRows: favor.info.tileRows,
       relError: await favor.outputRelativeError(exact, approx),
       dims: approx.dims,
       first: Array.from(approx.data.subarray(0, 4)),
