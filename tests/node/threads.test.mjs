@@ -10,14 +10,14 @@ import { test } from 'node:test';
 
 import { loadFavor } from 'favor-attention';
 
-import { RELAXED_SIMD_SUPPORTED, assertBitIdentical, concatRows, normalTensor, sliceRows } from './helpers.mjs';
+import { AUTO_TILE_ROWS, RELAXED_SIMD_SUPPORTED, assertBitIdentical, concatRows, normalTensor, sliceRows } from './helpers.mjs';
 
 const one = await loadFavor({ threads: 1 });
 const two = await loadFavor({ threads: 2 });
 const three = await loadFavor({ threads: 3 });
 
 test('threads: n loads the pthreads build with n threads, and no Worker global is left behind', () => {
-  assert.deepEqual(two.info, { version: '0.1.0', simd: true, relaxedSimd: RELAXED_SIMD_SUPPORTED, threads: 2 });
+  assert.deepEqual(two.info, { version: '0.1.0', simd: true, relaxedSimd: RELAXED_SIMD_SUPPORTED, threads: 2, tileRows: AUTO_TILE_ROWS });
   assert.equal(three.info.threads, 3);
   assert.equal(globalThis.Worker, undefined);
 });
@@ -32,7 +32,7 @@ test("threads: 'auto' (the default) uses the cores, at most 8", async () => {
 });
 
 test('one thread, and why: requested, no SIMD, a given single-thread .wasm', async () => {
-  assert.deepEqual(one.info, { version: '0.1.0', simd: true, relaxedSimd: RELAXED_SIMD_SUPPORTED, threads: 1, threadsReason: 'requested' });
+  assert.deepEqual(one.info, { version: '0.1.0', simd: true, relaxedSimd: RELAXED_SIMD_SUPPORTED, threads: 1, threadsReason: 'requested', tileRows: AUTO_TILE_ROWS });
   const scalar = await loadFavor({ simd: false });
   assert.equal(scalar.info.threads, 1);
   assert.match(scalar.info.threadsReason, /SIMD/);

@@ -7,17 +7,12 @@ import { test } from 'node:test';
 
 import { loadFavor } from 'favor-attention';
 
-import { RELAXED_SIMD_SUPPORTED, assertBitIdentical, concatRows, normalTensor, sliceRows } from './helpers.mjs';
-
-const v8AtLeast13_6 = (() => {
-  const [major, minor] = process.versions.v8.split('.').map(Number);
-  return major > 13 || (major === 13 && minor >= 6);
-})();
+import { RELAXED_SIMD_SUPPORTED, RELAXED_TILE_ROWS, assertBitIdentical, concatRows, normalTensor, sliceRows } from './helpers.mjs';
 
 test("tileRows 'auto' takes 6 rows for the relaxed build on V8 >= 13.6 only; 4 and 6 are taken as given", async () => {
   for (const simd of ['auto', 'fixed', false]) {
     const favor = await loadFavor({ simd, threads: 1 });
-    const expected = favor.info.relaxedSimd && v8AtLeast13_6 ? 6 : 4;
+    const expected = favor.info.relaxedSimd ? RELAXED_TILE_ROWS : 4;
     assert.equal(favor.info.tileRows, expected, `simd: ${simd} (relaxed: ${favor.info.relaxedSimd}, V8 ${process.versions.v8})`);
     assert.equal((await loadFavor({ simd, threads: 1, tileRows: 'auto' })).info.tileRows, expected);
     for (const rows of [4, 6]) assert.equal((await loadFavor({ simd, threads: 1, tileRows: rows })).info.tileRows, rows);

@@ -11,7 +11,7 @@ import {
   EXPECTED_FILES, ROOT, installedPackageJson, makeNodeOnlyBin, makeTempDir, npmInstall,
   packTarball, removeDir, runOk, tarballFiles,
 } from './helpers.mjs';
-import { RELAXED_SIMD_SUPPORTED } from '../node/helpers.mjs';
+import { AUTO_TILE_ROWS, RELAXED_SIMD_SUPPORTED } from '../node/helpers.mjs';
 
 let work;
 let tarball;
@@ -99,8 +99,8 @@ describe('installed from the tarball, without Emscripten', () => {
     assert.equal(summary.version, '0.1.0');
     const threads = Math.min(summary.cores, 8);
     // The consumer runs in this Node: the relaxed-SIMD build where it validates relaxed SIMD (Node >= 22).
-    assert.deepEqual(summary.info, { version: '0.1.0', simd: true, relaxedSimd: RELAXED_SIMD_SUPPORTED, threads, ...(threads === 1 && { threadsReason: 'one CPU core' }) });
-    assert.deepEqual(summary.scalarInfo, { version: '0.1.0', simd: false, relaxedSimd: false, threads: 1, threadsReason: 'the threaded build needs WebAssembly SIMD' });
+    assert.deepEqual(summary.info, { version: '0.1.0', simd: true, relaxedSimd: RELAXED_SIMD_SUPPORTED, threads, tileRows: AUTO_TILE_ROWS, ...(threads === 1 && { threadsReason: 'one CPU core' }) });
+    assert.deepEqual(summary.scalarInfo, { version: '0.1.0', simd: false, relaxedSimd: false, threads: 1, tileRows: 4, threadsReason: 'the threaded build needs WebAssembly SIMD' });
   });
 
   const REFERENCE_CHECKS = [
