@@ -46,7 +46,9 @@ void prepare_exception_state() {
 // for them: a wake-up through a futex took tens of microseconds here (Node, Chromium), as long as
 // a decode step's work, and a mutex taken on every job by every thread cost as much again. So a
 // job is handed over through atomics alone, and the mutex and condition variables serve only
-// threads that have gone to sleep.
+// threads that have gone to sleep. A helper joins a job only while it is open: once the caller
+// has run out of indices it closes the job and waits only for the helpers that joined, never for
+// one still waking up (which would find nothing left to do).
 class Pool {
  public:
   // False if another thread's job is running (the caller then runs its loop itself).
@@ -58,17 +60,19 @@ class Pool {
     job_.next.store(0, std::memory_order_relaxed);
     job_.failed.store(false, std::memory_order_relaxed);
     job_.error_index = count, job_.error = nullptr;
-    job_.running.store(helpers, std::memory_order_relaxed);
-    ticket_.store((((ticket_.load(std::memory_order_relaxed) >> kHelperBits) + 1) << kHelperBits) | helpers);
+    const std::uint64_t sequence = (ticket_.load(std::memory_order_relaxed) >> kHelperBits) + 1;
+    active_.store(sequence << kSequenceShift, std::memory_order_relaxed);  // open, none joined
+    ticket_.store((sequence << kHelperBits) | static_cast<std::uint64_t>(helpers));
     if (sleepers_.load() > 0) {
       { std::lock_guard<std::mutex> lock(mutex_); }  // a helper between its check and its wait
       wake_.notify_all();
     }
     work(job_);
-    if (!spin_until([this] { return job_.running.load(std::memory_order_acquire) == 0; }, kCallerSpin)) {
+    const auto none_working = [this] { return (active_.load() & kJoinedMask) == 0; };
+    if ((active_.fetch_or(kClosed) & kJoinedMask) && !spin_until(none_working, kCallerSpin)) {
       caller_sleeps_.store(true);
       std::unique_lock<std::mutex> lock(mutex_);
-      done_.wait(lock, [this] { return job_.running.load() == 0; });
+      done_.wait(lock, none_working);
       caller_sleeps_.store(false, std::memory_order_relaxed);
     }
     if (std::exception_ptr error = std::exchange(job_.error, nullptr)) std::rethrow_exception(error);
@@ -76,11 +80,13 @@ class Pool {
   }
 
   // Starts helpers up to `wanted` (fewer if the platform has no more threads: the ones there do
-  // the work) and runs one empty job on them. set_max_threads does it before any region, so that
-  // what the threads keep (their stacks, and what a first job allocates for them: 24 bytes in
-  // Emscripten 3.1.6) is part of what a module holds from the start.
+  // the work) and runs one job on each (a barrier: every thread takes one index and waits for the
+  // others). set_max_threads does it before any region, so that what the threads keep (their
+  // stacks, and what a first job allocates for them: 24 bytes in Emscripten 3.1.6) is part of
+  // what a module holds from the start.
   void reserve(int wanted) {
     prepare_exception_state();
+    int threads;
     {
       std::lock_guard<std::mutex> lock(job_mutex_);
       try {
@@ -88,8 +94,16 @@ class Pool {
           helpers_.emplace_back([this, id = static_cast<int>(helpers_.size())] { helper(id); });
       } catch (...) {  // no thread to be had (std::system_error, or no memory for one)
       }
+      threads = static_cast<int>(helpers_.size()) + 1;
     }
-    run(wanted + 1, wanted + 1, [](void*, Index) {}, nullptr);
+    std::atomic<int> arrived{0};
+    const auto barrier = [&](Index) {
+      arrived.fetch_add(1);
+      while (arrived.load() < threads) {
+      }
+    };
+    run(threads, threads, [](void* b, Index i) { (*static_cast<decltype(barrier)*>(b))(i); },
+        const_cast<void*>(static_cast<const void*>(&barrier)));
   }
 
  private:
@@ -97,10 +111,16 @@ class Pool {
   // wakes late reads both of the same job.
   static constexpr int kHelperBits = 16;
   static constexpr int kMaxHelpers = (1 << kHelperBits) - 1;
+  // The job's state for joining: its sequence number (the high 32 bits), closed (bit 31) and the
+  // helpers that joined and are not done yet (the low bits).
+  static constexpr int kSequenceShift = 32;
+  static constexpr std::uint64_t kClosed = std::uint64_t{1} << 31, kJoinedMask = kClosed - 1;
   // How long a thread spins before it sleeps: a helper between jobs (a decode loop calls again
-  // within microseconds; other work between calls may take longer, then the helper sleeps rather
-  // than burn its core), the caller waiting for helpers (they finish within a few index's time).
-  static constexpr std::chrono::microseconds kHelperSpin{300}, kCallerSpin{1000};
+  // within tens of microseconds), the caller waiting for the helpers that joined (they finish
+  // within an index's time). Short, because a spinning thread holds a core that another thread
+  // of the process may need (on a machine with fewer cores than threads; on this project's
+  // 2-vCPU VM, when the host runs both vCPUs on one core).
+  static constexpr std::chrono::microseconds kHelperSpin{100}, kCallerSpin{100};
 
   struct Job {
     void (*call)(void*, Index) = nullptr;
@@ -110,7 +130,6 @@ class Pool {
     std::atomic<bool> failed{false};
     Index error_index = 0;
     std::exception_ptr error;
-    alignas(64) std::atomic<int> running{0};  // the helpers taking part that are not done yet
   };
 
   // Whether done() held within `budget`.
@@ -139,13 +158,22 @@ class Pool {
         sleepers_.fetch_sub(1);
       }
       seen = ticket;
-      if (id >= static_cast<int>(ticket & kMaxHelpers)) continue;
+      if (id >= static_cast<int>(ticket & kMaxHelpers) || !join(ticket >> kHelperBits)) continue;
       work(job_);
-      if (job_.running.fetch_sub(1) == 1 && caller_sleeps_.load()) {
+      if (((active_.fetch_sub(1) - 1) & kJoinedMask) == 0 && caller_sleeps_.load()) {
         { std::lock_guard<std::mutex> lock(mutex_); }
         done_.notify_all();
       }
     }
+  }
+
+  // Joins job `sequence` if it is still open; false if the caller has closed it (or moved on).
+  bool join(std::uint64_t sequence) {
+    const std::uint64_t open = (sequence & 0xffffffffu) << kSequenceShift;
+    std::uint64_t state = active_.load();
+    while ((state & ~kJoinedMask) == open)
+      if (active_.compare_exchange_weak(state, state + 1)) return true;
+    return false;
   }
 
   void work(Job& job) {
@@ -167,6 +195,7 @@ class Pool {
   std::condition_variable wake_, done_;
   std::vector<std::thread> helpers_;  // never joined: they wait for work until the process ends
   alignas(64) std::atomic<std::uint64_t> ticket_{0};
+  alignas(64) std::atomic<std::uint64_t> active_{0};
   std::atomic<int> sleepers_{0};
   std::atomic<bool> caller_sleeps_{false};
   Job job_;
