@@ -101,7 +101,7 @@ md.push('<!-- browser -->');
 md.push('## Ours and onnxruntime-web in Chromium (issue 16)');
 md.push('');
 md.push(`\`node bench/browser-peers.mjs\`${args.quick ? ' --quick' : ''}, ${new Date().toISOString().slice(0, 10)}, ${cpu}, ${result.browser}, a cross-origin isolated page (${result.crossOriginIsolated ? 'confirmed' : 'NOT isolated'}). ` +
-  `Ours: \`loadFavor({ threads: 1 })\` from web/browser.js, the ${build} build, 1 thread. onnxruntime-web ${ortVersion}: its ESM wasm build, \`env.wasm.numThreads = 1\`, the graphs of bench/onnx (as in the main tables). ` +
+  `Ours: \`loadFavor({ threads: 1 })\` from web/browser.js, the ${build} build, 1 thread, ${info.tileRows}-row GEMM tiles (tileRows 'auto'). onnxruntime-web ${ortVersion}: its ESM wasm build, \`env.wasm.numThreads = 1\`, the graphs of bench/onnx (as in the main tables). ` +
   `One head, d = dv = ${options.d}, inputs N(0, ${options.sigma}²) from the main tables' seeds; FAVOR+ positive orthogonal m = ${options.m}, seed ${options.seed}, the same W for both. ` +
   `Outputs compared first (relative Frobenius ≤ 1e-3); then ${options.rounds} rounds calling both in alternating order. Cells: median ms; ratio: the median of the per-round ratios (onnxruntime-web ÷ ours, > 1: ours faster). ` +
   'The main tables run in Node 22, whose V8 is older than Chromium\'s: this is the same comparison in the engine users have.');
