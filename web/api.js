@@ -111,7 +111,8 @@ export function checkMask(mask, name = 'keyMask') {
 }
 
 export function createApi(Module, { simd, threads = 1, threadsReason, terminate, tileRows: tileOption }) {
-  const tileRows = Module.setTileRows(chooseTileRows(tileOption, Module.relaxedSimd()));
+  const relaxedSimd = Module.relaxedSimd();
+  const tileRows = Module.setTileRows(chooseTileRows(tileOption, relaxedSimd));
   // A view of the whole wasm memory, made at each use: growth replaces the buffer, and in the
   // pthreads build Module.HEAPF32 stays short when a worker thread grew the memory.
   const heapF32 = () => {
@@ -348,7 +349,7 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
   }
 
   return {
-    info: Object.freeze({ version, simd, relaxedSimd: Module.relaxedSimd(), threads, tileRows, ...(threadsReason && { threadsReason }) }),
+    info: Object.freeze({ version, simd, relaxedSimd, threads, tileRows, ...(threadsReason && { threadsReason }) }),
 
     // Ends the worker threads now (they never keep Node alive, but hold memory). The instance
     // keeps working on one thread.

@@ -417,9 +417,7 @@ val random_codebook(double clusters, double dim, double seed, double sigma) {
 // Bytes of the heap currently allocated by malloc (dlmalloc's in-use total): a diagnostic for
 // leak tests, exposed as favor.memory().usedBytes.
 double heap_used() {
-#ifdef __EMSCRIPTEN_PTHREADS__
   favor_wasm::drain_thread_caches();
-#endif
   return static_cast<double>(mallinfo().uordblks);
 }
 
@@ -437,9 +435,7 @@ int set_tile_rows(int rows) {
 // size + 1: more would start workers that only the blocked caller's event loop could create.
 int set_max_threads(int threads) {
   favor::set_max_threads(threads);
-#ifdef __EMSCRIPTEN_PTHREADS__
   favor_wasm::drain_thread_caches();  // dispose() ends the helpers next: their cached blocks go back now
-#endif
   return favor::max_threads();
 }
 

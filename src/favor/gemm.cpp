@@ -34,7 +34,8 @@ void strip(Index M, Index w, const float* a, Index a_rs, Index a_cs, const float
     Index i = 0;
     if constexpr (std::is_same_v<KEnd, AllOfK>)
       if (g_tile_rows.load(std::memory_order_relaxed) == 6)
-        for (; i + 6 <= M; i += 6) tile<6, 2>(k_end(i, 6), a + i * a_rs, a_rs, a_cs, b, ldb, c + i * ldc, ldc, accumulate, scale_of(i), scale);
+        for (; i + 6 <= M; i += 6)
+          tile<6, 2>(k_end(i, 6), a + i * a_rs, a_rs, a_cs, b, ldb, c + i * ldc, ldc, accumulate, scale_of(i), scale);
     rows([&](Index K, const float* ai, float* ci, const float* rs) { tile<4, 2>(K, ai, a_rs, a_cs, b, ldb, ci, ldc, accumulate, rs, scale); },
          [&](Index K, const float* ai, float* ci, const float* rs) { tile<1, 2>(K, ai, a_rs, a_cs, b, ldb, ci, ldc, accumulate, rs, scale); },
          i);

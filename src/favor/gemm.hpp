@@ -13,9 +13,9 @@
 // f32x4.relaxed_madd (vec::madd): the same sums, each product rounded or not as the machine fuses.
 //
 // Tiles: 4 rows of A x 2 vectors of columns (8 accumulators + 2 vectors of Bt + 1 broadcast of
-// A, within the 16 registers of x86-64 and V8), or 6 rows where set (set_tile_rows); single rows (the last M % 4, or a whole one-row
-// product, as in decoding) 1 row x 8 vectors, as many accumulators again: a 1 x 2 tile leaves the
-// multiply-add units waiting on its 2 chains. A is read by broadcasts with any strides (so A
+// A, within the 16 registers of x86-64 and V8), or 6 rows where set (set_tile_rows); single rows
+// (the last M % 4, or a whole one-row product, as in decoding) 1 row x 8 vectors, as many
+// accumulators again: a 1 x 2 tile leaves the multiply-add units waiting on its 2 chains. A is read by broadcasts with any strides (so A
 // can be a transposed view), Bt by vector loads of rows. B given row-major as N x K (the form of
 // Q K^T and X W^T) is first packed transposed in strips of kStrip columns (pack_bt / gemm_nt).
 #pragma once
@@ -76,8 +76,8 @@ inline void tile(Index K, const float* a, Index a_rs, Index a_cs, const float* b
 }
 
 // Rows of the main register tile: 4 (the default: 8 accumulators) or 6 (12 accumulators, which
-// need an engine that keeps them all in registers: FAVOR+ took 0.92x the time in Chromium 156 and
-// 1.5x in Node 22, whose V8 spills them). The bits are the same either way: each entry of C is the
+// need an engine that keeps them all in registers: FAVOR+ took 0.92-0.94x the time in Chromium 156
+// and 1.5x in Node 22, whose V8 spills them). The bits are the same either way: each entry of C is the
 // same sum in the same order whatever tile computes it. Process-wide; set before calls start.
 void set_tile_rows(int rows);
 int tile_rows();
