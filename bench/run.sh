@@ -43,7 +43,8 @@ for peak in peak peak-relaxed; do
   if [[ ! build/bench-peak/$peak.wasm -nt bench/native/peak_kernel.cpp ]]; then
     flags=(-msimd128); [[ $peak == peak-relaxed ]] && flags+=(-mrelaxed-simd)
     emcc -O3 "${flags[@]}" -ffp-contract=off bench/native/peak_kernel.cpp --no-entry -sSTANDALONE_WASM \
-      "-sEXPORTED_FUNCTIONS=['_peak_kernel','_peak_kernel_flops_per_iteration']" -o build/bench-peak/$peak.wasm
+      "-sEXPORTED_FUNCTIONS=['_peak_kernel','_peak_kernel_flops_per_iteration','_peak_kernel_8','_peak_kernel_8_flops_per_iteration']" \
+      -o build/bench-peak/$peak.wasm
     if [[ $peak == peak-relaxed ]]; then node scripts/relax-wasm.mjs build/bench-peak/$peak.wasm; fi
   fi
 done

@@ -7,9 +7,12 @@ import { readFile } from 'node:fs/promises';
 const RUNS = 7;
 const ITERATIONS = 30_000_000;  // ~0.1 s per run at ~25 GFLOP/s
 
-export async function wasmCeiling(file) {
+// chains: 12 (the ceiling) or 8 (the most a tile of 8 accumulators reaches; see peak_kernel.cpp).
+export async function wasmCeiling(file, { chains = 12 } = {}) {
   const { instance } = await WebAssembly.instantiate(await readFile(file), {});
-  const { peak_kernel: kernel, peak_kernel_flops_per_iteration: perIteration } = instance.exports;
+  const suffix = chains === 12 ? '' : `_${chains}`;
+  const kernel = instance.exports[`peak_kernel${suffix}`], perIteration = instance.exports[`peak_kernel${suffix}_flops_per_iteration`];
+  if (!kernel) throw new Error(`${file} has no peak_kernel${suffix} (rebuild it: npm run bench)`);
   kernel(1000);  // compile tiers up before timing
   let best = 0;
   for (let r = 0; r < RUNS; ++r) {
