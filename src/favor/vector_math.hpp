@@ -63,10 +63,10 @@ inline V madd(V a, V b, V c) {
 }
 
 // The constants of exp_nonpositive, defined in vector_math.cpp: read from memory, not written as
-// vector constants. V8 from 13 on (Node >= 24, Chromium >= 136) rebuilds a v128.const at each use
-// inside a loop, several instructions apiece, which made this exp 1.6-1.7x slower there than the
-// same code with its constants loaded (~0.95 against ~0.56 ns a float); V8 12 (Node 22) runs both
-// alike. A definition in another translation unit is what keeps the compiler from folding them back.
+// vector constants. The V8 of Node 24 and 26 (13.6, 14.6) rebuilds a v128.const at each use inside
+// a loop, several instructions apiece, which made this exp 1.6-1.7x slower there than the same
+// code with its constants loaded (~0.95 against ~0.56 ns a float); Node 22's V8 and Chromium 156
+// run both alike. A definition in another translation unit keeps the compiler from folding them.
 namespace exp_constant {
 enum : int { p0, p1, p2, p3, p4, p5, magic, log2e, ln2_low, ln2_high, underflow, one, count };
 }
