@@ -138,15 +138,15 @@ function instruction(r, onSimd) {
 }
 
 /**
- * Rewrites the module's pre-standard f32x4 fma opcodes into f32x4.relaxed_madd, in place.
- * Returns { rewritten, relaxedMadd, functions }: how many were rewritten, how many
- * f32x4.relaxed_madd the module holds now, and how many function bodies were decoded.
+ * Decodes every function body of the module, instruction by instruction, calling
+ * onSimd(op, at, length, f) for each 0xfd-prefixed instruction (its opcode, the position and
+ * byte length of its LEB128 opcode, the function's index). Returns how many bodies it decoded.
  */
-export function relaxWasm(bytes) {
+export function walkCode(bytes, onSimd) {
   if (bytes.length < 8 || bytes[0] !== 0 || bytes[1] !== 0x61 || bytes[2] !== 0x73 || bytes[3] !== 0x6d) {
     throw new Error('not a WebAssembly module');
   }
-  let rewritten = 0, relaxedMadd = 0, functions = 0;
+  let functions = 0;
   const top = new Reader(bytes, 8, bytes.length);
   while (top.pos < bytes.length) {
     const id = top.byte();
@@ -169,22 +169,42 @@ export function relaxWasm(bytes) {
       let last = -1;
       while (body.pos < body.end) {
         last = bytes[body.pos];
-        instruction(body, (op, at, length) => {
-          if (op === RELAXED_MADD_F32X4) relaxedMadd++;
-          if (!PRESTANDARD_RELAXED.has(op)) return;
-          if (op !== PRESTANDARD_FMA_F32X4) {
-            throw new Error(`function ${f}: pre-standard ${PRESTANDARD_RELAXED.get(op)} (0xfd ${op}) has no rewrite`);
-          }
-          writeLeb(bytes, at, RELAXED_MADD_F32X4, length);
-          rewritten++;
-          relaxedMadd++;
-        });
+        instruction(body, (op, at, length) => onSimd(op, at, length, f));
       }
       if (last !== 0x0b) throw new Error(`function ${f}: its body does not end with 'end'`);
     }
     if (code.pos !== code.end) throw new Error('the code section has bytes after its last function');
   }
+  return functions;
+}
+
+/**
+ * Rewrites the module's pre-standard f32x4 fma opcodes into f32x4.relaxed_madd, in place.
+ * Returns { rewritten, relaxedMadd, functions }: how many were rewritten, how many
+ * f32x4.relaxed_madd the module holds now, and how many function bodies were decoded.
+ */
+export function relaxWasm(bytes) {
+  let rewritten = 0, relaxedMadd = 0;
+  const functions = walkCode(bytes, (op, at, length, f) => {
+    if (op === RELAXED_MADD_F32X4) relaxedMadd++;
+    if (!PRESTANDARD_RELAXED.has(op)) return;
+    if (op !== PRESTANDARD_FMA_F32X4) {
+      throw new Error(`function ${f}: pre-standard ${PRESTANDARD_RELAXED.get(op)} (0xfd ${op}) has no rewrite`);
+    }
+    writeLeb(bytes, at, RELAXED_MADD_F32X4, length);
+    rewritten++;
+    relaxedMadd++;
+  });
   return { rewritten, relaxedMadd, functions };
+}
+
+/** The 16 immediate bytes of every v128.const in the module's code, as Float32Arrays of 4 lanes. */
+export function vectorConstants(bytes) {
+  const out = [];
+  walkCode(bytes, (op, at, length) => {
+    if (op === 12) out.push(new Float32Array(Uint8Array.from(bytes.subarray(at + length, at + length + 16)).buffer));
+  });
+  return out;
 }
 
 // Whether this engine validates the module (Node 20 runs relaxed SIMD behind a flag, which can
