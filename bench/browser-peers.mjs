@@ -18,8 +18,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
-import { fmtL, fmtMs, fmtRatio } from './lib/format.mjs';
+import * as format from './lib/format.mjs';
 import { writeSection } from './lib/sections.mjs';
+import { peerCases, peersTable } from './lib/side-by-side.mjs';
 import { CHROMIUM, CHROMIUM_ARGS, serveRepo } from './lib/serve-repo.mjs';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
@@ -41,7 +42,7 @@ const { chromium } = await import('playwright-core');
 const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
 // One page per case: each library starts from a fresh heap (after exact attention at L = 4096,
 // onnxruntime-web's heap holds its 64 MiB score matrix, and its FAVOR+ graph then ran 2x slower).
-const cases = options.sizes.flatMap((L) => ['exact', 'favor'].flatMap((kind) => [false, true].map((causal) => ({ L, kind, causal }))));
+const cases = peerCases(options.sizes);
 const rows = [];
 let info, plainInfo, isolated, version;
 try {
@@ -56,35 +57,10 @@ try {
       Object.assign(ort.env.wasm, { numThreads: 1, wasmPaths: '/__ort/' });
       ort.env.logLevel = 'error';
       const { gaussian, difference, median } = await import('/bench/lib/inputs.mjs');
+      const { measureCase } = await import('/bench/lib/side-by-side.mjs');
       const { loadFavor } = await import('/web/browser.js');
-      const favor = await loadFavor({ threads: 1 }), plain = await loadFavor({ threads: 1, simd: 'fixed' });
-      const mapOf = (f) => f.createFeatureMap({ dim: o.d, features: o.m, kernel: 'positive', sampling: 'orthogonal', seed: o.seed });
-      const map = mapOf(favor), plainMap = mapOf(plain);
-      const { L, kind, causal } = c, dims = [L, o.d];
-      const q = gaussian(L * o.d, 3 * L + 1, o.sigma), k = gaussian(L * o.d, 3 * L + 2, o.sigma), v = gaussian(L * o.d, 3 * L + 3, o.sigma);
-      const t = (data, shape) => new ort.Tensor('float32', data, shape);
-      const graph = await (await fetch(`/bench/onnx/${kind}-${causal ? 'causal' : 'bidirectional'}.onnx`)).arrayBuffer();
-      const session = await ort.InferenceSession.create(new Uint8Array(graph), { executionProviders: ['wasm'], graphOptimizationLevel: 'all' });
-      const feeds = { q: t(q, dims), k: t(k, dims), v: t(v, dims), ...(kind === 'favor' && { w: t(map.projection.data, [o.m, o.d]) }) };
-      const run = (f, fm) => () => (kind === 'favor'
-        ? f.favorAttention({ data: q, dims }, { data: k, dims }, { data: v, dims }, { featureMap: fm, causal })
-        : f.exactAttention({ data: q, dims }, { data: k, dims }, { data: v, dims }, { causal })).data;
-      const ours = run(favor, map), ownPlain = run(plain, plainMap);
-      const peer = async () => (await session.run(feeds)).out.data;
-      const reference = await peer();
-      const { rel } = difference(reference, ours()), relPlain = difference(reference, ownPlain()).rel;
-      const base = { info: favor.info, plainInfo: plain.info, isolated: crossOriginIsolated, rel, relPlain };
-      if (!(rel <= 1e-3 && relPlain <= 1e-3)) return { ...base, status: `outputs differ (relative ${rel.toExponential(1)}, plain build ${relPlain.toExponential(1)})` };
-      // Warm-up: Chromium tiers wasm up from its baseline compiler while it runs: a few calls of each.
-      for (let i = 0, t0 = performance.now(); i < 3 || performance.now() - t0 < 500; ++i) ours(), ownPlain(), await peer();
-      const ms = { ours: [], plain: [], peer: [] }, ratios = [], plainRatios = [];
-      const timed = async (name, fn) => { const t0 = performance.now(); await fn(); ms[name].push(performance.now() - t0); };
-      const order = [['ours', ours], ['plain', ownPlain], ['peer', peer]];
-      for (let r = 0; r < o.rounds; r++) {
-        for (let i = 0; i < 3; ++i) await timed(...order[(i + r) % 3]);
-        ratios.push(ms.peer[r] / ms.ours[r]), plainRatios.push(ms.plain[r] / ms.ours[r]);
-      }
-      return { ...base, status: 'ok', ours: median(ms.ours), plain: median(ms.plain), peer: median(ms.peer), ratio: median(ratios), plainRatio: median(plainRatios) };
+      const graph = async (name) => (await fetch(`/bench/onnx/${name}.onnx`)).arrayBuffer();
+      return { ...await measureCase({ ort, loadFavor, gaussian, difference, median, graph }, o, c), isolated: crossOriginIsolated };
     }, { o: options, c });
     await page.close();
     if (problems.length) throw new Error(problems.join(' | '));
@@ -110,23 +86,7 @@ md.push(`\`node bench/browser-peers.mjs\`${args.quick ? ' --quick' : ''}, ${new 
   `Outputs compared first (relative Frobenius ≤ 1e-3); then ${options.rounds} rounds calling the three in rotating order. Cells: median ms; ratios: the median of the per-round ratios (> 1: ours faster). ` +
   'The main tables run in Node 22, whose V8 is older than Chromium\'s: this is the same comparison in the engine users have.');
 md.push('');
-md.push(`| kernel | L | ours | onnxruntime-web | onnxruntime-web ÷ ours | ours, plain SIMD build | plain ÷ ${build} |`);
-md.push('|---|---:|---:|---:|---:|---:|---:|');
-for (const r of rows) {
-  const name = `${r.kind === 'favor' ? 'FAVOR+' : 'exact'}, ${r.causal ? 'causal' : 'bidirectional'}`;
-  md.push(r.status === 'ok'
-    ? `| ${name} | ${fmtL(r.L)} | ${fmtMs(r.ours)} ms | ${fmtMs(r.peer)} ms | ${fmtRatio(r.ratio)}× | ${fmtMs(r.plain)} ms | ${fmtRatio(r.plainRatio)}× |`
-    : `| ${name} | ${fmtL(r.L)} | — | — | ${r.status} | — | — |`);
-}
-if (info.relaxedSimd) {
-  const at = (kind) => rows.find((r) => r.L === 4096 && r.kind === kind && !r.causal && r.status === 'ok');
-  const verdicts = [['favor', 'FAVOR+', 2, 1.2], ['exact', 'Exact attention', 1.5, 1.15]].map(([kind, name, vsOrt, vsPlain]) => {
-    const r = at(kind);
-    return r ? `${name} at L = 4,096: ${fmtRatio(r.ratio)}× onnxruntime-web (target ${vsOrt}×: **${r.ratio >= vsOrt ? 'PASS' : 'FAIL'}**), ${fmtRatio(r.plainRatio)}× our plain SIMD build (target ${vsPlain}×: **${r.plainRatio >= vsPlain ? 'PASS' : 'FAIL'}**)` : `${name} at L = 4,096: not measured`;
-  });
-  md.push('');
-  md.push(`Issue 16's targets read in this engine (bidirectional, 1 thread): ${verdicts.join('; ')}.`);
-}
+md.push(...peersTable(rows, info, format));
 md.push('<!-- /browser -->');
 const section = md.join('\n');
 

@@ -2,7 +2,7 @@
 # `npm run bench`: makes sure the wasm package (dist/) and the two native benchmark drivers
 # (build/bench-native-sse: -O3 -msse4.2 -mno-avx; build/bench-native-native: -O3 -march=native)
 # are built from the current sources, and the ceiling loop (bench/native/peak_kernel.cpp) as wasm
-# (plain and relaxed SIMD), then runs bench/run.mjs in Node 22 (scripts/ensure-node22.sh: relaxed
+# (plain and relaxed SIMD), then runs bench/run.mjs in Node 22 (scripts/ensure-node.sh 22: relaxed
 # SIMD by default) with the given arguments (--quick for a few sizes; see bench/run.mjs). The ONNX
 # graphs are committed in bench/onnx/.
 # ruvector-attention-wasm (a devDependency) is not required here: if it is missing or fails to
@@ -51,5 +51,5 @@ done
 flock -u 8
 # Node 22 runs relaxed SIMD by default: loadFavor() there picks favor-relaxed.wasm, the build users
 # of current browsers get, and the plain SIMD build runs beside it.
-node22=$(scripts/ensure-node22.sh)
+node22=$(scripts/ensure-node.sh 22)
 exec "$node22" bench/run.mjs "$@"

@@ -16,7 +16,7 @@ node_flags=--no-concurrent-recompilation
 echo "== Node (node --test; --expose-gc for the FinalizationRegistry test)"
 node --expose-gc $node_flags --test --test-reporter=spec tests/node/
 echo "== Node 22 (relaxed SIMD by default: loadFavor() picks favor-relaxed.wasm)"
-node22=$(scripts/ensure-node22.sh)
+node22=$(scripts/ensure-node.sh 22)
 "$node22" --expose-gc --test --test-reporter=dot tests/node/*.test.mjs
 echo "== browser and package (headless Chromium, npm pack)"
 scripts/ensure-deps.sh browser

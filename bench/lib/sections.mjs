@@ -1,9 +1,9 @@
 // Sections of BENCHMARKS.md written by their own scripts (bench/decode.mjs, bench/worker.mjs,
-// bench/browser-peers.mjs) between <!-- name --> and <!-- /name --> markers, so that each script,
+// bench/node-peers.mjs, bench/browser-peers.mjs) between <!-- name --> and <!-- /name --> markers, so that each script,
 // and a rewrite of the main report (bench/run.mjs --report-only), leaves the others in place.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 
-export const SECTION_NAMES = ['decode', 'worker', 'browser'];
+export const SECTION_NAMES = ['decode', 'worker', 'node', 'browser'];
 const marked = (name) => new RegExp(`<!-- ${name} -->[\\s\\S]*<!-- /${name} -->`);
 
 // Replaces section `name` of `file` with `text` (which carries its markers), or appends it.

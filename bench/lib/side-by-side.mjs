@@ -1,0 +1,70 @@
+// One case of the side-by-side peers sections (bench/browser-peers.mjs in a Chromium page,
+// bench/node-peers.mjs in a newer Node): our default build (loadFavor({ threads: 1 }): the
+// relaxed-SIMD build where the engine has it), our plain SIMD build (simd: 'fixed') and
+// onnxruntime-web (wasm backend, one thread) with the graphs of bench/onnx, on one head, inputs
+// N(0, sigma²) from the main tables' seeds, FAVOR+ positive orthogonal with the same W for all.
+// Outputs are compared first (relative Frobenius <= 1e-3 against onnxruntime-web); then rounds
+// that call the three in rotating order. Runs in either engine: everything it needs comes in.
+//   env: { ort, loadFavor, gaussian, difference, median, graph(name) -> ArrayBuffer }
+//   o:   { d, m, sigma, seed, rounds }     c: { L, kind: 'exact' | 'favor', causal }
+export async function measureCase(env, o, c) {
+  const { ort, loadFavor, gaussian, difference, median } = env;
+  const favor = await loadFavor({ threads: 1 }), plain = await loadFavor({ threads: 1, simd: 'fixed' });
+  try {
+    const mapOf = (f) => f.createFeatureMap({ dim: o.d, features: o.m, kernel: 'positive', sampling: 'orthogonal', seed: o.seed });
+    const map = mapOf(favor), plainMap = mapOf(plain);
+    const { L, kind, causal } = c, dims = [L, o.d];
+    const q = gaussian(L * o.d, 3 * L + 1, o.sigma), k = gaussian(L * o.d, 3 * L + 2, o.sigma), v = gaussian(L * o.d, 3 * L + 3, o.sigma);
+    const t = (data, shape) => new ort.Tensor('float32', data, shape);
+    const session = await ort.InferenceSession.create(new Uint8Array(await env.graph(`${kind}-${causal ? 'causal' : 'bidirectional'}`)),
+      { executionProviders: ['wasm'], graphOptimizationLevel: 'all' });
+    const feeds = { q: t(q, dims), k: t(k, dims), v: t(v, dims), ...(kind === 'favor' && { w: t(map.projection.data, [o.m, o.d]) }) };
+    const run = (f, fm) => () => (kind === 'favor'
+      ? f.favorAttention({ data: q, dims }, { data: k, dims }, { data: v, dims }, { featureMap: fm, causal })
+      : f.exactAttention({ data: q, dims }, { data: k, dims }, { data: v, dims }, { causal })).data;
+    const ours = run(favor, map), ownPlain = run(plain, plainMap);
+    const peer = async () => (await session.run(feeds)).out.data;
+    const reference = await peer();
+    const { rel } = difference(reference, ours()), relPlain = difference(reference, ownPlain()).rel;
+    const base = { info: favor.info, plainInfo: plain.info, rel, relPlain };
+    if (!(rel <= 1e-3 && relPlain <= 1e-3)) return { ...base, status: `outputs differ (relative ${rel.toExponential(1)}, plain build ${relPlain.toExponential(1)})` };
+    // Warm-up: engines tier wasm up from their baseline compilers while it runs: a few calls of each.
+    for (let i = 0, t0 = performance.now(); i < 3 || performance.now() - t0 < 500; ++i) ours(), ownPlain(), await peer();
+    const ms = { ours: [], plain: [], peer: [] }, ratios = [], plainRatios = [];
+    const timed = async (name, fn) => { const t0 = performance.now(); await fn(); ms[name].push(performance.now() - t0); };
+    const order = [['ours', ours], ['plain', ownPlain], ['peer', peer]];
+    for (let r = 0; r < o.rounds; r++) {
+      for (let i = 0; i < 3; ++i) await timed(...order[(i + r) % 3]);
+      ratios.push(ms.peer[r] / ms.ours[r]), plainRatios.push(ms.plain[r] / ms.ours[r]);
+    }
+    await session.release?.();
+    return { ...base, status: 'ok', ours: median(ms.ours), plain: median(ms.plain), peer: median(ms.peer), ratio: median(ratios), plainRatio: median(plainRatios) };
+  } finally {
+    favor.dispose?.();
+    plain.dispose?.();
+  }
+}
+
+// The cases of a section: exact and FAVOR+, bidirectional and causal, at each L.
+export const peerCases = (sizes) => sizes.flatMap((L) => ['exact', 'favor'].flatMap((kind) => [false, true].map((causal) => ({ L, kind, causal }))));
+
+// The section's table and issue 16's targets read in its engine (Markdown lines).
+export function peersTable(rows, info, { fmtL, fmtMs, fmtRatio }) {
+  const build = info.relaxedSimd ? 'relaxed SIMD' : info.simd ? 'SIMD' : 'scalar';
+  const md = [`| kernel | L | ours | onnxruntime-web | onnxruntime-web ÷ ours | ours, plain SIMD build | plain ÷ ${build} |`, '|---|---:|---:|---:|---:|---:|---:|'];
+  for (const r of rows) {
+    const name = `${r.kind === 'favor' ? 'FAVOR+' : 'exact'}, ${r.causal ? 'causal' : 'bidirectional'}`;
+    md.push(r.status === 'ok'
+      ? `| ${name} | ${fmtL(r.L)} | ${fmtMs(r.ours)} ms | ${fmtMs(r.peer)} ms | ${fmtRatio(r.ratio)}× | ${fmtMs(r.plain)} ms | ${fmtRatio(r.plainRatio)}× |`
+      : `| ${name} | ${fmtL(r.L)} | — | — | ${r.status} | — | — |`);
+  }
+  if (info.relaxedSimd) {
+    const at = (kind) => rows.find((r) => r.L === 4096 && r.kind === kind && !r.causal && r.status === 'ok');
+    const verdicts = [['favor', 'FAVOR+', 2, 1.2], ['exact', 'Exact attention', 1.5, 1.15]].map(([kind, name, vsOrt, vsPlain]) => {
+      const r = at(kind);
+      return r ? `${name} at L = 4,096: ${fmtRatio(r.ratio)}× onnxruntime-web (target ${vsOrt}×: **${r.ratio >= vsOrt ? 'PASS' : 'FAIL'}**), ${fmtRatio(r.plainRatio)}× our plain SIMD build (target ${vsPlain}×: **${r.plainRatio >= vsPlain ? 'PASS' : 'FAIL'}**)` : `${name} at L = 4,096: not measured`;
+    });
+    md.push('', `Issue 16's targets read in this engine (bidirectional, 1 thread): ${verdicts.join('; ')}.`);
+  }
+  return md;
+}
