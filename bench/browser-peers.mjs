@@ -20,7 +20,7 @@ import { parseArgs } from 'node:util';
 
 import * as format from './lib/format.mjs';
 import { writeSection } from './lib/sections.mjs';
-import { peerCases, peersTable } from './lib/side-by-side.mjs';
+import { buildName, caseLine, caseRow, peerCases, peersTable } from './lib/side-by-side.mjs';
 import { CHROMIUM, CHROMIUM_ARGS, serveRepo } from './lib/serve-repo.mjs';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
@@ -65,8 +65,8 @@ try {
     await page.close();
     if (problems.length) throw new Error(problems.join(' | '));
     ({ info, plainInfo, isolated } = out);
-    rows.push({ ...c, status: out.status, rel: out.rel, relPlain: out.relPlain, ours: out.ours, plain: out.plain, peer: out.peer, ratio: out.ratio, plainRatio: out.plainRatio });
-    console.error(`  chromium: ${c.kind} ${c.causal ? 'causal' : 'bidirectional'} L = ${c.L}: ${out.status === 'ok' ? `ours ${out.ours.toFixed(2)} ms, plain build ${out.plain.toFixed(2)} ms, onnxruntime-web ${out.peer.toFixed(2)} ms` : out.status}`);
+    rows.push(caseRow(c, out));
+    console.error(`  chromium: ${caseLine(c, out)}`);
   }
   version = `Chromium ${browser.version()}`;
 } finally {
@@ -75,7 +75,7 @@ try {
 }
 const result = { browser: version, crossOriginIsolated: isolated, info, plainInfo, rows };
 
-const build = info.relaxedSimd ? 'relaxed SIMD' : info.simd ? 'SIMD' : 'scalar';
+const build = buildName(info);
 const md = [];
 md.push('<!-- browser -->');
 md.push('## Ours and onnxruntime-web in Chromium (issue 16)');

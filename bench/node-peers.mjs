@@ -20,7 +20,7 @@ import { parseArgs } from 'node:util';
 import * as format from './lib/format.mjs';
 import { difference, gaussian, median } from './lib/inputs.mjs';
 import { writeSection } from './lib/sections.mjs';
-import { measureCase, peerCases, peersTable } from './lib/side-by-side.mjs';
+import { buildName, caseLine, caseRow, measureCase, peerCases, peersTable } from './lib/side-by-side.mjs';
 
 const here = fileURLToPath(import.meta.url);
 const repo = fileURLToPath(new URL('..', import.meta.url));
@@ -45,11 +45,11 @@ for (const c of peerCases(options.sizes)) {
   const out = JSON.parse(execFileSync(process.execPath, [here, '--case', JSON.stringify(c), ...(args.quick ? ['--quick'] : [])],
     { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 20 }));
   ({ info, plainInfo, ortVersion } = out);
-  rows.push({ ...c, status: out.status, rel: out.rel, relPlain: out.relPlain, ours: out.ours, plain: out.plain, peer: out.peer, ratio: out.ratio, plainRatio: out.plainRatio });
-  console.error(`  node ${process.version}: ${c.kind} ${c.causal ? 'causal' : 'bidirectional'} L = ${c.L}: ${out.status === 'ok' ? `ours ${out.ours.toFixed(2)} ms, plain build ${out.plain.toFixed(2)} ms, onnxruntime-web ${out.peer.toFixed(2)} ms` : out.status}`);
+  rows.push(caseRow(c, out));
+  console.error(`  node ${process.version}: ${caseLine(c, out)}`);
 }
 const cpu = os.cpus()[0]?.model?.trim() ?? 'unknown CPU';
-const build = info.relaxedSimd ? 'relaxed SIMD' : info.simd ? 'SIMD' : 'scalar';
+const build = buildName(info);
 const md = [];
 md.push('<!-- node -->');
 md.push(`## Ours and onnxruntime-web in Node ${process.versions.node.split('.')[0]} (issue 16)`);

@@ -45,12 +45,18 @@ export async function measureCase(env, o, c) {
   }
 }
 
+// A case's row of the section (what results.json keeps) and its line in the log.
+export const caseRow = (c, out) => ({ ...c, status: out.status, rel: out.rel, relPlain: out.relPlain, ours: out.ours, plain: out.plain, peer: out.peer, ratio: out.ratio, plainRatio: out.plainRatio });
+export const caseLine = (c, out) => `${c.kind} ${c.causal ? 'causal' : 'bidirectional'} L = ${c.L}: ${out.status === 'ok'
+  ? `ours ${out.ours.toFixed(2)} ms, plain build ${out.plain.toFixed(2)} ms, onnxruntime-web ${out.peer.toFixed(2)} ms` : out.status}`;
+export const buildName = (info) => (info.relaxedSimd ? 'relaxed SIMD' : info.simd ? 'SIMD' : 'scalar');
+
 // The cases of a section: exact and FAVOR+, bidirectional and causal, at each L.
 export const peerCases = (sizes) => sizes.flatMap((L) => ['exact', 'favor'].flatMap((kind) => [false, true].map((causal) => ({ L, kind, causal }))));
 
 // The section's table and issue 16's targets read in its engine (Markdown lines).
 export function peersTable(rows, info, { fmtL, fmtMs, fmtRatio }) {
-  const build = info.relaxedSimd ? 'relaxed SIMD' : info.simd ? 'SIMD' : 'scalar';
+  const build = buildName(info);
   const md = [`| kernel | L | ours | onnxruntime-web | onnxruntime-web ÷ ours | ours, plain SIMD build | plain ÷ ${build} |`, '|---|---:|---:|---:|---:|---:|---:|'];
   for (const r of rows) {
     const name = `${r.kind === 'favor' ? 'FAVOR+' : 'exact'}, ${r.causal ? 'causal' : 'bidirectional'}`;
