@@ -5,7 +5,7 @@
 // attention and FAVOR+ (positive, m = 256), bidirectional and causal, d = 64, L = 256 ... 65536.
 // Every implementation's output is checked against ours on the same inputs and projection W
 // before it is timed. Then the crossovers (the smallest L from which our FAVOR+ beats our exact
-// attention, m = 64, 128, 256); then bench/decode.mjs, bench/worker.mjs and bench/browser-peers.mjs add their sections.
+// attention, m = 64, 128, 256); then bench/decode.mjs, bench/worker.mjs, bench/node-peers.mjs and bench/browser-peers.mjs (Chromium, Firefox) add their sections.
 // Writes BENCHMARKS.md, bench/plots/*.svg and bench/results.json
 // (with --quick: build/bench-quick/; with --out FILE: beside FILE).
 //
@@ -83,7 +83,7 @@ const plotDir = outFile === canonical ? path.join(repo, 'bench/plots') : path.jo
 const resultsFile = outFile === canonical ? path.join(repo, 'bench/results.json') : path.join(path.dirname(outFile), 'results.json');
 // --report-only: rewrite the report and plots from the saved results (after changing the report code).
 // The decode and grouped-heads section (bench/decode.mjs), the worker section (bench/worker.mjs)
-// and the Chromium peers section (bench/browser-peers.mjs) live in the same file between
+// and the peers sections (bench/node-peers.mjs, bench/browser-peers.mjs in Chromium and Firefox) live in the same file between
 // markers: a rewrite of the report keeps them.
 function keepOwnSections(write) {
   const old = readSections(outFile);
@@ -454,16 +454,23 @@ writeFileSync(resultsFile, saved + '\n');
 writeReport(JSON.parse(saved), { outFile, plotDir, resultsFile });
 // Generation (causal states) and grouped-query heads, then the worker API's cost: their own
 // scripts, into the same report.
-// The side-by-side of the Chromium section also runs in Node 24, the current LTS (installed from
-// npm into build/node24 if missing; without it, the old section stays and the log says why).
-let node24 = null;
-try {
-  node24 = execFileSync(path.join(repo, 'scripts/ensure-node.sh'), ['24'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
-} catch (e) {
-  log(`bench: no Node 24 for bench/node-peers.mjs (${e.message.split('\n')[0]}); its section is not rewritten`);
-}
-for (const [script, node] of [['bench/decode.mjs', process.execPath], ['bench/worker.mjs', process.execPath],
-  ['bench/node-peers.mjs', node24], ['bench/browser-peers.mjs', process.execPath]]) {
-  if (node) execFileSync(node, [path.join(repo, script), '--out', outFile, ...(quick ? ['--quick'] : [])], { stdio: ['ignore', 'ignore', 'inherit'] });
+// The side-by-side of the Chromium section also runs in Node 26, the active LTS (installed from
+// npm into build/node26 if missing), and in Firefox (Debian's firefox-esr, installed by
+// scripts/ensure-deps.sh browser); without either, its old section stays and the log says why.
+const runner = (what, find) => {
+  try {
+    return find();
+  } catch (e) {
+    log(`bench: no ${what} (${e.message.split('\n')[0]}); its section is not rewritten`);
+    return null;
+  }
+};
+const node26 = runner('Node 26 for bench/node-peers.mjs',
+  () => execFileSync(path.join(repo, 'scripts/ensure-node.sh'), ['26'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim());
+const firefox = runner('Firefox for bench/browser-peers.mjs --browser firefox',
+  () => (execFileSync(path.join(repo, 'scripts/ensure-deps.sh'), ['browser'], { stdio: ['ignore', 'inherit', 'inherit'] }), process.execPath));
+for (const [script, node, extra = []] of [['bench/decode.mjs', process.execPath], ['bench/worker.mjs', process.execPath],
+  ['bench/node-peers.mjs', node26], ['bench/browser-peers.mjs', process.execPath], ['bench/browser-peers.mjs', firefox, ['--browser', 'firefox']]]) {
+  if (node) execFileSync(node, [path.join(repo, script), '--out', outFile, ...extra, ...(quick ? ['--quick'] : [])], { stdio: ['ignore', 'ignore', 'inherit'] });
 }
 log(`wrote ${path.relative(process.cwd(), outFile)}, ${path.relative(process.cwd(), plotDir)}/*.svg, ${path.relative(process.cwd(), resultsFile)} in ${environment.minutes.toFixed(1)} min`);

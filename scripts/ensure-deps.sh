@@ -6,7 +6,7 @@ set -euo pipefail
 declare -A GROUP_PACKAGES=(
   [native]="cmake make g++ libeigen3-dev libgtest-dev"
   [wasm]="cmake make emscripten libeigen3-dev"
-  [browser]="chromium"
+  [browser]="chromium firefox-esr"
   [sanitize]="cmake make clang libclang-rt-14-dev libeigen3-dev libgtest-dev"
 )
 

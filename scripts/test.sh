@@ -18,6 +18,7 @@ node --expose-gc $node_flags --test --test-reporter=spec tests/node/
 echo "== Node 22 (relaxed SIMD by default: loadFavor() picks favor-relaxed.wasm)"
 node22=$(scripts/ensure-node.sh 22)
 "$node22" --expose-gc --test --test-reporter=dot tests/node/*.test.mjs
-echo "== browser and package (headless Chromium, npm pack)"
+echo "== browser and package (headless Chromium and Firefox, npm pack)"
 scripts/ensure-deps.sh browser
-node $node_flags --test --test-reporter=spec --test-concurrency=1 tests/package/ tests/browser/
+# scripts/firefox.mjs drives Firefox over WebDriver BiDi with the global WebSocket (Node 20: a flag).
+node $node_flags --experimental-websocket --test --test-reporter=spec --test-concurrency=1 tests/package/ tests/browser/

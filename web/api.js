@@ -533,8 +533,9 @@ export function checkLoadOptions(options) {
 // which only the relaxed build's fused multiply-adds leave room for, and only in an engine whose
 // register allocator keeps them there. Measured with FAVOR+ at L = 4096: 0.93-0.94x the time of
 // 4 rows in Node 24 and 26 and Chromium 156 (V8 13.6-15.6); 1.5x in Node 22 (V8 12.4, which
-// spills them); the plain SIMD build 1.4-1.9x everywhere. So 'auto' takes 6 rows for the relaxed
-// build on V8 >= 13.6 (Node >= 24, Chromium >= 136), else 4. The bits are the same either way.
+// spills them) and 1.6x in Firefox 153 (SpiderMonkey spills them too); the plain SIMD build
+// 1.4-1.9x everywhere. So 'auto' takes 6 rows for the relaxed build on V8 >= 13.6 (Node >= 24,
+// Chromium >= 136), else 4. The bits are the same either way.
 export function chooseTileRows(option, relaxed) {
   if (option === 4 || option === 6) return option;
   if (!relaxed) return 4;

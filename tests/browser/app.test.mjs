@@ -4,7 +4,9 @@
 // exact attention and FAVOR+ (positive, m = 256, seed 1) on fixed inputs, synchronously and
 // through loadFavor({ worker: true }); the results must be what Node computes with the same
 // tarball (the worker's: the page's own bits), with no console error, the .wasm served as
-// application/wasm and the worker script emitted or served.
+// application/wasm and the worker script emitted or served. The no-bundler page, the loader's
+// options and the worker's smooth animation also run in headless Firefox (Debian's firefox-esr,
+// driven over WebDriver BiDi by scripts/firefox.mjs).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { cp, mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
@@ -15,6 +17,7 @@ import {
   ROOT, installedPackageJson, killGroup, launchChromium, makeTempDir, npmEnv,
   openResultPage, packTarball, removeDir, runOk, serveStatic, tail,
 } from '../package/helpers.mjs';
+import { launchFirefox } from '../../scripts/firefox.mjs';
 
 const APP_SOURCE = join(ROOT, 'tests', 'browser', 'app');
 const TOLERANCE = 1e-5;
@@ -58,17 +61,25 @@ function assertClose(actual, expected, label) {
   }
 }
 
+// What each engine gets from tileRows 'auto' for the relaxed build: Chromium 156 (>= 136) keeps
+// the 6-row tile's 12 accumulators in registers; Firefox 153's SpiderMonkey spills them (FAVOR+
+// took 1.6x the time with 6 rows there), so it gets 4.
+const AUTO_TILE_ROWS = { chromium: 6, firefox: 4 };
+const ENGINE_NAME = { chromium: 'Chromium', firefox: 'Firefox' };
+
 /**
  * The page's results against Node's, and a clean console. A cross-origin isolated page uses
- * the threaded build (headless Chromium reports the machine's cores, >= 2 in CI); any other
- * falls back to one thread and says why.
+ * the threaded build (headless Chromium and Firefox report the machine's cores, >= 2 in CI); any
+ * other falls back to one thread and says why.
  */
-function checkPage({ result, errors, responses }, label, { isolated = false, workerScript = /favor-worker[^/]*\.js/ } = {}) {
+function checkPage({ result, errors, responses }, label, { isolated = false, workerScript = /favor-worker[^/]*\.js/, engine = 'chromium' } = {}) {
+  const name = ENGINE_NAME[engine];
   assert.deepEqual(errors, [], `${label}: errors in the page`);
   assert.equal(result.version, '0.1.0');
   assert.equal(result.exportedVersion, result.version, 'the exported version matches favor.info.version');
-  assert.equal(result.simd, true, 'Chromium validates wasm SIMD, so the SIMD module is used by default');
-  assert.equal(result.relaxedSimd, true, 'Chromium validates relaxed SIMD, so the relaxed module is used by default');
+  assert.equal(result.simd, true, `${name} validates wasm SIMD, so the SIMD module is used by default`);
+  // Chromium >= 114 and Firefox >= 146 run relaxed SIMD.
+  assert.equal(result.relaxedSimd, true, `${name} validates relaxed SIMD, so the relaxed module is used by default`);
   assert.equal(result.scalar.simd, false, 'simd: false loads the scalar module');
   if (isolated) {
     assert.ok(result.threads > 1, `${label}: a cross-origin isolated page uses threads, got ${result.threads} (${result.threadsReason})`);
@@ -78,10 +89,8 @@ function checkPage({ result, errors, responses }, label, { isolated = false, wor
     assert.match(result.threadsReason, /^not cross-origin isolated/, `${label}: threadsReason`);
   }
   assert.equal(result.scalar.threads, 1);
-  // Chromium 156 (>= 136) keeps the 6-row tile's accumulators in registers: 'auto' takes it for
-  // the relaxed build (page and worker), never for the scalar one.
-  assert.equal(result.tileRows, 6, `${label}: tileRows`);
-  assert.equal(result.worker.tileRows, 6, `${label}: the worker's tileRows`);
+  assert.equal(result.tileRows, AUTO_TILE_ROWS[engine], `${label}: tileRows`);
+  assert.equal(result.worker.tileRows, AUTO_TILE_ROWS[engine], `${label}: the worker's tileRows`);
   assert.equal(result.scalar.tileRows, 4, `${label}: the scalar build's tileRows`);
   assert.deepEqual(result.dims, [32, 16]);
   for (const [name, data] of [['first', result.first], ['exact', result.exact], ['favor', result.favor]]) {
@@ -102,7 +111,7 @@ function checkPage({ result, errors, responses }, label, { isolated = false, wor
   checkWorker(result, label, { isolated });
   // The page and its worker each fetch the module they use.
   const wasm = responses.filter((r) => new URL(r.url).pathname.endsWith('.wasm'));
-  // Chromium runs relaxed SIMD: the default is the relaxed build.
+  // Relaxed SIMD runs: the default is the relaxed build.
   const used = isolated ? 'relaxed-threads' : 'relaxed';
   assert.deepEqual(wasm.map((r) => /favor-(relaxed-threads|relaxed|simd-threads|simd|scalar)/.exec(r.url)?.[1]).sort(), [used, used, 'scalar'],
     `${label}: expected the ${isolated ? 'threaded ' : ''}relaxed-SIMD .wasm to be fetched by the page and by the worker, and the scalar one once, got ${JSON.stringify(wasm)}`);
@@ -256,16 +265,7 @@ describe('favor-attention in Chromium', () => {
     });
   }
 
-  test('no bundler: an import map to node_modules/favor-attention/web/browser.js', { timeout: 60_000 }, async () => {
-    for (const isolated of [false, true]) {
-      const server = await serveStatic(app, { isolated });
-      try {
-        checkPage(await openResultPage(browser, `${server.url}plain.html`), `no bundler${isolated ? ', isolated' : ''}`, { isolated });
-      } finally {
-        await server.close();
-      }
-    }
-  });
+  test('no bundler: an import map to node_modules/favor-attention/web/browser.js', { timeout: 60_000 }, () => noBundler(browser, 'chromium'));
 
   test('the pthread worker script in web/browser.js is the build\'s dist/favor-simd-threads.worker.js', async () => {
     // The loader starts the workers from its own blob: copy (bundlers rewrite a worker file):
@@ -279,41 +279,9 @@ describe('favor-attention in Chromium', () => {
       'PTHREAD_WORKER_SOURCE differs from dist/favor-simd-threads.worker.js: paste JSON.stringify of the file into web/browser.js');
   });
 
-  test('browser loader options: wasmUrl, locateFile, wasmBinary', { timeout: 60_000 }, async () => {
-    const server = await serveStatic(app);
-    try {
-      const { result, errors } = await openResultPage(browser, `${server.url}plain.html?script=options.js`);
-      assert.deepEqual(errors, []);
-      assert.equal(result.relaxedSimd, true, 'Chromium >= 114 runs relaxed SIMD: the default load is favor-relaxed.wasm');
-      for (const [name, variant] of Object.entries(result.variants)) {
-        assert.equal(variant.maxAbsDiff, 0, `${name}: results differ from the ${variant.against} load by ${variant.maxAbsDiff}`);
-      }
-      assert.equal(result.variants.wasmUrlString.simd, true);
-      assert.equal(result.variants.wasmUrlString.relaxedSimd, false);
-      assert.equal(result.variants.wasmUrlRelaxed.relaxedSimd, true, 'info.relaxedSimd says what the module given is');
-      assert.equal(result.variants.wasmUrlObject.simd, false);
-      assert.equal(result.variants.wasmBinary.simd, false);
-      assert.deepEqual(result.locatedFiles, ['favor-relaxed.wasm'], 'locateFile is asked for the relaxed module file name');
-      assert.match(result.badWasmUrl, /^TypeError: wasmUrl/);
-      assert.match(result.badWasmBinary, /^TypeError: wasmBinary/);
-    } finally {
-      await server.close();
-    }
-  });
+  test('browser loader options: wasmUrl, locateFile, wasmBinary', { timeout: 60_000 }, () => loaderOptions(browser, 'chromium'));
 
-  test('worker: true keeps the page animating during a ~2 s call; a synchronous call freezes it', { timeout: 120_000 }, async () => {
-    const server = await serveStatic(app);
-    try {
-      const { result, errors } = await openResultPage(browser, `${server.url}plain.html?script=worker.js`, { timeout: 110_000 });
-      assert.deepEqual(errors, []);
-      assert.equal(result.maxAbsDiff, 0, 'the worker computes the same bits');
-      assert.ok(result.throughWorker.ms > 1000, `the call took ${result.throughWorker.ms} ms (L = ${result.L})`);
-      assert.ok(result.throughWorker.fps >= 50, `${result.throughWorker.fps.toFixed(1)} frames/s during the worker call`);
-      assert.ok(result.synchronous.fps < 10, `${result.synchronous.fps.toFixed(1)} frames/s during the synchronous call`);
-    } finally {
-      await server.close();
-    }
-  });
+  test('worker: true keeps the page animating during a ~2 s call; a synchronous call freezes it', { timeout: 120_000 }, () => workerAnimates(browser));
 
   test('threads under a CSP without worker-src blob: reject loadFavor instead of hanging', { timeout: 60_000 }, async () => {
     const server = await serveStatic(app, { isolated: true, headers: { 'content-security-policy': "worker-src 'self'" } });
@@ -338,6 +306,71 @@ describe('favor-attention in Chromium', () => {
       await server.close();
     }
   });
+});
+
+// Tests that run in both engines.
+
+async function noBundler(b, engine) {
+  for (const isolated of [false, true]) {
+    const server = await serveStatic(app, { isolated });
+    try {
+      checkPage(await openResultPage(b, `${server.url}plain.html`), `${ENGINE_NAME[engine]}, no bundler${isolated ? ', isolated' : ''}`, { isolated, engine });
+    } finally {
+      await server.close();
+    }
+  }
+}
+
+async function loaderOptions(b, engine) {
+  const server = await serveStatic(app);
+  try {
+    const { result, errors } = await openResultPage(b, `${server.url}plain.html?script=options.js`);
+    assert.deepEqual(errors, []);
+    assert.equal(result.relaxedSimd, true, `${ENGINE_NAME[engine]} runs relaxed SIMD: the default load is favor-relaxed.wasm`);
+    for (const [name, variant] of Object.entries(result.variants)) {
+      assert.equal(variant.maxAbsDiff, 0, `${name}: results differ from the ${variant.against} load by ${variant.maxAbsDiff}`);
+    }
+    assert.equal(result.variants.wasmUrlString.simd, true);
+    assert.equal(result.variants.wasmUrlString.relaxedSimd, false);
+    assert.equal(result.variants.wasmUrlRelaxed.relaxedSimd, true, 'info.relaxedSimd says what the module given is');
+    assert.equal(result.variants.wasmUrlObject.simd, false);
+    assert.equal(result.variants.wasmBinary.simd, false);
+    assert.deepEqual(result.locatedFiles, ['favor-relaxed.wasm'], 'locateFile is asked for the relaxed module file name');
+    assert.match(result.badWasmUrl, /^TypeError: wasmUrl/);
+    assert.match(result.badWasmBinary, /^TypeError: wasmBinary/);
+  } finally {
+    await server.close();
+  }
+}
+
+async function workerAnimates(b) {
+  const server = await serveStatic(app);
+  try {
+    const { result, errors } = await openResultPage(b, `${server.url}plain.html?script=worker.js`, { timeout: 110_000 });
+    assert.deepEqual(errors, []);
+    assert.equal(result.maxAbsDiff, 0, 'the worker computes the same bits');
+    assert.ok(result.throughWorker.ms > 1000, `the call took ${result.throughWorker.ms} ms (L = ${result.L})`);
+    assert.ok(result.throughWorker.fps >= 50, `${result.throughWorker.fps.toFixed(1)} frames/s during the worker call`);
+    assert.ok(result.synchronous.fps < 10, `${result.synchronous.fps.toFixed(1)} frames/s during the synchronous call`);
+  } finally {
+    await server.close();
+  }
+}
+
+// The same package in Firefox: it must pick its builds by what the engine validates (relaxed SIMD
+// in Firefox >= 146) and compute the same results as in Node.
+describe('favor-attention in Firefox', () => {
+  let firefox;
+  before(async () => {
+    firefox = await launchFirefox();
+  }, { timeout: 90_000 });
+  after(async () => {
+    await firefox?.close();
+  }, { timeout: 30_000 });
+
+  test('no bundler: an import map to node_modules/favor-attention/web/browser.js', { timeout: 60_000 }, () => noBundler(firefox, 'firefox'));
+  test('browser loader options: wasmUrl, locateFile, wasmBinary', { timeout: 60_000 }, () => loaderOptions(firefox, 'firefox'));
+  test('worker: true keeps the page animating during a ~2 s call; a synchronous call freezes it', { timeout: 120_000 }, () => workerAnimates(firefox));
 });
 
 /** `vite` (dev) on 127.0.0.1, a port the OS picks, fresh dependency cache; resolves once it prints its URL. */

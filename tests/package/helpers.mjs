@@ -249,6 +249,7 @@ export async function launchChromium() {
  * and the responses (url, status, content type).
  */
 export async function openResultPage(browser, url, { timeout = 60_000 } = {}) {
+  if (browser.engine === 'firefox') return openFirefoxResultPage(browser, url, { timeout });
   const context = await browser.newContext();
   const page = await context.newPage();
   const errors = [];
@@ -274,5 +275,30 @@ export async function openResultPage(browser, url, { timeout = 60_000 } = {}) {
     throw error;
   } finally {
     await context.close();
+  }
+}
+
+// openResultPage in Firefox (scripts/firefox.mjs): the page collects its errors and responses
+// itself; #result is polled, as BiDi has no wait for a selector.
+async function openFirefoxResultPage(firefox, url, { timeout }) {
+  const page = await firefox.newPage();
+  try {
+    await page.goto(url, { timeout });
+    const deadline = Date.now() + timeout;
+    let found = null;
+    while (!(found = await page.evaluate(() => {
+      const element = document.querySelector('#result[data-status]');
+      return element && { status: element.dataset.status, text: element.textContent };
+    }))) {
+      if (Date.now() > deadline) throw new Error(`the page at ${url} wrote no #result[data-status] within ${timeout} ms`);
+      await new Promise((resolvePromise) => setTimeout(resolvePromise, 100));
+    }
+    if (found.status !== 'ok') throw new Error(`the page at ${url} reported an error: ${found.text}`);
+    return { result: JSON.parse(found.text), errors: page.errors, responses: page.responses };
+  } catch (error) {
+    if (page.errors.length) error.message += `\n--- errors in the page\n${page.errors.join('\n')}`;
+    throw error;
+  } finally {
+    await page.close();
   }
 }
