@@ -1,0 +1,109 @@
+// The demo page in headless Firefox (Debian's firefox-esr over WebDriver BiDi: scripts/firefox.mjs),
+// served by its Vite dev server on 127.0.0.1 as in demo.test.mjs and model.test.mjs, which cover
+// the page in depth in Chromium. Here: what a Firefox user meets first. Synthetic mode draws
+// every panel with the relaxed-SIMD build on threads (cross-origin isolated by the dev server),
+// with finite error figures; model mode loads the trained weights, draws every head and the bits
+// per character, and generates text with exact and approximated attention; no console error.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { launchFirefox } from '../../scripts/firefox.mjs';
+
+const repo = fileURLToPath(new URL('../../', import.meta.url));
+const unmet = !existsSync(join(repo, 'dist/favor-simd.wasm')) ? 'the wasm is not built: run npm run build'
+  : !existsSync(join(repo, 'train/models/manifest.json')) ? 'train/models/manifest.json is missing' : false;
+if (unmet) throw new Error(`Firefox page tests cannot run: ${unmet}`);
+
+let vite, firefox, base;
+before(async () => {
+  firefox = await launchFirefox();  // first: a missing Firefox fails fast with its message
+  const { createServer } = await import('vite');
+  vite = await createServer({ configFile: join(repo, 'demo/vite.config.js'), logLevel: 'error',
+    server: { host: '127.0.0.1', port: 0, strictPort: false, hmr: false } });
+  await vite.listen();
+  base = vite.resolvedUrls.local[0];
+}, { timeout: 90_000 });
+after(async () => {
+  await firefox?.close();
+  await vite?.close();
+}, { timeout: 30_000 });
+
+// Polls fn in the page until it returns a truthy value (BiDi has no waitForFunction).
+async function waitFor(page, fn, what, ms = 60_000) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await page.evaluate(fn);
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`Firefox: waited ${ms} ms for ${what}; errors in the page: ${page.errors.join(' | ') || 'none'}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+async function open(query) {
+  const page = await firefox.newPage();
+  await page.goto(`${base}${query}`);
+  await waitFor(page, () => window.__favorDemo?.updates >= 1 && window.__favorDemo.idle, 'the first update');
+  return page;
+}
+
+test('synthetic mode: every panel drawn with the relaxed-SIMD build on threads, finite error figures, no console error', { timeout: 90_000 }, async () => {
+  const page = await open('');
+  const info = await page.evaluate(() => ({
+    shown: window.__favorDemo.shown,
+    canvases: [...document.querySelectorAll('.hm canvas')].map((c) => [c.width, c.height]),
+    inked: [...document.querySelectorAll('.hm canvas')].map((c) => {
+      const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      const colors = new Set();
+      for (let i = 0; i < px.length; i += 4 * 97) colors.add((px[i] << 16) | (px[i + 1] << 8) | px[i + 2]);
+      return colors.size;
+    }),
+    metrics: [...document.querySelectorAll('#metrics td')].map((td) => [td.dataset.metric, Number(td.dataset.value)]),
+    status: document.querySelector('#status').textContent,
+    rowPaths: document.querySelectorAll('#row-plot path.series').length,
+    cores: navigator.hardwareConcurrency,
+  }));
+  assert.equal(info.shown.L, 256);
+  assert.deepEqual(info.canvases, [[256, 256], [256, 256], [256, 256]]);
+  for (const [i, colors] of info.inked.entries()) assert.ok(colors > 10, `heatmap ${i} has ${colors} colors in its samples: not drawn`);
+  assert.ok(info.metrics.length >= 3, `error figures: ${JSON.stringify(info.metrics)}`);
+  for (const [name, v] of info.metrics) assert.ok(Number.isFinite(v) && v >= 0, `${name} = ${v}`);
+  // Firefox >= 146 validates relaxed SIMD; the dev server sends COOP/COEP, so the page's worker threads.
+  const threads = Number(/^ready: WebAssembly relaxed SIMD \(fused multiply-add\), (\d+) threads?/.exec(info.status)?.[1]);
+  assert.ok(threads >= 1, `status '${info.status}': expected the relaxed-SIMD build`);
+  assert.ok(info.cores < 2 || threads >= 2, `status '${info.status}' on ${info.cores} cores: expected threads`);
+  assert.equal(info.rowPaths, 2, 'the row inspector plots exact and approximate');
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('model mode: the trained weights load, every head and the bits per character are drawn, generation runs', { timeout: 120_000 }, async () => {
+  const page = await open('?pattern=model&model=performer&m=64&tw=1');
+  await waitFor(page, () => Number.isFinite(Number(document.querySelector('#bpc-exact').dataset.value)), 'the bits per character');
+  const drawn = await page.evaluate(() => ({
+    heads: document.querySelectorAll('#heads-grid button').length,
+    bpc: [Number(document.querySelector('#bpc-exact').dataset.value), Number(document.querySelector('#bpc-approx').dataset.value)],
+    causal: window.__favorDemo.shown.causal,
+  }));
+  assert.equal(drawn.heads, 16);
+  assert.equal(drawn.causal, true);
+  for (const bpc of drawn.bpc) assert.ok(bpc > 0.5 && bpc < 8, `bits per character ${bpc}`);
+  await page.evaluate(() => {
+    const n = document.querySelector('#gen-n');
+    n.value = '30';
+    n.dispatchEvent(new Event('input', { bubbles: true }));
+    n.dispatchEvent(new Event('change', { bubbles: true }));
+    document.querySelector('#gen-run').click();
+  });
+  await waitFor(page, () => document.querySelector('#gen-approx .gen-text')?.textContent.length === 30, '30 generated characters');
+  const out = await page.evaluate(() => ({
+    exact: document.querySelector('#gen-exact .gen-text').textContent,
+    speed: document.querySelector('#gen-approx-speed').textContent,
+  }));
+  assert.equal(out.exact.length, 30);
+  assert.match(out.speed, /trained W.*characters\/s/);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
