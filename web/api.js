@@ -2,7 +2,8 @@
 // (types, dims, data length) before anything reaches wasm; the core validates the rest
 // (shapes across q/k/v, finite values) and reports errors as values, turned into
 // TypeError/RangeError here. Inputs are copied into the wasm heap once and freed after the
-// call; outputs are copied out into fresh arrays that stay valid after later calls.
+// call; outputs are copied out into fresh arrays that stay valid after later calls, or into the
+// caller's options.out.
 
 export const version = '0.1.0';
 
@@ -91,6 +92,27 @@ export function checkTensor(tensor, name) {
   return tensor;
 }
 
+// options.out: a Float32Array the output is written into and returned as the result's data, so
+// that repeated calls allocate nothing (a fresh 1 MiB array page-faults on every call: 3-4% of
+// FAVOR+ at L = 4096). Its type is checked here, after every other argument; its length (the
+// output's size) by the core once it knows the output's dims, before anything is computed or a
+// causal state changes (outLength); it is written only when the call succeeds. It may be an
+// input's array: inputs are copied into the wasm heap before the call.
+export function checkOut(out, name = 'out') {
+  if (out !== undefined && !(out instanceof Float32Array)) {
+    throw new TypeError(`${name}: expected a Float32Array to write the output into, got ${describe(out)}`);
+  }
+  return out;
+}
+
+const outLength = (out) => (out ? out.length : NaN);  // NaN: no out
+
+// The output (data with its dims, of out's length) written into out, as the result.
+export function writeOut(data, dims, out) {
+  out.set(data);
+  return { data: out, dims };
+}
+
 // A key mask { data: Uint8Array, dims: [..., S] }: 1 = attend, 0 = ignore (values checked in wasm).
 export function checkMask(mask, name = 'keyMask') {
   if (mask === null || typeof mask !== 'object' || ArrayBuffer.isView(mask) || Array.isArray(mask)) {
@@ -151,12 +173,13 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
     }
   }
 
-  // Takes ownership of an output buffer from the core: copy out, free.
-  function takeTensor(result) {
+  // Takes ownership of an output buffer from the core: copy out (into out when given), free.
+  function takeTensor(result, out) {
     const ptr = result.ptr >>> 0;
     try {
       const count = result.dims.reduce((a, b) => a * b, 1);
-      return { data: heapF32().slice(ptr >>> 2, (ptr >>> 2) + count), dims: result.dims };
+      const data = heapF32().subarray(ptr >>> 2, (ptr >>> 2) + count);
+      return out ? writeOut(data, result.dims, out) : { data: data.slice(), dims: result.dims };
     } finally {
       Module._free(ptr);
     }
@@ -261,12 +284,15 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
   }
 
   function attentionArgs(name, q, k, v, options, extra = []) {
-    const o = checkOptions(options, `${name} options`, ['causal', 'scale', 'keyMask', ...extra]);
+    const o = checkOptions(options, `${name} options`, ['causal', 'scale', 'keyMask', 'out', ...extra]);
     checkTensor(q, 'q');
     checkTensor(k, 'k');
     if (v !== null) checkTensor(v, 'v');
     const mask = o.keyMask === undefined ? null : checkMask(o.keyMask);
-    return { o, causal: checkBoolean(o.causal, 'causal'), scale: checkScale(o.scale, 'scale'), mask, maskDims: mask ? mask.dims : [] };
+    return {
+      o, causal: checkBoolean(o.causal, 'causal'), scale: checkScale(o.scale, 'scale'), mask, maskDims: mask ? mask.dims : [],
+      out: checkOut(o.out),
+    };
   }
 
   class CausalState extends Owned {
@@ -285,13 +311,14 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
 
     append(q, k, v, options) {
       const handle = this.#live();
-      const o = checkOptions(options, 'append options', ['keyMask']);
+      const o = checkOptions(options, 'append options', ['keyMask', 'out']);
       checkTensor(q, 'q');
       checkTensor(k, 'k');
       checkTensor(v, 'v');
       const mask = o.keyMask === undefined ? null : checkMask(o.keyMask);
+      const out = checkOut(o.out);
       return takeTensor(call('append', [q, k, v, mask], (qp, kp, vp, mp) =>
-        handle.append(qp, q.dims, kp, k.dims, vp, v.dims, mp, mask ? mask.dims : [])));
+        handle.append(qp, q.dims, kp, k.dims, vp, v.dims, mp, mask ? mask.dims : [], outLength(out))), out);
     }
 
     reset() {
@@ -367,47 +394,47 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
     },
 
     exactAttention(q, k, v, options) {
-      const { causal, scale, mask, maskDims } = attentionArgs('exactAttention', q, k, v, options);
+      const { causal, scale, mask, maskDims, out } = attentionArgs('exactAttention', q, k, v, options);
       return takeTensor(call('exactAttention', [q, k, v, mask], (qp, kp, vp, mp) =>
-        Module.exactAttention(qp, q.dims, kp, k.dims, vp, v.dims, causal, scale, mp, maskDims)));
+        Module.exactAttention(qp, q.dims, kp, k.dims, vp, v.dims, causal, scale, mp, maskDims, outLength(out))), out);
     },
 
     attentionMatrix(q, k, options) {
-      const { causal, scale, mask, maskDims } = attentionArgs('attentionMatrix', q, k, null, options);
+      const { causal, scale, mask, maskDims, out } = attentionArgs('attentionMatrix', q, k, null, options);
       return takeTensor(call('attentionMatrix', [q, k, mask], (qp, kp, mp) =>
-        Module.attentionMatrix(qp, q.dims, kp, k.dims, causal, scale, mp, maskDims)));
+        Module.attentionMatrix(qp, q.dims, kp, k.dims, causal, scale, mp, maskDims, outLength(out))), out);
     },
 
     createFeatureMap,
 
     favorAttention(q, k, v, options) {
-      const { o, causal, scale, mask, maskDims } = attentionArgs('favorAttention', q, k, v, options, ['featureMap', 'chunk']);
+      const { o, causal, scale, mask, maskDims, out } = attentionArgs('favorAttention', q, k, v, options, ['featureMap', 'chunk']);
       const handle = featureMapOf(o);
       const chunk = o.chunk === undefined ? NaN : checkInteger(o.chunk, 'chunk', 1, 1 << 20);
       return takeTensor(call('favorAttention', [q, k, v, mask], (qp, kp, vp, mp) =>
-        Module.favorAttention(handle, qp, q.dims, kp, k.dims, vp, v.dims, causal, scale, chunk, mp, maskDims)));
+        Module.favorAttention(handle, qp, q.dims, kp, k.dims, vp, v.dims, causal, scale, chunk, mp, maskDims, outLength(out))), out);
     },
 
     favorAttentionMatrix(q, k, options) {
-      const { o, causal, scale, mask, maskDims } = attentionArgs('favorAttentionMatrix', q, k, null, options, ['featureMap']);
+      const { o, causal, scale, mask, maskDims, out } = attentionArgs('favorAttentionMatrix', q, k, null, options, ['featureMap']);
       const handle = featureMapOf(o);
       return takeTensor(call('favorAttentionMatrix', [q, k, mask], (qp, kp, mp) =>
-        Module.favorAttentionMatrix(handle, qp, q.dims, kp, k.dims, causal, scale, mp, maskDims)));
+        Module.favorAttentionMatrix(handle, qp, q.dims, kp, k.dims, causal, scale, mp, maskDims, outLength(out))), out);
     },
 
     codebookAttention(q, k, v, options) {
-      const { o, causal, scale, mask, maskDims } = attentionArgs('codebookAttention', q, k, v, options, ['codebook', 'assignment', 'temperature', 'chunk']);
+      const { o, causal, scale, mask, maskDims, out } = attentionArgs('codebookAttention', q, k, v, options, ['codebook', 'assignment', 'temperature', 'chunk']);
       const { codebook, assignment, temperature } = codebookArgs(o);
       const chunk = o.chunk === undefined ? NaN : checkInteger(o.chunk, 'chunk', 1, 1 << 20);
       return takeTensor(call('codebookAttention', [codebook, q, k, v, mask], (cp, qp, kp, vp, mp) =>
-        Module.codebookAttention(cp, codebook.dims, qp, q.dims, kp, k.dims, vp, v.dims, assignment, temperature, causal, scale, chunk, mp, maskDims)));
+        Module.codebookAttention(cp, codebook.dims, qp, q.dims, kp, k.dims, vp, v.dims, assignment, temperature, causal, scale, chunk, mp, maskDims, outLength(out))), out);
     },
 
     codebookAttentionMatrix(q, k, options) {
-      const { o, causal, scale, mask, maskDims } = attentionArgs('codebookAttentionMatrix', q, k, null, options, ['codebook', 'assignment', 'temperature']);
+      const { o, causal, scale, mask, maskDims, out } = attentionArgs('codebookAttentionMatrix', q, k, null, options, ['codebook', 'assignment', 'temperature']);
       const { codebook, assignment, temperature } = codebookArgs(o);
       return takeTensor(call('codebookAttentionMatrix', [codebook, q, k, mask], (cp, qp, kp, mp) =>
-        Module.codebookAttentionMatrix(cp, codebook.dims, qp, q.dims, kp, k.dims, assignment, temperature, causal, scale, mp, maskDims)));
+        Module.codebookAttentionMatrix(cp, codebook.dims, qp, q.dims, kp, k.dims, assignment, temperature, causal, scale, mp, maskDims, outLength(out))), out);
     },
 
     createCausalState,
@@ -415,7 +442,7 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
     matmul(a, b, options) {
       checkTensor(a, 'a');
       checkTensor(b, 'b');
-      const o = checkOptions(options, 'matmul options', ['transposeB', 'bias']);
+      const o = checkOptions(options, 'matmul options', ['transposeB', 'bias', 'out']);
       const transposeB = checkBoolean(o.transposeB, 'transposeB');
       let bias = null;
       if (o.bias !== undefined) {
@@ -426,8 +453,9 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
         if (t.dims.length !== 1 || t.data.length !== t.dims[0]) throw new RangeError(`bias: expected dims [m] matching its data, got [${t.dims}] with ${t.data.length} values`);
         bias = t;
       }
+      const out = checkOut(o.out);  // last, as in every call (the worker API checks it after the call)
       return takeTensor(call('matmul', [a, b, bias], (ap, bp, cp) =>
-        Module.matmul(ap, a.dims, bp, b.dims, cp, bias ? bias.dims : [], transposeB)));
+        Module.matmul(ap, a.dims, bp, b.dims, cp, bias ? bias.dims : [], transposeB, outLength(out))), out);
     },
 
     kmeans(k, options) {

@@ -110,7 +110,18 @@ export interface KeyMask {
   dims: number[];
 }
 
-export interface AttentionOptions {
+/**
+ * options.out of the calls that return a computed tensor: the output is written into this array
+ * (its length must be the output's size) and returned as the result's data, so that repeated
+ * calls allocate nothing. Written only when the call succeeds (a wrong length is a RangeError,
+ * found once the output's dims are known); it may be an input's array. Through the worker the
+ * result comes back as usual and is copied into it.
+ */
+export interface OutOption {
+  out?: Float32Array;
+}
+
+export interface AttentionOptions extends OutOption {
   /**
    * Causal: with L queries and S >= L keys the queries are the last L positions, so query i sees
    * keys j <= i + S - L (bottom-right alignment; L === S is the usual mask). Default false.
@@ -221,14 +232,19 @@ export interface CausalState {
    * [..., Hq, n, dv]: new query i sees every earlier position and the new ones up to itself.
    * The leading dims (and d, dv) are fixed by the first append. On any error the state is unchanged.
    */
-  append(q: Tensor, k: Tensor, v: Tensor, options?: { keyMask?: KeyMask }): Tensor;
+  append(q: Tensor, k: Tensor, v: Tensor, options?: AppendOptions): Tensor;
   /** Forgets every position (and the dims fixed by the first append). */
   reset(): this;
   dispose(): void;
   [Symbol.dispose](): void;
 }
 
-export interface MatmulOptions {
+export interface AppendOptions extends OutOption {
+  /** New keys to ignore for good: [..., n] against k's leading dims. */
+  keyMask?: KeyMask;
+}
+
+export interface MatmulOptions extends OutOption {
   /** b is [m, k] (a PyTorch Linear weight) instead of [k, m]. Default false. */
   transposeB?: boolean;
   /** Added to every row: dims [m]. */
@@ -328,7 +344,7 @@ export interface CausalStateAsync {
   readonly length: Promise<number>;
   readonly stateBytes: Promise<number>;
   readonly disposed: boolean;
-  append(q: Tensor, k: Tensor, v: Tensor, options?: { keyMask?: KeyMask }): Promise<Tensor>;
+  append(q: Tensor, k: Tensor, v: Tensor, options?: AppendOptions): Promise<Tensor>;
   reset(): Promise<this>;
   dispose(): Promise<void>;
   [Symbol.dispose](): void;

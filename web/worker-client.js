@@ -4,12 +4,28 @@
 // the worker behind proxies with dispose(); errors reject as the synchronous API throws them.
 // No call throws synchronously or stays pending forever: if the worker ends or fails, every
 // pending call rejects, and later ones too.
-import { encodeArgs } from './worker-messages.js';
+import { writeOut } from './api.js';
+import { encodeArgs, outputStandIn } from './worker-messages.js';
 
 const ERRORS = { TypeError, RangeError };
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
 const API_CALLS = ['exactAttention', 'attentionMatrix', 'favorAttention', 'favorAttentionMatrix', 'codebookAttention',
   'codebookAttentionMatrix', 'kmeans', 'randomCodebook', 'compare', 'outputRelativeError', 'matmul', 'codebookFromFeatureMap'];
+
+// Calls taking options.out, and the index of their options argument. The caller's out stays on
+// this side: the worker gets an array of the same length to compute into (so it checks out as
+// the synchronous API does, with the same errors), moves it back, and it is copied into out here.
+const OUT_OPTION = { exactAttention: 3, attentionMatrix: 2, favorAttention: 3, favorAttentionMatrix: 2, codebookAttention: 3,
+  codebookAttentionMatrix: 2, matmul: 2, append: 3 };
+
+function withOut(op, args, run) {
+  const options = args[OUT_OPTION[op]];
+  const out = options !== null && typeof options === 'object' && Object.hasOwn(options, 'out') ? options.out : undefined;
+  if (!(out instanceof Float32Array)) return run(args);  // none, or one the worker rejects as the synchronous API does
+  const sent = [...args];
+  sent[OUT_OPTION[op]] = { ...options, out: outputStandIn(out) };
+  return run(sent).then((result) => writeOut(result.data, result.dims, out));
+}
 
 const WORKER_SCRIPT_HELP = 'its script, favor-attention/dist/favor-worker.js, must be served with the page '
   + '(bundlers that understand new Worker(new URL(..., import.meta.url)) emit it, e.g. Vite and webpack) '
@@ -180,7 +196,7 @@ class CausalState extends WorkerObject {
 
   get stateBytes() { return this.call('stateBytes'); }
 
-  append(q, k, v, options) { return this.call('append', q, k, v, options); }
+  append(...args) { return withOut('append', args, (sent) => this.call('append', ...sent)); }
 
   async reset() {
     await this.call('reset');
@@ -214,7 +230,7 @@ export async function createWorkerApi(worker, { loadOptions, transfer, listen, t
     createFeatureMap: async (options) => new FeatureMap(link, await send('createFeatureMap', [options]), api),
     createCausalState: async (options) => new CausalState(link, await send('createCausalState', [options]), api),
   };
-  for (const op of API_CALLS) api[op] = (...args) => send(op, args);
+  for (const op of API_CALLS) api[op] = (...args) => withOut(op, args, (sent) => send(op, sent));
   // An instance dropped without dispose() (with every proxy it made) ends its worker once
   // garbage-collected, after its pending calls have settled.
   instances.register(api, link);

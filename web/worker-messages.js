@@ -6,7 +6,7 @@
 // values the synchronous API describes and validates exactly as it would the caller's own.
 
 const HANDLE = '\u0000favorHandle';   // { [HANDLE]: id, kind }: an object living in the worker (id 0: disposed)
-const STAND_IN = '\u0000favorStandIn'; // { [STAND_IN]: 'function' | 'symbol' | 'object', ... }
+const STAND_IN = '\u0000favorStandIn'; // { [STAND_IN]: 'function' | 'symbol' | 'object' | 'output', ... }
 
 /**
  * A cloneable copy of args and the buffers to transfer. handleOf(value) returns
@@ -54,6 +54,14 @@ export function encodeArgs(args, { transfer = false, handleOf }) {
     return out;
   };
   return { args: args.map(encode), transferList };
+}
+
+/**
+ * What stands for a call's options.out on its way to the worker: an array of the same length
+ * made there (the worker computes into it and moves it back; the caller's out never travels).
+ */
+export function outputStandIn(out) {
+  return { [STAND_IN]: 'output', length: out.length };
 }
 
 function encodeView(view, transfer, transferList) {
@@ -106,6 +114,7 @@ function standIn(value, decode, done) {
     return fn;
   }
   if (value[STAND_IN] === 'symbol') return Symbol(value.description);
+  if (value[STAND_IN] === 'output') return new Float32Array(value.length);
   const { name } = value;
   if (!prototypes.has(name)) prototypes.set(name, { constructor: { name } });
   const object = Object.create(prototypes.get(name));

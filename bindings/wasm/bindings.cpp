@@ -121,9 +121,21 @@ favor::AttentionOptions attention_options(bool causal, double scale) {
 }
 
 // Runs `compute(out)` into a freshly allocated output of `dims`, freeing it on failure.
+// out_length: the length of the caller's options.out (NaN: none), checked against the output's
+// size before anything is computed or changed (a causal state's append included); JS copies the
+// result into it.
 template <class Compute>
-val with_output(const std::vector<favor::Index>& dims, const char* what, Compute&& compute) {
-  float* out = allocate_output(dims, what);
+val with_output(const std::vector<favor::Index>& dims, double out_length, Compute&& compute) {
+  if (!std::isnan(out_length)) {
+    double size = 1.0;
+    for (favor::Index d : dims) size *= static_cast<double>(d);
+    if (out_length != size)
+      favor::throw_range("out", "expected a Float32Array of " + std::to_string(static_cast<long long>(size)) +
+                                    " floats (the output's dims " + favor::dims_string(dims) + "), got one of " +
+                                    std::to_string(static_cast<long long>(out_length)) +
+                                    (out_length == 0 ? " (empty or detached)" : ""));
+  }
+  float* out = allocate_output(dims, "output");
   try {
     compute(favor::TensorView{out, dims});
   } catch (...) {
@@ -202,22 +214,23 @@ class FeatureMapHandle {
 };
 
 val exact_attention(std::uintptr_t q, val q_dims, std::uintptr_t k, val k_dims, std::uintptr_t v,
-                    val v_dims, bool causal, double scale, std::uintptr_t mask, val mask_dims) {
+                    val v_dims, bool causal, double scale, std::uintptr_t mask, val mask_dims,
+                    double out_length) {
   return guarded([&] {
     const auto qv = view(q, q_dims), kv = view(k, k_dims), vv = view(v, v_dims);
     const auto dims = favor::attention_output_dims(qv.dims, kv.dims, vv.dims, causal);
-    return with_output(dims, "output", [&](const favor::TensorView& out) {
+    return with_output(dims, out_length, [&](const favor::TensorView& out) {
       favor::exact_attention(qv, kv, vv, out, attention_options(causal, scale), mask_view(mask, mask_dims));
     });
   });
 }
 
 val attention_matrix(std::uintptr_t q, val q_dims, std::uintptr_t k, val k_dims, bool causal,
-                     double scale, std::uintptr_t mask, val mask_dims) {
+                     double scale, std::uintptr_t mask, val mask_dims, double out_length) {
   return guarded([&] {
     const auto qv = view(q, q_dims), kv = view(k, k_dims);
     const auto dims = favor::attention_matrix_dims(qv.dims, kv.dims, causal);
-    return with_output(dims, "output", [&](const favor::TensorView& out) {
+    return with_output(dims, out_length, [&](const favor::TensorView& out) {
       favor::attention_matrix(qv, kv, out, attention_options(causal, scale), mask_view(mask, mask_dims));
     });
   });
@@ -225,14 +238,14 @@ val attention_matrix(std::uintptr_t q, val q_dims, std::uintptr_t k, val k_dims,
 
 val favor_attention(const FeatureMapHandle& map, std::uintptr_t q, val q_dims, std::uintptr_t k,
                     val k_dims, std::uintptr_t v, val v_dims, bool causal, double scale,
-                    double chunk, std::uintptr_t mask, val mask_dims) {
+                    double chunk, std::uintptr_t mask, val mask_dims, double out_length) {
   return guarded([&] {
     const auto qv = view(q, q_dims), kv = view(k, k_dims), vv = view(v, v_dims);
     const auto dims = favor::attention_output_dims(qv.dims, kv.dims, vv.dims, causal);
     favor::FavorOptions o;
     static_cast<favor::AttentionOptions&>(o) = attention_options(causal, scale);
     if (!std::isnan(chunk)) o.chunk = static_cast<favor::Index>(chunk);
-    return with_output(dims, "output", [&](const favor::TensorView& out) {
+    return with_output(dims, out_length, [&](const favor::TensorView& out) {
       favor::favor_attention(map.map(), qv, kv, vv, out, o, mask_view(mask, mask_dims));
     });
   });
@@ -240,11 +253,11 @@ val favor_attention(const FeatureMapHandle& map, std::uintptr_t q, val q_dims, s
 
 val favor_attention_matrix(const FeatureMapHandle& map, std::uintptr_t q, val q_dims,
                            std::uintptr_t k, val k_dims, bool causal, double scale, std::uintptr_t mask,
-                           val mask_dims) {
+                           val mask_dims, double out_length) {
   return guarded([&] {
     const auto qv = view(q, q_dims), kv = view(k, k_dims);
     const auto dims = favor::attention_matrix_dims(qv.dims, kv.dims, causal);
-    return with_output(dims, "output", [&](const favor::TensorView& out) {
+    return with_output(dims, out_length, [&](const favor::TensorView& out) {
       favor::favor_attention_matrix(map.map(), qv, kv, out, attention_options(causal, scale),
                                     mask_view(mask, mask_dims));
     });
@@ -290,12 +303,12 @@ favor::CodebookOptions codebook_options(const std::string& assignment, double te
 val codebook_attention(std::uintptr_t c, val c_dims, std::uintptr_t q, val q_dims, std::uintptr_t k,
                        val k_dims, std::uintptr_t v, val v_dims, std::string assignment,
                        double temperature, bool causal, double scale, double chunk, std::uintptr_t mask,
-                       val mask_dims) {
+                       val mask_dims, double out_length) {
   return guarded([&] {
     const auto cv = view(c, c_dims), qv = view(q, q_dims), kv = view(k, k_dims), vv = view(v, v_dims);
     const auto o = codebook_options(assignment, temperature, causal, scale, chunk);
     const auto dims = favor::attention_output_dims(qv.dims, kv.dims, vv.dims, causal);
-    return with_output(dims, "output", [&](const favor::TensorView& out) {
+    return with_output(dims, out_length, [&](const favor::TensorView& out) {
       favor::codebook_attention(cv, qv, kv, vv, out, o, mask_view(mask, mask_dims));
     });
   });
@@ -304,26 +317,26 @@ val codebook_attention(std::uintptr_t c, val c_dims, std::uintptr_t q, val q_dim
 val codebook_attention_matrix(std::uintptr_t c, val c_dims, std::uintptr_t q, val q_dims,
                               std::uintptr_t k, val k_dims, std::string assignment,
                               double temperature, bool causal, double scale, std::uintptr_t mask,
-                              val mask_dims) {
+                              val mask_dims, double out_length) {
   return guarded([&] {
     const auto cv = view(c, c_dims), qv = view(q, q_dims), kv = view(k, k_dims);
     const auto o = codebook_options(assignment, temperature, causal, scale, NAN);
     const auto dims = favor::attention_matrix_dims(qv.dims, kv.dims, causal);
-    return with_output(dims, "output", [&](const favor::TensorView& out) {
+    return with_output(dims, out_length, [&](const favor::TensorView& out) {
       favor::codebook_attention_matrix(cv, qv, kv, out, o, mask_view(mask, mask_dims));
     });
   });
 }
 
 val matmul(std::uintptr_t a, val a_dims, std::uintptr_t b, val b_dims, std::uintptr_t bias, val bias_dims,
-           bool transpose_b) {
+           bool transpose_b, double out_length) {
   return guarded([&] {
     const auto av = view(a, a_dims), bv = view(b, b_dims);
     favor::MatmulOptions o;
     o.transpose_b = transpose_b;
     const favor::ConstTensorView biasv = bias ? view(bias, bias_dims) : favor::ConstTensorView{};
     const auto dims = favor::matmul_dims(av.dims, bv.dims, o);
-    return with_output(dims, "output", [&](const favor::TensorView& out) {
+    return with_output(dims, out_length, [&](const favor::TensorView& out) {
       favor::matmul(av, bv, bias ? &biasv : nullptr, out, o);
     });
   });
@@ -370,11 +383,11 @@ class CausalStateHandle {
   }
 
   val append(std::uintptr_t q, val q_dims, std::uintptr_t k, val k_dims, std::uintptr_t v, val v_dims,
-             std::uintptr_t mask, val mask_dims) {
+             std::uintptr_t mask, val mask_dims, double out_length) {
     return guarded([&] {
       const auto qv = view(q, q_dims), kv = view(k, k_dims), vv = view(v, v_dims);
       const auto dims = state_->append_dims(qv.dims, kv.dims, vv.dims);
-      return with_output(dims, "output", [&](const favor::TensorView& out) {
+      return with_output(dims, out_length, [&](const favor::TensorView& out) {
         state_->append(qv, kv, vv, out, mask_view(mask, mask_dims));
       });
     });
@@ -400,14 +413,14 @@ val kmeans(std::uintptr_t points, val dims, double clusters, double iterations, 
     o.iterations = static_cast<favor::Index>(iterations);
     o.seed = static_cast<std::uint64_t>(seed);
     const auto out_dims = favor::kmeans_dims(pv.dims, o.clusters);
-    return with_output(out_dims, "output", [&](const favor::TensorView& out) { favor::kmeans(pv, out, o); });
+    return with_output(out_dims, NAN, [&](const favor::TensorView& out) { favor::kmeans(pv, out, o); });
   });
 }
 
 val random_codebook(double clusters, double dim, double seed, double sigma) {
   return guarded([&] {
     const std::vector<favor::Index> dims{static_cast<favor::Index>(clusters), static_cast<favor::Index>(dim)};
-    return with_output(dims, "output", [&](const favor::TensorView& out) {
+    return with_output(dims, NAN, [&](const favor::TensorView& out) {
       Eigen::Map<favor::Matrix>(out.data, dims[0], dims[1]) =
           favor::random_codebook(dims[0], dims[1], static_cast<std::uint64_t>(seed), sigma);
     });

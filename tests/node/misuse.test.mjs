@@ -289,6 +289,18 @@ const cases = [
   ['matmul: bias a Float64Array', (f) => f.matmul(q, filledTensor([8, 3]), { bias: { data: new Float64Array(3), dims: [3] } }), TypeError, /bias/],
   ['matmul: NaN in b', (f) => f.matmul(q, withValue(filledTensor([8, 3]), 4, NaN)), RangeError, /\bb\b/],
   ['matmul: unknown option', (f) => f.matmul(q, filledTensor([8, 3]), { transpose: true }), TypeError, /transpose/],
+  // ---- options.out ----
+  ['out a Float64Array', (f) => f.exactAttention(q, k, v, { out: new Float64Array(12) }), TypeError, /^out: expected a Float32Array/],
+  ['out a tensor, not its array', (f, map) => f.favorAttention(q, k, v, { featureMap: map, out: filledTensor([4, 3]) }), TypeError, /^out: expected a Float32Array/],
+  ['out a plain Array', (f) => f.matmul(q, filledTensor([8, 3]), { out: [0, 0, 0] }), TypeError, /^out: expected a Float32Array/],
+  ['out one float short', (f) => f.attentionMatrix(q, k, { out: new Float32Array(23) }), RangeError, /^attentionMatrix: out: expected a Float32Array of 24 floats \(the output's dims \[4, 6\]\), got one of 23$/],
+  ['out detached', (f) => {
+    const out = new Float32Array(12);
+    structuredClone(out.buffer, { transfer: [out.buffer] });
+    return f.exactAttention(q, k, v, { out });
+  }, RangeError, /^exactAttention: out: .* got one of 0 \(empty or detached\)$/],
+  ['out of the wrong length for a codebook matrix', (f) => f.codebookAttentionMatrix(q, k, { codebook: filledTensor([3, 8]), out: new Float32Array(25) }), RangeError, /out: expected a Float32Array of 24 floats/],
+  ['out of the wrong length for an append', (f) => f.createCausalState({ method: 'exact' }).append(filledTensor([1, 8]), filledTensor([1, 8]), filledTensor([1, 3]), { out: new Float32Array(4) }), RangeError, /^append: out: expected a Float32Array of 3 floats/],
 
   // ---- createFeatureMap rho ----
   ['createFeatureMap: rho on a positive map', (f) => f.createFeatureMap({ dim: 8, features: 4, rho: 1 }), RangeError, /rho/],

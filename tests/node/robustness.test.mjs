@@ -47,7 +47,7 @@ function mixedCall(instance, i, maps) {
   const causal = i % 2 === 0;
   const map = maps[i % KERNELS.length];  // the head-dim 16 maps
   switch (i % 12) {
-    case 0: return instance.exactAttention(q, k, v, { causal });
+    case 0: return instance.exactAttention(q, k, v, { causal, ...(i % 3 === 0 && { out: new Float32Array(2 * L * dv) }) });
     case 1: return instance.attentionMatrix(q, k, { causal, scale: 0.1 });
     case 2: return instance.favorAttention(q, k, v, { featureMap: map, causal, chunk: 1 + (i % 40) });
     case 3: return instance.favorAttentionMatrix(q, k, { featureMap: map, causal });
@@ -73,6 +73,7 @@ function mixedCall(instance, i, maps) {
     }
     default: {  // errors raised in JS, and out of memory inside wasm (std::bad_alloc in the core)
       assert.throws(() => instance.favorAttention(q, k, v, { featureMap: map, chunk: 0 }), RangeError);
+      assert.throws(() => instance.attentionMatrix(q, k, { out: new Float32Array(i % 50) }), RangeError);  // raised inside wasm
       if (i % 120 === 11) {
         const big = fill([40000, 1], () => 0.5);
         assert.throws(() => instance.favorAttention(big, big, big, { featureMap: maps[maps.length - 1], causal: true, chunk: 40000 }), RangeError);

@@ -1,6 +1,7 @@
 // A seeded random walk over the worker API (loadFavor({ worker: true })) in lockstep with the
 // synchronous API: a few hundred calls, about half of them invalid (bad dims, NaN, wrong types,
-// unknown options, functions, disposed or foreign objects), each run on both APIs with the same
+// unknown options, functions, disposed or foreign objects, options.out of the right or a wrong
+// length or type), each run on both APIs with the same
 // arguments (feature maps and states as each API's own twin). Every worker outcome must equal the
 // synchronous one: the same result bits or the same error class and message; no call may throw
 // synchronously or hang. Afterwards both APIs' wasm bytes in use are back at their baselines.
@@ -59,6 +60,16 @@ function corruptOptions(c, options) {
   }
 }
 
+// options.out for a call whose output has `size` floats, or none: a fresh array for each API's
+// run (never one array shared by both), mostly of the right length, else of a wrong length or type.
+function outChoice(c, size, bad) {
+  if (!c.chance(0.3)) return null;
+  const kind = bad ? c.pick(['short', 'long', 'float64', 'array']) : c.chance(0.8) ? 'right' : c.pick(['short', 'long']);
+  const make = { right: () => new Float32Array(size), short: () => new Float32Array(size - 1), long: () => new Float32Array(size + 3),
+    float64: () => new Float64Array(size), array: () => Array.from({ length: size }, () => 0) }[kind];
+  return (o) => (o && typeof o === 'object' && !Array.isArray(o) && typeof o !== 'function' ? { ...o, out: make() } : o);
+}
+
 /**
  * One random call: { label, run(favor, objects) } where objects = { maps, states } of that API
  * (twins at the same indices). `valid` steers most arguments right, but any may still fail.
@@ -80,6 +91,8 @@ function nextCall(c, step, pools) {
   const mapOf = (objects) => (mapKind === 'pool' && mapIndex >= 0 ? objects.maps[mapIndex]
     : mapKind === 'foreign' ? foreignMap : mapKind === 'plain' ? { dim: d, features: 4 } : mapKind === 'state' ? objects.states[0] : undefined);
   const stateIndex = pools.states.length ? c.int(0, pools.states.length - 1) : -1;
+  const rows = lead.reduce((x, y) => x * y, 1) * L;
+  const out = (size) => outChoice(c, size, bad) ?? ((o) => o);
 
   const op = c.pick(['exactAttention', 'attentionMatrix', 'favorAttention', 'favorAttention', 'favorAttentionMatrix', 'codebookAttention',
     'codebookAttentionMatrix', 'kmeans', 'randomCodebook', 'matmul', 'compare', 'outputRelativeError', 'codebookFromFeatureMap',
@@ -87,11 +100,11 @@ function nextCall(c, step, pools) {
     'append', 'append', 'append', 'length', 'stateBytes', 'reset', 'disposeState']);
   const label = `step ${step}: ${op}${bad ? ' (bad)' : ''}`;
   const calls = {
-    exactAttention: () => { const a = [maybe(q), maybe(k), maybe(v), opts(attention())]; return (f) => f.exactAttention(...a); },
-    attentionMatrix: () => { const a = [maybe(q), maybe(k), opts(attention())]; return (f) => f.attentionMatrix(...a); },
+    exactAttention: () => { const a = [maybe(q), maybe(k), maybe(v)], o = opts(attention()), w = out(rows * dv); return (f) => f.exactAttention(...a, w(o)); },
+    attentionMatrix: () => { const a = [maybe(q), maybe(k)], o = opts(attention()), w = out(rows * S); return (f) => f.attentionMatrix(...a, w(o)); },
     favorAttention: () => {
-      const a = [maybe(q), maybe(k), maybe(v)], o = opts(attention(c.chance(0.3) ? { chunk: c.int(1, 6) } : {}));
-      return (f, objects) => f.favorAttention(...a, o && typeof o === 'object' && !Array.isArray(o) ? { ...o, featureMap: mapOf(objects) } : o);
+      const a = [maybe(q), maybe(k), maybe(v)], o = opts(attention(c.chance(0.3) ? { chunk: c.int(1, 6) } : {})), w = out(rows * dv);
+      return (f, objects) => f.favorAttention(...a, w(o && typeof o === 'object' && !Array.isArray(o) ? { ...o, featureMap: mapOf(objects) } : o));
     },
     favorAttentionMatrix: () => {
       const a = [maybe(q), maybe(k)], o = opts(attention());
@@ -106,8 +119,8 @@ function nextCall(c, step, pools) {
     randomCodebook: () => { const a = [{ clusters: c.int(bad ? 0 : 1, 4), dim: d, seed: c.int(0, 9), ...(bad ? { sigma: c.pick([0, NaN, 2]) } : {}) }]; return (f) => f.randomCodebook(...a); },
     matmul: () => {
       const b = c.tensor(c.chance(0.5) ? [d, dv] : [dv, d]);
-      const a = [maybe(q), maybe(b), opts({ transposeB: b.dims[0] === dv && b.dims[1] === d && (!bad || c.chance(0.5)) })];
-      return (f) => f.matmul(...a);
+      const a = [maybe(q), maybe(b)], o = opts({ transposeB: b.dims[0] === dv && b.dims[1] === d && (!bad || c.chance(0.5)) }), w = out(rows * dv);
+      return (f) => f.matmul(...a, w(o));
     },
     compare: () => { const x = c.tensor([L, S]), y = bad ? maybe(c.tensor(c.chance(0.5) ? [S, L] : [L, S])) : c.tensor([L, S]); return (f) => f.compare(x, y); },
     outputRelativeError: () => { const x = c.tensor([L, dv]), y = bad ? maybe(c.tensor([L, dv])) : c.tensor([L, dv]); return (f) => f.outputRelativeError(x, y); },
@@ -135,7 +148,8 @@ function nextCall(c, step, pools) {
     append: () => {
       const n = c.int(1, 3);
       const a = [maybe(c.tensor([...lead, n, d])), maybe(c.tensor([...lead, n, d])), maybe(c.tensor([...lead, n, dv]))];
-      return (f, objects) => objects.states[stateIndex]?.append(...a);
+      const w = out(lead.reduce((x, y) => x * y, 1) * n * dv), o = w({});
+      return (f, objects) => objects.states[stateIndex]?.append(...a, ...(Object.hasOwn(o, 'out') ? [w({})] : []));
     },
     length: () => (f, objects) => objects.states[stateIndex]?.length,
     stateBytes: () => (f, objects) => objects.states[stateIndex]?.stateBytes,

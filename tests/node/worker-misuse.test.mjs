@@ -225,6 +225,16 @@ const cases = [
     await state.dispose();
     return state.append(filledTensor([1, 8]), filledTensor([1, 8]), filledTensor([1, 3]));
   }],
+  // ---- options.out: checked in the worker against an array of out's length ----
+  ['out a Float64Array', (f) => f.exactAttention(q, k, v, { out: new Float64Array(12) })],
+  ['out a tensor, not its array', (f, map) => f.favorAttention(q, k, v, { featureMap: map, out: filledTensor([4, 3]) })],
+  ['out one float short', (f) => f.attentionMatrix(q, k, { out: new Float32Array(23) })],
+  ['out one float long, with a NaN input', (f) => f.exactAttention(withValue(q, 2, NaN), k, v, { out: new Float32Array(13) })],
+  ['out of the wrong length with an invalid q', (f) => f.matmul(q.data, filledTensor([8, 3]), { out: new Float32Array(1) })],
+  ['out of the wrong length for an append', async (f) => {
+    const state = await f.createCausalState({ method: 'exact' });
+    return state.append(filledTensor([1, 8]), filledTensor([1, 8]), filledTensor([1, 3]), { out: new Float32Array(4) });
+  }],
   ['length of a disposed state', async (f) => {
     const state = await f.createCausalState({ method: 'codebook', codebook: filledTensor([3, 8]) });
     state[Symbol.dispose]();

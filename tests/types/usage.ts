@@ -4,6 +4,7 @@
 // checks that each of them is an error once the directive is removed.
 import { loadFavor, version } from 'favor-attention';
 import type {
+  AppendOptions,
   Assignment,
   AttentionOptions,
   CausalState,
@@ -26,6 +27,7 @@ import type {
   KMeansOptions,
   LoadOptions,
   MatrixErrors,
+  OutOption,
   RandomCodebookOptions,
   Sampling,
   StateMethod,
@@ -250,12 +252,25 @@ decoder.dispose();
 exactState[Symbol.dispose]();
 const mmOptions: MatmulOptions = { transposeB: true, bias: { data: new Float32Array(2), dims: [2] } };
 const product: Tensor = favor.matmul(q, k, mmOptions);
+// options.out: the output written into the caller's array.
+const outBuffer = new Float32Array(16);
+const intoOut: Tensor = favor.exactAttention(q, k, v, { out: outBuffer });
+favor.favorAttention(q, k, v, { featureMap, out: outBuffer });
+favor.matmul(q, k, { transposeB: true, out: outBuffer });
+const appendOptions: AppendOptions = { keyMask, out: outBuffer };
+decoder.append(q, k, v, appendOptions);
+const outOption: OutOption = { out: outBuffer };
+// @ts-expect-error out is a Float32Array
+favor.exactAttention(q, k, v, { out: new Float64Array(16) });
+// @ts-expect-error out is an array, not a tensor
+favor.attentionMatrix(q, k, { out: { data: outBuffer, dims: [4, 4] } });
 const oprfMap = favor.createFeatureMap({ dim: 4, features: 8, kernel: 'oprf', rho: 2 });
 const rho: number | undefined = oprfMap.rho;
 // The worker API: the same calls, as Promises.
 const asyncFavor: FavorAsync = await loadFavor({ worker: true, transfer: false });
 const asyncMap: FeatureMapAsync = await asyncFavor.createFeatureMap({ dim: 4, features: 8 });
 const asyncOut: Tensor = await asyncFavor.favorAttention(q, k, v, { featureMap: asyncMap, causal: true });
+const asyncIntoOut: Tensor = await asyncFavor.exactAttention(q, k, v, { out: outBuffer });
 const asyncState: CausalStateAsync = await asyncFavor.createCausalState({ method: 'favor', featureMap: asyncMap });
 const asyncLength: number = await asyncState.length;
 const asyncProjection: Tensor = await asyncMap.projection;
@@ -286,6 +301,7 @@ decoder.append(q, k, v, { causal: true });
 favor.matmul(q, k, { transposeB: 1 });
 
 export {
+  intoOut, outOption, asyncIntoOut,
   asyncOut, asyncLength, asyncProjection, asyncMemory, mapFreed, workerEnded, notSync,
   maskedOut, maskedMatrix, stepOut, stateLength, stateBytes, stateMethod, resetState, product, rho,
   versionString, infoVersion, infoSimd, infoRelaxedSimd, infoThreads, infoThreadsReason, heapBytes, usedBytes, data, dims, mapDim, mapFeatures, mapNumFeatures,
