@@ -99,9 +99,9 @@ md.push(`<!-- ${engine.marker} -->`);
 md.push(`## Ours and onnxruntime-web in ${engine.name} (issue 16)`);
 md.push('');
 md.push(`\`node bench/browser-peers.mjs${args.browser === 'chromium' ? '' : ` --browser ${args.browser}`}\`${args.quick ? ' --quick' : ''}, ${new Date().toISOString().slice(0, 10)}, ${cpu}, ${result.browser}, a cross-origin isolated page (${result.crossOriginIsolated ? 'confirmed' : 'NOT isolated'}). ` +
-  `Ours: \`loadFavor({ threads: 1 })\` from web/browser.js, the ${build} build, 1 thread, ${info.tileRows}-row GEMM tiles (tileRows 'auto'); beside it our plain SIMD build, \`loadFavor({ threads: 1, simd: 'fixed' })\` (${plainInfo.tileRows}-row tiles${tiles}). onnxruntime-web ${ortVersion}: its ESM wasm build, \`env.wasm.numThreads = 1\`, the graphs of bench/onnx (as in the main tables). ` +
+  `Ours: \`loadFavor({ threads: 1 })\` from web/browser.js, the ${build} build, 1 thread, ${info.tileRows}-row GEMM tiles (tileRows 'auto'), also with \`out\` (the output written into one array given with each call instead of a fresh one); beside it our plain SIMD build, \`loadFavor({ threads: 1, simd: 'fixed' })\` (${plainInfo.tileRows}-row tiles${tiles}). onnxruntime-web ${ortVersion}: its ESM wasm build, \`env.wasm.numThreads = 1\`, the graphs of bench/onnx (as in the main tables). ` +
   `One head, d = dv = ${options.d}, inputs N(0, ${options.sigma}²) from the main tables' seeds; FAVOR+ positive orthogonal m = ${options.m}, seed ${options.seed}, the same W for both. ` +
-  `Outputs compared first (relative Frobenius ≤ 1e-3); then ${options.rounds} rounds calling the three in rotating order. Cells: median ms; ratios: the median of the per-round ratios (> 1: ours faster). ` +
+  `Outputs compared first (relative Frobenius ≤ 1e-3); then ${options.rounds} rounds calling the four in rotating order. Cells: median ms; ratios: the median of the per-round ratios (> 1: ours faster). ` +
   `The main tables run in Node 22, whose V8 is older than Chromium's: this is the same comparison in ${engine.name}, an engine users have.`);
 md.push('');
 md.push(...peersTable(rows, info, format));

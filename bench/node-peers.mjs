@@ -55,9 +55,9 @@ md.push('<!-- node -->');
 md.push(`## Ours and onnxruntime-web in Node ${process.versions.node.split('.')[0]} (issue 16)`);
 md.push('');
 md.push(`\`node bench/node-peers.mjs\`${args.quick ? ' --quick' : ''} under Node ${process.version} (V8 ${process.versions.v8}), ${new Date().toISOString().slice(0, 10)}, ${cpu}. ` +
-  `The side-by-side of the Chromium section, in this Node: ours \`loadFavor({ threads: 1 })\`, the ${build} build, ${info.tileRows}-row GEMM tiles (tileRows 'auto'); our plain SIMD build, \`loadFavor({ threads: 1, simd: 'fixed' })\` (${plainInfo.tileRows}-row tiles); onnxruntime-web ${ortVersion ?? ''} (wasm, \`env.wasm.numThreads = 1\`, the graphs of bench/onnx). ` +
+  `The side-by-side of the Chromium section, in this Node: ours \`loadFavor({ threads: 1 })\`, the ${build} build, ${info.tileRows}-row GEMM tiles (tileRows 'auto'), also with \`out\` (the output written into one array given with each call instead of a fresh one); our plain SIMD build, \`loadFavor({ threads: 1, simd: 'fixed' })\` (${plainInfo.tileRows}-row tiles); onnxruntime-web ${ortVersion ?? ''} (wasm, \`env.wasm.numThreads = 1\`, the graphs of bench/onnx). ` +
   `One head, d = dv = ${options.d}, inputs N(0, ${options.sigma}²) from the main tables' seeds; FAVOR+ positive orthogonal m = ${options.m}, seed ${options.seed}, the same W for all. ` +
-  `Each case in its own process; outputs compared first (relative Frobenius ≤ 1e-3); then ${options.rounds} rounds calling the three in rotating order. Cells: median ms; ratios: the median of the per-round ratios (> 1: ours faster). ` +
+  `Each case in its own process; outputs compared first (relative Frobenius ≤ 1e-3); then ${options.rounds} rounds calling the four in rotating order. Cells: median ms; ratios: the median of the per-round ratios (> 1: ours faster). ` +
   'The main tables run in Node 22, whose V8 spills the 6-row tile; Node 26 is the active LTS (since 2026-10-28; Node 22 and 24 are in maintenance).');
 md.push('');
 md.push(...peersTable(rows, info, format));

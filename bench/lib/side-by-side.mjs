@@ -1,6 +1,7 @@
 // One case of the side-by-side peers sections (bench/browser-peers.mjs in a Chromium page,
 // bench/node-peers.mjs in a newer Node): our default build (loadFavor({ threads: 1 }): the
-// relaxed-SIMD build where the engine has it), our plain SIMD build (simd: 'fixed') and
+// relaxed-SIMD build where the engine has it; also with options.out, writing into one array
+// instead of a fresh one per call), our plain SIMD build (simd: 'fixed') and
 // onnxruntime-web (wasm backend, one thread) with the graphs of bench/onnx, on one head, inputs
 // N(0, sigma²) from the main tables' seeds, FAVOR+ positive orthogonal with the same W for all.
 // Outputs are compared first (relative Frobenius <= 1e-3 against onnxruntime-web); then rounds
@@ -19,26 +20,30 @@ export async function measureCase(env, o, c) {
     const session = await ort.InferenceSession.create(new Uint8Array(await env.graph(`${kind}-${causal ? 'causal' : 'bidirectional'}`)),
       { executionProviders: ['wasm'], graphOptimizationLevel: 'all' });
     const feeds = { q: t(q, dims), k: t(k, dims), v: t(v, dims), ...(kind === 'favor' && { w: t(map.projection.data, [o.m, o.d]) }) };
-    const run = (f, fm) => () => (kind === 'favor'
-      ? f.favorAttention({ data: q, dims }, { data: k, dims }, { data: v, dims }, { featureMap: fm, causal })
-      : f.exactAttention({ data: q, dims }, { data: k, dims }, { data: v, dims }, { causal })).data;
-    const ours = run(favor, map), ownPlain = run(plain, plainMap);
+    const run = (f, fm, out) => () => (kind === 'favor'
+      ? f.favorAttention({ data: q, dims }, { data: k, dims }, { data: v, dims }, { featureMap: fm, causal, out })
+      : f.exactAttention({ data: q, dims }, { data: k, dims }, { data: v, dims }, { causal, out })).data;
+    const ours = run(favor, map), ownPlain = run(plain, plainMap), oursOut = run(favor, map, new Float32Array(L * o.d));
     const peer = async () => (await session.run(feeds)).out.data;
     const reference = await peer();
     const { rel } = difference(reference, ours()), relPlain = difference(reference, ownPlain()).rel;
     const base = { info: favor.info, plainInfo: plain.info, rel, relPlain };
     if (!(rel <= 1e-3 && relPlain <= 1e-3)) return { ...base, status: `outputs differ (relative ${rel.toExponential(1)}, plain build ${relPlain.toExponential(1)})` };
     // Warm-up: engines tier wasm up from their baseline compilers while it runs: a few calls of each.
-    for (let i = 0, t0 = performance.now(); i < 3 || performance.now() - t0 < 500; ++i) ours(), ownPlain(), await peer();
-    const ms = { ours: [], plain: [], peer: [] }, ratios = [], plainRatios = [];
+    if (difference(ours(), oursOut()).rel !== 0) return { ...base, status: 'the output written into out differs from the fresh one' };
+    for (let i = 0, t0 = performance.now(); i < 3 || performance.now() - t0 < 500; ++i) ours(), oursOut(), ownPlain(), await peer();
+    const ms = { ours: [], out: [], plain: [], peer: [] }, ratios = [], outRatios = [], plainRatios = [];
     const timed = async (name, fn) => { const t0 = performance.now(); await fn(); ms[name].push(performance.now() - t0); };
-    const order = [['ours', ours], ['plain', ownPlain], ['peer', peer]];
+    const order = [['ours', ours], ['plain', ownPlain], ['out', oursOut], ['peer', peer]];
     for (let r = 0; r < o.rounds; r++) {
-      for (let i = 0; i < 3; ++i) await timed(...order[(i + r) % 3]);
-      ratios.push(ms.peer[r] / ms.ours[r]), plainRatios.push(ms.plain[r] / ms.ours[r]);
+      for (let i = 0; i < order.length; ++i) await timed(...order[(i + r) % order.length]);
+      ratios.push(ms.peer[r] / ms.ours[r]), outRatios.push(ms.peer[r] / ms.out[r]), plainRatios.push(ms.plain[r] / ms.ours[r]);
     }
     await session.release?.();
-    return { ...base, status: 'ok', ours: median(ms.ours), plain: median(ms.plain), peer: median(ms.peer), ratio: median(ratios), plainRatio: median(plainRatios) };
+    return {
+      ...base, status: 'ok', ours: median(ms.ours), out: median(ms.out), plain: median(ms.plain), peer: median(ms.peer),
+      ratio: median(ratios), outRatio: median(outRatios), plainRatio: median(plainRatios),
+    };
   } finally {
     favor.dispose?.();
     plain.dispose?.();
@@ -46,9 +51,12 @@ export async function measureCase(env, o, c) {
 }
 
 // A case's row of the section (what results.json keeps) and its line in the log.
-export const caseRow = (c, out) => ({ ...c, status: out.status, rel: out.rel, relPlain: out.relPlain, ours: out.ours, plain: out.plain, peer: out.peer, ratio: out.ratio, plainRatio: out.plainRatio });
+export const caseRow = (c, out) => ({
+  ...c, status: out.status, rel: out.rel, relPlain: out.relPlain, ours: out.ours, out: out.out, plain: out.plain, peer: out.peer,
+  ratio: out.ratio, outRatio: out.outRatio, plainRatio: out.plainRatio,
+});
 export const caseLine = (c, out) => `${c.kind} ${c.causal ? 'causal' : 'bidirectional'} L = ${c.L}: ${out.status === 'ok'
-  ? `ours ${out.ours.toFixed(2)} ms, plain build ${out.plain.toFixed(2)} ms, onnxruntime-web ${out.peer.toFixed(2)} ms` : out.status}`;
+  ? `ours ${out.ours.toFixed(2)} ms (with out ${out.out.toFixed(2)}), plain build ${out.plain.toFixed(2)} ms, onnxruntime-web ${out.peer.toFixed(2)} ms` : out.status}`;
 export const buildName = (info) => (info.relaxedSimd ? 'relaxed SIMD' : info.simd ? 'SIMD' : 'scalar');
 
 // The cases of a section: exact and FAVOR+, bidirectional and causal, at each L.
@@ -57,20 +65,21 @@ export const peerCases = (sizes) => sizes.flatMap((L) => ['exact', 'favor'].flat
 // The section's table and issue 16's targets read in its engine (Markdown lines).
 export function peersTable(rows, info, { fmtL, fmtMs, fmtRatio }) {
   const build = buildName(info);
-  const md = [`| kernel | L | ours | onnxruntime-web | onnxruntime-web ÷ ours | ours, plain SIMD build | plain ÷ ${build} |`, '|---|---:|---:|---:|---:|---:|---:|'];
+  const md = [`| kernel | L | ours | onnxruntime-web | onnxruntime-web ÷ ours | ours, \`out\` given | onnxruntime-web ÷ ours with \`out\` | ours, plain SIMD build | plain ÷ ${build} |`,
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|'];
   for (const r of rows) {
     const name = `${r.kind === 'favor' ? 'FAVOR+' : 'exact'}, ${r.causal ? 'causal' : 'bidirectional'}`;
     md.push(r.status === 'ok'
-      ? `| ${name} | ${fmtL(r.L)} | ${fmtMs(r.ours)} ms | ${fmtMs(r.peer)} ms | ${fmtRatio(r.ratio)}× | ${fmtMs(r.plain)} ms | ${fmtRatio(r.plainRatio)}× |`
-      : `| ${name} | ${fmtL(r.L)} | — | — | ${r.status} | — | — |`);
+      ? `| ${name} | ${fmtL(r.L)} | ${fmtMs(r.ours)} ms | ${fmtMs(r.peer)} ms | ${fmtRatio(r.ratio)}× | ${fmtMs(r.out)} ms | ${fmtRatio(r.outRatio)}× | ${fmtMs(r.plain)} ms | ${fmtRatio(r.plainRatio)}× |`
+      : `| ${name} | ${fmtL(r.L)} | — | — | ${r.status} | — | — | — | — |`);
   }
   if (info.relaxedSimd) {
     const at = (kind) => rows.find((r) => r.L === 4096 && r.kind === kind && !r.causal && r.status === 'ok');
     const verdicts = [['favor', 'FAVOR+', 2, 1.2], ['exact', 'Exact attention', 1.5, 1.15]].map(([kind, name, vsOrt, vsPlain]) => {
       const r = at(kind);
-      return r ? `${name} at L = 4,096: ${fmtRatio(r.ratio)}× onnxruntime-web (target ${vsOrt}×: **${r.ratio >= vsOrt ? 'PASS' : 'FAIL'}**), ${fmtRatio(r.plainRatio)}× our plain SIMD build (target ${vsPlain}×: **${r.plainRatio >= vsPlain ? 'PASS' : 'FAIL'}**)` : `${name} at L = 4,096: not measured`;
+      return r ? `${name} at L = 4,096: ${fmtRatio(r.ratio)}× onnxruntime-web (target ${vsOrt}×: **${r.ratio >= vsOrt ? 'PASS' : 'FAIL'}**; ${fmtRatio(r.outRatio)}× with \`out\`), ${fmtRatio(r.plainRatio)}× our plain SIMD build (target ${vsPlain}×: **${r.plainRatio >= vsPlain ? 'PASS' : 'FAIL'}**)` : `${name} at L = 4,096: not measured`;
     });
-    md.push('', `Issue 16's targets read in this engine (bidirectional, 1 thread): ${verdicts.join('; ')}.`);
+    md.push('', `Issue 16's targets read in this engine (bidirectional, 1 thread; the verdicts on the calls that return a fresh array, as onnxruntime-web's do): ${verdicts.join('; ')}.`);
   }
   return md;
 }
