@@ -327,6 +327,40 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
     }
   }
 
+  // b [k, m] (or [m, k] with transposeB) checked and packed once in wasm memory, for many
+  // products: favor.matmul(a, packed) then skips checking, copying and packing b at each call.
+  class PackedMatrix extends Owned {
+    #dims;
+    #transposeB;
+
+    constructor(handle, dims, transposeB) {
+      super(handle);
+      this.#dims = dims;
+      this.#transposeB = transposeB;
+    }
+
+    /** @internal the wasm handle, or a TypeError if disposed */
+    handle(name = 'matrix') { return this.ownHandle(name, 'packed matrix'); }
+
+    get dims() { this.handle(); return [...this.#dims]; }
+    get transposeB() { this.handle(); return this.#transposeB; }
+    get bytes() { return this.handle().bytes(); }
+  }
+
+  function packMatrix(b, options) {
+    checkTensor(b, 'b');
+    const o = checkOptions(options, 'packMatrix options', ['transposeB']);
+    const transposeB = checkBoolean(o.transposeB, 'transposeB');
+    const handle = new Module.PackedMatrix();
+    try {
+      call('packMatrix', [b], (bp) => handle.init(bp, b.dims, transposeB));
+    } catch (e) {
+      handle.delete();
+      throw e;
+    }
+    return new PackedMatrix(handle, [...b.dims], transposeB);
+  }
+
   function createCausalState(options) {
     if (options === undefined) throw new TypeError("createCausalState: expected an options object with method ('exact', 'favor' or 'codebook')");
     const o = checkOptions(options, 'createCausalState options', ['method', 'scale', 'featureMap', 'codebook', 'assignment', 'temperature', 'chunk']);
@@ -439,11 +473,19 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
 
     createCausalState,
 
+    packMatrix,
+
     matmul(a, b, options) {
       checkTensor(a, 'a');
-      checkTensor(b, 'b');
+      const packed = b instanceof PackedMatrix;
+      // Another instance's (or, through the worker API, another worker's) packed matrix, by name.
+      if (!packed && b?.constructor?.name === 'PackedMatrix') throw new TypeError("b: a packed matrix of another favor instance; pack b with this instance's packMatrix");
+      if (!packed) checkTensor(b, 'b');
       const o = checkOptions(options, 'matmul options', ['transposeB', 'bias', 'out']);
       const transposeB = checkBoolean(o.transposeB, 'transposeB');
+      if (packed && o.transposeB !== undefined) {
+        throw new TypeError('transposeB: a packed b keeps the layout it was packed with (packMatrix\'s transposeB); omit it here');
+      }
       let bias = null;
       if (o.bias !== undefined) {
         const t = o.bias;
@@ -453,7 +495,11 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
         if (t.dims.length !== 1 || t.data.length !== t.dims[0]) throw new RangeError(`bias: expected dims [m] matching its data, got [${t.dims}] with ${t.data.length} values`);
         bias = t;
       }
-      const out = checkOut(o.out);  // last, as in every call (the worker API checks it after the call)
+      const out = checkOut(o.out);  // last, as in every call
+      if (packed) {
+        const handle = b.handle('b');
+        return takeTensor(call('matmul', [a, bias], (ap, cp) => handle.matmul(ap, a.dims, cp, bias ? bias.dims : [], outLength(out))), out);
+      }
       return takeTensor(call('matmul', [a, b, bias], (ap, bp, cp) =>
         Module.matmul(ap, a.dims, bp, b.dims, cp, bias ? bias.dims : [], transposeB, outLength(out))), out);
     },

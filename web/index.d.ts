@@ -251,6 +251,34 @@ export interface MatmulOptions extends OutOption {
   bias?: Tensor;
 }
 
+export interface PackMatrixOptions {
+  /** b is [m, k] (a PyTorch Linear weight) instead of [k, m]. Default false. */
+  transposeB?: boolean;
+}
+
+/** A matrix packed by favor.packMatrix, living in wasm memory until disposed (or collected). */
+export interface PackedMatrix {
+  /** b's dims as given: [k, m], or [m, k] with transposeB. */
+  readonly dims: number[];
+  readonly transposeB: boolean;
+  /** Bytes it holds in wasm memory. */
+  readonly bytes: number;
+  readonly disposed: boolean;
+  dispose(): void;
+  [Symbol.dispose](): void;
+}
+
+/** A packed matrix living in the worker. */
+export interface PackedMatrixAsync {
+  readonly dims: number[];
+  readonly transposeB: boolean;
+  readonly bytes: Promise<number>;
+  readonly disposed: boolean;
+  /** Frees it in the worker; resolves once freed. */
+  dispose(): Promise<void>;
+  [Symbol.dispose](): void;
+}
+
 export interface KMeansOptions {
   /** Codebook size c (1 <= c <= number of keys). */
   clusters: number;
@@ -317,6 +345,14 @@ export interface Favor {
   createCausalState(options: CausalStateOptions): CausalState;
   /** a [..., n, k] times b [k, m] (or [m, k] with transposeB), plus bias: dims [..., n, m]. */
   matmul(a: Tensor, b: Tensor, options?: MatmulOptions): Tensor;
+  /** With b packed once by packMatrix (its layout fixed there: no transposeB here). */
+  matmul(a: Tensor, b: PackedMatrix, options?: Omit<MatmulOptions, 'transposeB'>): Tensor;
+  /**
+   * b [k, m] (or [m, k] with transposeB) checked and packed once in wasm memory for many
+   * matmul calls (a model's weights): each call then skips checking, copying and packing b.
+   * The same bits as matmul with b itself.
+   */
+  packMatrix(b: Tensor, options?: PackMatrixOptions): PackedMatrix;
   /** Error measures between an exact and an approximate attention matrix of equal dims. */
   compare(exactMatrix: Tensor, approxMatrix: Tensor): MatrixErrors;
   /** |approx - exact|_F / |exact|_F over two tensors of equal dims. */
@@ -385,6 +421,8 @@ export interface FavorAsync {
   codebookFromFeatureMap(featureMap: FeatureMapAsync, options?: { scale?: number }): Promise<Tensor>;
   createCausalState(options: CausalStateAsyncOptions): Promise<CausalStateAsync>;
   matmul(a: Tensor, b: Tensor, options?: MatmulOptions): Promise<Tensor>;
+  matmul(a: Tensor, b: PackedMatrixAsync, options?: Omit<MatmulOptions, 'transposeB'>): Promise<Tensor>;
+  packMatrix(b: Tensor, options?: PackMatrixOptions): Promise<PackedMatrixAsync>;
   compare(exactMatrix: Tensor, approxMatrix: Tensor): Promise<MatrixErrors>;
   outputRelativeError(exact: Tensor, approx: Tensor): Promise<number>;
 }

@@ -1,7 +1,7 @@
 // loadFavor({ worker: true }): the same API with every call run in a worker and returning a
 // Promise. Inputs are copied to the worker (or transferred with { transfer: true }: the caller's
 // arrays are then detached); outputs are transferred back. Feature maps and causal states live in
-// the worker behind proxies with dispose(); errors reject as the synchronous API throws them.
+// the worker behind proxies with dispose() (so do packed matrices); errors reject as the synchronous API throws them.
 // No call throws synchronously or stays pending forever: if the worker ends or fails, every
 // pending call rejects, and later ones too.
 import { writeOut } from './api.js';
@@ -152,7 +152,7 @@ class WorkerObject {
   /** @internal a call on this object in the worker, rejected at once if it was disposed */
   call(op, ...args) {
     if (!this.#id) {
-      const what = this.#kind === 'state' ? 'causal state' : 'feature map';
+      const what = { state: 'causal state', featureMap: 'feature map', matrix: 'packed matrix' }[this.#kind];
       return Promise.reject(new TypeError(`${this.#kind}: this ${what} has been disposed`));
     }
     return this.#link.send(op, args, this.#id);
@@ -184,6 +184,15 @@ class FeatureMap extends WorkerObject {
     await this.call('redraw', seed);
     return this;
   }
+}
+
+class PackedMatrix extends WorkerObject {
+  constructor(link, { id, props }, owner) {
+    super(link, id, 'matrix', owner);
+    Object.assign(this, props);
+  }
+
+  get bytes() { return this.call('bytes'); }
 }
 
 class CausalState extends WorkerObject {
@@ -229,6 +238,7 @@ export async function createWorkerApi(worker, { loadOptions, transfer, listen, t
     dispose: () => link.end(DISPOSED),
     createFeatureMap: async (options) => new FeatureMap(link, await send('createFeatureMap', [options]), api),
     createCausalState: async (options) => new CausalState(link, await send('createCausalState', [options]), api),
+    packMatrix: async (...args) => new PackedMatrix(link, await send('packMatrix', args), api),
   };
   for (const op of API_CALLS) api[op] = (...args) => withOut(op, args, (sent) => send(op, sent));
   // An instance dropped without dispose() (with every proxy it made) ends its worker once

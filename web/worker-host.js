@@ -8,8 +8,8 @@ import { decodeArgs } from './worker-messages.js';
 const CALLS = new Set(['exactAttention', 'attentionMatrix', 'favorAttention', 'favorAttentionMatrix', 'codebookAttention',
   'codebookAttentionMatrix', 'kmeans', 'randomCodebook', 'compare', 'outputRelativeError', 'matmul', 'codebookFromFeatureMap', 'memory']);
 // What a proxy may do with its object: call methods, read getters (op = the getter's name).
-const OBJECT_CALLS = { featureMap: new Set(['redraw']), state: new Set(['append', 'reset']) };
-const OBJECT_GETTERS = { featureMap: new Set(['projection']), state: new Set(['length', 'stateBytes']) };
+const OBJECT_CALLS = { featureMap: new Set(['redraw']), state: new Set(['append', 'reset']), matrix: new Set() };
+const OBJECT_GETTERS = { featureMap: new Set(['projection']), state: new Set(['length', 'stateBytes']), matrix: new Set(['bytes']) };
 
 export function serve(port, loadFavor) {
   let favor = null;
@@ -24,12 +24,14 @@ export function serve(port, loadFavor) {
       const { dim, features, numFeatures, kernel, sampling, epsilon, rho } = object;
       return { id, props: { dim, features, numFeatures, kernel, sampling, epsilon, rho } };
     }
+    if (kind === 'matrix') return { id, props: { dims: object.dims, transposeB: object.transposeB } };
     return { id, props: { method: object.method } };
   };
 
   const tombstone = (kind) => {
     if (!tombstones[kind]) {
-      const object = kind === 'state' ? favor.createCausalState({ method: 'exact' }) : favor.createFeatureMap({ dim: 1, features: 1 });
+      const object = kind === 'state' ? favor.createCausalState({ method: 'exact' })
+        : kind === 'matrix' ? favor.packMatrix({ data: new Float32Array(1), dims: [1, 1] }) : favor.createFeatureMap({ dim: 1, features: 1 });
       object.dispose();
       tombstones[kind] = object;
     }
@@ -53,6 +55,7 @@ export function serve(port, loadFavor) {
     }
     if (op === 'createFeatureMap') return keep(favor.createFeatureMap(...decodeArgs(args, resolve)), 'featureMap');
     if (op === 'createCausalState') return keep(favor.createCausalState(...decodeArgs(args, resolve)), 'state');
+    if (op === 'packMatrix') return keep(favor.packMatrix(...decodeArgs(args, resolve)), 'matrix');
     if (!CALLS.has(op)) throw new TypeError(`${op}: not a favor-attention call`);
     return favor[op](...decodeArgs(args, resolve));
   }

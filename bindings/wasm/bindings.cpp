@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
+#include <memory>
 #include <new>
 #include <string>
 #include <typeinfo>
@@ -342,6 +343,36 @@ val matmul(std::uintptr_t a, val a_dims, std::uintptr_t b, val b_dims, std::uint
   });
 }
 
+// The JS-facing packed matrix (favor.packMatrix): constructing it cannot fail; init() reports
+// errors as values.
+class PackedMatrixHandle {
+ public:
+  val init(std::uintptr_t b, val b_dims, bool transpose_b) {
+    return guarded([&] {
+      favor::MatmulOptions o;
+      o.transpose_b = transpose_b;
+      matrix_ = std::make_unique<favor::PackedMatrix>(view(b, b_dims), o);
+      return val::undefined();
+    });
+  }
+
+  val matmul(std::uintptr_t a, val a_dims, std::uintptr_t bias, val bias_dims, double out_length) const {
+    return guarded([&] {
+      const auto av = view(a, a_dims);
+      const favor::ConstTensorView biasv = bias ? view(bias, bias_dims) : favor::ConstTensorView{};
+      const auto dims = favor::matmul_dims(av.dims, *matrix_);
+      return with_output(dims, out_length, [&](const favor::TensorView& out) {
+        favor::matmul(av, *matrix_, bias ? &biasv : nullptr, out);
+      });
+    });
+  }
+
+  double bytes() const { return static_cast<double>(matrix_->bytes()); }
+
+ private:
+  std::unique_ptr<favor::PackedMatrix> matrix_;
+};
+
 // The JS-facing causal state: constructing it cannot fail; init*() report errors as values.
 class CausalStateHandle {
  public:
@@ -477,6 +508,11 @@ EMSCRIPTEN_BINDINGS(favor_attention) {
       .function("length", &CausalStateHandle::length)
       .function("stateBytes", &CausalStateHandle::state_bytes)
       .function("reset", &CausalStateHandle::reset);
+  emscripten::class_<PackedMatrixHandle>("PackedMatrix")
+      .constructor<>()
+      .function("init", &PackedMatrixHandle::init)
+      .function("matmul", &PackedMatrixHandle::matmul)
+      .function("bytes", &PackedMatrixHandle::bytes);
   emscripten::function("matmul", &matmul);
   emscripten::function("exactAttention", &exact_attention);
   emscripten::function("attentionMatrix", &attention_matrix);

@@ -28,6 +28,8 @@ import type {
   LoadOptions,
   MatrixErrors,
   OutOption,
+  PackedMatrix,
+  PackedMatrixAsync,
   RandomCodebookOptions,
   Sampling,
   StateMethod,
@@ -264,6 +266,14 @@ const outOption: OutOption = { out: outBuffer };
 favor.exactAttention(q, k, v, { out: new Float64Array(16) });
 // @ts-expect-error out is an array, not a tensor
 favor.attentionMatrix(q, k, { out: { data: outBuffer, dims: [4, 4] } });
+// Packed matrices: b checked and packed once.
+const packed: PackedMatrix = favor.packMatrix(k, { transposeB: true });
+const packedProduct: Tensor = favor.matmul(q, packed, { bias: { data: new Float32Array(2), dims: [2] }, out: outBuffer });
+const packedDims: number[] = packed.dims;
+const packedBytes: number = packed.bytes;
+packed.dispose();
+// @ts-expect-error a packed b keeps its layout: no transposeB
+favor.matmul(q, packed, { transposeB: true });
 const oprfMap = favor.createFeatureMap({ dim: 4, features: 8, kernel: 'oprf', rho: 2 });
 const rho: number | undefined = oprfMap.rho;
 // The worker API: the same calls, as Promises.
@@ -271,6 +281,11 @@ const asyncFavor: FavorAsync = await loadFavor({ worker: true, transfer: false }
 const asyncMap: FeatureMapAsync = await asyncFavor.createFeatureMap({ dim: 4, features: 8 });
 const asyncOut: Tensor = await asyncFavor.favorAttention(q, k, v, { featureMap: asyncMap, causal: true });
 const asyncIntoOut: Tensor = await asyncFavor.exactAttention(q, k, v, { out: outBuffer });
+const asyncPacked: PackedMatrixAsync = await asyncFavor.packMatrix(k);
+const asyncPackedProduct: Tensor = await asyncFavor.matmul(q, asyncPacked);
+const asyncPackedBytes: number = await asyncPacked.bytes;
+// @ts-expect-error the synchronous API takes its own packed matrices
+favor.matmul(q, asyncPacked);
 const asyncState: CausalStateAsync = await asyncFavor.createCausalState({ method: 'favor', featureMap: asyncMap });
 const asyncLength: number = await asyncState.length;
 const asyncProjection: Tensor = await asyncMap.projection;
@@ -301,7 +316,7 @@ decoder.append(q, k, v, { causal: true });
 favor.matmul(q, k, { transposeB: 1 });
 
 export {
-  intoOut, outOption, asyncIntoOut,
+  intoOut, outOption, asyncIntoOut, packedProduct, packedDims, packedBytes, asyncPackedProduct, asyncPackedBytes,
   asyncOut, asyncLength, asyncProjection, asyncMemory, mapFreed, workerEnded, notSync,
   maskedOut, maskedMatrix, stepOut, stateLength, stateBytes, stateMethod, resetState, product, rho,
   versionString, infoVersion, infoSimd, infoRelaxedSimd, infoThreads, infoThreadsReason, heapBytes, usedBytes, data, dims, mapDim, mapFeatures, mapNumFeatures,
