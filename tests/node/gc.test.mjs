@@ -1,4 +1,4 @@
-// Feature maps that are garbage-collected without dispose() are reclaimed through the
+// Feature maps and packed matrices that are garbage-collected without dispose() are reclaimed through the
 // FinalizationRegistry in web/api.js, and 10,000 mixed calls that create maps with and without
 // disposing them leave the wasm heap no larger than after the first 100.
 // Needs node --expose-gc: scripts/test.sh runs the Node suite as `node --expose-gc --test tests/node/`.
@@ -37,6 +37,23 @@ test('feature maps dropped without dispose() are freed once garbage-collected', 
   const end = favor.memory();
   t.diagnostic(`bytes in use: before ${base.usedBytes}, with 64 maps ${held.usedBytes}, after collection ${end.usedBytes}; heap ${end.heapBytes} bytes`);
   assert.ok(freed, `bytes in use after collection: ${end.usedBytes}, expected ${base.usedBytes}`);
+});
+
+test('packed matrices dropped without dispose() are freed once garbage-collected, disposed ones not twice', { skip }, async () => {
+  const favor = await loadFavor();
+  const base = favor.memory().usedBytes;
+  (() => {
+    for (let i = 0; i < 32; i++) {
+      const packed = favor.packMatrix(W, { transposeB: i % 3 === 0 });
+      if (i % 2) packed.dispose();
+    }
+  })();
+  assert.ok(favor.memory().usedBytes - base >= 16 * W.data.length * 4, 'the undisposed ones hold their copy of W');
+  assert.ok(await collectUntil(() => favor.memory().usedBytes === base), 'freed once collected');
+  const a = normalTensor([3, 64], 4);
+  const packed = favor.packMatrix(W, { transposeB: true });
+  assert.deepEqual(favor.matmul(a, packed).data, favor.matmul(a, W, { transposeB: true }).data, 'the allocator still works');
+  packed.dispose();
 });
 
 test('a map disposed explicitly is not freed a second time when collected', { skip }, async () => {

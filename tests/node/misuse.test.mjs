@@ -289,6 +289,19 @@ const cases = [
   ['matmul: bias a Float64Array', (f) => f.matmul(q, filledTensor([8, 3]), { bias: { data: new Float64Array(3), dims: [3] } }), TypeError, /bias/],
   ['matmul: NaN in b', (f) => f.matmul(q, withValue(filledTensor([8, 3]), 4, NaN)), RangeError, /\bb\b/],
   ['matmul: unknown option', (f) => f.matmul(q, filledTensor([8, 3]), { transpose: true }), TypeError, /transpose/],
+  // ---- packMatrix and matmul with a packed b ----
+  ['packMatrix: b not a tensor', (f) => f.packMatrix(q.data), TypeError, /^b: expected a tensor/],
+  ['packMatrix: b rank 3', (f) => f.packMatrix(filledTensor([1, 8, 3])), RangeError, /^packMatrix: b: expected dims \[k, m\]/],
+  ['packMatrix: NaN in b', (f) => f.packMatrix(withValue(filledTensor([8, 3]), 2, NaN)), RangeError, /^packMatrix: b\b/],
+  ['packMatrix: transposeB a number', (f) => f.packMatrix(filledTensor([8, 3]), { transposeB: 1 }), TypeError, /^transposeB/],
+  ['matmul: transposeB with a packed b', (f) => f.matmul(q, f.packMatrix(filledTensor([8, 3])), { transposeB: false }), TypeError, /^transposeB: a packed b/],
+  ['matmul: packed b of the wrong k', (f) => f.matmul(q, f.packMatrix(filledTensor([7, 3]))), RangeError, /^matmul: b: expected \[8, m\]/],
+  ['matmul: a disposed packed b', (f) => {
+    const packed = f.packMatrix(filledTensor([8, 3]));
+    packed.dispose();
+    return f.matmul(q, packed);
+  }, TypeError, /^b: this packed matrix has been disposed$/],
+  ['matmul: a packed b of another instance', () => favor.matmul(q, other.packMatrix(filledTensor([8, 3]))), TypeError, /another favor instance/],
   // ---- options.out ----
   ['out a Float64Array', (f) => f.exactAttention(q, k, v, { out: new Float64Array(12) }), TypeError, /^out: expected a Float32Array/],
   ['out a tensor, not its array', (f, map) => f.favorAttention(q, k, v, { featureMap: map, out: filledTensor([4, 3]) }), TypeError, /^out: expected a Float32Array/],
@@ -356,7 +369,7 @@ test(`the misuse table has at least 40 cases across every function (${cases.leng
   const text = cases.map(([, fn]) => fn.toString()).join('\n');
   for (const name of ['exactAttention', 'attentionMatrix', 'createFeatureMap', 'favorAttention', 'favorAttentionMatrix', 'redraw', 'compare', 'outputRelativeError',
     'codebookAttention', 'codebookAttentionMatrix', 'kmeans', 'randomCodebook', 'codebookFromFeatureMap',
-    'createCausalState', 'append', 'matmul']) {
+    'createCausalState', 'append', 'matmul', 'packMatrix']) {
     assert.ok(text.includes(`${name}(`), `no misuse case calls ${name}`);
   }
 });

@@ -1,7 +1,7 @@
 // A seeded random walk over the worker API (loadFavor({ worker: true })) in lockstep with the
 // synchronous API: a few hundred calls, about half of them invalid (bad dims, NaN, wrong types,
 // unknown options, functions, disposed or foreign objects, options.out of the right or a wrong
-// length or type), each run on both APIs with the same
+// length or type; packed matrices made, used, disposed), each run on both APIs with the same
 // arguments (feature maps and states as each API's own twin). Every worker outcome must equal the
 // synchronous one: the same result bits or the same error class and message; no call may throw
 // synchronously or hang. Afterwards both APIs' wasm bytes in use are back at their baselines.
@@ -91,13 +91,15 @@ function nextCall(c, step, pools) {
   const mapOf = (objects) => (mapKind === 'pool' && mapIndex >= 0 ? objects.maps[mapIndex]
     : mapKind === 'foreign' ? foreignMap : mapKind === 'plain' ? { dim: d, features: 4 } : mapKind === 'state' ? objects.states[0] : undefined);
   const stateIndex = pools.states.length ? c.int(0, pools.states.length - 1) : -1;
+  const matrixIndex = pools.matrices.length ? c.int(0, pools.matrices.length - 1) : -1;
   const rows = lead.reduce((x, y) => x * y, 1) * L;
   const out = (size) => outChoice(c, size, bad) ?? ((o) => o);
 
   const op = c.pick(['exactAttention', 'attentionMatrix', 'favorAttention', 'favorAttention', 'favorAttentionMatrix', 'codebookAttention',
     'codebookAttentionMatrix', 'kmeans', 'randomCodebook', 'matmul', 'compare', 'outputRelativeError', 'codebookFromFeatureMap',
     'createFeatureMap', 'createFeatureMap', 'redraw', 'projection', 'disposeMap', 'createCausalState', 'createCausalState',
-    'append', 'append', 'append', 'length', 'stateBytes', 'reset', 'disposeState']);
+    'append', 'append', 'append', 'length', 'stateBytes', 'reset', 'disposeState',
+    'packMatrix', 'matmulPacked', 'matmulPacked', 'disposeMatrix']);
   const label = `step ${step}: ${op}${bad ? ' (bad)' : ''}`;
   const calls = {
     exactAttention: () => { const a = [maybe(q), maybe(k), maybe(v)], o = opts(attention()), w = out(rows * dv); return (f) => f.exactAttention(...a, w(o)); },
@@ -155,6 +157,16 @@ function nextCall(c, step, pools) {
     stateBytes: () => (f, objects) => objects.states[stateIndex]?.stateBytes,
     reset: () => async (f, objects) => { await objects.states[stateIndex]?.reset(); },
     disposeState: () => async (f, objects) => { await objects.states[stateIndex]?.dispose(); },
+    packMatrix: () => {
+      const b = c.tensor(c.chance(0.5) ? [d, dv] : [dv, d]), t = maybe(b);
+      const o = opts({ transposeB: b.dims[0] === dv && b.dims[1] === d && (!bad || c.chance(0.5)) });
+      return async (f, objects) => objects.matrices.push(await f.packMatrix(t, o)) && undefined;
+    },
+    matmulPacked: () => {  // any matrix of the pool (maybe disposed, maybe of another k), bias and out maybe
+      const a = maybe(q), o = opts({ ...(bad && c.chance(0.3) ? { transposeB: false } : {}), ...(c.chance(0.3) ? { bias: c.tensor([c.int(1, 5)]) } : {}) });
+      return (f, objects) => objects.matrices[matrixIndex] && f.matmul(a, objects.matrices[matrixIndex], o);
+    },
+    disposeMatrix: () => async (f, objects) => { await objects.matrices[matrixIndex]?.dispose(); },
   };
   return { label, run: calls[op]() };
 }
@@ -170,7 +182,7 @@ test(`a seeded random mix of ${STEPS} valid and invalid calls gives the synchron
   const c = chooser(SEED);
   const violations = [];
   const guarded = strict(worker, violations);
-  const objects = { sync: { maps: [], states: [] }, worker: { maps: [], states: [] } };
+  const objects = { sync: { maps: [], states: [], matrices: [] }, worker: { maps: [], states: [], matrices: [] } };
   const tally = { value: 0, TypeError: 0, RangeError: 0 };
   for (let step = 0; step < STEPS; step++) {
     const { label, run } = nextCall(c, step, objects.sync);
@@ -181,17 +193,18 @@ test(`a seeded random mix of ${STEPS} valid and invalid calls gives the synchron
     assertSameOutcome(actual, expected, where);
     assert.equal(objects.worker.maps.length, objects.sync.maps.length, `${where}: maps created`);
     assert.equal(objects.worker.states.length, objects.sync.states.length, `${where}: states created`);
+    assert.equal(objects.worker.matrices.length, objects.sync.matrices.length, `${where}: packed matrices created`);
     tally[expected.error ? expected.error.constructor.name : 'value']++;
   }
   t.diagnostic(`${STEPS} steps (seed ${SEED}): ${tally.value} results, ${tally.TypeError} TypeErrors, ${tally.RangeError} RangeErrors; `
-    + `${objects.sync.maps.length} maps and ${objects.sync.states.length} states made`);
+    + `${objects.sync.maps.length} maps, ${objects.sync.states.length} states and ${objects.sync.matrices.length} packed matrices made`);
   assert.ok(tally.value >= STEPS / 5 && tally.TypeError >= STEPS / 20 && tally.RangeError >= STEPS / 20, `a mix of outcomes: ${JSON.stringify(tally)}`);
   // Live twins still agree, then everything is disposed: bytes in use back at both baselines.
   for (let i = 0; i < objects.sync.maps.length; i++) {
     assertSameOutcome(await outcome(() => objects.worker.maps[i].projection), await outcome(() => objects.sync.maps[i].projection), `map ${i} at the end`);
   }
   for (const side of ['sync', 'worker']) {
-    for (const o of [...objects[side].states, ...objects[side].maps]) await o.dispose();
+    for (const o of [...objects[side].states, ...objects[side].maps, ...objects[side].matrices]) await o.dispose();
   }
   assert.equal(sync.memory().usedBytes, base.sync, 'synchronous bytes in use');
   assert.equal((await worker.memory()).usedBytes, base.worker, 'worker bytes in use');

@@ -48,7 +48,9 @@ async function round(favor, i, { keep = false } = {}) {
   for (let t = 0; t < 4; t++) await state.append(step, step, step);
   await favor.exactAttention(q, k, v, { causal: false });
   await assert.rejects(favor.exactAttention(q, k, normalTensor([2, 29, 8], 6)), RangeError);  // failed calls free their inputs too
-  if (!keep) await Promise.all([state.dispose(), map.dispose()]);
+  const packed = await favor.packMatrix({ data: k.data.subarray(0, 8 * d), dims: i % 2 === 0 ? [8, d] : [d, 8] }, { transposeB: i % 2 === 0 });
+  await favor.matmul(q, packed, { out: new Float32Array(q.data.length / d * 8) });
+  if (!keep) await Promise.all([state.dispose(), map.dispose(), packed.dispose()]);
 }
 
 test('many calls, maps and states created and disposed in the worker: bytes in use back to the baseline, the heap stops growing', async (t) => {
@@ -74,7 +76,7 @@ test('many calls, maps and states created and disposed in the worker: bytes in u
   }
 });
 
-test('feature maps and states dropped without dispose() are freed in the worker once collected', { skip }, async (t) => {
+test('feature maps, states and packed matrices dropped without dispose() are freed in the worker once collected', { skip }, async (t) => {
   const favor = await loadFavor({ worker: true, threads: 1 });
   try {
     await round(favor, 0);
@@ -83,6 +85,7 @@ test('feature maps and states dropped without dispose() are freed in the worker 
       for (let i = 0; i < 24; i++) {
         const map = await favor.createFeatureMap({ projection: W, kernel: i % 2 ? 'positive' : 'relu' });
         if (i % 3 === 0) await favor.createCausalState({ method: 'favor', featureMap: await favor.createFeatureMap({ dim: d, features: 8 }) });
+        if (i % 3 === 1) await favor.packMatrix(W, { transposeB: i % 2 === 0 });
         if (i % 4 === 0) await map.dispose();  // disposed ones must not be freed twice
       }
     })();

@@ -225,6 +225,21 @@ const cases = [
     await state.dispose();
     return state.append(filledTensor([1, 8]), filledTensor([1, 8]), filledTensor([1, 3]));
   }],
+  // ---- packMatrix ----
+  ['packMatrix: NaN in b', (f) => f.packMatrix(withValue(filledTensor([8, 3]), 2, NaN))],
+  ['packMatrix: b rank 3', (f) => f.packMatrix(filledTensor([1, 8, 3]))],
+  ['matmul: transposeB with a packed b', async (f) => f.matmul(q, await f.packMatrix(filledTensor([8, 3])), { transposeB: false })],
+  ['matmul: packed b of the wrong k', async (f) => f.matmul(q, await f.packMatrix(filledTensor([7, 3])))],
+  ['matmul: a disposed packed b', async (f) => {
+    const packed = await f.packMatrix(filledTensor([8, 3]));
+    await packed.dispose();
+    return f.matmul(q, packed);
+  }],
+  ['bytes of a disposed packed matrix', async (f) => {
+    const packed = await f.packMatrix(filledTensor([8, 3]));
+    await packed.dispose();
+    return packed.bytes;
+  }],
   // ---- options.out: checked in the worker against an array of out's length ----
   ['out a Float64Array', (f) => f.exactAttention(q, k, v, { out: new Float64Array(12) })],
   ['out a tensor, not its array', (f, map) => f.favorAttention(q, k, v, { featureMap: map, out: filledTensor([4, 3]) })],
@@ -257,7 +272,7 @@ test(`the worker misuse table covers every call (${cases.length} rows)`, () => {
   const text = cases.map(([, fn]) => fn.toString()).join('\n');
   for (const name of ['exactAttention', 'attentionMatrix', 'createFeatureMap', 'favorAttention', 'favorAttentionMatrix', 'redraw', 'projection',
     'compare', 'outputRelativeError', 'codebookAttention', 'codebookAttentionMatrix', 'kmeans', 'randomCodebook', 'codebookFromFeatureMap',
-    'createCausalState', 'append', 'length', 'stateBytes', 'reset', 'matmul']) {
+    'createCausalState', 'append', 'length', 'stateBytes', 'reset', 'matmul', 'packMatrix']) {
     assert.ok(text.includes(`.${name}`), `no row uses ${name}`);
   }
 });
