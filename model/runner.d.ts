@@ -58,6 +58,8 @@ export declare class CharModel {
   readonly layers: number;
   readonly heads: number;
   readonly context: number;
+  /** Frees the weights linear() packed into wasm memory (a collected model frees them eventually). */
+  dispose(): void;
   /** Characters to token ids (a character outside the vocabulary is a RangeError). */
   encode(text: string): number[];
   /** FeatureMaps of the Performer's exported W, one per layer (dispose them). */
