@@ -3,7 +3,7 @@
 // and a rewrite of the main report (bench/run.mjs --report-only), leaves the others in place.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 
-export const SECTION_NAMES = ['decode', 'worker', 'node', 'browser', 'firefox'];
+export const SECTION_NAMES = ['decode', 'worker', 'packed', 'node', 'browser', 'firefox'];
 const marked = (name) => new RegExp(`<!-- ${name} -->[\\s\\S]*<!-- /${name} -->`);
 
 // Replaces section `name` of `file` with `text` (which carries its markers), or appends it.
