@@ -8,23 +8,12 @@ import { before, test } from 'node:test';
 import { loadFavor } from 'favor-attention';
 
 import { assertBelow, assertBitIdentical, maxRelDiff, normalTensor } from './helpers.mjs';
+import * as ref from './reference.mjs';
 
 let favor, threaded;
 before(async () => {
   [favor, threaded] = await Promise.all([loadFavor({ threads: 1 }), loadFavor({ threads: 2 })]);
 });
-
-function reference(a, b, transposeB, bias) {
-  const k = a.dims.at(-1), rows = a.data.length / k, m = transposeB ? b.dims[0] : b.dims[1];
-  const out = new Float64Array(rows * m);
-  for (let r = 0; r < rows; r++)
-    for (let j = 0; j < m; j++) {
-      let s = bias ? bias.data[j] : 0;
-      for (let t = 0; t < k; t++) s += a.data[r * k + t] * (transposeB ? b.data[j * k + t] : b.data[t * m + j]);
-      out[r * m + j] = s;
-    }
-  return out;
-}
 
 test('matmul equals the float64 product, with and without transposeB and bias, any leading dims', () => {
   for (const [adims, k, m] of [[[1, 1], 1, 1], [[5, 7], 7, 3], [[2, 3, 70, 33], 33, 65], [[300, 128], 128, 384], [[9, 300], 300, 10]]) {
@@ -34,7 +23,7 @@ test('matmul equals the float64 product, with and without transposeB and bias, a
       for (const bias of [undefined, normalTensor([m], 7)]) {
         const got = favor.matmul(a, b, { transposeB, ...(bias && { bias }) });
         assert.deepEqual(got.dims, [...adims.slice(0, -1), m]);
-        assertBelow(maxRelDiff(got.data, reference(a, b, transposeB, bias)), 1e-5, `[${adims}] x ${transposeB ? 'b^T' : 'b'}${bias ? ' + bias' : ''}`);
+        assertBelow(maxRelDiff(got.data, ref.linearProduct(a, b, transposeB, bias)), 1e-5, `[${adims}] x ${transposeB ? 'b^T' : 'b'}${bias ? ' + bias' : ''}`);
         // rows are split into fixed blocks: the same bits on any thread count
         assertBitIdentical(threaded.matmul(a, b, { transposeB, ...(bias && { bias }) }).data, got.data, 'threads');
       }

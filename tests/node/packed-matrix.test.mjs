@@ -9,25 +9,13 @@ import { after, before, describe, test } from 'node:test';
 import { loadFavor } from 'favor-attention';
 
 import { assertBelow, normalTensor, withValue } from './helpers.mjs';
+import * as ref from './reference.mjs';
 import { assertSameOutcome, outcome } from './worker-helpers.mjs';
 
 const a = normalTensor([2, 5, 12], 1);
 const bKM = normalTensor([12, 7], 2), bMK = normalTensor([7, 12], 3);
 const bias = { data: Float32Array.from({ length: 7 }, (_, i) => i / 4 - 0.5), dims: [7] };
 const bits = (array) => Array.from(new Uint32Array(array.buffer, array.byteOffset, array.length));
-
-// float64 a [rows, k] b (+ bias): b [k, m], or [m, k] when transposed.
-function reference(aT, bT, transposeB, biasT) {
-  const k = aT.dims.at(-1), rows = aT.data.length / k, m = transposeB ? bT.dims[0] : bT.dims[1];
-  const out = new Float64Array(rows * m);
-  for (let i = 0; i < rows; i++)
-    for (let j = 0; j < m; j++) {
-      let s = biasT ? biasT.data[j] : 0;
-      for (let t = 0; t < k; t++) s += aT.data[i * k + t] * (transposeB ? bT.data[j * k + t] : bT.data[t * m + j]);
-      out[i * m + j] = s;
-    }
-  return out;
-}
 
 let favor, other;
 before(async () => {
@@ -46,7 +34,7 @@ describe('packMatrix in the synchronous API', () => {
         const fast = favor.matmul(a, packed, options);
         assert.deepEqual(fast.dims, [2, 5, 7]);
         assert.deepEqual(bits(fast.data), bits(plain.data));
-        const expected = reference(a, b, transposeB, options.bias);
+        const expected = ref.linearProduct(a, b, transposeB, options.bias);
         let worst = 0;
         for (let i = 0; i < expected.length; i++) worst = Math.max(worst, Math.abs(fast.data[i] - expected[i]) / (1 + Math.abs(expected[i])));
         assertBelow(worst, 1e-5, 'against float64');  // 12 float32 terms

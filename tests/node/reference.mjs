@@ -310,3 +310,16 @@ export function relFrobenius(got, ref) {
   }
   return n > 0 ? Math.sqrt(d / n) : Math.sqrt(d);
 }
+
+// favor.matmul in float64: a [..., n, k] times b [k, m] (or [m, k] when transposeB) plus bias [m] (flat rows).
+export function linearProduct(a, b, transposeB = false, bias = undefined) {
+  const k = a.dims.at(-1), rows = a.data.length / k, m = transposeB ? b.dims[0] : b.dims[1];
+  const out = new Float64Array(rows * m);
+  for (let r = 0; r < rows; r++)
+    for (let j = 0; j < m; j++) {
+      let s = bias ? bias.data[j] : 0;
+      for (let t = 0; t < k; t++) s += a.data[r * k + t] * (transposeB ? b.data[j * k + t] : b.data[t * m + j]);
+      out[r * m + j] = s;
+    }
+  return out;
+}
