@@ -1,7 +1,8 @@
 // loadFavor({ worker: true }): the same API with every call run in a worker and returning a
 // Promise. Inputs are copied to the worker (or transferred with { transfer: true }: the caller's
-// arrays are then detached); outputs are transferred back. Feature maps and causal states live in
-// the worker behind proxies with dispose() (so do packed matrices); errors reject as the synchronous API throws them.
+// arrays are then detached); outputs are transferred back. Feature maps, causal states and packed
+// matrices live in the worker behind proxies with dispose(); errors reject as the synchronous API
+// throws them.
 // No call throws synchronously or stays pending forever: if the worker ends or fails, every
 // pending call rejects, and later ones too.
 import { writeOut } from './api.js';
