@@ -1,6 +1,7 @@
 #include "causal_state.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "error.hpp"
@@ -35,6 +36,12 @@ struct KeyValueCache {
 // ran at 0.5-0.9x the single-thread rate at 1,024-4,096 multiply-adds, 1.04x at 8,192, 1.36x at
 // 32,768 and 1.43x at 65,536 (M = 256, d = dv = 64); Node 22, relaxed build.
 constexpr Index kParallelHeadWork = 16384;
+
+// Rows (query and key rows of every head) up to which a FAVOR+ append makes the features of all
+// its heads in one product: a decoding step's rows (8 heads: 16) then share one pass over W in
+// full register tiles, instead of a product of one row per head and side. Beyond it (a prefill)
+// they are made block by block, so that their memory stays O(chunk).
+constexpr Index kStackedFeatureRows = 128;
 
 // Positions rounded up to whole strips, and the floats of that many packed keys.
 Index whole_strips(Index positions) { return gemm::strips(positions) * kernel::kStrip; }
@@ -257,6 +264,23 @@ void CausalState::append(const ConstTensorView& q, const ConstTensorView& k, con
     // The new states count only once every head has succeeded (StateStep).
     std::vector<StateStep> steps(s.states.begin(), s.states.end());
     const Index c = s.method == StateMethod::codebook ? s.codebook_dims[s.codebook_dims.size() - 2] : 0;
+    // Small FAVOR+ appends: the features of every head's query and key rows in one product, rows
+    // stacked by key/value head (its query heads', then its keys), as favor_attention takes them.
+    const Index group_rows = (g.group() + 1) * n;
+    const bool stack = s.method == StateMethod::favor && g.kv_heads * group_rows <= kStackedFeatureRows;
+    FactoredFeatures stacked;
+    const auto stack_features = [&] {
+      Matrix x(g.kv_heads * group_rows, d);
+      for (Index kv = 0; kv < g.kv_heads; ++kv) {
+        const auto group = query_group(g, kv, q, out);
+        for (Index i = 0; i < g.group(); ++i) x.middleRows(kv * group_rows + i * n, n) = group.qs[static_cast<std::size_t>(i)];
+        x.middleRows(kv * group_rows + g.group() * n, n) = khead(kv);
+      }
+      AttentionOptions o;
+      o.scale = s.scale;
+      const double scale = resolve_scale(o, d);  // as favor_attention resolves it
+      stacked = s.map->factored(x, s.map->parameters(x, x, scale), static_cast<float>(std::sqrt(scale)));
+    };
     const auto run = [&](Index kv) {
       const auto [qs, outs] = query_group(g, kv, q, out);
       StateStep* step = &steps[static_cast<std::size_t>(kv)];
@@ -266,7 +290,8 @@ void CausalState::append(const ConstTensorView& q, const ConstTensorView& k, con
         o.scale = s.scale;
         o.chunk = s.chunk;
         o.key_mask = mask_of(kv);
-        favor_attention(*s.map, qs, khead(kv), vhead(kv), outs, o, step);
+        const FactoredFeatures mine = stack ? rows_of(stacked, kv * group_rows, group_rows) : FactoredFeatures{};
+        favor_attention(*s.map, qs, khead(kv), vhead(kv), outs, o, step, stack ? &mine : nullptr);
       } else {
         CodebookOptions o;
         o.causal = true;
@@ -282,6 +307,7 @@ void CausalState::append(const ConstTensorView& q, const ConstTensorView& k, con
     const Index rows = n * (g.query_heads / g.kv_heads + 1);
     const bool parallel = g.kv_heads >= max_threads() && rows * M * (d + dv) >= kParallelHeadWork;
     try {
+      if (stack) stack_features();
       if (parallel) parallel_for(g.kv_heads, run);
       else for (Index kv = 0; kv < g.kv_heads; ++kv) run(kv);
     } catch (...) {

@@ -116,6 +116,15 @@ void normalize_values(FactoredFeatures& f) {
 
 }  // namespace
 
+FactoredFeatures rows_of(const FactoredFeatures& f, Index row0, Index rows) {
+  FactoredFeatures out;
+  out.row_log = f.row_log.segment(row0, rows);
+  if (f.exponent.size()) out.exponent = f.exponent.middleRows(row0, rows);
+  if (f.value.size()) out.value = f.value.middleRows(row0, rows);
+  out.bounded = f.bounded;
+  return out;
+}
+
 FactoredFeatures prepared(FactoredFeatures&& f, const char* side) {
   check_factors(f, side);
   normalize_values(f);

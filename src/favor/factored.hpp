@@ -27,6 +27,9 @@ struct FactoredFeatures {
 // Factors produced block by block: factors(row0, rows) returns those of rows [row0, row0 + rows).
 using FactorBlock = std::function<FactoredFeatures(Index row0, Index rows)>;
 
+// Rows [row0, row0 + rows) of f (a copy; `bounded` as f's, which held for every row).
+FactoredFeatures rows_of(const FactoredFeatures& f, Index row0, Index rows);
+
 // Factors as the attention engine uses them. Checked: the engine compares log magnitudes in
 // float32, so a log that overflowed (a squared norm |x~|^2, a projection w.x~ or a codebook score
 // beyond 3.4e38) or is NaN is a RangeError naming `side` rather than a wrong row. Then

@@ -149,7 +149,7 @@ std::vector<QueryHead> one_head(FactorBlock queries, MatrixRef out) { return {Qu
 
 void favor_attention(const FeatureMap& map, const std::vector<ConstMatrixRef>& qs, ConstMatrixRef k,
                      ConstMatrixRef v, const std::vector<MatrixRef>& outs, const FavorOptions& options,
-                     StateStep* step) {
+                     StateStep* step, const FactoredFeatures* features) {
   if (qs.empty() || qs.size() != outs.size()) throw_range("q", "expected one output per query head");
   for (std::size_t h = 0; h < qs.size(); ++h) {
     detail::check_head(qs[h], k, &v, options.causal);
@@ -161,14 +161,18 @@ void favor_attention(const FeatureMap& map, const std::vector<ConstMatrixRef>& q
   const double scale = resolve_scale(options, k.cols());
   const float root = static_cast<float>(std::sqrt(scale));
   const Index M = map.num_features();
+  // Rows of the caller's features from row0 on, or the map's features of x's rows.
+  const auto block = [&](const ConstMatrixRef& x, Index row0, const KernelParameters& params) -> FactorBlock {
+    if (features) return [features, row0](Index i0, Index n) { return rows_of(*features, row0 + i0, n); };
+    return [&map, &x, &params, root](Index i0, Index n) { return map.factored(x.middleRows(i0, n), params, root); };
+  };
+  const Index L = qs[0].rows();
   const auto run = [&](std::vector<QueryHead> heads, const KernelParameters& params) {
-    factored_attention(heads,
-                       masked_keys([&](Index j0, Index n) { return map.factored(k.middleRows(j0, n), params, root); },
-                                   options.key_mask, M),
-                       M, v, options.causal, options.chunk, step);
+    factored_attention(heads, masked_keys(block(k, static_cast<Index>(qs.size()) * L, params), options.key_mask, M), M, v,
+                       options.causal, options.chunk, step);
   };
   const auto query_block = [&](std::size_t h, const KernelParameters& params) {
-    return [&, h](Index i0, Index n) { return map.factored(qs[h].middleRows(i0, n), params, root); };
+    return block(qs[h], static_cast<Index>(h) * L, params);
   };
   if (map.data_independent()) {
     const KernelParameters params = map.parameters(qs[0], k, scale);
@@ -177,6 +181,7 @@ void favor_attention(const FeatureMap& map, const std::vector<ConstMatrixRef>& q
     run(std::move(heads), params);
   } else {
     // OPRF's parameters come from each query head's own q and the keys: no features to share.
+    if (features) throw_range("featureMap", "features made beforehand need parameters that do not depend on the inputs");
     if (step)
       throw_range("featureMap", "an 'oprf' map without a fixed rho cannot carry a causal state: its parameters "
                                 "would depend on keys not seen yet; create it with a rho");

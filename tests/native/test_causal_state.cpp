@@ -4,6 +4,8 @@
 // float64 reference; the strong guarantee of a failing append.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -185,6 +187,53 @@ TEST(CausalState, BottomRightMaskedMatricesMatchFloat64) {
   EXPECT_LT(ref::max_rel(ref::to_double(favor::attention_matrix(q, k, o)), want), 1e-5);
   const MatF v = ref::normal_matrix(S, 3, gen);
   EXPECT_LT(ref::max_rel(ref::to_double(favor::exact_attention(q, k, v, o)), want * v.cast<double>()), 1e-5);
+}
+
+}  // namespace
+
+namespace {
+
+// A small append makes the features of all its heads in one product (the rows stacked, passed to
+// favor_attention as `features`): the same bits as favor_attention making them head by head, for
+// every kernel whose parameters do not depend on the inputs, with a carried state and grouped heads.
+TEST(CausalState, FeaturesMadeForAllHeadsGiveTheBitsOfFeaturesMadePerHead) {
+  std::mt19937 gen(11);
+  for (const favor::Kernel kernel : {favor::Kernel::positive, favor::Kernel::hyperbolic, favor::Kernel::trigonometric,
+                                     favor::Kernel::relu, favor::Kernel::oprf}) {
+    favor::FeatureMapOptions mo;
+    mo.dim = 16, mo.features = 24, mo.kernel = kernel, mo.seed = 5;
+    if (kernel == favor::Kernel::oprf) mo.rho = 1.5;
+    const favor::FeatureMap map(mo);
+    const Index L = 3, S = 3, dv = 4, heads = 3;
+    std::vector<favor::Matrix> qs;
+    for (Index h = 0; h < heads; ++h) qs.push_back(favor::Matrix::NullaryExpr(L, 16, [&](Index, Index) { return std::normal_distribution<float>(0, 1)(gen); }));
+    const favor::Matrix k = favor::Matrix::NullaryExpr(S, 16, [&](Index, Index) { return std::normal_distribution<float>(0, 1)(gen); });
+    const favor::Matrix v = favor::Matrix::NullaryExpr(S, dv, [&](Index, Index) { return std::normal_distribution<float>(0, 1)(gen); });
+    favor::FavorOptions o;
+    o.causal = true;
+    o.chunk = 2;
+    const double scale = favor::resolve_scale(o, 16);
+    favor::Matrix stacked_x(heads * L + S, 16);
+    for (Index h = 0; h < heads; ++h) stacked_x.middleRows(h * L, L) = qs[static_cast<std::size_t>(h)];
+    stacked_x.bottomRows(S) = k;
+    const favor::FactoredFeatures features =
+        map.factored(stacked_x, map.parameters(stacked_x, stacked_x, scale), static_cast<float>(std::sqrt(scale)));
+    // Twice, through a carried state: the second call continues the first one's.
+    favor::PrefixState mine = favor::empty_prefix_state(map.num_features(), dv), theirs = mine;
+    for (int round = 0; round < 2; ++round) {
+      std::vector<favor::Matrix> own(heads, favor::Matrix(L, dv)), given(heads, favor::Matrix(L, dv));
+      std::vector<favor::ConstMatrixRef> q_refs(qs.begin(), qs.end());
+      std::vector<favor::MatrixRef> own_refs(own.begin(), own.end()), given_refs(given.begin(), given.end());
+      favor::StateStep own_step(mine), given_step(theirs);
+      favor::favor_attention(map, q_refs, k, v, own_refs, o, &own_step);
+      favor::favor_attention(map, q_refs, k, v, given_refs, o, &given_step, &features);
+      own_step.commit(), given_step.commit();
+      for (Index h = 0; h < heads; ++h)
+        ASSERT_EQ(0, std::memcmp(own[static_cast<std::size_t>(h)].data(), given[static_cast<std::size_t>(h)].data(), sizeof(float) * L * dv))
+            << "kernel " << static_cast<int>(kernel) << " head " << h << " round " << round;
+      ASSERT_EQ(0, std::memcmp(mine.kv.data(), theirs.kv.data(), sizeof(float) * mine.kv.size()));
+    }
+  }
 }
 
 }  // namespace
