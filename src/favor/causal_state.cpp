@@ -264,22 +264,30 @@ void CausalState::append(const ConstTensorView& q, const ConstTensorView& k, con
     // The new states count only once every head has succeeded (StateStep).
     std::vector<StateStep> steps(s.states.begin(), s.states.end());
     const Index c = s.method == StateMethod::codebook ? s.codebook_dims[s.codebook_dims.size() - 2] : 0;
-    // Small FAVOR+ appends: the features of every head's query and key rows in one product, rows
-    // stacked by key/value head (its query heads', then its keys), as favor_attention takes them.
-    const Index group_rows = (g.group() + 1) * n;
+    const Index group_rows = (g.group() + 1) * n;  // the query and key rows of a key/value head
+    const bool parallel = g.kv_heads >= max_threads() && group_rows * M * (d + dv) >= kParallelHeadWork;
+    // Small FAVOR+ appends: the features of every head's query and key rows in one product per
+    // thread that runs heads, rows stacked by key/value head (its query heads', then its keys), as
+    // favor_attention takes them.
     const bool stack = s.method == StateMethod::favor && g.kv_heads * group_rows <= kStackedFeatureRows;
-    FactoredFeatures stacked;
-    const auto stack_features = [&] {
-      Matrix x(g.kv_heads * group_rows, d);
-      for (Index kv = 0; kv < g.kv_heads; ++kv) {
+    const Index parts = parallel ? std::min<Index>(g.kv_heads, max_threads()) : 1;
+    const Index per_part = (g.kv_heads + parts - 1) / parts;
+    std::vector<FactoredFeatures> stacked(stack ? static_cast<std::size_t>(parts) : 0);
+    const auto stack_features = [&](Index part) {
+      const Index kv0 = part * per_part, kv1 = std::min(g.kv_heads, kv0 + per_part);
+      if (kv0 >= kv1) return;
+      Matrix x((kv1 - kv0) * group_rows, d);
+      for (Index kv = kv0; kv < kv1; ++kv) {
         const auto group = query_group(g, kv, q, out);
-        for (Index i = 0; i < g.group(); ++i) x.middleRows(kv * group_rows + i * n, n) = group.qs[static_cast<std::size_t>(i)];
-        x.middleRows(kv * group_rows + g.group() * n, n) = khead(kv);
+        const Index row0 = (kv - kv0) * group_rows;
+        for (Index i = 0; i < g.group(); ++i) x.middleRows(row0 + i * n, n) = group.qs[static_cast<std::size_t>(i)];
+        x.middleRows(row0 + g.group() * n, n) = khead(kv);
       }
       AttentionOptions o;
       o.scale = s.scale;
       const double scale = resolve_scale(o, d);  // as favor_attention resolves it
-      stacked = s.map->factored(x, s.map->parameters(x, x, scale), static_cast<float>(std::sqrt(scale)));
+      stacked[static_cast<std::size_t>(part)] =
+          s.map->factored(x, s.map->parameters(x, x, scale), static_cast<float>(std::sqrt(scale)));
     };
     const auto run = [&](Index kv) {
       const auto [qs, outs] = query_group(g, kv, q, out);
@@ -290,7 +298,9 @@ void CausalState::append(const ConstTensorView& q, const ConstTensorView& k, con
         o.scale = s.scale;
         o.chunk = s.chunk;
         o.key_mask = mask_of(kv);
-        const FactoredFeatures mine = stack ? rows_of(stacked, kv * group_rows, group_rows) : FactoredFeatures{};
+        const Index part = kv / per_part;
+        const FactoredFeatures mine =
+            stack ? rows_of(stacked[static_cast<std::size_t>(part)], (kv - part * per_part) * group_rows, group_rows) : FactoredFeatures{};
         favor_attention(*s.map, qs, khead(kv), vhead(kv), outs, o, step, stack ? &mine : nullptr);
       } else {
         CodebookOptions o;
@@ -304,10 +314,9 @@ void CausalState::append(const ConstTensorView& q, const ConstTensorView& k, con
         codebook_attention(s.codebook.middleRows(book * c, c), qs, khead(kv), vhead(kv), outs, o, step);
       }
     };
-    const Index rows = n * (g.query_heads / g.kv_heads + 1);
-    const bool parallel = g.kv_heads >= max_threads() && rows * M * (d + dv) >= kParallelHeadWork;
     try {
-      if (stack) stack_features();
+      if (stack && parallel) parallel_for(parts, stack_features);
+      else if (stack) stack_features(0);
       if (parallel) parallel_for(g.kv_heads, run);
       else for (Index kv = 0; kv < g.kv_heads; ++kv) run(kv);
     } catch (...) {
