@@ -1,7 +1,6 @@
 #include "causal_state.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 
 #include "error.hpp"
@@ -285,9 +284,7 @@ void CausalState::append(const ConstTensorView& q, const ConstTensorView& k, con
       }
       AttentionOptions o;
       o.scale = s.scale;
-      const double scale = resolve_scale(o, d);  // as favor_attention resolves it
-      stacked[static_cast<std::size_t>(part)] =
-          s.map->factored(x, s.map->parameters(x, x, scale), static_cast<float>(std::sqrt(scale)));
+      stacked[static_cast<std::size_t>(part)] = favor_factors(*s.map, x, o);
     };
     const auto run = [&](Index kv) {
       const auto [qs, outs] = query_group(g, kv, q, out);

@@ -145,7 +145,17 @@ namespace {
 // One query head over one key/value head, as the engine takes it.
 std::vector<QueryHead> one_head(FactorBlock queries, MatrixRef out) { return {QueryHead{std::move(queries), out}}; }
 
+// sqrt(scale), which both sides take: (root q) . (root k) = scale q . k.
+float root_of(double scale) { return static_cast<float>(std::sqrt(scale)); }
+
 }  // namespace
+
+FactoredFeatures favor_factors(const FeatureMap& map, ConstMatrixRef x, const AttentionOptions& options) {
+  if (!map.data_independent())
+    throw_range("featureMap", "features made beforehand need parameters that do not depend on the inputs");
+  const double scale = resolve_scale(options, x.cols());
+  return map.factored(x, map.parameters(x, x, scale), root_of(scale));
+}
 
 void favor_attention(const FeatureMap& map, const std::vector<ConstMatrixRef>& qs, ConstMatrixRef k,
                      ConstMatrixRef v, const std::vector<MatrixRef>& outs, const FavorOptions& options,
@@ -159,7 +169,7 @@ void favor_attention(const FeatureMap& map, const std::vector<ConstMatrixRef>& q
   }
   if (step && !options.causal) throw_range("causal", "a carried prefix state needs causal attention");
   const double scale = resolve_scale(options, k.cols());
-  const float root = static_cast<float>(std::sqrt(scale));
+  const float root = root_of(scale);
   const Index M = map.num_features();
   // Rows of the caller's features from row0 on, or the map's features of x's rows.
   const auto block = [&](const ConstMatrixRef& x, Index row0, const KernelParameters& params) -> FactorBlock {
@@ -211,7 +221,7 @@ void favor_attention_matrix(const FeatureMap& map, ConstMatrixRef q, ConstMatrix
   check_map(map, q);
   detail::check_out(out, q.rows(), k.rows());
   const double scale = resolve_scale(options, q.cols());
-  const float root = static_cast<float>(std::sqrt(scale));
+  const float root = root_of(scale);
   const KernelParameters params = map.parameters(q, k, scale);
   FactoredFeatures keys = map.factored(k, params, root);
   if (options.key_mask) mask_key_factors(keys, options.key_mask, 0, map.num_features());

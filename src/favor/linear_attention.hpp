@@ -39,11 +39,15 @@ Matrix favor_attention(const FeatureMap& map, ConstMatrixRef q, ConstMatrixRef k
 // on the queries (every kernel but OPRF without a fixed rho). With a `step` (causal only), the
 // keys continue its carried prefix state (see factored_attention).
 // features: those of the rows of qs[0], qs[1], ..., then k, stacked, made beforehand by the caller
-// with map.factored and the parameters and sqrt(scale) this call uses (a map whose parameters do
-// not depend on the inputs): a decoding step makes them for all its heads in one product.
+// with favor_factors (a map whose parameters do not depend on the inputs): a decoding step makes
+// them for all its heads in one product.
 void favor_attention(const FeatureMap& map, const std::vector<ConstMatrixRef>& qs, ConstMatrixRef k,
                      ConstMatrixRef v, const std::vector<MatrixRef>& outs, const FavorOptions& options,
                      StateStep* step = nullptr, const FactoredFeatures* features = nullptr);
+
+// The features favor_attention makes of x's rows (scaled by sqrt(scale)), for a map whose
+// parameters do not depend on the inputs: how its caller makes them beforehand.
+FactoredFeatures favor_factors(const FeatureMap& map, ConstMatrixRef x, const AttentionOptions& options);
 
 // The approximate attention matrix A^ = diag(Q'K'^T 1)^-1 Q'K'^T (masked when causal), L x S.
 void favor_attention_matrix(const FeatureMap& map, ConstMatrixRef q, ConstMatrixRef k,

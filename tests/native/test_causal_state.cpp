@@ -212,12 +212,10 @@ TEST(CausalState, FeaturesMadeForAllHeadsGiveTheBitsOfFeaturesMadePerHead) {
     favor::FavorOptions o;
     o.causal = true;
     o.chunk = 2;
-    const double scale = favor::resolve_scale(o, 16);
     favor::Matrix stacked_x(heads * L + S, 16);
     for (Index h = 0; h < heads; ++h) stacked_x.middleRows(h * L, L) = qs[static_cast<std::size_t>(h)];
     stacked_x.bottomRows(S) = k;
-    const favor::FactoredFeatures features =
-        map.factored(stacked_x, map.parameters(stacked_x, stacked_x, scale), static_cast<float>(std::sqrt(scale)));
+    const favor::FactoredFeatures features = favor::favor_factors(map, stacked_x, o);
     // Twice, through a carried state: the second call continues the first one's.
     favor::PrefixState mine = favor::empty_prefix_state(map.num_features(), dv), theirs = mine;
     for (int round = 0; round < 2; ++round) {
