@@ -9,6 +9,7 @@
 //   const page = await firefox.newPage();
 //   await page.goto(url);
 //   const value = await page.evaluate((arg) => ..., arg);  // arg and the value go through JSON
+//   const found = await page.waitForFunction(() => ..., { timeout });  // its first truthy value
 //   page.errors, page.responses; await page.close(); await firefox.close();
 //
 // Needs a global WebSocket: Node >= 22, or Node 20 with --experimental-websocket.
@@ -156,6 +157,18 @@ export async function launchFirefox({ executablePath = FIREFOX, timeout = 60_000
             ? `\n${details.stackTrace.callFrames.map((f) => `    at ${f.functionName || '<anonymous>'} (${f.url}:${f.lineNumber + 1})`).join('\n')}` : ''}`);
         }
         return JSON.parse(answer.result.value).value;
+      },
+      // Polls fn in the page until it returns a truthy value (BiDi has no wait for a condition).
+      async waitForFunction(fn, { timeout: ms = timeout, what = 'the condition' } = {}) {
+        const deadline = Date.now() + ms;
+        for (;;) {
+          const value = await this.evaluate(fn);
+          if (value) return value;
+          if (Date.now() > deadline) {
+            throw new Error(`Firefox: waited ${ms} ms for ${what}; errors in the page: ${errors.join(' | ') || 'none'}`);
+          }
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
       },
       async close() {
         listeners.delete(listener);

@@ -31,16 +31,7 @@ after(async () => {
   await vite?.close();
 }, { timeout: 30_000 });
 
-// Polls fn in the page until it returns a truthy value (BiDi has no waitForFunction).
-async function waitFor(page, fn, what, ms = 60_000) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await page.evaluate(fn);
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`Firefox: waited ${ms} ms for ${what}; errors in the page: ${page.errors.join(' | ') || 'none'}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
+const waitFor = (page, fn, what) => page.waitForFunction(fn, { timeout: 60_000, what });
 
 async function open(query) {
   const page = await firefox.newPage();

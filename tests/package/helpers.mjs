@@ -278,21 +278,15 @@ export async function openResultPage(browser, url, { timeout = 60_000 } = {}) {
   }
 }
 
-// openResultPage in Firefox (scripts/firefox.mjs): the page collects its errors and responses
-// itself; #result is polled, as BiDi has no wait for a selector.
+// openResultPage in Firefox (scripts/firefox.mjs): the page collects its errors and responses itself.
 async function openFirefoxResultPage(firefox, url, { timeout }) {
   const page = await firefox.newPage();
   try {
     await page.goto(url, { timeout });
-    const deadline = Date.now() + timeout;
-    let found = null;
-    while (!(found = await page.evaluate(() => {
+    const found = await page.waitForFunction(() => {
       const element = document.querySelector('#result[data-status]');
       return element && { status: element.dataset.status, text: element.textContent };
-    }))) {
-      if (Date.now() > deadline) throw new Error(`the page at ${url} wrote no #result[data-status] within ${timeout} ms`);
-      await new Promise((resolvePromise) => setTimeout(resolvePromise, 100));
-    }
+    }, { timeout, what: `#result[data-status] at ${url}` });
     if (found.status !== 'ok') throw new Error(`the page at ${url} reported an error: ${found.text}`);
     return { result: JSON.parse(found.text), errors: page.errors, responses: page.responses };
   } catch (error) {
