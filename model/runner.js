@@ -152,7 +152,7 @@ export class CharModel {
       packed = this.favor.packMatrix(this.w[`${name}.weight`], { transposeB: true });
       this.packed.set(name, packed);
     }
-    return this.favor.matmul(tensor(x, [rows, packed.dims[1]]), packed, { bias: this.w[`${name}.bias`] }).data;
+    return this.favor.matmul(tensor(x, [rows, this.w[`${name}.weight`].dims[1]]), packed, { bias: this.w[`${name}.bias`] }).data;
   }
 
   /** Frees the weights packed in wasm memory now (collected models free them eventually). */
