@@ -4,8 +4,7 @@
 // scripts/firefox.mjs), cross-origin isolated, that imports web/browser.js as an app would
 // (loadFavor({ threads: 1 }): the relaxed-SIMD build where the engine validates it) and
 // onnxruntime-web's ESM build (wasm backend, numThreads 1) with the graphs of bench/onnx. The main
-// tables run in Node 22, whose V8 is older than Chromium's and compiles the same wasm differently:
-// these sections are the check in the engines users have. Exact attention and FAVOR+ (positive,
+// tables run in Node 26: these sections are the check in the engines of browser users. Exact attention and FAVOR+ (positive,
 // orthogonal, m = 256, seed 42, the same W for both), bidirectional and causal, one head,
 // d = dv = 64, inputs N(0, 0.5²) from the main tables' seeds; beside them our plain SIMD build
 // (loadFavor({ simd: 'fixed' })), so that the relaxed build's gain over it is also measured where
@@ -102,7 +101,7 @@ md.push(`\`node bench/browser-peers.mjs${args.browser === 'chromium' ? '' : ` --
   `Ours: \`loadFavor({ threads: 1 })\` from web/browser.js, the ${build} build, 1 thread, ${info.tileRows}-row GEMM tiles (tileRows 'auto'), also with \`out\` (the output written into one array given with each call instead of a fresh one); beside it our plain SIMD build, \`loadFavor({ threads: 1, simd: 'fixed' })\` (${plainInfo.tileRows}-row tiles${tiles}). onnxruntime-web ${ortVersion}: its ESM wasm build, \`env.wasm.numThreads = 1\`, the graphs of bench/onnx (as in the main tables). ` +
   `One head, d = dv = ${options.d}, inputs N(0, ${options.sigma}²) from the main tables' seeds; FAVOR+ positive orthogonal m = ${options.m}, seed ${options.seed}, the same W for both. ` +
   `Outputs compared first (relative Frobenius ≤ 1e-3); then ${options.rounds} rounds calling the four in rotating order. Cells: median ms; ratios: the median of the per-round ratios (> 1: ours faster). ` +
-  `The main tables run in Node 22, whose V8 is older than Chromium's: this is the same comparison in ${engine.name}, an engine users have.`);
+  `The main tables run in Node 26: this is the same comparison in ${engine.name}, an engine users have.`);
 md.push('');
 md.push(...peersTable(rows, info, format));
 md.push(`<!-- /${engine.marker} -->`);

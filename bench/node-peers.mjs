@@ -1,9 +1,8 @@
 #!/usr/bin/env node
 // The side-by-side of bench/browser-peers.mjs in the Node that runs this script: `npm run bench`
-// runs it in Node 26, the active LTS (scripts/ensure-node.sh 26), whose V8 compiles the same
-// wasm differently from Node 22's, where the main tables run: it keeps 12 accumulators in
-// registers (tileRows 'auto' gives the relaxed build 6-row GEMM tiles) and rebuilds vector
-// constants at each use in loops (why the exp loads its constants: src/favor/vector_math.hpp).
+// runs it in Node 22 (scripts/ensure-node.sh 22), in maintenance until 2027-04, whose V8 (12.4)
+// compiles the same wasm differently from Node 26's, where the main tables run: it spills 12
+// accumulators (tileRows 'auto' gives it 4-row GEMM tiles, Node 26 6 rows).
 // Our relaxed and plain SIMD builds and onnxruntime-web (wasm, one thread, the graphs of
 // bench/onnx); each case in a child process, so that every library starts from a fresh heap.
 // Writes its section into BENCHMARKS.md (between <!-- node --> markers) or --out FILE, and
@@ -58,7 +57,7 @@ md.push(`\`node bench/node-peers.mjs\`${args.quick ? ' --quick' : ''} under Node
   `The side-by-side of the Chromium section, in this Node: ours \`loadFavor({ threads: 1 })\`, the ${build} build, ${info.tileRows}-row GEMM tiles (tileRows 'auto'), also with \`out\` (the output written into one array given with each call instead of a fresh one); our plain SIMD build, \`loadFavor({ threads: 1, simd: 'fixed' })\` (${plainInfo.tileRows}-row tiles); onnxruntime-web ${ortVersion ?? ''} (wasm, \`env.wasm.numThreads = 1\`, the graphs of bench/onnx). ` +
   `One head, d = dv = ${options.d}, inputs N(0, ${options.sigma}²) from the main tables' seeds; FAVOR+ positive orthogonal m = ${options.m}, seed ${options.seed}, the same W for all. ` +
   `Each case in its own process; outputs compared first (relative Frobenius ≤ 1e-3); then ${options.rounds} rounds calling the four in rotating order. Cells: median ms; ratios: the median of the per-round ratios (> 1: ours faster). ` +
-  'The main tables run in Node 22, whose V8 spills the 6-row tile; Node 26 is the active LTS (since 2026-10-28; Node 22 and 24 are in maintenance).');
+  'The main tables run in Node 26, the active LTS (since 2026-10-28); Node 22 and 24 are in maintenance, and Node 22\'s V8 spills the 6-row tile.');
 md.push('');
 md.push(...peersTable(rows, info, format));
 md.push('<!-- /node -->');

@@ -110,7 +110,7 @@ const wallStart = performance.now();
 // (times its threads); crossover: the crossover search runs on it; skip: why not to run it
 // with the instance it got (or null).
 // 'ours' is the build loadFavor() picks by default: the relaxed-SIMD one in an engine that runs
-// relaxed SIMD (bench/run.sh runs this under Node 22), whose plain SIMD twin is then a row too.
+// relaxed SIMD (bench/run.sh runs this under Node 26), whose plain SIMD twin is then a row too.
 const OURS = [
   { id: 'ours', label: 'favor-attention (wasm)', short: 'ours wasm', options: { threads: 1 }, crossover: true },
   { id: 'plain', label: 'favor-attention (wasm, plain SIMD)', short: 'ours plain SIMD', options: { threads: 1, simd: 'fixed' },
@@ -454,8 +454,8 @@ writeFileSync(resultsFile, saved + '\n');
 writeReport(JSON.parse(saved), { outFile, plotDir, resultsFile });
 // Generation (causal states) and grouped-query heads, then the worker API's cost: their own
 // scripts, into the same report.
-// The side-by-side of the Chromium section also runs in Node 26, the active LTS (installed from
-// npm into build/node26 if missing), and in Firefox (Debian's firefox-esr, installed by
+// The side-by-side of the Chromium section also runs in Node 22, the maintenance LTS whose older V8
+// spills the 6-row tile (installed from npm into build/node22 if missing), and in Firefox (Debian's firefox-esr, installed by
 // scripts/ensure-deps.sh browser); without either, its old section stays and the log says why.
 const runner = (what, find) => {
   try {
@@ -465,12 +465,12 @@ const runner = (what, find) => {
     return null;
   }
 };
-const node26 = runner('Node 26 for bench/node-peers.mjs',
-  () => execFileSync(path.join(repo, 'scripts/ensure-node.sh'), ['26'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim());
+const node22 = runner('Node 22 for bench/node-peers.mjs',
+  () => execFileSync(path.join(repo, 'scripts/ensure-node.sh'), ['22'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim());
 const firefox = runner('Firefox for bench/browser-peers.mjs --browser firefox',
   () => (execFileSync(path.join(repo, 'scripts/ensure-deps.sh'), ['browser'], { stdio: ['ignore', 'inherit', 'inherit'] }), process.execPath));
 for (const [script, node, extra = []] of [['bench/decode.mjs', process.execPath], ['bench/worker.mjs', process.execPath], ['bench/packed.mjs', process.execPath],
-  ['bench/node-peers.mjs', node26], ['bench/browser-peers.mjs', process.execPath], ['bench/browser-peers.mjs', firefox, ['--browser', 'firefox']]]) {
+  ['bench/node-peers.mjs', node22], ['bench/browser-peers.mjs', process.execPath], ['bench/browser-peers.mjs', firefox, ['--browser', 'firefox']]]) {
   if (node) execFileSync(node, [path.join(repo, script), '--out', outFile, ...extra, ...(quick ? ['--quick'] : [])], { stdio: ['ignore', 'ignore', 'inherit'] });
 }
 log(`wrote ${path.relative(process.cwd(), outFile)}, ${path.relative(process.cwd(), plotDir)}/*.svg, ${path.relative(process.cwd(), resultsFile)} in ${environment.minutes.toFixed(1)} min`);

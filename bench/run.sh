@@ -2,8 +2,8 @@
 # `npm run bench`: makes sure the wasm package (dist/) and the two native benchmark drivers
 # (build/bench-native-sse: -O3 -msse4.2 -mno-avx; build/bench-native-native: -O3 -march=native)
 # are built from the current sources, and the ceiling loop (bench/native/peak_kernel.cpp) as wasm
-# (plain and relaxed SIMD), then runs bench/run.mjs in Node 22 (scripts/ensure-node.sh 22: relaxed
-# SIMD by default) with the given arguments (--quick for a few sizes; see bench/run.mjs). The ONNX
+# (plain and relaxed SIMD), then runs bench/run.mjs in Node 26, the active LTS (scripts/ensure-node.sh
+# 26: relaxed SIMD by default) with the given arguments (--quick for a few sizes; see bench/run.mjs). The ONNX
 # graphs are committed in bench/onnx/.
 # ruvector-attention-wasm (a devDependency) is not required here: if it is missing or fails to
 # load, the report lists it as unavailable with its error.
@@ -49,7 +49,8 @@ for peak in peak peak-relaxed; do
   fi
 done
 flock -u 8
-# Node 22 runs relaxed SIMD by default: loadFavor() there picks favor-relaxed.wasm, the build users
-# of current browsers get, and the plain SIMD build runs beside it.
-node22=$(scripts/ensure-node.sh 22)
-exec "$node22" bench/run.mjs "$@"
+# Node 26 runs relaxed SIMD by default: loadFavor() there picks favor-relaxed.wasm, the build users
+# of current browsers get, and the plain SIMD build runs beside it. (bench/node-peers.mjs repeats the
+# side-by-side in Node 22, in maintenance until 2027-04, whose older V8 compiles the wasm differently.)
+node26=$(scripts/ensure-node.sh 26)
+exec "$node26" bench/run.mjs "$@"

@@ -2,9 +2,9 @@
 # scripts/ensure-node.sh MAJOR: prints the path of a Node binary of that major version (22, 24 or
 # 26, pinned below), installing it from the npm package `node` into build/nodeMAJOR when it is
 # missing. Node 22 runs relaxed SIMD by default (Node 20 needs a flag), so `npm test` runs the Node
-# suite there too, where loadFavor() picks the relaxed-SIMD build; `npm run bench` runs in Node 22
-# and reads the same comparisons in Node 26, the active LTS since 2026-10-28 (Node 24 entered
-# maintenance on 2026-10-20), whose V8 compiles the wasm differently.
+# suite there too, where loadFavor() picks the relaxed-SIMD build; `npm run bench` runs in Node 26,
+# the active LTS since 2026-10-28 (Node 24 entered maintenance on 2026-10-20), and reads the same
+# comparisons in Node 22, whose older V8 compiles the wasm differently.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case ${1:-} in

@@ -303,7 +303,7 @@ export function writeReport(data, { outFile, plotDir, resultsFile }) {
   md.push('node bench/scale.mjs --threads 1          # the scale test alone, in Node (--threads 2: the pthreads build)');
   md.push('node bench/scale-browser.mjs --threads 1  # the same in headless Chromium (--no-isolation: without COOP/COEP)');
   md.push('node bench/packed.mjs                    # the model runner with its weights packed once (favor.packMatrix) and without');
-  md.push('$(scripts/ensure-node.sh 26) bench/node-peers.mjs   # ours and onnxruntime-web side by side in Node 26 (any Node: that one)');
+  md.push('$(scripts/ensure-node.sh 22) bench/node-peers.mjs   # ours and onnxruntime-web side by side in Node 22 (any Node: that one)');
   md.push('node --experimental-websocket bench/browser-peers.mjs [--browser firefox]   # the same in a Chromium (Firefox) page');
   md.push('/usr/bin/python3 bench/onnx/generate.py   # regenerate the ONNX graphs (needs apt-get install python3-onnx)');
   md.push('```');
