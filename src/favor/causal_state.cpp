@@ -109,7 +109,8 @@ std::size_t CausalState::state_bytes() const {
   const Impl& s = *impl_;
   std::size_t floats = 0;
   for (const KeyValueCache& c : s.caches) floats += c.keys.capacity() + c.values.capacity();
-  for (const PrefixState& p : s.states) floats += static_cast<std::size_t>(p.kv.size() + p.k_sum.size() + p.shift.size());
+  for (const PrefixState& p : s.states)
+    floats += static_cast<std::size_t>(p.kv.size() + p.k_sum.size() + p.shift.size() + p.pending_kf.size() + p.pending_v.size());
   if (s.map) floats += 2 * static_cast<std::size_t>(s.map->projection().size());  // W and its packed copy
   floats += static_cast<std::size_t>(s.codebook.size());
   return 4 * floats;

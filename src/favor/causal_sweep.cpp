@@ -93,21 +93,21 @@ bool carried_chunk(const std::vector<QueryHead>& heads, const FactorBlock& keys,
                    StateStep& step) {
   constexpr float kNear = 20.0f, kUnderflow = 1e-30f;
   const Index n = v.rows(), dv = v.cols();
-  const PrefixState& old = step.carried();
-  const Index M = old.shift.size();
-  if (!(vec::max(old.shift.data(), M) > -std::numeric_limits<float>::infinity())) return false;  // nothing carried yet
+  const Vector& shift = step.carried_shift();
+  const Index M = shift.size();
+  if (!(vec::max(shift.data(), M) > -std::numeric_limits<float>::infinity())) return false;  // nothing carried yet
   KeyChunk k = key_chunk(keys, features, 0, n);
-  if (vec::max_difference(k.column_max.data(), old.shift.data(), M) > kNear) return false;
-  const PrefixState& state = step.rescale_in_place(joined_shift(old.shift, k.column_max));
-  Matrix kf = shifted_keys(std::move(k.log), state.shift, k.value);
+  if (vec::max_difference(k.column_max.data(), shift.data(), M) > kNear) return false;
+  step.rescale_in_place(joined_shift(shift, k.column_max));  // (shift now refers to the new one)
+  Matrix kf = shifted_keys(std::move(k.log), shift, k.value);
   Matrix numerator(n, dv), local(n, n);
   Vector denominator(n);
   FloatBuffer scratch;
   for (const QueryHead& head : heads) {
     const FactoredFeatures f = prepared(head.factors(0, n), "q");
     Vector row_scale;
-    const Matrix qf = shifted_queries(f.exponent, f.value, n, state.shift, row_scale);
-    readout(qf, state, numerator, denominator.data());
+    const Matrix qf = shifted_queries(f.exponent, f.value, n, shift, row_scale);
+    step.readout(qf, numerator, denominator.data());
     add_in_chunk(qf, kf, n, v, local, scratch, numerator, denominator);
     if (!(denominator.array().abs() >= kUnderflow).all()) {
       step.rollback();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "attention_kernel.hpp"
 #include "gemm.hpp"
 #include "parallel.hpp"
 #include "vector_math.hpp"
@@ -11,7 +12,7 @@ namespace favor {
 
 PrefixState empty_prefix_state(Index features, Index dv) {
   return {Matrix::Zero(features, dv), Vector::Zero(features),
-          Vector::Constant(features, -std::numeric_limits<float>::infinity())};
+          Vector::Constant(features, -std::numeric_limits<float>::infinity()), Matrix(), Matrix()};
 }
 
 Vector joined_shift(const Vector& a, const Vector& b) {
@@ -39,6 +40,81 @@ void scale_row(PrefixState& state, Index r, float factor) {
   state.k_sum(r) *= factor;
 }
 
+using kernel::fv;
+using kernel::kLanes;
+
+// Row r of kv plus its pending terms, entry by entry the operations of accumulate's product (each
+// a sum over the pending keys in order: madd in vector columns, multiply then add in the last
+// dv % kLanes, as gemm's tiles and rank-1 path do).
+void add_pending_row(PrefixState& s, Index r) {
+  const Index M = s.kv.rows(), dv = s.kv.cols(), n = s.pending_kf.rows(), vector_columns = dv / kLanes * kLanes;
+  if (!n) return;
+  float* row = &s.kv(r, 0);
+  const float* kf = s.pending_kf.data() + r;
+  Index j = 0;
+  for (; j < vector_columns; j += kLanes) {
+    fv x = kernel::load(row + j);
+    for (Index i = 0; i < n; ++i) x = kernel::madd(kernel::splat(kf[i * M]), kernel::load(&s.pending_v(i, j)), x);
+    kernel::store(row + j, x);
+  }
+  for (; j < dv; ++j)
+    for (Index i = 0; i < n; ++i) row[j] = row[j] + kf[i * M] * s.pending_v(i, j);
+}
+
+// Columns [j0, j0 + V kLanes) of one query row's readout, adding the pending terms to each row of
+// kv but those in `added` (ascending) as it reads it: per kv entry add_pending_row's operations,
+// per numerator entry gemm's (a sum over features in order, from 0). One: one pending key.
+template <int V, bool One>
+void add_and_read(PrefixState& s, const float* q, const std::vector<Index>& added, Index j0, float* numerator) {
+  const Index M = s.kv.rows(), n = s.pending_kf.rows(), ld = s.kv.outerStride(), ldv = s.pending_v.outerStride();
+  const float* kf = s.pending_kf.data();
+  const float* pv = s.pending_v.data() + j0;
+  float* row = s.kv.data() + j0;
+  fv acc[V];
+  for (int v = 0; v < V; ++v) acc[v] = kernel::splat(0.0f);
+  std::size_t next = 0;
+  Index skip = added.empty() ? M : added[0];
+  for (Index r = 0; r < M; ++r, row += ld) {
+    const fv b = kernel::splat(q[r]);
+    if (r == skip) {
+      skip = ++next < added.size() ? added[next] : M;
+      for (int v = 0; v < V; ++v) acc[v] = kernel::madd(b, kernel::load(row + v * kLanes), acc[v]);
+    } else if constexpr (One) {
+      const fv a = kernel::splat(kf[r]);
+      for (int v = 0; v < V; ++v) {
+        const fv x = kernel::madd(a, kernel::load(pv + v * kLanes), kernel::load(row + v * kLanes));
+        kernel::store(row + v * kLanes, x);
+        acc[v] = kernel::madd(b, x, acc[v]);
+      }
+    } else {
+      for (int v = 0; v < V; ++v) {
+        fv x = kernel::load(row + v * kLanes);
+        for (Index i = 0; i < n; ++i) x = kernel::madd(kernel::splat(kf[i * M + r]), kernel::load(pv + i * ldv + v * kLanes), x);
+        kernel::store(row + v * kLanes, x);
+        acc[v] = kernel::madd(b, x, acc[v]);
+      }
+    }
+  }
+  for (int v = 0; v < V; ++v) kernel::store(numerator + j0 + v * kLanes, acc[v]);
+}
+
+// The scalar columns [j0, dv) likewise (multiply then add, as gemm's single columns).
+void add_and_read_columns(PrefixState& s, const float* q, const std::vector<Index>& added, Index j0, float* numerator) {
+  const Index M = s.kv.rows(), dv = s.kv.cols(), n = s.pending_kf.rows();
+  const float* kf = s.pending_kf.data();
+  for (Index j = j0; j < dv; ++j) {
+    float acc = 0.0f;
+    auto skip = added.begin();
+    for (Index r = 0; r < M; ++r) {
+      float& x = s.kv(r, j);
+      if (skip != added.end() && *skip == r) ++skip;
+      else for (Index i = 0; i < n; ++i) x = x + kf[i * M + r] * s.pending_v(i, j);
+      acc = acc + q[r] * x;
+    }
+    numerator[j] = acc;
+  }
+}
+
 }  // namespace
 
 void rescale_state(PrefixState& state, const Vector& shift) {
@@ -46,7 +122,12 @@ void rescale_state(PrefixState& state, const Vector& shift) {
   state.shift = shift;
 }
 
-PrefixState& StateStep::rescale_in_place(const Vector& shift) {
+const PrefixState& StateStep::carried() {
+  settle(*carried_);
+  return *carried_;
+}
+
+void StateStep::rescale_in_place(const Vector& shift) {
   PrefixState& state = *carried_;
   const Index dv = state.kv.cols();
   old_shift_ = state.shift;
@@ -55,10 +136,40 @@ PrefixState& StateStep::rescale_in_place(const Vector& shift) {
     rescaled_.push_back(r);
     old_rows_.insert(old_rows_.end(), &state.kv(r, 0), &state.kv(r, 0) + dv);
     old_rows_.push_back(state.k_sum(r));
+    add_pending_row(state, r);  // the old sums are kv + the pending terms: those are scaled
     scale_row(state, r, factor);
   });
   state.shift = shift;
-  return state;
+}
+
+void StateStep::add_pending() {
+  PrefixState& state = *carried_;
+  if (!state.pending_kf.rows() || pending_added_) return;
+  auto skip = rescaled_.begin();
+  for (Index r = 0; r < state.kv.rows(); ++r) {
+    if (skip != rescaled_.end() && *skip == r) ++skip;
+    else add_pending_row(state, r);
+  }
+  pending_added_ = true;
+}
+
+void StateStep::readout(const Matrix& qf, Matrix& numerator, float* denominator) {
+  PrefixState& state = *carried_;
+  if (qf.rows() == 1 && state.pending_kf.rows() && !pending_added_) {
+    const Index vector_columns = state.kv.cols() / kLanes * kLanes;
+    Index j = 0;
+    const bool one = state.pending_kf.rows() == 1;
+    for (; j + 8 * kLanes <= vector_columns; j += 8 * kLanes)
+      one ? add_and_read<8, true>(state, qf.data(), rescaled_, j, numerator.data())
+          : add_and_read<8, false>(state, qf.data(), rescaled_, j, numerator.data());
+    for (; j < vector_columns; j += kLanes) add_and_read<1, false>(state, qf.data(), rescaled_, j, numerator.data());
+    add_and_read_columns(state, qf.data(), rescaled_, j, numerator.data());
+    denominator[0] = vec::dot(qf.data(), state.k_sum.data(), qf.cols());
+    pending_added_ = true;
+    return;
+  }
+  add_pending();
+  favor::readout(qf, state, numerator, denominator);
 }
 
 void StateStep::accumulate_at_commit(Matrix kf, ConstMatrixRef vs) {
@@ -68,16 +179,29 @@ void StateStep::accumulate_at_commit(Matrix kf, ConstMatrixRef vs) {
 
 void StateStep::replace_with(PrefixState next) { next_ = std::move(next); }
 
-void StateStep::commit() {
-  if (next_) *carried_ = std::move(*next_);
-  else if (kf_.rows()) accumulate(*carried_, kf_, v_);
+void StateStep::finish() {
   next_.reset();
-  old_shift_.resize(0), kf_.resize(0, 0);
+  old_shift_.resize(0), kf_.resize(0, 0), v_.resize(0, 0);
+  rescaled_.clear(), old_rows_.clear();
+  pending_added_ = false;
+}
+
+void StateStep::commit() {
+  PrefixState& state = *carried_;
+  if (next_) {
+    state = std::move(*next_);
+  } else if (kf_.rows()) {
+    add_pending();  // (readout has added them)
+    for (Index i = 0; i < kf_.rows(); ++i) vec::add_into(state.k_sum.data(), &kf_(i, 0), kf_.cols());
+    state.pending_kf = std::move(kf_);
+    state.pending_v = std::move(v_);
+  }
+  finish();
 }
 
 void StateStep::rollback() {
+  PrefixState& state = *carried_;
   if (old_shift_.size()) {
-    PrefixState& state = *carried_;
     const Index dv = state.kv.cols();
     const float* row = old_rows_.data();
     for (const Index r : rescaled_) {
@@ -87,8 +211,16 @@ void StateStep::rollback() {
     }
     state.shift = old_shift_;
   }
-  next_.reset();
-  old_shift_.resize(0), kf_.resize(0, 0);
+  // The rows put back lack their pending terms again: added (the same state, settled).
+  if (state.pending_kf.rows()) {
+    if (pending_added_) {
+      for (const Index r : rescaled_) add_pending_row(state, r);
+      state.pending_kf.resize(0, 0), state.pending_v.resize(0, 0);
+    } else {
+      settle(state);
+    }
+  }
+  finish();
 }
 
 void readout(const Matrix& qf, const PrefixState& state, Matrix& numerator, float* denominator) {
@@ -110,6 +242,12 @@ void add_products(PrefixState& state, const Matrix& kf, ConstMatrixRef vs) {
 void accumulate(PrefixState& state, const Matrix& kf, ConstMatrixRef vs) {
   add_products(state, kf, vs);
   for (Index i = 0; i < kf.rows(); ++i) vec::add_into(state.k_sum.data(), &kf(i, 0), kf.cols());
+}
+
+void settle(PrefixState& state) {
+  if (!state.pending_kf.rows()) return;
+  add_products(state, state.pending_kf, state.pending_v);
+  state.pending_kf.resize(0, 0), state.pending_v.resize(0, 0);
 }
 
 KeyChunk key_chunk(const FactorBlock& keys, Index features, Index j0, Index n) {

@@ -18,8 +18,16 @@ struct PrefixState {
   Matrix kv;
   Vector k_sum;
   Vector shift;
+  // A carried state's last decode keys, not yet in kv (k_sum has them): kv stands for
+  // kv + pending_kf^T pending_v, added by the next step's readout in the same pass over kv
+  // (StateStep::readout), which saves one of the step's two passes over it, or by settle().
+  // Either way the same operations as accumulate's: the same bits.
+  Matrix pending_kf, pending_v;
 };
 PrefixState empty_prefix_state(Index features, Index dv);
+
+// Adds the pending keys to kv.
+void settle(PrefixState& state);
 
 // The per-feature max of two shifts (a state's and a chunk's column max, or two states').
 Vector joined_shift(const Vector& a, const Vector& b);
@@ -28,18 +36,24 @@ Vector joined_shift(const Vector& a, const Vector& b);
 void rescale_state(PrefixState& state, const Vector& shift);
 // A causal call continuing a carried prefix state (a causal state's append, one per key/value
 // head). The carried state changes for good only at commit(), once every head of the append has
-// succeeded; rollback() leaves it exactly as it was. A decode step (one chunk at most, keys in the
-// usual range: causal_sweep.cpp) works in place, so that no M x dv copy of the state is made per
-// token: it rescales the rows whose shift grows (keeping their old values for rollback) and leaves
-// the new keys to commit(). Otherwise the new state is built whole beside the carried one, which
-// is only read, and replaces it at commit().
+// succeeded; rollback() leaves it as it was (its pending keys possibly added: the same state).
+// A decode step (one chunk at most, keys in the usual range: causal_sweep.cpp) works in place, so
+// that no M x dv copy of the state is made per token: it rescales the rows whose shift grows
+// (keeping their old values for rollback), reads the state out while adding the previous step's
+// pending keys, and leaves its own keys pending at commit(). Otherwise the new state is built
+// whole beside the carried one, which is only read, and replaces it at commit().
 class StateStep {
  public:
   explicit StateStep(PrefixState& carried) : carried_(&carried) {}
-  const PrefixState& carried() const { return *carried_; }
-  // In place: the carried state moved to `shift` (at or above its own) now; returns it.
-  PrefixState& rescale_in_place(const Vector& shift);
-  // In place: accumulate(state, kf, vs) at commit.
+  // The carried state, its pending keys added.
+  const PrefixState& carried();
+  const Vector& carried_shift() const { return carried_->shift; }
+  // In place: the carried state moved to `shift` (at or above its own) now.
+  void rescale_in_place(const Vector& shift);
+  // readout() of the state in place; a single query row's first readout adds the pending keys
+  // in the same pass (the bits of settle() then readout()).
+  void readout(const Matrix& qf, Matrix& numerator, float* denominator);
+  // In place: the keys kf (with values vs) pending at commit (k_sum has them then).
   void accumulate_at_commit(Matrix kf, ConstMatrixRef vs);
   // The whole new state.
   void replace_with(PrefixState next);
@@ -47,10 +61,14 @@ class StateStep {
   void rollback();
 
  private:
+  void add_pending();  // to the rows not rescaled, unless readout did
+  void finish();
+
   PrefixState* carried_;
   Vector old_shift_;              // size 0: nothing rescaled in place
-  std::vector<Index> rescaled_;   // the rows rescaled in place,
-  std::vector<float> old_rows_;   // their old kv rows and k_sum, dv + 1 floats each
+  std::vector<Index> rescaled_;   // the rows rescaled in place (ascending; their pending keys added),
+  std::vector<float> old_rows_;   // their old kv rows (without the pending keys) and k_sum, dv + 1 floats each
+  bool pending_added_ = false;    // readout added the pending keys to the other rows
   Matrix kf_, v_;                 // what accumulate_at_commit adds
   std::optional<PrefixState> next_;
 };

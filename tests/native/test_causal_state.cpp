@@ -234,4 +234,95 @@ TEST(CausalState, FeaturesMadeForAllHeadsGiveTheBitsOfFeaturesMadePerHead) {
   }
 }
 
+// A decode step adds the previous step's pending keys to the state while reading it out (one pass
+// over kv instead of two): the outputs and the state are those of adding them first. Steps of 1
+// and 2 rows, keys that now and then raise feature shifts (rows rescaled in place) or jump past
+// the in-place path's range (the general path, which adds them first), 2 query heads per key/value
+// head (the second reads the state the first has completed), dv with whole 8-vector groups,
+// single vectors and scalar columns.
+TEST(CausalState, ReadoutAddingPendingKeysGivesTheBitsOfAddingThemFirst) {
+  for (const favor::Kernel kernel : {favor::Kernel::positive, favor::Kernel::trigonometric}) {
+    for (const Index dv : {Index{64}, Index{13}, Index{3}}) {
+      std::mt19937 gen(static_cast<unsigned>(17 + dv));
+      favor::FeatureMapOptions mo;
+      mo.dim = 16, mo.features = 24, mo.kernel = kernel, mo.seed = 9;
+      const favor::FeatureMap map(mo);
+      const bool positive = kernel == favor::Kernel::positive;
+      favor::FavorOptions o;
+      o.causal = true;
+      favor::PrefixState mine = favor::empty_prefix_state(map.num_features(), dv), settled = mine;
+      int fused = 0, rescaled = 0, general = 0;
+      for (int step = 0; step < 60; ++step) {
+        const Index n = step % 9 == 4 ? 2 : 1;
+        const double scale = step % 11 == 6 ? 3.0 * (1 + step / 11) : 1.0;  // growing jumps
+        const auto draw = [&](Index cols, double s) {
+          return favor::Matrix(favor::Matrix::NullaryExpr(n, cols, [&](Index, Index) { return static_cast<float>(std::normal_distribution<double>(0, s)(gen)); }));
+        };
+        const std::vector<favor::Matrix> qs{draw(16, 1.0), draw(16, 1.0)};
+        favor::Matrix k = draw(16, scale);
+        const favor::Matrix v = draw(dv, 1.0);
+        // a key along one feature's w: that feature's log magnitude jumps by ~5 (a shift raised)
+        if (positive && step % 5 == 2) k.row(0) = 1.6f * map.projection().row(step % map.num_features());
+        std::vector<favor::Matrix> a(2, favor::Matrix(n, dv)), b(2, favor::Matrix(n, dv));
+        std::vector<favor::ConstMatrixRef> q_refs(qs.begin(), qs.end());
+        std::vector<favor::MatrixRef> a_refs(a.begin(), a.end()), b_refs(b.begin(), b.end());
+        const favor::Vector shift_before = mine.shift;  // (a copy)
+        const bool pending = mine.pending_kf.rows() > 0;
+        favor::settle(settled);
+        favor::StateStep mine_step(mine), settled_step(settled);
+        favor::favor_attention(map, q_refs, k, v, a_refs, o, &mine_step);
+        favor::favor_attention(map, q_refs, k, v, b_refs, o, &settled_step);
+        mine_step.commit(), settled_step.commit();
+        for (std::size_t h = 0; h < 2; ++h)
+          ASSERT_EQ(0, std::memcmp(a[h].data(), b[h].data(), sizeof(float) * n * dv))
+              << "kernel " << static_cast<int>(kernel) << " dv " << dv << " step " << step << " head " << h;
+        fused += pending && n == 1 && mine.pending_kf.rows() > 0;
+        rescaled += pending && mine.pending_kf.rows() > 0 && mine.shift != shift_before;
+        general += mine.pending_kf.rows() == 0;
+        favor::PrefixState both = mine;
+        favor::settle(both), favor::settle(settled);
+        ASSERT_EQ(0, std::memcmp(both.kv.data(), settled.kv.data(), sizeof(float) * both.kv.size())) << "step " << step;
+        ASSERT_EQ(0, std::memcmp(both.k_sum.data(), settled.k_sum.data(), sizeof(float) * both.k_sum.size()));
+        ASSERT_EQ(both.shift, settled.shift);
+      }
+      // The paths under test ran: readouts that added pending keys, some after rows were rescaled.
+      EXPECT_GE(fused, 30) << "dv " << dv;
+      // Positive features of keys along w raise shifts; trigonometric ones of keys 3, 6, 9... times as
+      // large (row logs |x~|^2 / 2 ~ 2 s^2 rising by 54 and more) leave the in-place path.
+      if (positive) EXPECT_GE(rescaled, 5) << "dv " << dv;
+      else EXPECT_GE(general, 3) << "dv " << dv;
+    }
+  }
+}
+
+// A step rolled back after rescaling rows in place (and reading out, which added the pending keys
+// to the other rows) leaves the state it started from, its pending keys added.
+TEST(CausalState, RollbackAfterReadoutGivesTheSettledState) {
+  std::mt19937 gen(23);
+  const Index M = 24, dv = 13;
+  const auto normal_matrix = [&](Index r, Index c) {
+    return favor::Matrix(favor::Matrix::NullaryExpr(r, c, [&](Index, Index) { return std::normal_distribution<float>(0, 1)(gen); }));
+  };
+  for (int readouts = 0; readouts <= 2; ++readouts) {
+    favor::PrefixState state{normal_matrix(M, dv), normal_matrix(M, 1).cwiseAbs(), normal_matrix(M, 1),
+                             normal_matrix(1, M).cwiseAbs(), normal_matrix(1, dv)};
+    favor::PrefixState expected = state;
+    favor::settle(expected);
+    ASSERT_EQ(0, expected.pending_kf.rows());
+    favor::Vector shift = state.shift;
+    shift(3) += 0.5f, shift(17) += 1.0f;
+    favor::StateStep step(state);
+    step.rescale_in_place(shift);
+    const favor::Matrix qf = normal_matrix(1, M).cwiseAbs();
+    favor::Matrix numerator(1, dv);
+    float denominator = 0;
+    for (int i = 0; i < readouts; ++i) step.readout(qf, numerator, &denominator);
+    step.rollback();
+    EXPECT_EQ(0, state.pending_kf.rows());
+    EXPECT_EQ(0, std::memcmp(state.kv.data(), expected.kv.data(), sizeof(float) * M * dv)) << readouts << " readouts";
+    EXPECT_EQ(0, std::memcmp(state.k_sum.data(), expected.k_sum.data(), sizeof(float) * M));
+    EXPECT_EQ(state.shift, expected.shift);
+  }
+}
+
 }  // namespace
