@@ -4,8 +4,9 @@
 // instead of a fresh one per call), our plain SIMD build (simd: 'fixed') and
 // onnxruntime-web (wasm backend, one thread) with the graphs of bench/onnx, on one head, inputs
 // N(0, sigma²) from the main tables' seeds, FAVOR+ positive orthogonal with the same W for all.
-// Outputs are compared first (relative Frobenius <= 1e-3 against onnxruntime-web); then rounds
-// that call the three in rotating order. Runs in either engine: everything it needs comes in.
+// Outputs are compared first (relative Frobenius <= 1e-3 against onnxruntime-web), and whether
+// onnxruntime-web fills an output tensor given to run() (its counterpart of `out`); then rounds
+// that call the four in rotating order. Runs in either engine: everything it needs comes in.
 //   env: { ort, loadFavor, gaussian, difference, median, graph(name) -> ArrayBuffer }
 //   o:   { d, m, sigma, seed, rounds }     c: { L, kind: 'exact' | 'favor', causal }
 export async function measureCase(env, o, c) {
@@ -27,7 +28,11 @@ export async function measureCase(env, o, c) {
     const peer = async () => (await session.run(feeds)).out.data;
     const reference = await peer();
     const { rel } = difference(reference, ours()), relPlain = difference(reference, ownPlain()).rel;
-    const base = { info: favor.info, plainInfo: plain.info, rel, relPlain };
+    // onnxruntime-web's counterpart of `out`: an output tensor given to run() (io-binding's CPU form).
+    const given = t(new Float32Array(L * o.d), dims);
+    const bound = (await session.run(feeds, { out: given })).out;
+    const peerOut = { returnsGiven: bound === given, rel: difference(given.data, reference).rel };
+    const base = { info: favor.info, plainInfo: plain.info, rel, relPlain, peerOut };
     if (!(rel <= 1e-3 && relPlain <= 1e-3)) return { ...base, status: `outputs differ (relative ${rel.toExponential(1)}, plain build ${relPlain.toExponential(1)})` };
     // Warm-up: engines tier wasm up from their baseline compilers while it runs: a few calls of each.
     if (difference(ours(), oursOut()).rel !== 0) return { ...base, status: 'the output written into out differs from the fresh one' };
@@ -52,7 +57,7 @@ export async function measureCase(env, o, c) {
 
 // A case's row of the section (what results.json keeps) and its line in the log.
 export const caseRow = (c, out) => ({
-  ...c, status: out.status, rel: out.rel, relPlain: out.relPlain, ours: out.ours, out: out.out, plain: out.plain, peer: out.peer,
+  ...c, status: out.status, rel: out.rel, relPlain: out.relPlain, peerOut: out.peerOut, ours: out.ours, out: out.out, plain: out.plain, peer: out.peer,
   ratio: out.ratio, outRatio: out.outRatio, plainRatio: out.plainRatio,
 });
 export const caseLine = (c, out) => `${c.kind} ${c.causal ? 'causal' : 'bidirectional'} L = ${c.L}: ${out.status === 'ok'
@@ -72,6 +77,12 @@ export function peersTable(rows, info, { fmtL, fmtMs, fmtRatio }) {
     md.push(r.status === 'ok'
       ? `| ${name} | ${fmtL(r.L)} | ${fmtMs(r.ours)} ms | ${fmtMs(r.peer)} ms | ${fmtRatio(r.ratio)}× | ${fmtMs(r.out)} ms | ${fmtRatio(r.outRatio)}× | ${fmtMs(r.plain)} ms | ${fmtRatio(r.plainRatio)}× |`
       : `| ${name} | ${fmtL(r.L)} | — | — | ${r.status} | — | — | — | — |`);
+  }
+  const given = rows.find((r) => r.peerOut)?.peerOut;
+  if (given) {
+    md.push('', given.rel <= 1e-6
+      ? `onnxruntime-web given an output tensor to write into (\`session.run(feeds, { out: tensor })\`, its counterpart of \`out\`) fills it correctly here (relative difference ${given.rel.toExponential(1)}); it is not timed yet.`
+      : `onnxruntime-web given an output tensor to write into (\`session.run(feeds, { out: tensor })\`, its counterpart of \`out\`) ${given.returnsGiven ? 'returns that tensor' : 'returns another tensor'} with the given array unchanged (relative difference to its own output ${given.rel.toFixed(2)}: the zeros it was given; microsoft/onnxruntime#25786), so the \`out\` columns have no like-for-like peer.`);
   }
   if (info.relaxedSimd) {
     const at = (kind) => rows.find((r) => r.L === 4096 && r.kind === kind && !r.causal && r.status === 'ok');
