@@ -53,7 +53,7 @@ struct CausalState::Impl {
   std::optional<double> scale;
   Index chunk;
   std::unique_ptr<FeatureMap> map;
-  Matrix codebook;                   // all codebooks, one after another ([c, d] each)
+  std::vector<ScaledCodebook> books;  // codebook: one per key/value head, or one for all
   std::vector<Index> codebook_dims;  // as given
   Assignment assignment;
   double temperature;
@@ -93,7 +93,12 @@ CausalState::CausalState(const CausalStateOptions& o) : impl_(std::make_unique<I
     if (!std::isfinite(o.temperature) || o.temperature <= 0.0)
       throw_range("temperature", "expected a finite number > 0, got " + std::to_string(o.temperature));
     const Index c = o.codebook.dims[o.codebook.dims.size() - 2], d = o.codebook.dims.back();
-    s.codebook = Eigen::Map<const Matrix>(o.codebook.data, heads(o.codebook.dims) * c, d);
+    const Eigen::Map<const Matrix> all(o.codebook.data, heads(o.codebook.dims) * c, d);
+    AttentionOptions scaled;
+    scaled.scale = o.scale;
+    for (Index b = 0; b < heads(o.codebook.dims); ++b)
+      s.books.emplace_back(all.middleRows(b * c, c), resolve_scale(scaled, d));
+    if (s.books.empty()) throw_range("codebook", "expected at least one codebook, got dims " + dims_string(o.codebook.dims));
     s.codebook_dims = o.codebook.dims;
   }
 }
@@ -112,7 +117,8 @@ std::size_t CausalState::state_bytes() const {
   for (const PrefixState& p : s.states)
     floats += static_cast<std::size_t>(p.kv.size() + p.k_sum.size() + p.shift.size() + p.pending_kf.size() + p.pending_v.size());
   if (s.map) floats += 2 * static_cast<std::size_t>(s.map->projection().size());  // W and its packed copy
-  floats += static_cast<std::size_t>(s.codebook.size());
+  for (const ScaledCodebook& b : s.books)
+    floats += static_cast<std::size_t>(b.codebook.size() + b.half_sq.size()) + b.packed.size();
   return 4 * floats;
 }
 
@@ -259,11 +265,10 @@ void CausalState::append(const ConstTensorView& q, const ConstTensorView& k, con
     }
     s.caches = std::move(caches);
   } else {
-    const Index M = s.method == StateMethod::favor ? s.map->num_features() : s.codebook.rows() / std::max<Index>(1, heads(s.codebook_dims));
+    const Index M = s.method == StateMethod::favor ? s.map->num_features() : s.books[0].codebook.rows();
     if (!s.started) s.states.assign(static_cast<std::size_t>(g.kv_heads), empty_prefix_state(M, dv));
     // The new states count only once every head has succeeded (StateStep).
     std::vector<StateStep> steps(s.states.begin(), s.states.end());
-    const Index c = s.method == StateMethod::codebook ? s.codebook_dims[s.codebook_dims.size() - 2] : 0;
     const Index group_rows = (g.group() + 1) * n;  // the query and key rows of a key/value head
     const bool parallel = g.kv_heads >= max_threads() && group_rows * M * (d + dv) >= kParallelHeadWork;
     // Small FAVOR+ appends: the features of every head's query and key rows in one product per
@@ -308,8 +313,8 @@ void CausalState::append(const ConstTensorView& q, const ConstTensorView& k, con
         o.key_mask = mask_of(kv);
         o.assignment = s.assignment;
         o.temperature = s.temperature;
-        const Index book = s.codebook_dims.size() > 2 ? kv : 0;
-        codebook_attention(s.codebook.middleRows(book * c, c), qs, khead(kv), vhead(kv), outs, o, step);
+        codebook_attention(s.books[static_cast<std::size_t>(s.codebook_dims.size() > 2 ? kv : 0)], qs, khead(kv),
+                           vhead(kv), outs, o, step);
       }
     };
     try {

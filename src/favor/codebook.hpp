@@ -45,6 +45,22 @@ void codebook_attention(ConstMatrixRef codebook, const std::vector<ConstMatrixRe
                         ConstMatrixRef v, const std::vector<MatrixRef>& outs, const CodebookOptions& options,
                         StateStep* step = nullptr);
 
+// A codebook made ready for attention at one scale: what every call would otherwise derive from c
+// again, which costs more than a decode step's products (a causal state makes it once).
+struct ScaledCodebook {
+  ScaledCodebook(ConstMatrixRef raw, double scale);  // c, d >= 1
+  double scale;
+  float root;          // sqrt(scale)
+  Matrix codebook;     // c~ = root c (c x d)
+  Vector half_sq;      // |c~_y|^2 / 2
+  FloatBuffer packed;  // c~^T in the GEMM's strips
+  double max_norm;     // max |c_y|
+};
+// The same on a prepared codebook; the options' scale must resolve to its scale.
+void codebook_attention(const ScaledCodebook& codebook, const std::vector<ConstMatrixRef>& qs, ConstMatrixRef k,
+                        ConstMatrixRef v, const std::vector<MatrixRef>& outs, const CodebookOptions& options,
+                        StateStep* step = nullptr);
+
 // The L x S matrix of normalized weights sum_y exp(scale q_i.c_y) R_jy (masked when causal).
 void codebook_attention_matrix(ConstMatrixRef codebook, ConstMatrixRef q, ConstMatrixRef k,
                                MatrixRef out, const CodebookOptions& options = {});

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include <favor/favor.hpp>
@@ -207,6 +208,41 @@ TEST(Codebook, ErrorsNameTheArgument) {
   favor::KMeansOptions k;
   k.clusters = 5;
   EXPECT_EQ(argument_of([&] { favor::kmeans(q, k); }), "clusters");
+}
+
+// A codebook prepared once (what a causal state keeps) gives the bits of the plain call, for every
+// assignment and grouped heads; a prepared codebook used at another scale is refused.
+TEST(Codebook, PreparedCodebookGivesTheBitsOfThePlainCall) {
+  std::mt19937 g(21);
+  const Matrix c = gaussian(12, 8, g), k = gaussian(9, 8, g), v = gaussian(9, 5, g);
+  const std::vector<Matrix> qs{gaussian(9, 8, g), gaussian(9, 8, g)};
+  for (const Assignment a : kAssignments)
+    for (const bool causal : {false, true}) {
+      CodebookOptions o;
+      o.assignment = a, o.causal = causal, o.temperature = 0.7, o.chunk = 4;
+      const favor::ScaledCodebook book(c, 1.0 / std::sqrt(8.0));
+      std::vector<Matrix> plain(2, Matrix(9, 5)), prepared(2, Matrix(9, 5));
+      const std::vector<favor::ConstMatrixRef> q_refs(qs.begin(), qs.end());
+      std::vector<favor::MatrixRef> plain_refs(plain.begin(), plain.end()), prepared_refs(prepared.begin(), prepared.end());
+      favor::codebook_attention(c, q_refs, k, v, plain_refs, o);
+      favor::codebook_attention(book, q_refs, k, v, prepared_refs, o);
+      for (std::size_t h = 0; h < 2; ++h)
+        EXPECT_EQ(0, std::memcmp(plain[h].data(), prepared[h].data(), sizeof(float) * plain[h].size()))
+            << favor::to_string(a) << (causal ? " causal" : "") << " head " << h;
+      // the float64 definition, as a check that both are right and not only equal
+      const MatrixD w = reference_matrix(c, qs[0], k, a, o.temperature, causal);
+      EXPECT_LT(rel(plain[0].cast<double>(), w * v.cast<double>()), 2e-5) << favor::to_string(a);
+    }
+  const favor::ScaledCodebook book(c, 0.5);  // not 1/sqrt(8)
+  std::vector<Matrix> out(1, Matrix(9, 5));
+  std::vector<favor::MatrixRef> out_refs(out.begin(), out.end());
+  try {
+    favor::codebook_attention(book, {favor::ConstMatrixRef(qs[0])}, k, v, out_refs, CodebookOptions{});
+    FAIL() << "a codebook prepared at another scale was accepted";
+  } catch (const favor::Error& e) {
+    EXPECT_EQ(e.argument(), "scale");
+  }
+  EXPECT_THROW(favor::ScaledCodebook(Matrix(0, 8), 1.0), favor::Error);
 }
 
 }  // namespace
