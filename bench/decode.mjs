@@ -2,8 +2,8 @@
 // Generation and grouped-query heads, side by side in one run (issue 14's targets, issue 16's
 // decode peers), 1 thread, wasm:
 //  - decode: one position per step, 8 heads, d = dv = 64, FAVOR+ m = 256 (positive, orthogonal),
-//    at contexts 1k, 16k and 128k: tokens per second of our FAVOR+ state and our exact state (a
-//    KV cache), and of onnxruntime-web (wasm, 1 thread) running the same steps as graphs with
+//    at contexts 1k, 16k and 128k: tokens per second of our FAVOR+ state, our exact state (a
+//    KV cache) and our codebook state (Transformer-VQ, 256 codewords), and of onnxruntime-web (wasm, 1 thread) running the same steps as graphs with
 //    the cache or the FAVOR+ state as inputs and outputs (bench/lib/decoders.mjs): exact with
 //    past/present key and value (our graph, and its fused MultiHeadAttention op), and the FAVOR+
 //    state. Every decoder's first step is checked (exact ones against a float64 reference of
@@ -59,7 +59,10 @@ const fm = favor.createFeatureMap({ dim: d, features: m, seed: 42 });
 // The same decoders on 2 threads: what a page with cross-origin isolation gets.
 const favor2 = await loadFavor({ threads: 2 });
 const fm2 = favor2.createFeatureMap({ dim: d, features: m, seed: 42 });
+// Transformer-VQ's decoder: a codebook of m codewords (N(0, sigma²) like the inputs), hard assignment.
+const codebook = tensor([m, d], 7);
 const decoders = [oursDecoder(favor, { method: 'favor', featureMap: fm, H, d }), oursDecoder(favor, { method: 'exact', H, d }),
+  oursDecoder(favor, { method: 'codebook', codebook, H, d }),
   oursDecoder(favor2, { method: 'favor', featureMap: fm2, H, d }), oursDecoder(favor2, { method: 'exact', H, d })];
 const unavailable = [];
 let ortVersion = null;
@@ -101,6 +104,25 @@ function exactStep(chunks, x) {
   return out;
 }
 
+// The codebook decoder's reference: the last row of one causal codebookAttention call over the
+// context and x ([H, C + 1, d]), our one-shot path rather than the state's; above
+// codebookCheckMax positions its inputs (3 copies of H (C + 1) d floats) are not made.
+const codebookCheckMax = 16384;
+function codebookStep(chunks, x) {
+  const C = chunks.reduce((n, c) => n + c.dims[1], 0);
+  const all = new Float32Array(H * (C + 1) * d);
+  for (let h = 0; h < H; ++h) {
+    let at = h * (C + 1) * d;
+    for (const c of chunks) { const n = c.dims[1]; all.set(c.data.subarray(h * n * d, (h + 1) * n * d), at); at += n * d; }
+    all.set(x.data.subarray(h * d, (h + 1) * d), at);
+  }
+  const t = { data: all, dims: [H, C + 1, d] };
+  const full = favor.codebookAttention(t, t, t, { codebook, causal: true }).data;
+  const out = new Float32Array(H * d);
+  for (let h = 0; h < H; ++h) out.set(full.subarray((h * (C + 1) + C) * d, (h * (C + 1) + C + 1) * d), h * d);
+  return out;
+}
+
 // Warm-up (the JIT, the wasm heaps' growth, first allocations, onnxruntime's sessions): not measured.
 {
   const chunks = chunksOf(2048, 5), x = tensor([H, 1, d], 50);
@@ -135,7 +157,10 @@ for (const C of contexts) {
   }
   // The check: every decoder's first step, on the same position x after the same context.
   const x = tensor([H, 1, d], 99);
-  const reference = { exact: live.some((dec) => dec.kind === 'exact') ? { by: 'float64 reference', out: exactStep(chunks, x) } : null, favor: null };
+  const reference = {
+    exact: live.some((dec) => dec.kind === 'exact') ? { by: 'float64 reference', out: exactStep(chunks, x) } : null, favor: null,
+    codebook: live.some((dec) => dec.kind === 'codebook') && C <= codebookCheckMax ? { by: 'one causal codebookAttention call', out: codebookStep(chunks, x) } : null,
+  };
   for (const dec of [...live]) {
     const res = row.results[dec.id];
     try {
@@ -143,6 +168,7 @@ for (const C of contexts) {
       const out = await dec.step(x);
       res.firstStepMs = now() - t0;
       const ref = reference[dec.kind];
+      if (dec.kind === 'codebook' && !ref) { res.check = { rel: null, against: `not checked above a context of ${codebookCheckMax}` }; continue; }
       if (!ref) { reference[dec.kind] = { by: dec.id, out }; res.check = { rel: 0, maxRel: 0, against: dec.id }; continue; }
       res.check = { ...difference(out, ref.out), against: ref.by };
       if (!(res.check.rel <= tolerance && res.check.maxRel <= tolerance)) throw new Error(`output differs from ${ref.by}: relative ${res.check.rel.toExponential(2)}, max ${res.check.maxRel.toExponential(2)} > ${tolerance}`);
@@ -287,7 +313,7 @@ md.push('');
 md.push(`\`node bench/decode.mjs\`${args.quick ? ' --quick' : ''}, ${new Date().toISOString().slice(0, 10)}, ${cpu}, Node ${process.version}, wasm ${favor.info.relaxedSimd ? 'relaxed SIMD' : favor.info.simd ? 'SIMD' : 'scalar'}, 1 thread (ours also on 2 threads where the column says so)${ortVersion ? `; onnxruntime-web ${ortVersion} (wasm, numThreads 1)` : ''}. ` +
   `Decode: one position per step, ${H} heads, d = dv = ${d}, FAVOR+ positive orthogonal m = ${m} (the same W for both FAVOR+ decoders); inputs N(0, ${sigma}²). ` +
   `Tokens per second: the median over ${rounds} interleaved rounds in which every decoder runs its steps (up to ${maxSteps}, about ${blockMs} ms of them; exact caches grow by at most C/8 positions over the rounds). ` +
-  `Every decoder's first step after the context was checked first: exact ones against a float64 evaluation of that step, FAVOR+ ones against our state's output (tolerance ${tolerance}).`);
+  `Every decoder's first step after the context was checked first: exact ones against a float64 evaluation of that step, FAVOR+ ones against our state's output, our codebook state (Transformer-VQ: hard assignment to ${m} codewords) against one causal codebookAttention call up to a context of ${fmt(codebookCheckMax)} (tolerance ${tolerance}).`);
 md.push('');
 md.push(`| context | ${present.map((dec) => `${dec.label}: tokens/s`).join(' | ')} | ours FAVOR+ ÷ ours exact |${present.some((x) => x.id === 'ort-favor') ? ' ours FAVOR+ ÷ ort FAVOR+ |' : ''}${present.some((x) => x.id === 'ort-mha') ? ' ours exact ÷ ort MultiHeadAttention |' : ''}`);
 md.push(`|---|${present.map(() => '---:').join('|')}|---:|${present.some((x) => x.id === 'ort-favor') ? '---:|' : ''}${present.some((x) => x.id === 'ort-mha') ? '---:|' : ''}`);
@@ -312,7 +338,7 @@ for (const r of rows) {
 for (const [k, Cs] of notes) md.push(`- — ${k} (context ${Cs.map((c) => fmt(c)).join(', ')})`);
 for (const u of unavailable) md.push(`- not available: ${u}`);
 md.push(`- State between steps: ${present.map((dec) => `${dec.label} ${rows.map((r) => r.results[dec.id]?.stateBytes).filter((b) => b != null).map(mib).join(' / ') || '—'}`).join('; ')} (at the contexts it ran; onnxruntime's are the present tensors it returned, which the next step copies back into its heap).`);
-md.push(`- Largest difference of the checked first step: ${present.map((dec) => { const cs = rows.map((r) => r.results[dec.id]?.check).filter(Boolean); return `${dec.label} ${cs.length ? Math.max(...cs.map((c) => c.rel)).toExponential(1) : '—'}`; }).join('; ')} (relative Frobenius; exact decoders against the float64 step, FAVOR+ ones against ${decoders[0].label}).`);
+md.push(`- Largest difference of the checked first step: ${present.map((dec) => { const cs = rows.map((r) => r.results[dec.id]?.check).filter((c) => c && c.rel !== null); return `${dec.label} ${cs.length ? Math.max(...cs.map((c) => c.rel)).toExponential(1) : '—'}`; }).join('; ')} (relative Frobenius; exact decoders against the float64 step, FAVOR+ ones against ${decoders[0].label}, the codebook state against one causal codebookAttention call over the same positions, at contexts up to ${fmt(codebookCheckMax)}).`);
 md.push(`- Our FAVOR+ decode across contexts: slowest / fastest = ${fmt(flatness, 2)} (flat within noise if ≥ ~0.8); target ≥ 5,000 tokens/s at every context: **${Math.min(...flat) >= 5000 ? 'PASS' : 'FAIL'}** (slowest ${fmt(Math.min(...flat))}).`);
 md.push(`- Our exact decode falls linearly with the context (${measured.map((r) => `${fmt(tps(r, 'ours-exact'))} at ${fmt(r.context)}`).join(', ')} tokens/s, measured); our FAVOR+ state is faster from a context of about ${Number.isFinite(crossover) ? fmt(Math.round(crossover / 64) * 64) : '∞'} positions (the linear fit of exact's per-token time against FAVOR+'s median). Prefill of the measured contexts: FAVOR+ ${measured.map((r) => `${fmt(r.results['ours-favor'].prefillMs)} ms`).join(', ')}; exact ${measured.map((r) => `${fmt(r.results['ours-exact'].prefillMs)} ms`).join(', ')}.`);
 md.push(`- Our FAVOR+ state holds ${mib(rows[0].results['ours-favor'].stateBytes)} at every context (M × dv + 2M floats per head, and the last step's key features and value, M + dv floats, which the next step adds while it reads the state out: one pass over the state per step; updated in place, keeping only the rows it rescales to restore if the append fails; plus its copy of W); the exact cache grows by (d + dv) floats per position and head (${mib(H * 2 * d * 4 * 1024)} per 1k positions here, its buffers grow by doubling). Our exact decode runs the single-query kernel: scores through the GEMM straight from the cache, which keeps its keys in the GEMM's packed strips (nothing is packed per step); at long contexts it is bound by reading the cache: ${mib(H * 2 * d * 4 * 16384)} of keys and values per token at 16k (its buffers hold twice that after doubling past 16,384 positions).`);

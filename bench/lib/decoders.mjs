@@ -1,6 +1,6 @@
 // The decoders bench/decode.mjs times side by side: one new position per step (q, k, v of
 // H heads), after a prefill of C positions. Each decoder:
-//   id, label, kind ('exact' | 'favor'), notes
+//   id, label, kind ('exact' | 'favor' | 'codebook'), notes
 //   limit(C)          a reason not to run it at context C, or null
 //   prefill(chunks)   appends the context: chunks of [H, n, d] tensors (q = k = v); returns ms
 //   step(x)           appends one position x ([H, 1, d], q = k = v), returns the output [H, dv]
@@ -17,20 +17,21 @@ import { ortMessage } from './methods.mjs';
 const onnxDir = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'onnx');
 
 // Our createCausalState (method 'exact': a key/value cache; 'favor': the prefix state).
-export function oursDecoder(favor, { method, featureMap, H, d }) {
+export function oursDecoder(favor, { method, featureMap, codebook, H, d }) {
   let state = null;
   const threads = favor.info.threads;
+  const name = { favor: 'FAVOR+ state', exact: 'exact (KV cache)', codebook: 'codebook state' }[method];
   return {
     id: `ours-${method}${threads > 1 ? `-${threads}t` : ''}`,
-    label: `${method === 'favor' ? 'ours: FAVOR+ state' : 'ours: exact (KV cache)'}${threads > 1 ? `, ${threads} threads` : ''}`,
+    label: `ours: ${name}${threads > 1 ? `, ${threads} threads` : ''}`,
     kind: method,
-    notes: `createCausalState({ method: '${method}' })${method === 'favor' ? ', positive orthogonal W' : ''}; append(q, k, v) of [${H}, 1, ${d}]`,
+    notes: `createCausalState({ method: '${method}' })${method === 'favor' ? ', positive orthogonal W' : ''}${method === 'codebook' ? `, hard assignment, a [${codebook.dims}] codebook` : ''}; append(q, k, v) of [${H}, 1, ${d}]`,
     // An exact cache is filled through append, which is causal exact attention over the
     // prefix: O(C²) (~9 TFLOP at 128k, minutes here).
     limit: (C) => (method === 'exact' && C > 16384 ? 'its prefill through append is causal exact attention over the context, O(C²): not run beyond 16,384; per-token time predicted by a linear fit' : null),
     async prefill(chunks) {
       state?.dispose();
-      state = favor.createCausalState(method === 'favor' ? { method, featureMap } : { method });
+      state = favor.createCausalState(method === 'favor' ? { method, featureMap } : method === 'codebook' ? { method, codebook } : { method });
       const t0 = performance.now();
       for (const x of chunks) state.append(x, x, x);
       return performance.now() - t0;
