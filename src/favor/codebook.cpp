@@ -10,6 +10,7 @@
 #include "linear_attention.hpp"
 #include "random.hpp"
 #include "validate.hpp"
+#include "vector_math.hpp"
 
 namespace favor {
 
@@ -118,7 +119,13 @@ struct CodebookFactors {
           return static_cast<float>(std::max(static_cast<double>(x) / t,
                                              static_cast<double>(std::numeric_limits<float>::lowest())));
         });
-        const Vector log_sum = e.array().exp().rowwise().sum().log().matrix();
+        // log sum_y exp(e_jy), e_jy <= 0: the library's vector exp (Eigen's runs one float at a time in wasm)
+        Vector log_sum(n);
+        FloatBuffer row(static_cast<std::size_t>(c));
+        for (Index j = 0; j < n; ++j) {
+          std::copy_n(&e(j, 0), c, row.data());
+          log_sum(j) = std::log(vec::exp_shifted(row.data(), c, 0.0f));
+        }
         e.colwise() -= log_sum;
         f.row_log = Vector::Zero(n);
         f.exponent = std::move(e);
