@@ -36,7 +36,19 @@ const waitFor = (page, fn, what) => page.waitForFunction(fn, { timeout: 60_000, 
 async function open(query) {
   const page = await firefox.newPage();
   await page.goto(`${base}${query}`);
-  await waitFor(page, () => window.__favorDemo?.updates >= 1 && window.__favorDemo.idle, 'the first update');
+  try {
+    await waitFor(page, () => window.__favorDemo?.updates >= 1 && window.__favorDemo.idle, 'the first update');
+  } catch (e) {
+    // What the page had reached (once seen: no first update within 60 s, no error, in one full run
+    // of 5; not reproduced alone or after the Chromium demo tests): for the next occurrence.
+    const state = await page.evaluate(() => ({
+      demo: window.__favorDemo ? { ready: window.__favorDemo.ready, updates: window.__favorDemo.updates, idle: window.__favorDemo.idle,
+        errors: window.__favorDemo.errors } : 'no window.__favorDemo (main.js not run)',
+      status: document.querySelector('#status')?.textContent, isolated: window.crossOriginIsolated,
+    })).catch((err) => `page.evaluate failed too: ${err.message}`);
+    e.message += `; page state: ${JSON.stringify(state)}`;
+    throw e;
+  }
   return page;
 }
 
