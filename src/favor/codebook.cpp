@@ -51,8 +51,7 @@ ScaledCodebook::ScaledCodebook(ConstMatrixRef raw, double scale_) : scale(scale_
   root = static_cast<float>(std::sqrt(scale));
   codebook = root * raw;
   half_sq = 0.5f * codebook.rowwise().squaredNorm();
-  packed.resize(static_cast<std::size_t>(gemm::strips(codebook.rows()) * codebook.cols() * gemm::kStrip));
-  gemm::pack_bt(codebook.rows(), codebook.cols(), codebook.data(), codebook.cols(), packed.data());
+  gemm::pack_bt(codebook.rows(), codebook.cols(), codebook.data(), codebook.cols(), packed);
   max_norm = raw.cast<double>().rowwise().norm().maxCoeff();
 }
 
@@ -61,14 +60,14 @@ namespace {
 // Factors of codebook attention for scaled rows x~ = x sqrt(scale).
 struct CodebookFactors {
   CodebookFactors(const ScaledCodebook& book, const std::vector<ConstMatrixRef>& qs, const CodebookOptions& options)
-      : book(book), root(book.root), codebook(book.codebook), half_sq(book.half_sq) {
+      : book(book) {
     double q_norm = 0.0;
     for (const ConstMatrixRef& q : qs) {
       check_codebook(book.codebook, q);
       q_norm = std::max(q_norm, q.cast<double>().rowwise().norm().maxCoeff());
     }
     check_temperature(options);
-    if (resolve_scale(options, codebook.cols()) != book.scale)
+    if (resolve_scale(options, book.codebook.cols()) != book.scale)
       throw_range("scale", "expected the scale the codebook was prepared for, " + std::to_string(book.scale));
     // Scores q~.c~ stay below 1e37 (Cauchy-Schwarz), far from the lowest-float log weights of
     // hard assignment (see keys()) and from float overflow.
@@ -81,27 +80,25 @@ struct CodebookFactors {
   }
 
   const ScaledCodebook& book;
-  float root;
-  const Matrix& codebook;  // c~ (c x d)
-  const Vector& half_sq;   // |c~_y|^2 / 2
   Assignment assignment;
   double temperature;
 
   // x c~^T through the GEMM, c~ packed once (Eigen's product took ~2.5x as long in wasm).
   Matrix scores(const Matrix& x) const {
-    Matrix s(x.rows(), codebook.rows());
-    gemm::gemm_packed(x.rows(), codebook.rows(), codebook.cols(), x.data(), x.outerStride(), 1, book.packed.data(),
-                      s.data(), s.outerStride(), false);
+    const Matrix& c = book.codebook;
+    Matrix s(x.rows(), c.rows());
+    gemm::gemm_packed(x.rows(), c.rows(), c.cols(), x.data(), x.outerStride(), 1, book.packed.data(), s.data(),
+                      s.outerStride(), false);
     return s;
   }
 
   FactoredFeatures queries(const Matrix& x) const { return {Vector::Zero(x.rows()), scores(x), Matrix()}; }
 
   FactoredFeatures keys(const Matrix& y) const {
-    const Index n = y.rows(), c = codebook.rows();
+    const Index n = y.rows(), c = book.codebook.rows();
     // -|y - c|^2/2 = y.c - |c|^2/2 - |y|^2/2; the last term is a row term.
     Matrix e = scores(y);
-    e.rowwise() -= half_sq.transpose();
+    e.rowwise() -= book.half_sq.transpose();
     FactoredFeatures f;
     switch (assignment) {
       case Assignment::gaussian:
@@ -178,7 +175,7 @@ ScaledCodebook scaled(ConstMatrixRef raw, const std::vector<ConstMatrixRef>& qs,
 void run(const ScaledCodebook& book, const std::vector<ConstMatrixRef>& qs, ConstMatrixRef k, ConstMatrixRef v,
          const std::vector<MatrixRef>& outs, const CodebookOptions& options, StateStep* step) {
   const CodebookFactors factors(book, qs, options);
-  const float root = factors.root;
+  const float root = book.root;
   const Index c = book.codebook.rows();
   std::vector<QueryHead> heads;
   for (std::size_t h = 0; h < qs.size(); ++h)
@@ -225,9 +222,9 @@ void codebook_attention_matrix(ConstMatrixRef codebook, ConstMatrixRef q, ConstM
   const std::vector<ConstMatrixRef> qs{q};
   const ScaledCodebook book = scaled(codebook, qs, options);
   const CodebookFactors factors(book, qs, options);
-  FactoredFeatures keys = factors.keys(factors.root * k);
+  FactoredFeatures keys = factors.keys(book.root * k);
   if (options.key_mask) mask_key_factors(keys, options.key_mask, 0, codebook.rows());
-  factored_attention_matrix(factors.queries(factors.root * q), std::move(keys), codebook.rows(), out, options.causal);
+  factored_attention_matrix(factors.queries(book.root * q), std::move(keys), codebook.rows(), out, options.causal);
   detail::check_result(out, "q, k, codebook");
 }
 

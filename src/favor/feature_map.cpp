@@ -86,9 +86,7 @@ void FeatureMap::check_epsilon() const {
 void FeatureMap::derive() {
   projection_sq_norms_ = projection_.rowwise().squaredNorm();
   max_projection_norm_ = std::sqrt(projection_.cast<double>().rowwise().squaredNorm().maxCoeff());
-  packed_projection_.resize(static_cast<std::size_t>(gemm::strips(projection_.rows()) * projection_.cols() * gemm::kStrip));
-  gemm::pack_bt(projection_.rows(), projection_.cols(), projection_.data(), projection_.cols(),
-                packed_projection_.data());
+  gemm::pack_bt(projection_.rows(), projection_.cols(), projection_.data(), projection_.cols(), packed_projection_);
 }
 
 void FeatureMap::redraw(std::uint64_t seed) {

@@ -145,6 +145,11 @@ void pack_bt(Index N, Index K, const float* b, Index ldb, float* packed) {
   }
 }
 
+void pack_bt(Index N, Index K, const float* b, Index ldb, FloatBuffer& packed) {
+  packed.resize(static_cast<std::size_t>(strips(N) * K * kStrip));
+  pack_bt(N, K, b, ldb, packed.data());
+}
+
 void gemm_packed(Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, const float* packed,
                  float* c, Index ldc, bool accumulate, float scale) {
   product(M, N, K, a, a_rs, a_cs, [packed, K](Index j0) { return packed + j0 / kStrip * K * kStrip; }, kStrip,
@@ -154,16 +159,14 @@ void gemm_packed(Index M, Index N, Index K, const float* a, Index a_rs, Index a_
 void gemm_nt(Index M, Index N, Index K, const float* a, Index lda, const float* b, Index ldb, float* c,
              Index ldc, bool accumulate, FloatBuffer& scratch) {
   if (N == 1) return gemm(M, 1, K, a, lda, 1, b, 1, c, ldc, accumulate);  // B's row is Bt's column: no packing
-  scratch.resize(static_cast<std::size_t>(strips(N) * K * kStrip));
-  pack_bt(N, K, b, ldb, scratch.data());
+  pack_bt(N, K, b, ldb, scratch);
   gemm_packed(M, N, K, a, lda, 1, scratch.data(), c, ldc, accumulate);
 }
 
 void gemm_nt_lower(Index M, Index N, Index K, const float* a, Index lda, const float* b, Index ldb, float* c,
                    Index ldc, FloatBuffer& scratch) {
   if (N == 1) return gemm(M, 1, K, a, lda, 1, b, 1, c, ldc, false);  // as gemm_nt: every row is on or below
-  scratch.resize(static_cast<std::size_t>(strips(N) * K * kStrip));
-  pack_bt(N, K, b, ldb, scratch.data());
+  pack_bt(N, K, b, ldb, scratch);
   const AllOfK all{K};
   for (Index j0 = 0; j0 < std::min(M, N); j0 += kStrip)
     strip(M - j0, std::min(kStrip, N - j0), a + j0 * lda, lda, 1, scratch.data() + j0 * K, kStrip,

@@ -101,6 +101,8 @@ void gemm_lower(Index M, Index N, Index K, const float* a, Index a_rs, Index a_c
 // packed[(s K + k) kStrip + j] = B(s kStrip + j, k), zero past N. Size strips(N) * K * kStrip.
 inline Index strips(Index N) { return (N + kStrip - 1) / kStrip; }
 void pack_bt(Index N, Index K, const float* b, Index ldb, float* packed);
+// The same into `packed`, sized to strips(N) * K * kStrip floats first.
+void pack_bt(Index N, Index K, const float* b, Index ldb, FloatBuffer& packed);
 
 // C = ([C +] A B^T) * scale with B given packed by pack_bt (scale: each sum times it once, as
 // it is stored).

@@ -65,8 +65,8 @@ void matmul(const ConstTensorView& a, const ConstTensorView& b, const ConstTenso
   check_values(a, "a"), check_values(b, "b");
   if (bias) check_values(*bias, "bias");
   if (!options.transpose_b) return product(a, b.data, false, k, m, bias, out);  // b [k, m] is Bt already
-  FloatBuffer packed(static_cast<std::size_t>(gemm::strips(m) * k * gemm::kStrip));
-  gemm::pack_bt(m, k, b.data, k, packed.data());
+  FloatBuffer packed;
+  gemm::pack_bt(m, k, b.data, k, packed);
   product(a, packed.data(), true, k, m, bias, out);
 }
 
@@ -79,8 +79,7 @@ PackedMatrix::PackedMatrix(const ConstTensorView& b, const MatmulOptions& option
   k_ = transposed_ ? b.dims[1] : b.dims[0];
   m_ = transposed_ ? b.dims[0] : b.dims[1];
   if (transposed_) {
-    data_.resize(static_cast<std::size_t>(gemm::strips(m_) * k_ * gemm::kStrip));
-    gemm::pack_bt(m_, k_, b.data, k_, data_.data());
+    gemm::pack_bt(m_, k_, b.data, k_, data_);
   } else {
     data_.assign(b.data, b.data + k_ * m_);
   }
