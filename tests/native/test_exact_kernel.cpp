@@ -153,8 +153,8 @@ float scalar_exp(float x) { return kernel::exp_nonpositive(kernel::splat(x))[0];
 // Equal values, or both NaN.
 bool same(float a, float b) { return std::isnan(a) ? std::isnan(b) : a == b; }
 
-// The softmax exponential against double exp over its whole domain: within 4 ulp (Cephes'
-// polynomial is ~2 ulp; 4 leaves room for the reduction while a wrong constant or exponent is
+// The softmax exponential against double exp over its whole domain: within 4 ulp (the
+// polynomial is ~1 ulp; 4 leaves room for the reduction while a wrong constant or exponent is
 // off by far more), exact at 0, 0 below the float range, -inf -> 0, NaN -> NaN.
 TEST(ExactKernel, ExpNonPositive) {
   double worst = 0.0;
