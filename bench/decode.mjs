@@ -63,7 +63,8 @@ const fm2 = favor2.createFeatureMap({ dim: d, features: m, seed: 42 });
 const codebook = tensor([m, d], 7);
 const decoders = [oursDecoder(favor, { method: 'favor', featureMap: fm, H, d }), oursDecoder(favor, { method: 'exact', H, d }),
   oursDecoder(favor, { method: 'codebook', codebook, H, d }),
-  oursDecoder(favor2, { method: 'favor', featureMap: fm2, H, d }), oursDecoder(favor2, { method: 'exact', H, d })];
+  oursDecoder(favor2, { method: 'favor', featureMap: fm2, H, d }), oursDecoder(favor2, { method: 'exact', H, d }),
+  oursDecoder(favor2, { method: 'codebook', codebook, H, d })];
 const unavailable = [];
 let ortVersion = null;
 if (!args['no-peers']) {
@@ -222,11 +223,11 @@ for (const C of contexts) {
 // it is there. The probe is exact attention (L = 1,024, one head), whose rows split evenly over
 // threads: ~1.9x on 2 threads when both cores run, ~1x when one does. It runs before and after
 // each round's decode bursts; a round counts as "2 cores" when both probes reach 1.6x.
-const scaling = { context: 1024, rounds: args.quick ? 20 : 60, steps: { favor: 200, exact: 100 }, probeL: 1024, threshold: 1.6, rows: [] };
+const scaling = { context: 1024, rounds: args.quick ? 20 : 60, steps: { favor: 200, exact: 100, codebook: 200 }, probeL: 1024, threshold: 1.6, rows: [] };
 {
   const probe = tensor([1, scaling.probeL, d], 13);
-  const pairs = ['favor', 'exact'].map((method) => [method, [favor, favor2].map((f, i) => {
-    const st = f.createCausalState(method === 'favor' ? { method, featureMap: i ? fm2 : fm } : { method });
+  const pairs = ['favor', 'exact', 'codebook'].map((method) => [method, [favor, favor2].map((f, i) => {
+    const st = f.createCausalState(method === 'favor' ? { method, featureMap: i ? fm2 : fm } : method === 'codebook' ? { method, codebook } : { method });
     for (const x of chunksOf(scaling.context, 21)) st.append(x, x, x);
     return st;
   })]);
@@ -248,7 +249,8 @@ const scaling = { context: 1024, rounds: args.quick ? 20 : 60, steps: { favor: 2
   }
   for (const [, states] of pairs) for (const st of states) st.dispose();
   const part = (two) => scaling.rows.filter((x) => x.twoCores === two);
-  scaling.summary = [true, false].map((two) => ({ twoCores: two, rounds: part(two).length, favor: part(two).length ? median(part(two).map((x) => x.favor)) : null, exact: part(two).length ? median(part(two).map((x) => x.exact)) : null, probe: part(two).length ? median(part(two).flatMap((x) => x.probes)) : null }));
+  const over = (rows, key) => (rows.length ? median(rows.map((x) => x[key])) : null);
+  scaling.summary = [true, false].map((two) => ({ twoCores: two, rounds: part(two).length, favor: over(part(two), 'favor'), exact: over(part(two), 'exact'), codebook: over(part(two), 'codebook'), probe: part(two).length ? median(part(two).flatMap((x) => x.probes)) : null }));
   console.error(JSON.stringify({ scaling: scaling.summary }));
 }
 
@@ -280,6 +282,7 @@ for (const causal of [false, true]) {
 }
 
 const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
+const methodName = { favor: 'FAVOR+', exact: 'exact', codebook: 'codebook' };
 const fmt = (x, digits = 0) => x.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const mib = (b) => `${fmt(b / 2 ** 20, 2)} MiB`;
 const tps = (row, id) => (row.results[id]?.status === 'ok' ? row.results[id].tokensPerSecond : null);
@@ -343,17 +346,17 @@ md.push(`- Our FAVOR+ decode across contexts: slowest / fastest = ${fmt(flatness
 md.push(`- Our exact decode falls linearly with the context (${measured.map((r) => `${fmt(tps(r, 'ours-exact'))} at ${fmt(r.context)}`).join(', ')} tokens/s, measured); our FAVOR+ state is faster from a context of about ${Number.isFinite(crossover) ? fmt(Math.round(crossover / 64) * 64) : '∞'} positions (the linear fit of exact's per-token time against FAVOR+'s median). Prefill of the measured contexts: FAVOR+ ${measured.map((r) => `${fmt(r.results['ours-favor'].prefillMs)} ms`).join(', ')}; exact ${measured.map((r) => `${fmt(r.results['ours-exact'].prefillMs)} ms`).join(', ')}.`);
 md.push(`- Our FAVOR+ state holds ${mib(rows[0].results['ours-favor'].stateBytes)} at every context (M × dv + 2M floats per head, and the last step's key features and value, M + dv floats, which the next step adds while it reads the state out: one pass over the state per step; updated in place, keeping only the rows it rescales to restore if the append fails; plus its copy of W); the exact cache grows by (d + dv) floats per position and head (${mib(H * 2 * d * 4 * 1024)} per 1k positions here, its buffers grow by doubling). Our exact decode runs the single-query kernel: scores through the GEMM straight from the cache, which keeps its keys in the GEMM's packed strips (nothing is packed per step); at long contexts it is bound by reading the cache: ${mib(H * 2 * d * 4 * 16384)} of keys and values per token at 16k (its buffers hold twice that after doubling past 16,384 positions).`);
 {
-  const pairs = ['favor', 'exact'].map((method) => [method, rows.map((r) => pairedRate(r, `ours-${method}-2t`, `ours-${method}`)).filter((x) => x)]);
+  const pairs = ['favor', 'exact', 'codebook'].map((method) => [method, rows.map((r) => pairedRate(r, `ours-${method}-2t`, `ours-${method}`)).filter((x) => x)]);
   if (pairs.some(([, x]) => x.length)) {
-    md.push(`- On 2 threads (the pthreads build, the same code), in the rounds above: ${pairs.map(([method, x]) => `${method === 'favor' ? 'FAVOR+' : 'exact'} ${x.length ? `${fmt(Math.min(...x), 2)}–${fmt(Math.max(...x), 2)}×` : '—'}`).join(', ')} the tokens/s of one thread. ` +
-      'Both run their heads in parallel (a FAVOR+ head takes a few microseconds: the pool hands steps over through atomics to helpers that spin briefly between calls, and the pthreads build caches freed blocks per thread in front of malloc\'s lock). ' +
+    md.push(`- On 2 threads (the pthreads build, the same code), in the rounds above: ${pairs.map(([method, x]) => `${methodName[method]} ${x.length ? `${fmt(Math.min(...x), 2)}–${fmt(Math.max(...x), 2)}×` : '—'}`).join(', ')} the tokens/s of one thread. ` +
+      'All three run their heads in parallel (a FAVOR+ head takes a few microseconds: the pool hands steps over through atomics to helpers that spin briefly between calls, and the pthreads build caches freed blocks per thread in front of malloc\'s lock). ' +
       'Those rounds are long and few; on a VM whose second vCPU comes and goes over seconds they mix both states, so the next line measures the same ratio in short bursts beside a probe of the second core.');
   }
 }
 {
   const [two, one] = scaling.summary;
-  const says = (x) => (x.rounds ? `FAVOR+ ${fmt(x.favor, 2)}×, exact ${fmt(x.exact, 2)}× (probe median ${fmt(x.probe, 2)}×)` : 'none');
-  md.push(`- 2 threads ÷ 1 thread in ${scaling.rounds} paired rounds at a context of ${fmt(scaling.context)} (${scaling.steps.favor} FAVOR+ and ${scaling.steps.exact} exact steps per decoder and round), each round between two probes of the second core (exact attention, L = ${fmt(scaling.probeL)}, one head, 2 threads ÷ 1; ~1.9× when both cores run): ` +
+  const says = (x) => (x.rounds ? `FAVOR+ ${fmt(x.favor, 2)}×, exact ${fmt(x.exact, 2)}×, codebook ${fmt(x.codebook, 2)}× (probe median ${fmt(x.probe, 2)}×)` : 'none');
+  md.push(`- 2 threads ÷ 1 thread in ${scaling.rounds} paired rounds at a context of ${fmt(scaling.context)} (${scaling.steps.favor} FAVOR+, ${scaling.steps.exact} exact and ${scaling.steps.codebook} codebook steps per decoder and round), each round between two probes of the second core (exact attention, L = ${fmt(scaling.probeL)}, one head, 2 threads ÷ 1; ~1.9× when both cores run): ` +
     `rounds where both probes reached ${scaling.threshold}× (${two.rounds}): ${says(two)}; the other rounds (${one.rounds}): ${says(one)}. ` +
     'The first figure is what a page with two free cores gets; the second is this VM while its second vCPU is away (long calls, as in the threads target above, hardly notice).');
 }
