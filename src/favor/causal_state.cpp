@@ -283,9 +283,8 @@ void CausalState::append(const ConstTensorView& q, const ConstTensorView& k, con
       if (kv0 >= kv1) return;
       Matrix x((kv1 - kv0) * group_rows, d);
       for (Index kv = kv0; kv < kv1; ++kv) {
-        const auto group = query_group(g, kv, q, out);
-        const Index row0 = (kv - kv0) * group_rows;
-        for (Index i = 0; i < g.group(); ++i) x.middleRows(row0 + i * n, n) = group.qs[static_cast<std::size_t>(i)];
+        const Index row0 = (kv - kv0) * group_rows, first = g.first_query_head(kv);
+        for (Index i = 0; i < g.group(); ++i) x.middleRows(row0 + i * n, n) = qhead(first + i);
         x.middleRows(row0 + g.group() * n, n) = khead(kv);
       }
       AttentionOptions o;
@@ -302,9 +301,8 @@ void CausalState::append(const ConstTensorView& q, const ConstTensorView& k, con
         o.chunk = s.chunk;
         o.key_mask = mask_of(kv);
         const Index part = kv / per_part;
-        const FactoredFeatures mine =
-            stack ? rows_of(stacked[static_cast<std::size_t>(part)], (kv - part * per_part) * group_rows, group_rows) : FactoredFeatures{};
-        favor_attention(*s.map, qs, khead(kv), vhead(kv), outs, o, step, stack ? &mine : nullptr);
+        favor_attention(*s.map, qs, khead(kv), vhead(kv), outs, o, step, stack ? &stacked[static_cast<std::size_t>(part)] : nullptr,
+                        (kv - part * per_part) * group_rows);
       } else {
         CodebookOptions o;
         o.causal = true;

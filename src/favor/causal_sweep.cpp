@@ -104,9 +104,9 @@ bool carried_chunk(const std::vector<QueryHead>& heads, const FactorBlock& keys,
   Vector denominator(n);
   FloatBuffer scratch;
   for (const QueryHead& head : heads) {
-    const FactoredFeatures f = prepared(head.factors(0, n), "q");
+    FactoredFeatures f = prepared(head.factors(0, n), "q");
     Vector row_scale;
-    const Matrix qf = shifted_queries(f.exponent, f.value, n, shift, row_scale);
+    const Matrix qf = shifted_queries(std::move(f.exponent), f.value, n, shift, row_scale);
     step.readout(qf, numerator, denominator.data());
     add_in_chunk(qf, kf, n, v, local, scratch, numerator, denominator);
     if (!(denominator.array().abs() >= kUnderflow).all()) {

@@ -159,7 +159,7 @@ FactoredFeatures favor_factors(const FeatureMap& map, ConstMatrixRef x, const At
 
 void favor_attention(const FeatureMap& map, const std::vector<ConstMatrixRef>& qs, ConstMatrixRef k,
                      ConstMatrixRef v, const std::vector<MatrixRef>& outs, const FavorOptions& options,
-                     StateStep* step, const FactoredFeatures* features) {
+                     StateStep* step, const FactoredFeatures* features, Index features_row0) {
   if (qs.empty() || qs.size() != outs.size()) throw_range("q", "expected one output per query head");
   for (std::size_t h = 0; h < qs.size(); ++h) {
     detail::check_head(qs[h], k, &v, options.causal);
@@ -173,7 +173,7 @@ void favor_attention(const FeatureMap& map, const std::vector<ConstMatrixRef>& q
   const Index M = map.num_features();
   // Rows of the caller's features from row0 on, or the map's features of x's rows.
   const auto block = [&](const ConstMatrixRef& x, Index row0, const KernelParameters& params) -> FactorBlock {
-    if (features) return [features, row0](Index i0, Index n) { return rows_of(*features, row0 + i0, n); };
+    if (features) return [features, row0 = features_row0 + row0](Index i0, Index n) { return rows_of(*features, row0 + i0, n); };
     return [&map, &x, &params, root](Index i0, Index n) { return map.factored(x.middleRows(i0, n), params, root); };
   };
   const Index L = qs[0].rows();

@@ -38,12 +38,13 @@ Matrix favor_attention(const FeatureMap& map, ConstMatrixRef q, ConstMatrixRef k
 // keys' features and state are made once for the group when the map's parameters do not depend
 // on the queries (every kernel but OPRF without a fixed rho). With a `step` (causal only), the
 // keys continue its carried prefix state (see factored_attention).
-// features: those of the rows of qs[0], qs[1], ..., then k, stacked, made beforehand by the caller
-// with favor_factors (a map whose parameters do not depend on the inputs): a decoding step makes
-// them for all its heads in one product.
+// features: those of the rows of qs[0], qs[1], ..., then k, stacked from row features_row0 on,
+// made beforehand by the caller with favor_factors (a map whose parameters do not depend on the
+// inputs): a decoding step makes them for all its heads in one product.
 void favor_attention(const FeatureMap& map, const std::vector<ConstMatrixRef>& qs, ConstMatrixRef k,
                      ConstMatrixRef v, const std::vector<MatrixRef>& outs, const FavorOptions& options,
-                     StateStep* step = nullptr, const FactoredFeatures* features = nullptr);
+                     StateStep* step = nullptr, const FactoredFeatures* features = nullptr,
+                     Index features_row0 = 0);
 
 // The features favor_attention makes of x's rows (scaled by sqrt(scale)), for a map whose
 // parameters do not depend on the inputs: how its caller makes them beforehand.
