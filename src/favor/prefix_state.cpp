@@ -127,10 +127,9 @@ const PrefixState& StateStep::carried() {
   return *carried_;
 }
 
-void StateStep::rescale_in_place(const Vector& shift) {
+void StateStep::rescale_in_place(Vector shift) {
   PrefixState& state = *carried_;
   const Index dv = state.kv.cols();
-  old_shift_ = state.shift;
   rescaled_.clear(), old_rows_.clear();
   changed_rows(state, shift, [&](Index r, float factor) {
     rescaled_.push_back(r);
@@ -139,7 +138,8 @@ void StateStep::rescale_in_place(const Vector& shift) {
     add_pending_row(state, r);  // the old sums are kv + the pending terms: those are scaled
     scale_row(state, r, factor);
   });
-  state.shift = shift;
+  old_shift_ = std::move(state.shift);
+  state.shift = std::move(shift);
 }
 
 void StateStep::add_pending() {

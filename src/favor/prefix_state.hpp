@@ -49,7 +49,7 @@ class StateStep {
   const PrefixState& carried();
   const Vector& carried_shift() const { return carried_->shift; }
   // In place: the carried state moved to `shift` (at or above its own) now.
-  void rescale_in_place(const Vector& shift);
+  void rescale_in_place(Vector shift);
   // readout() of the state in place; a single query row's first readout adds the pending keys
   // in the same pass (the bits of settle() then readout()).
   void readout(const Matrix& qf, Matrix& numerator, float* denominator);
