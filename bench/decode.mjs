@@ -29,7 +29,7 @@ import { parseArgs } from 'node:util';
 
 import { loadFavor } from 'favor-attention';
 
-import { oursDecoder, ortExactDecoder, ortFavorDecoder } from './lib/decoders.mjs';
+import { oursDecoder, ortExactDecoder, ortFavorDecoder, stateOptions } from './lib/decoders.mjs';
 import { difference, gaussian, median } from './lib/inputs.mjs';
 import { writeSection } from './lib/sections.mjs';
 
@@ -229,7 +229,7 @@ const scaling = { context: 1024, rounds: args.quick ? 20 : 60, steps: { favor: 2
 {
   const probe = tensor([1, scaling.probeL, d], 13);
   const pairs = ['favor', 'exact', 'codebook'].map((method) => [method, [favor, favor2].map((f, i) => {
-    const st = f.createCausalState(method === 'favor' ? { method, featureMap: i ? fm2 : fm } : method === 'codebook' ? { method, codebook } : { method });
+    const st = f.createCausalState(stateOptions(method, { featureMap: i ? fm2 : fm, codebook }));
     for (const x of chunksOf(scaling.context, 21)) st.append(x, x, x);
     return st;
   })]);

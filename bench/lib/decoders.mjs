@@ -16,7 +16,11 @@ import { ortMessage } from './methods.mjs';
 
 const onnxDir = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'onnx');
 
-// Our createCausalState (method 'exact': a key/value cache; 'favor': the prefix state).
+// createCausalState's options for a method: 'favor' takes the map, 'codebook' the codebook.
+export const stateOptions = (method, { featureMap, codebook }) =>
+  (method === 'favor' ? { method, featureMap } : method === 'codebook' ? { method, codebook } : { method });
+
+// Our createCausalState (method 'exact': a key/value cache; 'favor': the prefix state; 'codebook').
 export function oursDecoder(favor, { method, featureMap, codebook, H, d }) {
   let state = null;
   const threads = favor.info.threads;
@@ -31,7 +35,7 @@ export function oursDecoder(favor, { method, featureMap, codebook, H, d }) {
     limit: (C) => (method === 'exact' && C > 16384 ? 'its prefill through append is causal exact attention over the context, O(C²): not run beyond 16,384; per-token time predicted by a linear fit' : null),
     async prefill(chunks) {
       state?.dispose();
-      state = favor.createCausalState(method === 'favor' ? { method, featureMap } : method === 'codebook' ? { method, codebook } : { method });
+      state = favor.createCausalState(stateOptions(method, { featureMap, codebook }));
       const t0 = performance.now();
       for (const x of chunks) state.append(x, x, x);
       return performance.now() - t0;
