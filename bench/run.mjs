@@ -29,6 +29,7 @@ import { difference, flops, gaussian, median } from './lib/inputs.mjs';
 import { native, onnxruntime, onnxruntimeMha, oursWasm, tfjs } from './lib/methods.mjs';
 import { writeReport } from './lib/report.mjs';
 import { readSections, writeSection } from './lib/sections.mjs';
+import { cpuIdentity } from './lib/cpu-history.mjs';
 import { ruvector } from './lib/ruvector.mjs';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
@@ -81,6 +82,9 @@ const canonical = path.join(repo, 'BENCHMARKS.md');
 const outFile = path.resolve(args.out ?? (quick ? path.join(repo, 'build/bench-quick/BENCHMARKS.md') : canonical));
 const plotDir = outFile === canonical ? path.join(repo, 'bench/plots') : path.join(path.dirname(outFile), 'plots');
 const resultsFile = outFile === canonical ? path.join(repo, 'bench/results.json') : path.join(path.dirname(outFile), 'results.json');
+// The targets on every CPU the committed report has run on: this run's entry is written there only
+// for the committed report (other reports show it beside the committed entries).
+const history = { file: path.join(repo, 'bench/targets-by-cpu.json'), write: outFile === canonical };
 // --report-only: rewrite the report and plots from the saved results (after changing the report code).
 // The decode and grouped-heads section (bench/decode.mjs), the worker section (bench/worker.mjs)
 // the packed-weights section (bench/packed.mjs) and the peers sections (bench/node-peers.mjs, bench/browser-peers.mjs in Chromium and Firefox) live in the same file between
@@ -92,7 +96,7 @@ function keepOwnSections(write) {
 }
 if (args['report-only']) {
   const saved = JSON.parse(readFileSync(resultsFile, 'utf8'));
-  keepOwnSections(() => writeReport(saved, { outFile, plotDir, resultsFile }));
+  keepOwnSections(() => writeReport(saved, { outFile, plotDir, resultsFile, history }));
   console.log(`rewrote ${path.relative(process.cwd(), outFile)} and ${path.relative(process.cwd(), plotDir)}/*.svg from ${path.relative(process.cwd(), resultsFile)}`);
   process.exit(0);
 }
@@ -423,6 +427,8 @@ const environment = {
   command: quick ? 'npm run bench -- --quick' : 'npm run bench',
   argv: process.argv.slice(2).join(' '),
   cpu: /model name\s*:\s*(.*)/.exec(cpuinfo)?.[1] ?? os.cpus()[0]?.model,
+  cpuName: cpuIdentity(cpuinfo).name,
+  cpuKey: cpuIdentity(cpuinfo).key,
   cores: os.cpus().length,
   flags: (/flags\s*:\s*(.*)/.exec(cpuinfo)?.[1] ?? '').split(' ').filter((f) => /^(sse4_2|avx|avx2|fma|avx512f)$/.test(f)).join(' '),
   memGiB: Math.round(os.totalmem() / 2 ** 30),
@@ -451,7 +457,7 @@ const saved = JSON.stringify(data, round, 1);
 writeFileSync(resultsFile, saved + '\n');
 // The report from the saved (rounded) numbers, as --report-only reads them: rounding twice
 // otherwise moves last digits (113.496 prints 113, saved 113.50 prints 114).
-writeReport(JSON.parse(saved), { outFile, plotDir, resultsFile });
+writeReport(JSON.parse(saved), { outFile, plotDir, resultsFile, history });
 // Generation (causal states) and grouped-query heads, then the worker API's cost: their own
 // scripts, into the same report.
 // The side-by-side of the Chromium section also runs in Node 22, the maintenance LTS whose older V8
