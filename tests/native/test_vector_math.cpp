@@ -74,7 +74,7 @@ TEST(VectorMath, FusedRowPassesMatchPlainLoopsExactly) {
   std::mt19937 g(5);
   std::normal_distribution<float> n(0.0f, 3.0f);
   const float lowest = std::numeric_limits<float>::lowest();
-  for (favor::Index len = 0; len <= 13; ++len) {
+  for (favor::Index len = 0; len <= 21; ++len) {  // past two rounds of add_masked_max's two maxima
     SCOPED_TRACE(len);
     std::vector<float> x(len), add(len), value(len), top(len);
     for (favor::Index i = 0; i < len; ++i) {
@@ -126,10 +126,11 @@ TEST(VectorMath, AllFiniteFindsEveryPosition) {
   EXPECT_TRUE(favor::vec::all_finite(nullptr, 0));
 }
 
-// max_abs is the largest magnitude for every length (so the tail goes through its loop too),
-// with the maximum at any position, of either sign; 0 for no values and for -0.
+// max_abs is the largest magnitude for every length (so the tail goes through its loops too: up
+// to two rounds of its four running maxima and more), with the maximum at any position, of either
+// sign; 0 for no values and for -0.
 TEST(VectorMath, MaxAbsFindsEveryPositionAndSign) {
-  for (favor::Index len = 1; len <= 11; ++len)
+  for (favor::Index len = 1; len <= 37; ++len)
     for (favor::Index at = 0; at < len; ++at)
       for (float top : {-7.5f, 7.5f, 1e-40f, -3.0e38f}) {
         std::vector<float> x(len);
