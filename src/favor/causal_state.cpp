@@ -315,19 +315,21 @@ void CausalState::append(const ConstTensorView& q, const ConstTensorView& k, con
                            vhead(kv), outs, o, step);
       }
     };
+    // One parallel region a step, each part its features then its heads.
+    const auto run_part = [&](Index part) {
+      if (stack) stack_features(part);
+      for (Index kv = part * per_part; kv < std::min(g.kv_heads, (part + 1) * per_part); ++kv) run(kv);
+    };
     try {
-      if (stack && parallel) parallel_for(parts, stack_features);
-      else if (stack) stack_features(0);
-      if (parallel) parallel_for(g.kv_heads, run);
-      else for (Index kv = 0; kv < g.kv_heads; ++kv) run(kv);
+      if (parallel) parallel_for(parts, run_part);
+      else run_part(0);
     } catch (...) {
       for (StateStep& step : steps) step.rollback();
       if (!s.started) s.states.clear();
       throw;
     }
-    // Commits cannot fail (they add what each head computed to its state): in parallel too.
-    if (parallel) parallel_for(g.kv_heads, [&](Index kv) { steps[static_cast<std::size_t>(kv)].commit(); });
-    else for (StateStep& step : steps) step.commit();
+    // Commits cannot fail (they add what each head computed to its state).
+    for (StateStep& step : steps) step.commit();
   }
   if (!s.started) {
     s.q_dims = with_rows(q.dims, 1), s.k_dims = with_rows(k.dims, 1), s.v_dims = with_rows(v.dims, 1);
