@@ -143,11 +143,29 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
   };
 
   const heapU8 = () => new Uint8Array(heapF32().buffer);
+  let f64 = null;
+  const heapF64 = () => {
+    const buffer = heapF32().buffer;
+    if (f64?.buffer !== buffer) f64 = new Float64Array(buffer);
+    return f64;
+  };
 
-  // Copies each tensor (Float32Array data) or mask (Uint8Array) into the wasm heap, calls
-  // fn(pointers), frees, and rethrows core errors. A null entry gives the pointer 0.
-  // Each copy starts on a cache line: malloc only guarantees 8 bytes here, and the kernels'
-  // 16-byte loads of a row that straddle two lines cost up to 2x in the products.
+  // A tensor in the wasm heap carries its dims just before its data, as doubles: the rank at
+  // data - 8, the dims before it (bindings.cpp dims_before). A pointer is then the whole argument:
+  // a dims array read through Embind cost a crossing per element (~2 µs of a small call).
+  function writeDims(ptr, dims) {
+    const heap = heapF64(), rankAt = (ptr >>> 3) - 1;
+    heap[rankAt] = dims.length;
+    for (let i = 0; i < dims.length; ++i) heap[rankAt - dims.length + i] = dims[i];
+  }
+
+  const coreError = (fnName, e) => new (ERROR_TYPES[e.error] ?? Error)(`${fnName}: ${e.message}`);
+
+  // Copies each tensor (Float32Array data) or mask (Uint8Array) into the wasm heap with its dims,
+  // calls fn(pointers), frees, and rethrows core errors: a result of 0 from a call that makes a
+  // tensor (its error kept for Module.lastError()), or an { error, message } value. A null entry
+  // gives the pointer 0. Each copy starts on a cache line: malloc only guarantees 8 bytes here,
+  // and the kernels' 16-byte loads of a row that straddle two lines cost up to 2x in the products.
   function call(fnName, tensors, fn) {
     const allocations = [], pointers = [];
     try {
@@ -156,32 +174,36 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
           pointers.push(0);
           continue;
         }
-        const bytes = t.data.length * t.data.BYTES_PER_ELEMENT;
-        const raw = Module._malloc(bytes + CACHE_LINE - 8) >>> 0;
+        const bytes = t.data.length * t.data.BYTES_PER_ELEMENT, header = 8 * (t.dims.length + 1);
+        const raw = Module._malloc(header + bytes + CACHE_LINE - 8) >>> 0;
         if (raw === 0) throw new RangeError(`${fnName}: out of memory: ${bytes} bytes of input do not fit in the WebAssembly heap`);
         allocations.push(raw);
-        const ptr = raw + ((CACHE_LINE - (raw % CACHE_LINE)) % CACHE_LINE);
+        const ptr = raw + header + ((CACHE_LINE - ((raw + header) % CACHE_LINE)) % CACHE_LINE);
         pointers.push(ptr);
+        writeDims(ptr, t.dims);
         if (t.data instanceof Uint8Array) heapU8().set(t.data, ptr);
         else heapF32().set(t.data, ptr >>> 2);
       }
       const result = fn(...pointers);
-      if (result?.error) throw new (ERROR_TYPES[result.error] ?? Error)(`${fnName}: ${result.message}`);
+      if (result === 0) throw coreError(fnName, Module.lastError());
+      if (result?.error) throw coreError(fnName, result);
       return result;
     } finally {
       for (const raw of allocations) Module._free(raw);
     }
   }
 
-  // Takes ownership of an output buffer from the core: copy out (into out when given), free.
-  function takeTensor(result, out) {
-    const ptr = result.ptr >>> 0;
+  // Takes ownership of an output from the core (its data pointer, its dims before it): copy out
+  // (into out when given), free the block it starts (whole cache lines of dims before the data).
+  function takeTensor(ptr, out) {
+    const heap = heapF64(), rankAt = (ptr >>> 3) - 1, rank = heap[rankAt];
+    const dims = Array.from(heap.subarray(rankAt - rank, rankAt));
     try {
-      const count = result.dims.reduce((a, b) => a * b, 1);
+      const count = dims.reduce((a, b) => a * b, 1);
       const data = heapF32().subarray(ptr >>> 2, (ptr >>> 2) + count);
-      return out ? writeOut(data, result.dims, out) : { data: data.slice(), dims: result.dims };
+      return out ? writeOut(data, dims, out) : { data: data.slice(), dims };
     } finally {
-      Module._free(ptr);
+      Module._free(ptr - Math.ceil((8 * (rank + 1)) / CACHE_LINE) * CACHE_LINE);
     }
   }
 
@@ -290,7 +312,7 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
     if (v !== null) checkTensor(v, 'v');
     const mask = o.keyMask === undefined ? null : checkMask(o.keyMask);
     return {
-      o, causal: checkBoolean(o.causal, 'causal'), scale: checkScale(o.scale, 'scale'), mask, maskDims: mask ? mask.dims : [],
+      o, causal: checkBoolean(o.causal, 'causal'), scale: checkScale(o.scale, 'scale'), mask,
       out: checkOut(o.out),
     };
   }
@@ -318,7 +340,7 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
       const mask = o.keyMask === undefined ? null : checkMask(o.keyMask);
       const out = checkOut(o.out);
       return takeTensor(call('append', [q, k, v, mask], (qp, kp, vp, mp) =>
-        handle.append(qp, q.dims, kp, k.dims, vp, v.dims, mp, mask ? mask.dims : [], outLength(out))), out);
+        handle.append(qp, kp, vp, mp, outLength(out))), out);
     }
 
     reset() {
@@ -353,7 +375,7 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
     const transposeB = checkBoolean(o.transposeB, 'transposeB');
     const handle = new Module.PackedMatrix();
     try {
-      call('packMatrix', [b], (bp) => handle.init(bp, b.dims, transposeB));
+      call('packMatrix', [b], (bp) => handle.init(bp, transposeB));
     } catch (e) {
       handle.delete();
       throw e;
@@ -382,7 +404,7 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
         result = handle.initFavor(featureMapOf(o), scale, chunk);
       } else {
         const { codebook, assignment, temperature } = codebookArgs(o);
-        result = call('createCausalState', [codebook], (cp) => handle.initCodebook(cp, codebook.dims, assignment, temperature, scale, chunk));
+        result = call('createCausalState', [codebook], (cp) => handle.initCodebook(cp, assignment, temperature, scale, chunk));
       }
       if (result?.error) throw new ERROR_TYPES[result.error](`createCausalState: ${result.message}`);
     } catch (e) {
@@ -428,47 +450,47 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
     },
 
     exactAttention(q, k, v, options) {
-      const { causal, scale, mask, maskDims, out } = attentionArgs('exactAttention', q, k, v, options);
+      const { causal, scale, mask, out } = attentionArgs('exactAttention', q, k, v, options);
       return takeTensor(call('exactAttention', [q, k, v, mask], (qp, kp, vp, mp) =>
-        Module.exactAttention(qp, q.dims, kp, k.dims, vp, v.dims, causal, scale, mp, maskDims, outLength(out))), out);
+        Module.exactAttention(qp, kp, vp, causal, scale, mp, outLength(out))), out);
     },
 
     attentionMatrix(q, k, options) {
-      const { causal, scale, mask, maskDims, out } = attentionArgs('attentionMatrix', q, k, null, options);
+      const { causal, scale, mask, out } = attentionArgs('attentionMatrix', q, k, null, options);
       return takeTensor(call('attentionMatrix', [q, k, mask], (qp, kp, mp) =>
-        Module.attentionMatrix(qp, q.dims, kp, k.dims, causal, scale, mp, maskDims, outLength(out))), out);
+        Module.attentionMatrix(qp, kp, causal, scale, mp, outLength(out))), out);
     },
 
     createFeatureMap,
 
     favorAttention(q, k, v, options) {
-      const { o, causal, scale, mask, maskDims, out } = attentionArgs('favorAttention', q, k, v, options, ['featureMap', 'chunk']);
+      const { o, causal, scale, mask, out } = attentionArgs('favorAttention', q, k, v, options, ['featureMap', 'chunk']);
       const handle = featureMapOf(o);
       const chunk = o.chunk === undefined ? NaN : checkInteger(o.chunk, 'chunk', 1, 1 << 20);
       return takeTensor(call('favorAttention', [q, k, v, mask], (qp, kp, vp, mp) =>
-        Module.favorAttention(handle, qp, q.dims, kp, k.dims, vp, v.dims, causal, scale, chunk, mp, maskDims, outLength(out))), out);
+        Module.favorAttention(handle, qp, kp, vp, causal, scale, chunk, mp, outLength(out))), out);
     },
 
     favorAttentionMatrix(q, k, options) {
-      const { o, causal, scale, mask, maskDims, out } = attentionArgs('favorAttentionMatrix', q, k, null, options, ['featureMap']);
+      const { o, causal, scale, mask, out } = attentionArgs('favorAttentionMatrix', q, k, null, options, ['featureMap']);
       const handle = featureMapOf(o);
       return takeTensor(call('favorAttentionMatrix', [q, k, mask], (qp, kp, mp) =>
-        Module.favorAttentionMatrix(handle, qp, q.dims, kp, k.dims, causal, scale, mp, maskDims, outLength(out))), out);
+        Module.favorAttentionMatrix(handle, qp, kp, causal, scale, mp, outLength(out))), out);
     },
 
     codebookAttention(q, k, v, options) {
-      const { o, causal, scale, mask, maskDims, out } = attentionArgs('codebookAttention', q, k, v, options, ['codebook', 'assignment', 'temperature', 'chunk']);
+      const { o, causal, scale, mask, out } = attentionArgs('codebookAttention', q, k, v, options, ['codebook', 'assignment', 'temperature', 'chunk']);
       const { codebook, assignment, temperature } = codebookArgs(o);
       const chunk = o.chunk === undefined ? NaN : checkInteger(o.chunk, 'chunk', 1, 1 << 20);
       return takeTensor(call('codebookAttention', [codebook, q, k, v, mask], (cp, qp, kp, vp, mp) =>
-        Module.codebookAttention(cp, codebook.dims, qp, q.dims, kp, k.dims, vp, v.dims, assignment, temperature, causal, scale, chunk, mp, maskDims, outLength(out))), out);
+        Module.codebookAttention(cp, qp, kp, vp, assignment, temperature, causal, scale, chunk, mp, outLength(out))), out);
     },
 
     codebookAttentionMatrix(q, k, options) {
-      const { o, causal, scale, mask, maskDims, out } = attentionArgs('codebookAttentionMatrix', q, k, null, options, ['codebook', 'assignment', 'temperature']);
+      const { o, causal, scale, mask, out } = attentionArgs('codebookAttentionMatrix', q, k, null, options, ['codebook', 'assignment', 'temperature']);
       const { codebook, assignment, temperature } = codebookArgs(o);
       return takeTensor(call('codebookAttentionMatrix', [codebook, q, k, mask], (cp, qp, kp, mp) =>
-        Module.codebookAttentionMatrix(cp, codebook.dims, qp, q.dims, kp, k.dims, assignment, temperature, causal, scale, mp, maskDims, outLength(out))), out);
+        Module.codebookAttentionMatrix(cp, qp, kp, assignment, temperature, causal, scale, mp, outLength(out))), out);
     },
 
     createCausalState,
@@ -498,10 +520,10 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
       const out = checkOut(o.out);  // last, as in every call
       if (packed) {
         const handle = b.handle('b');
-        return takeTensor(call('matmul', [a, bias], (ap, cp) => handle.matmul(ap, a.dims, cp, bias ? bias.dims : [], outLength(out))), out);
+        return takeTensor(call('matmul', [a, bias], (ap, cp) => handle.matmul(ap, cp, outLength(out))), out);
       }
       return takeTensor(call('matmul', [a, b, bias], (ap, bp, cp) =>
-        Module.matmul(ap, a.dims, bp, b.dims, cp, bias ? bias.dims : [], transposeB, outLength(out))), out);
+        Module.matmul(ap, bp, cp, transposeB, outLength(out))), out);
     },
 
     kmeans(k, options) {
@@ -511,7 +533,7 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
       const clusters = checkInteger(o.clusters, 'clusters', 1, 1 << 24);
       const iterations = o.iterations === undefined ? 25 : checkInteger(o.iterations, 'iterations', 0, 1 << 20);
       const seed = o.seed === undefined ? 0 : checkInteger(o.seed, 'seed', 0);
-      return takeTensor(call('kmeans', [k], (kp) => Module.kmeans(kp, k.dims, clusters, iterations, seed)));
+      return takeTensor(call('kmeans', [k], (kp) => Module.kmeans(kp, clusters, iterations, seed)));
     },
 
     randomCodebook(options) {
@@ -540,7 +562,7 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
       checkTensor(exactMatrix, 'exactMatrix');
       checkTensor(approxMatrix, 'approxMatrix');
       const { mse, relFrobenius, maxAbs, meanRowKL } = call('compare', [exactMatrix, approxMatrix], (ep, ap) =>
-        Module.compare(ep, exactMatrix.dims, ap, approxMatrix.dims));
+        Module.compare(ep, ap));
       return { mse, relFrobenius, maxAbs, meanRowKL };
     },
 
@@ -548,7 +570,7 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
       checkTensor(exact, 'exact');
       checkTensor(approx, 'approx');
       return call('outputRelativeError', [exact, approx], (ep, ap) =>
-        Module.outputRelativeError(ep, exact.dims, ap, approx.dims)).value;
+        Module.outputRelativeError(ep, ap)).value;
     },
   };
 }

@@ -32,42 +32,46 @@ namespace {
 // One wasm allocation cannot reach 2 GiB (see docs/emscripten-3.1.6-notes.md).
 constexpr double kMaxAllocationBytes = 2147483647.0 - 65536.0;
 
-std::vector<favor::Index> to_dims(const val& dims) {
-  std::vector<favor::Index> out;
-  const unsigned n = dims["length"].as<unsigned>();
-  out.reserve(n);
-  for (unsigned i = 0; i < n; ++i) out.push_back(static_cast<favor::Index>(dims[i].as<double>()));
-  return out;
+// A tensor in the heap carries its dims just before its data (web/api.js writes them for its
+// inputs, allocate_output for outputs): its rank as a double at data - 8, its dims as the `rank`
+// doubles before that. A pointer alone then describes a tensor: reading a JS dims array through
+// Embind's val took a crossing per element and per property (~2 us of a small call).
+std::vector<favor::Index> dims_before(std::uintptr_t data) {
+  const double* rank_at = reinterpret_cast<const double*>(data) - 1;
+  const auto rank = static_cast<std::size_t>(*rank_at);
+  const double* first = rank_at - rank;
+  std::vector<favor::Index> dims(rank);
+  for (std::size_t i = 0; i < rank; ++i) dims[i] = static_cast<favor::Index>(first[i]);
+  return dims;
 }
 
-val to_array(const std::vector<favor::Index>& dims) {
-  val a = val::array();
-  for (favor::Index d : dims) a.call<void>("push", static_cast<double>(d));
-  return a;
-}
+struct ErrorValue {
+  const char* kind;
+  std::string message;
+};
 
-val error(const char* kind, const std::string& message) {
-  val e = val::object();
-  e.set("error", kind);
-  e.set("message", message);
-  return e;
+val error(const ErrorValue& e) {
+  val v = val::object();
+  v.set("error", e.kind);
+  v.set("message", e.message);
+  return v;
 }
 
 // The exception being handled, as an error value. Looked up by its exact type rather than by
 // typed catch clauses: in the pthreads build, clang 14's wasm exceptions match only catch (...)
 // (typed clauses are skipped), while the type of the exception in hand is reported correctly.
-val current_error() {
+ErrorValue current_error() {
   const std::type_info* type = abi::__cxa_current_exception_type();
   void* object = abi::__cxa_current_primary_exception();  // the thrown object; counted, released below
   const auto is = [type](const std::type_info& t) { return type && *type == t; };
-  val e = val::undefined();
+  ErrorValue e;
   if (is(typeid(favor::Error))) {
     const auto* x = static_cast<const favor::Error*>(object);
-    e = error(x->kind() == favor::Error::Kind::type ? "TypeError" : "RangeError", x->what());
+    e = {x->kind() == favor::Error::Kind::type ? "TypeError" : "RangeError", x->what()};
   } else if (is(typeid(std::bad_alloc)) || is(typeid(std::bad_array_new_length)) || is(typeid(std::length_error))) {
-    e = error("RangeError", "out of memory: the request does not fit in the WebAssembly heap");
+    e = {"RangeError", "out of memory: the request does not fit in the WebAssembly heap"};
   } else {
-    e = error("Error", std::string("unknown internal error") + (type ? std::string(" (") + type->name() + ")" : ""));
+    e = {"Error", std::string("unknown internal error") + (type ? std::string(" (") + type->name() + ")" : "")};
   }
   if (object) abi::__cxa_decrement_exception_refcount(object);
   return e;
@@ -78,40 +82,65 @@ val guarded(Fn&& fn) {
   try {
     return fn();
   } catch (...) {
-    return current_error();
+    return error(current_error());
   }
 }
 
-// A float buffer owned by JS from here on (freed with Module._free after copying out).
+// The error of the last call that returned a tensor pointer of 0, kept until lastError() takes it.
+ErrorValue g_last_error{"Error", ""};
+
+// Calls that make a tensor return its data pointer (a plain number, no val to build), or 0 after
+// an error, which last_error() then returns as { error, message }.
+template <class Fn>
+double guarded_tensor(Fn&& fn) {
+  try {
+    return static_cast<double>(reinterpret_cast<std::uintptr_t>(fn()));
+  } catch (...) {
+    g_last_error = current_error();
+    return 0.0;
+  }
+}
+
+val last_error() {
+  val e = error(g_last_error);
+  g_last_error = {"Error", std::string()};  // the message's memory goes back now
+  return e;
+}
+
+constexpr std::size_t kLine = 64;
+
+// Bytes before an output's data that hold its dims (dims_before): whole cache lines, so that the
+// data starts on one. web/api.js frees data - header_bytes(rank) after copying the output out.
+std::size_t header_bytes(std::size_t rank) { return (8 * (rank + 1) + kLine - 1) / kLine * kLine; }
+
+// A float buffer of `dims` owned by JS from here on, its dims written before it (dims_before).
 float* allocate_output(const std::vector<favor::Index>& dims, const char* what) {
   double bytes = 4.0;
   for (favor::Index d : dims) bytes *= static_cast<double>(d);
-  if (bytes > kMaxAllocationBytes)
+  const std::size_t header = header_bytes(dims.size());
+  if (bytes + static_cast<double>(header) > kMaxAllocationBytes)
     favor::throw_range(what, "the result would take " + std::to_string(bytes / 1073741824.0) +
                                  " GiB, more than one WebAssembly allocation can hold (2 GiB)");
-  // On a cache line, as the inputs (web/api.js): malloc only guarantees 8 bytes here. JS frees it with free().
-  constexpr std::size_t kLine = 64;
+  // On a cache line, as the inputs (web/api.js): malloc only guarantees 8 bytes here.
   const std::size_t size = (static_cast<std::size_t>(bytes) + kLine - 1) / kLine * kLine;
-  auto* out = static_cast<float*>(std::aligned_alloc(kLine, size ? size : kLine));
-  if (!out) throw std::bad_alloc();
+  auto* block = static_cast<unsigned char*>(std::aligned_alloc(kLine, header + (size ? size : kLine)));
+  if (!block) throw std::bad_alloc();
+  auto* out = reinterpret_cast<float*>(block + header);
+  double* rank_at = reinterpret_cast<double*>(out) - 1;
+  *rank_at = static_cast<double>(dims.size());
+  for (std::size_t i = 0; i < dims.size(); ++i) rank_at[-static_cast<std::ptrdiff_t>(dims.size()) + static_cast<std::ptrdiff_t>(i)] = static_cast<double>(dims[i]);
   return out;
 }
 
-val result(float* out, const std::vector<favor::Index>& dims) {
-  val r = val::object();
-  r.set("ptr", static_cast<double>(reinterpret_cast<std::uintptr_t>(out)));
-  r.set("dims", to_array(dims));
-  return r;
-}
+// Frees an output allocate_output made (when the call that made it fails).
+void free_output(float* out, std::size_t rank) { std::free(reinterpret_cast<unsigned char*>(out) - header_bytes(rank)); }
 
-favor::ConstTensorView view(std::uintptr_t ptr, const val& dims) {
-  return {reinterpret_cast<const float*>(ptr), to_dims(dims)};
-}
+favor::ConstTensorView view(std::uintptr_t ptr) { return {reinterpret_cast<const float*>(ptr), dims_before(ptr)}; }
 
 // A key mask (bytes) from JS: ptr 0 means none.
-favor::ConstMaskView mask_view(std::uintptr_t ptr, const val& dims) {
+favor::ConstMaskView mask_view(std::uintptr_t ptr) {
   if (!ptr) return {};
-  return {reinterpret_cast<const std::uint8_t*>(ptr), to_dims(dims)};
+  return {reinterpret_cast<const std::uint8_t*>(ptr), dims_before(ptr)};
 }
 
 favor::AttentionOptions attention_options(bool causal, double scale) {
@@ -126,7 +155,7 @@ favor::AttentionOptions attention_options(bool causal, double scale) {
 // size before anything is computed or changed (a causal state's append included); JS copies the
 // result into it.
 template <class Compute>
-val with_output(const std::vector<favor::Index>& dims, double out_length, Compute&& compute) {
+float* with_output(const std::vector<favor::Index>& dims, double out_length, Compute&& compute) {
   if (!std::isnan(out_length)) {
     double size = 1.0;
     for (favor::Index d : dims) size *= static_cast<double>(d);
@@ -140,10 +169,10 @@ val with_output(const std::vector<favor::Index>& dims, double out_length, Comput
   try {
     compute(favor::TensorView{out, dims});
   } catch (...) {
-    std::free(out);
+    free_output(out, dims.size());
     throw;
   }
-  return result(out, dims);
+  return out;
 }
 
 // The JS-facing feature map: constructing it cannot fail; init() reports errors as values.
@@ -214,60 +243,57 @@ class FeatureMapHandle {
   std::unique_ptr<favor::FeatureMap> map_;
 };
 
-val exact_attention(std::uintptr_t q, val q_dims, std::uintptr_t k, val k_dims, std::uintptr_t v,
-                    val v_dims, bool causal, double scale, std::uintptr_t mask, val mask_dims,
-                    double out_length) {
-  return guarded([&] {
-    const auto qv = view(q, q_dims), kv = view(k, k_dims), vv = view(v, v_dims);
+double exact_attention(std::uintptr_t q, std::uintptr_t k, std::uintptr_t v, bool causal, double scale,
+                       std::uintptr_t mask, double out_length) {
+  return guarded_tensor([&] {
+    const auto qv = view(q), kv = view(k), vv = view(v);
     const auto dims = favor::attention_output_dims(qv.dims, kv.dims, vv.dims, causal);
     return with_output(dims, out_length, [&](const favor::TensorView& out) {
-      favor::exact_attention(qv, kv, vv, out, attention_options(causal, scale), mask_view(mask, mask_dims));
+      favor::exact_attention(qv, kv, vv, out, attention_options(causal, scale), mask_view(mask));
     });
   });
 }
 
-val attention_matrix(std::uintptr_t q, val q_dims, std::uintptr_t k, val k_dims, bool causal,
-                     double scale, std::uintptr_t mask, val mask_dims, double out_length) {
-  return guarded([&] {
-    const auto qv = view(q, q_dims), kv = view(k, k_dims);
+double attention_matrix(std::uintptr_t q, std::uintptr_t k, bool causal, double scale, std::uintptr_t mask,
+                        double out_length) {
+  return guarded_tensor([&] {
+    const auto qv = view(q), kv = view(k);
     const auto dims = favor::attention_matrix_dims(qv.dims, kv.dims, causal);
     return with_output(dims, out_length, [&](const favor::TensorView& out) {
-      favor::attention_matrix(qv, kv, out, attention_options(causal, scale), mask_view(mask, mask_dims));
+      favor::attention_matrix(qv, kv, out, attention_options(causal, scale), mask_view(mask));
     });
   });
 }
 
-val favor_attention(const FeatureMapHandle& map, std::uintptr_t q, val q_dims, std::uintptr_t k,
-                    val k_dims, std::uintptr_t v, val v_dims, bool causal, double scale,
-                    double chunk, std::uintptr_t mask, val mask_dims, double out_length) {
-  return guarded([&] {
-    const auto qv = view(q, q_dims), kv = view(k, k_dims), vv = view(v, v_dims);
+double favor_attention(const FeatureMapHandle& map, std::uintptr_t q, std::uintptr_t k, std::uintptr_t v,
+                       bool causal, double scale, double chunk, std::uintptr_t mask, double out_length) {
+  return guarded_tensor([&] {
+    const auto qv = view(q), kv = view(k), vv = view(v);
     const auto dims = favor::attention_output_dims(qv.dims, kv.dims, vv.dims, causal);
     favor::FavorOptions o;
     static_cast<favor::AttentionOptions&>(o) = attention_options(causal, scale);
     if (!std::isnan(chunk)) o.chunk = static_cast<favor::Index>(chunk);
     return with_output(dims, out_length, [&](const favor::TensorView& out) {
-      favor::favor_attention(map.map(), qv, kv, vv, out, o, mask_view(mask, mask_dims));
+      favor::favor_attention(map.map(), qv, kv, vv, out, o, mask_view(mask));
     });
   });
 }
 
-val favor_attention_matrix(const FeatureMapHandle& map, std::uintptr_t q, val q_dims,
-                           std::uintptr_t k, val k_dims, bool causal, double scale, std::uintptr_t mask,
-                           val mask_dims, double out_length) {
-  return guarded([&] {
-    const auto qv = view(q, q_dims), kv = view(k, k_dims);
+double favor_attention_matrix(const FeatureMapHandle& map, std::uintptr_t q, std::uintptr_t k, bool causal,
+                              double scale, std::uintptr_t mask, double out_length) {
+  return guarded_tensor([&] {
+    const auto qv = view(q), kv = view(k);
     const auto dims = favor::attention_matrix_dims(qv.dims, kv.dims, causal);
     return with_output(dims, out_length, [&](const favor::TensorView& out) {
       favor::favor_attention_matrix(map.map(), qv, kv, out, attention_options(causal, scale),
-                                    mask_view(mask, mask_dims));
+                                    mask_view(mask));
     });
   });
 }
 
-val compare(std::uintptr_t exact, val exact_dims, std::uintptr_t approx, val approx_dims) {
+val compare(std::uintptr_t exact, std::uintptr_t approx) {
   return guarded([&] {
-    const favor::MatrixErrors e = favor::compare(view(exact, exact_dims), view(approx, approx_dims));
+    const favor::MatrixErrors e = favor::compare(view(exact), view(approx));
     val r = val::object();
     r.set("mse", e.mse);
     r.set("relFrobenius", e.rel_frobenius);
@@ -277,10 +303,9 @@ val compare(std::uintptr_t exact, val exact_dims, std::uintptr_t approx, val app
   });
 }
 
-val output_relative_error(std::uintptr_t exact, val exact_dims, std::uintptr_t approx,
-                          val approx_dims) {
+val output_relative_error(std::uintptr_t exact, std::uintptr_t approx) {
   return guarded([&] {
-    const auto e = view(exact, exact_dims), a = view(approx, approx_dims);
+    const auto e = view(exact), a = view(approx);
     if (e.dims != a.dims) favor::throw_range("approx", "expected the dims of exact");
     const favor::Index n = favor::element_count(e.dims, "exact");
     favor::check_finite(e.data, n, "exact");
@@ -301,41 +326,38 @@ favor::CodebookOptions codebook_options(const std::string& assignment, double te
   return o;
 }
 
-val codebook_attention(std::uintptr_t c, val c_dims, std::uintptr_t q, val q_dims, std::uintptr_t k,
-                       val k_dims, std::uintptr_t v, val v_dims, std::string assignment,
-                       double temperature, bool causal, double scale, double chunk, std::uintptr_t mask,
-                       val mask_dims, double out_length) {
-  return guarded([&] {
-    const auto cv = view(c, c_dims), qv = view(q, q_dims), kv = view(k, k_dims), vv = view(v, v_dims);
+double codebook_attention(std::uintptr_t c, std::uintptr_t q, std::uintptr_t k, std::uintptr_t v,
+                          std::string assignment, double temperature, bool causal, double scale, double chunk,
+                          std::uintptr_t mask, double out_length) {
+  return guarded_tensor([&] {
+    const auto cv = view(c), qv = view(q), kv = view(k), vv = view(v);
     const auto o = codebook_options(assignment, temperature, causal, scale, chunk);
     const auto dims = favor::attention_output_dims(qv.dims, kv.dims, vv.dims, causal);
     return with_output(dims, out_length, [&](const favor::TensorView& out) {
-      favor::codebook_attention(cv, qv, kv, vv, out, o, mask_view(mask, mask_dims));
+      favor::codebook_attention(cv, qv, kv, vv, out, o, mask_view(mask));
     });
   });
 }
 
-val codebook_attention_matrix(std::uintptr_t c, val c_dims, std::uintptr_t q, val q_dims,
-                              std::uintptr_t k, val k_dims, std::string assignment,
-                              double temperature, bool causal, double scale, std::uintptr_t mask,
-                              val mask_dims, double out_length) {
-  return guarded([&] {
-    const auto cv = view(c, c_dims), qv = view(q, q_dims), kv = view(k, k_dims);
+double codebook_attention_matrix(std::uintptr_t c, std::uintptr_t q, std::uintptr_t k, std::string assignment,
+                                 double temperature, bool causal, double scale, std::uintptr_t mask,
+                                 double out_length) {
+  return guarded_tensor([&] {
+    const auto cv = view(c), qv = view(q), kv = view(k);
     const auto o = codebook_options(assignment, temperature, causal, scale, NAN);
     const auto dims = favor::attention_matrix_dims(qv.dims, kv.dims, causal);
     return with_output(dims, out_length, [&](const favor::TensorView& out) {
-      favor::codebook_attention_matrix(cv, qv, kv, out, o, mask_view(mask, mask_dims));
+      favor::codebook_attention_matrix(cv, qv, kv, out, o, mask_view(mask));
     });
   });
 }
 
-val matmul(std::uintptr_t a, val a_dims, std::uintptr_t b, val b_dims, std::uintptr_t bias, val bias_dims,
-           bool transpose_b, double out_length) {
-  return guarded([&] {
-    const auto av = view(a, a_dims), bv = view(b, b_dims);
+double matmul(std::uintptr_t a, std::uintptr_t b, std::uintptr_t bias, bool transpose_b, double out_length) {
+  return guarded_tensor([&] {
+    const auto av = view(a), bv = view(b);
     favor::MatmulOptions o;
     o.transpose_b = transpose_b;
-    const favor::ConstTensorView biasv = bias ? view(bias, bias_dims) : favor::ConstTensorView{};
+    const favor::ConstTensorView biasv = bias ? view(bias) : favor::ConstTensorView{};
     const auto dims = favor::matmul_dims(av.dims, bv.dims, o);
     return with_output(dims, out_length, [&](const favor::TensorView& out) {
       favor::matmul(av, bv, bias ? &biasv : nullptr, out, o);
@@ -347,19 +369,19 @@ val matmul(std::uintptr_t a, val a_dims, std::uintptr_t b, val b_dims, std::uint
 // errors as values.
 class PackedMatrixHandle {
  public:
-  val init(std::uintptr_t b, val b_dims, bool transpose_b) {
+  val init(std::uintptr_t b, bool transpose_b) {
     return guarded([&] {
       favor::MatmulOptions o;
       o.transpose_b = transpose_b;
-      matrix_ = std::make_unique<favor::PackedMatrix>(view(b, b_dims), o);
+      matrix_ = std::make_unique<favor::PackedMatrix>(view(b), o);
       return val::undefined();
     });
   }
 
-  val matmul(std::uintptr_t a, val a_dims, std::uintptr_t bias, val bias_dims, double out_length) const {
-    return guarded([&] {
-      const auto av = view(a, a_dims);
-      const favor::ConstTensorView biasv = bias ? view(bias, bias_dims) : favor::ConstTensorView{};
+  double matmul(std::uintptr_t a, std::uintptr_t bias, double out_length) const {
+    return guarded_tensor([&] {
+      const auto av = view(a);
+      const favor::ConstTensorView biasv = bias ? view(bias) : favor::ConstTensorView{};
       const auto dims = favor::matmul_dims(av.dims, *matrix_);
       return with_output(dims, out_length, [&](const favor::TensorView& out) {
         favor::matmul(av, *matrix_, bias ? &biasv : nullptr, out);
@@ -398,12 +420,11 @@ class CausalStateHandle {
     });
   }
 
-  val init_codebook(std::uintptr_t c, val c_dims, std::string assignment, double temperature, double scale,
-                    double chunk) {
+  val init_codebook(std::uintptr_t c, std::string assignment, double temperature, double scale, double chunk) {
     return guarded([&] {
       favor::CausalStateOptions o;
       o.method = favor::StateMethod::codebook;
-      o.codebook = view(c, c_dims);
+      o.codebook = view(c);
       o.assignment = favor::parse_assignment(assignment);
       o.temperature = temperature;
       set_scale(o, scale);
@@ -413,13 +434,12 @@ class CausalStateHandle {
     });
   }
 
-  val append(std::uintptr_t q, val q_dims, std::uintptr_t k, val k_dims, std::uintptr_t v, val v_dims,
-             std::uintptr_t mask, val mask_dims, double out_length) {
-    return guarded([&] {
-      const auto qv = view(q, q_dims), kv = view(k, k_dims), vv = view(v, v_dims);
+  double append(std::uintptr_t q, std::uintptr_t k, std::uintptr_t v, std::uintptr_t mask, double out_length) {
+    return guarded_tensor([&] {
+      const auto qv = view(q), kv = view(k), vv = view(v);
       const auto dims = state_->append_dims(qv.dims, kv.dims, vv.dims);
       return with_output(dims, out_length, [&](const favor::TensorView& out) {
-        state_->append(qv, kv, vv, out, mask_view(mask, mask_dims));
+        state_->append(qv, kv, vv, out, mask_view(mask));
       });
     });
   }
@@ -436,9 +456,9 @@ class CausalStateHandle {
   std::unique_ptr<favor::CausalState> state_;
 };
 
-val kmeans(std::uintptr_t points, val dims, double clusters, double iterations, double seed) {
-  return guarded([&] {
-    const auto pv = view(points, dims);
+double kmeans(std::uintptr_t points, double clusters, double iterations, double seed) {
+  return guarded_tensor([&] {
+    const auto pv = view(points);
     favor::KMeansOptions o;
     o.clusters = static_cast<favor::Index>(clusters);
     o.iterations = static_cast<favor::Index>(iterations);
@@ -448,8 +468,8 @@ val kmeans(std::uintptr_t points, val dims, double clusters, double iterations, 
   });
 }
 
-val random_codebook(double clusters, double dim, double seed, double sigma) {
-  return guarded([&] {
+double random_codebook(double clusters, double dim, double seed, double sigma) {
+  return guarded_tensor([&] {
     const std::vector<favor::Index> dims{static_cast<favor::Index>(clusters), static_cast<favor::Index>(dim)};
     return with_output(dims, NAN, [&](const favor::TensorView& out) {
       Eigen::Map<favor::Matrix>(out.data, dims[0], dims[1]) =
@@ -524,6 +544,7 @@ EMSCRIPTEN_BINDINGS(favor_attention) {
   emscripten::function("randomCodebook", &random_codebook);
   emscripten::function("compare", &compare);
   emscripten::function("outputRelativeError", &output_relative_error);
+  emscripten::function("lastError", &last_error);
   emscripten::function("heapUsed", &heap_used);
   emscripten::function("setMaxThreads", &set_max_threads);
   emscripten::function("relaxedSimd", &relaxed_simd);
