@@ -167,29 +167,37 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
   // gives the pointer 0. Each copy starts on a cache line: malloc only guarantees 8 bytes here,
   // and the kernels' 16-byte loads of a row that straddle two lines cost up to 2x in the products.
   function call(fnName, tensors, fn) {
-    const allocations = [], pointers = [];
+    // One allocation for all of them: each tensor's dims, then its data on a cache line.
+    const offsets = [];
+    let total = 0;
+    for (const t of tensors) {
+      if (t === null) {
+        offsets.push(-1);
+        continue;
+      }
+      const header = 8 * (t.dims.length + 1);
+      const at = Math.ceil((total + header) / CACHE_LINE) * CACHE_LINE;
+      offsets.push(at);
+      total = at + t.data.length * t.data.BYTES_PER_ELEMENT;
+    }
+    const raw = tensors.length ? Module._malloc(total + CACHE_LINE - 8) >>> 0 : 0;
+    if (tensors.length && raw === 0) throw new RangeError(`${fnName}: out of memory: ${total} bytes of input do not fit in the WebAssembly heap`);
     try {
-      for (const t of tensors) {
-        if (t === null) {
-          pointers.push(0);
-          continue;
-        }
-        const bytes = t.data.length * t.data.BYTES_PER_ELEMENT, header = 8 * (t.dims.length + 1);
-        const raw = Module._malloc(header + bytes + CACHE_LINE - 8) >>> 0;
-        if (raw === 0) throw new RangeError(`${fnName}: out of memory: ${bytes} bytes of input do not fit in the WebAssembly heap`);
-        allocations.push(raw);
-        const ptr = raw + header + ((CACHE_LINE - ((raw + header) % CACHE_LINE)) % CACHE_LINE);
-        pointers.push(ptr);
+      const base = raw + ((CACHE_LINE - (raw % CACHE_LINE)) % CACHE_LINE);
+      const pointers = offsets.map((at, i) => {
+        if (at < 0) return 0;
+        const ptr = base + at, t = tensors[i];
         writeDims(ptr, t.dims);
         if (t.data instanceof Uint8Array) heapU8().set(t.data, ptr);
         else heapF32().set(t.data, ptr >>> 2);
-      }
+        return ptr;
+      });
       const result = fn(...pointers);
       if (result === 0) throw coreError(fnName, Module.lastError());
       if (result?.error) throw coreError(fnName, result);
       return result;
     } finally {
-      for (const raw of allocations) Module._free(raw);
+      if (raw) Module._free(raw);
     }
   }
 
@@ -197,9 +205,10 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
   // (into out when given), free the block it starts (whole cache lines of dims before the data).
   function takeTensor(ptr, out) {
     const heap = heapF64(), rankAt = (ptr >>> 3) - 1, rank = heap[rankAt];
-    const dims = Array.from(heap.subarray(rankAt - rank, rankAt));
+    const dims = new Array(rank);
+    let count = 1;
+    for (let i = 0; i < rank; ++i) count *= dims[i] = heap[rankAt - rank + i];
     try {
-      const count = dims.reduce((a, b) => a * b, 1);
       const data = heapF32().subarray(ptr >>> 2, (ptr >>> 2) + count);
       return out ? writeOut(data, dims, out) : { data: data.slice(), dims };
     } finally {
