@@ -126,16 +126,20 @@ float* allocate_output(const std::vector<favor::Index>& dims, const char* what) 
   auto* block = static_cast<unsigned char*>(std::aligned_alloc(kLine, header + (size ? size : kLine)));
   if (!block) throw std::bad_alloc();
   auto* out = reinterpret_cast<float*>(block + header);
-  double* rank_at = reinterpret_cast<double*>(out) - 1;
-  *rank_at = static_cast<double>(dims.size());
-  for (std::size_t i = 0; i < dims.size(); ++i) rank_at[-static_cast<std::ptrdiff_t>(dims.size()) + static_cast<std::ptrdiff_t>(i)] = static_cast<double>(dims[i]);
+  double* first = reinterpret_cast<double*>(out) - 1 - dims.size();  // dims, then the rank
+  for (std::size_t i = 0; i < dims.size(); ++i) first[i] = static_cast<double>(dims[i]);
+  first[dims.size()] = static_cast<double>(dims.size());
   return out;
 }
 
 // Frees an output allocate_output made (when the call that made it fails).
-void free_output(float* out, std::size_t rank) { std::free(reinterpret_cast<unsigned char*>(out) - header_bytes(rank)); }
+void free_output(float* out, std::size_t rank) {
+  std::free(reinterpret_cast<unsigned char*>(out) - header_bytes(rank));
+}
 
-favor::ConstTensorView view(std::uintptr_t ptr) { return {reinterpret_cast<const float*>(ptr), dims_before(ptr)}; }
+favor::ConstTensorView view(std::uintptr_t ptr) {
+  return {reinterpret_cast<const float*>(ptr), dims_before(ptr)};
+}
 
 // A key mask (bytes) from JS: ptr 0 means none.
 favor::ConstMaskView mask_view(std::uintptr_t ptr) {
