@@ -180,8 +180,8 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
       offsets.push(at);
       total = at + t.data.length * t.data.BYTES_PER_ELEMENT;
     }
-    const raw = tensors.length ? Module._malloc(total + CACHE_LINE - 8) >>> 0 : 0;
-    if (tensors.length && raw === 0) throw new RangeError(`${fnName}: out of memory: ${total} bytes of input do not fit in the WebAssembly heap`);
+    const raw = total ? Module._malloc(total + CACHE_LINE - 8) >>> 0 : 0;  // every tensor has values: 0 means none
+    if (total && raw === 0) throw new RangeError(`${fnName}: out of memory: ${total} bytes of input do not fit in the WebAssembly heap`);
     try {
       const base = raw + ((CACHE_LINE - (raw % CACHE_LINE)) % CACHE_LINE);
       const pointers = offsets.map((at, i) => {
@@ -201,8 +201,11 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
     }
   }
 
+  // The whole cache lines before an output's data that hold its dims (bindings.cpp header_bytes).
+  const outputHeaderBytes = (rank) => Math.ceil((8 * (rank + 1)) / CACHE_LINE) * CACHE_LINE;
+
   // Takes ownership of an output from the core (its data pointer, its dims before it): copy out
-  // (into out when given), free the block it starts (whole cache lines of dims before the data).
+  // (into out when given), free the block it starts.
   function takeTensor(ptr, out) {
     const heap = heapF64(), rankAt = (ptr >>> 3) - 1, rank = heap[rankAt];
     const dims = new Array(rank);
@@ -212,7 +215,7 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
       const data = heapF32().subarray(ptr >>> 2, (ptr >>> 2) + count);
       return out ? writeOut(data, dims, out) : { data: data.slice(), dims };
     } finally {
-      Module._free(ptr - Math.ceil((8 * (rank + 1)) / CACHE_LINE) * CACHE_LINE);
+      Module._free(ptr - outputHeaderBytes(rank));
     }
   }
 
