@@ -69,9 +69,13 @@ inline void tile(Index K, const float* a, Index a_rs, Index a_cs, const float* b
     };
     if (R > 1 && a_rs == 1) sweep(std::integral_constant<Index, 1>{});
     else sweep(a_rs);
-    const fv s = kernel::splat(scale);
+    if (scale != 1.0f) {  // (x * 1 is x: most products skip it)
+      const fv s = kernel::splat(scale);
+      for (int r = 0; r < R; ++r)
+        for (int v = 0; v < V; ++v) acc[r][v] *= s;
+    }
     for (int r = 0; r < R; ++r)
-      for (int v = 0; v < V; ++v) kernel::store(c + r * ldc + v * kLanes, acc[r][v] * s);
+      for (int v = 0; v < V; ++v) kernel::store(c + r * ldc + v * kLanes, acc[r][v]);
   }
 }
 

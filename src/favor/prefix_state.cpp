@@ -226,7 +226,7 @@ void StateStep::rollback() {
 void readout(const Matrix& qf, const PrefixState& state, Matrix& numerator, float* denominator) {
   gemm::gemm(qf.rows(), state.kv.cols(), state.kv.rows(), qf.data(), qf.outerStride(), 1, state.kv.data(),
              state.kv.outerStride(), numerator.data(), numerator.outerStride(), false);
-  for (Index i = 0; i < qf.rows(); ++i) denominator[i] = vec::dot(&qf(i, 0), state.k_sum.data(), qf.cols());
+  vec::dot_rows(qf.data(), qf.outerStride(), qf.rows(), state.k_sum.data(), qf.cols(), denominator);
 }
 
 namespace {

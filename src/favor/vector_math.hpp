@@ -290,6 +290,27 @@ inline float dot(const float* x, const float* y, Index n) {
 }
 inline float sum(const float* x, Index n) { return dot(x, nullptr, n); }
 
+// out[i] = dot(x + i ldx, y, n) for i < rows, the same sums four rows at a time: one row's
+// chain of adds waits on each add's latency (a readout's denominators took 1.5% of FAVOR+).
+inline void dot_rows(const float* x, Index ldx, Index rows, const float* y, Index n, float* out) {
+  Index i = 0;
+  for (; i + 4 <= rows; i += 4) {
+    const float* r = x + i * ldx;
+    f32x4 acc[4] = {splat(0.0f), splat(0.0f), splat(0.0f), splat(0.0f)};
+    Index j = 0;
+    for (; j + 4 <= n; j += 4) {
+      const f32x4 b = load(y + j);
+      for (int t = 0; t < 4; ++t) acc[t] += load(r + t * ldx + j) * b;
+    }
+    for (int t = 0; t < 4; ++t) {
+      float total = (acc[t][0] + acc[t][1]) + (acc[t][2] + acc[t][3]);
+      for (Index k = j; k < n; ++k) total += r[t * ldx + k] * y[k];
+      out[i + t] = total;
+    }
+  }
+  for (; i < rows; ++i) out[i] = dot(x + i * ldx, y, n);
+}
+
 // The squared norm of a x (x[0..n) scaled by a), summed like dot.
 inline float squared_norm(const float* x, float a, Index n) {
   const f32x4 av = splat(a);

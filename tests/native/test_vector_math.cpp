@@ -220,6 +220,25 @@ TEST(VectorMath, AddIntoMultiplyDotAndSumMatchTheirOrder) {
   }
 }
 
+// dot_rows interleaves rows, not terms: each row's sum bit for bit dot's, for every row count
+// (the 4-row groups and the rest) and length (the vector body and its tail).
+TEST(VectorMath, DotRowsEqualsDotPerRow) {
+  std::mt19937 g(11);
+  std::normal_distribution<float> n(0.0f, 2.0f);
+  for (favor::Index rows = 0; rows <= 9; ++rows)
+    for (favor::Index len = 0; len <= 13; ++len) {
+      SCOPED_TRACE(testing::Message() << rows << " rows, length " << len);
+      const favor::Index ld = len + 3;  // rows apart by more than their length
+      std::vector<float> x(static_cast<std::size_t>(rows * ld + 1)), y(static_cast<std::size_t>(len));
+      for (float& e : x) e = n(g);
+      for (float& e : y) e = n(g);
+      std::vector<float> got(static_cast<std::size_t>(rows) + 1, -1.0f), want(got);
+      favor::vec::dot_rows(x.data(), ld, rows, y.data(), len, got.data());
+      for (favor::Index i = 0; i < rows; ++i) want[i] = favor::vec::dot(x.data() + i * ld, y.data(), len);
+      EXPECT_EQ(got, want);  // and the entry past the rows untouched
+    }
+}
+
 // The shift kernels against the plain loops they replace (Eigen's cwiseMax, (a - b).maxCoeff()
 // and ==), every tail length, with -inf (a feature nothing was summed at yet: only ever in the
 // state's shift), the lowest float (a masked one) and signed zeros, whose sign max_into keeps as
