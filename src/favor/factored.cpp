@@ -24,19 +24,21 @@ Matrix log_magnitude(Matrix exponent, const Vector& row_log, const Matrix& value
   return exponent;
 }
 
-Matrix log_magnitude(Matrix exponent, const Vector& row_log, const Matrix& value, Index features,
-                     Vector& column_max) {
-  if (value.size()) {
-    exponent = log_magnitude(std::move(exponent), row_log, value, features);
-    column_max = exponent.colwise().maxCoeff().transpose();
-    return exponent;
+Matrix log_magnitude(FactoredFeatures&& f, Index features, Vector& column_max) {
+  if (f.value.size()) {
+    Matrix log = log_magnitude(std::move(f.exponent), f.row_log, f.value, features);
+    column_max = log.colwise().maxCoeff().transpose();
+    return log;
+  }
+  if (f.column_max.size()) {  // row_log is in the exponent already (see FeatureMap::factored)
+    column_max = std::move(f.column_max);
+    return std::move(f.exponent);
   }
   // The common case (exponential kernels) in one vectorized pass.
-  if (!exponent.size()) exponent = Matrix::Zero(row_log.size(), features);
+  Matrix log = f.exponent.size() ? std::move(f.exponent) : Matrix::Zero(f.row_log.size(), features);
   column_max.setConstant(features, -std::numeric_limits<float>::infinity());
-  for (Index i = 0; i < exponent.rows(); ++i)
-    vec::add_and_max_into(&exponent(i, 0), row_log(i), column_max.data(), features);
-  return exponent;
+  for (Index i = 0; i < log.rows(); ++i) vec::add_and_max_into(&log(i, 0), f.row_log(i), column_max.data(), features);
+  return log;
 }
 
 Matrix log_magnitude(const FactoredFeatures& f, Index features) {
@@ -134,7 +136,7 @@ FactoredFeatures prepared(FactoredFeatures&& f, const char* side) {
 StabilizedFeatures stabilize(const FactoredFeatures& query, const FactoredFeatures& key, Index features) {
   StabilizedFeatures st;
   Vector column_shift;
-  Matrix key_log = log_magnitude(key.exponent, key.row_log, key.value, features, column_shift);
+  Matrix key_log = log_magnitude(FactoredFeatures(key), features, column_shift);
   st.key = shifted_keys(std::move(key_log), column_shift, key.value);
   Vector row_shift;
   st.query = shifted_queries(query.exponent, query.value, query.row_log.size(), column_shift, row_shift);

@@ -22,6 +22,10 @@ struct FactoredFeatures {
   // Exponent and value are finite by construction (a bound on |w.x| proved it): prepared() need
   // not read them through.
   bool bounded = false;
+  // The columns' maxima of row_log + exponent, when their producer took them as it wrote the
+  // exponent (FeatureMap::factored for keys): log_magnitude then need not read it again. Empty
+  // otherwise; dropped by anything that changes rows or values (rows_of, masks).
+  Vector column_max = Vector();
 };
 
 // Factors produced block by block: factors(row0, rows) returns those of rows [row0, row0 + rows).
@@ -53,9 +57,9 @@ inline float guard(float den) {
 // (empty = all 0).
 Matrix log_magnitude(Matrix exponent, const Vector& row_log, const Matrix& value, Index features);
 Matrix log_magnitude(const FactoredFeatures& f, Index features);
-// The same, also giving the per-feature (column) max.
-Matrix log_magnitude(Matrix exponent, const Vector& row_log, const Matrix& value, Index features,
-                     Vector& column_max);
+// The same, also giving the per-feature (column) max (f.column_max where known). Takes f's
+// exponent and column_max; its row_log and value are left as they were.
+Matrix log_magnitude(FactoredFeatures&& f, Index features, Vector& column_max);
 
 // An entry whose value is 0 carries no weight: its log becomes the lowest float, so that it never
 // sets a shift (a shift set by a weightless entry could push the entries that do carry weight

@@ -118,21 +118,21 @@ double FeatureMap::log_prefactor(const KernelParameters& params) const {
   return 0.0;
 }
 
-FactoredFeatures FeatureMap::factored(ConstMatrixRef x, const KernelParameters& params, float root) const {
+FactoredFeatures FeatureMap::factored(ConstMatrixRef x, const KernelParameters& params, float root,
+                                      bool fold_row_log) const {
   if (x.cols() != dim())
     throw_range("x", "expected " + std::to_string(dim()) + " columns (the feature map's d), got " +
                          std::to_string(x.cols()));
   const Index rows = x.rows(), m = projection_.rows();
-  Matrix projected(rows, m);  // root x W^T, W^T packed once per projection
-  gemm::gemm_packed(rows, m, dim(), x.data(), x.outerStride(), 1, packed_projection_.data(), projected.data(), m,
-                    false, root);
   FactoredFeatures f;
   Vector half_sq(rows);
   float top = 0.0f;  // the largest |root x|^2
+  bool small = true;  // every |root x|^2 below 1e37 (and none NaN)
   for (Index i = 0; i < rows; ++i) {
     const float sq = vec::squared_norm(x.row(i).data(), root, x.cols());
     half_sq(i) = 0.5f * sq;
     top = sq > top ? sq : top;
+    small = small && sq < 1e37f;
   }
   // |w.x| <= |w| |x| (the float sums stay within a hair of it), so below this bound every
   // projection (before and after the root), and so every exponent and value, is finite:
@@ -141,6 +141,21 @@ FactoredFeatures FeatureMap::factored(ConstMatrixRef x, const KernelParameters& 
   const double bound = std::max(norm, norm / root) * w;
   f.bounded = bound < 1e37 && (kernel_ != Kernel::oprf ||  // OPRF adds a |w|^2 (kept in float)
                                 (w * w < 1e37 && std::abs(params.oprf.b) * bound + std::abs(params.oprf.a) * w * w < 1e37));
+  Matrix projected(rows, m);  // root x W^T, W^T packed once per projection
+  // Positive keys: their logs w.x - |x|^2/2 and the column maxima in the product's epilogue (the
+  // same operations as log_magnitude's pass, without reading the product again). Only while both
+  // terms are finite and below 1e37, so that their sum is finite too (prepared() checks neither).
+  if (fold_row_log && kernel_ == Kernel::positive && f.bounded && small) {
+    f.row_log = -half_sq;
+    f.column_max.setConstant(m, -std::numeric_limits<float>::infinity());
+    gemm::gemm_packed(rows, m, dim(), x.data(), x.outerStride(), 1, packed_projection_.data(), projected.data(), m,
+                      false, root, {f.row_log.data(), f.column_max.data()});
+    f.row_log.setZero();
+    f.exponent = std::move(projected);
+    return f;
+  }
+  gemm::gemm_packed(rows, m, dim(), x.data(), x.outerStride(), 1, packed_projection_.data(), projected.data(), m,
+                    false, root);
   switch (kernel_) {
     case Kernel::positive:
       f.row_log = -half_sq;

@@ -95,8 +95,11 @@ class FeatureMap {
   double log_prefactor(const KernelParameters& params) const;
 
   // Factored features of the rows of x (rows x d) scaled by root (attention's sqrt(scale)),
-  // without a scaled copy of x: the projections are scaled as they are stored.
-  FactoredFeatures factored(ConstMatrixRef x, const KernelParameters& params, float root = 1.0f) const;
+  // without a scaled copy of x: the projections are scaled as they are stored. fold_row_log
+  // (keys, whose log magnitudes come next): the positive kernel may return its row_log added
+  // into the exponent (row_log then 0) with the columns' maxima (FactoredFeatures::column_max).
+  FactoredFeatures factored(ConstMatrixRef x, const KernelParameters& params, float root = 1.0f,
+                            bool fold_row_log = false) const;
 
   // phi(x) as plain numbers (rows x M). Overflows for large inputs: meant for tests, small
   // inputs and users who want the raw features; attention never calls it.

@@ -22,13 +22,14 @@ struct AllOfK {
 // starting at row i (K, or the lower triangle's i + rows). row_scale (accumulating only): C's
 // rows are first multiplied by row_scale[i]. Full strips of a full product take 6-row tiles first
 // when set (the lower triangle keeps the 4-row tiles its sums are cut to).
-template <class KEnd>
+template <class KEnd, class Out = NoEpilogue>
 void strip(Index M, Index w, const float* a, Index a_rs, Index a_cs, const float* b, Index ldb, float* c,
-           Index ldc, bool accumulate, KEnd k_end, const float* row_scale = nullptr, float scale = 1.0f) {
+           Index ldc, bool accumulate, KEnd k_end, const float* row_scale = nullptr, float scale = 1.0f,
+           Out out = {}) {
   const auto scale_of = [row_scale](Index i) { return row_scale ? row_scale + i : nullptr; };
   auto rows = [&](auto tile4, auto tile1, Index i = 0) {
-    for (; i + 4 <= M; i += 4) tile4(k_end(i, 4), a + i * a_rs, c + i * ldc, scale_of(i));
-    for (; i < M; ++i) tile1(k_end(i, 1), a + i * a_rs, c + i * ldc, scale_of(i));
+    for (; i + 4 <= M; i += 4) tile4(k_end(i, 4), a + i * a_rs, c + i * ldc, scale_of(i), out.at(i, 0));
+    for (; i < M; ++i) tile1(k_end(i, 1), a + i * a_rs, c + i * ldc, scale_of(i), out.at(i, 0));
   };
   if (w == kStrip) {
     Index i = 0;
@@ -40,25 +41,34 @@ void strip(Index M, Index w, const float* a, Index a_rs, Index a_cs, const float
         Index six = M / 6;
         if (six > 0 && (M - 6 * six) % 4 >= 2) --six;
         for (; i < 6 * six; i += 6)
-          tile<6, 2>(k_end(i, 6), a + i * a_rs, a_rs, a_cs, b, ldb, c + i * ldc, ldc, accumulate, scale_of(i), scale);
+          tile<6, 2>(k_end(i, 6), a + i * a_rs, a_rs, a_cs, b, ldb, c + i * ldc, ldc, accumulate, scale_of(i), scale,
+                   kStrip, out.at(i, 0));
       }
-    rows([&](Index K, const float* ai, float* ci, const float* rs) { tile<4, 2>(K, ai, a_rs, a_cs, b, ldb, ci, ldc, accumulate, rs, scale); },
-         [&](Index K, const float* ai, float* ci, const float* rs) { tile<1, 2>(K, ai, a_rs, a_cs, b, ldb, ci, ldc, accumulate, rs, scale); },
+    rows([&](Index K, const float* ai, float* ci, const float* rs, Out e) {
+           tile<4, 2>(K, ai, a_rs, a_cs, b, ldb, ci, ldc, accumulate, rs, scale, kStrip, e);
+         },
+         [&](Index K, const float* ai, float* ci, const float* rs, Out e) {
+           tile<1, 2>(K, ai, a_rs, a_cs, b, ldb, ci, ldc, accumulate, rs, scale, kStrip, e);
+         },
          i);
     return;
   }
   Index j = 0;
   if (w >= kLanes) {
-    rows([&](Index K, const float* ai, float* ci, const float* rs) { tile<4, 1>(K, ai, a_rs, a_cs, b, ldb, ci, ldc, accumulate, rs, scale); },
-         [&](Index K, const float* ai, float* ci, const float* rs) { tile<1, 1>(K, ai, a_rs, a_cs, b, ldb, ci, ldc, accumulate, rs, scale); });
+    rows([&](Index K, const float* ai, float* ci, const float* rs, Out e) {
+           tile<4, 1>(K, ai, a_rs, a_cs, b, ldb, ci, ldc, accumulate, rs, scale, kStrip, e);
+         },
+         [&](Index K, const float* ai, float* ci, const float* rs, Out e) {
+           tile<1, 1>(K, ai, a_rs, a_cs, b, ldb, ci, ldc, accumulate, rs, scale, kStrip, e);
+         });
     j = kLanes;
   }
   for (; j < w; ++j)
-    rows([&](Index K, const float* ai, float* ci, const float* rs) {
-           tile<4, 0>(K, ai, a_rs, a_cs, b + j, ldb, ci + j, ldc, accumulate, rs, scale);
+    rows([&](Index K, const float* ai, float* ci, const float* rs, Out e) {
+           tile<4, 0>(K, ai, a_rs, a_cs, b + j, ldb, ci + j, ldc, accumulate, rs, scale, kStrip, e.at(0, j));
          },
-         [&](Index K, const float* ai, float* ci, const float* rs) {
-           tile<1, 0>(K, ai, a_rs, a_cs, b + j, ldb, ci + j, ldc, accumulate, rs, scale);
+         [&](Index K, const float* ai, float* ci, const float* rs, Out e) {
+           tile<1, 0>(K, ai, a_rs, a_cs, b + j, ldb, ci + j, ldc, accumulate, rs, scale, kStrip, e.at(0, j));
          });
 }
 
@@ -67,10 +77,11 @@ constexpr Index kWide = 4 * kStrip;  // columns of a single-row tile
 // C = [C +] A Bt over all rows and columns, Bt's column j0 at b_at(j0) (a multiple of kStrip),
 // its rows ldb and its strips strip_stride floats apart. Single rows (the last M % 4) first over
 // whole groups of 4 strips in 1 x 8-vector tiles, then every strip over the rows left to it.
-template <class BAt>
+template <class BAt, class Out = NoEpilogue>
 void product(Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, BAt b_at, Index ldb,
-             Index strip_stride, float* c, Index ldc, bool accumulate, const float* row_scale, float scale = 1.0f) {
-  if (K == 1 && accumulate && !row_scale && scale == 1.0f && M > 1) {
+             Index strip_stride, float* c, Index ldc, bool accumulate, const float* row_scale, float scale = 1.0f,
+             Out out = {}) {
+  if (K == 1 && accumulate && !row_scale && scale == 1.0f && M > 1 && !Out::kAny) {
     // A rank-1 update (a decode step's key into a prefix state): row by row, C read and written
     // once in order, where the tiles would walk it strip by strip. (With K = 1, Bt's strips are
     // contiguous in either layout.) The same operations as the tiles: vector columns, then the
@@ -92,10 +103,10 @@ void product(Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, 
   for (Index i = M4; i < M; ++i)
     for (Index j0 = 0; j0 < wide; j0 += kWide)
       tile<1, 8>(K, a + i * a_rs, a_rs, a_cs, b_at(j0), ldb, c + i * ldc + j0, ldc, accumulate,
-                 row_scale ? row_scale + i : nullptr, scale, strip_stride);
+                 row_scale ? row_scale + i : nullptr, scale, strip_stride, out.at(i, j0));
   for (Index j0 = 0; j0 < N; j0 += kStrip)
     strip(j0 < wide ? M4 : M, std::min(kStrip, N - j0), a, a_rs, a_cs, b_at(j0), ldb, c + j0, ldc, accumulate, all,
-          row_scale, scale);
+          row_scale, scale, out.at(0, j0));
 }
 
 }  // namespace
@@ -157,9 +168,12 @@ void pack_bt(Index N, Index K, const float* b, Index ldb, FloatBuffer& packed) {
 }
 
 void gemm_packed(Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, const float* packed,
-                 float* c, Index ldc, bool accumulate, float scale) {
-  product(M, N, K, a, a_rs, a_cs, [packed, K](Index j0) { return packed + j0 / kStrip * K * kStrip; }, kStrip,
-          K * kStrip, c, ldc, accumulate, nullptr, scale);
+                 float* c, Index ldc, bool accumulate, float scale, Epilogue out) {
+  const auto strip_at = [packed, K](Index j0) { return packed + j0 / kStrip * K * kStrip; };
+  if (out.row_add || out.column_max)
+    product(M, N, K, a, a_rs, a_cs, strip_at, kStrip, K * kStrip, c, ldc, accumulate, nullptr, scale, out);
+  else
+    product(M, N, K, a, a_rs, a_cs, strip_at, kStrip, K * kStrip, c, ldc, accumulate, nullptr, scale);
 }
 
 void gemm_nt(Index M, Index N, Index K, const float* a, Index lda, const float* b, Index ldb, float* c,

@@ -31,15 +31,35 @@ using kernel::fv;
 using kernel::kLanes;
 using kernel::kStrip;
 
+// What a product does with each sum as it stores it, after the scale: adds its row's row_add[i],
+// and keeps the maximum of each column in column_max[j] (over the rows stored; the caller
+// initializes it). A consumer such as a key chunk's log magnitudes then need not read C again.
+struct Epilogue {
+  static constexpr bool kAny = true;
+  const float* row_add = nullptr;
+  float* column_max = nullptr;
+
+  // The same for the block of C from row i, column j on.
+  Epilogue at(Index i, Index j) const {
+    return {row_add ? row_add + i : nullptr, column_max ? column_max + j : nullptr};
+  }
+};
+// None at all: the tiles of other products compiled without its branches and pointers (kept in
+// registers through the loop, they made FAVOR+ ~2% slower).
+struct NoEpilogue {
+  static constexpr bool kAny = false;
+  NoEpilogue at(Index, Index) const { return {}; }
+};
+
 // acc[r][v] (rows r < R, column vectors v < V) = init + sum_{k < K} A(r, k) Bt(k, v kLanes + lane),
 // in order. Init: zero, or C (accumulate), or C * row_scale[r] (the online softmax rescale), and
 // the result times `scale` (exact's scores; 1 is exact). V = 0: one scalar column. Bt's columns
 // come in strips of kStrip (2 vectors) `strip_stride` floats apart: contiguous by default, or
 // the strips of pack_bt (K kStrip apart) for tiles wider than one strip.
-template <int R, int V>
+template <int R, int V, class Out = NoEpilogue>
 inline void tile(Index K, const float* a, Index a_rs, Index a_cs, const float* b, Index ldb, float* c,
                  Index ldc, bool accumulate, const float* row_scale = nullptr, float scale = 1.0f,
-                 Index strip_stride = kStrip) {
+                 Index strip_stride = kStrip, Out out = {}) {
   const auto column = [&](int v) { return (v / 2) * strip_stride + (v % 2) * kLanes; };
   if constexpr (V == 0) {
     float acc[R];
@@ -47,7 +67,14 @@ inline void tile(Index K, const float* a, Index a_rs, Index a_cs, const float* b
       acc[r] = !accumulate ? 0.0f : row_scale ? c[r * ldc] * row_scale[r] : c[r * ldc];
     for (Index k = 0; k < K; ++k, a += a_cs, b += ldb)
       for (int r = 0; r < R; ++r) acc[r] = acc[r] + a[r * a_rs] * b[0];
-    for (int r = 0; r < R; ++r) c[r * ldc] = acc[r] * scale;
+    for (int r = 0; r < R; ++r) {
+      float x = acc[r] * scale;
+      if constexpr (Out::kAny)
+        if (out.row_add) x = x + out.row_add[r];
+      c[r * ldc] = x;
+      if constexpr (Out::kAny)
+        if (out.column_max) out.column_max[0] = x > out.column_max[0] ? x : out.column_max[0];
+    }
   } else {
     fv acc[R][V];
     for (int r = 0; r < R; ++r)
@@ -74,8 +101,19 @@ inline void tile(Index K, const float* a, Index a_rs, Index a_cs, const float* b
       for (int r = 0; r < R; ++r)
         for (int v = 0; v < V; ++v) acc[r][v] *= s;
     }
+    if constexpr (Out::kAny)
+      if (out.row_add)
+        for (int r = 0; r < R; ++r)
+          for (int v = 0; v < V; ++v) acc[r][v] += kernel::splat(out.row_add[r]);
     for (int r = 0; r < R; ++r)
       for (int v = 0; v < V; ++v) kernel::store(c + r * ldc + v * kLanes, acc[r][v]);
+    if constexpr (Out::kAny)
+      if (out.column_max)
+        for (int v = 0; v < V; ++v) {
+          fv top = kernel::load(out.column_max + v * kLanes);
+          for (int r = 0; r < R; ++r) top = kernel::vmax(top, acc[r][v]);
+          kernel::store(out.column_max + v * kLanes, top);
+        }
   }
 }
 
@@ -109,9 +147,9 @@ void pack_bt(Index N, Index K, const float* b, Index ldb, float* packed);
 void pack_bt(Index N, Index K, const float* b, Index ldb, FloatBuffer& packed);
 
 // C = ([C +] A B^T) * scale with B given packed by pack_bt (scale: each sum times it once, as
-// it is stored).
+// it is stored), then the epilogue's row terms added and column maxima taken.
 void gemm_packed(Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, const float* packed,
-                 float* c, Index ldc, bool accumulate, float scale = 1.0f);
+                 float* c, Index ldc, bool accumulate, float scale = 1.0f, Epilogue out = {});
 
 // C = [C +] A B^T, A (M x K, row stride lda) and B (N x K, row stride ldb) row-major; packs B
 // into `scratch`.

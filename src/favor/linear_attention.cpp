@@ -39,6 +39,7 @@ void mask_key_factors(FactoredFeatures& f, const std::uint8_t* mask, Index row0,
   for (Index j = 0; j < n && !any; ++j) any = !mask[row0 + j];
   if (!any) return;
   if (!f.value.size()) f.value = Matrix::Ones(n, features);
+  f.column_max.resize(0);  // they counted the masked rows
   for (Index j = 0; j < n; ++j)
     if (!mask[row0 + j]) f.value.row(j).setZero();
 }
@@ -172,13 +173,14 @@ void favor_attention(const FeatureMap& map, const std::vector<ConstMatrixRef>& q
   const float root = root_of(scale);
   const Index M = map.num_features();
   // Rows of the caller's features from row0 on, or the map's features of x's rows.
-  const auto block = [&](const ConstMatrixRef& x, Index row0, const KernelParameters& params) -> FactorBlock {
+  const auto block = [&](const ConstMatrixRef& x, Index row0, const KernelParameters& params,
+                         bool keys = false) -> FactorBlock {
     if (features) return [features, row0 = features_row0 + row0](Index i0, Index n) { return rows_of(*features, row0 + i0, n); };
-    return [&map, &x, &params, root](Index i0, Index n) { return map.factored(x.middleRows(i0, n), params, root); };
+    return [&map, &x, &params, root, keys](Index i0, Index n) { return map.factored(x.middleRows(i0, n), params, root, keys); };
   };
   const Index L = qs[0].rows();
   const auto run = [&](std::vector<QueryHead> heads, const KernelParameters& params) {
-    factored_attention(heads, masked_keys(block(k, static_cast<Index>(qs.size()) * L, params), options.key_mask, M), M, v,
+    factored_attention(heads, masked_keys(block(k, static_cast<Index>(qs.size()) * L, params, true), options.key_mask, M), M, v,
                        options.causal, options.chunk, step);
   };
   const auto query_block = [&](std::size_t h, const KernelParameters& params) {

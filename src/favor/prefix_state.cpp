@@ -253,7 +253,7 @@ void settle(PrefixState& state) {
 KeyChunk key_chunk(const FactorBlock& keys, Index features, Index j0, Index n) {
   FactoredFeatures f = prepared(keys(j0, n), "k");
   KeyChunk k;
-  k.log = log_magnitude(std::move(f.exponent), f.row_log, f.value, features, k.column_max);
+  k.log = log_magnitude(std::move(f), features, k.column_max);
   k.value = std::move(f.value);
   return k;
 }

@@ -295,3 +295,39 @@ TEST(FavorTensor, BatchHeadsMatchPerHeadReference) {
 }
 
 }  // namespace
+
+namespace {
+
+// Positive keys take their logs w.x - |x|^2/2 and the column maxima in the projection's epilogue
+// (FeatureMap::factored with fold_row_log); features made beforehand (favor_factors) keep the
+// separate pass. Both must give the same bits: bidirectional and causal, with and without a key
+// mask (which drops the maxima, as they counted masked rows), m = 37 features (full strips, a
+// vector of 4 and single columns) and 70 rows (6- and 4-row tiles and single rows).
+TEST(FavorExplicit, KeyLogsFromTheProjectionEpilogueEqualASeparatePass) {
+  const Index L = 70, d = 16, dv = 8, m = 37;
+  std::mt19937 gen(2100);
+  const MatF w = ref::normal_matrix(m, d, gen);
+  const favor::FeatureMap map(Kernel::positive, w);
+  const favor::Matrix q = ref::normal_matrix(L, d, gen, 0.6), k = ref::normal_matrix(L, d, gen, 0.6);
+  const favor::Matrix v = ref::normal_matrix(L, dv, gen);
+  favor::Matrix stacked(2 * L, d);
+  stacked.topRows(L) = q;
+  stacked.bottomRows(L) = k;
+  std::vector<std::uint8_t> mask(static_cast<std::size_t>(L), 1);
+  for (Index j = 0; j < L; j += 7) mask[static_cast<std::size_t>(j)] = 0;
+  for (bool causal : {false, true})
+    for (bool masked : {false, true}) {
+      favor::FavorOptions o;
+      o.causal = causal;
+      o.chunk = 32;
+      o.key_mask = masked ? mask.data() : nullptr;
+      const favor::FactoredFeatures features = favor::favor_factors(map, stacked, o);
+      favor::Matrix own(L, dv), given(L, dv);
+      favor::favor_attention(map, {q}, k, v, {favor::MatrixRef(own)}, o);
+      favor::favor_attention(map, {q}, k, v, {favor::MatrixRef(given)}, o, nullptr, &features);
+      EXPECT_EQ(0, std::memcmp(own.data(), given.data(), sizeof(float) * L * dv))
+          << "causal " << causal << " masked " << masked;
+    }
+}
+
+}  // namespace

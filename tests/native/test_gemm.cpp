@@ -124,6 +124,21 @@ TEST(Gemm, MatchesFloat64AndScalarLoopOverEveryTail) {
           gemm::gemm_packed(M, N, K, a.data(), lda, 1, scratch.data(), c3.data(), N, false, 0.37f);
           for (float& x : expect2) x = x * 0.37f;
           expect_bits(c3, expect2, "gemm_packed scaled", M, N, K);
+          // With the epilogue (a key chunk's logs): each scaled sum plus its row's term, and the
+          // columns' maxima over those, as a separate pass would take them (max(top, x) in vector
+          // columns, x > top ? x : top in the rest: the same for these finite values).
+          const auto row_add = random_floats(static_cast<std::size_t>(M), rng);
+          std::vector<float> column_max(static_cast<std::size_t>(N) + 1, -INFINITY), expect_max = column_max;
+          gemm::gemm_packed(M, N, K, a.data(), lda, 1, scratch.data(), c3.data(), N, false, 0.37f,
+                            {row_add.data(), column_max.data()});
+          for (Index i = 0; i < M; ++i)
+            for (Index j = 0; j < N; ++j) {
+              float& x = expect2[static_cast<std::size_t>(i * N + j)];
+              x = x + row_add[static_cast<std::size_t>(i)];
+              expect_max[static_cast<std::size_t>(j)] = std::max(expect_max[static_cast<std::size_t>(j)], x);
+            }
+          expect_bits(c3, expect2, "gemm_packed with row terms", M, N, K);
+          EXPECT_EQ(column_max, expect_max) << M << " " << N << " " << K;  // and nothing past column N
           if (N > 1) ASSERT_EQ(scratch.size(), static_cast<std::size_t>(gemm::strips(N) * K * gemm::kStrip));  // one column: no packing
         }
     }}
