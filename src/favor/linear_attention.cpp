@@ -1,6 +1,7 @@
 #include "linear_attention.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -53,7 +54,7 @@ FactorBlock masked_keys(FactorBlock keys, const std::uint8_t* mask, Index featur
   };
 }
 
-void factored_attention(const std::vector<QueryHead>& heads, const FactorBlock& keys, Index features,
+bool factored_attention(const std::vector<QueryHead>& heads, const FactorBlock& keys, Index features,
                         ConstMatrixRef v, bool causal, Index chunk, StateStep* step) {
   chunk = resolve_chunk(chunk, causal);
   // v far from 1 (max |v| beyond 2^+-20) is scaled by a power of two (exact) and the output scaled
@@ -69,7 +70,7 @@ void factored_attention(const std::vector<QueryHead>& heads, const FactorBlock& 
         MatrixRef out = h.out;
         out = out.unaryExpr([e](float x) { return std::ldexp(x, e); });
       }
-      return;
+      return false;
     }
   }
   const Index H = static_cast<Index>(heads.size());
@@ -80,6 +81,7 @@ void factored_attention(const std::vector<QueryHead>& heads, const FactorBlock& 
     PrefixState state = empty_prefix_state(features, v.cols());
     fold_range(keys, features, v, chunk, segment, 0, S, state);
     const Index blocks = (L + chunk - 1) / chunk;
+    std::atomic<bool> finite{true};
     parallel_for(H * blocks, [&](Index hb) {
       const QueryHead& head = heads[static_cast<std::size_t>(hb / blocks)];
       const Index i0 = (hb % blocks) * chunk, n = std::min(chunk, L - i0);
@@ -89,11 +91,12 @@ void factored_attention(const std::vector<QueryHead>& heads, const FactorBlock& 
       Matrix numerator(n, state.kv.cols());
       Vector denominator(n);
       readout(qf, state, numerator, denominator.data());
-      write_rows(head.out, i0, numerator, denominator, n);
+      if (!write_rows(head.out, i0, numerator, denominator, n)) finite.store(false, std::memory_order_relaxed);
     });
-    return;
+    return finite;
   }
   causal_factored_attention(heads, keys, features, v, chunk, segment, step);
+  return false;
 }
 
 namespace {
@@ -179,8 +182,9 @@ void favor_attention(const FeatureMap& map, const std::vector<ConstMatrixRef>& q
     return [&map, &x, &params, root, keys](Index i0, Index n) { return map.factored(x.middleRows(i0, n), params, root, keys); };
   };
   const Index L = qs[0].rows();
+  bool finite = true;  // every output known finite as it was written
   const auto run = [&](std::vector<QueryHead> heads, const KernelParameters& params) {
-    factored_attention(heads, masked_keys(block(k, static_cast<Index>(qs.size()) * L, params, true), options.key_mask, M), M, v,
+    finite &= factored_attention(heads, masked_keys(block(k, static_cast<Index>(qs.size()) * L, params, true), options.key_mask, M), M, v,
                        options.causal, options.chunk, step);
   };
   const auto query_block = [&](std::size_t h, const KernelParameters& params) {
@@ -202,7 +206,8 @@ void favor_attention(const FeatureMap& map, const std::vector<ConstMatrixRef>& q
       run({QueryHead{query_block(h, params), outs[h]}}, params);
     }
   }
-  for (const MatrixRef& out : outs) detail::check_result(out, "q, k, v", map.kernel() == Kernel::trigonometric);
+  if (!finite)
+    for (const MatrixRef& out : outs) detail::check_result(out, "q, k, v", map.kernel() == Kernel::trigonometric);
 }
 
 void favor_attention(const FeatureMap& map, ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v,
@@ -247,7 +252,8 @@ void linear_attention(ConstMatrixRef query_features, ConstMatrixRef key_features
       return FactoredFeatures{Vector::Zero(n), Matrix(), Matrix(features.middleRows(i0, n))};
     };
   };
-  factored_attention(one_head(plain(query_features), out), plain(key_features), key_features.cols(), v, causal, chunk);
+  if (factored_attention(one_head(plain(query_features), out), plain(key_features), key_features.cols(), v, causal, chunk))
+    return;
   const bool signed_features = (query_features.array() < 0).any() || (key_features.array() < 0).any();
   detail::check_result(out, "query_features, key_features, v", signed_features);
 }

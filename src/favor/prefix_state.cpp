@@ -305,8 +305,11 @@ void merge_into(const PrefixState& a, const PrefixState& b, PrefixState& out, co
 
 void merge(PrefixState& into, const PrefixState& from) { merge_into(into, from, into); }
 
-void write_rows(MatrixRef out, Index i0, const Matrix& numerator, const Vector& denominator, Index n) {
-  for (Index i = 0; i < n; ++i) out.row(i0 + i) = numerator.row(i) / guard(denominator(i));
+bool write_rows(MatrixRef out, Index i0, const Matrix& numerator, const Vector& denominator, Index n) {
+  bool finite = true;
+  for (Index i = 0; i < n; ++i)
+    finite = vec::divide_all_finite(&out(i0 + i, 0), &numerator(i, 0), out.cols(), guard(denominator(i))) && finite;
+  return finite;
 }
 
 void fold_range(const FactorBlock& keys, Index features, ConstMatrixRef v, Index chunk, Index segment,

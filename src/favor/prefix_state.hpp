@@ -79,8 +79,9 @@ void merge(PrefixState& into, const PrefixState& from);
 
 // numerator = qf kv, denominator = qf k_sum: the readout of a state.
 void readout(const Matrix& qf, const PrefixState& state, Matrix& numerator, float* denominator);
-// Rows [i0, i0 + n) of out: numerator / denominator, row by row (guarded, see guard).
-void write_rows(MatrixRef out, Index i0, const Matrix& numerator, const Vector& denominator, Index n);
+// Rows [i0, i0 + n) of out: numerator / denominator, row by row (guarded, see guard). Returns
+// whether every value written is finite.
+bool write_rows(MatrixRef out, Index i0, const Matrix& numerator, const Vector& denominator, Index n);
 // kv += kf^T vs, k_sum += the column sums of kf, both over the chunk's rows in order.
 void accumulate(PrefixState& state, const Matrix& kf, ConstMatrixRef vs);
 

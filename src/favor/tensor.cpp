@@ -201,11 +201,27 @@ void favor_attention(const FeatureMap& map, const ConstTensorView& q, const Cons
   resolve_scale(options, q.dims.back());
   const HeadGroups g = head_groups(q.dims, k.dims);
   const auto masks = key_mask_rows(key_mask, k.dims);
-  check_values(q, "q"), check_values(k, "k"), check_values(v, "v");
-  for_each_head(g.kv_heads, [&](Index kv) {
-    const QueryGroup group = query_group(g, kv, q, out);
-    favor_attention(map, group.qs, head(k, kv), head(v, kv), group.outs, for_kv_head(options, masks, kv));
-  });
+  const auto check_inputs = [&] { check_values(q, "q"), check_values(k, "k"), check_values(v, "v"); };
+  // The values are checked after the call where that is sound, sparing a pass over the inputs.
+  // With exponential features a NaN or infinity in q or k makes the engine throw (every row's
+  // squared norm is in its log, checked even where a key mask zeroes the row), and one in v makes
+  // some output NaN or infinite, which it throws for (a masked key's zero weights times NaN are
+  // NaN). Not so for relu features (a masked row's values are replaced), trigonometric ones (their
+  // infinite outputs can be legitimate) or calls without outputs. On any error the inputs are
+  // then checked in order: the error a check beforehand would give.
+  const Kernel kernel = map.kernel();
+  const bool after = (kernel == Kernel::positive || kernel == Kernel::hyperbolic || kernel == Kernel::oprf) &&
+                     element_count(out.dims, "out") > 0;
+  if (!after) check_inputs();
+  try {
+    for_each_head(g.kv_heads, [&](Index kv) {
+      const QueryGroup group = query_group(g, kv, q, out);
+      favor_attention(map, group.qs, head(k, kv), head(v, kv), group.outs, for_kv_head(options, masks, kv));
+    });
+  } catch (...) {  // (no typed catch: the pthreads build would skip it, see bindings.cpp)
+    if (after) check_inputs();
+    throw;
+  }
 }
 
 void favor_attention_matrix(const FeatureMap& map, const ConstTensorView& q,

@@ -325,21 +325,36 @@ inline float squared_norm(const float* x, float a, Index n) {
   return total;
 }
 
-// True if x[0..n) are all finite: x * 0 is +-0 for finite x and NaN otherwise. The products'
-// bits are or-ed (a one-cycle chain; a running sum's add latency would bound the loop), and any
-// exponent bit set means a NaN.
-inline bool all_finite(const float* x, Index n) {
+// True if y[0..n) are all finite, y = x, or x / divisor stored to out (Divide): y * 0 is +-0 for
+// finite y and NaN otherwise. The products' bits are or-ed (a one-cycle chain; a running sum's
+// add latency would bound the loop), and any exponent bit set means a NaN.
+template <bool Divide>
+inline bool finite_after(float* out, const float* x, Index n, float divisor) {
+  const f32x4 d = splat(divisor);
   i32x4 bits = i32x4{} + 0;
   Index i = 0;
-  for (; i + 4 <= n; i += 4) bits |= (i32x4)(load(x + i) * splat(0.0f));
+  for (; i + 4 <= n; i += 4) {
+    f32x4 y = load(x + i);
+    if constexpr (Divide) store(out + i, y = y / d);
+    bits |= (i32x4)(y * splat(0.0f));
+  }
   std::int32_t any = (bits[0] | bits[1]) | (bits[2] | bits[3]);
   for (; i < n; ++i) {
-    const float z = x[i] * 0.0f;
+    float y = x[i];
+    if constexpr (Divide) out[i] = y = y / divisor;
+    const float z = y * 0.0f;
     std::int32_t b;
     std::memcpy(&b, &z, sizeof b);
     any |= b;
   }
   return (any & 0x7f800000) == 0;
+}
+inline bool all_finite(const float* x, Index n) { return finite_after<false>(nullptr, x, n, 1.0f); }
+
+// out[i] = x[i] / divisor for i < n (a row of attention over its denominator), and whether the
+// results are all finite: the output check without a second pass.
+inline bool divide_all_finite(float* out, const float* x, Index n, float divisor) {
+  return finite_after<true>(out, x, n, divisor);
 }
 
 // max of |x[i]| for i < n (0 for n = 0; NaN is not ordered, see vmax).

@@ -113,6 +113,65 @@ TEST(Errors, NaNInQViaTensorApi) {
   EXPECT_NO_THROW(favor::check_finite(bad, 1, "values"));
 }
 
+// favor_attention checks the values of q, k and v after the engine has run (tensor.cpp): a bad
+// value must still give exactly the error of a check beforehand -- the first bad input in the
+// order q, k, v, at its first bad index -- for every kernel, bidirectional and causal, grouped
+// heads, masked keys (a masked key's v row too: its zero features times NaN is NaN), and values
+// at the first, a middle and the last index.
+TEST(Errors, FavorNamesTheFirstNonFiniteInputAsACheckBeforehandWould) {
+  const Index Hq = 4, Hk = 2, L = 9, S = 11, d = 8, dv = 3;
+  std::mt19937 gen(5003);
+  const MatF w = ref::normal_matrix(12, d, gen);
+  const std::vector<float> q0 = ref::normal_buffer(Hq * L * d, gen, 0.5), k0 = ref::normal_buffer(Hk * S * d, gen, 0.5),
+                           v0 = ref::normal_buffer(Hk * S * dv, gen);
+  std::vector<std::uint8_t> mask(Hk * S, 1);
+  mask[3] = mask[S + S - 1] = 0;
+  const auto message_of = [](const std::vector<float>& x, const char* name) {
+    try {
+      favor::check_finite(x.data(), static_cast<Index>(x.size()), name);
+    } catch (const favor::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(finite)");
+  };
+  const float bad_values[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                              -std::numeric_limits<float>::infinity()};
+  for (Kernel kernel : {Kernel::positive, Kernel::hyperbolic, Kernel::relu, Kernel::oprf, Kernel::trigonometric}) {
+    const favor::FeatureMap map(kernel, w);  // (OPRF: its parameters from each call's q and k)
+    for (bool causal : {false, true})
+      for (bool masked : {false, true})
+        for (int which = 0; which < 3; ++which)
+          for (float bad : bad_values) {
+            std::vector<float> q = q0, k = k0, v = v0, out(Hq * L * dv);
+            std::vector<float>& x = which == 0 ? q : which == 1 ? k : v;
+            const std::vector<float>& original = which == 0 ? q0 : which == 1 ? k0 : v0;
+            const char* name = which == 0 ? "q" : which == 1 ? "k" : "v";
+            const Index row_length = which == 0 ? d : which == 1 ? d : dv;
+            // first, middle, last, and (k, v) the first entry of a masked key's row
+            std::vector<Index> at = {0, static_cast<Index>(x.size()) / 2, static_cast<Index>(x.size()) - 1};
+            if (which > 0) at.push_back(3 * row_length);
+            for (Index i : at) {
+              x[static_cast<std::size_t>(i)] = bad;
+              if (which == 2) q[5] = (i % 2) ? bad : q[5];  // now and then q too: q is named first
+              const std::string want = q[5] != q0[5] ? message_of(q, "q") : message_of(x, name);
+              favor::FavorOptions o;
+              o.causal = causal;
+              try {
+                favor::favor_attention(map, {q.data(), {Hq, L, d}}, {k.data(), {Hk, S, d}}, {v.data(), {Hk, S, dv}},
+                                       {out.data(), {Hq, L, dv}}, o,
+                                       masked ? favor::ConstMaskView{mask.data(), {Hk, S}} : favor::ConstMaskView{});
+                ADD_FAILURE() << "no error for " << name << "[" << i << "] = " << bad;
+              } catch (const favor::Error& e) {
+                EXPECT_EQ(std::string(e.what()), want)
+                    << favor::to_string(kernel) << " causal " << causal << " masked " << masked;
+              }
+              x[static_cast<std::size_t>(i)] = original[static_cast<std::size_t>(i)];
+              q[5] = q0[5];
+            }
+          }
+  }
+}
+
 TEST(Errors, ScaleMustBePositiveAndFinite) {
   const Inputs in = inputs(10, 10, 8);
   const favor::FeatureMap map(Kernel::positive, in.w);
