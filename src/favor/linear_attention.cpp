@@ -54,32 +54,43 @@ FactorBlock masked_keys(FactorBlock keys, const std::uint8_t* mask, Index featur
   };
 }
 
+namespace {
+
+// v far from 1 (max |v| beyond 2^+-20, e = far_binary_exponent(max |v|) != 0) is scaled by a power
+// of two (exact) and the output scaled back, so that weights times v neither underflow nor
+// overflow: the output is linear in v. (Not with a carried state: its sums hold v at the scale
+// of earlier calls.)
+bool with_v_scaled(const std::vector<QueryHead>& heads, const FactorBlock& keys, Index features, ConstMatrixRef v,
+                   bool causal, Index chunk, int e) {
+  const Matrix scaled = v.unaryExpr([e](float x) { return std::ldexp(x, -e); });
+  factored_attention(heads, keys, features, scaled, causal, chunk);
+  for (const QueryHead& h : heads) {
+    MatrixRef out = h.out;
+    out = out.unaryExpr([e](float x) { return std::ldexp(x, e); });
+  }
+  return false;
+}
+
+}  // namespace
+
 bool factored_attention(const std::vector<QueryHead>& heads, const FactorBlock& keys, Index features,
                         ConstMatrixRef v, bool causal, Index chunk, StateStep* step) {
   chunk = resolve_chunk(chunk, causal);
-  // v far from 1 (max |v| beyond 2^+-20) is scaled by a power of two (exact) and the output scaled
-  // back, so that weights times v neither underflow nor overflow: the output is linear in v.
-  // (Not with a carried state: its sums hold v at the scale of earlier calls.)
-  if (v.size() && !step) {
-    float top = 0.0f;
-    for (Index i = 0; i < v.rows(); ++i) top = std::max(top, vec::max_abs(v.row(i).data(), v.cols()));
-    if (const int e = far_binary_exponent(top)) {
-      const Matrix scaled = v.unaryExpr([e](float x) { return std::ldexp(x, -e); });
-      factored_attention(heads, keys, features, scaled, causal, chunk);
-      for (const QueryHead& h : heads) {
-        MatrixRef out = h.out;
-        out = out.unaryExpr([e](float x) { return std::ldexp(x, e); });
-      }
-      return false;
-    }
-  }
+  const bool rescalable = v.size() && !step;
+  if (rescalable && causal)
+    if (const int e = far_binary_exponent(max_abs_rows(v, 0, v.rows())))
+      return with_v_scaled(heads, keys, features, v, causal, chunk, e);
   const Index H = static_cast<Index>(heads.size());
   const Index L = heads[0].out.rows(), S = v.rows();
   chunk = std::min(chunk, std::max(L, S));  // a larger block only costs memory
   const Index segment = chunk * std::max<Index>(1, kSegmentRows / chunk);
   if (!causal) {
     PrefixState state = empty_prefix_state(features, v.cols());
-    fold_range(keys, features, v, chunk, segment, 0, S, state);
+    // max |v| taken as the fold reads v (the rare v far from 1 folds again, scaled)
+    float v_top = 0.0f;
+    fold_range(keys, features, v, chunk, segment, 0, S, state, rescalable ? &v_top : nullptr);
+    if (rescalable)
+      if (const int e = far_binary_exponent(v_top)) return with_v_scaled(heads, keys, features, v, causal, chunk, e);
     const Index blocks = (L + chunk - 1) / chunk;
     std::atomic<bool> finite{true};
     parallel_for(H * blocks, [&](Index hb) {

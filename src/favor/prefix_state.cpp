@@ -277,11 +277,19 @@ Matrix fold_chunk(PrefixState& state, Matrix log, const KeyChunk& k, ConstMatrix
   return kf;
 }
 
-PrefixState fold_keys(const FactorBlock& keys, Index features, ConstMatrixRef v, Index chunk, Index begin, Index end) {
+float max_abs_rows(ConstMatrixRef x, Index begin, Index end) {
+  float top = 0.0f;
+  for (Index i = begin; i < end; ++i) top = std::max(top, vec::max_abs(x.row(i).data(), x.cols()));
+  return top;
+}
+
+PrefixState fold_keys(const FactorBlock& keys, Index features, ConstMatrixRef v, Index chunk, Index begin, Index end,
+                      float* v_top) {
   PrefixState state = empty_prefix_state(features, v.cols());
   for (Index j0 = begin; j0 < end; j0 += chunk) {
     const Index n = std::min(chunk, end - j0);
     KeyChunk k = key_chunk(keys, features, j0, n);
+    if (v_top) *v_top = std::max(*v_top, max_abs_rows(v, j0, j0 + n));  // (then in cache for the fold)
     fold_chunk(state, std::move(k.log), k, v.middleRows(j0, n));
   }
   return state;
@@ -313,14 +321,19 @@ bool write_rows(MatrixRef out, Index i0, const Matrix& numerator, const Vector& 
 }
 
 void fold_range(const FactorBlock& keys, Index features, ConstMatrixRef v, Index chunk, Index segment,
-                Index begin, Index end, PrefixState& into) {
+                Index begin, Index end, PrefixState& into, float* v_top) {
   if (end <= begin) return;
-  std::vector<PrefixState> parts(static_cast<std::size_t>((end - begin + segment - 1) / segment));
-  parallel_for(static_cast<Index>(parts.size()), [&](Index s) {
+  const std::size_t count = static_cast<std::size_t>((end - begin + segment - 1) / segment);
+  std::vector<PrefixState> parts(count);
+  std::vector<float> tops(count, 0.0f);
+  parallel_for(static_cast<Index>(count), [&](Index s) {
     const Index b = begin + s * segment;
-    parts[static_cast<std::size_t>(s)] = fold_keys(keys, features, v, chunk, b, std::min(end, b + segment));
+    parts[static_cast<std::size_t>(s)] = fold_keys(keys, features, v, chunk, b, std::min(end, b + segment),
+                                                   v_top ? &tops[static_cast<std::size_t>(s)] : nullptr);
   });
   for (const PrefixState& part : parts) merge(into, part);
+  if (v_top)
+    for (const float top : tops) *v_top = std::max(*v_top, top);
 }
 
 }  // namespace favor

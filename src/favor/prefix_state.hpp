@@ -102,11 +102,16 @@ void fold_into(PrefixState& state, const Matrix& kf, const Vector& shift, ConstM
 // returns the chunk's features at the state's new shift.
 Matrix fold_chunk(PrefixState& state, Matrix log, const KeyChunk& k, ConstMatrixRef vs);
 
-// The state of keys [begin, end), chunk by chunk at running shifts.
-PrefixState fold_keys(const FactorBlock& keys, Index features, ConstMatrixRef v, Index chunk, Index begin, Index end);
+// max |x(i, j)| over rows [begin, end) (0 for none).
+float max_abs_rows(ConstMatrixRef x, Index begin, Index end);
+
+// The state of keys [begin, end), chunk by chunk at running shifts. v_top (or null): raised to
+// the max |v| over those rows, read as each chunk is folded.
+PrefixState fold_keys(const FactorBlock& keys, Index features, ConstMatrixRef v, Index chunk, Index begin, Index end,
+                      float* v_top = nullptr);
 // The same in segments of `segment` rows folded in parallel, merged in order into `into`: the
 // same bits for any thread count.
 void fold_range(const FactorBlock& keys, Index features, ConstMatrixRef v, Index chunk, Index segment,
-                Index begin, Index end, PrefixState& into);
+                Index begin, Index end, PrefixState& into, float* v_top = nullptr);
 
 }  // namespace favor

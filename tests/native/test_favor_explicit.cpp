@@ -330,4 +330,29 @@ TEST(FavorExplicit, KeyLogsFromTheProjectionEpilogueEqualASeparatePass) {
     }
 }
 
+// v far from 1 is scaled by a power of two for the call and the output scaled back (its max |v|
+// taken as the bidirectional fold reads v, then folded again). Scaling by 2^s commutes with
+// every float operation short of underflow and overflow, so out(v 2^s) must be out(v) 2^s bit for
+// bit, on either side of the 2^+-20 threshold.
+TEST(FavorExplicit, OutputScalesExactlyWithVFarFromOne) {
+  const Index L = 150, d = 16, dv = 8, m = 24;
+  std::mt19937 gen(2200);
+  const favor::FeatureMap map(Kernel::positive, ref::normal_matrix(m, d, gen));
+  const favor::Matrix q = ref::normal_matrix(L, d, gen, 0.6), k = ref::normal_matrix(L, d, gen, 0.6);
+  // |v| >= 0.5, so that v 2^s stays a normal float (v itself, scaled exactly) for every s below.
+  const favor::Matrix v = ref::normal_matrix(L, dv, gen).unaryExpr([](float x) { return std::copysign(0.5f + std::abs(x), x); });
+  for (bool causal : {false, true}) {
+    favor::FavorOptions o;
+    o.causal = causal;
+    o.chunk = 64;
+    const favor::Matrix base = favor::favor_attention(map, q, k, v, o);
+    for (int s : {-120, -100, -60, -21, -3, 19, 21, 60, 100, 120}) {
+      const favor::Matrix vs = v.unaryExpr([s](float x) { return std::ldexp(x, s); });
+      const favor::Matrix want = base.unaryExpr([s](float x) { return std::ldexp(x, s); });
+      const favor::Matrix got = favor::favor_attention(map, q, k, vs, o);
+      EXPECT_EQ(0, std::memcmp(got.data(), want.data(), sizeof(float) * L * dv)) << "causal " << causal << " 2^" << s;
+    }
+  }
+}
+
 }  // namespace
