@@ -128,8 +128,9 @@ FactoredFeatures FeatureMap::factored(ConstMatrixRef x, const KernelParameters& 
   Vector half_sq(rows);
   float top = 0.0f;  // the largest |root x|^2
   bool small = true;  // every |root x|^2 below 1e37 (and none NaN)
+  vec::squared_norm_rows(x.data(), x.outerStride(), rows, root, x.cols(), half_sq.data());
   for (Index i = 0; i < rows; ++i) {
-    const float sq = vec::squared_norm(x.row(i).data(), root, x.cols());
+    const float sq = half_sq(i);
     half_sq(i) = 0.5f * sq;
     top = sq > top ? sq : top;
     small = small && sq < 1e37f;

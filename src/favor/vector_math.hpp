@@ -278,51 +278,50 @@ inline void add_into(float* sum, const float* x, Index n) {
   for (; i < n; ++i) sum[i] += x[i];
 }
 
-// sum of x[i] * y[i] (y null: of x[i]) for i < n: four running sums (lane k takes i = k mod 4),
-// added pairwise, then the tail in order.
-inline float dot(const float* x, const float* y, Index n) {
-  f32x4 acc = splat(0.0f);
+// Sums over rows, each of its terms t(j) for j < n as dot takes them: four running sums (lane k
+// takes j = k mod 4), added pairwise, then the tail in order. R rows side by side: one row's chain
+// of adds waits on each add's latency (a readout's denominators and the squared norms of the
+// feature maps took ~1.5% of FAVOR+ each); rows of x are ldx apart. vector_term(row, j) gives
+// terms j..j+3, scalar_term(row, j) term j.
+template <int R, class VectorTerm, class ScalarTerm>
+inline void row_sums(const float* x, Index ldx, Index n, VectorTerm vector_term, ScalarTerm scalar_term, float* out) {
+  f32x4 acc[R];
+  for (int t = 0; t < R; ++t) acc[t] = splat(0.0f);
+  Index j = 0;
+  for (; j + 4 <= n; j += 4)
+    for (int t = 0; t < R; ++t) acc[t] += vector_term(x + t * ldx, j);
+  for (int t = 0; t < R; ++t) {
+    float total = (acc[t][0] + acc[t][1]) + (acc[t][2] + acc[t][3]);
+    for (Index k = j; k < n; ++k) total += scalar_term(x + t * ldx, k);
+    out[t] = total;
+  }
+}
+// The same for any number of rows, four at a time.
+template <class VectorTerm, class ScalarTerm>
+inline void row_sums(const float* x, Index ldx, Index rows, Index n, VectorTerm vector_term, ScalarTerm scalar_term,
+                     float* out) {
   Index i = 0;
-  for (; i + 4 <= n; i += 4) acc += y ? load(x + i) * load(y + i) : load(x + i);
-  float total = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-  for (; i < n; ++i) total += y ? x[i] * y[i] : x[i];
-  return total;
+  for (; i + 4 <= rows; i += 4) row_sums<4>(x + i * ldx, ldx, n, vector_term, scalar_term, out + i);
+  for (; i < rows; ++i) row_sums<1>(x + i * ldx, ldx, n, vector_term, scalar_term, out + i);
+}
+
+// out[i] = sum over j of x_i[j] * y[j] (y null: of x_i[j]) for rows x_i = x + i ldx, i < rows.
+inline void dot_rows(const float* x, Index ldx, Index rows, const float* y, Index n, float* out) {
+  row_sums(x, ldx, rows, n, [y](const float* r, Index j) { return y ? load(r + j) * load(y + j) : load(r + j); },
+           [y](const float* r, Index j) { return y ? r[j] * y[j] : r[j]; }, out);
+}
+inline float dot(const float* x, const float* y, Index n) {
+  float out;
+  dot_rows(x, 0, 1, y, n, &out);
+  return out;
 }
 inline float sum(const float* x, Index n) { return dot(x, nullptr, n); }
 
-// out[i] = dot(x + i ldx, y, n) for i < rows, the same sums four rows at a time: one row's
-// chain of adds waits on each add's latency (a readout's denominators took 1.5% of FAVOR+).
-inline void dot_rows(const float* x, Index ldx, Index rows, const float* y, Index n, float* out) {
-  Index i = 0;
-  for (; i + 4 <= rows; i += 4) {
-    const float* r = x + i * ldx;
-    f32x4 acc[4] = {splat(0.0f), splat(0.0f), splat(0.0f), splat(0.0f)};
-    Index j = 0;
-    for (; j + 4 <= n; j += 4) {
-      const f32x4 b = load(y + j);
-      for (int t = 0; t < 4; ++t) acc[t] += load(r + t * ldx + j) * b;
-    }
-    for (int t = 0; t < 4; ++t) {
-      float total = (acc[t][0] + acc[t][1]) + (acc[t][2] + acc[t][3]);
-      for (Index k = j; k < n; ++k) total += r[t * ldx + k] * y[k];
-      out[i + t] = total;
-    }
-  }
-  for (; i < rows; ++i) out[i] = dot(x + i * ldx, y, n);
-}
-
-// The squared norm of a x (x[0..n) scaled by a), summed like dot.
-inline float squared_norm(const float* x, float a, Index n) {
+// out[i] = the squared norm of a x_i (rows x_i = x + i ldx scaled by a), summed as dot_rows.
+inline void squared_norm_rows(const float* x, Index ldx, Index rows, float a, Index n, float* out) {
   const f32x4 av = splat(a);
-  f32x4 acc = splat(0.0f);
-  Index i = 0;
-  for (; i + 4 <= n; i += 4) {
-    const f32x4 y = av * load(x + i);
-    acc += y * y;
-  }
-  float total = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-  for (; i < n; ++i) total += (a * x[i]) * (a * x[i]);
-  return total;
+  row_sums(x, ldx, rows, n, [av](const float* r, Index j) { const f32x4 y = av * load(r + j); return y * y; },
+           [a](const float* r, Index j) { return (a * r[j]) * (a * r[j]); }, out);
 }
 
 // True if y[0..n) are all finite, y = x, or x / divisor stored to out (Divide): y * 0 is +-0 for

@@ -220,11 +220,13 @@ TEST(VectorMath, AddIntoMultiplyDotAndSumMatchTheirOrder) {
   }
 }
 
-// dot_rows interleaves rows, not terms: each row's sum bit for bit dot's, for every row count
-// (the 4-row groups and the rest) and length (the vector body and its tail).
-TEST(VectorMath, DotRowsEqualsDotPerRow) {
+// Rows side by side (dot_rows, squared_norm_rows), four at a time and then one by one: each row's
+// sum bit for bit the lane model of dot above, for every row count and length (the vector body
+// and its tail), and nothing written past the rows.
+TEST(VectorMath, RowSumsFollowTheDotOrderInEveryRow) {
   std::mt19937 g(11);
   std::normal_distribution<float> n(0.0f, 2.0f);
+  const float a = 0.7f;
   for (favor::Index rows = 0; rows <= 9; ++rows)
     for (favor::Index len = 0; len <= 13; ++len) {
       SCOPED_TRACE(testing::Message() << rows << " rows, length " << len);
@@ -232,10 +234,24 @@ TEST(VectorMath, DotRowsEqualsDotPerRow) {
       std::vector<float> x(static_cast<std::size_t>(rows * ld + 1)), y(static_cast<std::size_t>(len));
       for (float& e : x) e = n(g);
       for (float& e : y) e = n(g);
-      std::vector<float> got(static_cast<std::size_t>(rows) + 1, -1.0f), want(got);
-      favor::vec::dot_rows(x.data(), ld, rows, y.data(), len, got.data());
-      for (favor::Index i = 0; i < rows; ++i) want[i] = favor::vec::dot(x.data() + i * ld, y.data(), len);
-      EXPECT_EQ(got, want);  // and the entry past the rows untouched
+      for (int kind = 0; kind < 3; ++kind) {  // dot with y, sum (y null), squared norm of a x
+        const auto term = [&](favor::Index i, favor::Index j) {
+          const float xij = x[static_cast<std::size_t>(i * ld + j)];
+          return kind == 0 ? xij * y[static_cast<std::size_t>(j)] : kind == 1 ? xij : (a * xij) * (a * xij);
+        };
+        std::vector<float> got(static_cast<std::size_t>(rows) + 1, -1.0f), want(got);
+        for (favor::Index i = 0; i < rows; ++i) {
+          float lane[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+          const favor::Index body = len / 4 * 4;
+          for (favor::Index j = 0; j < body; ++j) lane[j % 4] += term(i, j);
+          float expected = (lane[0] + lane[1]) + (lane[2] + lane[3]);
+          for (favor::Index j = body; j < len; ++j) expected += term(i, j);
+          want[static_cast<std::size_t>(i)] = expected;
+        }
+        if (kind == 2) favor::vec::squared_norm_rows(x.data(), ld, rows, a, len, got.data());
+        else favor::vec::dot_rows(x.data(), ld, rows, kind == 0 ? y.data() : nullptr, len, got.data());
+        EXPECT_EQ(got, want) << "kind " << kind;
+      }
     }
 }
 
