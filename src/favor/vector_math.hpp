@@ -77,10 +77,11 @@ inline V exp_splat(int i) {
   return V{} + kExpConstants[i];
 }
 
-// exp(r) = 1 + r + r^2 P(r) for |r| <= ln2/2, on any float vector type. P has degree 4 (Cephes'
+// exp(r) = 1 + r (1 + r P(r)) for |r| <= ln2/2, on any float vector type. P has degree 4 (Cephes'
 // expf has 5), fitted by scripts/fit-exp-polynomial.py for the least maximum relative error on
 // that range: 0.06 ulp before float rounding, so the whole exp stays within ~1 ulp (tested), as
-// Cephes' does, with one multiply-add less.
+// Cephes' does, with one multiply-add less. Horner's form to the end: 6 operations, where
+// 1 + r + r^2 P(r) took 7 (r^2 and the last add; the exponentials are ~10% of FAVOR+).
 template <class V>
 inline V exp_polynomial(V r) {
   using namespace exp_constant;
@@ -89,7 +90,8 @@ inline V exp_polynomial(V r) {
   p = madd(p, r, exp_splat<V>(p2));
   p = madd(p, r, exp_splat<V>(p3));
   p = madd(p, r, exp_splat<V>(p4));
-  return madd(p, r * r, r) + exp_splat<V>(one);
+  p = madd(p, r, exp_splat<V>(one));
+  return madd(p, r, exp_splat<V>(one));
 }
 
 // exp(x) for x <= 0, -inf or NaN, on any float vector type: every exponential here is of a value

@@ -27,8 +27,9 @@ TEST(VectorMath, ExpWithinThreeUlpOverTheNonPositiveRange) {
     const double ulp = std::ldexp(1.0, std::ilogb(ref) - 23);
     worst = std::max(worst, std::abs(y[i] - ref) / ulp);
   }
-  // ~1 ulp measured (the polynomial's own error is 0.06 ulp, the rest float rounding); a
-  // polynomial of one degree less is 1.8 ulp off before any rounding
+  // 1.14 ulp measured over the range natively (0.88 with fused multiply-adds; the polynomial's own
+  // error is 0.06 ulp, the rest float rounding); a polynomial of one degree less is 1.8 ulp off
+  // before any rounding
   EXPECT_LE(worst, 1.5);
 }
 
