@@ -53,7 +53,7 @@ struct NoEpilogue {
 
 // acc[r][v] (rows r < R, column vectors v < V) = init + sum_{k < K} A(r, k) Bt(k, v kLanes + lane),
 // in order. Init: zero, or C (accumulate), or C * row_scale[r] (the online softmax rescale), and
-// the result times `scale` (exact's scores; 1 is exact). V = 0: one scalar column. Bt's columns
+// the result times `scale` (exact's scores; 1 is exact), then `out`'s epilogue. V = 0: one scalar column. Bt's columns
 // come in strips of kStrip (2 vectors) `strip_stride` floats apart: contiguous by default, or
 // the strips of pack_bt (K kStrip apart) for tiles wider than one strip.
 template <int R, int V, class Out = NoEpilogue>
