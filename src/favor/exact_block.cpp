@@ -68,7 +68,7 @@ void exact_one_query(ConstMatrixRef q, const kernel::Keys& k, ConstMatrixRef v, 
         if (!visible.key_mask[k0 + j]) p[j] = kNegInf;
     const float top = std::max(max, vec::max(p, n));
     const float against = kernel::seen_max(kernel::splat(top))[0];
-    vec::exp_shifted(p, n, against);  // (its lane-wise sum is not the key order a strip lane sums in)
+    vec::exp_shifted(p, n, against, false);  // (its lane-wise sum is not the key order a strip lane sums in)
     float block_sum = 0.0f;
     for (Index j = 0; j < n; ++j) block_sum = block_sum + p[j];
     const float rescale = vec::exp_nonpositive(vec::splat(max - against))[0];

@@ -64,7 +64,7 @@ Matrix shifted_queries(Matrix exponent, const Matrix& value, Index rows, const V
   for (Index i = 0; i < rows; ++i) {  // row by row, while it is in L1
     float* x = &exponent(i, 0);
     row_scale(i) = vec::add_masked_max(x, shift.data(), value.size() ? &value(i, 0) : nullptr, features);
-    vec::exp_shifted(x, features, row_scale(i));
+    vec::exp_shifted(x, features, row_scale(i), false);
     if (value.size()) vec::multiply(x, x, &value(i, 0), features);
   }
   return exponent;

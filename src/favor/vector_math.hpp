@@ -119,15 +119,15 @@ inline V exp_nonpositive(V x) {
 }
 
 // x[i] = exp(x[i] - shift) for i < n, where x[i] <= shift (shift is their max, or above it);
-// returns the sum of the results.
-inline float exp_shifted(float* x, Index n, float shift) {
+// returns the sum of the results (0 without `sum`: one add a vector fewer, where it is not used).
+inline float exp_shifted(float* x, Index n, float shift, bool sum = true) {
   const f32x4 s = splat(shift);
   f32x4 acc = splat(0.0f);
   Index i = 0;
   for (; i + 4 <= n; i += 4) {
     const f32x4 e = exp_nonpositive(load(x + i) - s);
     store(x + i, e);
-    acc += e;
+    if (sum) acc += e;
   }
   float total = (acc[0] + acc[1]) + (acc[2] + acc[3]);
   if (i < n) {  // the tail through the same vector code, padded with -inf (-> 0)
