@@ -118,30 +118,58 @@ double FeatureMap::log_prefactor(const KernelParameters& params) const {
   return 0.0;
 }
 
-FactoredFeatures FeatureMap::factored(ConstMatrixRef x, const KernelParameters& params, float root,
-                                      bool fold_row_log) const {
+FeatureMap::RowNorms FeatureMap::row_norms(ConstMatrixRef x, const KernelParameters& params, float root) const {
   if (x.cols() != dim())
     throw_range("x", "expected " + std::to_string(dim()) + " columns (the feature map's d), got " +
                          std::to_string(x.cols()));
-  const Index rows = x.rows(), m = projection_.rows();
-  FactoredFeatures f;
-  Vector half_sq(rows);
+  const Index rows = x.rows();
+  RowNorms r;
+  r.half_sq.resize(rows);
   float top = 0.0f;  // the largest |root x|^2
-  bool small = true;  // every |root x|^2 below 1e37 (and none NaN)
-  vec::squared_norm_rows(x.data(), x.outerStride(), rows, root, x.cols(), half_sq.data());
+  vec::squared_norm_rows(x.data(), x.outerStride(), rows, root, x.cols(), r.half_sq.data());
   for (Index i = 0; i < rows; ++i) {
-    const float sq = half_sq(i);
-    half_sq(i) = 0.5f * sq;
+    const float sq = r.half_sq(i);
+    r.half_sq(i) = 0.5f * sq;
     top = sq > top ? sq : top;
-    small = small && sq < 1e37f;
+    r.small = r.small && sq < 1e37f;
   }
   // |w.x| <= |w| |x| (the float sums stay within a hair of it), so below this bound every
   // projection (before and after the root), and so every exponent and value, is finite:
   // prepared() need not scan them.
   const double norm = std::sqrt(static_cast<double>(top)), w = max_projection_norm_;
   const double bound = std::max(norm, norm / root) * w;
-  f.bounded = bound < 1e37 && (kernel_ != Kernel::oprf ||  // OPRF adds a |w|^2 (kept in float)
+  r.bounded = bound < 1e37 && (kernel_ != Kernel::oprf ||  // OPRF adds a |w|^2 (kept in float)
                                 (w * w < 1e37 && std::abs(params.oprf.b) * bound + std::abs(params.oprf.a) * w * w < 1e37));
+  return r;
+}
+
+bool FeatureMap::queries_at_shift(ConstMatrixRef x, float root, const Vector& shift, Matrix& qf) const {
+  if (kernel_ != Kernel::positive) return false;
+  const RowNorms norms = row_norms(x, {}, root);
+  if (!norms.bounded || !norms.small) return false;
+  const Index rows = x.rows(), m = projection_.rows();
+  // add_masked_max's start, so that the row maxima are its own (also over -inf shifts)
+  FloatBuffer row_max(static_cast<std::size_t>(rows * gemm::kLanes), std::numeric_limits<float>::lowest());
+  qf.resize(rows, m);
+  gemm::gemm_packed(rows, m, dim(), x.data(), x.outerStride(), 1, packed_projection_.data(), qf.data(), m, false,
+                    root, {nullptr, nullptr, shift.data(), row_max.data()});
+  for (Index i = 0; i < rows; ++i) {
+    const float* lanes = row_max.data() + i * gemm::kLanes;
+    float top = lanes[0];
+    for (Index l = 1; l < gemm::kLanes; ++l) top = lanes[l] > top ? lanes[l] : top;
+    vec::exp_shifted(&qf(i, 0), m, top, false);
+  }
+  return true;
+}
+
+FactoredFeatures FeatureMap::factored(ConstMatrixRef x, const KernelParameters& params, float root,
+                                      bool fold_row_log) const {
+  RowNorms norms = row_norms(x, params, root);
+  const Index rows = x.rows(), m = projection_.rows();
+  FactoredFeatures f;
+  Vector& half_sq = norms.half_sq;
+  const bool small = norms.small;
+  f.bounded = norms.bounded;
   Matrix projected(rows, m);  // root x W^T, W^T packed once per projection
   // Positive keys: their logs w.x - |x|^2/2 and the column maxima in the product's epilogue (the
   // same operations as log_magnitude's pass, without reading the product again). Only while both

@@ -101,12 +101,26 @@ class FeatureMap {
   FactoredFeatures factored(ConstMatrixRef x, const KernelParameters& params, float root = 1.0f,
                             bool fold_row_log = false) const;
 
+  // The positive kernel's query features at the keys' per-feature shift, as shifted_queries makes
+  // them from factored(): t = w.x~ + shift, then each row's exp(t - its max), the same bits. The
+  // shift is added and the row maxima taken in the projection's epilogue: the product is read
+  // once more instead of twice. False (qf unset) where factored() and prepared() have more to
+  // say: another kernel, or rows past the bound that spares their checks.
+  bool queries_at_shift(ConstMatrixRef x, float root, const Vector& shift, Matrix& qf) const;
+
   // phi(x) as plain numbers (rows x M). Overflows for large inputs: meant for tests, small
   // inputs and users who want the raw features; attention never calls it.
   Matrix features(ConstMatrixRef x, const KernelParameters& params) const;
 
  private:
   void check_epsilon() const;
+  // Rows' |x~|^2 / 2, and whether they and every projection are finite (see factored()).
+  struct RowNorms {
+    Vector half_sq;
+    bool bounded = false;
+    bool small = true;  // every |x~|^2 below 1e37 (and none NaN)
+  };
+  RowNorms row_norms(ConstMatrixRef x, const KernelParameters& params, float root) const;
   void derive();  // projection_sq_norms_ and packed_projection_ from projection_
 
   Kernel kernel_;

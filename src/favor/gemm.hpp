@@ -32,16 +32,21 @@ using kernel::kLanes;
 using kernel::kStrip;
 
 // What a product does with each sum as it stores it, after the scale: adds its row's row_add[i],
-// and keeps the maximum of each column in column_max[j] (over the rows stored; the caller
-// initializes it). A consumer such as a key chunk's log magnitudes then need not read C again.
+// then its column's column_add[j], and keeps the maximum of each column in column_max[j] and of
+// each row in row_max[i kLanes + lane] (lane-wise: the row's maximum is the largest of its
+// kLanes; the caller initializes both). A consumer such as a key chunk's log magnitudes or the
+// query features' row shifts then need not read C again.
 struct Epilogue {
   static constexpr bool kAny = true;
   const float* row_add = nullptr;
   float* column_max = nullptr;
+  const float* column_add = nullptr;
+  float* row_max = nullptr;
 
   // The same for the block of C from row i, column j on.
   Epilogue at(Index i, Index j) const {
-    return {row_add ? row_add + i : nullptr, column_max ? column_max + j : nullptr};
+    return {row_add ? row_add + i : nullptr, column_max ? column_max + j : nullptr,
+            column_add ? column_add + j : nullptr, row_max ? row_max + i * kLanes : nullptr};
   }
 };
 // None at all: the tiles of other products compiled without its branches and pointers (kept in
@@ -69,11 +74,15 @@ inline void tile(Index K, const float* a, Index a_rs, Index a_cs, const float* b
       for (int r = 0; r < R; ++r) acc[r] = acc[r] + a[r * a_rs] * b[0];
     for (int r = 0; r < R; ++r) {
       float x = acc[r] * scale;
-      if constexpr (Out::kAny)
+      if constexpr (Out::kAny) {
         if (out.row_add) x = x + out.row_add[r];
+        if (out.column_add) x = x + out.column_add[0];
+      }
       c[r * ldc] = x;
-      if constexpr (Out::kAny)
+      if constexpr (Out::kAny) {
         if (out.column_max) out.column_max[0] = x > out.column_max[0] ? x : out.column_max[0];
+        if (out.row_max) out.row_max[r * kLanes] = x > out.row_max[r * kLanes] ? x : out.row_max[r * kLanes];
+      }
     }
   } else {
     fv acc[R][V];
@@ -101,19 +110,32 @@ inline void tile(Index K, const float* a, Index a_rs, Index a_cs, const float* b
       for (int r = 0; r < R; ++r)
         for (int v = 0; v < V; ++v) acc[r][v] *= s;
     }
-    if constexpr (Out::kAny)
+    if constexpr (Out::kAny) {
       if (out.row_add)
         for (int r = 0; r < R; ++r)
           for (int v = 0; v < V; ++v) acc[r][v] += kernel::splat(out.row_add[r]);
+      if (out.column_add)
+        for (int v = 0; v < V; ++v) {
+          const fv add = kernel::load(out.column_add + v * kLanes);
+          for (int r = 0; r < R; ++r) acc[r][v] += add;
+        }
+    }
     for (int r = 0; r < R; ++r)
       for (int v = 0; v < V; ++v) kernel::store(c + r * ldc + v * kLanes, acc[r][v]);
-    if constexpr (Out::kAny)
+    if constexpr (Out::kAny) {
       if (out.column_max)
         for (int v = 0; v < V; ++v) {
           fv top = kernel::load(out.column_max + v * kLanes);
           for (int r = 0; r < R; ++r) top = kernel::vmax(top, acc[r][v]);
           kernel::store(out.column_max + v * kLanes, top);
         }
+      if (out.row_max)
+        for (int r = 0; r < R; ++r) {
+          fv top = kernel::load(out.row_max + r * kLanes);
+          for (int v = 0; v < V; ++v) top = kernel::vmax(top, acc[r][v]);
+          kernel::store(out.row_max + r * kLanes, top);
+        }
+    }
   }
 }
 

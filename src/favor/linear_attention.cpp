@@ -96,9 +96,12 @@ bool factored_attention(const std::vector<QueryHead>& heads, const FactorBlock& 
     parallel_for(H * blocks, [&](Index hb) {
       const QueryHead& head = heads[static_cast<std::size_t>(hb / blocks)];
       const Index i0 = (hb % blocks) * chunk, n = std::min(chunk, L - i0);
-      FactoredFeatures f = prepared(head.factors(i0, n), "q");
-      Vector row_scale;
-      const Matrix qf = shifted_queries(std::move(f.exponent), f.value, n, state.shift, row_scale);
+      Matrix qf;
+      if (!head.at_shift || !head.at_shift(i0, n, state.shift, qf)) {
+        FactoredFeatures f = prepared(head.factors(i0, n), "q");
+        Vector row_scale;
+        qf = shifted_queries(std::move(f.exponent), f.value, n, state.shift, row_scale);
+      }
       Matrix numerator(n, state.kv.cols());
       Vector denominator(n);
       readout(qf, state, numerator, denominator.data());
@@ -204,7 +207,13 @@ void favor_attention(const FeatureMap& map, const std::vector<ConstMatrixRef>& q
   if (map.data_independent()) {
     const KernelParameters params = map.parameters(qs[0], k, scale);
     std::vector<QueryHead> heads;
-    for (std::size_t h = 0; h < qs.size(); ++h) heads.push_back({query_block(h, params), outs[h]});
+    for (std::size_t h = 0; h < qs.size(); ++h) {
+      heads.push_back({query_block(h, params), outs[h]});
+      if (!features)
+        heads.back().at_shift = [&map, x = qs[h], root](Index i0, Index n, const Vector& shift, Matrix& qf) {
+          return map.queries_at_shift(x.middleRows(i0, n), root, shift, qf);
+        };
+    }
     run(std::move(heads), params);
   } else {
     // OPRF's parameters come from each query head's own q and the keys: no features to share.

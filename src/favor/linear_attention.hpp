@@ -62,6 +62,10 @@ Matrix favor_attention_matrix(const FeatureMap& map, ConstMatrixRef q, ConstMatr
 struct QueryHead {
   FactorBlock factors;
   MatrixRef out;  // L x dv, the same L for every head
+  // Optional, bidirectional: rows [row0, row0 + rows)'s features at the keys' shift in one go
+  // (FeatureMap::queries_at_shift), the bits shifted_queries makes from `factors`; false where
+  // it does not apply (the engine then takes `factors`).
+  std::function<bool(Index row0, Index rows, const Vector& shift, Matrix& qf)> at_shift = nullptr;
 };
 // v is S x dv. Causal with L < S: the queries are the last L positions (bottom-right). With
 // a `step` (causal only) the keys continue its carried prefix state: every query also sees the

@@ -139,6 +139,27 @@ TEST(Gemm, MatchesFloat64AndScalarLoopOverEveryTail) {
             }
           expect_bits(c3, expect2, "gemm_packed with row terms", M, N, K);
           EXPECT_EQ(column_max, expect_max) << M << " " << N << " " << K;  // and nothing past column N
+          // Column terms and row maxima (the query features at the keys' shift): each row's
+          // maximum is the largest of its kLanes lanes.
+          const auto column_add = random_floats(static_cast<std::size_t>(N), rng);
+          std::vector<float> row_max(static_cast<std::size_t>(M * gemm::kLanes) + 1, -INFINITY);
+          gemm::gemm_packed(M, N, K, a.data(), lda, 1, scratch.data(), c3.data(), N, false, 0.37f,
+                            {nullptr, nullptr, column_add.data(), row_max.data()});
+          std::vector<float> expect3(static_cast<std::size_t>(M * N));
+          scalar_gemm(M, N, K, a.data(), lda, 1, bt.data(), N, expect3.data(), N, false);
+          for (Index i = 0; i < M; ++i) {
+            float top = -INFINITY;
+            for (Index j = 0; j < N; ++j) {
+              float& x = expect3[static_cast<std::size_t>(i * N + j)];
+              x = x * 0.37f + column_add[static_cast<std::size_t>(j)];
+              top = std::max(top, x);
+            }
+            float got = -INFINITY;
+            for (Index l = 0; l < gemm::kLanes; ++l) got = std::max(got, row_max[static_cast<std::size_t>(i * gemm::kLanes + l)]);
+            ASSERT_EQ(got, top) << "row " << i << ": " << M << " " << N << " " << K;
+          }
+          expect_bits(c3, expect3, "gemm_packed with column terms", M, N, K);
+          EXPECT_EQ(row_max.back(), -INFINITY);  // nothing past the rows
           if (N > 1) ASSERT_EQ(scratch.size(), static_cast<std::size_t>(gemm::strips(N) * K * gemm::kStrip));  // one column: no packing
         }
     }}
