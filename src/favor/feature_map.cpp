@@ -164,17 +164,16 @@ bool FeatureMap::queries_at_shift(ConstMatrixRef x, float root, const Vector& sh
 
 FactoredFeatures FeatureMap::factored(ConstMatrixRef x, const KernelParameters& params, float root,
                                       bool fold_row_log) const {
-  RowNorms norms = row_norms(x, params, root);
+  const RowNorms norms = row_norms(x, params, root);
+  const Vector& half_sq = norms.half_sq;
   const Index rows = x.rows(), m = projection_.rows();
   FactoredFeatures f;
-  Vector& half_sq = norms.half_sq;
-  const bool small = norms.small;
   f.bounded = norms.bounded;
   Matrix projected(rows, m);  // root x W^T, W^T packed once per projection
   // Positive keys: their logs w.x - |x|^2/2 and the column maxima in the product's epilogue (the
   // same operations as log_magnitude's pass, without reading the product again). Only while both
   // terms are finite and below 1e37, so that their sum is finite too (prepared() checks neither).
-  if (fold_row_log && kernel_ == Kernel::positive && f.bounded && small) {
+  if (fold_row_log && kernel_ == Kernel::positive && f.bounded && norms.small) {
     f.row_log = -half_sq;
     f.column_max.setConstant(m, -std::numeric_limits<float>::infinity());
     gemm::gemm_packed(rows, m, dim(), x.data(), x.outerStride(), 1, packed_projection_.data(), projected.data(), m,

@@ -170,10 +170,10 @@ void pack_bt(Index N, Index K, const float* b, Index ldb, FloatBuffer& packed) {
 void gemm_packed(Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, const float* packed,
                  float* c, Index ldc, bool accumulate, float scale, Epilogue out) {
   const auto strip_at = [packed, K](Index j0) { return packed + j0 / kStrip * K * kStrip; };
-  if (out.row_add || out.column_max || out.column_add || out.row_max)
-    product(M, N, K, a, a_rs, a_cs, strip_at, kStrip, K * kStrip, c, ldc, accumulate, nullptr, scale, out);
-  else
+  if (out.empty())
     product(M, N, K, a, a_rs, a_cs, strip_at, kStrip, K * kStrip, c, ldc, accumulate, nullptr, scale);
+  else
+    product(M, N, K, a, a_rs, a_cs, strip_at, kStrip, K * kStrip, c, ldc, accumulate, nullptr, scale, out);
 }
 
 void gemm_nt(Index M, Index N, Index K, const float* a, Index lda, const float* b, Index ldb, float* c,

@@ -43,6 +43,7 @@ struct Epilogue {
   const float* column_add = nullptr;
   float* row_max = nullptr;
 
+  bool empty() const { return !row_add && !column_max && !column_add && !row_max; }
   // The same for the block of C from row i, column j on.
   Epilogue at(Index i, Index j) const {
     return {row_add ? row_add + i : nullptr, column_max ? column_max + j : nullptr,
@@ -58,9 +59,9 @@ struct NoEpilogue {
 
 // acc[r][v] (rows r < R, column vectors v < V) = init + sum_{k < K} A(r, k) Bt(k, v kLanes + lane),
 // in order. Init: zero, or C (accumulate), or C * row_scale[r] (the online softmax rescale), and
-// the result times `scale` (exact's scores; 1 is exact), then `out`'s epilogue. V = 0: one scalar column. Bt's columns
-// come in strips of kStrip (2 vectors) `strip_stride` floats apart: contiguous by default, or
-// the strips of pack_bt (K kStrip apart) for tiles wider than one strip.
+// the result times `scale` (exact's scores; 1 is exact), then `out`'s epilogue. V = 0: one scalar
+// column. Bt's columns come in strips of kStrip (2 vectors) `strip_stride` floats apart:
+// contiguous by default, or the strips of pack_bt (K kStrip apart) for tiles wider than one strip.
 template <int R, int V, class Out = NoEpilogue>
 inline void tile(Index K, const float* a, Index a_rs, Index a_cs, const float* b, Index ldb, float* c,
                  Index ldc, bool accumulate, const float* row_scale = nullptr, float scale = 1.0f,
@@ -169,7 +170,7 @@ void pack_bt(Index N, Index K, const float* b, Index ldb, float* packed);
 void pack_bt(Index N, Index K, const float* b, Index ldb, FloatBuffer& packed);
 
 // C = ([C +] A B^T) * scale with B given packed by pack_bt (scale: each sum times it once, as
-// it is stored), then the epilogue's row terms added and column maxima taken.
+// it is stored), then `out`'s epilogue (see Epilogue).
 void gemm_packed(Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, const float* packed,
                  float* c, Index ldc, bool accumulate, float scale = 1.0f, Epilogue out = {});
 

@@ -136,7 +136,7 @@ inline float exp_shifted(float* x, Index n, float shift, bool sum = true) {
     const f32x4 e = exp_nonpositive(load(tail) - s);
     store(tail, e);
     std::memcpy(x + i, tail, sizeof(float) * static_cast<std::size_t>(n - i));
-    total += (e[0] + e[1]) + (e[2] + e[3]);
+    if (sum) total += (e[0] + e[1]) + (e[2] + e[3]);
   }
   return total;
 }
