@@ -91,7 +91,7 @@ const result = { browser: version, crossOriginIsolated: isolated, info, plainInf
 
 const build = buildName(info);
 const tiles = info.tileRows === plainInfo.tileRows
-  ? `; 'auto' gives 6 rows only to the relaxed build in V8 ≥ 13.6, which keeps their 12 accumulators in registers`
+  ? `; 'auto' gives 6 rows only to the relaxed build in V8 ≥ 13.6, which keeps their 12 accumulators in registers, else 2 rows × 4 vectors`
   : `: 'auto' gives 6 rows to the relaxed build only`;
 const md = [];
 md.push(`<!-- ${engine.marker} -->`);

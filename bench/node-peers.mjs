@@ -2,7 +2,7 @@
 // The side-by-side of bench/browser-peers.mjs in the Node that runs this script: `npm run bench`
 // runs it in Node 22 (scripts/ensure-node.sh 22), in maintenance until 2027-04, whose V8 (12.4)
 // compiles the same wasm differently from Node 26's, where the main tables run: it spills 12
-// accumulators (tileRows 'auto' gives it 4-row GEMM tiles, Node 26 6 rows).
+// accumulators (tileRows 'auto' gives it 2-row GEMM tiles, Node 26 6 rows).
 // Our relaxed and plain SIMD builds and onnxruntime-web (wasm, one thread, the graphs of
 // bench/onnx); each case in a child process, so that every library starts from a fresh heap.
 // Writes its section into BENCHMARKS.md (between <!-- node --> markers) or --out FILE, and

@@ -180,7 +180,7 @@ const peakRelaxed = path.join(repo, 'build/bench-peak/peak-relaxed.wasm');
 const ceilingSources = {
   wasm: existsSync(peakWasm) ? () => wasmCeiling(peakWasm) : null,
   relaxed: existsSync(peakRelaxed) && instances.ours.info.relaxedSimd ? () => wasmCeiling(peakRelaxed) : null,
-  // The same with 8 chains: the accumulators of the 4-row GEMM tile (what an engine that spills 12 runs).
+  // The same with 8 chains: the accumulators of the 2- and 4-row GEMM tiles (what an engine that spills 12 runs).
   relaxed8: existsSync(peakRelaxed) && instances.ours.info.relaxedSimd ? () => wasmCeiling(peakRelaxed, { chains: 8 }) : null,
   sse: methods.find((m) => m.id === 'sse')?.measureCeiling,
 };

@@ -134,7 +134,7 @@ export function checkMask(mask, name = 'keyMask') {
 
 export function createApi(Module, { simd, threads = 1, threadsReason, terminate, tileRows: tileOption }) {
   const relaxedSimd = Module.relaxedSimd();
-  const tileRows = Module.setTileRows(chooseTileRows(tileOption, relaxedSimd));
+  const tileRows = Module.setTileRows(chooseTileRows(tileOption, { simd, relaxed: relaxedSimd }));
   // A view of the whole wasm memory, made at each use: growth replaces the buffer, and in the
   // pthreads build Module.HEAPF32 stays short when a worker thread grew the memory.
   const heapF32 = () => {
@@ -630,32 +630,36 @@ export function checkLoadOptions(options) {
     checkInteger(o.threads, 'threads', 1, MAX_THREADS);
   }
   if (o.loadTimeout !== undefined) checkInteger(o.loadTimeout, 'loadTimeout', 1, MAX_TIMEOUT_MS);
-  if (o.tileRows !== undefined && o.tileRows !== 'auto' && o.tileRows !== 4 && o.tileRows !== 6) {
+  if (o.tileRows !== undefined && o.tileRows !== 'auto' && o.tileRows !== 2 && o.tileRows !== 4 && o.tileRows !== 6) {
     const Type = typeof o.tileRows === 'number' || typeof o.tileRows === 'string' ? RangeError : TypeError;
-    throw new Type(`tileRows: expected 'auto', 4 or 6, got ${typeof o.tileRows === 'string' ? `'${o.tileRows}'` : describe(o.tileRows)}`);
+    throw new Type(`tileRows: expected 'auto', 2, 4 or 6, got ${typeof o.tileRows === 'string' ? `'${o.tileRows}'` : describe(o.tileRows)}`);
   }
   return o;
 }
 
-// The GEMM's register tile (gemm.hpp): 6 rows x 8 columns keep 12 accumulators in registers,
+// The GEMM's register tile (gemm.hpp). 6 rows x 2 vectors keep 12 accumulators in registers,
 // which only the relaxed build's fused multiply-adds leave room for, and only in an engine whose
-// register allocator keeps them there. Measured with FAVOR+ at L = 4096: 0.93-0.94x the time of
-// 4 rows in Node 24 and 26 and Chromium 156 (V8 13.6-15.6); 1.5x in Node 22 (V8 12.4, which
-// spills them) and 1.6x in Firefox 153 (SpiderMonkey spills them too); the plain SIMD build
-// 1.4-1.9x everywhere. So 'auto' takes 6 rows for the relaxed build on V8 >= 13.6 (Node >= 24,
-// Chromium >= 136), else 4. The bits are the same either way.
-export function chooseTileRows(option, relaxed) {
-  if (option === 4 || option === 6) return option;
-  if (!relaxed) return 4;
+// register allocator keeps them there: FAVOR+ at L = 4096 took 0.93-0.94x the time of 4 rows in
+// Node 24 and 26 and Chromium 156 (V8 13.6-15.6), but 1.5x in Node 22 (V8 12.4, which spills
+// them) and 1.25-1.6x in Firefox 153 (SpiderMonkey spills them too). Elsewhere 2 rows x 4 vectors
+// (8 accumulators, as 4 x 2, but half the broadcasts of A per load of B): 0.93-0.97x the time of
+// 4 x 2 in Node 22 and 26, Chromium and Firefox, relaxed or not (0.99x in Firefox's relaxed build).
+// In the scalar build, where a "vector" is one float, 4 rows (2 rows took 1.12x). So 'auto' takes
+// 6 rows for the relaxed build on V8 >= 13.6 (Node >= 24, Chromium >= 136), 4 in the scalar build,
+// else 2. The bits are the same whichever runs.
+export function chooseTileRows(option, { simd, relaxed }) {
+  if (option === 2 || option === 4 || option === 6) return option;
+  if (!simd) return 4;
+  if (!relaxed) return 2;
   const v8 = globalThis.process?.versions?.v8;
   if (typeof v8 === 'string') {
     const [major, minor] = v8.split('.').map(Number);
-    return major > 13 || (major === 13 && minor >= 6) ? 6 : 4;
+    return major > 13 || (major === 13 && minor >= 6) ? 6 : 2;
   }
   const nav = globalThis.navigator;
   const brand = nav?.userAgentData?.brands?.find((b) => b.brand === 'Chromium')?.version;
   const chromium = Number(brand ?? /\bChrome\/(\d+)/.exec(nav?.userAgent ?? '')?.[1]);
-  return chromium >= 136 ? 6 : 4;
+  return chromium >= 136 ? 6 : 2;
 }
 
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;  // setTimeout's limit

@@ -57,11 +57,13 @@ export interface LoadOptions {
   loadTimeout?: number;
   /**
    * Rows of the GEMM's register tile (the products of FAVOR+ and codebook attention): 'auto'
-   * (the default) takes 6 in the relaxed-SIMD build on V8 >= 13.6 (Node >= 24, Chromium >= 136),
-   * whose register allocator keeps its 12 accumulators in registers (FAVOR+ at L = 4096: 0.93x
-   * the time), else 4. Results are the same bits either way; `info.tileRows` says which runs.
+   * (the default) takes 6 rows x 2 vectors in the relaxed-SIMD build on V8 >= 13.6 (Node >= 24,
+   * Chromium >= 136), whose register allocator keeps its 12 accumulators in registers (FAVOR+ at
+   * L = 4096: 0.93x the time of 4 rows); 4 rows x 2 vectors in the scalar build; else 2 rows x 4
+   * vectors (0.93-0.97x the time of 4 rows). Results are the same bits whichever runs;
+   * `info.tileRows` says which.
    */
-  tileRows?: 'auto' | 4 | 6;
+  tileRows?: 'auto' | 2 | 4 | 6;
   /** false (the default): the synchronous API on this thread; true: see WorkerLoadOptions. */
   worker?: false;
 }
@@ -97,7 +99,7 @@ export interface FavorInfo {
   /** Why threads is 1, e.g. 'requested' or 'not cross-origin isolated (…)'. */
   readonly threadsReason?: string;
   /** Rows of the GEMM's register tile in use (see LoadOptions.tileRows). */
-  readonly tileRows: 4 | 6;
+  readonly tileRows: 2 | 4 | 6;
 }
 
 /**

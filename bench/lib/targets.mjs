@@ -36,7 +36,7 @@ export function judgeTargets(data) {
     const ortRate = rate('ort', 'favor', false, 4096), ourRate = rate('ours', 'favor', false, 4096);
     const need = r === null || ortRate === null || ourRate === null ? ''
       : `; 2× needs ${(2 * ortRate).toFixed(1)} GFLOP/s end to end (exponentials not counted)${ofTop(2 * ortRate)}; ours runs at ${ourRate.toFixed(1)} GFLOP/s${top ? ` (${Math.round((100 * ourRate) / top)}%)` : ''}, ort at ${ortRate.toFixed(1)}` +
-        (env.tileRows === 4 && env.ceiling?.relaxed8 ? `; this engine runs the 4-row GEMM tile (its V8 spills the 6-row one), whose 8 accumulators reach at most ${env.ceiling.relaxed8.toFixed(1)} GFLOP/s (the ceiling loop with 8 chains)` : '');
+        (env.tileRows !== 6 && env.ceiling?.relaxed8 ? `; this engine runs the ${env.tileRows}-row GEMM tile (its V8 spills the 6-row one), whose 8 accumulators reach at most ${env.ceiling.relaxed8.toFixed(1)} GFLOP/s (the ceiling loop with 8 chains)` : '');
     add('favor-vs-ort', 'FAVOR+ bidirectional ≥ 2× faster than onnxruntime-web at L = 4096, d = 64, m = 256',
       r === null ? 'not measured' : `${fmtRatio(r)}× (medians: ort ${fmtMs(ms('ort', 'favor', false, 4096))} ms, ours ${fmtMs(ms('ours', 'favor', false, 4096))} ms)${need}`,
       verdict(r === null ? null : r >= 2), times(r));

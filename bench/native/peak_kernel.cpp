@@ -4,7 +4,7 @@
 // a standalone wasm module; and with -mrelaxed-simd into a second wasm module whose chains are
 // f32x4.relaxed_madd (fused where the CPU has FMA), the ceiling of the relaxed-SIMD build. One
 // source. Returns a value that depends on every chain so that none can be dropped.
-// peak_kernel_8: the same loop with 8 chains, the accumulators of the GEMM's 4-row register tile
+// peak_kernel_8: the same loop with 8 chains, the accumulators of the GEMM's 2- and 4-row tiles
 // (the one engines that spill 12 accumulators run): with a multiply-add latency of 4 cycles and 2
 // units, 8 chains are just enough to keep both busy, so this is the most such a tile can reach.
 typedef float Float4 __attribute__((vector_size(16)));

@@ -75,8 +75,9 @@ void strip(Index M, Index w, const float* a, Index a_rs, Index a_cs, const float
 constexpr Index kWide = 4 * kStrip;  // columns of a single-row tile
 
 // C = [C +] A Bt over all rows and columns, Bt's column j0 at b_at(j0) (a multiple of kStrip),
-// its rows ldb and its strips strip_stride floats apart. Single rows (the last M % 4) first over
-// whole groups of 4 strips in 1 x 8-vector tiles, then every strip over the rows left to it.
+// its rows ldb and its strips strip_stride floats apart. Single rows (the last M % 4, or M % 2 with
+// 2-row tiles) first over whole groups of 4 strips in 1 x 8-vector tiles; with 2-row tiles, row
+// pairs over whole pairs of strips in 2 x 4-vector tiles; then every strip over the rows left to it.
 template <class BAt, class Out = NoEpilogue>
 void product(Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, BAt b_at, Index ldb,
              Index strip_stride, float* c, Index ldc, bool accumulate, const float* row_scale, float scale = 1.0f,
@@ -98,20 +99,31 @@ void product(Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, 
     }
     return;
   }
+  const auto scale_of = [row_scale](Index i) { return row_scale ? row_scale + i : nullptr; };
   const AllOfK all{K};
-  const Index M4 = M - M % 4, wide = N / kWide * kWide;
-  for (Index i = M4; i < M; ++i)
+  const bool pairs = g_tile_rows.load(std::memory_order_relaxed) == 2;
+  const Index tiled = pairs ? M - M % 2 : M - M % 4, wide = N / kWide * kWide;
+  for (Index i = tiled; i < M; ++i)
     for (Index j0 = 0; j0 < wide; j0 += kWide)
-      tile<1, 8>(K, a + i * a_rs, a_rs, a_cs, b_at(j0), ldb, c + i * ldc + j0, ldc, accumulate,
-                 row_scale ? row_scale + i : nullptr, scale, strip_stride, out.at(i, j0));
-  for (Index j0 = 0; j0 < N; j0 += kStrip)
-    strip(j0 < wide ? M4 : M, std::min(kStrip, N - j0), a, a_rs, a_cs, b_at(j0), ldb, c + j0, ldc, accumulate, all,
-          row_scale, scale, out.at(0, j0));
+      tile<1, 8>(K, a + i * a_rs, a_rs, a_cs, b_at(j0), ldb, c + i * ldc + j0, ldc, accumulate, scale_of(i), scale,
+                 strip_stride, out.at(i, j0));
+  const Index paired = pairs ? N / (2 * kStrip) * (2 * kStrip) : 0;
+  for (Index j0 = 0; j0 < paired; j0 += 2 * kStrip)
+    for (Index i = 0; i < tiled; i += 2)
+      tile<2, 4>(K, a + i * a_rs, a_rs, a_cs, b_at(j0), ldb, c + i * ldc + j0, ldc, accumulate, scale_of(i), scale,
+                 strip_stride, out.at(i, j0));
+  // What is left of each strip: rows [from, to).
+  for (Index j0 = 0; j0 < N; j0 += kStrip) {
+    const Index from = j0 < paired ? tiled : 0, to = j0 < wide ? tiled : M;
+    if (from < to)
+      strip(to - from, std::min(kStrip, N - j0), a + from * a_rs, a_rs, a_cs, b_at(j0), ldb, c + from * ldc + j0, ldc,
+            accumulate, all, scale_of(from), scale, out.at(from, j0));
+  }
 }
 
 }  // namespace
 
-void set_tile_rows(int rows) { g_tile_rows = rows == 6 ? 6 : 4; }
+void set_tile_rows(int rows) { g_tile_rows = rows == 2 || rows == 6 ? rows : 4; }
 int tile_rows() { return g_tile_rows; }
 
 void gemm(Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, const float* b, Index ldb,

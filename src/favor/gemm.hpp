@@ -13,9 +13,11 @@
 // f32x4.relaxed_madd (vec::madd): the same sums, each product rounded or not as the machine fuses.
 //
 // Tiles: 4 rows of A x 2 vectors of columns (8 accumulators + 2 vectors of Bt + 1 broadcast of
-// A, within the 16 registers of x86-64 and V8), or 6 rows where set (set_tile_rows); single rows
-// (the last M % 4, or a whole one-row product, as in decoding) 1 row x 8 vectors, as many
-// accumulators again: a 1 x 2 tile leaves the multiply-add units waiting on its 2 chains. A is read by broadcasts with any strides (so A
+// A, within the 16 registers of x86-64 and V8), or where set (set_tile_rows) 2 rows x 4 vectors
+// over pairs of strips (as many accumulators, half the broadcasts per vector of Bt) or 6 rows x 2
+// vectors; single rows (the last M % 4 or M % 2, or a whole one-row product, as in decoding) 1 row
+// x 8 vectors, as many accumulators again: a 1 x 2 tile leaves the multiply-add units waiting on
+// its 2 chains. A is read by broadcasts with any strides (so A
 // can be a transposed view), Bt by vector loads of rows. B given row-major as N x K (the form of
 // Q K^T and X W^T) is first packed transposed in strips of kStrip columns (pack_bt / gemm_nt).
 #pragma once
@@ -140,18 +142,21 @@ inline void tile(Index K, const float* a, Index a_rs, Index a_cs, const float* b
   }
 }
 
-// Rows of the main register tile: 4 (the default: 8 accumulators) or 6 (12 accumulators, which
-// need an engine that keeps them all in registers: FAVOR+ took 0.92-0.94x the time in Chromium 156
-// and 1.5x in Node 22, whose V8 spills them). The bits are the same either way: each entry of C is the
-// same sum in the same order whatever tile computes it. Process-wide; set before calls start.
+// Rows of the main register tile: 4 (the default: 4 x 2 vectors, 8 accumulators), 2 (2 x 4
+// vectors: 8 accumulators, but half the broadcasts of A per load of Bt; 0.93-0.97x the time of 4
+// rows for FAVOR+ in V8 and SpiderMonkey, 1.12x in the scalar wasm build) or 6 (6 x 2 vectors, 12
+// accumulators, which need an engine that keeps them all in registers: FAVOR+ took 0.92-0.94x the
+// time of 4 rows in Chromium 156 and 1.5x in Node 22, whose V8 spills them). The bits are the same
+// whichever runs: each entry of C is the same sum in the same order whatever tile computes it.
+// Process-wide; set before calls start. Products over the lower triangle keep 4-row tiles.
 // (In Node 22 alone, products whose A rows are strided ran 1.75-1.86x slower with 6 rows, the one
 // with unit row stride 0.93x; 5-row tiles, A packed for constant offsets, and 6 rows for unit-stride
 // A only were all slower in the library. Its 4-row products run at ~88% of an 8-chain loop.)
 void set_tile_rows(int rows);
 int tile_rows();
 
-// C = [C +] A Bt as above, for any M, N, K >= 0. Row tiles of 4 x 2 vectors (then 1 vector, then
-// single columns); single rows 1 x 8 vectors, then as the row tiles; a rank-1 update (K = 1,
+// C = [C +] A Bt as above, for any M, N, K >= 0. Row tiles of 4 x 2 vectors (or 2 x 4 or 6 x 2, then
+// 1 vector, then single columns); single rows 1 x 8 vectors, then as the row tiles; a rank-1 update (K = 1,
 // accumulating) row by row, with the same vector and single columns. With row_scale
 // (accumulating): C = diag(row_scale) C + A Bt, each row scaled before its sum (the online softmax).
 void gemm(Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, const float* b, Index ldb,

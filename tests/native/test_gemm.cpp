@@ -43,7 +43,7 @@ void expect_bits(const std::vector<float>& x, const std::vector<float>& y, const
       << what << " M=" << M << " N=" << N << " K=" << K;
 }
 
-// Each product test runs with both register tiles (4 and 6 rows, gemm::set_tile_rows): the same
+// Each product test runs with every register tile (2, 4 and 6 rows, gemm::set_tile_rows): the same
 // bits either way.
 struct TileRows {
   explicit TileRows(int rows) { gemm::set_tile_rows(rows); }
@@ -53,7 +53,7 @@ struct TileRows {
 const Index kSizes[] = {1, 2, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 23, 31, 32, 33, 64, 67};
 
 TEST(Gemm, MatchesFloat64AndScalarLoopOverEveryTail) {
-  for (int rows : {4, 6}) {
+  for (int rows : {2, 4, 6}) {
     SCOPED_TRACE(rows);
     const TileRows tiles(rows);
     std::mt19937 rng(1234);
@@ -89,7 +89,7 @@ TEST(Gemm, MatchesFloat64AndScalarLoopOverEveryTail) {
     }}
 
   TEST(Gemm, TransposedAAndPackedB) {
-    for (int rows : {4, 6}) {
+    for (int rows : {2, 4, 6}) {
       SCOPED_TRACE(rows);
     const TileRows tiles(rows);
     std::mt19937 rng(99);
@@ -186,7 +186,7 @@ TEST(Gemm, MatchesFloat64AndScalarLoopOverEveryTail) {
   }
 
   TEST(Gemm, LowerTriangularSkipsOnlyZeros) {
-    for (int rows : {4, 6}) {
+    for (int rows : {2, 4, 6}) {
       SCOPED_TRACE(rows);
     const TileRows tiles(rows);
     std::mt19937 rng(5);
@@ -208,7 +208,7 @@ TEST(Gemm, MatchesFloat64AndScalarLoopOverEveryTail) {
 
   // The causal in-chunk block: C = A B^T on and below the diagonal, as the full product has it.
   TEST(Gemm, NtLowerMatchesTheFullProductOnAndBelowTheDiagonal) {
-    for (int rows : {4, 6}) {
+    for (int rows : {2, 4, 6}) {
       SCOPED_TRACE(rows);
     const TileRows tiles(rows);
     std::mt19937 rng(6);

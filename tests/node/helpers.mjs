@@ -10,13 +10,13 @@ const V128_ZERO = [253, 12, ...new Array(16).fill(0)];
 export const RELAXED_SIMD_SUPPORTED = WebAssembly.validate(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0,
   10, 61, 1, 59, 0, ...V128_ZERO, ...V128_ZERO, ...V128_ZERO, 253, 133, 2, 11]));
 
-/** The GEMM tile rows loadFavor's tileRows 'auto' gives the relaxed build in this Node (6 from V8 13.6). */
+/** The GEMM tile rows loadFavor's tileRows 'auto' gives the relaxed build in this Node (6 from V8 13.6, else 2). */
 export const RELAXED_TILE_ROWS = (() => {
   const [major, minor] = process.versions.v8.split('.').map(Number);
-  return major > 13 || (major === 13 && minor >= 6) ? 6 : 4;
+  return major > 13 || (major === 13 && minor >= 6) ? 6 : 2;
 })();
-/** ... and the build 'auto' loads here. */
-export const AUTO_TILE_ROWS = RELAXED_SIMD_SUPPORTED ? RELAXED_TILE_ROWS : 4;
+/** ... and the build 'auto' loads here (the plain SIMD build takes 2 rows; the scalar build 4). */
+export const AUTO_TILE_ROWS = RELAXED_SIMD_SUPPORTED ? RELAXED_TILE_ROWS : 2;
 
 /** mulberry32: a small seeded uniform generator in [0, 1). */
 export function rng(seed) {

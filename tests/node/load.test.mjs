@@ -165,9 +165,9 @@ const badOptions = [
   ['loadTimeout fractional', { loadTimeout: 1.5 }, RangeError, /loadTimeout/],
   ['loadTimeout NaN', { loadTimeout: NaN }, RangeError, /loadTimeout/],
   ['loadTimeout beyond setTimeout', { loadTimeout: 2 ** 31 }, RangeError, /loadTimeout/],
-  ['tileRows 5', { tileRows: 5 }, RangeError, /^tileRows: expected 'auto', 4 or 6, got number 5$/],
-  ['tileRows a string', { tileRows: '6' }, RangeError, /^tileRows: expected 'auto', 4 or 6, got '6'$/],
-  ['tileRows null', { tileRows: null }, TypeError, /^tileRows: expected 'auto', 4 or 6, got null$/],
+  ['tileRows 5', { tileRows: 5 }, RangeError, /^tileRows: expected 'auto', 2, 4 or 6, got number 5$/],
+  ['tileRows a string', { tileRows: '6' }, RangeError, /^tileRows: expected 'auto', 2, 4 or 6, got '6'$/],
+  ['tileRows null', { tileRows: null }, TypeError, /^tileRows: expected 'auto', 2, 4 or 6, got null$/],
   ['tileRows true', { tileRows: true }, TypeError, /^tileRows: /],
 ];
 
