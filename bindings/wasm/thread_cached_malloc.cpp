@@ -41,7 +41,7 @@ int ceil_log2(std::size_t n) { return n <= 1 ? 0 : 32 - __builtin_clz(static_cas
 
 // One thread's cache: a list of free blocks per class, linked through their first word. Locked by
 // its thread on every use (never contended but by heap_used's drain, which is rare).
-struct Cache {
+struct alignas(64) Cache {
   std::atomic_flag busy = ATOMIC_FLAG_INIT;
   void* head[kMaxClass + 1] = {};
   std::size_t bytes = 0;
