@@ -14,7 +14,7 @@
 // asks for a power of two plus 16 bytes: with classes up to 64 KiB, FAVOR+ at L = 2^20 on 2
 // threads peaked at 1223 MiB of heap instead of 1127), while calls that allocate large blocks do
 // enough work between allocations not to queue on the lock. What a cache holds is bounded
-// (kCacheBytes a thread) and counts as free: heap_used() drains every cache into dlmalloc before
+// (kClassBytes a class and thread) and counts as free: heap_used() drains every cache into dlmalloc before
 // it reads mallinfo.
 #include <algorithm>
 #include <atomic>
@@ -34,7 +34,14 @@ std::size_t malloc_usable_size(void*);
 namespace {
 
 constexpr int kMinClass = 4, kMaxClass = 12;  // 16 B .. 4 KiB
-constexpr std::size_t kCacheBytes = std::size_t{1} << 18;
+// What a cache keeps of each class. Per class, not in total: blocks that reach free without
+// passing through malloc's cache (memalign'd outputs, calloc, realloc) must not crowd out the
+// classes a thread's own mallocs reuse. With one bound for all (256 KiB), a decode loop's 4 KiB
+// outputs (one a call, aligned_alloc'd) filled it within 64 calls; from then on every free went
+// to dlmalloc and every malloc missed: ~25 of each a step and thread at 16 heads on 2 threads,
+// through dlmalloc's lock and lines the other thread had written, and the heads' work took 1.5x
+// as long as on one thread alone.
+constexpr std::size_t kClassBytes = std::size_t{1} << 15;
 
 int floor_log2(std::size_t n) { return 31 - __builtin_clz(static_cast<unsigned>(n)); }
 int ceil_log2(std::size_t n) { return n <= 1 ? 0 : 32 - __builtin_clz(static_cast<unsigned>(n - 1)); }
@@ -44,7 +51,7 @@ int ceil_log2(std::size_t n) { return n <= 1 ? 0 : 32 - __builtin_clz(static_cas
 struct alignas(64) Cache {
   std::atomic_flag busy = ATOMIC_FLAG_INIT;
   void* head[kMaxClass + 1] = {};
-  std::size_t bytes = 0;
+  std::size_t bytes[kMaxClass + 1] = {};
 
   void lock() {
     while (busy.test_and_set(std::memory_order_acquire)) {
@@ -58,7 +65,7 @@ struct alignas(64) Cache {
         __libc_free(block);
         block = next_block;
       }
-    bytes = 0;
+    for (std::size_t& b : bytes) b = 0;
   }
 };
 
@@ -86,7 +93,7 @@ extern "C" void* malloc(std::size_t n) {
   void* block = cache->head[c];
   if (block) {
     cache->head[c] = *static_cast<void**>(block);
-    cache->bytes -= std::size_t{1} << c;
+    cache->bytes[c] -= std::size_t{1} << c;
   }
   cache->unlock();
   return block ? block : __libc_malloc(std::size_t{1} << c);
@@ -100,11 +107,11 @@ extern "C" void free(void* block) {
     const std::size_t size = std::size_t{1} << c;
     if (Cache* cache = this_thread_cache()) {
       cache->lock();
-      const bool kept = cache->bytes + size <= kCacheBytes;
+      const bool kept = cache->bytes[c] + size <= kClassBytes;
       if (kept) {
         *static_cast<void**>(block) = cache->head[c];
         cache->head[c] = block;
-        cache->bytes += size;
+        cache->bytes[c] += size;
       }
       cache->unlock();
       if (kept) return;
