@@ -619,6 +619,8 @@ export function chooseBuild(option) {
   return relaxed ? 'relaxed' : simd ? 'simd' : 'scalar';
 }
 
+const TILE_ROWS = [2, 4, 6];  // loadFavor's tileRows besides 'auto' (chooseTileRows)
+
 export function checkLoadOptions(options) {
   const o = checkOptions(options, 'loadFavor options', ['wasmUrl', 'wasmBinary', 'simd', 'locateFile', 'threads', 'loadTimeout', 'worker', 'transfer', 'tileRows']);
   checkBoolean(o.worker, 'worker');
@@ -630,7 +632,7 @@ export function checkLoadOptions(options) {
     checkInteger(o.threads, 'threads', 1, MAX_THREADS);
   }
   if (o.loadTimeout !== undefined) checkInteger(o.loadTimeout, 'loadTimeout', 1, MAX_TIMEOUT_MS);
-  if (o.tileRows !== undefined && o.tileRows !== 'auto' && o.tileRows !== 2 && o.tileRows !== 4 && o.tileRows !== 6) {
+  if (o.tileRows !== undefined && o.tileRows !== 'auto' && !TILE_ROWS.includes(o.tileRows)) {
     const Type = typeof o.tileRows === 'number' || typeof o.tileRows === 'string' ? RangeError : TypeError;
     throw new Type(`tileRows: expected 'auto', 2, 4 or 6, got ${typeof o.tileRows === 'string' ? `'${o.tileRows}'` : describe(o.tileRows)}`);
   }
@@ -648,7 +650,7 @@ export function checkLoadOptions(options) {
 // 6 rows for the relaxed build on V8 >= 13.6 (Node >= 24, Chromium >= 136), 4 in the scalar build,
 // else 2. The bits are the same whichever runs.
 export function chooseTileRows(option, { simd, relaxed }) {
-  if (option === 2 || option === 4 || option === 6) return option;
+  if (TILE_ROWS.includes(option)) return option;
   if (!simd) return 4;
   if (!relaxed) return 2;
   const v8 = globalThis.process?.versions?.v8;

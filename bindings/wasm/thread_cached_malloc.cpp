@@ -14,8 +14,8 @@
 // asks for a power of two plus 16 bytes: with classes up to 64 KiB, FAVOR+ at L = 2^20 on 2
 // threads peaked at 1223 MiB of heap instead of 1127), while calls that allocate large blocks do
 // enough work between allocations not to queue on the lock. What a cache holds is bounded
-// (kClassBytes a class and thread) and counts as free: heap_used() drains every cache into dlmalloc before
-// it reads mallinfo.
+// (kClassBytes a class and thread) and counts as free: heap_used() drains every cache into
+// dlmalloc before it reads mallinfo.
 #include <algorithm>
 #include <atomic>
 #include <cstddef>

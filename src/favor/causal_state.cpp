@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "error.hpp"
 #include "exact_attention.hpp"
@@ -277,9 +278,19 @@ void CausalState::append(const ConstTensorView& q, const ConstTensorView& k, con
     const bool stack = s.method == StateMethod::favor && g.kv_heads * group_rows <= kStackedFeatureRows;
     const Index parts = parallel ? std::min<Index>(g.kv_heads, max_threads()) : 1;
     const Index per_part = (g.kv_heads + parts - 1) / parts;
+    // The key/value heads [kv0, kv1) of a part, and fn(part) for every part (on the pool's threads
+    // when parallel).
+    const auto heads_of = [&](Index part) {
+      const Index kv0 = part * per_part;
+      return std::pair<Index, Index>{kv0, std::min(g.kv_heads, kv0 + per_part)};
+    };
+    const auto each_part = [&](const auto& fn) {
+      if (parallel) parallel_for(parts, fn);
+      else fn(0);
+    };
     std::vector<FactoredFeatures> stacked(stack ? static_cast<std::size_t>(parts) : 0);
     const auto stack_features = [&](Index part) {
-      const Index kv0 = part * per_part, kv1 = std::min(g.kv_heads, kv0 + per_part);
+      const auto [kv0, kv1] = heads_of(part);
       if (kv0 >= kv1) return;
       Matrix x((kv1 - kv0) * group_rows, d);
       for (Index kv = kv0; kv < kv1; ++kv) {
@@ -315,14 +326,14 @@ void CausalState::append(const ConstTensorView& q, const ConstTensorView& k, con
                            vhead(kv), outs, o, step);
       }
     };
-    // One parallel region a step, each part its features then its heads.
+    // Each part its features, then its heads.
     const auto run_part = [&](Index part) {
       if (stack) stack_features(part);
-      for (Index kv = part * per_part; kv < std::min(g.kv_heads, (part + 1) * per_part); ++kv) run(kv);
+      const auto [kv0, kv1] = heads_of(part);
+      for (Index kv = kv0; kv < kv1; ++kv) run(kv);
     };
     try {
-      if (parallel) parallel_for(parts, run_part);
-      else run_part(0);
+      each_part(run_part);
     } catch (...) {
       for (StateStep& step : steps) step.rollback();
       if (!s.started) s.states.clear();
@@ -333,13 +344,11 @@ void CausalState::append(const ConstTensorView& q, const ConstTensorView& k, con
     // step allocated, and the pthreads build's caches of freed blocks serve the thread that frees.
     // Committed on this thread, the helpers' blocks went to this thread's cache, and the helpers'
     // next allocations missed theirs and went through dlmalloc's lock (16-35 a step at 8-16 heads).
-    const auto commit_part = [&](Index part) {
-      for (Index kv = part * per_part; kv < std::min(g.kv_heads, (part + 1) * per_part); ++kv)
-        steps[static_cast<std::size_t>(kv)].commit();
+    each_part([&](Index part) {
+      const auto [kv0, kv1] = heads_of(part);
+      for (Index kv = kv0; kv < kv1; ++kv) steps[static_cast<std::size_t>(kv)].commit();
       if (stack) stacked[static_cast<std::size_t>(part)] = FactoredFeatures{};
-    };
-    if (parallel) parallel_for(parts, commit_part);
-    else commit_part(0);
+    });
   }
   if (!s.started) {
     s.q_dims = with_rows(q.dims, 1), s.k_dims = with_rows(k.dims, 1), s.v_dims = with_rows(v.dims, 1);

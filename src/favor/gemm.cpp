@@ -12,6 +12,9 @@ namespace {
 
 std::atomic<int> g_tile_rows{4};
 
+// row_scale from row i on (null stays null).
+const float* rows_from(const float* row_scale, Index i) { return row_scale ? row_scale + i : nullptr; }
+
 // k_end of a full product: every row tile sums all of K (so 6-row tiles may take its rows).
 struct AllOfK {
   Index K;
@@ -26,7 +29,7 @@ template <class KEnd, class Out = NoEpilogue>
 void strip(Index M, Index w, const float* a, Index a_rs, Index a_cs, const float* b, Index ldb, float* c,
            Index ldc, bool accumulate, KEnd k_end, const float* row_scale = nullptr, float scale = 1.0f,
            Out out = {}) {
-  const auto scale_of = [row_scale](Index i) { return row_scale ? row_scale + i : nullptr; };
+  const auto scale_of = [row_scale](Index i) { return rows_from(row_scale, i); };
   auto rows = [&](auto tile4, auto tile1, Index i = 0) {
     for (; i + 4 <= M; i += 4) tile4(k_end(i, 4), a + i * a_rs, c + i * ldc, scale_of(i), out.at(i, 0));
     for (; i < M; ++i) tile1(k_end(i, 1), a + i * a_rs, c + i * ldc, scale_of(i), out.at(i, 0));
@@ -99,7 +102,7 @@ void product(Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, 
     }
     return;
   }
-  const auto scale_of = [row_scale](Index i) { return row_scale ? row_scale + i : nullptr; };
+  const auto scale_of = [row_scale](Index i) { return rows_from(row_scale, i); };
   const AllOfK all{K};
   const bool pairs = g_tile_rows.load(std::memory_order_relaxed) == 2;
   const Index tiled = pairs ? M - M % 2 : M - M % 4, wide = N / kWide * kWide;
