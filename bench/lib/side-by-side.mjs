@@ -9,6 +9,17 @@
 // that call the four in rotating order. Runs in either engine: everything it needs comes in.
 //   env: { ort, loadFavor, gaussian, difference, median, graph(name) -> ArrayBuffer }
 //   o:   { d, m, sigma, seed, rounds }     c: { L, kind: 'exact' | 'favor', causal }
+// The lower and upper quartiles of xs (linear between order statistics): the spread of the
+// per-round ratios, beside their median, so that a verdict that sits inside it reads as one.
+export function quartiles(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const at = (p) => {
+    const x = p * (s.length - 1), i = Math.floor(x);
+    return i + 1 < s.length ? s[i] + (x - i) * (s[i + 1] - s[i]) : s[i];
+  };
+  return [at(0.25), at(0.75)];
+}
+
 export async function measureCase(env, o, c) {
   const { ort, loadFavor, gaussian, difference, median } = env;
   const favor = await loadFavor({ threads: 1 }), plain = await loadFavor({ threads: 1, simd: 'fixed' });
@@ -48,6 +59,7 @@ export async function measureCase(env, o, c) {
     return {
       ...base, status: 'ok', ours: median(ms.ours), out: median(ms.out), plain: median(ms.plain), peer: median(ms.peer),
       ratio: median(ratios), outRatio: median(outRatios), plainRatio: median(plainRatios),
+      ratioQuartiles: quartiles(ratios), outRatioQuartiles: quartiles(outRatios),
     };
   } finally {
     favor.dispose?.();
@@ -59,6 +71,7 @@ export async function measureCase(env, o, c) {
 export const caseRow = (c, out) => ({
   ...c, status: out.status, rel: out.rel, relPlain: out.relPlain, peerOut: out.peerOut, ours: out.ours, out: out.out, plain: out.plain, peer: out.peer,
   ratio: out.ratio, outRatio: out.outRatio, plainRatio: out.plainRatio,
+  ratioQuartiles: out.ratioQuartiles, outRatioQuartiles: out.outRatioQuartiles,
 });
 export const caseLine = (c, out) => `${c.kind} ${c.causal ? 'causal' : 'bidirectional'} L = ${c.L}: ${out.status === 'ok'
   ? `ours ${out.ours.toFixed(2)} ms (with out ${out.out.toFixed(2)}), plain build ${out.plain.toFixed(2)} ms, onnxruntime-web ${out.peer.toFixed(2)} ms` : out.status}`;
@@ -88,9 +101,10 @@ export function peersTable(rows, info, { fmtL, fmtMs, fmtRatio }) {
     const at = (kind) => rows.find((r) => r.L === 4096 && r.kind === kind && !r.causal && r.status === 'ok');
     const verdicts = [['favor', 'FAVOR+', 2, 1.2], ['exact', 'Exact attention', 1.5, 1.15]].map(([kind, name, vsOrt, vsPlain]) => {
       const r = at(kind);
-      return r ? `${name} at L = 4,096: ${fmtRatio(r.ratio)}× onnxruntime-web (target ${vsOrt}×: **${r.ratio >= vsOrt ? 'PASS' : 'FAIL'}**; ${fmtRatio(r.outRatio)}× with \`out\`), ${fmtRatio(r.plainRatio)}× our plain SIMD build (target ${vsPlain}×: **${r.plainRatio >= vsPlain ? 'PASS' : 'FAIL'}**)` : `${name} at L = 4,096: not measured`;
+      const spread = (q) => (q ? `, rounds ${fmtRatio(q[0])}–${fmtRatio(q[1])}` : '');
+      return r ? `${name} at L = 4,096: ${fmtRatio(r.ratio)}× onnxruntime-web (target ${vsOrt}×: **${r.ratio >= vsOrt ? 'PASS' : 'FAIL'}**${spread(r.ratioQuartiles)}; ${fmtRatio(r.outRatio)}× with \`out\`${spread(r.outRatioQuartiles)}), ${fmtRatio(r.plainRatio)}× our plain SIMD build (target ${vsPlain}×: **${r.plainRatio >= vsPlain ? 'PASS' : 'FAIL'}**)` : `${name} at L = 4,096: not measured`;
     });
-    md.push('', `Issue 16's targets read in this engine (bidirectional, 1 thread; the verdicts on the calls that return a fresh array, as onnxruntime-web's do): ${verdicts.join('; ')}.`);
+    md.push('', `Issue 16's targets read in this engine (bidirectional, 1 thread; the verdicts on the calls that return a fresh array, as onnxruntime-web's do; "rounds": the middle half of the per-round ratios, whose median is the verdict's figure): ${verdicts.join('; ')}.`);
   }
   return md;
 }
