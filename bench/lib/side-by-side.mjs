@@ -9,17 +9,6 @@
 // that call the four in rotating order. Runs in either engine: everything it needs comes in.
 //   env: { ort, loadFavor, gaussian, difference, median, graph(name) -> ArrayBuffer }
 //   o:   { d, m, sigma, seed, rounds }     c: { L, kind: 'exact' | 'favor', causal }
-// The lower and upper quartiles of xs (linear between order statistics): the spread of the
-// per-round ratios, beside their median, so that a verdict that sits inside it reads as one.
-export function quartiles(xs) {
-  const s = [...xs].sort((a, b) => a - b);
-  const at = (p) => {
-    const x = p * (s.length - 1), i = Math.floor(x);
-    return i + 1 < s.length ? s[i] + (x - i) * (s[i + 1] - s[i]) : s[i];
-  };
-  return [at(0.25), at(0.75)];
-}
-
 export async function measureCase(env, o, c) {
   const { ort, loadFavor, gaussian, difference, median } = env;
   const favor = await loadFavor({ threads: 1 }), plain = await loadFavor({ threads: 1, simd: 'fixed' });
@@ -65,6 +54,17 @@ export async function measureCase(env, o, c) {
     favor.dispose?.();
     plain.dispose?.();
   }
+}
+
+// The lower and upper quartiles of xs (linear between order statistics): the spread of the
+// per-round ratios, beside their median, so that a verdict that sits inside it reads as one.
+export function quartiles(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const at = (p) => {
+    const x = p * (s.length - 1), i = Math.floor(x);
+    return i + 1 < s.length ? s[i] + (x - i) * (s[i + 1] - s[i]) : s[i];
+  };
+  return [at(0.25), at(0.75)];
 }
 
 // A case's row of the section (what results.json keeps) and its line in the log.

@@ -29,10 +29,9 @@ template <class KEnd, class Out = NoEpilogue>
 void strip(Index M, Index w, const float* a, Index a_rs, Index a_cs, const float* b, Index ldb, float* c,
            Index ldc, bool accumulate, KEnd k_end, const float* row_scale = nullptr, float scale = 1.0f,
            Out out = {}) {
-  const auto scale_of = [row_scale](Index i) { return rows_from(row_scale, i); };
   auto rows = [&](auto tile4, auto tile1, Index i = 0) {
-    for (; i + 4 <= M; i += 4) tile4(k_end(i, 4), a + i * a_rs, c + i * ldc, scale_of(i), out.at(i, 0));
-    for (; i < M; ++i) tile1(k_end(i, 1), a + i * a_rs, c + i * ldc, scale_of(i), out.at(i, 0));
+    for (; i + 4 <= M; i += 4) tile4(k_end(i, 4), a + i * a_rs, c + i * ldc, rows_from(row_scale, i), out.at(i, 0));
+    for (; i < M; ++i) tile1(k_end(i, 1), a + i * a_rs, c + i * ldc, rows_from(row_scale, i), out.at(i, 0));
   };
   if (w == kStrip) {
     Index i = 0;
@@ -44,8 +43,8 @@ void strip(Index M, Index w, const float* a, Index a_rs, Index a_cs, const float
         Index six = M / 6;
         if (six > 0 && (M - 6 * six) % 4 >= 2) --six;
         for (; i < 6 * six; i += 6)
-          tile<6, 2>(k_end(i, 6), a + i * a_rs, a_rs, a_cs, b, ldb, c + i * ldc, ldc, accumulate, scale_of(i), scale,
-                   kStrip, out.at(i, 0));
+          tile<6, 2>(k_end(i, 6), a + i * a_rs, a_rs, a_cs, b, ldb, c + i * ldc, ldc, accumulate,
+                     rows_from(row_scale, i), scale, kStrip, out.at(i, 0));
       }
     rows([&](Index K, const float* ai, float* ci, const float* rs, Out e) {
            tile<4, 2>(K, ai, a_rs, a_cs, b, ldb, ci, ldc, accumulate, rs, scale, kStrip, e);
@@ -102,25 +101,24 @@ void product(Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, 
     }
     return;
   }
-  const auto scale_of = [row_scale](Index i) { return rows_from(row_scale, i); };
   const AllOfK all{K};
   const bool pairs = g_tile_rows.load(std::memory_order_relaxed) == 2;
   const Index tiled = pairs ? M - M % 2 : M - M % 4, wide = N / kWide * kWide;
   for (Index i = tiled; i < M; ++i)
     for (Index j0 = 0; j0 < wide; j0 += kWide)
-      tile<1, 8>(K, a + i * a_rs, a_rs, a_cs, b_at(j0), ldb, c + i * ldc + j0, ldc, accumulate, scale_of(i), scale,
-                 strip_stride, out.at(i, j0));
+      tile<1, 8>(K, a + i * a_rs, a_rs, a_cs, b_at(j0), ldb, c + i * ldc + j0, ldc, accumulate,
+                 rows_from(row_scale, i), scale, strip_stride, out.at(i, j0));
   const Index paired = pairs ? N / (2 * kStrip) * (2 * kStrip) : 0;
   for (Index j0 = 0; j0 < paired; j0 += 2 * kStrip)
     for (Index i = 0; i < tiled; i += 2)
-      tile<2, 4>(K, a + i * a_rs, a_rs, a_cs, b_at(j0), ldb, c + i * ldc + j0, ldc, accumulate, scale_of(i), scale,
-                 strip_stride, out.at(i, j0));
+      tile<2, 4>(K, a + i * a_rs, a_rs, a_cs, b_at(j0), ldb, c + i * ldc + j0, ldc, accumulate,
+                 rows_from(row_scale, i), scale, strip_stride, out.at(i, j0));
   // What is left of each strip: rows [from, to).
   for (Index j0 = 0; j0 < N; j0 += kStrip) {
     const Index from = j0 < paired ? tiled : 0, to = j0 < wide ? tiled : M;
     if (from < to)
       strip(to - from, std::min(kStrip, N - j0), a + from * a_rs, a_rs, a_cs, b_at(j0), ldb, c + from * ldc + j0, ldc,
-            accumulate, all, scale_of(from), scale, out.at(from, j0));
+            accumulate, all, rows_from(row_scale, from), scale, out.at(from, j0));
   }
 }
 

@@ -17,9 +17,9 @@
 // over pairs of strips (as many accumulators, half the broadcasts per vector of Bt) or 6 rows x 2
 // vectors; single rows (the last M % 4 or M % 2, or a whole one-row product, as in decoding) 1 row
 // x 8 vectors, as many accumulators again: a 1 x 2 tile leaves the multiply-add units waiting on
-// its 2 chains. A is read by broadcasts with any strides (so A
-// can be a transposed view), Bt by vector loads of rows. B given row-major as N x K (the form of
-// Q K^T and X W^T) is first packed transposed in strips of kStrip columns (pack_bt / gemm_nt).
+// its 2 chains. A is read by broadcasts with any strides (so A can be a transposed view), Bt by
+// vector loads of rows. B given row-major as N x K (the form of Q K^T and X W^T) is first packed
+// transposed in strips of kStrip columns (pack_bt / gemm_nt).
 #pragma once
 
 #include <type_traits>
