@@ -52,27 +52,25 @@ export async function loadFavor(options) {
 async function loadInWorker(o) {
   const { worker, transfer, ...loadOptions } = o;
   if (loadOptions.wasmUrl !== undefined) loadOptions.wasmUrl = new URL(loadOptions.wasmUrl, globalThis.location?.href).href;
-  let thread;
-  try {
-    // The literal form bundlers recognize (Vite, webpack) and emit with the app; the file is
-    // self-contained (scripts/bundle-worker.mjs), so any worker format they choose holds it.
-    thread = new Worker(new URL('../dist/favor-worker.js', import.meta.url), { type: 'module' });
-  } catch (error) {
-    throw workerStartError(error);
-  }
-  try {
-    return await createWorkerApi(thread, {
-      loadOptions, transfer,
+  const start = () => {
+    let thread;
+    try {
+      // The literal form bundlers recognize (Vite, webpack) and emit with the app; the file is
+      // self-contained (scripts/bundle-worker.mjs), so any worker format they choose holds it.
+      thread = new Worker(new URL('../dist/favor-worker.js', import.meta.url), { type: 'module' });
+    } catch (error) {
+      throw workerStartError(error);
+    }
+    return {
+      worker: thread,
       listen: (onMessage, onError) => {
         thread.onmessage = (event) => onMessage(event.data);
         thread.onerror = (event) => onError(event);
       },
       terminate: () => thread.terminate(),
-    });
-  } catch (error) {
-    thread.terminate();
-    throw error;
-  }
+    };
+  };
+  return createWorkerApi(start, { loadOptions, transfer });
 }
 
 // The pthreads glue is loaded as a plain file, not bundled: its workers import the very same

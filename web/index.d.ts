@@ -79,6 +79,9 @@ export interface WorkerLoadOptions extends Omit<LoadOptions, 'worker' | 'locateF
    * format; webpack) emit it with the app, and it runs as is without a bundler. A page's
    * Content-Security-Policy must allow it as worker-src. A worker that cannot start rejects
    * loadFavor with an Error saying so. Not with locateFile (a function cannot cross to the worker).
+   * A worker that stops answering while it loads (Firefox can block one for good as it starts
+   * its threads) is ended and replaced after 10 s of silence; after three such workers in a row
+   * loadFavor rejects with an Error whose `code` is 'FAVOR_WORKER_FROZEN'.
    */
   worker: true;
   /**

@@ -77,11 +77,11 @@ async function loadInWorker(o) {
   const { Worker } = await import('node:worker_threads');
   const { worker, transfer, ...loadOptions } = o;
   if (loadOptions.wasmUrl instanceof URL) loadOptions.wasmUrl = loadOptions.wasmUrl.href;
-  // No inherited flags (as the pthreads workers): some break a worker (--input-type of node -e).
-  const thread = new Worker(new URL('./favor-worker-node.js', import.meta.url), { execArgv: [] });
-  try {
-    return await createWorkerApi(thread, {
-      loadOptions, transfer,
+  const start = () => {
+    // No inherited flags (as the pthreads workers): some break a worker (--input-type of node -e).
+    const thread = new Worker(new URL('./favor-worker-node.js', import.meta.url), { execArgv: [] });
+    return {
+      worker: thread,
       listen: (onMessage, onError) => {
         thread.on('message', onMessage);
         thread.on('error', onError);
@@ -90,9 +90,7 @@ async function loadInWorker(o) {
       terminate: () => thread.terminate(),
       // Like a pending timer: a call in flight keeps Node running; an idle worker never does.
       keepAlive: (busy) => (busy ? thread.ref() : thread.unref()),
-    });
-  } catch (error) {
-    await thread.terminate();
-    throw error;
-  }
+    };
+  };
+  return createWorkerApi(start, { loadOptions, transfer });
 }

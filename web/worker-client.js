@@ -60,9 +60,9 @@ const failed = (error) => ({ pending: () => error, later: (op) => new Error(`${o
  * FinalizationRegistry callbacks and the worker's listeners hold it, and nothing in it may
  * hold the API object (or that object could never be collected).
  */
-function connect(worker, { transfer, listen, terminate, keepAlive = () => {} }) {
+function connect({ worker, listen, terminate, keepAlive = () => {} }, transfer) {
   const waiting = new Map();
-  const link = { ended: null, finished: null, loading: true, orphaned: false, send, end };
+  const link = { ended: null, finished: null, loading: true, orphaned: false, heard: 0, send, end };
   let nextId = 1;
 
   function end(reason) {
@@ -76,6 +76,7 @@ function connect(worker, { transfer, listen, terminate, keepAlive = () => {} }) 
   }
 
   listen((msg) => {
+    link.heard = Date.now();
     const w = waiting.get(msg?.id);
     if (!w) return;
     waiting.delete(msg.id);
@@ -214,20 +215,49 @@ class CausalState extends WorkerObject {
   }
 }
 
+// Firefox (153 ESR, seen ~1 cold start in 25 under CPU load) can block a worker for good in the
+// synchronous `new Worker()` that starts a pthread of the threaded build, a worker nested in this
+// one; no timer of the blocked worker fires again, so only this side can tell. The worker's host
+// sends a heartbeat while it loads: a worker heard once and then silent for WORKER_SILENT_MS is
+// ended and a new one started, LOAD_ATTEMPTS times in all. The silence only counts after the
+// first heartbeat: fetching the worker's own script on a slow network is not a freeze.
+const LOAD_ATTEMPTS = 3;
+const WORKER_SILENT_MS = 10_000;
+
+function load(link, loadOptions, silentMs) {
+  // The load options' own buffers (a wasmBinary) are copied, never moved.
+  const loaded = link.send('load', [loadOptions], undefined, false);
+  let timer;
+  const frozen = new Promise((resolve, reject) => {
+    timer = setInterval(() => {
+      if (!link.heard || Date.now() - link.heard < silentMs) return;
+      const error = new Error(`loadFavor: the favor-attention worker stopped answering while it loaded (${LOAD_ATTEMPTS} workers `
+        + `in a row, each silent for ${silentMs / 1000} s): Firefox can block a worker for good while it starts the threads `
+        + 'of the threaded build; load with { threads: 1 } to start none');
+      error.code = 'FAVOR_WORKER_FROZEN';
+      reject(error);
+    }, Math.min(1000, silentMs / 4));
+    timer.unref?.();  // Node: the pending load keeps the process alive, not this check
+  });
+  return Promise.race([loaded, frozen]).finally(() => clearInterval(timer));
+}
+
 /**
- * The API over a started worker. listen(onMessage, onError) attaches the listeners; terminate()
- * ends the worker (may return a Promise); keepAlive(busy), in Node, lets the worker keep the
- * process alive only while a call is pending.
+ * The API over a worker that start() starts: { worker, listen, terminate, keepAlive? }.
+ * listen(onMessage, onError) attaches the listeners; terminate() ends the worker (may return a
+ * Promise); keepAlive(busy), in Node, lets the worker keep the process alive only while a call
+ * is pending. A worker that freezes while loading is replaced (above); silentMs is for tests.
  */
-export async function createWorkerApi(worker, { loadOptions, transfer, listen, terminate, keepAlive }) {
-  const link = connect(worker, { transfer, listen, terminate, keepAlive });
-  let info;
-  try {
-    // The load options' own buffers (a wasmBinary) are copied, never moved.
-    ({ info } = await link.send('load', [loadOptions], undefined, false));
-  } catch (error) {
-    await link.end(failed(error));
-    throw error;
+export async function createWorkerApi(start, { loadOptions, transfer, silentMs = WORKER_SILENT_MS }) {
+  let link, info;
+  for (let attempt = 1; !info; attempt++) {
+    link = connect(start(), transfer);
+    try {
+      ({ info } = await load(link, loadOptions, silentMs));
+    } catch (error) {
+      await link.end(failed(error));
+      if (error.code !== 'FAVOR_WORKER_FROZEN' || attempt === LOAD_ATTEMPTS) throw error;
+    }
   }
   link.loading = false;
   const send = (op, args) => link.send(op, args);

@@ -11,6 +11,8 @@ const CALLS = new Set(['exactAttention', 'attentionMatrix', 'favorAttention', 'f
 const OBJECT_CALLS = { featureMap: new Set(['redraw']), state: new Set(['append', 'reset']), matrix: new Set() };
 const OBJECT_GETTERS = { featureMap: new Set(['projection']), state: new Set(['length', 'stateBytes']), matrix: new Set(['bytes']) };
 
+const HEARTBEAT_MS = 1000;
+
 export function serve(port, loadFavor) {
   let favor = null;
   const handles = new Map();  // id -> { object, kind }
@@ -71,11 +73,17 @@ export function serve(port, loadFavor) {
 
   return async (msg) => {
     if (msg.op === 'load') {
+      // Heartbeats while loading: the page's side ends a worker that goes silent (worker-client.js).
+      const beat = () => port.postMessage({ alive: true });
+      beat();
+      const heart = setInterval(beat, HEARTBEAT_MS);
       try {
         favor = await loadFavor(...decodeArgs(msg.args, resolve));
         reply({ id: msg.id, value: { info: { ...favor.info } } }, []);
       } catch (e) {
         fail(msg.id, e);
+      } finally {
+        clearInterval(heart);
       }
       return;
     }

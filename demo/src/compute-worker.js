@@ -5,12 +5,14 @@ import { loadFavor } from '../../web/browser.js';
 import { makeInputs } from './inputs.js';
 import { principalAxes, project, nearestCodewords } from './pca.js';
 import { computeModel, generate, loadManifest, loadModel } from './model-view.js';
+import { heartbeat } from './load-watch.js';
 
 let favor = null;
 const ready = loadFavor().then(
   (f) => { favor = f; postMessage({ type: 'ready', info: { ...f.info } }); },
   (e) => postMessage({ type: 'fatal', message: `loading the WebAssembly module failed: ${e?.message ?? e}` }),
 );
+heartbeat(ready);
 
 let inputCache = { key: '', value: null };
 let mapCache = { key: '', map: null };

@@ -7,6 +7,7 @@ import { drawPlot } from './plot.js';
 import { PATTERNS } from './inputs.js';
 import { PcaView } from './pca-view.js';
 import { DEFAULT_TEXT, ModelPanel } from './model-panel.js';
+import { loadWatch } from './load-watch.js';
 
 // ---------------------------------------------------------------- settings and the URL
 
@@ -229,11 +230,33 @@ function setStatus(text, error = false) {
 
 // ---------------------------------------------------------------- the compute worker
 
-const metrics = { updates: 0, history: [], ready: false, errors: [] };
+const metrics = { updates: 0, history: [], ready: false, errors: [], restarts: 0 };
 window.__favorDemo = metrics;
 
-const computeWorker = new Worker(new URL('./compute-worker.js', import.meta.url), { type: 'module' });
+function startComputeWorker() {
+  const worker = new Worker(new URL('./compute-worker.js', import.meta.url), { type: 'module' });
+  worker.onmessage = onComputeMessage;
+  worker.onerror = onComputeError;
+  return worker;
+}
+
+let computeWorker = startComputeWorker();
 let nextId = 0, inFlight = null, pending = null, result = null;
+const computeLoad = loadWatch({
+  replace: (n) => {
+    console.warn(`favor-attention demo: the compute worker stopped answering while it loaded; starting another (${n})`);
+    metrics.restarts = n;
+    computeWorker.terminate();
+    computeWorker = startComputeWorker();
+    if (inFlight) send(inFlight);
+  },
+  giveUp: () => {
+    computeWorker.terminate();
+    setStatus('the compute worker stopped answering while it loaded, three times: reload the page', true);
+    console.error('favor-attention demo: the compute worker stopped answering while it loaded, three times');
+  },
+});
+
 // For tests and benchmarks: idle = no computation in flight or queued; shown = the drawn settings.
 Object.defineProperty(metrics, 'idle', { get: () => !inFlight && !pending });
 Object.defineProperty(metrics, 'shown', { get: () => view?.params ?? null });
@@ -260,9 +283,12 @@ function send(req) {
   computeWorker.postMessage({ id: req.id, params: req.params });
 }
 
-computeWorker.onmessage = (event) => {
+function onComputeMessage(event) {
   const msg = event.data;
+  computeLoad.heard();
+  if (msg.type === 'alive') return;
   if (msg.type === 'ready') {
+    computeLoad.loaded();
     metrics.ready = true;
     readyText = `WebAssembly ${msg.info.relaxedSimd ? 'relaxed SIMD (fused multiply-add)' : msg.info.simd ? 'SIMD' : '(no SIMD)'}, ${msg.info.threads} thread${msg.info.threads > 1 ? 's' : ''}, v${msg.info.version}`;
     $('#build-info').textContent = readyText;
@@ -270,6 +296,7 @@ computeWorker.onmessage = (event) => {
     return;
   }
   if (msg.type === 'fatal') {
+    computeLoad.loaded();
     setStatus(msg.message, true);
     console.error(msg.message);
     return;
@@ -298,11 +325,11 @@ computeWorker.onmessage = (event) => {
     redraw(req.t0, true);
   }
   if (pending) { const p = pending; pending = null; send(p); }
-};
-computeWorker.onerror = (e) => {
+}
+function onComputeError(e) {
   setStatus(`the compute worker failed: ${e.message ?? e}`, true);
   console.error('favor-attention demo: compute worker', e.message ?? e);
-};
+}
 
 // ---------------------------------------------------------------- drawing the panels
 
@@ -585,8 +612,25 @@ function studyButtons() {
   $('#speed-cancel').disabled = running !== 'speed';
 }
 
+// The study worker, started on the first study and kept; watched while it loads (load-watch.js).
+let studyLoad = null, studyMessage = null;
+const createStudyWorker = () => new Worker(new URL('./study-worker.js', import.meta.url), { type: 'module' });
+function newStudyWorker() {
+  studyWorker = createStudyWorker();
+  studyLoad = loadWatch({
+    replace: (n) => {
+      console.warn(`favor-attention demo: the study worker stopped answering while it loaded; starting another (${n})`);
+      const { onmessage, onerror } = studyWorker;
+      studyWorker.terminate();
+      studyWorker = Object.assign(createStudyWorker(), { onmessage, onerror });
+      studyWorker.postMessage(studyMessage);
+    },
+    giveUp: () => studyWorker.onerror({ message: 'it stopped answering while it loaded, three times' }),
+  });
+}
+
 function startWorker(kind, message) {
-  studyWorker ??= new Worker(new URL('./study-worker.js', import.meta.url), { type: 'module' });
+  if (!studyWorker) newStudyWorker();
   running = kind;
   studyButtons();
   const progress = kind === 'error' ? $('#study-progress') : $('#speed-progress');
@@ -596,6 +640,9 @@ function startWorker(kind, message) {
   const t0 = performance.now();
   studyWorker.onmessage = (event) => {
     const msg = event.data;
+    studyLoad.heard();
+    if (msg.type === 'alive') return;
+    studyLoad.loaded();  // every other message comes once favor-attention has loaded
     if (msg.type === 'progress') {
       progress.value = msg.fraction;
       status.textContent = `${Math.round(msg.fraction * 100)} % (${msg.label}), ${((performance.now() - t0) / 1000).toFixed(1)} s`;
@@ -627,12 +674,14 @@ function startWorker(kind, message) {
   studyWorker.onerror = (e) => {
     status.textContent = `the study worker failed: ${e.message ?? e}`;
     console.error('favor-attention demo: study worker', e.message ?? e);
+    studyLoad.loaded();
     studyWorker?.terminate();
     studyWorker = null;
     running = null;
     studyButtons();
   };
   status.dataset.state = 'running';
+  studyMessage = message;  // sent again to a replacement
   studyWorker.postMessage(message);
 }
 
@@ -640,6 +689,7 @@ function cancelStudy() {
   if (!running) return;
   studyWorker.terminate();  // immediate, even in the middle of a long wasm call
   studyWorker = null;
+  studyLoad.loaded();
   const status = running === 'error' ? $('#study-status') : $('#speed-status');
   status.textContent = `cancelled (${status.textContent.split(' (')[0]} done; partial results kept)`;
   status.dataset.state = 'cancelled';

@@ -4,8 +4,10 @@ import { loadFavor } from '../../web/browser.js';
 import { makeInputs } from './inputs.js';
 import { samplePairs, theoryConstants, unnormalizedMSE, codebookKernelMSE } from './estimators.js';
 import { loadModel, readable } from './model-view.js';
+import { heartbeat } from './load-watch.js';
 
 const favorReady = loadFavor();
+heartbeat(favorReady);
 
 // The codebook curves: a k-means codebook per seed, hard or soft assignment (no sampling mode).
 const CODEBOOK = { vq: 'hard', 'soft-vq': 'soft' };

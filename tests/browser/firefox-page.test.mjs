@@ -39,16 +39,18 @@ async function open(query) {
   try {
     await waitFor(page, () => window.__favorDemo?.updates >= 1 && window.__favorDemo.idle, 'the first update');
   } catch (e) {
-    // What the page had reached (once seen: no first update within 60 s, no error, in one full run
-    // of 5; not reproduced alone or after the Chromium demo tests): for the next occurrence.
+    // What the page had reached. Firefox can freeze the compute worker for good as it starts its
+    // threads (demo/src/load-watch.js, which replaces such a worker after 10 s of silence).
     const state = await page.evaluate(() => ({
       demo: window.__favorDemo ? { ready: window.__favorDemo.ready, updates: window.__favorDemo.updates, idle: window.__favorDemo.idle,
-        errors: window.__favorDemo.errors } : 'no window.__favorDemo (main.js not run)',
+        restarts: window.__favorDemo.restarts, errors: window.__favorDemo.errors } : 'no window.__favorDemo (main.js not run)',
       status: document.querySelector('#status')?.textContent, isolated: window.crossOriginIsolated,
     })).catch((err) => `page.evaluate failed too: ${err.message}`);
     e.message += `; page state: ${JSON.stringify(state)}`;
     throw e;
   }
+  const restarts = await page.evaluate(() => window.__favorDemo.restarts);
+  if (restarts > 0) console.log(`# the compute worker froze while it loaded and was replaced (${restarts})`);
   return page;
 }
 
