@@ -115,12 +115,12 @@ test('a heartbeat keeps a long load alive: beats at once, every second while loa
   const hosted = () => {
     let deliver = () => {};
     const host = serve({ postMessage: (msg) => setTimeout(() => deliver(msg)) },
-      () => new Promise((resolve) => setTimeout(() => resolve({ info: INFO }), 2500)));
+      () => new Promise((resolve) => setTimeout(() => resolve({ info: INFO }), 4000)));
     log.push(1);
     const alive = keepAliveTimer();
     return { worker: { postMessage: (msg) => host(msg) }, listen: (message) => { deliver = message; }, ...alive };
   };
-  const api = await createWorkerApi(hosted, { loadOptions: {}, silentMs: 1500 });
+  const api = await createWorkerApi(hosted, { loadOptions: {}, silentMs: 2500 });
   assert.deepEqual(api.info, INFO);
   assert.equal(log.length, 1);
   await api.dispose();
