@@ -215,7 +215,7 @@ class CausalState extends WorkerObject {
   }
 }
 
-// Firefox (153 ESR, seen ~1 cold start in 25 under CPU load) can block a worker for good in the
+// Firefox (153 ESR; here, under CPU load, 1 load in 25-80) can block a worker for good in the
 // synchronous `new Worker()` that starts a pthread of the threaded build, a worker nested in this
 // one; no timer of the blocked worker fires again, so only this side can tell. The worker's host
 // sends a heartbeat while it loads: a worker heard once and then silent for WORKER_SILENT_MS is

@@ -1,5 +1,5 @@
 // Firefox can block a worker for good in the synchronous `new Worker()` with which the threaded
-// favor-attention build starts its pthreads (seen about once in 25 cold starts under CPU load,
+// favor-attention build starts its pthreads (here, under CPU load, 1 start in 25-80;
 // Firefox 153 ESR); no timer of that worker fires again. loadFavor({ worker: true }) guards its
 // own worker (web/worker-client.js). The page's workers call loadFavor() themselves, so the page
 // watches them the same way: a worker beats (heartbeat) until its module has loaded, and one
