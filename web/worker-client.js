@@ -6,6 +6,7 @@
 // No call throws synchronously or stays pending forever: if the worker ends or fails, every
 // pending call rejects, and later ones too.
 import { writeOut } from './api.js';
+import { watchSilence } from './load-watch.js';
 import { encodeArgs, outputStandIn } from './worker-messages.js';
 
 const ERRORS = { TypeError, RangeError };
@@ -62,7 +63,7 @@ const failed = (error) => ({ pending: () => error, later: (op) => new Error(`${o
  */
 function connect({ worker, listen, terminate, keepAlive = () => {} }, transfer) {
   const waiting = new Map();
-  const link = { ended: null, finished: null, loading: true, orphaned: false, heard: 0, send, end };
+  const link = { ended: null, finished: null, loading: true, orphaned: false, watch: null, send, end };
   let nextId = 1;
 
   function end(reason) {
@@ -76,7 +77,7 @@ function connect({ worker, listen, terminate, keepAlive = () => {} }, transfer) 
   }
 
   listen((msg) => {
-    link.heard = Date.now();
+    link.watch?.heard();
     const w = waiting.get(msg?.id);
     if (!w) return;
     waiting.delete(msg.id);
@@ -215,31 +216,27 @@ class CausalState extends WorkerObject {
   }
 }
 
-// Firefox (153 ESR; here, under CPU load, 1 load in 25-80) can block a worker for good in the
-// synchronous `new Worker()` that starts a pthread of the threaded build, a worker nested in this
-// one; no timer of the blocked worker fires again, so only this side can tell. The worker's host
-// sends a heartbeat while it loads: a worker heard once and then silent for WORKER_SILENT_MS is
-// ended and a new one started, LOAD_ATTEMPTS times in all. The silence only counts after the
-// first heartbeat: fetching the worker's own script on a slow network is not a freeze.
+// A worker that freezes while it loads (load-watch.js) is ended after WORKER_SILENT_MS of
+// silence and a new one started, LOAD_ATTEMPTS workers in all.
 const LOAD_ATTEMPTS = 3;
 const WORKER_SILENT_MS = 10_000;
 
 function load(link, loadOptions, silentMs) {
   // The load options' own buffers (a wasmBinary) are copied, never moved.
   const loaded = link.send('load', [loadOptions], undefined, false);
-  let timer;
   const frozen = new Promise((resolve, reject) => {
-    timer = setInterval(() => {
-      if (!link.heard || Date.now() - link.heard < silentMs) return;
+    link.watch = watchSilence(() => {
       const error = new Error(`loadFavor: the favor-attention worker stopped answering while it loaded (${LOAD_ATTEMPTS} workers `
         + `in a row, each silent for ${silentMs / 1000} s): Firefox can block a worker for good while it starts the threads `
         + 'of the threaded build; load with { threads: 1 } to start none');
       error.code = 'FAVOR_WORKER_FROZEN';
       reject(error);
-    }, Math.min(1000, silentMs / 4));
-    timer.unref?.();  // Node: the pending load keeps the process alive, not this check
+    }, silentMs);
   });
-  return Promise.race([loaded, frozen]).finally(() => clearInterval(timer));
+  return Promise.race([loaded, frozen]).finally(() => {
+    link.watch.stop();
+    link.watch = null;
+  });
 }
 
 /**

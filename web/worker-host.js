@@ -3,6 +3,7 @@
 // { id, error: { name, message, code } } out, one reply per message, in order. Feature maps and
 // causal states stay here behind handle numbers; their proxies (web/worker-client.js) name them
 // in `target` and, encoded by web/worker-messages.js, in arguments.
+import { heartbeat } from './load-watch.js';
 import { decodeArgs } from './worker-messages.js';
 
 const CALLS = new Set(['exactAttention', 'attentionMatrix', 'favorAttention', 'favorAttentionMatrix', 'codebookAttention',
@@ -10,8 +11,6 @@ const CALLS = new Set(['exactAttention', 'attentionMatrix', 'favorAttention', 'f
 // What a proxy may do with its object: call methods, read getters (op = the getter's name).
 const OBJECT_CALLS = { featureMap: new Set(['redraw']), state: new Set(['append', 'reset']), matrix: new Set() };
 const OBJECT_GETTERS = { featureMap: new Set(['projection']), state: new Set(['length', 'stateBytes']), matrix: new Set(['bytes']) };
-
-const HEARTBEAT_MS = 1000;
 
 export function serve(port, loadFavor) {
   let favor = null;
@@ -73,17 +72,13 @@ export function serve(port, loadFavor) {
 
   return async (msg) => {
     if (msg.op === 'load') {
-      // Heartbeats while loading: the page's side ends a worker that goes silent (worker-client.js).
-      const beat = () => port.postMessage({ alive: true });
-      beat();
-      const heart = setInterval(beat, HEARTBEAT_MS);
       try {
-        favor = await loadFavor(...decodeArgs(msg.args, resolve));
+        const loading = loadFavor(...decodeArgs(msg.args, resolve));
+        heartbeat(() => port.postMessage({ alive: true }), loading);  // the page's side watches for a freeze
+        favor = await loading;
         reply({ id: msg.id, value: { info: { ...favor.info } } }, []);
       } catch (e) {
         fail(msg.id, e);
-      } finally {
-        clearInterval(heart);
       }
       return;
     }

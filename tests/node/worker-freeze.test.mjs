@@ -1,5 +1,5 @@
 // loadFavor({ worker: true }) when its worker freezes while loading (Firefox can block a worker for
-// good in the `new Worker()` that starts a pthread: web/worker-client.js). The page's side must
+// good in the `new Worker()` that starts a pthread: web/load-watch.js). The page's side must
 // end a worker that was heard once and then went silent, start another, and give up after three
 // with a clear error; a worker not heard yet (its script still downloading) is not a freeze.
 // Fake workers stand in for real ones: a real freeze cannot be caused on purpose.

@@ -34,6 +34,7 @@ export const EXPECTED_FILES = [
   'web/browser.js',
   'web/favor-worker-node.js',
   'web/index.d.ts',
+  'web/load-watch.js',
   'web/node-worker-shim.js',
   'web/node.js',
   'web/worker-client.js',
