@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Fits the coefficients of vec::exp_polynomial (src/favor/vector_math.hpp):
+"""Fits the coefficients of vec::exp_polynomial (src/favor/kernels/vector_math.hpp):
 
     exp(r) ~ 1 + r + r^2 P(r) = 1 + r (1 + r P(r)),  P of degree 4,  |r| <= ln(2)/2,
 
 for the least maximum relative error, by weighted least squares on Chebyshev nodes whose
 weights grow where the error peaks (a Lawson iteration). Prints each coefficient rounded to
-float32 (highest power first), as src/favor/vector_math.cpp holds them, and the error before
+float32 (highest power first), as src/favor/kernels/vector_math.cpp holds them, and the error before
 float arithmetic (the coefficients rounded) in float32 ulps. Needs numpy (Debian: python3-numpy).
 """
 import numpy as np

@@ -20,8 +20,11 @@
 #include <vector>
 
 #include <favor/favor.hpp>
-#include <favor/gemm.hpp>
-#include <favor/vector_math.hpp>
+// Internal headers, for what the C++ API leaves to the builds: the GEMM's tile rows and whether
+// this module fuses multiply-adds (loadFavor's tuning), and the dims helpers of the core's messages.
+#include <favor/kernels/gemm.hpp>
+#include <favor/kernels/vector_math.hpp>
+#include <favor/tensor/shape.hpp>
 
 #include "thread_cached_malloc.hpp"
 
@@ -29,7 +32,7 @@ using emscripten::val;
 
 namespace {
 
-// One wasm allocation cannot reach 2 GiB (see docs/emscripten-3.1.6-notes.md).
+// One wasm allocation cannot reach 2 GiB (see docs/toolchain.md §3).
 constexpr double kMaxAllocationBytes = 2147483647.0 - 65536.0;
 
 // A tensor in the heap carries its dims just before its data (web/api.js writes them for its

@@ -1,10 +1,10 @@
-#include "metrics.hpp"
+#include "favor/metrics.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include "error.hpp"
+#include "favor/error.hpp"
 
 namespace favor {
 

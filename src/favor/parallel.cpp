@@ -1,4 +1,4 @@
-#include "parallel.hpp"
+#include "favor/parallel.hpp"
 
 #include <algorithm>
 #include <atomic>

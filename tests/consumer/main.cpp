@@ -1,17 +1,52 @@
-// Exits 0 only if FAVOR+ with many features lands near exact attention.
+// A downstream program that sees only the installed public headers: exits 0 only if FAVOR+ with
+// many features lands near exact attention, a causal state fed in two pieces gives one causal
+// call's output, hard codebook attention with the keys as codebook is exact, and matmul multiplies.
 #include <favor/favor.hpp>
 
 #include <cstdio>
 
+namespace {
+
+bool check(const char* what, double error, double bound) {
+  std::printf("%s %.3g\n", what, error);
+  return error < bound;
+}
+
+}  // namespace
+
 int main() {
-  favor::Matrix q = 0.3f * favor::Matrix::Random(32, 8), k = 0.3f * favor::Matrix::Random(32, 8);
-  favor::Matrix v = favor::Matrix::Random(32, 4);
+  using favor::Matrix;
+  const Matrix q = 0.3f * Matrix::Random(32, 8), k = 0.3f * Matrix::Random(32, 8);
+  const Matrix v = Matrix::Random(32, 4);
   favor::FeatureMapOptions options;
   options.dim = 8;
   options.features = 1024;
   const favor::FeatureMap map(options);
-  const double error = favor::output_relative_error(favor::exact_attention(q, k, v),
-                                                    favor::favor_attention(map, q, k, v));
-  std::printf("output relative error %.4f\n", error);
-  return error < 0.1 ? 0 : 1;
+  const Matrix exact = favor::exact_attention(q, k, v);
+  bool ok = check("favor+ output relative error", favor::output_relative_error(exact, favor::favor_attention(map, q, k, v)), 0.1);
+
+  // The same positions appended as 20 then 12 rows, against one causal call on all 32.
+  favor::FavorOptions causal;
+  causal.causal = true;
+  const Matrix whole = favor::favor_attention(map, q, k, v, causal);
+  favor::CausalStateOptions state_options;
+  state_options.method = favor::StateMethod::favor;
+  state_options.map = &map;
+  favor::CausalState state(state_options);
+  Matrix pieces(32, 4);
+  for (const auto [row0, rows] : {std::pair<favor::Index, favor::Index>{0, 20}, {20, 12}}) {
+    const favor::Index d = 8, dv = 4;
+    state.append({q.data() + row0 * d, {rows, d}}, {k.data() + row0 * d, {rows, d}}, {v.data() + row0 * dv, {rows, dv}},
+                 {pieces.data() + row0 * dv, {rows, dv}});
+  }
+  ok &= check("causal state vs one causal call", favor::output_relative_error(whole, pieces), 1e-5);
+
+  // Every key is a codeword: hard VQ changes nothing.
+  ok &= check("codebook (keys as codewords) vs exact", favor::output_relative_error(exact, favor::codebook_attention(k, q, k, v)), 1e-5);
+
+  const Matrix a = Matrix::Random(3, 5), b = Matrix::Random(5, 2);
+  Matrix product(3, 2);
+  favor::matmul({a.data(), {3, 5}}, {b.data(), {5, 2}}, nullptr, {product.data(), {3, 2}});
+  ok &= check("matmul vs Eigen", favor::output_relative_error(a * b, product), 1e-6);
+  return ok ? 0 : 1;
 }

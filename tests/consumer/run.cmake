@@ -1,5 +1,6 @@
 # ctest driver: MODE=subdirectory builds the consumer against the source tree; MODE=install
-# installs this build into a temporary prefix and builds the consumer with find_package.
+# installs this build into a temporary prefix, checks that it holds exactly include/favor's
+# headers, and builds the consumer with find_package.
 set(work ${BUILD_DIR}/consumer-${MODE})
 file(REMOVE_RECURSE ${work})
 if(MODE STREQUAL "install")
@@ -7,6 +8,14 @@ if(MODE STREQUAL "install")
                   RESULT_VARIABLE rc OUTPUT_QUIET)
   if(rc)
     message(FATAL_ERROR "install failed")
+  endif()
+  # Exactly the public headers are installed: nothing of src/favor leaks into the prefix.
+  file(GLOB_RECURSE installed RELATIVE ${work}/prefix/include ${work}/prefix/include/*)
+  file(GLOB public RELATIVE ${SOURCE_DIR}/include ${SOURCE_DIR}/include/favor/*.hpp)
+  list(SORT installed)
+  list(SORT public)
+  if(NOT installed STREQUAL public)
+    message(FATAL_ERROR "installed headers ${installed}\ndiffer from include/: ${public}")
   endif()
   set(configure_args -DCMAKE_PREFIX_PATH=${work}/prefix)
 else()

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include <favor/favor.hpp>
+#include <favor/features/factored.hpp>
 
 // Huge Eigen (malloc) requests return null, so Eigen throws std::bad_alloc as it does in wasm,
 // instead of ASan or libFuzzer treating a lazily mapped multi-GB allocation as a crash.

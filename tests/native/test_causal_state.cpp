@@ -9,6 +9,9 @@
 #include <random>
 #include <vector>
 
+#include <favor/engine/factored_attention.hpp>
+#include <favor/features/factored.hpp>
+
 #include "reference.hpp"
 
 namespace {

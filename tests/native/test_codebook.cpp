@@ -6,6 +6,7 @@
 #include <random>
 
 #include <favor/favor.hpp>
+#include <favor/engine/codebook_state.hpp>
 
 namespace {
 

@@ -10,6 +10,8 @@
 #include <random>
 #include <vector>
 
+#include <favor/features/random.hpp>
+
 #include "reference.hpp"
 
 namespace {

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <favor/tensor/shape.hpp>
+
 #include "reference.hpp"
 
 namespace {

@@ -14,7 +14,7 @@
 #include <random>
 #include <vector>
 
-#include <favor/exact_block.hpp>
+#include <favor/engine/exact_block.hpp>
 
 #include "reference.hpp"
 

@@ -15,8 +15,8 @@
 #include <random>
 #include <vector>
 
-#include <favor/attention_kernel.hpp>
-#include <favor/exact_block.hpp>
+#include <favor/kernels/attention_kernel.hpp>
+#include <favor/engine/exact_block.hpp>
 
 #include "reference.hpp"
 

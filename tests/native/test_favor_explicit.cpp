@@ -16,6 +16,9 @@
 #include <random>
 #include <vector>
 
+#include <favor/engine/factored_attention.hpp>
+#include <favor/features/factored.hpp>
+
 #include "reference.hpp"
 
 namespace {

@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include <favor/gemm.hpp>
+#include <favor/kernels/gemm.hpp>
 
 namespace {
 

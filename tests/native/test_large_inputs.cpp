@@ -7,6 +7,8 @@
 #include <cmath>
 #include <random>
 
+#include <favor/features/factored.hpp>
+
 #include "reference.hpp"
 
 namespace {

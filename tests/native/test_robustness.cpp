@@ -7,7 +7,7 @@
 #include <new>
 
 #include <favor/favor.hpp>
-#include <favor/vector_math.hpp>
+#include <favor/kernels/vector_math.hpp>
 
 namespace {
 

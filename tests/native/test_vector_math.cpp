@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include <favor/vector_math.hpp>
+#include <favor/kernels/vector_math.hpp>
 
 namespace {
 

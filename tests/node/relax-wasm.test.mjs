@@ -119,7 +119,7 @@ test('the relaxed and scalar modules run on the SIMD glue: the builds write the 
   assert.equal(threadsOwn.replaceAll('favor-relaxed', 'favor-simd'), threadsSimd);
 });
 
-// The exp's constants (src/favor/vector_math.cpp) are loaded from memory: V8 13-14 (Node 24, 26)
+// The exp's constants (src/favor/kernels/vector_math.cpp) are loaded from memory: V8 13-14 (Node 24, 26)
 // rebuild a v128.const at each use inside a loop, which made the exp 1.6-1.7x slower there. A
 // compiler that folded them back (a constant table in the header, or link-time optimization)
 // would bring every one back as a v128.const splat.

@@ -160,8 +160,8 @@ test('errors carry the single-thread build\'s messages word for word, out of mem
     assert.doesNotMatch(b.message, /unknown internal error/);
   }
   maps.one.dispose(), maps.two.dispose();
-  const sources = ['src/favor', 'bindings/wasm'].flatMap((dir) =>
-    readdirSync(new URL(`../../${dir}/`, import.meta.url)).filter((f) => /\.(cpp|hpp)$/.test(f)).map((f) => `${dir}/${f}`));
+  const sources = ['include/favor', 'src/favor', 'bindings/wasm'].flatMap((dir) =>
+    readdirSync(new URL(`../../${dir}/`, import.meta.url), { recursive: true }).filter((f) => /\.(cpp|hpp)$/.test(f)).map((f) => `${dir}/${f}`));
   assert.ok(sources.length > 20, 'the C++ sources are found');
   for (const file of sources) {
     const text = readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8');

@@ -1,0 +1,67 @@
+// Causal attention one piece at a time (docs/design.md §8): prefill, then decode. Appending a
+// sequence in any split gives the outputs of one causal call on the whole sequence, to rounding.
+//   exact     a key/value cache that grows with the length (masked keys are not kept)
+//   favor     per key/value head the prefix state sum phi(k) v^T, sum phi(k) and their shifts:
+//             the same memory at every length
+//   codebook  per key/value head the running per-code sums R^T v, R^T 1 (and their shifts)
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "codebook.hpp"
+#include "feature_map.hpp"
+#include "linear_attention.hpp"
+#include "tensor.hpp"
+#include "types.hpp"
+
+namespace favor {
+
+enum class StateMethod { exact, favor, codebook };
+
+struct CausalStateOptions {
+  StateMethod method = StateMethod::exact;
+  std::optional<double> scale;  // default 1/sqrt(d)
+  Index chunk = 0;              // favor/codebook: rows per block, 0 = the default
+  // favor: the map (copied: a later redraw of the original does not reach the state). An 'oprf'
+  // map needs a fixed rho.
+  const FeatureMap* map = nullptr;
+  // codebook: [c, d] shared, or [..., c, d] with k's leading dims (one per key/value head); copied.
+  ConstTensorView codebook;
+  Assignment assignment = Assignment::hard;
+  double temperature = 1.0;
+};
+
+class CausalState {
+ public:
+  explicit CausalState(const CausalStateOptions& options);
+  ~CausalState();
+  CausalState(CausalState&&) noexcept;
+  CausalState& operator=(CausalState&&) noexcept;
+
+  // Dims of append's output ([..., Hq, n, dv]) after checking q [..., Hq, n, d], k [..., Hkv, n, d],
+  // v [..., Hkv, n, dv] against each other and against the dims fixed by the first append.
+  std::vector<Index> append_dims(const std::vector<Index>& q, const std::vector<Index>& k,
+                                 const std::vector<Index>& v) const;
+  // New query i sees every earlier position and the new ones up to itself; the key mask
+  // ([..., n], broadcast against k's leading dims) removes new keys for good. Strong guarantee:
+  // on any error (bad input, out of memory, a non-finite result) the state is unchanged.
+  void append(const ConstTensorView& q, const ConstTensorView& k, const ConstTensorView& v, const TensorView& out,
+              const ConstMaskView& key_mask = {});
+
+  Index length() const;           // positions appended (masked ones included)
+  std::size_t state_bytes() const;  // bytes the state holds (its copy of the map or codebook included)
+  StateMethod method() const;
+  // Forget every position (and the dims fixed by the first append).
+  void reset();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+StateMethod parse_state_method(const std::string& name, const std::string& argument = "method");
+
+}  // namespace favor

@@ -1,0 +1,346 @@
+#include "favor/engine/causal_sweep.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "favor/kernels/gemm.hpp"
+#include "favor/parallel.hpp"
+#include "favor/kernels/vector_math.hpp"
+
+namespace favor {
+
+namespace {
+
+// What a causal sweep needs of its segment's keys, computed before the sweep (in parallel with
+// the other segments of its wave): its key chunks, and, folded in order, the segment's own key
+// state before each chunk, the chunk's features at the fold's running shift, and the state of
+// all its keys. Computing these once, rather than once for the prefixes and again in the sweep,
+// is what lets causal attention use several threads without doing more work.
+struct SegmentKeys {
+  std::vector<KeyChunk> chunks;
+  std::vector<Matrix> features;  // at the fold's running shift: the sweep's usual shift in the first segment
+  std::vector<PrefixState> before;
+  PrefixState total;
+};
+
+// Folds the keys [begin, end) of a segment in order (segment.chunks sized to its chunks),
+// keeping what the sweep needs; makes each key chunk as it goes unless it was made already.
+void fold_segment(SegmentKeys& segment, const FactorBlock& keys, Index features, ConstMatrixRef v, Index chunk,
+                  Index begin, Index end) {
+  PrefixState state = empty_prefix_state(features, v.cols());
+  for (std::size_t c = 0; c < segment.chunks.size(); ++c) {
+    const Index j0 = begin + static_cast<Index>(c) * chunk, n = std::min(chunk, end - j0);
+    KeyChunk& k = segment.chunks[c];
+    if (!k.column_max.size()) k = key_chunk(keys, features, j0, n);
+    segment.before.push_back(state);
+    segment.features.push_back(fold_chunk(state, k.log, k, v.middleRows(j0, n)));  // a copy of the log
+  }
+  segment.total = std::move(state);
+}
+
+// What the sweep of one chunk needs besides its queries: the chunk's keys, their features at the
+// fold's running shift (`kept`), the state of the segment's own keys before the chunk (`own`)
+// and that of every key before the segment (`prefix`).
+struct ChunkKeys {
+  const KeyChunk& keys;
+  const Matrix& kept;
+  const PrefixState& own;
+  const PrefixState& prefix;
+};
+
+// A sweep's scratch, reused from chunk to chunk.
+struct SweepScratch {
+  PrefixState state;
+  Matrix numerator, local;
+  Vector denominator;
+  FloatBuffer gemm;
+  SweepScratch(Index chunk, Index dv) : numerator(chunk, dv), local(chunk, chunk), denominator(chunk) {}
+};
+
+// Causal segments per wave, with several threads (one thread folds and sweeps a segment at a
+// time): up to four per thread, so that a thread slowed down (by another process on its core)
+// does not hold up the wave's end: +4-11% on 2 threads at L = 16384-65536 over one per thread.
+// Bounded by what their stored keys take (SegmentKeys: ~8 MiB each at m = 256, dv = 64), never
+// fewer than one per thread.
+Index causal_wave(int threads, Index chunks, Index chunk, Index features, Index dv) {
+  constexpr double kBudgetBytes = 128.0 * (1 << 20);
+  const double segment_bytes = 4.0 * chunks * (features * (dv + 2.0) + 3.0 * chunk * features);
+  const Index fit = static_cast<Index>(kBudgetBytes / segment_bytes);
+  return std::clamp<Index>(fit, threads, 4 * static_cast<Index>(threads));
+}
+
+// The chunk's own keys j <= i: numerator += (masked qf kf^T) vs, denominator += its row sums.
+// local is the n x n (or larger) scratch of the masked block.
+void add_in_chunk(const Matrix& qf, const Matrix& kf, Index n, ConstMatrixRef vs, Matrix& local, FloatBuffer& scratch,
+                  Matrix& numerator, Vector& denominator) {
+  auto block = local.topLeftCorner(n, n);
+  gemm::gemm_nt_lower(n, n, qf.cols(), qf.data(), qf.outerStride(), kf.data(), kf.outerStride(), block.data(),
+                      block.outerStride(), scratch);
+  block.triangularView<Eigen::StrictlyUpper>().setZero();
+  // numerator += block vs, each row tile summing only up to its last row (the rest are zeros)
+  gemm::gemm_lower(n, vs.cols(), n, block.data(), block.outerStride(), 1, vs.data(), vs.outerStride(),
+                   numerator.data(), numerator.outerStride(), true);
+  for (Index i = 0; i < n; ++i) denominator(i) += vec::sum(&block(i, 0), n);
+}
+
+// Decode: L <= chunk new rows continuing a carried state, in one pass at one shift, on the state
+// in place (see StateStep). The usual case of the causal sweep below (the keys at most e^20 above
+// the state's shift, no denominator underflow); returns false otherwise, with the state as it was
+// and no output written that the general path does not rewrite.
+bool carried_chunk(const std::vector<QueryHead>& heads, const FactorBlock& keys, Index features, ConstMatrixRef v,
+                   StateStep& step) {
+  constexpr float kNear = 20.0f, kUnderflow = 1e-30f;
+  const Index n = v.rows(), dv = v.cols();
+  const Vector& shift = step.carried_shift();
+  const Index M = shift.size();
+  if (!(vec::max(shift.data(), M) > -std::numeric_limits<float>::infinity())) return false;  // nothing carried yet
+  KeyChunk k = key_chunk(keys, features, 0, n);
+  if (vec::max_difference(k.column_max.data(), shift.data(), M) > kNear) return false;
+  step.rescale_in_place(joined_shift(shift, k.column_max));  // (shift now refers to the new one)
+  Matrix kf = shifted_keys(std::move(k.log), shift, k.value);
+  Matrix numerator(n, dv), local(n, n);
+  Vector denominator(n);
+  FloatBuffer scratch;
+  for (const QueryHead& head : heads) {
+    FactoredFeatures f = prepared(head.factors(0, n), "q");
+    Vector row_scale;
+    const Matrix qf = shifted_queries(std::move(f.exponent), f.value, n, shift, row_scale);
+    step.readout(qf, numerator, denominator.data());
+    add_in_chunk(qf, kf, n, v, local, scratch, numerator, denominator);
+    if (!(denominator.array().abs() >= kUnderflow).all()) {
+      step.rollback();
+      return false;
+    }
+    write_rows(head.out, 0, numerator, denominator, n);
+  }
+  step.accumulate_at_commit(std::move(kf), v);
+  return true;
+}
+
+// Causal rows [i0, i0 + n), one chunk of a segment, from its keys (see ChunkKeys). Nothing
+// carries from one chunk to the next but the scratch: any cut of a segment gives the same bits.
+void sweep_chunk(const FactorBlock& queries, const ChunkKeys& keys, Index features, ConstMatrixRef v, MatrixRef out,
+                 Index i0, Index n, SweepScratch& s) {
+  // Usual case: the chunk's keys are at most e^kNear above the carried state's per-feature
+  // shift. Then the state is rescaled to the combined shift (by factors
+  // >= e^-kNear) and every row is computed at one shift: each row sees, through the state, the
+  // key that set the old shift, so its dominant visible term is >= e^-2kNear of its scale and
+  // float keeps it. Otherwise (the first chunk, a chunk whose keys jump far above the earlier
+  // ones, or a denominator that underflowed anyway) the rows see the carried state at its own
+  // shift and the chunk's keys j <= i at the chunk's shift, combined per row in log space; rows
+  // whose visible in-chunk terms sit far below the chunk's shift are redone exactly in double.
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  constexpr float kMaxGap = 40.0f;     // dominant terms >= e^-40 keep full float precision
+  constexpr float kNear = kMaxGap / 2;
+  constexpr float kUnderflow = 1e-30f;  // a denominator below this has lost its digits
+  const auto vs = v.middleRows(i0, n);
+  const Matrix &key_log = keys.keys.log, &key_value = keys.keys.value;
+  const Vector& chunk_shift = keys.keys.column_max;
+  const PrefixState &own = keys.own, &prefix = keys.prefix;
+  PrefixState& state = s.state;
+  Matrix& numerator = s.numerator;
+  Vector& denominator = s.denominator;
+  // numerator/denominator rows = the chunk's keys j <= i through `block` plus the state through qf.
+  auto in_chunk = [&](const Matrix& qf, const Matrix& kf, Index n, ConstMatrixRef vs) {
+    add_in_chunk(qf, kf, n, vs, s.local, s.gemm, numerator, denominator);
+  };
+  const FactoredFeatures qfac = prepared(queries(i0, n), "q");
+  // The state of every key before i0: prefix + the segment's own keys before the chunk.
+  // (its shift is -inf only before the first chunk: masked logs are the lowest float)
+  const Vector carried_shift = joined_shift(prefix.shift, own.shift);
+  const Index M = carried_shift.size();
+  const bool carries = vec::max(carried_shift.data(), M) > kNegInf;
+  const bool near = carries && vec::max_difference(chunk_shift.data(), carried_shift.data(), M) <= kNear;
+  // The chunk's key features at `shift`: the fold's (at fold_shift) as they are, or rescaled
+  // by exp(fold_shift - shift) <= 1 per column, or, below fold_shift, from their logs.
+  const Vector fold_shift = joined_shift(own.shift, chunk_shift);
+  Matrix recomputed;
+  auto key_features = [&](const Vector& shift) -> const Matrix& {
+    const Matrix& kept = keys.kept;
+    if (shift == fold_shift) return kept;
+    if ((shift.array() < fold_shift.array()).any()) return recomputed = shifted_keys(key_log, shift, key_value);
+    Vector factor(shift.size());
+    vec::rescale_factors(factor.data(), fold_shift.data(), shift.data(), shift.size());
+    recomputed.resize(kept.rows(), kept.cols());
+    for (Index i = 0; i < kept.rows(); ++i) vec::multiply(&recomputed(i, 0), &kept(i, 0), factor.data(), kept.cols());
+    return recomputed;
+  };
+  if (near) {
+    // The carried state straight at the combined shift (one rescale).
+    merge_into(prefix, own, state, &chunk_shift);
+    const Vector& shift = state.shift;
+    const Matrix& kf = key_features(shift);
+    Vector row_scale;
+    const Matrix qf = shifted_queries(qfac.exponent, qfac.value, n, shift, row_scale);
+    readout(qf, state, numerator, denominator.data());
+    in_chunk(qf, kf, n, vs);
+    if ((denominator.head(n).array().abs() >= kUnderflow).all()) {
+      write_rows(out, i0, numerator, denominator, n);
+      return;
+    }
+  }
+  merge_into(prefix, own, state);  // the carried state at its own shift
+  const Matrix& kf = key_features(chunk_shift);
+  // In-chunk part.
+  Vector intra_scale;
+  const Matrix qf = shifted_queries(qfac.exponent, qfac.value, n, chunk_shift, intra_scale);
+  numerator.topRows(n).setZero();
+  denominator.head(n).setZero();
+  in_chunk(qf, kf, n, vs);
+  Matrix intra_num = numerator.topRows(n);
+  Vector intra_den = denominator.head(n);
+  // Rows whose visible keys are far below the chunk shift (or whose denominator underflowed):
+  // exact, in double.
+  // The query's log magnitudes, masked where its value is 0 (only kernels with values need a copy).
+  Matrix masked;
+  if (qfac.value.size() || !qfac.exponent.size())
+    masked = log_magnitude(qfac.exponent, Vector::Zero(n), qfac.value, features);
+  const Matrix& query_log = masked.size() ? masked : qfac.exponent;
+  Vector prefix_max = Vector::Constant(features, kNegInf);
+  VectorD weights;
+  for (Index i = 0; i < n; ++i) {
+    prefix_max = prefix_max.cwiseMax(key_log.row(i).transpose());
+    // over the query's weighted features: query_log is masked where its value is 0
+    const float visible_scale = (query_log.row(i).transpose() + prefix_max).maxCoeff();
+    // Also redone when the float denominator underflowed anyway (as in the matrix form): at
+    // log magnitudes ~1e13 float cannot resolve the gap above.
+    if (intra_scale(i) - visible_scale <= kMaxGap && std::abs(intra_den(i)) >= kUnderflow) continue;
+    // The row's own scale, in double: its largest weight is ~1, so the denominator cannot round to 0.
+    const double top = exact_weights(query_log, qfac.value, i, key_log, key_value, i + 1, weights);
+    const VectorD num = vs.topRows(i + 1).cast<double>().transpose() * weights;
+    const double den = weights.sum();
+    // Stored relative to the float scale used to combine with the carried state. Where float
+    // cannot hold the scale to within e^+-69 (|top| beyond ~1e9, where float32 logs carry no
+    // digits below that anyway) the correction is dropped rather than overflow.
+    const float scale = static_cast<float>(top);
+    double adjust = std::isfinite(top) ? std::exp(top - static_cast<double>(scale)) : 1.0;
+    if (!(adjust >= 1e-30 && adjust <= 1e30)) adjust = 1.0;
+    intra_num.row(i) = (adjust * num).transpose().cast<float>();
+    intra_den(i) = static_cast<float>(adjust * den);
+    intra_scale(i) = scale;
+  }
+  // Carried-state part (when anything is carried), then the combination.
+  if (carries) {
+    Vector inter_scale;
+    const Matrix qs = shifted_queries(qfac.exponent, qfac.value, n, state.shift, inter_scale);
+    readout(qs, state, numerator, denominator.data());
+    for (Index i = 0; i < n; ++i) {
+      const float top = std::max(inter_scale(i), intra_scale(i));
+      const float a = std::exp(inter_scale(i) - top), b = std::exp(intra_scale(i) - top);
+      numerator.row(i) = a * numerator.row(i) + b * intra_num.row(i);
+      denominator(i) = a * denominator(i) + b * intra_den(i);
+    }
+  } else {
+    numerator.topRows(n) = intra_num;
+    denominator.head(n) = intra_den;
+  }
+  write_rows(out, i0, numerator, denominator, n);
+}
+
+// Rows [begin, end) of causal attention (whole chunks of the segment that starts at
+// segment_begin), chunk by chunk, from the keys the segment's fold kept.
+void causal_sweep(const FactorBlock& queries, const SegmentKeys& keys, Index features, ConstMatrixRef v,
+                  MatrixRef out, Index chunk, Index segment_begin, Index begin, Index end, const PrefixState& prefix) {
+  SweepScratch scratch(chunk, v.cols());
+  for (Index i0 = begin; i0 < end; i0 += chunk) {
+    const std::size_t c = static_cast<std::size_t>((i0 - segment_begin) / chunk);
+    sweep_chunk(queries, {keys.chunks[c], keys.features[c], keys.before[c], prefix}, features, v, out, i0,
+                std::min(chunk, end - i0), scratch);
+  }
+}
+
+}  // namespace
+
+void causal_factored_attention(const std::vector<QueryHead>& heads, const FactorBlock& keys, Index features,
+                               ConstMatrixRef v, Index chunk, Index segment, StateStep* step) {
+  const Index H = static_cast<Index>(heads.size());
+  const Index L = heads[0].out.rows(), S = v.rows();
+  // The first S - L keys are seen by every query: they join the prefix state as in the
+  // bidirectional fold. The last L keys are aligned with the queries.
+  const Index offset = causal_offset(L, S);
+  if (step && offset == 0 && L <= chunk && carried_chunk(heads, keys, features, v, *step)) return;
+  PrefixState prefix = step ? step->carried() : empty_prefix_state(features, v.cols());
+  fold_range(keys, features, v, chunk, segment, 0, offset, prefix);
+  const FactorBlock aligned = offset ? FactorBlock([&](Index j0, Index n) { return keys(j0 + offset, n); }) : keys;
+  const auto va = v.bottomRows(L);
+  const int threads = available_threads();
+  if (threads == 1) {
+    // Each segment starts from the state of every key before it (the prefix). One thread: each
+    // segment's keys folded and swept in one pass, chunk by chunk, so that nothing is kept per
+    // chunk (SegmentKeys, ~8 MiB a segment at m = 256, and its trips through memory: ~10% of the
+    // time at L = 4096). The same operations on the same values: the same bits.
+    SweepScratch scratch(chunk, v.cols());
+    for (Index begin = 0; begin < L; begin += segment) {
+      const Index end = std::min(L, begin + segment);
+      PrefixState own = empty_prefix_state(features, v.cols());
+      for (Index j0 = begin; j0 < end; j0 += chunk) {
+        const Index n = std::min(chunk, end - j0);
+        const KeyChunk k = key_chunk(aligned, features, j0, n);
+        Vector shift;
+        const Matrix kf = fold_features(own, k.log, k, shift);  // a copy of the log
+        for (const QueryHead& head : heads)
+          sweep_chunk(head.factors, {k, kf, own, prefix}, features, va, head.out, j0, n, scratch);
+        fold_into(own, kf, shift, va.middleRows(j0, n));
+      }
+      merge(prefix, own);
+    }
+    if (step) step->replace_with(std::move(prefix));
+    return;
+  }
+  // Several threads: segments in waves, first the keys of the wave's segments in parallel (each
+  // keeping its chunks' states), then the prefixes in segment order, then the sweeps in parallel
+  // (over heads and pieces). Same bits for any thread count or wave size, and as the one pass.
+  const Index segments = (L + segment - 1) / segment;
+  const Index wave = causal_wave(threads, segment / chunk, chunk, features, v.cols());
+  for (Index w0 = 0; w0 < segments; w0 += wave) {
+    const Index count = std::min(wave, segments - w0);
+    const auto rows = [&](Index s) { return std::pair{(w0 + s) * segment, std::min(L, (w0 + s + 1) * segment)}; };
+    // (segment, first row) every `step` rows of each segment of the wave
+    const auto starts = [&](Index step) {
+      std::vector<std::pair<Index, Index>> at;
+      for (Index s = 0; s < count; ++s)
+        for (Index b = rows(s).first; b < rows(s).second; b += step) at.emplace_back(s, b);
+      return at;
+    };
+    std::vector<SegmentKeys> ks(static_cast<std::size_t>(count));
+    for (Index s = 0; s < count; ++s)
+      ks[static_cast<std::size_t>(s)].chunks.resize(static_cast<std::size_t>((rows(s).second - rows(s).first + chunk - 1) / chunk));
+    if (count < threads) {
+      // Fewer segments than threads (short inputs): the key chunks first, in parallel across
+      // chunks. Otherwise each fold makes its chunks as it goes, while they are in cache.
+      const auto key_chunks = starts(chunk);
+      parallel_for(static_cast<Index>(key_chunks.size()), [&](Index i) {
+        const auto [s, j0] = key_chunks[static_cast<std::size_t>(i)];
+        const auto [begin, end] = rows(s);
+        ks[static_cast<std::size_t>(s)].chunks[static_cast<std::size_t>((j0 - begin) / chunk)] =
+            key_chunk(aligned, features, j0, std::min(chunk, end - j0));
+      });
+    }
+    parallel_for(count, [&](Index s) {
+      fold_segment(ks[static_cast<std::size_t>(s)], aligned, features, va, chunk, rows(s).first, rows(s).second);
+    });
+    std::vector<PrefixState> prefixes;
+    for (const SegmentKeys& k : ks) {
+      prefixes.push_back(prefix);
+      merge(prefix, k.total);
+    }
+    // Then the sweeps, in parallel, in pieces of whole chunks: segments are cut when the wave has
+    // fewer than 4 per thread (short inputs, the last wave), so that every thread has work.
+    const Index cuts = threads > 1 ? (4 * threads + count * H - 1) / (count * H) : 1;
+    const Index piece = chunk * std::max<Index>(1, (segment / chunk + cuts - 1) / cuts);
+    const auto pieces = starts(piece);
+    const Index P = static_cast<Index>(pieces.size());
+    parallel_for(H * P, [&](Index hp) {
+      const QueryHead& head = heads[static_cast<std::size_t>(hp / P)];
+      const auto [s, b] = pieces[static_cast<std::size_t>(hp % P)];
+      const auto [begin, end] = rows(s);
+      causal_sweep(head.factors, ks[static_cast<std::size_t>(s)], features, va, head.out, chunk, begin, b,
+                   std::min(end, b + piece), prefixes[static_cast<std::size_t>(s)]);
+    });
+  }
+  if (step) step->replace_with(std::move(prefix));
+}
+
+}  // namespace favor

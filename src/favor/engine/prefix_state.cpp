@@ -1,0 +1,339 @@
+#include "favor/engine/prefix_state.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "favor/kernels/attention_kernel.hpp"
+#include "favor/kernels/gemm.hpp"
+#include "favor/parallel.hpp"
+#include "favor/kernels/vector_math.hpp"
+
+namespace favor {
+
+PrefixState empty_prefix_state(Index features, Index dv) {
+  return {Matrix::Zero(features, dv), Vector::Zero(features),
+          Vector::Constant(features, -std::numeric_limits<float>::infinity()), Matrix(), Matrix()};
+}
+
+Vector joined_shift(const Vector& a, const Vector& b) {
+  Vector out(a.size());
+  vec::max_into(out.data(), a.data(), b.data(), a.size());
+  return out;
+}
+
+namespace {
+
+// Calls row(r, factor) for each feature r whose factor exp(old - new) is not 1 (0 while nothing
+// is summed), before any row changes. None when no shift moves (most decode steps): no
+// exponentials then.
+template <class Row>
+void changed_rows(const PrefixState& state, const Vector& shift, Row row) {
+  if (vec::equal(shift.data(), state.shift.data(), shift.size())) return;
+  Vector factor(shift.size());
+  vec::rescale_factors(factor.data(), state.shift.data(), shift.data(), shift.size());
+  for (Index r = 0; r < shift.size(); ++r)
+    if (factor(r) != 1.0f) row(r, factor(r));
+}
+
+void scale_row(PrefixState& state, Index r, float factor) {
+  state.kv.row(r) *= factor;
+  state.k_sum(r) *= factor;
+}
+
+using kernel::fv;
+using kernel::kLanes;
+
+// Row r of kv plus its pending terms, entry by entry the operations of accumulate's product (each
+// a sum over the pending keys in order: madd in vector columns, multiply then add in the last
+// dv % kLanes, as gemm's tiles and rank-1 path do).
+void add_pending_row(PrefixState& s, Index r) {
+  const Index M = s.kv.rows(), dv = s.kv.cols(), n = s.pending_kf.rows(), vector_columns = dv / kLanes * kLanes;
+  if (!n) return;
+  float* row = &s.kv(r, 0);
+  const float* kf = s.pending_kf.data() + r;
+  Index j = 0;
+  for (; j < vector_columns; j += kLanes) {
+    fv x = kernel::load(row + j);
+    for (Index i = 0; i < n; ++i) x = kernel::madd(kernel::splat(kf[i * M]), kernel::load(&s.pending_v(i, j)), x);
+    kernel::store(row + j, x);
+  }
+  for (; j < dv; ++j)
+    for (Index i = 0; i < n; ++i) row[j] = row[j] + kf[i * M] * s.pending_v(i, j);
+}
+
+// Columns [j0, j0 + V kLanes) of one query row's readout, adding the pending terms to each row of
+// kv but those in `added` (ascending) as it reads it: per kv entry add_pending_row's operations,
+// per numerator entry gemm's (a sum over features in order, from 0). One: one pending key.
+template <int V, bool One>
+void add_and_read(PrefixState& s, const float* q, const std::vector<Index>& added, Index j0, float* numerator) {
+  const Index M = s.kv.rows(), n = s.pending_kf.rows(), ld = s.kv.outerStride(), ldv = s.pending_v.outerStride();
+  const float* kf = s.pending_kf.data();
+  const float* pv = s.pending_v.data() + j0;
+  float* row = s.kv.data() + j0;
+  fv acc[V];
+  for (int v = 0; v < V; ++v) acc[v] = kernel::splat(0.0f);
+  std::size_t next = 0;
+  Index skip = added.empty() ? M : added[0];
+  for (Index r = 0; r < M; ++r, row += ld) {
+    const fv b = kernel::splat(q[r]);
+    if (r == skip) {
+      skip = ++next < added.size() ? added[next] : M;
+      for (int v = 0; v < V; ++v) acc[v] = kernel::madd(b, kernel::load(row + v * kLanes), acc[v]);
+    } else if constexpr (One) {
+      const fv a = kernel::splat(kf[r]);
+      for (int v = 0; v < V; ++v) {
+        const fv x = kernel::madd(a, kernel::load(pv + v * kLanes), kernel::load(row + v * kLanes));
+        kernel::store(row + v * kLanes, x);
+        acc[v] = kernel::madd(b, x, acc[v]);
+      }
+    } else {
+      for (int v = 0; v < V; ++v) {
+        fv x = kernel::load(row + v * kLanes);
+        for (Index i = 0; i < n; ++i) x = kernel::madd(kernel::splat(kf[i * M + r]), kernel::load(pv + i * ldv + v * kLanes), x);
+        kernel::store(row + v * kLanes, x);
+        acc[v] = kernel::madd(b, x, acc[v]);
+      }
+    }
+  }
+  for (int v = 0; v < V; ++v) kernel::store(numerator + j0 + v * kLanes, acc[v]);
+}
+
+// The scalar columns [j0, dv) likewise (multiply then add, as gemm's single columns).
+void add_and_read_columns(PrefixState& s, const float* q, const std::vector<Index>& added, Index j0, float* numerator) {
+  const Index M = s.kv.rows(), dv = s.kv.cols(), n = s.pending_kf.rows();
+  const float* kf = s.pending_kf.data();
+  for (Index j = j0; j < dv; ++j) {
+    float acc = 0.0f;
+    auto skip = added.begin();
+    for (Index r = 0; r < M; ++r) {
+      float& x = s.kv(r, j);
+      if (skip != added.end() && *skip == r) ++skip;
+      else for (Index i = 0; i < n; ++i) x = x + kf[i * M + r] * s.pending_v(i, j);
+      acc = acc + q[r] * x;
+    }
+    numerator[j] = acc;
+  }
+}
+
+}  // namespace
+
+void rescale_state(PrefixState& state, const Vector& shift) {
+  changed_rows(state, shift, [&](Index r, float factor) { scale_row(state, r, factor); });
+  state.shift = shift;
+}
+
+const PrefixState& StateStep::carried() {
+  settle(*carried_);
+  return *carried_;
+}
+
+void StateStep::rescale_in_place(Vector shift) {
+  PrefixState& state = *carried_;
+  const Index dv = state.kv.cols();
+  rescaled_.clear(), old_rows_.clear();
+  changed_rows(state, shift, [&](Index r, float factor) {
+    rescaled_.push_back(r);
+    old_rows_.insert(old_rows_.end(), &state.kv(r, 0), &state.kv(r, 0) + dv);
+    old_rows_.push_back(state.k_sum(r));
+    add_pending_row(state, r);  // the old sums are kv + the pending terms: those are scaled
+    scale_row(state, r, factor);
+  });
+  old_shift_ = std::move(state.shift);
+  state.shift = std::move(shift);
+}
+
+void StateStep::add_pending() {
+  PrefixState& state = *carried_;
+  if (!state.pending_kf.rows() || pending_added_) return;
+  auto skip = rescaled_.begin();
+  for (Index r = 0; r < state.kv.rows(); ++r) {
+    if (skip != rescaled_.end() && *skip == r) ++skip;
+    else add_pending_row(state, r);
+  }
+  pending_added_ = true;
+}
+
+void StateStep::readout(const Matrix& qf, Matrix& numerator, float* denominator) {
+  PrefixState& state = *carried_;
+  if (qf.rows() == 1 && state.pending_kf.rows() && !pending_added_) {
+    const Index vector_columns = state.kv.cols() / kLanes * kLanes;
+    Index j = 0;
+    const bool one = state.pending_kf.rows() == 1;
+    for (; j + 8 * kLanes <= vector_columns; j += 8 * kLanes)
+      one ? add_and_read<8, true>(state, qf.data(), rescaled_, j, numerator.data())
+          : add_and_read<8, false>(state, qf.data(), rescaled_, j, numerator.data());
+    for (; j < vector_columns; j += kLanes) add_and_read<1, false>(state, qf.data(), rescaled_, j, numerator.data());
+    add_and_read_columns(state, qf.data(), rescaled_, j, numerator.data());
+    denominator[0] = vec::dot(qf.data(), state.k_sum.data(), qf.cols());
+    pending_added_ = true;
+    return;
+  }
+  add_pending();
+  favor::readout(qf, state, numerator, denominator);
+}
+
+void StateStep::accumulate_at_commit(Matrix kf, ConstMatrixRef vs) {
+  kf_ = std::move(kf);
+  v_ = vs;
+}
+
+void StateStep::replace_with(PrefixState next) { next_ = std::move(next); }
+
+void StateStep::finish() {
+  next_.reset();
+  old_shift_.resize(0), kf_.resize(0, 0), v_.resize(0, 0);
+  rescaled_.clear(), old_rows_.clear();
+  pending_added_ = false;
+}
+
+void StateStep::commit() {
+  PrefixState& state = *carried_;
+  if (next_) {
+    state = std::move(*next_);
+  } else if (kf_.rows()) {
+    add_pending();  // (readout has added them)
+    for (Index i = 0; i < kf_.rows(); ++i) vec::add_into(state.k_sum.data(), &kf_(i, 0), kf_.cols());
+    state.pending_kf = std::move(kf_);
+    state.pending_v = std::move(v_);
+  }
+  finish();
+}
+
+void StateStep::rollback() {
+  PrefixState& state = *carried_;
+  if (old_shift_.size()) {
+    const Index dv = state.kv.cols();
+    const float* row = old_rows_.data();
+    for (const Index r : rescaled_) {
+      std::copy_n(row, dv, &state.kv(r, 0));
+      state.k_sum(r) = row[dv];
+      row += dv + 1;
+    }
+    state.shift = old_shift_;
+  }
+  // The rows put back lack their pending terms again: added (the same state, settled).
+  if (state.pending_kf.rows()) {
+    if (pending_added_) {
+      for (const Index r : rescaled_) add_pending_row(state, r);
+      state.pending_kf.resize(0, 0), state.pending_v.resize(0, 0);
+    } else {
+      settle(state);
+    }
+  }
+  finish();
+}
+
+void readout(const Matrix& qf, const PrefixState& state, Matrix& numerator, float* denominator) {
+  gemm::gemm(qf.rows(), state.kv.cols(), state.kv.rows(), qf.data(), qf.outerStride(), 1, state.kv.data(),
+             state.kv.outerStride(), numerator.data(), numerator.outerStride(), false);
+  vec::dot_rows(qf.data(), qf.outerStride(), qf.rows(), state.k_sum.data(), qf.cols(), denominator);
+}
+
+namespace {
+
+// kv += kf^T vs, A = kf^T read in place (row stride 1, column stride kf's).
+void add_products(PrefixState& state, const Matrix& kf, ConstMatrixRef vs) {
+  gemm::gemm(kf.cols(), vs.cols(), kf.rows(), kf.data(), 1, kf.outerStride(), vs.data(), vs.outerStride(),
+             state.kv.data(), state.kv.outerStride(), true);
+}
+
+}  // namespace
+
+void accumulate(PrefixState& state, const Matrix& kf, ConstMatrixRef vs) {
+  add_products(state, kf, vs);
+  for (Index i = 0; i < kf.rows(); ++i) vec::add_into(state.k_sum.data(), &kf(i, 0), kf.cols());
+}
+
+void settle(PrefixState& state) {
+  if (!state.pending_kf.rows()) return;
+  add_products(state, state.pending_kf, state.pending_v);
+  state.pending_kf.resize(0, 0), state.pending_v.resize(0, 0);
+}
+
+KeyChunk key_chunk(const FactorBlock& keys, Index features, Index j0, Index n) {
+  FactoredFeatures f = prepared(keys(j0, n), "k");
+  KeyChunk k;
+  k.log = log_magnitude(std::move(f), features, k.column_max);
+  k.value = std::move(f.value);
+  return k;
+}
+
+Matrix fold_features(const PrefixState& state, Matrix log, const KeyChunk& k, Vector& shift) {
+  shift = joined_shift(state.shift, k.column_max);
+  return shifted_keys(std::move(log), shift, k.value);
+}
+
+void fold_into(PrefixState& state, const Matrix& kf, const Vector& shift, ConstMatrixRef vs) {
+  rescale_state(state, shift);
+  accumulate(state, kf, vs);
+}
+
+Matrix fold_chunk(PrefixState& state, Matrix log, const KeyChunk& k, ConstMatrixRef vs) {
+  // fold_features then fold_into, the same operations, with the column sums taken as each feature
+  // row is made (while it is in L1) rather than in a second pass.
+  rescale_state(state, joined_shift(state.shift, k.column_max));
+  Matrix kf = shifted_keys(std::move(log), state.shift, k.value, state.k_sum.data());
+  add_products(state, kf, vs);
+  return kf;
+}
+
+float max_abs_rows(ConstMatrixRef x, Index begin, Index end) {
+  float top = 0.0f;
+  for (Index i = begin; i < end; ++i) top = std::max(top, vec::max_abs(x.row(i).data(), x.cols()));
+  return top;
+}
+
+PrefixState fold_keys(const FactorBlock& keys, Index features, ConstMatrixRef v, Index chunk, Index begin, Index end,
+                      float* v_top) {
+  PrefixState state = empty_prefix_state(features, v.cols());
+  for (Index j0 = begin; j0 < end; j0 += chunk) {
+    const Index n = std::min(chunk, end - j0);
+    KeyChunk k = key_chunk(keys, features, j0, n);
+    if (v_top) *v_top = std::max(*v_top, max_abs_rows(v, j0, j0 + n));  // (then in cache for the fold)
+    fold_chunk(state, std::move(k.log), k, v.middleRows(j0, n));
+  }
+  return state;
+}
+
+void merge_into(const PrefixState& a, const PrefixState& b, PrefixState& out, const Vector* floor) {
+  const Index features = a.shift.size(), dv = a.kv.cols();
+  Vector shift = joined_shift(a.shift, b.shift);
+  if (floor) shift = joined_shift(shift, *floor);
+  Vector fa(features), fb(features);
+  vec::rescale_factors(fa.data(), a.shift.data(), shift.data(), features);
+  vec::rescale_factors(fb.data(), b.shift.data(), shift.data(), features);
+  out.kv.resize(features, dv);
+  out.k_sum.resize(features);
+  for (Index r = 0; r < features; ++r) {
+    vec::axpby(&out.kv(r, 0), fa(r), &a.kv(r, 0), fb(r), &b.kv(r, 0), dv);
+    out.k_sum(r) = fa(r) * a.k_sum(r) + fb(r) * b.k_sum(r);
+  }
+  out.shift = std::move(shift);
+}
+
+void merge(PrefixState& into, const PrefixState& from) { merge_into(into, from, into); }
+
+bool write_rows(MatrixRef out, Index i0, const Matrix& numerator, const Vector& denominator, Index n) {
+  bool finite = true;
+  for (Index i = 0; i < n; ++i)
+    finite = vec::divide_all_finite(&out(i0 + i, 0), &numerator(i, 0), out.cols(), guard(denominator(i))) && finite;
+  return finite;
+}
+
+void fold_range(const FactorBlock& keys, Index features, ConstMatrixRef v, Index chunk, Index segment,
+                Index begin, Index end, PrefixState& into, float* v_top) {
+  if (end <= begin) return;
+  const std::size_t count = static_cast<std::size_t>((end - begin + segment - 1) / segment);
+  std::vector<PrefixState> parts(count);
+  std::vector<float> tops(count, 0.0f);
+  parallel_for(static_cast<Index>(count), [&](Index s) {
+    const Index b = begin + s * segment;
+    parts[static_cast<std::size_t>(s)] = fold_keys(keys, features, v, chunk, b, std::min(end, b + segment),
+                                                   v_top ? &tops[static_cast<std::size_t>(s)] : nullptr);
+  });
+  for (const PrefixState& part : parts) merge(into, part);
+  if (v_top)
+    for (const float top : tops) *v_top = std::max(*v_top, top);
+}
+
+}  // namespace favor

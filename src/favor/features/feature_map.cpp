@@ -1,0 +1,277 @@
+#include "favor/feature_map.hpp"
+
+#include "favor/features/factored.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "favor/error.hpp"
+#include "favor/kernels/gemm.hpp"
+#include "favor/kernels/vector_math.hpp"
+
+namespace favor {
+
+Kernel parse_kernel(const std::string& name, const std::string& argument) {
+  if (name == "positive") return Kernel::positive;
+  if (name == "hyperbolic") return Kernel::hyperbolic;
+  if (name == "trigonometric") return Kernel::trigonometric;
+  if (name == "relu") return Kernel::relu;
+  if (name == "oprf") return Kernel::oprf;
+  throw_range(argument, "expected 'positive', 'hyperbolic', 'trigonometric', 'relu' or 'oprf', got '" +
+                            name + "'");
+}
+
+const char* to_string(Kernel kernel) {
+  switch (kernel) {
+    case Kernel::positive: return "positive";
+    case Kernel::hyperbolic: return "hyperbolic";
+    case Kernel::trigonometric: return "trigonometric";
+    case Kernel::relu: return "relu";
+    case Kernel::oprf: return "oprf";
+  }
+  return "?";
+}
+
+bool is_softmax_estimator(Kernel kernel) { return kernel != Kernel::relu; }
+
+OprfCoefficients oprf_coefficients(double rho, Index dim) {
+  const double phi = rho / static_cast<double>(dim);
+  const double a = (1.0 - 2.0 * phi - std::sqrt((2.0 * phi + 1.0) * (2.0 * phi + 1.0) + 8.0 * phi)) / 16.0;
+  OprfCoefficients c;
+  c.a = a;
+  c.b = std::sqrt(1.0 - 4.0 * a);
+  c.log_d = 0.25 * static_cast<double>(dim) * std::log(1.0 - 4.0 * a);
+  return c;
+}
+
+double oprf_rho(ConstMatrixRef x, ConstMatrixRef y) {
+  const VectorD mean_x = x.cast<double>().colwise().mean().transpose();
+  const VectorD mean_y = y.cast<double>().colwise().mean().transpose();
+  const double sq_x = x.cast<double>().rowwise().squaredNorm().mean();
+  const double sq_y = y.cast<double>().rowwise().squaredNorm().mean();
+  return sq_x + sq_y + 2.0 * mean_x.dot(mean_y);
+}
+
+FeatureMap::FeatureMap(const FeatureMapOptions& options)
+    : kernel_(options.kernel), sampling_(options.sampling), epsilon_(options.epsilon) {
+  check_epsilon();
+  set_rho(options.rho);
+  projection_ = sample_projection(options.features, options.dim, options.sampling, options.seed);
+  derive();
+}
+
+void FeatureMap::set_rho(std::optional<double> rho) {
+  if (rho && (!std::isfinite(*rho) || *rho < 0.0))
+    throw_range("rho", "expected a finite number >= 0, got " + std::to_string(*rho));
+  rho_ = rho;
+}
+
+FeatureMap::FeatureMap(Kernel kernel, Matrix projection, double epsilon, Sampling sampling)
+    : kernel_(kernel), sampling_(sampling), explicit_(true), epsilon_(epsilon),
+      projection_(std::move(projection)) {
+  check_epsilon();
+  if (projection_.rows() < 1 || projection_.cols() < 1)
+    throw_range("projection", "expected dims [m, d] with m >= 1 and d >= 1, got [" +
+                                  std::to_string(projection_.rows()) + ", " +
+                                  std::to_string(projection_.cols()) + "]");
+  if (!projection_.allFinite()) throw_range("projection", "contains NaN or Infinity");
+  derive();
+}
+
+void FeatureMap::check_epsilon() const {
+  if (!std::isfinite(epsilon_) || epsilon_ < 0.0)
+    throw_range("epsilon", "expected a finite number >= 0, got " + std::to_string(epsilon_));
+}
+
+void FeatureMap::derive() {
+  projection_sq_norms_ = projection_.rowwise().squaredNorm();
+  max_projection_norm_ = std::sqrt(projection_.cast<double>().rowwise().squaredNorm().maxCoeff());
+  gemm::pack_bt(projection_.rows(), projection_.cols(), projection_.data(), projection_.cols(), packed_projection_);
+}
+
+void FeatureMap::redraw(std::uint64_t seed) {
+  projection_ = sample_projection(projection_.rows(), projection_.cols(), sampling_, seed);
+  derive();
+  explicit_ = false;
+}
+
+Index FeatureMap::num_features() const {
+  const bool doubled = kernel_ == Kernel::hyperbolic || kernel_ == Kernel::trigonometric;
+  return doubled ? 2 * projection_.rows() : projection_.rows();
+}
+
+KernelParameters FeatureMap::parameters(ConstMatrixRef x, ConstMatrixRef y, double scale) const {
+  KernelParameters params;
+  if (kernel_ == Kernel::oprf) params.oprf = oprf_coefficients(rho_ ? *rho_ : scale * oprf_rho(x, y), dim());
+  return params;
+}
+
+double FeatureMap::log_prefactor(const KernelParameters& params) const {
+  const double m = static_cast<double>(projection_.rows());
+  switch (kernel_) {
+    case Kernel::positive:
+    case Kernel::trigonometric: return -0.5 * std::log(m);
+    case Kernel::hyperbolic: return -0.5 * std::log(2.0 * m);
+    case Kernel::oprf: return params.oprf.log_d - 0.5 * std::log(m);
+    case Kernel::relu: return 0.0;
+  }
+  return 0.0;
+}
+
+FeatureMap::RowNorms FeatureMap::row_norms(ConstMatrixRef x, const KernelParameters& params, float root) const {
+  if (x.cols() != dim())
+    throw_range("x", "expected " + std::to_string(dim()) + " columns (the feature map's d), got " +
+                         std::to_string(x.cols()));
+  const Index rows = x.rows();
+  RowNorms r;
+  r.half_sq.resize(rows);
+  float top = 0.0f;  // the largest |root x|^2
+  vec::squared_norm_rows(x.data(), x.outerStride(), rows, root, x.cols(), r.half_sq.data());
+  for (Index i = 0; i < rows; ++i) {
+    const float sq = r.half_sq(i);
+    r.half_sq(i) = 0.5f * sq;
+    top = sq > top ? sq : top;
+    r.small = r.small && sq < 1e37f;
+  }
+  // |w.x| <= |w| |x| (the float sums stay within a hair of it), so below this bound every
+  // projection (before and after the root), and so every exponent and value, is finite:
+  // prepared() need not scan them.
+  const double norm = std::sqrt(static_cast<double>(top)), w = max_projection_norm_;
+  const double bound = std::max(norm, norm / root) * w;
+  r.bounded = bound < 1e37 && (kernel_ != Kernel::oprf ||  // OPRF adds a |w|^2 (kept in float)
+                                (w * w < 1e37 && std::abs(params.oprf.b) * bound + std::abs(params.oprf.a) * w * w < 1e37));
+  return r;
+}
+
+bool FeatureMap::queries_at_shift(ConstMatrixRef x, float root, const Vector& shift, Matrix& qf) const {
+  if (kernel_ != Kernel::positive) return false;
+  const RowNorms norms = row_norms(x, {}, root);
+  if (!norms.bounded || !norms.small) return false;
+  const Index rows = x.rows(), m = projection_.rows();
+  // add_masked_max's start, so that the row maxima are its own (also over -inf shifts)
+  FloatBuffer row_max(static_cast<std::size_t>(rows * gemm::kLanes), std::numeric_limits<float>::lowest());
+  qf.resize(rows, m);
+  gemm::gemm_packed(rows, m, dim(), x.data(), x.outerStride(), 1, packed_projection_.data(), qf.data(), m, false,
+                    root, {nullptr, nullptr, shift.data(), row_max.data()});
+  for (Index i = 0; i < rows; ++i) {
+    const float* lanes = row_max.data() + i * gemm::kLanes;
+    float top = lanes[0];
+    for (Index l = 1; l < gemm::kLanes; ++l) top = lanes[l] > top ? lanes[l] : top;
+    vec::exp_shifted(&qf(i, 0), m, top, false);
+  }
+  return true;
+}
+
+FactoredFeatures FeatureMap::factored(ConstMatrixRef x, const KernelParameters& params, float root,
+                                      bool fold_row_log) const {
+  const RowNorms norms = row_norms(x, params, root);
+  const Vector& half_sq = norms.half_sq;
+  const Index rows = x.rows(), m = projection_.rows();
+  FactoredFeatures f;
+  f.bounded = norms.bounded;
+  Matrix projected(rows, m);  // root x W^T, W^T packed once per projection
+  // Positive keys: their logs w.x - |x|^2/2 and the column maxima in the product's epilogue (the
+  // same operations as log_magnitude's pass, without reading the product again). Only while both
+  // terms are finite and below 1e37, so that their sum is finite too (prepared() checks neither).
+  if (fold_row_log && kernel_ == Kernel::positive && f.bounded && norms.small) {
+    f.row_log = -half_sq;
+    f.column_max.setConstant(m, -std::numeric_limits<float>::infinity());
+    gemm::gemm_packed(rows, m, dim(), x.data(), x.outerStride(), 1, packed_projection_.data(), projected.data(), m,
+                      false, root, {f.row_log.data(), f.column_max.data()});
+    f.row_log.setZero();
+    f.exponent = std::move(projected);
+    return f;
+  }
+  gemm::gemm_packed(rows, m, dim(), x.data(), x.outerStride(), 1, packed_projection_.data(), projected.data(), m,
+                    false, root);
+  switch (kernel_) {
+    case Kernel::positive:
+      f.row_log = -half_sq;
+      f.exponent = std::move(projected);
+      break;
+    case Kernel::hyperbolic:
+      f.row_log = -half_sq;
+      f.exponent.resize(rows, 2 * m);
+      f.exponent.leftCols(m) = projected;
+      f.exponent.rightCols(m) = -projected;
+      break;
+    case Kernel::oprf: {
+      f.row_log = -half_sq;
+      const float a = static_cast<float>(params.oprf.a), b = static_cast<float>(params.oprf.b);
+      f.exponent = b * projected;
+      f.exponent.rowwise() += a * projection_sq_norms_.transpose();
+      break;
+    }
+    case Kernel::trigonometric:
+      f.row_log = half_sq;
+      f.value.resize(rows, 2 * m);
+      f.value.leftCols(m) = projected.array().cos();
+      f.value.rightCols(m) = projected.array().sin();
+      break;
+    case Kernel::relu:
+      f.row_log = Vector::Zero(rows);
+      f.value = (projected.array().max(0.0f) + static_cast<float>(epsilon_)).matrix();
+      break;
+  }
+  return f;
+}
+
+Matrix FeatureMap::features(ConstMatrixRef x, const KernelParameters& params) const {
+  const FactoredFeatures f = factored(x, params);
+  const double lp = log_prefactor(params);
+  Matrix phi(x.rows(), num_features());
+  for (Index i = 0; i < phi.rows(); ++i)
+    for (Index r = 0; r < phi.cols(); ++r) {
+      double log_mag = lp + f.row_log(i) + (f.exponent.size() ? f.exponent(i, r) : 0.0);
+      const double value = f.value.size() ? f.value(i, r) : 1.0;
+      phi(i, r) = static_cast<float>(std::exp(log_mag) * value);
+    }
+  return phi;
+}
+
+StabilizedFeatures stabilized_features(const FeatureMap& map, ConstMatrixRef x, ConstMatrixRef y,
+                                       const KernelParameters& params) {
+  StabilizedFeatures st = stabilize(map.factored(x, params), map.factored(y, params), map.num_features());
+  st.query_log.array() += static_cast<float>(2.0 * map.log_prefactor(params));
+  return st;
+}
+
+MatrixD kernel_estimate(const FeatureMap& map, ConstMatrixRef x, ConstMatrixRef y) {
+  // Pair by pair in double, each with its own shift: a row-wide shift (as attention uses) would
+  // lose pairs far below their row's largest one, and give 0 * inf = NaN where it overflows.
+  const KernelParameters params = map.parameters(x, y);
+  const FactoredFeatures fx = map.factored(x, params), fy = map.factored(y, params);
+  auto finite = [](const FactoredFeatures& f) {
+    return f.row_log.allFinite() && (!f.exponent.size() || f.exponent.allFinite()) &&
+           (!f.value.size() || f.value.allFinite());
+  };
+  if (!finite(fx) || !finite(fy))
+    throw_range("x, y", "not finite or too large for float32 features (a squared norm or w.x overflows 3.4e38)");
+  auto log_at = [](const FactoredFeatures& f, Index a, Index r) {
+    return static_cast<double>(f.row_log(a)) + (f.exponent.size() ? f.exponent(a, r) : 0.0);
+  };
+  auto value_at = [](const FactoredFeatures& f, Index a, Index r) {
+    return f.value.size() ? static_cast<double>(f.value(a, r)) : 1.0;
+  };
+  const double prefactor = 2.0 * map.log_prefactor(params);
+  const Index M = map.num_features();
+  MatrixD est(x.rows(), y.rows());
+  for (Index i = 0; i < x.rows(); ++i)
+    for (Index j = 0; j < y.rows(); ++j) {
+      double top = -std::numeric_limits<double>::infinity();
+      for (Index r = 0; r < M; ++r)
+        if (value_at(fx, i, r) * value_at(fy, j, r) != 0.0) top = std::max(top, log_at(fx, i, r) + log_at(fy, j, r));
+      double sum = 0.0;
+      if (std::isfinite(top))
+        for (Index r = 0; r < M; ++r) {
+          const double value = value_at(fx, i, r) * value_at(fy, j, r);
+          if (value != 0.0) sum += std::exp(log_at(fx, i, r) + log_at(fy, j, r) - top) * value;
+        }
+      est(i, j) = sum == 0.0 ? 0.0 : sum * std::exp(top + prefactor);  // +-inf where it overflows
+    }
+  return est;
+}
+
+}  // namespace favor
