@@ -167,7 +167,7 @@ function logDomainAttention(lq, lk, v, causal) {
   return out;
 }
 
-// Log features of a positive-valued kernel (DESIGN.md section 4) for scaled rows.
+// Log features of a positive-valued kernel (docs/design.md §4) for scaled rows.
 function logFeatures(kernel, w, xs, { epsilon, oprf }) {
   const m = w.length;
   return xs.map((x) => {
