@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Ours against onnxruntime-web where web apps run them (issue 16): a page of headless Chromium
+// Ours against onnxruntime-web where web apps run them: a page of headless Chromium
 // (default) or Firefox (--browser firefox: Debian's firefox-esr over WebDriver BiDi,
 // scripts/firefox.mjs), cross-origin isolated, that imports web/browser.js as an app would
 // (loadFavor({ threads: 1 }): the relaxed-SIMD build where the engine validates it) and
@@ -95,7 +95,7 @@ const tiles = info.tileRows === plainInfo.tileRows
   : `: 'auto' gives 6 rows to the relaxed build only`;
 const md = [];
 md.push(`<!-- ${engine.marker} -->`);
-md.push(`## Ours and onnxruntime-web in ${engine.name} (issue 16)`);
+md.push(`## Ours and onnxruntime-web in ${engine.name}`);
 md.push('');
 md.push(`\`node bench/browser-peers.mjs${args.browser === 'chromium' ? '' : ` --browser ${args.browser}`}\`${args.quick ? ' --quick' : ''}, ${new Date().toISOString().slice(0, 10)}, ${cpu}, ${result.browser}, a cross-origin isolated page (${result.crossOriginIsolated ? 'confirmed' : 'NOT isolated'}). ` +
   `Ours: \`loadFavor({ threads: 1 })\` from web/browser.js, the ${build} build, 1 thread, ${info.tileRows}-row GEMM tiles (tileRows 'auto'), also with \`out\` (the output written into one array given with each call instead of a fresh one); beside it our plain SIMD build, \`loadFavor({ threads: 1, simd: 'fixed' })\` (${plainInfo.tileRows}-row tiles${tiles}). onnxruntime-web ${ortVersion}: its ESM wasm build, \`env.wasm.numThreads = 1\`, the graphs of bench/onnx (as in the main tables). ` +

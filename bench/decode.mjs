@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// Generation and grouped-query heads, side by side in one run (issue 14's targets, issue 16's
-// decode peers), 1 thread, wasm:
+// Generation and grouped-query heads, side by side in one run (the decode-speed target, and
+// onnxruntime-web decoding the same steps), 1 thread, wasm:
 //  - decode: one position per step, 8 heads, d = dv = 64, FAVOR+ m = 256 (positive, orthogonal),
 //    at contexts 1k, 16k and 128k: tokens per second of our FAVOR+ state, our exact state (a
 //    KV cache) and our codebook state (Transformer-VQ, 256 codewords), and of onnxruntime-web (wasm, 1 thread) running the same steps as graphs with
@@ -313,7 +313,7 @@ const cell = (row, id) => {
 };
 const md = [];
 md.push('<!-- decode -->');
-md.push('## Generation and grouped-query heads (issues 14 and 16)');
+md.push('## Generation and grouped-query heads');
 md.push('');
 md.push(`\`node bench/decode.mjs\`${args.quick ? ' --quick' : ''}, ${new Date().toISOString().slice(0, 10)}, ${cpu}, Node ${process.version}, wasm ${favor.info.relaxedSimd ? 'relaxed SIMD' : favor.info.simd ? 'SIMD' : 'scalar'}, 1 thread (ours also on 2 threads where the column says so)${ortVersion ? `; onnxruntime-web ${ortVersion} (wasm, numThreads 1)` : ''}. ` +
   `Decode: one position per step, ${H} heads, d = dv = ${d}, FAVOR+ positive orthogonal m = ${m} (the same W for both FAVOR+ decoders); inputs N(0, ${sigma}²). ` +

@@ -51,7 +51,7 @@ const cpu = os.cpus()[0]?.model?.trim() ?? 'unknown CPU';
 const build = buildName(info);
 const md = [];
 md.push('<!-- node -->');
-md.push(`## Ours and onnxruntime-web in Node ${process.versions.node.split('.')[0]} (issue 16)`);
+md.push(`## Ours and onnxruntime-web in Node ${process.versions.node.split('.')[0]}`);
 md.push('');
 md.push(`\`node bench/node-peers.mjs\`${args.quick ? ' --quick' : ''} under Node ${process.version} (V8 ${process.versions.v8}), ${new Date().toISOString().slice(0, 10)}, ${cpu}. ` +
   `The side-by-side of the Chromium section, in this Node: ours \`loadFavor({ threads: 1 })\`, the ${build} build, ${info.tileRows}-row GEMM tiles (tileRows 'auto'), also with \`out\` (the output written into one array given with each call instead of a fresh one); our plain SIMD build, \`loadFavor({ threads: 1, simd: 'fixed' })\` (${plainInfo.tileRows}-row tiles); onnxruntime-web ${ortVersion ?? ''} (wasm, \`env.wasm.numThreads = 1\`, the graphs of bench/onnx). ` +

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// What loadFavor({ worker: true }) costs per call (issue 16, part 2), where users run it: in Node
+// What loadFavor({ worker: true }) costs per call, where users run it: in Node
 // (worker_threads) and in a page of headless Chromium (a module Web Worker; the page's own
 // thread, not isolated, so one thread), the measurement of bench/lib/worker-cost.mjs in each:
 // the synchronous API against the worker API copying its inputs and moving them
@@ -80,7 +80,7 @@ const us = (ms) => `${fmtL(Math.round(ms * 1000))} µs`;
 const info = environments[0].info;
 const md = [];
 md.push('<!-- worker -->');
-md.push('## The worker API\'s cost per call (issue 16)');
+md.push('## The worker API\'s cost per call');
 md.push('');
 md.push(`\`node bench/worker.mjs\`${args.quick ? ' --quick' : ''}, ${new Date().toISOString().slice(0, 10)}, ${cpu}, ${environments.map((e) => e.label).join(' and ')}, wasm ${info.relaxedSimd ? 'relaxed SIMD' : info.simd ? 'SIMD' : 'scalar'}, 1 thread. ` +
   'The same module three ways: the synchronous API, `loadFavor({ worker: true })` (a worker_threads worker in Node; in Chromium a module Web Worker, called from the page\'s own thread) and the same with `transfer: true` (inputs whose arrays span their buffer are moved, so each timed call gets fresh copies, made outside the timing). ' +

@@ -3,7 +3,7 @@
 // plus float16 <name>.bin: the layout of train/model.py) into a folder of your choice, to exercise
 // model/runner.js and the page before trained models exist. Its numbers mean nothing; never put it
 // in train/models as if trained.
-//   node model/random-model.mjs --out /tmp/random-models [--seed 1]
+//   node model/random-model.mjs --out build/random-models [--seed 1]
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 def orthogonal_projection(m, d, generator):
     """W (m x d): stacked Haar-orthogonal d x d blocks (sign-corrected QR of Gaussian matrices),
-    each row scaled to the norm of an independent Gaussian d-vector (DESIGN.md section 3)."""
+    each row scaled to the norm of an independent Gaussian d-vector (docs/design.md §2)."""
     blocks = []
     for _ in range((m + d - 1) // d):
         g = torch.randn(d, d, generator=generator, dtype=torch.float64)

@@ -85,7 +85,7 @@ export function writeReport(data, { outFile, plotDir, resultsFile, history }) {
   for (const m of methods) md.push(`| ${m.label} | ${m.version} | ${m.notes.replace(/\|/g, '\\|')} |`);
   for (const u of data.unavailable) md.push(`| ${u} | — | not run |`);
   md.push('');
-  md.push('## Targets (issues #6 and #16)');
+  md.push('## Targets');
   md.push('');
   md.push('| target | measured | result |');
   md.push('|---|---|---|');

@@ -80,7 +80,8 @@ export const buildName = (info) => (info.relaxedSimd ? 'relaxed SIMD' : info.sim
 // The cases of a section: exact and FAVOR+, bidirectional and causal, at each L.
 export const peerCases = (sizes) => sizes.flatMap((L) => ['exact', 'favor'].flatMap((kind) => [false, true].map((causal) => ({ L, kind, causal }))));
 
-// The section's table and issue 16's targets read in its engine (Markdown lines).
+// The section's table and the speed targets (against onnxruntime-web and the plain SIMD build)
+// read in its engine (Markdown lines).
 export function peersTable(rows, info, { fmtL, fmtMs, fmtRatio }) {
   const build = buildName(info);
   const md = [`| kernel | L | ours | onnxruntime-web | onnxruntime-web ÷ ours | ours, \`out\` given | onnxruntime-web ÷ ours with \`out\` | ours, plain SIMD build | plain ÷ ${build} |`,
@@ -104,7 +105,7 @@ export function peersTable(rows, info, { fmtL, fmtMs, fmtRatio }) {
       const spread = (q) => (q ? `, rounds ${fmtRatio(q[0])}–${fmtRatio(q[1])}` : '');
       return r ? `${name} at L = 4,096: ${fmtRatio(r.ratio)}× onnxruntime-web (target ${vsOrt}×: **${r.ratio >= vsOrt ? 'PASS' : 'FAIL'}**${spread(r.ratioQuartiles)}; ${fmtRatio(r.outRatio)}× with \`out\`${spread(r.outRatioQuartiles)}), ${fmtRatio(r.plainRatio)}× our plain SIMD build (target ${vsPlain}×: **${r.plainRatio >= vsPlain ? 'PASS' : 'FAIL'}**)` : `${name} at L = 4,096: not measured`;
     });
-    md.push('', `Issue 16's targets read in this engine (bidirectional, 1 thread; the verdicts on the calls that return a fresh array, as onnxruntime-web's do; "rounds": the middle half of the per-round ratios, whose median is the verdict's figure): ${verdicts.join('; ')}.`);
+    md.push('', `The speed targets against onnxruntime-web and the plain SIMD build, read in this engine (bidirectional, 1 thread; the verdicts on the calls that return a fresh array, as onnxruntime-web's do; "rounds": the middle half of the per-round ratios, whose median is the verdict's figure): ${verdicts.join('; ')}.`);
   }
   return md;
 }

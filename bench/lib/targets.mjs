@@ -1,6 +1,6 @@
-// The targets of issues 6 and 16, judged from bench/run.mjs's results: each with a stable id, its
-// wording, the measured text of BENCHMARKS.md's table, a verdict, and a short headline (the figure
-// the per-CPU table shows).
+// The speed, scale and threading targets, judged from bench/run.mjs's results: each with a
+// stable id, its wording, the measured text of BENCHMARKS.md's table, a verdict, and a short
+// headline (the figure the per-CPU table shows).
 import { fmtL, fmtMs, fmtRatio, resultsView, variant } from './format.mjs';
 
 const MiB = 2 ** 20;

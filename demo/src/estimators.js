@@ -1,5 +1,5 @@
 // The unnormalized kernel estimate φ(q̃_i)·φ(k̃_j) of exp(q̃_i·k̃_j), recomputed in float64 from a
-// feature map's projection W, and Lemma 2's MSE of it (Choromanski et al. 2021, DESIGN.md §4).
+// feature map's projection W, and Lemma 2's MSE of it (Choromanski et al. 2021, docs/design.md §3).
 // Used by the error-vs-m study; x̃ = x·scale^{1/2} as in the library (default scale 1/√d).
 import { rng } from './inputs.js';
 

@@ -1,4 +1,4 @@
-// libFuzzer target over the C++ core's entry points (issue #7).
+// libFuzzer target over the C++ core's entry points, for the robustness checks.
 //
 // The input bytes choose an entry point, shapes (small: L, S, d, dv, m, c up to 64; leading
 // dims up to 3), options (causal, scale including bad values, chunk, temperature, epsilon,

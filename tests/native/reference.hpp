@@ -1,5 +1,5 @@
 // Independent float64 reference implementations for the native tests, written directly from the
-// formulas of DESIGN.md sections 2-7. Nothing here calls the library's internals: tests take
+// formulas of docs/design.md §1–§5 and §10. Nothing here calls the library's internals: tests take
 // the projection W from the library (or make their own) and evaluate every formula here, in
 // double, without any numerical stabilization tricks (inputs in the tests are kept small enough
 // that plain double arithmetic is exact to ~1e-15 relative).
@@ -89,7 +89,7 @@ inline double max_entry_rel(const MatD& got, const MatD& expected) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Exact softmax attention, brute force (DESIGN.md section 2).
+// Exact softmax attention, brute force (docs/design.md §1).
 
 inline MatD softmax_matrix(const MatD& q, const MatD& k, double scale, bool causal) {
   const Index L = q.rows(), S = k.rows();
@@ -117,7 +117,7 @@ inline MatD softmax_output(const MatD& q, const MatD& k, const MatD& v, double s
 }
 
 // ---------------------------------------------------------------------------------------------
-// Feature maps phi (DESIGN.md section 4), x already scaled, W is m x d.
+// Feature maps phi (docs/design.md §3), x already scaled, W is m x d.
 
 struct Oprf {
   double a = 0.0;
@@ -149,7 +149,7 @@ inline Index num_features(favor::Kernel kernel, Index m) {
                                                                                          : m;
 }
 
-// phi(x) for each row of x (rows x M), straight from the DESIGN.md section 4 table.
+// phi(x) for each row of x (rows x M), straight from the docs/design.md §3 table.
 inline MatD phi(favor::Kernel kernel, const MatD& w, const MatD& x, double epsilon = 1e-3,
                 const Oprf& oprf = Oprf{}) {
   const Index m = w.rows(), n = x.rows();
@@ -195,7 +195,7 @@ inline MatD kernel_estimate(favor::Kernel kernel, const MatD& w, const MatD& x, 
 }
 
 // ---------------------------------------------------------------------------------------------
-// FAVOR attention (DESIGN.md section 5): inputs unscaled, x~ = x sqrt(scale).
+// FAVOR attention (docs/design.md §5): inputs unscaled, x~ = x sqrt(scale).
 
 // A^ = diag(Q'K'^T 1)^-1 Q'K'^T, masked (j <= i) when causal.
 inline MatD favor_matrix(favor::Kernel kernel, const MatD& w, const MatD& q, const MatD& k,
@@ -288,7 +288,7 @@ inline MatD linear_output(const MatD& qf, const MatD& kf, const MatD& v, bool ca
 }
 
 // ---------------------------------------------------------------------------------------------
-// Error measures (DESIGN.md section 7, conventions of metrics.hpp).
+// Error measures (docs/design.md §10, conventions of metrics.hpp).
 
 struct Errors {
   double mse = 0.0;

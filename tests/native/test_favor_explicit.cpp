@@ -1,6 +1,6 @@
 // FAVOR attention with an explicit projection W: for every kernel, favor_attention,
 // favor_attention_matrix, FeatureMap::features and kernel_estimate must equal the float64
-// evaluation of the DESIGN.md section 4 formula for exactly that W (reference.hpp).
+// evaluation of the docs/design.md §3 formula for exactly that W (reference.hpp).
 //
 // Tolerance 1e-4 relative: the library works in float32 (unit roundoff 6e-8). Each feature is
 // exp of an exponent w.x - |x|^2/2 with |exponent| <~ 10 summed over d <= 128 terms, so its

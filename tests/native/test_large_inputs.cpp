@@ -1,4 +1,4 @@
-// Numerical stability for large inputs (DESIGN.md section 4): rows whose scaled norm |x~| goes
+// Numerical stability for large inputs (docs/design.md §4): rows whose scaled norm |x~| goes
 // up to 50 make exp(w.x - |x|^2/2) range over e^{+-1400}, far outside float (and double) range.
 // The exponent shifts must keep every output finite and every row of A^ a probability
 // distribution, without bias, for the positive-valued kernels, bidirectional and causal.

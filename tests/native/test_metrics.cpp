@@ -1,4 +1,4 @@
-// Error measures (metrics.hpp, DESIGN.md section 7) against direct float64 computation
+// Error measures (metrics.hpp, docs/design.md §10) against direct float64 computation
 // (ref::compare) on the same float32 matrices.
 //
 // Tolerance 1e-5 relative: the inputs are exactly representable, so only the accumulation

@@ -1,4 +1,4 @@
-// Sampling of the projection W (DESIGN.md section 3): block orthogonality, row norms, and the
+// Sampling of the projection W (docs/design.md §2): block orthogonality, row norms, and the
 // distribution of iid entries. All statistics are computed in double from the float W.
 #include <gtest/gtest.h>
 

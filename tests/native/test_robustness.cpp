@@ -1,5 +1,5 @@
 // Regression tests for the bugs found by the fuzzer (tests/fuzz/fuzz_core.cpp) and the Node
-// extremes tests (issue #7): each input below used to crash, return NaN, or return a wrong row.
+// extremes tests (tests/node/robustness.test.mjs): each input below used to crash, return NaN, or return a wrong row.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// Monte-Carlo checks of the estimators over many fixed seeds (DESIGN.md section 4):
+// Monte-Carlo checks of the estimators over many fixed seeds (docs/design.md §3):
 // unbiasedness of phi(x).phi(y) for exp(x.y), Lemma 2 (MSE of the positive kernel) and
 // Theorem 2 (orthogonal features lower the MSE).
 //

@@ -1,5 +1,6 @@
 // Codebook attention (Transformer-VQ) through the wasm package, against a float64 JS reference
-// of DESIGN.md section 6 and the identities of the issue.
+// of docs/design.md §7 and its identities: hard VQ is exact when every key is a codeword, and
+// FAVOR+ with an orthogonal-fixed W is gaussian codebook attention.
 import assert from 'node:assert/strict';
 import { before, test } from 'node:test';
 

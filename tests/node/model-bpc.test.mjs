@@ -1,7 +1,7 @@
 // Held-out bits per character recomputed by the JS runner (model/runner.js on favor-attention), not
 // copied: the manifest's evalSubsetBpc (torch, on the weights as stored in float16) over its
 // evalSubset windows of the held-out text (chapters 122-135 and the epilogue), within 0.02 (the
-// issue's bound): the softmax model with exact attention, the Performer with FAVOR+ on its exported
+// bound required): the softmax model with exact attention, the Performer with FAVOR+ on its exported
 // W (and the fine-tuned model, when present, the same way).
 import assert from 'node:assert/strict';
 import { before, test } from 'node:test';

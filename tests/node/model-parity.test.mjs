@@ -10,7 +10,7 @@
 //    from the logits a whole-text forward gives, for exact, FAVOR+ and OPRF; the same seed gives
 //    the same text.
 // Tolerances: the runner and torch compute the same float32 network in a different order (GEMM
-// blocking, LayerNorm and GELU in double vs float): 1e-4 relative (the bound) to the
+// blocking, LayerNorm and GELU in double vs float): 1e-4 relative (the bound required) to the
 // largest logit leaves a wide margin while a wrong layer, head split or W moves them by >= 1e-2.
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';

@@ -1,5 +1,5 @@
 // Independent float64 reference for the favor-attention Node tests, written directly from the
-// formulas of DESIGN.md sections 2-5 and 7. Nothing here calls the package: tests take a
+// formulas of docs/design.md §1–§5 and §10. Nothing here calls the package: tests take a
 // projection W from the package (or make their own), evaluate every formula here in plain
 // double precision, without any stabilization tricks beyond the max-subtraction of a softmax,
 // and compare. Inputs in the tests are kept small enough that plain double arithmetic is exact
@@ -80,11 +80,11 @@ export function defaultScale(d) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Exact softmax attention, brute force (DESIGN.md section 2)
+// Exact softmax attention, brute force (docs/design.md §1)
 
 /**
- * Whether query i of L sees key j of S: causal is bottom-right (j <= i + S - L, DESIGN.md
- * section 12); mask (S bytes, 0 = absent) removes keys.
+ * Whether query i of L sees key j of S: causal is bottom-right (j <= i + S - L, docs/design.md
+ * §9); mask (S bytes, 0 = absent) removes keys.
  */
 export function sees(i, j, L, S, causal, mask) {
   return (!causal || j <= i + S - L) && (!mask || mask[j] !== 0);
@@ -128,7 +128,7 @@ export function exactAttention(q, k, v, { causal = false, scale, maskOf = () => 
 }
 
 // ---------------------------------------------------------------------------------------------
-// Feature maps phi (DESIGN.md section 4); x already scaled (x~ = x sqrt(scale)); W is m x d rows.
+// Feature maps phi (docs/design.md §3); x already scaled (x~ = x sqrt(scale)); W is m x d rows.
 
 export function numFeatures(kernel, m) {
   return kernel === 'hyperbolic' || kernel === 'trigonometric' ? 2 * m : m;
@@ -154,7 +154,7 @@ export function oprfCoefficients(rho, d) {
   return { a, b: Math.sqrt(1 - 4 * a), D: Math.pow(1 - 4 * a, d / 4) };
 }
 
-/** phi(x) for each row of x: the DESIGN.md section 4 table, in double. */
+/** phi(x) for each row of x: the docs/design.md §3 table, in double. */
 export function phi(kernel, w, x, { epsilon = 1e-3, oprf } = {}) {
   const m = w.length;
   return x.map((xi) => {
@@ -238,7 +238,7 @@ export function favorAttention(kernel, projection, q, k, v, { causal = false, sc
 }
 
 // ---------------------------------------------------------------------------------------------
-// Error measures (DESIGN.md section 7, conventions of index.d.ts): rows are the last dim.
+// Error measures (docs/design.md §10, conventions of index.d.ts): rows are the last dim.
 
 export const KL_FLOOR = 1e-12;
 

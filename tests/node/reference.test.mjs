@@ -32,7 +32,7 @@ test('softmax attention: hand-computed 2 x 2, causal mask, scale', () => {
   assert.deepEqual(Array.from(both.subarray(0, 4)), Array.from(a));
 });
 
-test('OPRF rho: brute force equals the O(Ld) formula of DESIGN.md; A* < 1/8, B^2 = 1 - 4A', () => {
+test('OPRF rho: brute force equals the O(Ld) formula of docs/design.md §3; A* < 1/8, B^2 = 1 - 4A', () => {
   const g = rng(1);
   const x = Array.from({ length: 7 }, () => Float64Array.from({ length: 3 }, g.normal));
   const y = Array.from({ length: 5 }, () => Float64Array.from({ length: 3 }, g.normal));

@@ -1,4 +1,4 @@
-// Robustness (issue #7): memory stays flat over 10,000 mixed calls; out of memory inside wasm is
+// Robustness: memory stays flat over 10,000 mixed calls; out of memory inside wasm is
 // a RangeError and the instance keeps working; numerical extremes (norms up to 1e3, identical,
 // one-hot and subnormal rows, L = 1, S = 1, m = 1, d = 1) give finite, correct outputs against a
 // float64 log-domain reference, or a documented RangeError; the trigonometric kernel never gives
@@ -167,7 +167,7 @@ function logDomainAttention(lq, lk, v, causal) {
   return out;
 }
 
-// Log features of a positive-valued kernel (DESIGN.md section 4) for scaled rows.
+// Log features of a positive-valued kernel (docs/design.md §4) for scaled rows.
 function logFeatures(kernel, w, xs, { epsilon, oprf }) {
   const m = w.length;
   return xs.map((x) => {
