@@ -1,5 +1,5 @@
 // The packed package in headless Chromium, four ways a web app takes it: a Vite production
-// build, the Vite dev server (with optimizeDeps.exclude, as the README says), a webpack 5
+// build, the Vite dev server (with optimizeDeps.exclude, as docs/api.md says), a webpack 5
 // production build, and no bundler at all (an import map to node_modules/favor-attention/web/browser.js). Each page computes
 // exact attention and FAVOR+ (positive, m = 256, seed 1) on fixed inputs, synchronously and
 // through loadFavor({ worker: true }); the results must be what Node computes with the same
@@ -159,7 +159,7 @@ describe('favor-attention in Chromium', () => {
   });
 
   // Vite's default bundles workers as classic (iife) scripts; the demo's config (and the
-  // README's advice for older Vite) as ES modules. The package's worker must work in both.
+  // advice for older Vite in docs/api.md) as ES modules. The package's worker must work in both.
   for (const [name, config, outDir] of [
     ['', 'vite.zero.config.js', 'dist'],
     [' with worker: { format: \'es\' }', 'vite.worker-es.config.js', 'dist-es'],
@@ -248,7 +248,7 @@ describe('favor-attention in Chromium', () => {
   });
 
   for (const [name, config, isolated] of [
-    ['with optimizeDeps.exclude (the README\'s vite.config.js)', 'vite.config.js', false],
+    ['with optimizeDeps.exclude (docs/api.md\'s vite.config.js)', 'vite.config.js', false],
     ['with no configuration (pre-bundled dependency)', 'vite.zero.config.js', false],
     ['sending COOP/COEP (cross-origin isolated: threads)', 'vite.isolated.config.js', true],
   ]) {

@@ -6,7 +6,7 @@
 // completion while the page stays responsive; a study can be cancelled; no horizontal
 // scrolling at 1366×768; the codebook modes (hard VQ, soft VQ, Performer as soft VQ) with their
 // PCA view and the live check that Performer as soft VQ is FAVOR+. Saves demo.png and
-// demo-vq.png to build/screenshots (UPDATE_SCREENSHOTS=1: to docs/, the README's copies).
+// demo-vq.png to build/screenshots (UPDATE_SCREENSHOTS=1: to docs/, the copies the README and docs/page.md show).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, readFileSync, statSync } from 'node:fs';
@@ -26,7 +26,7 @@ const unmet = !existsSync(CHROMIUM) ? `${CHROMIUM} is missing (apt-get install c
   : missing.length ? `the wasm is not built (${missing.join(', ')}): run npm run build` : false;
 if (unmet) throw new Error(`demo tests cannot run: ${unmet}`);
 const skip = false;
-// Screenshots go to build/screenshots; UPDATE_SCREENSHOTS=1 writes the README's docs/*.png.
+// Screenshots go to build/screenshots; UPDATE_SCREENSHOTS=1 writes docs/*.png (shown by the README and docs/page.md).
 const shots = process.env.UPDATE_SCREENSHOTS ? join(repo, 'docs') : join(repo, 'build', 'screenshots');
 
 let vite, browser, base;

@@ -1,56 +1,26 @@
-// The README's JavaScript examples run as written: the quick start and the prefill-then-decode
-// example (each block is written to a module beside this file, so that 'favor-attention'
-// resolves, and imported; the decode block asserts its own printed length through the state).
+// The README's JavaScript example runs as written: exact attention, FAVOR+ and a causal state
+// (the block is written to a module beside this file, so that 'favor-attention' resolves, and
+// imported; what it logs is checked). The API reference's examples: api-doc.test.mjs.
 import assert from 'node:assert/strict';
-import { readFile, rm, writeFile } from 'node:fs/promises';
 import { test } from 'node:test';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 
-const root = new URL('../../', import.meta.url);
-const readme = await readFile(new URL('README.md', root), 'utf8');
-const blocks = [...readme.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]);
+import { jsBlocks, runBlock } from './markdown-blocks.mjs';
 
-async function runBlock(code, name) {
-  const file = fileURLToPath(new URL(`./.readme-${name}.mjs`, import.meta.url));
-  const logs = [];
-  const log = console.log;
-  console.log = (...args) => logs.push(args);
-  try {
-    await writeFile(file, code);
-    await import(pathToFileURL(file).href);
-  } finally {
-    console.log = log;
-    await rm(file, { force: true });
-  }
-  return logs;
-}
+const blocks = await jsBlocks('README.md');
 
-test('README quick start runs', async () => {
-  const block = blocks.find((b) => b.includes("import { loadFavor } from 'favor-attention'") && b.includes('favorAttention('));
-  assert.ok(block, 'the quick-start block is in the README');
-  const logs = await runBlock(block, 'quick-start');
-  assert.ok(logs.length >= 3);
+test('README has one JavaScript example (a new one needs its own check here)', () => {
+  assert.equal(blocks.length, 1);
 });
 
-test('README prefill-then-decode example runs and keeps constant state memory', async () => {
-  const block = blocks.find((b) => b.includes('createCausalState'));
-  assert.ok(block, 'the causal-state block is in the README');
-  const code = `import { loadFavor } from 'favor-attention';\nconst favor = await loadFavor();\n${block}`;
-  const logs = await runBlock(code, 'decode');
-  const [length, bytes] = logs.at(-1);
-  assert.equal(length, 120);
+test('README example runs: FAVOR+ close to exact attention, a causal state of fixed size', async () => {
+  const [block] = blocks;
+  assert.ok(block.includes("import { loadFavor } from 'favor-attention'") && block.includes('favorAttention(')
+    && block.includes('createCausalState('), 'the example loads the package, runs FAVOR+ and a causal state');
+  const logs = await runBlock(block, 'readme');
+  assert.equal(logs.length, 2);
+  const [[error], [dims, length, bytes]] = logs;
+  assert.ok(error > 0 && error < 0.5, `FAVOR+ relative error ${error}`);
+  assert.deepEqual(dims, [1, 64]);
+  assert.equal(length, 513);
   assert.ok(bytes > 0 && bytes < 4 << 20, `state bytes ${bytes}`);
-});
-
-test('README worker example runs (loadFavor({ worker: true }))', async () => {
-  const block = blocks.find((b) => b.includes('loadFavor({ worker: true })'));
-  assert.ok(block, 'the worker block is in the README');
-  const inputs = "import { loadFavor } from 'favor-attention';\n"
-    + 'const t = () => ({ data: Float32Array.from({ length: 32 * 64 }, (_, i) => Math.sin(i)), dims: [32, 64] });\n'
-    + 'const q = t(), k = t(), v = t();\n';
-  const logs = await runBlock(`${inputs}${block}\nconsole.log(out.dims, fm.disposed, await favor.memory().catch((e) => e.message));`, 'worker');
-  const [dims, disposed, afterDispose] = logs.at(-1);
-  assert.deepEqual(dims, [32, 64]);
-  assert.equal(disposed, true);
-  assert.match(afterDispose, /^memory: this favor instance has been disposed/);
 });

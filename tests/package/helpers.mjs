@@ -29,6 +29,7 @@ export const EXPECTED_FILES = [
   'dist/favor-simd.js',
   'dist/favor-simd.wasm',
   'dist/favor-worker.js',
+  'docs/api.md',
   'package.json',
   'web/api.js',
   'web/browser.js',

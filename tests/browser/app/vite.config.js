@@ -1,4 +1,4 @@
-// What the README tells Vite users: keep favor-attention out of dependency pre-bundling so
+// What docs/api.md tells Vite users: keep favor-attention out of dependency pre-bundling so
 // the dev server serves its .wasm next to its JS (new URL('../dist/…wasm', import.meta.url)).
 import { defineConfig } from 'vite';
 

@@ -1,2 +1,2 @@
-// No configuration at all: what a user gets who skips the README's optimizeDeps advice.
+// No configuration at all: what a user gets who skips docs/api.md's optimizeDeps advice.
 export default {};
