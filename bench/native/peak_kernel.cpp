@@ -10,7 +10,7 @@
 typedef float Float4 __attribute__((vector_size(16)));
 
 // b and c read once through volatile: as constants folded into the loop, the V8 of Node 24 and 26
-// rebuilds each v128.const at every use (see src/favor/vector_math.hpp), and the loop measured
+// rebuilds each v128.const at every use (see src/favor/kernels/vector_math.hpp), and the loop measured
 // that (17.7 GFLOP/s in Node 26) instead of the multiply-adds.
 static const float kB = 0.999999f, kC = 1e-7f;
 

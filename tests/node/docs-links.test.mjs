@@ -9,10 +9,6 @@ import { fileURLToPath } from 'node:url';
 
 const root = new URL('../../', import.meta.url);
 
-// Docs being written on other branches, linked before they land: a link to one of these passes
-// while the file is missing. Delete this list once both are in the repository.
-const NOT_YET_MERGED = ['docs/design.md', 'docs/toolchain.md'];
-
 const files = ['README.md', 'BENCHMARKS.md', ...readdirSync(new URL('docs/', root)).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
 
 /** The link targets of a markdown text, code blocks and code spans left out. */
@@ -36,8 +32,50 @@ for (const file of files) {
       const path = fileURLToPath(url);
       assert.ok(path.startsWith(fileURLToPath(root)), `${file}: ${target} points outside the repository`);
       const inRepo = path.slice(fileURLToPath(root).length);
-      if (!existsSync(url) && !NOT_YET_MERGED.includes(inRepo)) missing.push(target);
+      if (!existsSync(url)) missing.push(`${target} (${inRepo})`);
     }
     assert.deepEqual(missing, [], `${file} links to files that do not exist`);
   });
 }
+
+// Every repository path that prose or a comment names (`src/favor/kernels/gemm.hpp`,
+// docs/design.md §4, …) exists: a reader can open what the text points at. A stem names the
+// files it begins (tests/node/misuse: misuse.test.mjs). Build outputs (dist/, build/,
+// node_modules/) and paths with wildcards or placeholders are not checked.
+const TOP = '(?:include|src|bindings|web|tests|bench|scripts|docs|model|train|demo|cmake|\\.ci)';
+const PATH = new RegExp(`(?<![\\w./-])${TOP}/[\\w./-]*[\\w]`, 'g');
+const SOURCES = ['README.md', 'BENCHMARKS.md', 'CMakeLists.txt', 'package.json'];
+for (const dir of ['docs', 'include', 'src', 'bindings', 'web', 'tests', 'bench', 'scripts', 'model', 'train', 'demo/src']) {
+  for (const f of readdirSync(new URL(`${dir}/`, root), { recursive: true })) {
+    if (/(^|\/)(node_modules|dist|\.cache)(\/|$)/.test(f) || !/\.(md|hpp|cpp|js|mjs|ts|py|sh|txt|cmake)$/.test(f)) continue;
+    SOURCES.push(`${dir}/${f}`);
+  }
+}
+
+function isStem(path) {
+  const slash = path.lastIndexOf('/');
+  const dir = new URL(path.slice(0, slash + 1), root), stem = path.slice(slash + 1);
+  return existsSync(dir) && readdirSync(dir).some((f) => f.startsWith(`${stem}.`) || f.startsWith(`${stem}-`) || f.startsWith(`${stem}_`));
+}
+
+test('every repository path named in docs, comments and scripts exists', () => {
+  const missing = [];
+  for (const file of SOURCES) {
+    const text = readFileSync(new URL(file, root), 'utf8');
+    for (const [path] of text.matchAll(PATH)) {
+      if (/[*{}$<>]|\.\.\.|(^|\/)dist(\/|$)/.test(path) || file === 'tests/node/docs-links.test.mjs') continue;
+      if (!existsSync(new URL(path, root)) && !isStem(path)) missing.push(`${file}: ${path}`);
+    }
+  }
+  assert.deepEqual(missing, []);
+});
+
+// The repository is read on its own: no text cites a document it does not hold, a tracker
+// outside it ("issue 16") or a scratch path.
+test('no text points outside the repository', () => {
+  const outside = /\bDESIGN\.md|\b[Ii]ssues? #?\d+|\.\.\/shared\/|\/tmp\//;
+  const hits = SOURCES.filter((f) => f !== 'tests/node/docs-links.test.mjs')
+    .flatMap((file) => readFileSync(new URL(file, root), 'utf8').split('\n')
+      .flatMap((line, i) => (outside.test(line) ? [`${file}:${i + 1}: ${line.trim()}`] : [])));
+  assert.deepEqual(hits, []);
+});
