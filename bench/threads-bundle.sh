@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The thread-scaling bench as one folder that runs as is on a machine with many cores, a Node
+# binary and no network: the built package (web/, dist/), bench/threads.mjs, the peer's graphs and
+# the few files of onnxruntime-web that Node loads. Then, there:
+#   tar xJf favor-threads.tar.xz && node favor-threads/bench/threads.mjs --json results.json
+# The 2-core machines this project builds on cannot show scaling past two threads.
+#   bash bench/threads-bundle.sh [OUT.tar.xz]   (default build/favor-threads.tar.xz)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-build/favor-threads.tar.xz}
+[[ -f dist/favor-relaxed-threads.wasm ]] || scripts/build-wasm.sh
+ort=node_modules/onnxruntime-web
+[[ -f $ort/package.json ]] || scripts/ensure-npm.sh
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+root=$stage/favor-threads
+mkdir -p "$root/bench/onnx" "$root/$ort/dist"
+cp package.json "$root/"
+cp -rL web dist "$root/"
+cp bench/threads.mjs "$root/bench/"
+cp bench/onnx/exact-bidirectional.onnx bench/onnx/favor-bidirectional.onnx "$root/bench/onnx/"
+cp $ort/package.json "$root/$ort/"
+cp $ort/dist/ort.node.min.mjs $ort/dist/ort-wasm-simd-threaded.mjs $ort/dist/ort-wasm-simd-threaded.wasm "$root/$ort/dist/"
+cp -r node_modules/onnxruntime-common "$root/node_modules/"
+mkdir -p "$(dirname "$out")"
+tar -C "$stage" -cJf "$out" favor-threads
+echo "$out ($(du -h "$out" | cut -f1))"

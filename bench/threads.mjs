@@ -1,0 +1,145 @@
+// Thread scaling: the same calls at T = 1, 2, 4, … up to the machine's cores (and 12 where the
+// machine has 16), each T a fresh loadFavor({ threads: T }) of the relaxed-SIMD build, d = dv = 64,
+// m = 256 (positive, orthogonal), with onnxruntime-web's graphs at env.wasm.numThreads = T beside
+// them where its files are found. Prints a table and writes JSON (--json FILE).
+//
+//   node bench/threads.mjs [--threads 1,2,4,8,16] [--cases favor8,exact8,...] [--reps 5]
+//                          [--json FILE] [--no-peers] [--build relaxed|simd]
+//
+// It imports only web/node.js, dist/ and (for the peer) onnxruntime-web and bench/onnx/, so the
+// folder that `node bench/threads-bundle.mjs` writes runs it as is with a Node binary and no network.
+import { spawnSync } from 'node:child_process';
+import { existsSync, writeFileSync } from 'node:fs';
+import { availableParallelism, cpus } from 'node:os';
+import { fileURLToPath } from 'node:url';
+
+import { loadFavor } from '../web/node.js';
+
+const args = Object.fromEntries(process.argv.slice(2).reduce((pairs, a, i, all) => {
+  if (a.startsWith('--')) pairs.push([a.slice(2), all[i + 1] && !all[i + 1].startsWith('--') ? all[i + 1] : true]);
+  return pairs;
+}, []));
+const cores = availableParallelism();
+const threadCounts = args.threads
+  ? String(args.threads).split(',').map(Number)
+  : [1, 2, 4, 8, 12, 16, 24, 32, 48, 64].filter((t) => t <= cores);
+const reps = Number(args.reps ?? 5);
+const d = 64, dv = 64, m = 256;
+
+// Deterministic inputs: a head's rows are smooth functions of (row, column), scaled so that
+// FAVOR+'s weights stay in the range real heads have.
+function tensor(dims, seed) {
+  const data = new Float32Array(dims.reduce((a, b) => a * b, 1));
+  let s = seed >>> 0;
+  for (let i = 0; i < data.length; ++i) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    data[i] = ((s >>> 8) / 16777216 - 0.5) * 1.2;
+  }
+  return { data, dims };
+}
+
+export const CASES = {
+  favor8: { label: 'FAVOR+, 8 heads, L = 4096', method: 'favor', H: 8, L: 4096 },
+  favor8causal: { label: 'FAVOR+ causal, 8 heads, L = 4096', method: 'favor', H: 8, L: 4096, causal: true },
+  favor8long: { label: 'FAVOR+, 8 heads, L = 16384', method: 'favor', H: 8, L: 16384 },
+  favor1: { label: 'FAVOR+, 1 head, L = 4096', method: 'favor', H: 1, L: 4096 },
+  favor1long: { label: 'FAVOR+, 1 head, L = 65536', method: 'favor', H: 1, L: 65536 },
+  exact8: { label: 'exact, 8 heads, L = 4096', method: 'exact', H: 8, L: 4096 },
+  exact1: { label: 'exact, 1 head, L = 4096', method: 'exact', H: 1, L: 4096 },
+  decode8: { label: 'FAVOR+ decode, 8 heads, tokens/s', method: 'decode', H: 8, L: 1024 },
+};
+const caseIds = args.cases ? String(args.cases).split(',') : Object.keys(CASES);
+
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[s.length >> 1]; };
+
+function timeCall(call) {
+  call();  // warm-up: first-call allocations, the heap's growth
+  const times = [];
+  for (let r = 0; r < reps; ++r) {
+    const t0 = performance.now();
+    call();
+    times.push(performance.now() - t0);
+  }
+  return median(times);
+}
+
+function runOurs(favor, c, featureMap) {
+  const q = tensor([c.H, c.L, d], 1), k = tensor([c.H, c.L, d], 2), v = tensor([c.H, c.L, dv], 3);
+  if (c.method === 'exact') return timeCall(() => favor.exactAttention(q, k, v, { causal: !!c.causal }));
+  if (c.method === 'favor') return timeCall(() => favor.favorAttention(q, k, v, { featureMap, causal: !!c.causal }));
+  // decode: a prefill of L positions, then one position per append; tokens per second.
+  const state = favor.createCausalState({ method: 'favor', featureMap });
+  try {
+    state.append(q, k, v);
+    const x = tensor([c.H, 1, d], 4);
+    for (let i = 0; i < 200; ++i) state.append(x, x, x);
+    const rounds = [];
+    for (let r = 0; r < reps; ++r) {
+      const steps = 400, t0 = performance.now();
+      for (let i = 0; i < steps; ++i) state.append(x, x, x);
+      rounds.push(steps / ((performance.now() - t0) / 1000));
+    }
+    return median(rounds);
+  } finally {
+    state.dispose();
+  }
+}
+
+// onnxruntime-web's MatMul graphs (bench/onnx/), one head. Its thread count is fixed when its
+// wasm starts, so each T runs in a child process: node bench/threads.mjs --peer T.
+async function runPeers(T, ids) {
+  const ort = await import('onnxruntime-web');
+  ort.env.wasm.numThreads = T;
+  ort.env.logLevel = 'error';
+  const out = {};
+  for (const id of ids) {
+    const c = CASES[id];
+    if (c.H !== 1 || c.method === 'decode' || c.causal) continue;
+    const q = tensor([c.L, d], 1), k = tensor([c.L, d], 2), v = tensor([c.L, dv], 3);
+    const t = (x) => new ort.Tensor('float32', x.data, x.dims);
+    const w = tensor([m, d], 5);
+    const feeds = { q: t(q), k: t(k), v: t(v), ...(c.method === 'favor' && { w: t(w) }) };
+    const file = fileURLToPath(new URL(`./onnx/${c.method}-bidirectional.onnx`, import.meta.url));
+    const session = await ort.InferenceSession.create(file, { executionProviders: ['wasm'], graphOptimizationLevel: 'all' });
+    await session.run(feeds);
+    const times = [];
+    for (let r = 0; r < reps; ++r) {
+      const t0 = performance.now();
+      await session.run(feeds);
+      times.push(performance.now() - t0);
+    }
+    out[id] = median(times);
+    await session.release();
+  }
+  return out;
+}
+
+if (args.peer) {
+  process.stdout.write(JSON.stringify(await runPeers(Number(args.peer), caseIds)));
+  process.exit(0);
+}
+
+function peerTimes(T) {
+  if (args['no-peers'] || !existsSync(new URL('./onnx/exact-bidirectional.onnx', import.meta.url))) return {};
+  const child = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--peer', String(T), '--reps', String(reps), '--cases', caseIds.join(',')],
+    { encoding: 'utf8', maxBuffer: 1 << 20 });
+  try { return JSON.parse(child.stdout); } catch { console.log(`onnxruntime-web at T = ${T} failed: ${child.stderr.slice(0, 300)}`); return {}; }
+}
+
+const results = { cpu: cpus()[0]?.model ?? 'unknown', cores, node: process.version, build: args.build ?? 'relaxed', rows: [] };
+console.log(`# thread scaling on ${results.cpu} (${cores} cores), Node ${process.version}`);
+for (const T of threadCounts) {
+  const favor = await loadFavor({ threads: T, simd: args.build === 'simd' ? 'simd' : undefined });
+  const featureMap = favor.createFeatureMap({ dim: d, features: m, seed: 7 });
+  const peers = peerTimes(T);
+  for (const id of caseIds) {
+    const c = CASES[id];
+    const ours = runOurs(favor, c, featureMap);
+    const peer = peers[id] ?? null;
+    results.rows.push({ id, label: c.label, threads: T, threadsUsed: favor.info.threads, ours, peer });
+    console.log(`T=${String(T).padStart(2)}  ${c.label.padEnd(36)} ${c.method === 'decode' ? `${(ours / 1000).toFixed(1)}k tok/s` : `${ours.toFixed(1)} ms`}${peer ? `   ort ${peer.toFixed(1)} ms` : ''}`);
+  }
+  featureMap.dispose();
+  favor.dispose();
+}
+if (args.json) writeFileSync(String(args.json), `${JSON.stringify(results, null, 1)}\n`);
