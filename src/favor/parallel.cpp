@@ -1,5 +1,7 @@
 #include "favor/parallel.hpp"
 
+#include "favor/thread_plan.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -22,8 +24,10 @@ namespace favor {
 
 namespace {
 std::atomic<int> g_max_threads{1};
-thread_local bool t_in_parallel = false;  // nested regions run serially (no oversubscription;
-                                          // the pool runs one job at a time)
+thread_local bool t_in_parallel = false;  // inside a region: a nested one becomes a job that idle
+                                          // threads of the region help with
+thread_local int t_share = 1;             // inside a region: its threads per index (>= 1)
+thread_local int t_limit = 0;             // a ThreadLimit's count for this thread's regions (0: none)
 
 #ifndef FAVOR_SERIAL_ONLY
 // The C++ runtime sets a thread's exception-handling state up on its first caught exception (16
@@ -57,6 +61,8 @@ class Pool {
     if (!one_job) return false;
     const int helpers = std::min<int>({threads - 1, static_cast<int>(helpers_.size()), kMaxHelpers});
     job_.call = call, job_.context = context, job_.count = count;
+    job_.share = std::max(1, threads / static_cast<int>(std::min<Index>(count, threads)));
+    job_.in_flight.store(0, std::memory_order_relaxed);
     job_.next.store(0, std::memory_order_relaxed);
     job_.failed.store(false, std::memory_order_relaxed);
     job_.error_index = count, job_.error = nullptr;
@@ -68,6 +74,7 @@ class Pool {
       wake_.notify_all();
     }
     work(job_);
+    help_until_done(job_);
     const auto none_working = [this] { return (active_.load() & kJoinedMask) == 0; };
     if ((active_.fetch_or(kClosed) & kJoinedMask) && !spin_until(none_working, kCallerSpin)) {
       caller_sleeps_.store(true);
@@ -127,9 +134,22 @@ class Pool {
     void* context = nullptr;
     Index count = 0;
     std::atomic<Index> next{0};
+    std::atomic<Index> in_flight{0};  // indices taken and not finished
+    std::atomic<int> joined{0};       // a nested job's helpers still in it
     std::atomic<bool> failed{false};
+    int share = 1;                    // threads per index, for available_threads() inside
     Index error_index = 0;
     std::exception_ptr error;
+  };
+
+  // Nested regions: a thread running an index of a region publishes its inner loop here as a job
+  // of its own, and threads of the region that have run out of indices help with it, so that a
+  // region of fewer indices than threads (heads, say) still keeps every thread busy. Which thread
+  // runs an index never changes what it computes.
+  static constexpr int kSlots = 64;
+  struct alignas(64) Slot {
+    std::mutex mutex;
+    Job* job = nullptr;
   };
 
   // Whether done() held within `budget`.
@@ -160,6 +180,7 @@ class Pool {
       seen = ticket;
       if (id >= static_cast<int>(ticket & kMaxHelpers) || !join(ticket >> kHelperBits)) continue;
       work(job_);
+      help_until_done(job_);
       if (((active_.fetch_sub(1) - 1) & kJoinedMask) == 0 && caller_sleeps_.load()) {
         { std::lock_guard<std::mutex> lock(mutex_); }
         done_.notify_all();
@@ -178,8 +199,18 @@ class Pool {
 
   void work(Job& job) {
     const bool nested = t_in_parallel;
+    const int share = t_share;
     t_in_parallel = true;
-    for (Index i; !job.failed.load(std::memory_order_relaxed) && (i = job.next++) < job.count;) {
+    t_share = job.share;
+    while (!job.failed.load(std::memory_order_relaxed)) {
+      // Counted in flight before it is taken: a thread that finds none in flight after the last
+      // index was taken knows every index has finished.
+      job.in_flight.fetch_add(1);
+      const Index i = job.next++;
+      if (i >= job.count) {
+        job.in_flight.fetch_sub(1);
+        break;
+      }
       try {
         job.call(job.context, i);
       } catch (...) {
@@ -187,9 +218,64 @@ class Pool {
         if (i < job.error_index) job.error_index = i, job.error = std::current_exception();
         job.failed = true;
       }
+      job.in_flight.fetch_sub(1);
     }
     t_in_parallel = nested;
+    t_share = share;
   }
+
+  // Until every index of `job` has finished: helps with the nested jobs its indices publish.
+  void help_until_done(Job& job) {
+    while (job.in_flight.load() > 0)
+      if (!help_one()) std::this_thread::yield();
+  }
+
+  // Joins one published job that still has indices; false if there is none.
+  bool help_one() {
+    for (Slot& slot : slots_) {
+      if (!slot.job) continue;  // a racy peek: the lock below decides
+      Job* job;
+      {
+        std::lock_guard<std::mutex> lock(slot.mutex);
+        job = slot.job;
+        if (!job || job->failed.load() || job->next.load() >= job->count) continue;
+        job->joined.fetch_add(1);
+      }
+      work(*job);
+      job->joined.fetch_sub(1, std::memory_order_release);
+      return true;
+    }
+    return false;
+  }
+
+ public:
+  // A region started inside a region: published for the outer region's threads to help with,
+  // run here as well; returns once every index has finished (false: no free slot, run it serially).
+  bool run_nested(Index count, void (*call)(void*, Index), void* context) {
+    Job job;
+    job.call = call, job.context = context, job.count = count, job.error_index = count;
+    job.share = 1;
+    Slot* slot = nullptr;
+    for (Slot& s : slots_) {
+      std::unique_lock<std::mutex> lock(s.mutex, std::try_to_lock);
+      if (lock && !s.job) {
+        s.job = &job;
+        slot = &s;
+        break;
+      }
+    }
+    if (!slot) return false;
+    work(job);
+    {
+      std::lock_guard<std::mutex> lock(slot->mutex);
+      slot->job = nullptr;  // no helper joins after this
+    }
+    while (job.joined.load(std::memory_order_acquire) > 0 || job.in_flight.load() > 0) std::this_thread::yield();
+    if (job.error) std::rethrow_exception(job.error);
+    return true;
+  }
+
+ private:
 
   std::mutex job_mutex_, mutex_, error_mutex_;
   std::condition_variable wake_, done_;
@@ -199,6 +285,7 @@ class Pool {
   std::atomic<int> sleepers_{0};
   std::atomic<bool> caller_sleeps_{false};
   Job job_;
+  Slot slots_[kSlots];
 };
 
 // Made on first use and never destroyed: its threads outlive main's statics.
@@ -224,15 +311,24 @@ int max_threads() {
 #endif
 }
 
-int available_threads() { return t_in_parallel ? 1 : max_threads(); }
+int available_threads() { return t_in_parallel ? t_share : t_limit ? std::min(t_limit, max_threads()) : max_threads(); }
+
+ThreadLimit::ThreadLimit(int threads) : previous_(t_limit) { t_limit = std::max(1, threads); }
+ThreadLimit::~ThreadLimit() { t_limit = previous_; }
 
 namespace detail {
 
 void run_parallel(Index count, void (*call)(void*, Index), void* context) {
   if (count <= 0) return;
 #ifndef FAVOR_SERIAL_ONLY
-  const Index threads = std::min<Index>(max_threads(), count);
-  if (threads > 1 && !t_in_parallel && pool().run(count, static_cast<int>(threads), call, context)) return;
+  if (t_in_parallel) {
+    if (count > 1 && max_threads() > 1 && pool().run_nested(count, call, context)) return;
+  } else {
+    // Every thread the call may use is invited, also past `count`: the ones without an index help
+    // with the nested regions of the others.
+    const int threads = available_threads();
+    if (threads > 1 && pool().run(count, threads, call, context)) return;
+  }
 #endif
   for (Index i = 0; i < count; ++i) call(context, i);
 }

@@ -1,5 +1,5 @@
 // The thread layer: parallel_for covers every index once, carries worker exceptions to the
-// caller, runs nested regions serially; and every parallelized computation gives the same bits
+// caller, lets idle threads help with nested regions; and every parallelized computation gives the same bits
 // with 1, 2 and 3 threads.
 #include <gtest/gtest.h>
 
@@ -143,19 +143,42 @@ TEST(Parallel, CoreErrorsKeepTheirType) {
   }
 }
 
-TEST(Parallel, NestedRegionsRunSerially) {
-  Threads t(2);
-  std::atomic<int> inner_total{0};
-  std::atomic<bool> inner_switched{false};
-  favor::parallel_for(4, [&](Index) {
-    const auto outer = std::this_thread::get_id();
-    favor::parallel_for(16, [&](Index) {
-      ++inner_total;
-      if (std::this_thread::get_id() != outer) inner_switched = true;
+// A region of fewer indices than threads (heads, say) keeps every thread busy: the threads left
+// without an index help with the inner regions of the others. Every inner index runs once, an
+// inner error reaches the caller of the outer region, and regions nest to any depth.
+TEST(Parallel, NestedRegionsAreHelpedByIdleThreads) {
+  Threads t(4);
+  std::mutex m;
+  std::vector<int> ids;
+  std::vector<std::atomic<int>> hits(2 * 64);
+  favor::parallel_for(2, [&](Index outer) {
+    EXPECT_EQ(favor::available_threads(), 2) << "4 threads over 2 indices";
+    favor::parallel_for(64, [&](Index i) {
+      ++hits[static_cast<std::size_t>(outer * 64 + i)];
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      std::lock_guard<std::mutex> lock(m);
+      ids.push_back(thread_serial());
     });
   });
-  EXPECT_EQ(inner_total.load(), 64);
-  EXPECT_FALSE(inner_switched.load());
+  for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+  std::sort(ids.begin(), ids.end());
+  EXPECT_GT(std::unique(ids.begin(), ids.end()) - ids.begin(), 2) << "the two idle threads never helped";
+
+  std::atomic<int> deepest{0};
+  favor::parallel_for(3, [&](Index) {
+    favor::parallel_for(5, [&](Index) { favor::parallel_for(7, [&](Index) { ++deepest; }); });
+  });
+  EXPECT_EQ(deepest.load(), 3 * 5 * 7);
+
+  EXPECT_THROW(favor::parallel_for(2, [&](Index o) {
+                 favor::parallel_for(50, [&](Index i) {
+                   if (o == 1 && i == 17) throw std::runtime_error("inner");
+                 });
+               }),
+               std::runtime_error);
+  std::atomic<int> after{0};
+  favor::parallel_for(8, [&](Index) { favor::parallel_for(8, [&](Index) { ++after; }); });
+  EXPECT_EQ(after.load(), 64) << "the pool works after an inner error";
 }
 
 favor::AttentionOptions causal(bool c) {
