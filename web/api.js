@@ -3,8 +3,8 @@
 // the objects that live in wasm (feature maps, causal states, packed matrices) as classes freed
 // by dispose() or once garbage-collected. Outputs are fresh arrays that stay valid after later
 // calls, or the caller's options.out (out.js). The calls are those of operations.js.
-import { chooseTileRows } from './load.js';
 import { coreError, createHeap } from './heap.js';
+import { chooseTileRows } from './load.js';
 import { OBJECTS } from './operations.js';
 import { checkOut, outLength } from './out.js';
 import {
