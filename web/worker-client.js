@@ -13,16 +13,16 @@ import { encodeArgs, outputStandIn } from './worker-messages.js';
 const ERRORS = { TypeError, RangeError };
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
 
-// A call whose options may carry out: the caller's out stays on this side. The worker gets an
-// array of the same length to compute into (so it checks out as the synchronous API does, with
-// the same errors), moves it back, and it is copied into out here.
-function withOut(spec, args, run) {
-  if (!spec.out) return run(args);
-  const at = optionsIndex(spec);
-  const options = args[at];
+// Runs a call with the arguments the table names (the API ignores any others: they never
+// travel, so never fail to clone or get moved). A caller's options.out stays on this side: the
+// worker gets an array of the same length to compute into (so it checks out as the synchronous
+// API does, with the same errors), moves it back, and it is copied into out here.
+function forward(spec, args, run) {
+  const sent = args.slice(0, spec.args.length);
+  const at = spec.out ? optionsIndex(spec) : -1;
+  const options = sent[at];
   const out = options !== null && typeof options === 'object' && Object.hasOwn(options, 'out') ? options.out : undefined;
-  if (!(out instanceof Float32Array)) return run(args);  // none, or one the worker rejects as the synchronous API does
-  const sent = [...args];
+  if (!(out instanceof Float32Array)) return run(sent);  // none, or one the worker rejects as the synchronous API does
   sent[at] = { ...options, out: outputStandIn(out) };
   return run(sent).then((result) => writeOut(result.data, result.dims, out));
 }
@@ -184,8 +184,8 @@ for (const [kind, { name, getters, methods }] of Object.entries(OBJECTS)) {
   }
   for (const [method, spec] of Object.entries(methods)) {
     const { [method]: value } = spec.returns === 'this'
-      ? { async [method](...args) { await this.call(method, ...args); return this; } }
-      : { [method](...args) { return withOut(spec, args, (sent) => this.call(method, ...sent)); } };
+      ? { async [method](...args) { await forward(spec, args, (sent) => this.call(method, ...sent)); return this; } }
+      : { [method](...args) { return forward(spec, args, (sent) => this.call(method, ...sent)); } };
     Object.defineProperty(ProxyClass.prototype, method, { value, writable: true, configurable: true });
   }
   PROXIES[kind] = ProxyClass;
@@ -241,8 +241,8 @@ export async function createWorkerApi(start, { loadOptions, transfer, silentMs =
   };
   for (const [op, spec] of Object.entries(OPERATIONS)) {
     const ProxyClass = PROXIES[spec.returns];
-    api[op] = ProxyClass ? async (...args) => new ProxyClass(link, await send(op, args), api)
-      : (...args) => withOut(spec, args, (sent) => send(op, sent));
+    api[op] = ProxyClass ? async (...args) => new ProxyClass(link, await forward(spec, args, (sent) => send(op, sent)), api)
+      : (...args) => forward(spec, args, (sent) => send(op, sent));
   }
   // An instance dropped without dispose() (with every proxy it made) ends its worker once
   // garbage-collected, after its pending calls have settled.
