@@ -1,7 +1,8 @@
 // Browser entry: finds the .wasm next to this package's files (bundlers see the literal
 // new URL(..., import.meta.url) and emit the file), overridable by wasmUrl, wasmBinary or locateFile.
 // The pthreads build is used only on cross-origin isolated pages (SharedArrayBuffer).
-import { checkLoadOptions, checkWasmBinary, chooseBuild, chooseThreads, createApi, printErr, threadedStartup } from './api.js';
+import { createApi } from './api.js';
+import { checkLoadOptions, checkWasmBinary, chooseBuild, chooseThreads, printErr, threadedStartup } from './load.js';
 import { createWorkerApi, workerStartError } from './worker-client.js';
 
 export { version } from './api.js';

@@ -1,5 +1,6 @@
 /// <reference lib="esnext.disposable" />
-// Type declarations for favor-attention (hand-written; they mirror web/api.js exactly).
+// Type declarations for favor-attention (hand-written; they mirror web/api.js exactly, and
+// tests/node/operations.test.mjs checks their calls, methods and getters against web/operations.js).
 
 /**
  * A dense row-major float32 tensor: dims [L, d], [H, L, d] or [B, H, L, d] (any rank >= 2).

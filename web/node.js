@@ -4,7 +4,8 @@ import { readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
-import { checkLoadOptions, checkWasmBinary, chooseBuild, chooseThreads, createApi, printErr, threadedStartup } from './api.js';
+import { createApi } from './api.js';
+import { checkLoadOptions, checkWasmBinary, chooseBuild, chooseThreads, printErr, threadedStartup } from './load.js';
 import { withWorkerGlobal } from './node-worker-shim.js';
 import { createWorkerApi } from './worker-client.js';
 

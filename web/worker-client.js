@@ -5,27 +5,25 @@
 // throws them.
 // No call throws synchronously or stays pending forever: if the worker ends or fails, every
 // pending call rejects, and later ones too.
-import { writeOut } from './api.js';
 import { watchSilence } from './load-watch.js';
+import { OBJECTS, OPERATIONS, optionsIndex } from './operations.js';
+import { writeOut } from './out.js';
 import { encodeArgs, outputStandIn } from './worker-messages.js';
 
 const ERRORS = { TypeError, RangeError };
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
-const API_CALLS = ['exactAttention', 'attentionMatrix', 'favorAttention', 'favorAttentionMatrix', 'codebookAttention',
-  'codebookAttentionMatrix', 'kmeans', 'randomCodebook', 'compare', 'outputRelativeError', 'matmul', 'codebookFromFeatureMap'];
 
-// Calls taking options.out, and the index of their options argument. The caller's out stays on
-// this side: the worker gets an array of the same length to compute into (so it checks out as
-// the synchronous API does, with the same errors), moves it back, and it is copied into out here.
-const OUT_OPTION = { exactAttention: 3, attentionMatrix: 2, favorAttention: 3, favorAttentionMatrix: 2, codebookAttention: 3,
-  codebookAttentionMatrix: 2, matmul: 2, append: 3 };
-
-function withOut(op, args, run) {
-  const options = args[OUT_OPTION[op]];
+// Runs a call with the arguments the table names (the API ignores any others: they never
+// travel, so never fail to clone or get moved). A caller's options.out stays on this side: the
+// worker gets an array of the same length to compute into (so it checks out as the synchronous
+// API does, with the same errors), moves it back, and it is copied into out here.
+function forward(spec, args, run) {
+  const sent = args.slice(0, spec.args.length);
+  const at = spec.out ? optionsIndex(spec) : -1;
+  const options = sent[at];
   const out = options !== null && typeof options === 'object' && Object.hasOwn(options, 'out') ? options.out : undefined;
-  if (!(out instanceof Float32Array)) return run(args);  // none, or one the worker rejects as the synchronous API does
-  const sent = [...args];
-  sent[OUT_OPTION[op]] = { ...options, out: outputStandIn(out) };
+  if (!(out instanceof Float32Array)) return run(sent);  // none, or one the worker rejects as the synchronous API does
+  sent[at] = { ...options, out: outputStandIn(out) };
   return run(sent).then((result) => writeOut(result.data, result.dims, out));
 }
 
@@ -134,19 +132,21 @@ const orphans = new FinalizationRegistry(({ link, id }) => {
   if (!link.ended) link.send('dispose', [], id).catch(() => {});
 });
 
-/** A feature map or causal state living in a worker; it works only with the instance that made it. */
+/** An object living in a worker (OBJECTS in operations.js); it works only with the instance that made it. */
 class WorkerObject {
   #link;
   #id;
   #kind;
   #owner;  // the API object: keeps the instance (and its worker) alive while a proxy lives
 
-  constructor(link, id, kind, owner) {
+  /** made: the worker's answer to the call that made it, { id, props } (props: its settings) */
+  constructor(link, { id, props }, kind, owner) {
     this.#link = link;
     this.#id = id;
     this.#kind = kind;
     this.#owner = owner;
     orphans.register(this, { link, id }, this);
+    Object.assign(this, props);
   }
 
   /** @internal { id, kind } (id 0 once disposed) when this proxy belongs to `link`'s instance */
@@ -154,10 +154,7 @@ class WorkerObject {
 
   /** @internal a call on this object in the worker, rejected at once if it was disposed */
   call(op, ...args) {
-    if (!this.#id) {
-      const what = { state: 'causal state', featureMap: 'feature map', matrix: 'packed matrix' }[this.#kind];
-      return Promise.reject(new TypeError(`${this.#kind}: this ${what} has been disposed`));
-    }
+    if (!this.#id) return Promise.reject(new TypeError(`${this.#kind}: this ${OBJECTS[this.#kind].what} has been disposed`));
     return this.#link.send(op, args, this.#id);
   }
 
@@ -175,45 +172,23 @@ class WorkerObject {
   [disposeSymbol]() { this.dispose(); }
 }
 
-class FeatureMap extends WorkerObject {
-  constructor(link, { id, props }, owner) {
-    super(link, id, 'featureMap', owner);
-    Object.assign(this, props);
+// The proxy class of each kind, named as the synchronous API's class (an argument's class name
+// is how that API tells another instance's object), its getters and methods calls to the worker.
+const PROXIES = {};
+for (const [kind, { name, getters, methods }] of Object.entries(OBJECTS)) {
+  const ProxyClass = { [name]: class extends WorkerObject {
+    constructor(link, made, owner) { super(link, made, kind, owner); }
+  } }[name];
+  for (const getter of getters) {
+    Object.defineProperty(ProxyClass.prototype, getter, { get() { return this.call(getter); }, configurable: true });
   }
-
-  get projection() { return this.call('projection'); }
-
-  async redraw(seed) {
-    await this.call('redraw', seed);
-    return this;
+  for (const [method, spec] of Object.entries(methods)) {
+    const { [method]: value } = spec.returns === 'this'
+      ? { async [method](...args) { await forward(spec, args, (sent) => this.call(method, ...sent)); return this; } }
+      : { [method](...args) { return forward(spec, args, (sent) => this.call(method, ...sent)); } };
+    Object.defineProperty(ProxyClass.prototype, method, { value, writable: true, configurable: true });
   }
-}
-
-class PackedMatrix extends WorkerObject {
-  constructor(link, { id, props }, owner) {
-    super(link, id, 'matrix', owner);
-    Object.assign(this, props);
-  }
-
-  get bytes() { return this.call('bytes'); }
-}
-
-class CausalState extends WorkerObject {
-  constructor(link, { id, props }, owner) {
-    super(link, id, 'state', owner);
-    this.method = props.method;
-  }
-
-  get length() { return this.call('length'); }
-
-  get stateBytes() { return this.call('stateBytes'); }
-
-  append(...args) { return withOut('append', args, (sent) => this.call('append', ...sent)); }
-
-  async reset() {
-    await this.call('reset');
-    return this;
-  }
+  PROXIES[kind] = ProxyClass;
 }
 
 // A worker that freezes while it loads (load-watch.js) is ended after WORKER_SILENT_MS of
@@ -261,14 +236,14 @@ export async function createWorkerApi(start, { loadOptions, transfer, silentMs =
 
   const api = {
     info: Object.freeze(info),
-    memory: () => send('memory', []),
     /** Ends the worker (pending calls reject); resolves once it has ended. */
     dispose: () => link.end(DISPOSED),
-    createFeatureMap: async (options) => new FeatureMap(link, await send('createFeatureMap', [options]), api),
-    createCausalState: async (options) => new CausalState(link, await send('createCausalState', [options]), api),
-    packMatrix: async (...args) => new PackedMatrix(link, await send('packMatrix', args), api),
   };
-  for (const op of API_CALLS) api[op] = (...args) => withOut(op, args, (sent) => send(op, sent));
+  for (const [op, spec] of Object.entries(OPERATIONS)) {
+    const ProxyClass = PROXIES[spec.returns];
+    api[op] = ProxyClass ? async (...args) => new ProxyClass(link, await forward(spec, args, (sent) => send(op, sent)), api)
+      : (...args) => forward(spec, args, (sent) => send(op, sent));
+  }
   // An instance dropped without dispose() (with every proxy it made) ends its worker once
   // garbage-collected, after its pending calls have settled.
   instances.register(api, link);

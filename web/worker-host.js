@@ -1,16 +1,15 @@
 // The worker side of loadFavor({ worker: true }): serves one favor instance to the page (or Node
 // thread) that started it. Messages: { id, op, target, args } in; { id, value } or
-// { id, error: { name, message, code } } out, one reply per message, in order. Feature maps and
-// causal states stay here behind handle numbers; their proxies (web/worker-client.js) name them
-// in `target` and, encoded by web/worker-messages.js, in arguments.
+// { id, error: { name, message, code } } out, one reply per message, in order. An op is a call of
+// web/operations.js, or with a `target`, a method or getter of an object there (or dispose). The
+// objects stay here behind handle numbers; their proxies (web/worker-client.js) name them in
+// `target` and, encoded by web/worker-messages.js, in arguments.
 import { heartbeat } from './load-watch.js';
+import { OBJECTS, OPERATIONS } from './operations.js';
 import { decodeArgs } from './worker-messages.js';
 
-const CALLS = new Set(['exactAttention', 'attentionMatrix', 'favorAttention', 'favorAttentionMatrix', 'codebookAttention',
-  'codebookAttentionMatrix', 'kmeans', 'randomCodebook', 'compare', 'outputRelativeError', 'matmul', 'codebookFromFeatureMap', 'memory']);
-// What a proxy may do with its object: call methods, read getters (op = the getter's name).
-const OBJECT_CALLS = { featureMap: new Set(['redraw']), state: new Set(['append', 'reset']), matrix: new Set() };
-const OBJECT_GETTERS = { featureMap: new Set(['projection']), state: new Set(['length', 'stateBytes']), matrix: new Set(['bytes']) };
+// Only the table's calls, methods and getters (op = the getter's name) are served.
+const has = (table, op) => Object.hasOwn(table, op);
 
 export function serve(port, loadFavor) {
   let favor = null;
@@ -18,15 +17,11 @@ export function serve(port, loadFavor) {
   let next = 1;
   const tombstones = {};  // a disposed object of each kind: the API's own errors for a disposed proxy
 
+  // A new object kept here; its proxy gets its number and its settings.
   const keep = (object, kind) => {
     const id = next++;
     handles.set(id, { object, kind });
-    if (kind === 'featureMap') {
-      const { dim, features, numFeatures, kernel, sampling, epsilon, rho } = object;
-      return { id, props: { dim, features, numFeatures, kernel, sampling, epsilon, rho } };
-    }
-    if (kind === 'matrix') return { id, props: { dims: object.dims, transposeB: object.transposeB } };
-    return { id, props: { method: object.method } };
+    return { id, props: Object.fromEntries(OBJECTS[kind].settings.map((name) => [name, object[name]])) };
   };
 
   const tombstone = (kind) => {
@@ -49,16 +44,15 @@ export function serve(port, loadFavor) {
         return undefined;
       }
       if (!entry) throw new TypeError(`${op}: no such object in the worker`);
-      if (OBJECT_GETTERS[entry.kind].has(op)) return entry.object[op];
-      if (!OBJECT_CALLS[entry.kind].has(op)) throw new TypeError(`${op}: not a method of this object`);
+      const { getters, methods } = OBJECTS[entry.kind];
+      if (getters.includes(op)) return entry.object[op];
+      if (!has(methods, op)) throw new TypeError(`${op}: not a method of this object`);
       const value = entry.object[op](...decodeArgs(args, resolve));
       return value === entry.object ? undefined : value;
     }
-    if (op === 'createFeatureMap') return keep(favor.createFeatureMap(...decodeArgs(args, resolve)), 'featureMap');
-    if (op === 'createCausalState') return keep(favor.createCausalState(...decodeArgs(args, resolve)), 'state');
-    if (op === 'packMatrix') return keep(favor.packMatrix(...decodeArgs(args, resolve)), 'matrix');
-    if (!CALLS.has(op)) throw new TypeError(`${op}: not a favor-attention call`);
-    return favor[op](...decodeArgs(args, resolve));
+    if (!has(OPERATIONS, op)) throw new TypeError(`${op}: not a favor-attention call`);
+    const value = favor[op](...decodeArgs(args, resolve));
+    return has(OBJECTS, OPERATIONS[op].returns) ? keep(value, OPERATIONS[op].returns) : value;
   }
 
   const reply = (msg, transfer) => {

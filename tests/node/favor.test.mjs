@@ -63,7 +63,7 @@ test('sampled W: every kernel, causal and not, chunk 1, 7, 128, 1000 and default
 
 // An explicit W, as a user would export it from a trained PyTorch/JAX Performer.
 // Regression (fixed): createFeatureMap({ projection }) always threw
-// "TypeError: Cannot read properties of undefined (reading 'error')" (web/api.js `call` reads
+// "TypeError: Cannot read properties of undefined (reading 'error')" (web/heap.js `call` reads
 // result.error, but the binding initProjection returns undefined on success), so these tests failed.
 test('explicit projection: every kernel, causal and not, chunk 1, 7, 128, 1000 equal the float64 formula for that W', () => {
   const d = 8, m = 24;

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 
 // What this engine validates: wasm SIMD (v128.const; i8x16.popcnt) and relaxed SIMD
 // (f32x4.relaxed_madd of three zero vectors), each a one-function module, written here apart from
-// web/api.js's probes so that a wrong probe there fails the tests that expect a build.
+// web/load.js's probes so that a wrong probe there fails the tests that expect a build.
 export const SIMD_SUPPORTED = WebAssembly.validate(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 10, 1, 8, 0, 65, 0, 253, 15, 253, 98, 11]));
 const V128_ZERO = [253, 12, ...new Array(16).fill(0)];
 export const RELAXED_SIMD_SUPPORTED = WebAssembly.validate(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0,

@@ -1,0 +1,101 @@
+// The wasm side of a call, mirroring bindings/wasm/bindings.cpp: inputs copied into the heap with
+// their dims in a header before the data, outputs taken back out of it, views of the memory made
+// again after it grows, and the core's errors (returned as values, never thrown through wasm)
+// turned into TypeError/RangeError.
+import { writeOut } from './out.js';
+
+const CACHE_LINE = 64;  // bytes
+const ERROR_TYPES = { TypeError, RangeError };
+
+/** The core's error value { error, message } as the Error it names, its message prefixed by fnName. */
+export const coreError = (fnName, e) => new (ERROR_TYPES[e.error] ?? Error)(`${fnName}: ${e.message}`);
+
+/**
+ * The heap of an instantiated module: call(fnName, tensors, fn) runs fn on the tensors' heap
+ * pointers, takeTensor(ptr, out) takes an output back, heapF32() views the whole memory.
+ */
+export function createHeap(Module) {
+  // A view of the whole wasm memory, made at each use: growth replaces the buffer, and in the
+  // pthreads build Module.HEAPF32 stays short when a worker thread grew the memory.
+  const heapF32 = () => {
+    const buffer = Module.wasmMemory?.buffer;
+    return buffer && buffer !== Module.HEAPF32.buffer ? new Float32Array(buffer) : Module.HEAPF32;
+  };
+
+  const heapU8 = () => new Uint8Array(heapF32().buffer);
+  let f64 = null;
+  const heapF64 = () => {
+    const buffer = heapF32().buffer;
+    if (f64?.buffer !== buffer) f64 = new Float64Array(buffer);
+    return f64;
+  };
+
+  // A tensor in the wasm heap carries its dims just before its data, as doubles: the rank at
+  // data - 8, the dims before it (bindings.cpp dims_before). A pointer is then the whole argument:
+  // a dims array read through Embind cost a crossing per element (~2 µs of a small call).
+  function writeDims(ptr, dims) {
+    const heap = heapF64(), rankAt = (ptr >>> 3) - 1;
+    heap[rankAt] = dims.length;
+    for (let i = 0; i < dims.length; ++i) heap[rankAt - dims.length + i] = dims[i];
+  }
+
+  // Copies each tensor (Float32Array data) or mask (Uint8Array) into the wasm heap with its dims,
+  // calls fn(pointers), frees, and rethrows core errors: a result of 0 from a call that makes a
+  // tensor (its error kept for Module.lastError()), or an { error, message } value. A null entry
+  // gives the pointer 0. Each copy starts on a cache line: malloc only guarantees 8 bytes here,
+  // and the kernels' 16-byte loads of a row that straddle two lines cost up to 2x in the products.
+  function call(fnName, tensors, fn) {
+    // One allocation for all of them: each tensor's dims, then its data on a cache line.
+    const offsets = [];
+    let total = 0;
+    for (const t of tensors) {
+      if (t === null) {
+        offsets.push(-1);
+        continue;
+      }
+      const header = 8 * (t.dims.length + 1);
+      const at = Math.ceil((total + header) / CACHE_LINE) * CACHE_LINE;
+      offsets.push(at);
+      total = at + t.data.length * t.data.BYTES_PER_ELEMENT;
+    }
+    const raw = total ? Module._malloc(total + CACHE_LINE - 8) >>> 0 : 0;  // every tensor has values: 0 means none
+    if (total && raw === 0) throw new RangeError(`${fnName}: out of memory: ${total} bytes of input do not fit in the WebAssembly heap`);
+    try {
+      const base = raw + ((CACHE_LINE - (raw % CACHE_LINE)) % CACHE_LINE);
+      const pointers = offsets.map((at, i) => {
+        if (at < 0) return 0;
+        const ptr = base + at, t = tensors[i];
+        writeDims(ptr, t.dims);
+        if (t.data instanceof Uint8Array) heapU8().set(t.data, ptr);
+        else heapF32().set(t.data, ptr >>> 2);
+        return ptr;
+      });
+      const result = fn(...pointers);
+      if (result === 0) throw coreError(fnName, Module.lastError());
+      if (result?.error) throw coreError(fnName, result);
+      return result;
+    } finally {
+      if (raw) Module._free(raw);
+    }
+  }
+
+  // The whole cache lines before an output's data that hold its dims (bindings.cpp header_bytes).
+  const outputHeaderBytes = (rank) => Math.ceil((8 * (rank + 1)) / CACHE_LINE) * CACHE_LINE;
+
+  // Takes ownership of an output from the core (its data pointer, its dims before it): copy out
+  // (into out when given), free the block it starts.
+  function takeTensor(ptr, out) {
+    const heap = heapF64(), rankAt = (ptr >>> 3) - 1, rank = heap[rankAt];
+    const dims = new Array(rank);
+    let count = 1;
+    for (let i = 0; i < rank; ++i) count *= dims[i] = heap[rankAt - rank + i];
+    try {
+      const data = heapF32().subarray(ptr >>> 2, (ptr >>> 2) + count);
+      return out ? writeOut(data, dims, out) : { data: data.slice(), dims };
+    } finally {
+      Module._free(ptr - outputHeaderBytes(rank));
+    }
+  }
+
+  return { heapF32, call, takeTensor };
+}

@@ -1,0 +1,23 @@
+// options.out of the calls that compute a tensor (`out` in operations.js): a Float32Array the
+// output is written into and returned as the result's data, so that repeated calls allocate
+// nothing (a fresh 1 MiB array page-faults on every call: 3-4% of FAVOR+ at L = 4096). Its type
+// is checked here, after every other argument; its length (the output's size) by the core once it
+// knows the output's dims, before anything is computed or a causal state changes (outLength); it
+// is written only when the call succeeds. It may be an input's array: inputs are copied into the
+// wasm heap before the call.
+import { describe } from './validate.js';
+
+export function checkOut(out, name = 'out') {
+  if (out !== undefined && !(out instanceof Float32Array)) {
+    throw new TypeError(`${name}: expected a Float32Array to write the output into, got ${describe(out)}`);
+  }
+  return out;
+}
+
+export const outLength = (out) => (out ? out.length : NaN);  // NaN: no out
+
+// The output (data with its dims, of out's length) written into out, as the result.
+export function writeOut(data, dims, out) {
+  out.set(data);
+  return { data: out, dims };
+}
