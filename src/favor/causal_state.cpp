@@ -31,7 +31,7 @@ struct CausalState::Impl {
   std::vector<Index> q_dims, k_dims, v_dims;  // with n = 1: the dims every append must have
   HeadGroups groups;
   Index length = 0;
-  std::unique_ptr<StateImpl> state;  // the heads: KvCacheState (exact) or FactoredState
+  std::unique_ptr<StateImpl> state;  // the heads: a key/value cache (exact) or factored states
 
   Index d() const { return k_dims.back(); }
   Index dv() const { return v_dims.back(); }
@@ -70,7 +70,7 @@ CausalState::CausalState(const CausalStateOptions& o) : impl_(std::make_unique<I
     s.codebook_dims = o.codebook.dims;
   }
   if (o.method == StateMethod::exact) {
-    s.state = std::make_unique<KvCacheState>(o.scale);
+    s.state = make_kv_cache_state(o.scale);
   } else {
     FactoredMethod m;
     m.map = s.map.get();
@@ -79,7 +79,7 @@ CausalState::CausalState(const CausalStateOptions& o) : impl_(std::make_unique<I
     m.chunk = o.chunk;
     m.assignment = o.assignment;
     m.temperature = o.temperature;
-    s.state = std::make_unique<FactoredState>(m);
+    s.state = make_factored_state(m);
   }
 }
 
