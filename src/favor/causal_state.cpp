@@ -19,22 +19,14 @@ StateMethod parse_state_method(const std::string& name, const std::string& argum
 
 struct CausalState::Impl {
   StateMethod method;
-  std::optional<double> scale;
-  Index chunk;
   std::unique_ptr<FeatureMap> map;
   std::vector<ScaledCodebook> books;  // codebook: one per key/value head, or one for all
   std::vector<Index> codebook_dims;  // as given
-  Assignment assignment;
-  double temperature;
 
   bool started = false;
   std::vector<Index> q_dims, k_dims, v_dims;  // with n = 1: the dims every append must have
-  HeadGroups groups;
   Index length = 0;
   std::unique_ptr<StateImpl> state;  // the heads: a key/value cache (exact) or factored states
-
-  Index d() const { return k_dims.back(); }
-  Index dv() const { return v_dims.back(); }
 };
 
 CausalState::CausalState(const CausalStateOptions& o) : impl_(std::make_unique<Impl>()) {
@@ -42,11 +34,7 @@ CausalState::CausalState(const CausalStateOptions& o) : impl_(std::make_unique<I
   s.method = o.method;
   if (o.scale && !(std::isfinite(*o.scale) && *o.scale > 0.0))
     throw_range("scale", "expected a finite number > 0, got " + std::to_string(*o.scale));
-  s.scale = o.scale;
   if (o.chunk < 0) throw_range("chunk", "expected an integer >= 1 (or 0 for the default)");
-  s.chunk = o.chunk;
-  s.assignment = o.assignment;
-  s.temperature = o.temperature;
   if (o.method == StateMethod::favor) {
     if (!o.map) throw_type("featureMap", "required for method 'favor'");
     if (!o.map->data_independent())
@@ -164,7 +152,6 @@ void CausalState::append(const ConstTensorView& q, const ConstTensorView& k, con
   append_transaction(*s.state, AppendInput{q, k, v, out, g, masks, n, q.dims.back(), v.dims.back(), !s.started});
   if (!s.started) {
     s.q_dims = std::move(q1), s.k_dims = std::move(k1), s.v_dims = std::move(v1);
-    s.groups = g;
     s.started = true;
   }
   s.length += n;
