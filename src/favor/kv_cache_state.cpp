@@ -52,9 +52,9 @@ class KvCacheState final : public StateImpl {
  public:
   explicit KvCacheState(std::optional<double> scale) : scale_(scale) {}
 
-  // Room for the new positions in every head (the only allocation that can fail), and the new
-  // keys and values written past each cache's count: nothing counts until commit(). A head grown
-  // before a later one fails keeps its room.
+  // Room for the new positions in every head, and the new keys and values written past each
+  // cache's count: nothing counts until commit(). A head grown before a later one fails keeps its
+  // room.
   void prepare(const AppendInput& in) override {
     const Index n = in.n, d = in.d, dv = in.dv, heads = in.groups.kv_heads;
     if (in.first) caches_.resize(static_cast<std::size_t>(heads));
