@@ -1,18 +1,12 @@
 #include "favor/causal_state.hpp"
 
-#include <algorithm>
-#include <cstring>
 #include <utility>
 
 #include "favor/error.hpp"
-#include "favor/exact_attention.hpp"
-#include "favor/engine/exact_block.hpp"
-#include "favor/kernels/gemm.hpp"
-#include "favor/parallel.hpp"
+#include "favor/tensor/factored_state.hpp"
+#include "favor/tensor/kv_cache_state.hpp"
 #include "favor/tensor/shape.hpp"
-#include "favor/tensor/head_groups.hpp"
-#include "favor/engine/factored_attention.hpp"
-#include "favor/engine/codebook_state.hpp"
+#include "favor/tensor/state_transaction.hpp"
 
 namespace favor {
 
@@ -23,54 +17,16 @@ StateMethod parse_state_method(const std::string& name, const std::string& argum
   throw_range(argument, "expected 'exact', 'favor' or 'codebook', got '" + name + "'");
 }
 
-namespace {
-
-// One key/value head's cache of exact attention: positions [0, count) of keys (d) and values
-// (dv), in buffers of `capacity` positions that grow by doubling. Keys are kept in packed strips
-// (kernel::Keys), so that a decode step reads them straight into the score GEMM.
-struct KeyValueCache {
-  FloatBuffer keys, values;
-  Index count = 0, capacity = 0;  // capacity: a whole number of strips
-};
-
-// Multiply-adds per key/value head (rows x M x (d + dv), rows = new queries and keys) from which a
-// FAVOR+ or codebook append runs its heads in parallel: below it a head's work is shorter than
-// handing it to another thread. On 2 threads, decoding 8 heads of one query per key/value head
-// ran at 0.5-0.9x the single-thread rate at 1,024-4,096 multiply-adds, 1.04x at 8,192, 1.36x at
-// 32,768 and 1.43x at 65,536 (M = 256, d = dv = 64); Node 22, relaxed build.
-constexpr Index kParallelHeadWork = 16384;
-
-// Rows (query and key rows of every head) up to which a FAVOR+ append makes the features of all
-// its heads in one product: a decoding step's rows (8 heads: 16) then share one pass over W in
-// full register tiles, instead of a product of one row per head and side. Beyond it (a prefill)
-// they are made block by block, so that their memory stays O(chunk).
-constexpr Index kStackedFeatureRows = 128;
-
-// Positions rounded up to whole strips, and the floats of that many packed keys.
-Index whole_strips(Index positions) { return gemm::strips(positions) * kernel::kStrip; }
-Index key_floats(Index positions, Index d) { return whole_strips(positions) * d; }
-
-}  // namespace
-
 struct CausalState::Impl {
   StateMethod method;
-  std::optional<double> scale;
-  Index chunk;
   std::unique_ptr<FeatureMap> map;
   std::vector<ScaledCodebook> books;  // codebook: one per key/value head, or one for all
   std::vector<Index> codebook_dims;  // as given
-  Assignment assignment;
-  double temperature;
 
   bool started = false;
   std::vector<Index> q_dims, k_dims, v_dims;  // with n = 1: the dims every append must have
-  HeadGroups groups;
   Index length = 0;
-  std::vector<KeyValueCache> caches;  // exact
-  std::vector<PrefixState> states;    // favor, codebook
-
-  Index d() const { return k_dims.back(); }
-  Index dv() const { return v_dims.back(); }
+  std::unique_ptr<StateImpl> state;  // the heads: a key/value cache (exact) or factored states
 };
 
 CausalState::CausalState(const CausalStateOptions& o) : impl_(std::make_unique<Impl>()) {
@@ -78,11 +34,7 @@ CausalState::CausalState(const CausalStateOptions& o) : impl_(std::make_unique<I
   s.method = o.method;
   if (o.scale && !(std::isfinite(*o.scale) && *o.scale > 0.0))
     throw_range("scale", "expected a finite number > 0, got " + std::to_string(*o.scale));
-  s.scale = o.scale;
   if (o.chunk < 0) throw_range("chunk", "expected an integer >= 1 (or 0 for the default)");
-  s.chunk = o.chunk;
-  s.assignment = o.assignment;
-  s.temperature = o.temperature;
   if (o.method == StateMethod::favor) {
     if (!o.map) throw_type("featureMap", "required for method 'favor'");
     if (!o.map->data_independent())
@@ -105,6 +57,18 @@ CausalState::CausalState(const CausalStateOptions& o) : impl_(std::make_unique<I
     if (s.books.empty()) throw_range("codebook", "expected at least one codebook, got dims " + dims_string(o.codebook.dims));
     s.codebook_dims = o.codebook.dims;
   }
+  if (o.method == StateMethod::exact) {
+    s.state = make_kv_cache_state(o.scale);
+  } else {
+    FactoredMethod m;
+    m.map = s.map.get();
+    m.books = &s.books;
+    m.scale = o.scale;
+    m.chunk = o.chunk;
+    m.assignment = o.assignment;
+    m.temperature = o.temperature;
+    s.state = make_factored_state(m);
+  }
 }
 
 CausalState::~CausalState() = default;
@@ -117,13 +81,10 @@ Index CausalState::length() const { return impl_->length; }
 std::size_t CausalState::state_bytes() const {
   const Impl& s = *impl_;
   std::size_t floats = 0;
-  for (const KeyValueCache& c : s.caches) floats += c.keys.capacity() + c.values.capacity();
-  for (const PrefixState& p : s.states)
-    floats += static_cast<std::size_t>(p.kv.size() + p.k_sum.size() + p.shift.size() + p.pending_kf.size() + p.pending_v.size());
   if (s.map) floats += 2 * static_cast<std::size_t>(s.map->projection().size());  // W and its packed copy
   for (const ScaledCodebook& b : s.books)
     floats += static_cast<std::size_t>(b.codebook.size() + b.half_sq.size()) + b.packed.size();
-  return 4 * floats;
+  return s.state->state_bytes() + 4 * floats;
 }
 
 void CausalState::reset() {
@@ -131,10 +92,7 @@ void CausalState::reset() {
   s.started = false;
   s.length = 0;
   s.q_dims.clear(), s.k_dims.clear(), s.v_dims.clear();
-  s.caches.clear();
-  s.caches.shrink_to_fit();
-  s.states.clear();
-  s.states.shrink_to_fit();
+  s.state->reset();
 }
 
 namespace {
@@ -187,175 +145,13 @@ void CausalState::append(const ConstTensorView& q, const ConstTensorView& k, con
   const HeadGroups g = head_groups(q.dims, k.dims);
   const auto masks = key_mask_rows(key_mask, k.dims);
   check_values(q, "q"), check_values(k, "k"), check_values(v, "v");
-  const Index n = q.dims[q.dims.size() - 2], d = q.dims.back(), dv = v.dims.back();
-  const auto head = [](auto* data, const std::vector<Index>& t, Index h) {
-    const Index rows = t[t.size() - 2], cols = t.back();
-    return std::pair{data + h * rows * cols, std::pair{rows, cols}};
-  };
-  const auto qhead = [&](Index h) { const auto [p, rc] = head(q.data, q.dims, h); return Eigen::Map<const Matrix>(p, rc.first, rc.second); };
-  const auto khead = [&](Index h) { const auto [p, rc] = head(k.data, k.dims, h); return Eigen::Map<const Matrix>(p, rc.first, rc.second); };
-  const auto vhead = [&](Index h) { const auto [p, rc] = head(v.data, v.dims, h); return Eigen::Map<const Matrix>(p, rc.first, rc.second); };
-  const auto mask_of = [&](Index kv) { return masks.empty() ? nullptr : masks[static_cast<std::size_t>(kv)]; };
-
-  if (s.method == StateMethod::exact) {
-    // Room for the new rows in every head first (the only allocation that can fail), written past
-    // each cache's count: nothing counts until every head is done.
-    std::vector<KeyValueCache> caches = s.started ? std::move(s.caches) : std::vector<KeyValueCache>(static_cast<std::size_t>(g.kv_heads));
-    try {
-      for (KeyValueCache& c : caches) {
-        if (c.count + n <= c.capacity) continue;
-        // Doubling keeps appends amortized O(n); near the heap's end, just what is needed.
-        Index capacity = whole_strips(std::max(c.count + n, 2 * c.capacity));
-        FloatBuffer keys, values;
-        try {
-          keys.reserve(static_cast<std::size_t>(key_floats(capacity, d)));
-          values.reserve(static_cast<std::size_t>(capacity * dv));
-        } catch (...) {  // std::bad_alloc or std::length_error: the doubled capacity does not fit
-          capacity = whole_strips(c.count + n);
-          FloatBuffer().swap(keys), FloatBuffer().swap(values);
-          keys.reserve(static_cast<std::size_t>(key_floats(capacity, d)));
-          values.reserve(static_cast<std::size_t>(capacity * dv));
-        }
-        keys.assign(c.keys.begin(), c.keys.begin() + key_floats(c.count, d));
-        values.assign(c.values.begin(), c.values.begin() + c.count * dv);
-        keys.resize(static_cast<std::size_t>(key_floats(capacity, d)));  // zeros: the padding of the last strip
-        values.resize(static_cast<std::size_t>(capacity * dv));
-        c.keys.swap(keys), c.values.swap(values);
-        c.capacity = capacity;
-      }
-      std::vector<std::vector<std::uint8_t>> visible(static_cast<std::size_t>(g.kv_heads));
-      for (Index kv = 0; kv < g.kv_heads; ++kv) {
-        KeyValueCache& c = caches[static_cast<std::size_t>(kv)];
-        for (Index j = 0; j < n; ++j) kernel::put_packed_key(c.keys.data(), d, c.count + j, khead(kv).data() + j * d);
-        std::copy_n(vhead(kv).data(), n * dv, c.values.data() + c.count * dv);
-        if (const std::uint8_t* m = mask_of(kv)) {
-          std::vector<std::uint8_t>& vis = visible[static_cast<std::size_t>(kv)];
-          vis.assign(static_cast<std::size_t>(c.count), 1);
-          vis.insert(vis.end(), m, m + n);
-        }
-      }
-      AttentionOptions o;
-      o.causal = true;
-      o.scale = s.scale;
-      const auto run = [&](Index h) {
-        const Index kv = g.kv_of(h);
-        const KeyValueCache& c = caches[static_cast<std::size_t>(kv)];
-        AttentionOptions oh = o;
-        if (!visible[static_cast<std::size_t>(kv)].empty()) oh.key_mask = visible[static_cast<std::size_t>(kv)].data();
-        detail::exact_attention(qhead(h), kernel::Keys::packed(c.keys.data(), c.count + n, d),
-                                Eigen::Map<const Matrix>(c.values.data(), c.count + n, dv),
-                                Eigen::Map<Matrix>(out.data + h * n * dv, n, dv), oh);
-      };
-      if (g.query_heads >= max_threads()) parallel_for(g.query_heads, run);
-      else for (Index h = 0; h < g.query_heads; ++h) run(h);
-    } catch (...) {
-      if (s.started) s.caches = std::move(caches);  // the rows past each count never counted
-      throw;
-    }
-    // Commit: the new unmasked rows join each cache (masked keys are absent for good).
-    for (Index kv = 0; kv < g.kv_heads; ++kv) {
-      KeyValueCache& c = caches[static_cast<std::size_t>(kv)];
-      const std::uint8_t* m = mask_of(kv);
-      Index kept = c.count;
-      for (Index j = 0; j < n; ++j) {
-        if (m && !m[j]) continue;
-        if (kept != c.count + j) {
-          kernel::move_packed_key(c.keys.data(), d, c.count + j, kept);
-          std::memmove(c.values.data() + kept * dv, c.values.data() + (c.count + j) * dv, sizeof(float) * dv);
-        }
-        ++kept;
-      }
-      c.count = kept;
-    }
-    s.caches = std::move(caches);
-  } else {
-    const Index M = s.method == StateMethod::favor ? s.map->num_features() : s.books[0].codebook.rows();
-    if (!s.started) s.states.assign(static_cast<std::size_t>(g.kv_heads), empty_prefix_state(M, dv));
-    // The new states count only once every head has succeeded (StateStep).
-    std::vector<StateStep> steps(s.states.begin(), s.states.end());
-    const Index group_rows = (g.group() + 1) * n;  // the query and key rows of a key/value head
-    const bool parallel = g.kv_heads >= max_threads() && group_rows * M * (d + dv) >= kParallelHeadWork;
-    // Small FAVOR+ appends: the features of every head's query and key rows in one product per
-    // thread that runs heads, rows stacked by key/value head (its query heads', then its keys), as
-    // favor_attention takes them.
-    const bool stack = s.method == StateMethod::favor && g.kv_heads * group_rows <= kStackedFeatureRows;
-    const Index parts = parallel ? std::min<Index>(g.kv_heads, max_threads()) : 1;
-    const Index per_part = (g.kv_heads + parts - 1) / parts;
-    // The key/value heads [kv0, kv1) of a part, and fn(part) for every part (on the pool's threads
-    // when parallel).
-    const auto heads_of = [&](Index part) {
-      const Index kv0 = part * per_part;
-      return std::pair<Index, Index>{kv0, std::min(g.kv_heads, kv0 + per_part)};
-    };
-    const auto each_part = [&](const auto& fn) {
-      if (parallel) parallel_for(parts, fn);
-      else fn(0);
-    };
-    std::vector<FactoredFeatures> stacked(stack ? static_cast<std::size_t>(parts) : 0);
-    const auto stack_features = [&](Index part) {
-      const auto [kv0, kv1] = heads_of(part);
-      if (kv0 >= kv1) return;
-      Matrix x((kv1 - kv0) * group_rows, d);
-      for (Index kv = kv0; kv < kv1; ++kv) {
-        const Index row0 = (kv - kv0) * group_rows, first = g.first_query_head(kv);
-        for (Index i = 0; i < g.group(); ++i) x.middleRows(row0 + i * n, n) = qhead(first + i);
-        x.middleRows(row0 + g.group() * n, n) = khead(kv);
-      }
-      AttentionOptions o;
-      o.scale = s.scale;
-      stacked[static_cast<std::size_t>(part)] = favor_factors(*s.map, x, o);
-    };
-    const auto run = [&](Index kv) {
-      const auto [qs, outs] = query_group(g, kv, q, out);
-      StateStep* step = &steps[static_cast<std::size_t>(kv)];
-      if (s.method == StateMethod::favor) {
-        FavorOptions o;
-        o.causal = true;
-        o.scale = s.scale;
-        o.chunk = s.chunk;
-        o.key_mask = mask_of(kv);
-        const Index part = kv / per_part;
-        favor_attention(*s.map, qs, khead(kv), vhead(kv), outs, o, step, stack ? &stacked[static_cast<std::size_t>(part)] : nullptr,
-                        (kv - part * per_part) * group_rows);
-      } else {
-        CodebookOptions o;
-        o.causal = true;
-        o.scale = s.scale;
-        o.chunk = s.chunk;
-        o.key_mask = mask_of(kv);
-        o.assignment = s.assignment;
-        o.temperature = s.temperature;
-        codebook_attention(s.books[static_cast<std::size_t>(s.codebook_dims.size() > 2 ? kv : 0)], qs, khead(kv),
-                           vhead(kv), outs, o, step);
-      }
-    };
-    // Each part its features, then its heads.
-    const auto run_part = [&](Index part) {
-      if (stack) stack_features(part);
-      const auto [kv0, kv1] = heads_of(part);
-      for (Index kv = kv0; kv < kv1; ++kv) run(kv);
-    };
-    try {
-      each_part(run_part);
-    } catch (...) {
-      for (StateStep& step : steps) step.rollback();
-      if (!s.started) s.states.clear();
-      throw;
-    }
-    // Commits cannot fail (they add what each head computed to its state). Each part commits its
-    // heads in a second region, so on the thread that ran them as a rule: a commit frees what its
-    // step allocated, and the pthreads build's caches of freed blocks serve the thread that frees.
-    // Committed on this thread, the helpers' blocks went to this thread's cache, and the helpers'
-    // next allocations missed theirs and went through dlmalloc's lock (16-35 a step at 8-16 heads).
-    each_part([&](Index part) {
-      const auto [kv0, kv1] = heads_of(part);
-      for (Index kv = kv0; kv < kv1; ++kv) steps[static_cast<std::size_t>(kv)].commit();
-      if (stack) stacked[static_cast<std::size_t>(part)] = FactoredFeatures{};
-    });
-  }
+  const Index n = q.dims[q.dims.size() - 2];
+  // The dims the first append fixes, made before it runs: nothing can fail once it has committed.
+  std::vector<Index> q1, k1, v1;
+  if (!s.started) q1 = with_rows(q.dims, 1), k1 = with_rows(k.dims, 1), v1 = with_rows(v.dims, 1);
+  append_transaction(*s.state, AppendInput{q, k, v, out, g, masks, n, q.dims.back(), v.dims.back(), !s.started});
   if (!s.started) {
-    s.q_dims = with_rows(q.dims, 1), s.k_dims = with_rows(k.dims, 1), s.v_dims = with_rows(v.dims, 1);
-    s.groups = g;
+    s.q_dims = std::move(q1), s.k_dims = std::move(k1), s.v_dims = std::move(v1);
     s.started = true;
   }
   s.length += n;

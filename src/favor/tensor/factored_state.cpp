@@ -1,0 +1,174 @@
+#include "favor/tensor/factored_state.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "favor/engine/factored_attention.hpp"
+#include "favor/parallel.hpp"
+#include "favor/engine/prefix_state.hpp"
+#include "favor/tensor.hpp"
+
+namespace favor {
+
+namespace {
+
+// Multiply-adds per key/value head (rows x M x (d + dv), rows = new queries and keys) from which a
+// FAVOR+ or codebook append runs its heads in parallel: below it a head's work is shorter than
+// handing it to another thread. On 2 threads, decoding 8 heads of one query per key/value head
+// ran at 0.5-0.9x the single-thread rate at 1,024-4,096 multiply-adds, 1.04x at 8,192, 1.36x at
+// 32,768 and 1.43x at 65,536 (M = 256, d = dv = 64); Node 22, relaxed build.
+constexpr Index kParallelHeadWork = 16384;
+
+// Rows (query and key rows of every head) up to which a FAVOR+ append makes the features of all
+// its heads in one product: a decoding step's rows (8 heads: 16) then share one pass over W in
+// full register tiles, instead of a product of one row per head and side. Beyond it (a prefill)
+// they are made block by block, so that their memory stays O(chunk).
+constexpr Index kStackedFeatureRows = 128;
+
+// An append's key/value heads split among threads: `count` parts of `per_part` heads (the last
+// may have fewer, or none), on the pool's threads when parallel.
+struct Parts {
+  bool parallel = false;
+  Index count = 1, per_part = 0, heads = 0;
+
+  std::pair<Index, Index> heads_of(Index part) const {  // [kv0, kv1)
+    const Index kv0 = part * per_part;
+    return {kv0, std::min(heads, kv0 + per_part)};
+  }
+  template <class F>
+  void each(const F& fn) const {
+    if (parallel) parallel_for(count, fn);
+    else fn(0);
+  }
+};
+
+class FactoredState final : public StateImpl {
+ public:
+  explicit FactoredState(const FactoredMethod& method) : method_(method) {}
+
+  // A step per head (StateStep): the carried states change for good only at commit().
+  void prepare(const AppendInput& in) override {
+    const HeadGroups& g = in.groups;
+    const Index M = method_.map ? method_.map->num_features() : (*method_.books)[0].codebook.rows();
+    group_rows_ = (g.group() + 1) * in.n;
+    parts_.parallel = g.kv_heads >= max_threads() && group_rows_ * M * (in.d + in.dv) >= kParallelHeadWork;
+    parts_.count = parts_.parallel ? std::min<Index>(g.kv_heads, max_threads()) : 1;
+    parts_.per_part = (g.kv_heads + parts_.count - 1) / parts_.count;
+    parts_.heads = g.kv_heads;
+    // Small FAVOR+ appends: the features of every head's query and key rows in one product per
+    // part, rows stacked by key/value head (its query heads', then its keys), as favor_attention
+    // takes them.
+    const bool stack = method_.map && g.kv_heads * group_rows_ <= kStackedFeatureRows;
+    stacked_.resize(stack ? static_cast<std::size_t>(parts_.count) : 0);
+    if (in.first) states_.assign(static_cast<std::size_t>(g.kv_heads), empty_prefix_state(M, in.dv));
+    steps_ = std::vector<StateStep>(states_.begin(), states_.end());
+  }
+
+  // Each part its features, then its heads.
+  void run(const AppendInput& in) override {
+    parts_.each([&](Index part) {
+      if (!stacked_.empty()) stack_features(in, part);
+      const auto [kv0, kv1] = parts_.heads_of(part);
+      for (Index kv = kv0; kv < kv1; ++kv) run_head(in, kv);
+    });
+  }
+
+  // Commits cannot fail (they add what each head computed to its state). Each part commits its
+  // heads in a second region, so on the thread that ran them as a rule: a commit frees what its
+  // step allocated, and the pthreads build's caches of freed blocks serve the thread that frees.
+  // Committed on this thread, the helpers' blocks went to this thread's cache, and the helpers'
+  // next allocations missed theirs and went through dlmalloc's lock (16-35 a step at 8-16 heads).
+  void commit(const AppendInput&) override {
+    parts_.each([&](Index part) {
+      const auto [kv0, kv1] = parts_.heads_of(part);
+      for (Index kv = kv0; kv < kv1; ++kv) steps_[static_cast<std::size_t>(kv)].commit();
+      if (!stacked_.empty()) stacked_[static_cast<std::size_t>(part)] = FactoredFeatures{};
+    });
+    end_append();
+  }
+
+  void rollback(const AppendInput& in) override {
+    for (StateStep& step : steps_) step.rollback();
+    if (in.first) states_.clear();
+    end_append();
+  }
+
+  std::size_t state_bytes() const override {
+    std::size_t floats = 0;
+    for (const PrefixState& p : states_)
+      floats += static_cast<std::size_t>(p.kv.size() + p.k_sum.size() + p.shift.size() + p.pending_kf.size() +
+                                         p.pending_v.size());
+    return 4 * floats;
+  }
+
+  void reset() override {
+    states_.clear();
+    states_.shrink_to_fit();
+  }
+
+ private:
+  void stack_features(const AppendInput& in, Index part) {
+    const HeadGroups& g = in.groups;
+    const Index n = in.n;
+    const auto [kv0, kv1] = parts_.heads_of(part);
+    if (kv0 >= kv1) return;
+    Matrix x((kv1 - kv0) * group_rows_, in.d);
+    for (Index kv = kv0; kv < kv1; ++kv) {
+      const Index row0 = (kv - kv0) * group_rows_, first = g.first_query_head(kv);
+      for (Index i = 0; i < g.group(); ++i) x.middleRows(row0 + i * n, n) = in.q_head(first + i);
+      x.middleRows(row0 + g.group() * n, n) = in.k_head(kv);
+    }
+    AttentionOptions o;
+    o.scale = method_.scale;
+    stacked_[static_cast<std::size_t>(part)] = favor_factors(*method_.map, x, o);
+  }
+
+  void run_head(const AppendInput& in, Index kv) {
+    const auto [qs, outs] = query_group(in.groups, kv, in.q, in.out);
+    StateStep* step = &steps_[static_cast<std::size_t>(kv)];
+    if (method_.map) {
+      FavorOptions o;
+      o.causal = true;
+      o.scale = method_.scale;
+      o.chunk = method_.chunk;
+      o.key_mask = in.mask(kv);
+      const Index part = kv / parts_.per_part;
+      favor_attention(*method_.map, qs, in.k_head(kv), in.v_head(kv), outs, o, step,
+                      stacked_.empty() ? nullptr : &stacked_[static_cast<std::size_t>(part)],
+                      (kv - part * parts_.per_part) * group_rows_);
+    } else {
+      CodebookOptions o;
+      o.causal = true;
+      o.scale = method_.scale;
+      o.chunk = method_.chunk;
+      o.key_mask = in.mask(kv);
+      o.assignment = method_.assignment;
+      o.temperature = method_.temperature;
+      const std::vector<ScaledCodebook>& books = *method_.books;
+      codebook_attention(books[books.size() > 1 ? static_cast<std::size_t>(kv) : 0], qs, in.k_head(kv),
+                         in.v_head(kv), outs, o, step);
+    }
+  }
+
+  // The append's steps and features go, on this thread.
+  void end_append() {
+    std::vector<FactoredFeatures>().swap(stacked_);
+    std::vector<StateStep>().swap(steps_);
+  }
+
+  FactoredMethod method_;
+  std::vector<PrefixState> states_;
+  // An append's:
+  std::vector<StateStep> steps_;
+  Parts parts_;
+  Index group_rows_ = 0;                   // the query and key rows of a key/value head
+  std::vector<FactoredFeatures> stacked_;  // per part, when its features are made in one product
+};
+
+}  // namespace
+
+std::unique_ptr<StateImpl> make_factored_state(const FactoredMethod& method) {
+  return std::make_unique<FactoredState>(method);
+}
+
+}  // namespace favor

@@ -1,0 +1,28 @@
+// The causal state of FAVOR+ and codebook attention: per key/value head a prefix state
+// (prefix_state.hpp) of the keys so far, the same memory at every length.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "favor/codebook.hpp"
+#include "favor/engine/codebook_state.hpp"
+#include "favor/feature_map.hpp"
+#include "favor/tensor/state_impl.hpp"
+
+namespace favor {
+
+// The map or codebooks are read where they are: they outlive the state.
+struct FactoredMethod {
+  const FeatureMap* map = nullptr;                     // favor
+  const std::vector<ScaledCodebook>* books = nullptr;  // codebook: one per key/value head, or one for all
+  std::optional<double> scale;
+  Index chunk = 0;
+  Assignment assignment = Assignment::hard;
+  double temperature = 1.0;
+};
+
+std::unique_ptr<StateImpl> make_factored_state(const FactoredMethod& method);
+
+}  // namespace favor
