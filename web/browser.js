@@ -7,9 +7,6 @@ import { createWorkerApi, workerStartError } from './worker-client.js';
 
 export { version } from './api.js';
 
-// threads: 'auto' in a page: at most this many (a call blocks its thread, often the page's own).
-const BROWSER_AUTO_MAX_THREADS = 4;
-
 function threadsBlocker() {
   if (globalThis.crossOriginIsolated !== true) return 'not cross-origin isolated (serve the page with COOP/COEP headers)';
   if (typeof SharedArrayBuffer === 'undefined') return 'SharedArrayBuffer unavailable';
@@ -22,7 +19,7 @@ export async function loadFavor(options) {
   const build = chooseBuild(o.simd);
   const simd = build !== 'scalar';
   const { threads, threadsReason } = chooseThreads(o, {
-    simd, cores: globalThis.navigator?.hardwareConcurrency ?? 1, blocker: threadsBlocker(), autoMax: BROWSER_AUTO_MAX_THREADS,
+    simd, cores: globalThis.navigator?.hardwareConcurrency ?? 1, blocker: threadsBlocker(),
   });
   const wasmBinary = checkWasmBinary(o.wasmBinary);
   if (o.locateFile !== undefined && typeof o.locateFile !== 'function') {

@@ -41,8 +41,9 @@ export interface LoadOptions {
    */
   simd?: 'auto' | 'relaxed' | 'fixed' | boolean;
   /**
-   * Threads for each call, the caller's included: 'auto' (default) = the CPU cores, at most 8
-   * in Node and 4 in browsers; an integer in [1, 64]. More than 1 loads a pthreads build
+   * Threads started, the caller's included: 'auto' (default) = one per CPU core (at most 64), of
+   * which each call uses as many as its work is worth (a small call wakes none); or an integer
+   * in [1, 64], the most any call uses. More than 1 loads a pthreads build
    * (favor-relaxed-threads.wasm or favor-simd-threads.*), which needs SIMD and, in browsers, a cross-origin isolated page
    * (COOP/COEP; its workers start from a blob: URL, so a Content-Security-Policy must allow
    * `worker-src blob:`); elsewhere it falls back to 1 and says why in `info.threadsReason`.

@@ -108,9 +108,10 @@ export function threadedStartup(started, o, threads, stop) {
 const MAX_THREADS = 64;
 
 // How many threads to use: { threads, threadsReason? }, the reason saying why only one.
-// blocker: why this environment cannot run the threaded build, if it cannot; autoMax: the most
-// threads 'auto' starts.
-export function chooseThreads(o, { simd, cores, blocker, autoMax }) {
+// blocker: why this environment cannot run the threaded build, if it cannot. 'auto' starts one
+// thread per core: each call then uses as many of them as its work is worth (the core's
+// threads_for_work), so small calls do not wake them all.
+export function chooseThreads(o, { simd, cores, blocker }) {
   const requested = o.threads ?? 'auto';
   const one = (threadsReason) => ({ threads: 1, threadsReason });
   if (requested === 1) return one('requested');
@@ -120,7 +121,7 @@ export function chooseThreads(o, { simd, cores, blocker, autoMax }) {
   // A given .wasm is one of the builds, most likely a single-threaded one: keep to it.
   if (o.wasmBinary !== undefined) return one('wasmBinary given (pass threads: n if it is a -threads.wasm)');
   if (o.wasmUrl !== undefined) return one('wasmUrl given (pass threads: n if it is a -threads.wasm)');
-  const threads = Math.min(Math.max(1, cores | 0), autoMax);
+  const threads = Math.min(Math.max(1, cores | 0), MAX_THREADS);
   return threads > 1 ? { threads } : one('one CPU core');
 }
 

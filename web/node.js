@@ -11,16 +11,13 @@ import { createWorkerApi } from './worker-client.js';
 
 export { version } from './api.js';
 
-// threads: 'auto' never starts more workers than this.
-const NODE_AUTO_MAX_THREADS = 8;
-
 export async function loadFavor(options) {
   const o = checkLoadOptions(options);
   if (o.worker) return loadInWorker(o);
   const build = chooseBuild(o.simd);
   const simd = build !== 'scalar';
   const { threads, threadsReason } = chooseThreads(o, {
-    simd, cores: availableParallelism(), autoMax: NODE_AUTO_MAX_THREADS,
+    simd, cores: availableParallelism(),
     blocker: typeof SharedArrayBuffer === 'undefined' ? 'SharedArrayBuffer unavailable' : undefined,
   });
   const name = `favor-${build}${threads > 1 ? '-threads' : ''}`;

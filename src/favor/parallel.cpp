@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <exception>
 #include <mutex>
@@ -312,6 +313,17 @@ int max_threads() {
 }
 
 int available_threads() { return t_in_parallel ? t_share : t_limit ? std::min(t_limit, max_threads()) : max_threads(); }
+
+int threads_for_work(double multiply_adds) {
+  const double wanted = std::floor(multiply_adds / kWorkPerThread);
+  return static_cast<int>(std::clamp(wanted, 1.0, static_cast<double>(max_threads())));
+}
+
+int threads_for_parts(Index parts, double work_per_part) {
+  if (parts < 2 || work_per_part < kWorkPerPart) return 1;
+  const int one_each = static_cast<int>(std::min<Index>(parts, max_threads()));
+  return std::max(one_each, threads_for_work(static_cast<double>(parts) * work_per_part));
+}
 
 ThreadLimit::ThreadLimit(int threads) : previous_(t_limit) { t_limit = std::max(1, threads); }
 ThreadLimit::~ThreadLimit() { t_limit = previous_; }

@@ -6,6 +6,23 @@
 
 namespace favor {
 
+// Multiply-adds a thread is woken for: about the time a sleeping thread takes to wake and join,
+// so a call uses one thread per this much of its work, and all of them from 2^19 x threads on.
+constexpr double kWorkPerThread = 524288.0;
+
+// The threads worth using for `multiply_adds` of work: one per kWorkPerThread, at least 1, at
+// most max_threads().
+int threads_for_work(double multiply_adds);
+
+// Multiply-adds from which one part of a call (a head of a causal state's append, say) is worth a
+// thread of its own: below it, handing the part over costs more than it saves.
+constexpr double kWorkPerPart = 16384.0;
+
+// The threads for `parts` independent parts of `work_per_part` multiply-adds each: 1 if a part
+// is not worth a thread, else one per part, or more where the whole is worth more (the threads
+// beyond the parts help with their inner loops); at most max_threads().
+int threads_for_parts(Index parts, double work_per_part);
+
 // The regions this thread starts while it lives use at most `threads` threads (>= 1).
 class ThreadLimit {
  public:

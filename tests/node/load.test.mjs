@@ -39,7 +39,7 @@ test('loadFavor() with defaults: info reflects the environment, version matches 
   const favor = await loadFavor();
   assert.equal(favor.info.version, pkg.version);
   assert.equal(favor.info.simd, SIMD_SUPPORTED, 'default simd should follow WebAssembly.validate of a SIMD module');
-  assert.equal(favor.info.threads, Math.min(availableParallelism(), 8), 'threads: the cores, at most 8');
+  assert.equal(favor.info.threads, Math.min(availableParallelism(), 64), 'threads: the cores, at most 64');
   assert.ok(Object.isFrozen(favor.info), 'info is read-only');
   assertWorks(favor, 'default instance');
 });

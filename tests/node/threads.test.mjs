@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 
 import { loadFavor } from 'favor-attention';
+import { chooseThreads } from '../../web/load.js';
 
 import { AUTO_TILE_ROWS, RELAXED_SIMD_SUPPORTED, assertBitIdentical, concatRows, normalTensor, sliceRows } from './helpers.mjs';
 
@@ -22,13 +23,26 @@ test('threads: n loads the pthreads build with n threads, and no Worker global i
   assert.equal(globalThis.Worker, undefined);
 });
 
-test("threads: 'auto' (the default) uses the cores, at most 8", async () => {
-  const expected = Math.min(availableParallelism(), 8);
+test("threads: 'auto' (the default) uses the cores, at most 64", async () => {
+  const expected = Math.min(availableParallelism(), 64);
   for (const favor of [await loadFavor(), await loadFavor({ threads: 'auto' })]) {
     assert.equal(favor.info.threads, expected);
     if (expected === 1) assert.equal(favor.info.threadsReason, 'one CPU core');
     favor.dispose();
   }
+});
+
+// The policy itself, for the machines this 2-core one cannot be: one thread per core, without
+// the caps of 8 (Node) and 4 (browsers) it once had; each call then picks its own count.
+test("threads: 'auto' starts one thread per core, up to 64, on any machine", () => {
+  const auto = (cores, o = {}) => chooseThreads(o, { simd: true, cores });
+  assert.deepEqual(auto(16), { threads: 16 });
+  assert.deepEqual(auto(12), { threads: 12 });
+  assert.deepEqual(auto(256), { threads: 64 });
+  assert.deepEqual(auto(1), { threads: 1, threadsReason: 'one CPU core' });
+  assert.deepEqual(auto(16, { threads: 4 }), { threads: 4 });
+  assert.deepEqual(chooseThreads({}, { simd: true, cores: 16, blocker: 'not cross-origin isolated' }),
+    { threads: 1, threadsReason: 'not cross-origin isolated' });
 });
 
 test('one thread, and why: requested, no SIMD, a given single-thread .wasm', async () => {

@@ -5,19 +5,13 @@
 
 #include "favor/engine/factored_attention.hpp"
 #include "favor/parallel.hpp"
+#include "favor/thread_plan.hpp"
 #include "favor/engine/prefix_state.hpp"
 #include "favor/tensor.hpp"
 
 namespace favor {
 
 namespace {
-
-// Multiply-adds per key/value head (rows x M x (d + dv), rows = new queries and keys) from which a
-// FAVOR+ or codebook append runs its heads in parallel: below it a head's work is shorter than
-// handing it to another thread. On 2 threads, decoding 8 heads of one query per key/value head
-// ran at 0.5-0.9x the single-thread rate at 1,024-4,096 multiply-adds, 1.04x at 8,192, 1.36x at
-// 32,768 and 1.43x at 65,536 (M = 256, d = dv = 64); Node 22, relaxed build.
-constexpr Index kParallelHeadWork = 16384;
 
 // Rows (query and key rows of every head) up to which a FAVOR+ append makes the features of all
 // its heads in one product: a decoding step's rows (8 heads: 16) then share one pass over W in
@@ -26,9 +20,9 @@ constexpr Index kParallelHeadWork = 16384;
 constexpr Index kStackedFeatureRows = 128;
 
 // An append's key/value heads split among threads: `count` parts of `per_part` heads (the last
-// may have fewer, or none), on the pool's threads when parallel.
+// may have fewer, or none), on `threads` of the pool's threads (parallel when more than 1).
 struct Parts {
-  bool parallel = false;
+  int threads = 1;
   Index count = 1, per_part = 0, heads = 0;
 
   std::pair<Index, Index> heads_of(Index part) const {  // [kv0, kv1)
@@ -37,8 +31,9 @@ struct Parts {
   }
   template <class F>
   void each(const F& fn) const {
-    if (parallel) parallel_for(count, fn);
-    else fn(0);
+    if (threads == 1) return fn(0);
+    const ThreadLimit limit(threads);
+    parallel_for(count, fn);
   }
 };
 
@@ -51,8 +46,8 @@ class FactoredState final : public StateImpl {
     const HeadGroups& g = in.groups;
     const Index M = method_.map ? method_.map->num_features() : (*method_.books)[0].codebook.rows();
     group_rows_ = (g.group() + 1) * in.n;
-    parts_.parallel = g.kv_heads >= max_threads() && group_rows_ * M * (in.d + in.dv) >= kParallelHeadWork;
-    parts_.count = parts_.parallel ? std::min<Index>(g.kv_heads, max_threads()) : 1;
+    parts_.threads = threads_for_parts(g.kv_heads, static_cast<double>(group_rows_ * M * (in.d + in.dv)));
+    parts_.count = parts_.threads > 1 ? std::min<Index>(g.kv_heads, parts_.threads) : 1;
     parts_.per_part = (g.kv_heads + parts_.count - 1) / parts_.count;
     parts_.heads = g.kv_heads;
     // Small FAVOR+ appends: the features of every head's query and key rows in one product per

@@ -8,6 +8,7 @@
 #include "favor/engine/exact_block.hpp"
 #include "favor/kernels/gemm.hpp"
 #include "favor/parallel.hpp"
+#include "favor/thread_plan.hpp"
 
 namespace favor {
 
@@ -88,8 +89,14 @@ class KvCacheState final : public StateImpl {
                               Eigen::Map<const Matrix>(c.values.data(), c.count + n, dv),
                               Eigen::Map<Matrix>(in.out.data + h * n * dv, n, dv), oh);
     };
-    if (g.query_heads >= max_threads()) parallel_for(g.query_heads, run_head);
-    else for (Index h = 0; h < g.query_heads; ++h) run_head(h);
+    const Index visible = caches_[0].count + n;
+    const int threads = threads_for_parts(g.query_heads, static_cast<double>(n * visible * (d + dv)));
+    if (threads == 1) {
+      for (Index h = 0; h < g.query_heads; ++h) run_head(h);
+    } else {
+      const ThreadLimit limit(threads);
+      parallel_for(g.query_heads, run_head);
+    }
   }
 
   // The new unmasked positions join each cache (masked keys are absent for good).

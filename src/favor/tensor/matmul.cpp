@@ -5,6 +5,7 @@
 #include "favor/error.hpp"
 #include "favor/kernels/gemm.hpp"
 #include "favor/parallel.hpp"
+#include "favor/thread_plan.hpp"
 #include "favor/tensor/shape.hpp"
 #include "favor/kernels/vector_math.hpp"
 
@@ -40,6 +41,7 @@ void product(const ConstTensorView& a, const float* bt, bool packed, Index k, In
              const TensorView& out) {
   const Index rows = element_count(a.dims, "a") / k;
   constexpr Index kRows = 64;  // rows per task: independent, so any thread count gives the same bits
+  const ThreadLimit limit(threads_for_work(static_cast<double>(rows) * static_cast<double>(k) * static_cast<double>(m)));
   parallel_for((rows + kRows - 1) / kRows, [&](Index block) {
     const Index r0 = block * kRows, n = std::min(kRows, rows - r0);
     float* c = out.data + r0 * m;

@@ -8,22 +8,39 @@
 #include "favor/tensor/shape.hpp"
 #include "favor/engine/factored_attention.hpp"
 #include "favor/engine/codebook_state.hpp"
+#include "favor/thread_plan.hpp"
 
 namespace favor {
 
 namespace {
 
-// Runs fn(h) for every index. Indices (heads, or key/value heads with their query heads) are
-// independent (each writes only its slices of out), so they go to threads when there are enough
-// of them to keep every thread busy; otherwise they run in turn and each call parallelizes inside
-// (the results are the same either way).
+// Runs fn(h) for every index (heads, or key/value heads with their query heads) on at most the
+// threads `multiply_adds` of work is worth (thread_plan.hpp). Indices are independent (each
+// writes only its slices of out), so they go to threads; when there are fewer of them than
+// threads, the threads left over help with the parallel loops inside each (the results are the
+// same either way).
 template <class F>
-void for_each_head(Index count, F&& fn) {
-  if (count >= max_threads()) {
+void for_each_head(Index count, double multiply_adds, F&& fn) {
+  const ThreadLimit limit(threads_for_work(multiply_adds));
+  if (count > 1) {
     parallel_for(count, fn);
-  } else {
-    for (Index h = 0; h < count; ++h) fn(h);
+  } else if (count == 1) {
+    fn(0);
   }
+}
+
+// Rows (the second-to-last dim) and cols (the last) of a tensor.
+Index rows_of(const std::vector<Index>& dims) { return dims[dims.size() - 2]; }
+double cols_of(const std::vector<Index>& dims) { return static_cast<double>(dims.back()); }
+
+// Multiply-adds of one query head's softmax attention (L x S scores and their use; half when
+// causal) and of a random-feature or codebook head (rows x features x (d + dv) for its queries and
+// its keys).
+double exact_work(Index L, Index S, double d, double dv, bool causal) {
+  return static_cast<double>(L) * static_cast<double>(S) * (d + dv) * (causal ? 0.5 : 1.0);
+}
+double factored_work(Index rows, Index features, double d, double dv) {
+  return static_cast<double>(rows) * static_cast<double>(features) * (d + dv);
 }
 
 using ConstMap = Eigen::Map<const Matrix>;
@@ -158,7 +175,8 @@ void exact_attention(const ConstTensorView& q, const ConstTensorView& k, const C
   const HeadGroups g = head_groups(q.dims, k.dims);
   const auto masks = key_mask_rows(key_mask, k.dims);
   check_values(q, "q"), check_values(k, "k"), check_values(v, "v");
-  for_each_head(g.query_heads, [&](Index h) {
+  const double work = g.query_heads * exact_work(rows_of(q.dims), rows_of(k.dims), cols_of(q.dims), cols_of(v.dims), options.causal);
+  for_each_head(g.query_heads, work, [&](Index h) {
     const Index kv = g.kv_of(h);
     exact_attention(head(q, h), head(k, kv), head(v, kv), head(out, h), for_kv_head(options, masks, kv));
   });
@@ -171,7 +189,8 @@ void attention_matrix(const ConstTensorView& q, const ConstTensorView& k, const 
   const HeadGroups g = head_groups(q.dims, k.dims);
   const auto masks = key_mask_rows(key_mask, k.dims);
   check_values(q, "q"), check_values(k, "k");
-  for_each_head(g.query_heads, [&](Index h) {
+  const double work = g.query_heads * exact_work(rows_of(q.dims), rows_of(k.dims), cols_of(q.dims), 0.0, options.causal);
+  for_each_head(g.query_heads, work, [&](Index h) {
     const Index kv = g.kv_of(h);
     attention_matrix(head(q, h), head(k, kv), head(out, h), for_kv_head(options, masks, kv));
   });
@@ -217,8 +236,10 @@ void favor_attention(const FeatureMap& map, const ConstTensorView& q, const Cons
   const bool after = (kernel == Kernel::positive || kernel == Kernel::hyperbolic || kernel == Kernel::oprf) &&
                      element_count(out.dims, "out") > 0;
   if (!after) check_inputs();
+  const double work = factored_work(g.query_heads * rows_of(q.dims) + g.kv_heads * rows_of(k.dims), map.num_features(),
+                                    cols_of(q.dims), cols_of(v.dims));
   try {
-    for_each_head(g.kv_heads, [&](Index kv) {
+    for_each_head(g.kv_heads, work, [&](Index kv) {
       const QueryGroup group = query_group(g, kv, q, out);
       favor_attention(map, group.qs, head(k, kv), head(v, kv), group.outs, for_kv_head(options, masks, kv));
     });
@@ -237,7 +258,9 @@ void favor_attention_matrix(const FeatureMap& map, const ConstTensorView& q,
   const HeadGroups g = head_groups(q.dims, k.dims);
   const auto masks = key_mask_rows(key_mask, k.dims);
   check_values(q, "q"), check_values(k, "k");
-  for_each_head(g.query_heads, [&](Index h) {
+  const double work = g.query_heads * (factored_work(rows_of(q.dims) + rows_of(k.dims), map.num_features(), cols_of(q.dims), 0.0) +
+                                       exact_work(rows_of(q.dims), rows_of(k.dims), static_cast<double>(map.num_features()), 0.0, options.causal));
+  for_each_head(g.query_heads, work, [&](Index h) {
     const Index kv = g.kv_of(h);
     favor_attention_matrix(map, head(q, h), head(k, kv), head(out, h), for_kv_head(options, masks, kv));
   });
@@ -279,16 +302,18 @@ void codebook_attention(const ConstTensorView& codebook, const ConstTensorView& 
   const HeadGroups g = head_groups(q.dims, k.dims);
   const auto masks = key_mask_rows(key_mask, k.dims);
   check_values(q, "q"), check_values(k, "k"), check_values(v, "v");
+  const double work = factored_work(g.query_heads * (rows_of(q.dims) + rows_of(k.dims)), rows_of(codebook.dims),
+                                    cols_of(q.dims), cols_of(v.dims));
   if (layout == CodebookLayout::per_query_head && g.group() > 1) {
     // One codebook per query head: the keys' responsibilities differ per head, nothing to share.
-    for_each_head(g.query_heads, [&](Index h) {
+    for_each_head(g.query_heads, work, [&](Index h) {
       const Index kv = g.kv_of(h);
       codebook_attention(head(codebook, h), head(q, h), head(k, kv), head(v, kv), head(out, h),
                          for_kv_head(options, masks, kv));
     });
     return;
   }
-  for_each_head(g.kv_heads, [&](Index kv) {
+  for_each_head(g.kv_heads, work, [&](Index kv) {
     const QueryGroup group = query_group(g, kv, q, out);
     codebook_attention(head(codebook, layout == CodebookLayout::shared ? 0 : kv), group.qs, head(k, kv), head(v, kv),
                        group.outs, for_kv_head(options, masks, kv));
@@ -304,7 +329,9 @@ void codebook_attention_matrix(const ConstTensorView& codebook, const ConstTenso
   const HeadGroups g = head_groups(q.dims, k.dims);
   const auto masks = key_mask_rows(key_mask, k.dims);
   check_values(q, "q"), check_values(k, "k");
-  for_each_head(g.query_heads, [&](Index h) {
+  const double work = g.query_heads * (factored_work(rows_of(q.dims) + rows_of(k.dims), rows_of(codebook.dims), cols_of(q.dims), 0.0) +
+                                       exact_work(rows_of(q.dims), rows_of(k.dims), static_cast<double>(rows_of(codebook.dims)), 0.0, options.causal));
+  for_each_head(g.query_heads, work, [&](Index h) {
     const Index kv = g.kv_of(h);
     const Index c = layout == CodebookLayout::shared ? 0 : layout == CodebookLayout::per_query_head ? h : kv;
     codebook_attention_matrix(head(codebook, c), head(q, h), head(k, kv), head(out, h), for_kv_head(options, masks, kv));
@@ -325,7 +352,9 @@ std::vector<Index> kmeans_dims(const std::vector<Index>& points, Index clusters)
 void kmeans(const ConstTensorView& points, const TensorView& out, const KMeansOptions& options) {
   check_output(out, kmeans_dims(points.dims, options.clusters));
   check_values(points, "k");
-  for_each_head(heads(points.dims), [&](Index h) { head(out, h) = kmeans(head(points, h), options).centroids; });
+  const double work = heads(points.dims) * factored_work(rows_of(points.dims), options.clusters, cols_of(points.dims), 0.0) *
+                      static_cast<double>(options.iterations);
+  for_each_head(heads(points.dims), work, [&](Index h) { head(out, h) = kmeans(head(points, h), options).centroids; });
 }
 
 MatrixErrors compare(const ConstTensorView& exact, const ConstTensorView& approx) {
