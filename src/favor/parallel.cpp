@@ -150,7 +150,7 @@ class Pool {
   static constexpr int kSlots = 64;
   struct alignas(64) Slot {
     std::mutex mutex;
-    Job* job = nullptr;
+    std::atomic<Job*> job{nullptr};  // written under the mutex; read without it only as a hint
   };
 
   // Whether done() held within `budget`.
@@ -234,11 +234,11 @@ class Pool {
   // Joins one published job that still has indices; false if there is none.
   bool help_one() {
     for (Slot& slot : slots_) {
-      if (!slot.job) continue;  // a racy peek: the lock below decides
+      if (!slot.job.load(std::memory_order_relaxed)) continue;  // a hint: the lock below decides
       Job* job;
       {
         std::lock_guard<std::mutex> lock(slot.mutex);
-        job = slot.job;
+        job = slot.job.load(std::memory_order_relaxed);
         if (!job || job->failed.load() || job->next.load() >= job->count) continue;
         job->joined.fetch_add(1);
       }
@@ -259,8 +259,8 @@ class Pool {
     Slot* slot = nullptr;
     for (Slot& s : slots_) {
       std::unique_lock<std::mutex> lock(s.mutex, std::try_to_lock);
-      if (lock && !s.job) {
-        s.job = &job;
+      if (lock && !s.job.load(std::memory_order_relaxed)) {
+        s.job.store(&job, std::memory_order_relaxed);
         slot = &s;
         break;
       }
@@ -269,7 +269,7 @@ class Pool {
     work(job);
     {
       std::lock_guard<std::mutex> lock(slot->mutex);
-      slot->job = nullptr;  // no helper joins after this
+      slot->job.store(nullptr, std::memory_order_relaxed);  // no helper joins after this
     }
     while (job.joined.load(std::memory_order_acquire) > 0 || job.in_flight.load() > 0) std::this_thread::yield();
     if (job.error) std::rethrow_exception(job.error);

@@ -223,6 +223,44 @@ MatF favor_on_1_2_3_threads(const favor::FeatureMap& map, const MatF& q, const M
   return one;
 }
 
+// With more threads than segments, a segment's keys are folded by blocks of features in parallel
+// (every step of the fold acts on each feature alone): the bits of the one-thread fold, for
+// every kernel (with and without feature values), feature counts that are and are not multiples
+// of the block quantum, one and two segments, cross attention, a key mask, and v far from 1 (the
+// fold reads max |v| as it goes).
+TEST(Parallel, FavorFeatureBlocksSameBits) {
+  std::mt19937 gen(23);
+  const Index d = 8, dv = 5;
+  for (favor::Kernel kernel : {favor::Kernel::positive, favor::Kernel::hyperbolic, favor::Kernel::trigonometric,
+                               favor::Kernel::relu}) {
+    for (Index m : {Index{40}, Index{100}}) {
+      const favor::FeatureMap map(kernel, ref::normal_matrix(m, d, gen));
+      for (const auto [L, S] : {std::pair<Index, Index>{300, 1500}, {2500, 3100}}) {
+        const MatF q = 0.5f * ref::normal_matrix(L, d, gen), k = 0.5f * ref::normal_matrix(S, d, gen);
+        MatF v = ref::normal_matrix(S, dv, gen);
+        if (L == 300) v *= 1e7f;
+        std::vector<std::uint8_t> mask(static_cast<std::size_t>(S), 1);
+        for (Index j = 0; j < S; j += 7) mask[static_cast<std::size_t>(j)] = 0;
+        for (bool masked : {false, true}) {
+          favor::FavorOptions o;
+          if (masked) o.key_mask = mask.data();
+          MatF one;
+          {
+            Threads t(1);
+            one = favor::favor_attention(map, q, k, v, o);
+          }
+          for (int threads : {2, 3, 5, 8}) {
+            Threads t(threads);
+            EXPECT_TRUE(same_bits(favor::favor_attention(map, q, k, v, o), one))
+                << favor::to_string(kernel) << " m " << m << " L " << L << " S " << S << " masked " << masked << ", "
+                << threads << " threads";
+          }
+        }
+      }
+    }
+  }
+}
+
 // FAVOR+ runs in fixed segments of ~2048 rows (key states in parallel, merged in order; causal
 // segments from their prefix state): L = 4500 makes 3 segments (2 and 5 with the chunk sizes
 // below). Same bits for any thread count, and still the estimator: equal to the masked matrix

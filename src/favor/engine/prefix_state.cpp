@@ -320,17 +320,76 @@ bool write_rows(MatrixRef out, Index i0, const Matrix& numerator, const Vector& 
   return finite;
 }
 
+namespace {
+
+// Rows up to which fold_range may hold every key chunk of the range at once (their logs: rows x M
+// floats) to fold them by feature blocks.
+constexpr Index kBlockedFoldRows = 16384;
+// Features per block are a multiple of this: blocks then start on whole vectors, so that each
+// feature's exponentials and sums run the same instructions as in the whole row.
+constexpr Index kFeatureQuantum = 16;
+
+// The states of the segments of [begin, end) (parts[s], tops[s]: max |v|), with more threads than
+// segments: the key chunks first, in parallel, then each segment folded by feature blocks in
+// parallel. Every step of the fold acts on each feature alone (its shift, its rescale, its
+// exponentials, its sums over the chunk's rows in order), so a block of features folded alone
+// gets the bits of the whole fold.
+void fold_by_feature_blocks(const FactorBlock& keys, Index features, ConstMatrixRef v, Index chunk, Index segment,
+                            Index begin, Index end, int threads, std::vector<PrefixState>& parts,
+                            std::vector<float>* tops) {
+  const Index count = static_cast<Index>(parts.size());
+  const Index chunks = (end - begin + chunk - 1) / chunk, per_segment = segment / chunk;
+  std::vector<KeyChunk> ks(static_cast<std::size_t>(chunks));
+  std::vector<float> chunk_tops(static_cast<std::size_t>(chunks), 0.0f);
+  parallel_for(chunks, [&](Index c) {
+    const Index j0 = begin + c * chunk, n = std::min(chunk, end - j0);
+    ks[static_cast<std::size_t>(c)] = key_chunk(keys, features, j0, n);
+    if (tops) chunk_tops[static_cast<std::size_t>(c)] = max_abs_rows(v, j0, j0 + n);
+  });
+  if (tops)
+    for (Index c = 0; c < chunks; ++c)
+      (*tops)[static_cast<std::size_t>(c / per_segment)] = std::max((*tops)[static_cast<std::size_t>(c / per_segment)], chunk_tops[static_cast<std::size_t>(c)]);
+  const Index wanted = std::max<Index>(1, (threads + count - 1) / count);
+  const Index width = std::max(kFeatureQuantum, (features / wanted + kFeatureQuantum - 1) / kFeatureQuantum * kFeatureQuantum);
+  const Index blocks = (features + width - 1) / width;
+  for (PrefixState& part : parts) part = empty_prefix_state(features, v.cols());
+  parallel_for(count * blocks, [&](Index t) {
+    const Index s = t / blocks, r0 = (t % blocks) * width, F = std::min(width, features - r0);
+    PrefixState block = empty_prefix_state(F, v.cols());
+    for (Index c = s * per_segment; c < std::min(chunks, (s + 1) * per_segment); ++c) {
+      const KeyChunk& whole = ks[static_cast<std::size_t>(c)];
+      const Index j0 = begin + c * chunk, n = whole.log.rows();
+      KeyChunk k;
+      k.log = whole.log.middleCols(r0, F);
+      if (whole.value.size()) k.value = whole.value.middleCols(r0, F);
+      k.column_max = whole.column_max.segment(r0, F);
+      fold_chunk(block, std::move(k.log), k, v.middleRows(j0, n));
+    }
+    PrefixState& part = parts[static_cast<std::size_t>(s)];
+    part.kv.middleRows(r0, F) = block.kv;
+    part.k_sum.segment(r0, F) = block.k_sum;
+    part.shift.segment(r0, F) = block.shift;
+  });
+}
+
+}  // namespace
+
 void fold_range(const FactorBlock& keys, Index features, ConstMatrixRef v, Index chunk, Index segment,
                 Index begin, Index end, PrefixState& into, float* v_top) {
   if (end <= begin) return;
   const std::size_t count = static_cast<std::size_t>((end - begin + segment - 1) / segment);
   std::vector<PrefixState> parts(count);
   std::vector<float> tops(count, 0.0f);
-  parallel_for(static_cast<Index>(count), [&](Index s) {
-    const Index b = begin + s * segment;
-    parts[static_cast<std::size_t>(s)] = fold_keys(keys, features, v, chunk, b, std::min(end, b + segment),
-                                                   v_top ? &tops[static_cast<std::size_t>(s)] : nullptr);
-  });
+  const int threads = available_threads();
+  if (static_cast<Index>(count) < threads && end - begin <= kBlockedFoldRows && features >= 2 * kFeatureQuantum) {
+    fold_by_feature_blocks(keys, features, v, chunk, segment, begin, end, threads, parts, v_top ? &tops : nullptr);
+  } else {
+    parallel_for(static_cast<Index>(count), [&](Index s) {
+      const Index b = begin + s * segment;
+      parts[static_cast<std::size_t>(s)] = fold_keys(keys, features, v, chunk, b, std::min(end, b + segment),
+                                                     v_top ? &tops[static_cast<std::size_t>(s)] : nullptr);
+    });
+  }
   for (const PrefixState& part : parts) merge(into, part);
   if (v_top)
     for (const float top : tops) *v_top = std::max(*v_top, top);
