@@ -475,7 +475,7 @@ const node22 = runner('Node 22 for bench/node-peers.mjs',
   () => execFileSync(path.join(repo, 'scripts/ensure-node.sh'), ['22'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim());
 const firefox = runner('Firefox for bench/browser-peers.mjs --browser firefox',
   () => (execFileSync(path.join(repo, 'scripts/ensure-deps.sh'), ['browser'], { stdio: ['ignore', 'inherit', 'inherit'] }), process.execPath));
-for (const [script, node, extra = []] of [['bench/decode.mjs', process.execPath], ['bench/worker.mjs', process.execPath], ['bench/packed.mjs', process.execPath],
+for (const [script, node, extra = []] of [['bench/decode.mjs', process.execPath], ['bench/worker.mjs', process.execPath], ['bench/packed.mjs', process.execPath], ['bench/threads.mjs', process.execPath],
   ['bench/node-peers.mjs', node22], ['bench/browser-peers.mjs', process.execPath], ['bench/browser-peers.mjs', firefox, ['--browser', 'firefox']]]) {
   if (node) execFileSync(node, [path.join(repo, script), '--out', outFile, ...extra, ...(quick ? ['--quick'] : [])], { stdio: ['ignore', 'ignore', 'inherit'] });
 }

@@ -3,13 +3,18 @@
 // m = 256 (positive, orthogonal), with onnxruntime-web's graphs at env.wasm.numThreads = T beside
 // them where its files are found. Prints a table and writes JSON (--json FILE).
 //
-//   node bench/threads.mjs [--threads 1,2,4,8,16] [--cases favor8,exact8,...] [--reps 5]
-//                          [--json FILE] [--no-peers] [--build relaxed|simd]
+//   node bench/threads.mjs [--threads 1,2,4,8,16] [--cases favor8,exact8,...] [--reps 5] [--quick]
+//                          [--json FILE] [--no-peers] [--out BENCHMARKS.md] [--merge FILE.json]
+//
+// Each machine's results are kept in bench/threads-results.json under its CPU and core count;
+// --out writes the section of BENCHMARKS.md (between <!-- threads --> markers) from all of them.
+// --merge adds a results file written elsewhere (--json on a machine with many cores, from the
+// folder bench/threads-bundle.sh packs) without measuring here.
 //
 // It imports only web/node.js, dist/ and (for the peer) onnxruntime-web and bench/onnx/, so the
 // folder that `node bench/threads-bundle.mjs` writes runs it as is with a Node binary and no network.
 import { spawnSync } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
@@ -23,7 +28,7 @@ const cores = availableParallelism();
 const threadCounts = args.threads
   ? String(args.threads).split(',').map(Number)
   : [1, 2, 4, 8, 12, 16, 24, 32, 48, 64].filter((t) => t <= cores);
-const reps = Number(args.reps ?? 5);
+const reps = Number(args.reps ?? (args.quick ? 3 : 5));
 const d = 64, dv = 64, m = 256;
 
 // Deterministic inputs: a head's rows are smooth functions of (row, column), scaled so that
@@ -126,20 +131,72 @@ function peerTimes(T) {
   try { return JSON.parse(child.stdout); } catch { console.log(`onnxruntime-web at T = ${T} failed: ${child.stderr.slice(0, 300)}`); return {}; }
 }
 
-const results = { cpu: cpus()[0]?.model ?? 'unknown', cores, node: process.version, build: args.build ?? 'relaxed', rows: [] };
-console.log(`# thread scaling on ${results.cpu} (${cores} cores), Node ${process.version}`);
-for (const T of threadCounts) {
-  const favor = await loadFavor({ threads: T, simd: args.build === 'simd' ? 'simd' : undefined });
-  const featureMap = favor.createFeatureMap({ dim: d, features: m, seed: 7 });
-  const peers = peerTimes(T);
-  for (const id of caseIds) {
-    const c = CASES[id];
-    const ours = runOurs(favor, c, featureMap);
-    const peer = peers[id] ?? null;
-    results.rows.push({ id, label: c.label, threads: T, threadsUsed: favor.info.threads, ours, peer });
-    console.log(`T=${String(T).padStart(2)}  ${c.label.padEnd(36)} ${c.method === 'decode' ? `${(ours / 1000).toFixed(1)}k tok/s` : `${ours.toFixed(1)} ms`}${peer ? `   ort ${peer.toFixed(1)} ms` : ''}`);
+const RESULTS = new URL('./threads-results.json', import.meta.url);
+
+async function measure() {
+  const results = { cpu: cpus()[0]?.model ?? 'unknown', cores, node: process.version, date: new Date().toISOString().slice(0, 10), rows: [] };
+  console.log(`# thread scaling on ${results.cpu} (${cores} cores), Node ${process.version}`);
+  for (const T of threadCounts) {
+    const favor = await loadFavor({ threads: T });
+    const featureMap = favor.createFeatureMap({ dim: d, features: m, seed: 7 });
+    const peers = peerTimes(T);
+    for (const id of caseIds) {
+      const c = CASES[id];
+      const ours = runOurs(favor, c, featureMap);
+      const peer = peers[id] ?? null;
+      results.rows.push({ id, label: c.label, threads: T, ours, peer });
+      console.log(`T=${String(T).padStart(2)}  ${c.label.padEnd(36)} ${c.method === 'decode' ? `${(ours / 1000).toFixed(1)}k tok/s` : `${ours.toFixed(1)} ms`}${peer ? `   ort ${peer.toFixed(1)} ms` : ''}`);
+    }
+    featureMap.dispose();
+    favor.dispose();
   }
-  featureMap.dispose();
-  favor.dispose();
+  return results;
 }
-if (args.json) writeFileSync(String(args.json), `${JSON.stringify(results, null, 1)}\n`);
+
+const fmt = (x, decode) => (decode ? `${(x / 1000).toFixed(1)}k` : x >= 100 ? x.toFixed(0) : x.toFixed(1));
+
+// One machine's table: each case's time (tokens/s for decode) at every T, its speed-up over one
+// thread, and onnxruntime-web's time and ours ÷ its at the same T where it ran.
+function machineTable(r) {
+  const Ts = [...new Set(r.rows.map((x) => x.threads))].sort((a, b) => a - b);
+  const lines = [`### ${r.cpu}, ${r.cores} cores (Node ${r.node}, ${r.date})`, '',
+    `| call | ${Ts.map((t) => `T = ${t}`).join(' | ')} | best speed-up |`, `|---|${Ts.map(() => '---:').join('|')}|---:|`];
+  for (const id of [...new Set(r.rows.map((x) => x.id))]) {
+    const rows = Ts.map((t) => r.rows.find((x) => x.id === id && x.threads === t));
+    const decode = id.startsWith('decode');
+    const one = rows[0]?.ours;
+    const speed = (x) => (decode ? x / one : one / x);
+    const cells = rows.map((x) => (x ? `${fmt(x.ours, decode)} (${speed(x.ours).toFixed(1)}×)` : '—'));
+    const best = Math.max(...rows.filter(Boolean).map((x) => speed(x.ours)));
+    lines.push(`| ${rows.find(Boolean).label}${decode ? '' : ', ms'} | ${cells.join(' | ')} | ${best.toFixed(1)}× |`);
+    if (rows.some((x) => x?.peer)) {
+      lines.push(`| onnxruntime-web, ms (its ÷ ours) | ${rows.map((x) => (x?.peer ? `${fmt(x.peer)} (${(x.peer / x.ours).toFixed(2)}×)` : '—')).join(' | ')} | |`);
+    }
+  }
+  return lines.join('\n');
+}
+
+function section(all) {
+  const machines = Object.values(all).sort((a, b) => b.cores - a.cores);
+  return ['<!-- threads -->', '## Thread scaling', '',
+    `\`node bench/threads.mjs\` (part of \`npm run bench\`): the same calls at T = 1, 2, 4, … threads, each T a fresh \`loadFavor({ threads: T })\` of the relaxed-SIMD build in Node, d = dv = 64, FAVOR+ m = 256 (positive, orthogonal), median of ${reps} calls after a warm-up; decode is 400 appends of one position after a 1,024-position prefill, in tokens per second. In parentheses: the speed-up over one thread. onnxruntime-web runs its one-head graphs (bench/onnx) at \`env.wasm.numThreads = T\`, each T in a process of its own. Machines with many cores run the folder \`bash bench/threads-bundle.sh\` packs (the built package, this script, the peer's files) with a Node binary, and their results are merged here with \`--merge\`.`,
+    '', ...machines.flatMap((r) => [machineTable(r), '']), '<!-- /threads -->'].join('\n');
+}
+
+const all = existsSync(RESULTS) ? JSON.parse(readFileSync(RESULTS, 'utf8')) : {};
+const key = (r) => `${r.cpu} (${r.cores} cores)`;
+if (args.merge) {
+  const r = JSON.parse(readFileSync(String(args.merge), 'utf8'));
+  all[key(r)] = r;
+} else {
+  const r = await measure();
+  if (args.json) writeFileSync(String(args.json), `${JSON.stringify(r, null, 1)}\n`);
+  if (!args.json || args.out) all[key(r)] = r;
+}
+if (args.out || args.merge) {
+  writeFileSync(RESULTS, `${JSON.stringify(all, null, 1)}\n`);
+  if (args.out) {
+    const { writeSection } = await import('./lib/sections.mjs');
+    writeSection(String(args.out), 'threads', section(all));
+  }
+}

@@ -325,6 +325,19 @@ int threads_for_parts(Index parts, double work_per_part) {
   return std::max(one_each, threads_for_work(static_cast<double>(parts) * work_per_part));
 }
 
+FeatureBlocks plan_feature_blocks(Index segments, Index features, int threads, Index quantum) {
+  const Index quanta = std::max<Index>(1, features / quantum);
+  const Index wanted = std::max<Index>(1, (threads + std::max<Index>(1, segments) - 1) / std::max<Index>(1, segments));
+  const Index blocks = std::min(quanta, wanted);
+  FeatureBlocks plan;
+  plan.starts.push_back(0);
+  // The first quanta % blocks blocks take one quantum more; the last, the features left over.
+  for (Index b = 0; b < blocks; ++b)
+    plan.starts.push_back(plan.starts.back() + (quanta / blocks + (b < quanta % blocks ? 1 : 0)) * quantum);
+  plan.starts.back() = features;
+  return plan;
+}
+
 ThreadLimit::ThreadLimit(int threads) : previous_(t_limit) { t_limit = std::max(1, threads); }
 ThreadLimit::~ThreadLimit() { t_limit = previous_; }
 

@@ -2,6 +2,8 @@
 // whose work would not repay waking them all limits them first.
 #pragma once
 
+#include <vector>
+
 #include "favor/types.hpp"
 
 namespace favor {
@@ -22,6 +24,17 @@ constexpr double kWorkPerPart = 16384.0;
 // is not worth a thread, else one per part, or more where the whole is worth more (the threads
 // beyond the parts help with their inner loops); at most max_threads().
 int threads_for_parts(Index parts, double work_per_part);
+
+// A segment's features cut into blocks folded in parallel, `segments` segments at once, on
+// `threads` threads: at least `threads` parts (segments x blocks) where the features allow it,
+// each block a whole number of `quantum` features (the last also takes features % quantum), block
+// widths within 2x of each other. starts[b] is block b's first feature; starts.back() = features.
+struct FeatureBlocks {
+  std::vector<Index> starts;
+  Index count() const { return static_cast<Index>(starts.size()) - 1; }
+  Index width(Index b) const { return starts[static_cast<std::size_t>(b) + 1] - starts[static_cast<std::size_t>(b)]; }
+};
+FeatureBlocks plan_feature_blocks(Index segments, Index features, int threads, Index quantum);
 
 // The regions this thread starts while it lives use at most `threads` threads (>= 1).
 class ThreadLimit {

@@ -6,6 +6,7 @@
 #include "favor/kernels/attention_kernel.hpp"
 #include "favor/kernels/gemm.hpp"
 #include "favor/parallel.hpp"
+#include "favor/thread_plan.hpp"
 #include "favor/kernels/vector_math.hpp"
 
 namespace favor {
@@ -349,12 +350,11 @@ void fold_by_feature_blocks(const FactorBlock& keys, Index features, ConstMatrix
   if (tops)
     for (Index c = 0; c < chunks; ++c)
       (*tops)[static_cast<std::size_t>(c / per_segment)] = std::max((*tops)[static_cast<std::size_t>(c / per_segment)], chunk_tops[static_cast<std::size_t>(c)]);
-  const Index wanted = std::max<Index>(1, (threads + count - 1) / count);
-  const Index width = std::max(kFeatureQuantum, (features / wanted + kFeatureQuantum - 1) / kFeatureQuantum * kFeatureQuantum);
-  const Index blocks = (features + width - 1) / width;
+  const FeatureBlocks plan = plan_feature_blocks(count, features, threads, kFeatureQuantum);
+  const Index blocks = plan.count();
   for (PrefixState& part : parts) part = empty_prefix_state(features, v.cols());
   parallel_for(count * blocks, [&](Index t) {
-    const Index s = t / blocks, r0 = (t % blocks) * width, F = std::min(width, features - r0);
+    const Index s = t / blocks, r0 = plan.starts[static_cast<std::size_t>(t % blocks)], F = plan.width(t % blocks);
     PrefixState block = empty_prefix_state(F, v.cols());
     for (Index c = s * per_segment; c < std::min(chunks, (s + 1) * per_segment); ++c) {
       const KeyChunk& whole = ks[static_cast<std::size_t>(c)];

@@ -1,0 +1,79 @@
+// The thread planning of thread_plan.hpp, for machines this 2-core one cannot be: every thread
+// count up to 64. Feature blocks cover every feature once, in whole quanta, within 2x of each
+// other in width, with at least as many parts as threads where the features allow it, so that
+// parts dealt out one at a time leave no thread idle while another has more than one left. And
+// the threads a call uses grow with its work and never pass the threads there are.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
+
+#include <favor/parallel.hpp>
+#include <favor/thread_plan.hpp>
+
+namespace {
+
+using favor::Index;
+
+TEST(ThreadPlan, FeatureBlocksCoverBalanceAndFeedEveryThread) {
+  for (int threads = 1; threads <= 64; ++threads) {
+    for (Index segments : {1, 2, 3, 7, 64}) {
+      for (Index features : {16, 33, 64, 100, 256, 512, 1000}) {
+        const Index quantum = 16;
+        const favor::FeatureBlocks plan = favor::plan_feature_blocks(segments, features, threads, quantum);
+        const std::string at = "T " + std::to_string(threads) + " segments " + std::to_string(segments) + " M " +
+                               std::to_string(features);
+        ASSERT_GE(plan.count(), 1) << at;
+        ASSERT_EQ(plan.starts.front(), 0) << at;
+        ASSERT_EQ(plan.starts.back(), features) << at;
+        Index narrow = features, wide = 0;
+        for (Index b = 0; b < plan.count(); ++b) {
+          ASSERT_GT(plan.width(b), 0) << at;
+          if (b + 1 < plan.count()) ASSERT_EQ(plan.width(b) % quantum, 0) << at << " block " << b;
+          narrow = std::min(narrow, plan.width(b)), wide = std::max(wide, plan.width(b));
+        }
+        EXPECT_LE(wide, 2 * narrow) << at;
+        const Index parts = segments * plan.count(), quanta = std::max<Index>(1, features / quantum);
+        // As many parts as threads, unless every block is already one quantum wide.
+        EXPECT_TRUE(parts >= threads || plan.count() == quanta) << at << ": " << parts << " parts";
+        // Not needlessly many: one block per segment more than the threads ask would be waste.
+        EXPECT_LE(plan.count(), std::max<Index>(1, (threads + segments - 1) / segments)) << at;
+        // Dealt out one at a time, thread t gets parts t, t + T, ...: counts differ by one at most.
+        std::vector<Index> per_thread(static_cast<std::size_t>(threads), 0);
+        for (Index p = 0; p < parts; ++p) ++per_thread[static_cast<std::size_t>(p % threads)];
+        const auto [few, many] = std::minmax_element(per_thread.begin(), per_thread.end());
+        EXPECT_LE(*many - *few, 1) << at;
+      }
+    }
+  }
+}
+
+TEST(ThreadPlan, ThreadsFollowTheWork) {
+  for (int threads : {1, 2, 3, 8, 16, 64}) {
+    favor::set_max_threads(threads);
+    EXPECT_EQ(favor::threads_for_work(0), 1);
+    EXPECT_EQ(favor::threads_for_work(favor::kWorkPerThread - 1), 1) << "a small call wakes nobody";
+    EXPECT_EQ(favor::threads_for_work(1e15), threads) << "a large call uses them all";
+    int previous = 1;
+    for (double work = 1; work < 1e12; work *= 1.7) {
+      const int t = favor::threads_for_work(work);
+      EXPECT_GE(t, previous) << "more work never gets fewer threads";
+      EXPECT_LE(t, threads);
+      previous = t;
+    }
+    // A causal state's append: one thread per head worth one, more for a large whole.
+    EXPECT_EQ(favor::threads_for_parts(8, favor::kWorkPerPart / 2), 1);
+    EXPECT_EQ(favor::threads_for_parts(1, 1e12), 1) << "one part: its inner loops decide";
+    EXPECT_EQ(favor::threads_for_parts(8, favor::kWorkPerPart), std::min(8, threads));
+    EXPECT_EQ(favor::threads_for_parts(2, 1e12), threads);
+    {
+      const favor::ThreadLimit limit(2);
+      EXPECT_EQ(favor::available_threads(), std::min(2, threads));
+      EXPECT_EQ(favor::threads_for_work(1e15), threads) << "the limit caps regions, not the estimate";
+    }
+    EXPECT_EQ(favor::available_threads(), threads) << "the limit ends with its scope";
+  }
+  favor::set_max_threads(1);
+}
+
+}  // namespace
