@@ -49,6 +49,7 @@ export const CASES = {
   favor8long: { label: 'FAVOR+, 8 heads, L = 16384', method: 'favor', H: 8, L: 16384 },
   favor1: { label: 'FAVOR+, 1 head, L = 4096', method: 'favor', H: 1, L: 4096 },
   favor1long: { label: 'FAVOR+, 1 head, L = 65536', method: 'favor', H: 1, L: 65536 },
+  favor1longOut: { label: 'the same into out', method: 'favor', H: 1, L: 65536, out: true },
   exact8: { label: 'exact, 8 heads, L = 4096', method: 'exact', H: 8, L: 4096 },
   exact1: { label: 'exact, 1 head, L = 4096', method: 'exact', H: 1, L: 4096 },
   decode8: { label: 'FAVOR+ decode, 8 heads, tokens/s', method: 'decode', H: 8, L: 1024 },
@@ -71,7 +72,8 @@ function timeCall(call) {
 function runOurs(favor, c, featureMap) {
   const q = tensor([c.H, c.L, d], 1), k = tensor([c.H, c.L, d], 2), v = tensor([c.H, c.L, dv], 3);
   if (c.method === 'exact') return timeCall(() => favor.exactAttention(q, k, v, { causal: !!c.causal }));
-  if (c.method === 'favor') return timeCall(() => favor.favorAttention(q, k, v, { featureMap, causal: !!c.causal }));
+  const out = c.out ? new Float32Array(c.H * c.L * dv) : undefined;
+  if (c.method === 'favor') return timeCall(() => favor.favorAttention(q, k, v, { featureMap, causal: !!c.causal, out }));
   // decode: a prefill of L positions, then one position per append; tokens per second.
   const state = favor.createCausalState({ method: 'favor', featureMap });
   try {

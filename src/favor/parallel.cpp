@@ -62,7 +62,8 @@ class Pool {
     if (!one_job) return false;
     const int helpers = std::min<int>({threads - 1, static_cast<int>(helpers_.size()), kMaxHelpers});
     job_.call = call, job_.context = context, job_.count = count;
-    job_.share = std::max(1, threads / static_cast<int>(std::min<Index>(count, threads)));
+    const int indices = static_cast<int>(std::min<Index>(count, threads));
+    job_.share = (threads + indices - 1) / indices;
     job_.in_flight.store(0, std::memory_order_relaxed);
     job_.next.store(0, std::memory_order_relaxed);
     job_.failed.store(false, std::memory_order_relaxed);
@@ -347,7 +348,10 @@ void run_parallel(Index count, void (*call)(void*, Index), void* context) {
   if (count <= 0) return;
 #ifndef FAVOR_SERIAL_ONLY
   if (t_in_parallel) {
-    if (count > 1 && max_threads() > 1 && pool().run_nested(count, call, context)) return;
+    // Published only where the region has more threads than indices: with one thread per index
+    // (a decode step's heads), no thread is expected to be idle, and publishing a step's small
+    // loops costs more than it could save.
+    if (count > 1 && t_share > 1 && pool().run_nested(count, call, context)) return;
   } else {
     // Every thread the call may use is invited, also past `count`: the ones without an index help
     // with the nested regions of the others.

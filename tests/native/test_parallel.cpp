@@ -164,6 +164,18 @@ TEST(Parallel, NestedRegionsAreHelpedByIdleThreads) {
   std::sort(ids.begin(), ids.end());
   EXPECT_GT(std::unique(ids.begin(), ids.end()) - ids.begin(), 2) << "the two idle threads never helped";
 
+  // With one thread per index, inner loops run on their own thread, as they always did.
+  std::atomic<bool> switched{false};
+  favor::parallel_for(4, [&](Index) {
+    const auto outer = std::this_thread::get_id();
+    EXPECT_EQ(favor::available_threads(), 1);
+    favor::parallel_for(16, [&](Index) {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      if (std::this_thread::get_id() != outer) switched = true;
+    });
+  });
+  EXPECT_FALSE(switched.load());
+
   std::atomic<int> deepest{0};
   favor::parallel_for(3, [&](Index) {
     favor::parallel_for(5, [&](Index) { favor::parallel_for(7, [&](Index) { ++deepest; }); });
