@@ -44,9 +44,18 @@ export async function loadModel(favor, name, onProgress) {
   return model;
 }
 
-// Characters of the text the model can read (outside its alphabet: dropped), at most its context.
+// Characters of the text the model can read (outside its alphabet: dropped): the last ones, at
+// most its context, so that typing at the end of a long text moves the window with it.
 export function readable(model, text) {
-  return [...text].filter((c) => model.index.has(c)).join('').slice(0, model.context);
+  return [...text].filter((c) => model.index.has(c)).slice(-model.context).join('');
+}
+
+// Said under the text box: what the model reads of it.
+function windowNote(model, text, used) {
+  const known = [...text].filter((c) => model.index.has(c)).length, all = [...text].length;
+  const dropped = all - known;
+  return `${known > used ? `the model reads the last ${used} of ${known} characters` : `${used} characters`}` +
+    `${dropped ? `; ${dropped} outside the book's alphabet dropped` : ''}; predictions: the character after the inspected one (by default the last)`;
 }
 
 let forwardCache = { key: '', value: null };
@@ -91,7 +100,7 @@ function bits(model, logits, ids) {
 // the model panels draw. timings gets the parts.
 export function computeModel(favor, model, p, timings) {
   const text = readable(model, p.text);
-  if (text.length < 2) throw new RangeError('text: type at least 2 characters the model knows');
+  if (text.length < 2) throw Object.assign(new RangeError('type at least 2 characters the model knows (letters, digits, punctuation of the book)'), { field: 'text' });
   const ids = model.encode(text), L = ids.length, H = model.heads, hd = model.config.width / H;
   let t = performance.now();
   const fkey = JSON.stringify([model.record.name, text]);
@@ -131,13 +140,13 @@ export function computeModel(favor, model, p, timings) {
     Q: headTensor(q), K: headTensor(k), V: headTensor(v), L, d: hd, A: pick.A, Ahat: pick.Ahat, text,
     spec, label,
     extras: {
-      chars: text, label, heads: H, layers: model.layers,
+      chars: text, label, heads: H, layers: model.layers, window: windowNote(model, p.text, L),
       overview: overview.map((o) => ({ layer: o.layer, head: o.head, A: o.A, errors: o.errors })),
       bpc: { exact: bits(model, exact.logits, ids), approx: bits(model, approx.logits, ids) },
+      // every row's five likeliest next characters, so that inspecting another row is a redraw
       top: {
-        row: Math.min(p.row, L - 1),
-        exact: model.top(exact.logits, Math.min(p.row, L - 1), 5),
-        approx: model.top(approx.logits, Math.min(p.row, L - 1), 5),
+        exact: Array.from({ length: L }, (_, i) => model.top(exact.logits, i, 5)),
+        approx: Array.from({ length: L }, (_, i) => model.top(approx.logits, i, 5)),
       },
     },
   };
