@@ -407,6 +407,7 @@ function onComputeMessage(event) {
 function textNote(text, error) {
   const note = $('#text-note');
   note.textContent = text;
+  note.title = text;
   note.classList.toggle('error', error);
   controls.text.setAttribute('aria-invalid', String(error));
 }
