@@ -112,7 +112,10 @@ export function computeModel(favor, model, p, timings) {
   const exact = forwardCache.value;
   timings.inputs = performance.now() - t;
   t = performance.now();
-  const { spec, label } = approximation(favor, model, p);
+  const { spec } = approximation(favor, model, p);
+  let { label } = approximation(favor, model, p);
+  // k-means with as many codewords as keys gives each key its own: exact, and no test of VQ.
+  if (spec.method === 'codebook' && spec.clusters >= L) label += ` (m ≥ L = ${L}: every key is its own codeword, so Â = A: trivially exact)`;
   const approx = model.forward(ids, spec);
   timings.approxModel = performance.now() - t;
 
