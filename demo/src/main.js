@@ -557,6 +557,7 @@ function redraw(t0, fresh = false) {
   const latency = tDone - t0;
   drawTimings(timings, drawMs, latency, fresh, cb);
   metrics.updates++;
+  if (metrics.updates === 1) metrics.firstView = performance.now();  // from navigation start
   const record = { id: metrics.updates, latency, drawMs, fresh, worker: timings.worker, frame: null };
   metrics.history.push(record);
   if (metrics.history.length > 2000) metrics.history.shift();

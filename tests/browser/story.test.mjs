@@ -269,3 +269,23 @@ test('links from before the page opened on a model restore their synthetic view'
   assert.deepEqual(named.problems, []);
   await named.page.close();
 });
+
+test('studies and VQ at the model\'s defaults: mean row KL, a codebook smaller than the text', async () => {
+  const { page, problems } = await open('');
+  assert.equal(await page.$eval('#study-metric', (el) => el.value), 'meanRowKL', 'the normalized measure by default on a model');
+  const n = await page.evaluate(() => window.__favorDemo.updates);
+  await page.selectOption('#kernel', 'vq');
+  await page.waitForFunction((k) => window.__favorDemo.updates > k && window.__favorDemo.idle && window.__favorDemo.shown.kernel === 'vq', n, { timeout: 60000 });
+  const v = await page.evaluate(() => ({ m: window.__favorDemo.shown.m, caption: document.querySelector('#approx-caption').textContent }));
+  assert.ok(v.m < 256 / 2, `codewords ${v.m}`);
+  assert.doesNotMatch(v.caption, /trivially exact/);
+  // as many codewords as characters: said
+  await page.$eval('#m', (el) => { el.value = String(Number(el.max)); el.dispatchEvent(new Event('input', { bubbles: true })); });
+  await page.waitForFunction(() => window.__favorDemo.idle && /trivially exact/.test(document.querySelector('#approx-caption').textContent), null, { timeout: 60000 });
+  // synthetic inputs keep the kernel MSE of Lemma 2
+  await page.click('#mode-synthetic');
+  await page.waitForFunction(() => window.__favorDemo.idle && window.__favorDemo.shown?.pattern === 'gaussian', null, { timeout: 60000 });
+  assert.equal(await page.$eval('#study-metric', (el) => el.value), 'kernelMSE');
+  assert.deepEqual(problems, []);
+  await page.close();
+});
