@@ -106,7 +106,7 @@ export class ModelPanel {
       b.dataset.error = String(err);
       b.querySelector('.cell-name').textContent = `L${o.layer} H${o.head}`;
       b.querySelector('.cell-err').textContent = `KL ${short(err)}`;
-      if (fresh || b.dataset.scale !== String(scale.log)) drawSmall(b.querySelector('canvas'), o.A, L, scale);
+      if (fresh || b.dataset.scale !== String(scale.log)) drawSmall(b.querySelector('canvas'), o.small, L, scale);
       b.dataset.scale = String(scale.log);
     });
     const red = overview.filter((o) => headError(o.errors) >= 1).length;
@@ -168,16 +168,16 @@ export class ModelPanel {
   }
 }
 
-// A small picture of an L×L matrix (nearest-neighbour downsampling to the canvas), on the
-// main heatmaps' scale.
-function drawSmall(canvas, A, L, scale) {
+// A small picture of an L×L matrix, sampled in the worker at the canvas's size (model-view.js,
+// thumbnail), on the main heatmaps' scale; the masked part is recomputed from L.
+function drawSmall(canvas, small, L, scale) {
   const n = canvas.width, ctx = canvas.getContext('2d'), img = ctx.createImageData(n, n);
   const px = new Uint32Array(img.data.buffer);
   for (let y = 0; y < n; y++) {
     const i = Math.min(L - 1, Math.floor((y * L) / n));
     for (let x = 0; x < n; x++) {
       const j = Math.min(L - 1, Math.floor((x * L) / n));
-      px[y * n + x] = j > i ? MASKED_COLOR : scale.lut[scale.index(A[i * L + j])];
+      px[y * n + x] = j > i ? MASKED_COLOR : scale.lut[scale.index(small[y * n + x])];
     }
   }
   ctx.putImageData(img, 0, 0);

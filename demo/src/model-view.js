@@ -144,15 +144,45 @@ export function computeModel(favor, model, p, timings) {
     spec, label,
     extras: {
       chars: text, label, heads: H, layers: model.layers, window: windowNote(model, p.text, L),
-      overview: overview.map((o) => ({ layer: o.layer, head: o.head, A: o.A, errors: o.errors })),
+      overview: overview.map((o) => ({ layer: o.layer, head: o.head, small: thumbnail(o.A, L), errors: o.errors })),
       bpc: { exact: bits(model, exact.logits, ids), approx: bits(model, approx.logits, ids) },
       // every row's five likeliest next characters, so that inspecting another row is a redraw
       top: {
-        exact: Array.from({ length: L }, (_, i) => model.top(exact.logits, i, 5)),
-        approx: Array.from({ length: L }, (_, i) => model.top(approx.logits, i, 5)),
+        exact: Array.from({ length: L }, (_, i) => top5(model, exact.logits, i)),
+        approx: Array.from({ length: L }, (_, i) => top5(model, approx.logits, i)),
       },
     },
   };
+}
+
+// The grid's picture of a head: the L×L matrix sampled at THUMB × THUMB (nearest neighbour), so
+// that 16 small pictures cross to the page instead of 16 full matrices.
+export const THUMB = 64;
+function thumbnail(A, L) {
+  const out = new Float32Array(THUMB * THUMB);
+  for (let y = 0; y < THUMB; y++) {
+    const i = Math.min(L - 1, Math.floor((y * L) / THUMB));
+    for (let x = 0; x < THUMB; x++) out[y * THUMB + x] = A[i * L + Math.min(L - 1, Math.floor((x * L) / THUMB))];
+  }
+  return out;
+}
+
+// model.top(logits, i, 5) in one pass over the row without sorting it (it runs for every row).
+function top5(model, logits, i) {
+  const V = model.chars.length, row = logits.data.subarray(i * V, (i + 1) * V);
+  let max = -Infinity;
+  for (let v = 0; v < V; v++) if (row[v] > max) max = row[v];
+  let sum = 0;
+  for (let v = 0; v < V; v++) sum += Math.exp(row[v] - max);
+  const best = [];
+  for (let v = 0; v < V; v++) {
+    if (best.length === 5 && row[v] <= row[best[4]]) continue;
+    let at = best.length < 5 ? best.length : 4;
+    while (at > 0 && row[best[at - 1]] < row[v]) at--;
+    best.splice(at, 0, v);
+    if (best.length > 5) best.pop();
+  }
+  return best.map((v) => ({ char: model.chars[v], p: Math.exp(row[v] - max) / sum }));
 }
 
 // Continues the text by n characters with exact attention and with the approximation, the same
