@@ -172,6 +172,7 @@ function writeControls() {
   for (const b of [$('#mode-model'), $('#mode-synthetic')]) b.setAttribute('aria-pressed', String((b.id === 'mode-model') === isModel()));
   $('#story-model').hidden = $('#text-wrap').hidden = !isModel();
   $('#story-synthetic').hidden = isModel();
+  $('#story').classList.toggle('synthetic', !isModel());
   $('#grid-panel').hidden = $('#legend-grid').hidden = !isModel();
   document.querySelector('.panels').classList.toggle('with-grid', isModel());
   document.querySelector('.legends').classList.toggle('with-grid', isModel());
@@ -496,6 +497,9 @@ function redraw(t0, fresh = false) {
     lineView.draw({ chars: model.chars, A, Ahat, L, i: row, label: model.label });
   } else {
     for (const h of Object.values(heatmaps)) h.labels(null);
+    const how = cbCaption(params) ?? `${params.kernel}, ${params.sampling}, m = ${params.m}`;
+    $('#headline').innerHTML = `Synthetic ${params.pattern} Q and K (L = ${L}, d = ${params.d}, input scale ${params.scale.toFixed(2)}${causal ? ', causal' : ''}): ` +
+      `mean row KL(A‖Â) <b class="num approx">${fmt(errors.meanRowKL)}</b> with ${how}`;
   }
 
   // Caption and the note on entries that are not probabilities (trigonometric features).
@@ -564,6 +568,12 @@ function redraw(t0, fresh = false) {
   document.body.dataset.updates = String(metrics.updates);
   requestAnimationFrame(() => setTimeout(() => { record.frame = performance.now() - t0; }, 0));
   if (readyText) setStatus(`ready: ${readyText}`);  // a failure before clears with this success
+}
+
+// The approximation in words for the synthetic headline, or null for random features.
+function cbCaption(p) {
+  const cb = result?.codebook;
+  return cb ? `${MODE_NAMES[p.kernel]}, m = ${cb.clusters}` : null;
 }
 
 // What the codebook modes computed, under the error measures.
