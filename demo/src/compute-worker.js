@@ -185,7 +185,7 @@ function computeModelResult(model, p) {
   return {
     A: r.A, Ahat: r.Ahat, errors, timings, ...countInvalid(r.Ahat, L, true, true),
     numFeatures: spec.method === 'favor' ? spec.featureMaps[p.layer].numFeatures : spec.clusters,
-    params: { ...p, L, d: r.d, causal: true, row: Math.min(p.row, L - 1) },
+    params: { ...p, L, d: r.d, causal: true },
     model: { ...r.extras, models: manifestSummary },
   };
 }
@@ -194,12 +194,17 @@ let manifestSummary = null;
 
 async function modelFor(p) {
   const m = await loadManifest();
-  manifestSummary ??= m.models.map(({ name, title, attention, heldOutBpc }) => ({ name, title, attention, heldOutBpc }));
+  if (!manifestSummary) {
+    manifestSummary = m.models.map(({ name, title, attention, heldOutBpc }) => ({ name, title, attention, heldOutBpc }));
+    const { layers, heads } = m.models[0].architecture;
+    postMessage({ type: 'manifest', models: manifestSummary, layers, heads });
+  }
+  const total = m.models.find((r) => r.name === p.model)?.bytes ?? 0;
   let last = 0;
   return loadModel(favor, p.model, (fraction, bytes) => {
     if (fraction - last >= 0.05 || fraction === 1) {
       last = fraction;
-      postMessage({ type: 'progress', fraction, bytes });
+      postMessage({ type: 'progress', fraction, bytes, total, model: p.model });
     }
   });
 }
@@ -211,9 +216,9 @@ self.onmessage = async (event) => {
   if (kind === 'generate') {
     try {
       const model = await modelFor(params);
-      postMessage({ type: 'generated', id, ...generate(favor, model, params, event.data.n) });
+      postMessage({ type: 'generated', id, key: event.data.key, ...generate(favor, model, params, event.data.n) });
     } catch (e) {
-      postMessage({ type: 'generated', id, error: String(e?.message ?? e) });
+      postMessage({ type: 'generated', id, key: event.data.key, error: String(e?.message ?? e) });
     }
     return;
   }
@@ -223,6 +228,6 @@ self.onmessage = async (event) => {
     result.timings.worker = performance.now() - t0;
     postMessage({ type: 'result', id, params, ...result }, [result.A.buffer, result.Ahat.buffer]);
   } catch (e) {
-    postMessage({ type: 'error', id, message: String(e?.message ?? e) });
+    postMessage({ type: 'error', id, message: String(e?.message ?? e), field: e?.field });
   }
 };

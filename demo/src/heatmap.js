@@ -90,6 +90,24 @@ export class Heatmap {
     }
   }
 
+  // Characters on the axes, beside the canvas: rows [[i, text, class]] on the left, columns on
+  // the bottom; null clears them.
+  labels(spec) {
+    const frame = this.root.parentElement;
+    const y = frame.querySelector('.ax-y'), x = frame.querySelector('.ax-x');
+    if (!y || !x) return;
+    frame.classList.toggle('labelled', Boolean(spec));
+    const put = (el, items, vertical) => {
+      el.innerHTML = (items ?? []).map(([k, text, cls]) => {
+        const at = (((k + 0.5) / (vertical ? this.rows : this.cols)) * 100).toFixed(3);
+        const safe = text.replace(/&/g, '&amp;').replace(/</g, '&lt;');
+        return `<span class="${cls}" style="${vertical ? 'top' : 'left'}:${at}%">${safe}</span>`;
+      }).join('');
+    };
+    put(y, spec?.rows, true);
+    put(x, spec?.cols, false);
+  }
+
   setRow(i) {
     this.rowMark.hidden = i === null || !this.rows;
     if (!this.rowMark.hidden) {

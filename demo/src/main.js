@@ -7,6 +7,7 @@ import { drawPlot } from './plot.js';
 import { PATTERNS } from './inputs.js';
 import { PcaView } from './pca-view.js';
 import { DEFAULT_TEXT, ModelPanel } from './model-panel.js';
+import { LineView } from './line-view.js';
 import { loadWatch } from './load-watch.js';
 
 // ---------------------------------------------------------------- settings and the URL
@@ -29,12 +30,22 @@ const fmtT = (t) => String(Number(t.toPrecision(2)));
 const temperatureOf = (n) => Number(fmtT(10 ** (n / 10)));  // two significant digits, as shown and in the URL
 const SAMPLINGS = ['iid', 'orthogonal', 'orthogonal-fixed'];
 const STUDY_METRICS = ['kernelMSE', 'mse', 'relFrobenius', 'maxAbs', 'meanRowKL', 'outputRelError'];
+// log, studyMetric, studySeeds and studyMmax are null until chosen: then they follow the mode
+// (a trained model: log colors, mean row KL, a study that finishes in seconds; synthetic inputs:
+// linear colors and the kernel MSE of Lemma 2). rowFollow: the inspected row is the text's last
+// character, so the predictions are what comes next.
 const DEFAULTS = {
   L: 256, d: 64, m: 256, kernel: 'positive', sampling: 'orthogonal', tempStep: 0, causal: false, scale: 0.5,
-  pattern: 'gaussian', seed: 1, dataSeed: 0, log: false, row: 128,
-  studyKernels: ['positive'], studySeeds: 6, studyMmax: 1024, studyMetric: 'kernelMSE', studyHeads: 'all', genN: 60,
+  pattern: 'model', seed: 1, dataSeed: 0, log: null, row: 128, rowFollow: true,
+  studyKernels: ['positive'], studySeeds: null, studyMmax: null, studyMetric: null, studyHeads: 'all', genN: 60,
   text: DEFAULT_TEXT, model: 'softmax', layer: 2, head: 1, trainedW: true,
 };
+const MODE_DEFAULTS = {
+  model: { log: true, studyMetric: 'meanRowKL', studySeeds: 3, studyMmax: 256 },
+  synthetic: { log: false, studyMetric: 'kernelMSE', studySeeds: 6, studyMmax: 1024 },
+};
+const setting = (key) => state[key] ?? MODE_DEFAULTS[isModel() ? 'model' : 'synthetic'][key];
+const TEXT_LIMIT = 1024;  // the box and the URL; the model reads the last 256 characters
 const MODEL_TITLE = 'a trained character-level transformer (train/): Q and K of the chosen layer and head on the text below';
 const isModel = () => state.pattern === 'model';
 
@@ -55,7 +66,9 @@ function parseUrl() {
     s.tempStep = Math.max(TEMP_RANGE[0], Math.min(TEMP_RANGE[1], Math.round(10 * Math.log10(temp))));
   }
   if (q.get('pattern') in PATTERNS || q.get('pattern') === 'model') s.pattern = q.get('pattern');
-  if (q.has('text')) s.text = q.get('text').slice(0, 256);
+  // Links from before the page opened on a trained model name no pattern: they meant Gaussian.
+  else if ([...q.keys()].length) s.pattern = 'gaussian';
+  if (q.has('text')) s.text = q.get('text').slice(0, TEXT_LIMIT);
   if (/^[a-z]+$/.test(q.get('model') ?? '')) s.model = q.get('model');
   s.layer = intIn(q.get('layer'), 0, 63) ?? s.layer;
   s.head = intIn(q.get('head'), 0, 63) ?? s.head;
@@ -66,14 +79,16 @@ function parseUrl() {
   if (q.has('scale') && scale >= 0.05 && scale <= 1.5) s.scale = Math.round(scale * 20) / 20;
   s.seed = intIn(q.get('seed'), 0, 999999) ?? s.seed;
   s.dataSeed = intIn(q.get('data'), 0, 999999) ?? s.dataSeed;
-  s.row = intIn(q.get('row'), 0, s.pattern === 'model' ? 255 : s.L - 1) ?? Math.min(DEFAULTS.row, s.L >> 1);
+  const row = intIn(q.get('row'), 0, s.pattern === 'model' ? 255 : s.L - 1);
+  s.row = row ?? Math.min(DEFAULTS.row, s.L >> 1);
+  s.rowFollow = s.pattern === 'model' && row === undefined;
   const sk = (q.get('skernels') ?? '').split(',').filter((k) => STUDY_KERNELS.includes(k));
   if (sk.length) s.studyKernels = sk;
-  s.studySeeds = intIn(q.get('sseeds'), 2, 32) ?? s.studySeeds;
+  s.studySeeds = intIn(q.get('sseeds'), 2, 32) ?? null;
   if (['all', 'selected'].includes(q.get('sheads'))) s.studyHeads = q.get('sheads');
   s.genN = intIn(q.get('gen'), 1, 255) ?? s.genN;
   const mmax = intIn(q.get('smax'), 1, 2048);
-  if (mmax) s.studyMmax = [64, 256, 512, 1024, 2048].includes(mmax) ? mmax : s.studyMmax;
+  if (mmax && [64, 256, 512, 1024, 2048].includes(mmax)) s.studyMmax = mmax;
   if (STUDY_METRICS.includes(q.get('smetric'))) s.studyMetric = q.get('smetric');
   return s;
 }
@@ -86,17 +101,29 @@ function writeUrl() {
 }
 function writeUrlNow() {
   const s = state;
+  const model = s.pattern === 'model';
   const q = new URLSearchParams({
-    L: s.L, d: s.d, m: s.m, kernel: s.kernel, sampling: s.sampling, temp: fmtT(temperatureOf(s.tempStep)), causal: s.causal ? 1 : 0,
-    scale: s.scale.toFixed(2), pattern: s.pattern, seed: s.seed, data: s.dataSeed, log: s.log ? 1 : 0, row: s.row,
-    skernels: s.studyKernels.join(','), sseeds: s.studySeeds, smax: s.studyMmax, smetric: s.studyMetric,
-    ...(s.pattern === 'model' && { model: s.model, layer: s.layer, head: s.head, tw: s.trainedW ? 1 : 0, sheads: s.studyHeads, gen: s.genN, text: s.text }),
+    pattern: s.pattern,
+    ...(model && { model: s.model, layer: s.layer, head: s.head }),
+    m: s.m, kernel: s.kernel, sampling: s.sampling, temp: fmtT(temperatureOf(s.tempStep)),
+    ...(!model && { L: s.L, d: s.d, causal: s.causal ? 1 : 0, scale: s.scale.toFixed(2), data: s.dataSeed }),
+    seed: s.seed, ...(s.log !== null && { log: s.log ? 1 : 0 }), ...(!(model && s.rowFollow) && { row: s.row }),
+    skernels: s.studyKernels.join(','), ...(s.studySeeds !== null && { sseeds: s.studySeeds }),
+    ...(s.studyMmax !== null && { smax: s.studyMmax }), ...(s.studyMetric !== null && { smetric: s.studyMetric }),
+    ...(model && { tw: s.trainedW ? 1 : 0, sheads: s.studyHeads, gen: s.genN }),
+    ...(model && s.text !== DEFAULT_TEXT && { text: s.text }),
   });
   history.replaceState(null, '', `${location.pathname}?${q}${location.hash}`);
 }
 
 const state = parseUrl();
 const $ = (sel) => document.querySelector(sel);
+// The inspected row as drawn: on a trained model, the last character unless a row was picked.
+function shownRow() {
+  if (!isModel()) return state.row;
+  const L = view?.L ?? 256;
+  return state.rowFollow ? L - 1 : Math.min(state.row, L - 1);
+}
 
 // ---------------------------------------------------------------- controls
 
@@ -123,9 +150,9 @@ function writeControls() {
   controls.dataSeed.value = String(state.dataSeed);
   controls.seed.value = String(state.seed);
   controls.causal.checked = state.causal;
-  controls.log.checked = state.log;
+  controls.log.checked = setting('log');
   controls.row.max = String(state.L - 1);
-  controls.row.value = String(state.row);
+  controls.row.value = String(shownRow());
   controls.pattern.title = PATTERNS[state.pattern] ?? MODEL_TITLE;
   if (controls.text.value !== state.text) controls.text.value = state.text;
   controls.trainedW.checked = state.trainedW;
@@ -133,15 +160,22 @@ function writeControls() {
   controls.layer.value = String(state.layer);
   controls.head.value = String(state.head);
   modelPanel.show(isModel());
-  if (isModel()) controls.row.max = '255';
+  if (isModel()) controls.row.max = String((view?.L ?? 256) - 1);
   writeModeControls();
   for (const box of document.querySelectorAll('input[name=study-kernel]')) box.checked = state.studyKernels.includes(box.value);
-  $('#study-seeds').value = String(state.studySeeds);
+  $('#study-seeds').value = String(setting('studySeeds'));
   $('#study-heads').value = state.studyHeads;
   $('#gen-n').value = String(state.genN);
   $('#study-heads-wrap').hidden = !isModel();
-  $('#study-mmax').value = String(state.studyMmax);
-  $('#study-metric').value = state.studyMetric;
+  $('#study-mmax').value = String(setting('studyMmax'));
+  $('#study-metric').value = setting('studyMetric');
+  for (const b of [$('#mode-model'), $('#mode-synthetic')]) b.setAttribute('aria-pressed', String((b.id === 'mode-model') === isModel()));
+  $('#story-model').hidden = $('#text-wrap').hidden = !isModel();
+  $('#story-synthetic').hidden = isModel();
+  $('#story').classList.toggle('synthetic', !isModel());
+  $('#grid-panel').hidden = $('#legend-grid').hidden = !isModel();
+  document.querySelector('.panels').classList.toggle('with-grid', isModel());
+  document.querySelector('.legends').classList.toggle('with-grid', isModel());
   $('#speed-settings').textContent =
     `positive kernel (FAVOR+), d = ${state.d}, m = ${state.m}, ${state.sampling}, ${state.causal ? 'causal' : 'bidirectional'}; L = 128 … 65 536`;
 }
@@ -182,12 +216,16 @@ function readControl(key) {
   else if (key === 'temperature') state.tempStep = Math.round(Number(c.value));
   else if (key === 'scale') state.scale = Math.round(Number(c.value) * 20) / 20;
   else if (key === 'causal' || key === 'log' || key === 'trainedW') state[key] = c.checked;
+  else if (key === 'text') { state.text = c.value; state.rowFollow = true; }
   else if (key === 'layer' || key === 'head') state[key] = Number(c.value);
   else if (key === 'seed' || key === 'dataSeed' || key === 'row') {
     const v = Math.floor(Number(c.value));
     if (!Number.isFinite(v) || v < 0) return null;
     state[key] = key === 'row' ? Math.min(v, (isModel() && view ? view.L : state.L) - 1) : Math.min(v, 999999);
+    if (key === 'row') state.rowFollow = false;
   } else state[key] = c.value;
+  // A codebook as large as the text gives every key its own codeword (exact): start smaller.
+  if (key === 'kernel' && isModel() && (state.kernel === 'vq' || state.kernel === 'soft-vq') && state.m >= (view?.L ?? 256) / 2) state.m = 32;
   if (key === 'L') state.row = Math.min(state.row, state.L - 1);
   return key === 'log' || key === 'row' ? 'draw' : 'compute';
 }
@@ -206,6 +244,27 @@ for (const [key, c] of Object.entries(controls)) {
   const live = c.type === 'range' || c.tagName === 'TEXTAREA';
   c.addEventListener(live ? 'input' : 'change', (e) => onControl(key, e));
 }
+// The two modes, one click apart: a trained model, or the synthetic pattern last used.
+let lastSynthetic = isModel() ? 'gaussian' : state.pattern;
+for (const [id, model] of [['#mode-model', true], ['#mode-synthetic', false]]) {
+  $(id).addEventListener('click', (e) => {
+    if (model === isModel()) return;
+    if (!model) lastSynthetic = lastSynthetic in PATTERNS ? lastSynthetic : 'gaussian';
+    controls.pattern.value = model ? 'model' : lastSynthetic;
+    onControl('pattern', e);
+  });
+}
+controls.pattern.addEventListener('change', () => { if (!isModel()) lastSynthetic = state.pattern; });
+// Narrow screens: the settings are a drawer over the page, the panels come first.
+const drawer = $('#settings-drawer');
+function setDrawer(open) {
+  drawer.classList.toggle('open', open);
+  $('#drawer-toggle').setAttribute('aria-expanded', String(open));
+  if (open) drawer.querySelector('select, input')?.focus();
+}
+$('#drawer-toggle').addEventListener('click', () => setDrawer(!drawer.classList.contains('open')));
+$('#drawer-close').addEventListener('click', () => { setDrawer(false); $('#drawer-toggle').focus(); });
+drawer.addEventListener('keydown', (e) => { if (e.key === 'Escape' && drawer.classList.contains('open')) { setDrawer(false); $('#drawer-toggle').focus(); } });
 $('#redraw').addEventListener('click', (e) => {
   controls.seed.value = String((state.seed + 1) % 1000000);
   onControl('seed', e);
@@ -262,13 +321,25 @@ Object.defineProperty(metrics, 'idle', { get: () => !inFlight && !pending });
 Object.defineProperty(metrics, 'shown', { get: () => view?.params ?? null });
 
 function computeParams() {
-  const { L, d, m, kernel, sampling, causal, scale, pattern, seed, dataSeed, text, model, layer, head, trainedW, row } = state;
+  const { L, d, m, kernel, sampling, causal, scale, pattern, seed, dataSeed, text, model, layer, head, trainedW } = state;
   return { L, d, m, kernel, sampling, causal, scale, pattern, seed, dataSeed, temperature: temperatureOf(state.tempStep),
-    ...(pattern === 'model' && { text, model, layer, head, trainedW, row }) };
+    ...(pattern === 'model' && { text, model, layer, head, trainedW }) };
+}
+// What a generation depends on: when it changes, the shown continuation no longer belongs to the text.
+const generationKey = (p = computeParams()) => JSON.stringify([p.text, p.model, p.kernel, p.sampling, p.m, p.seed, p.trainedW, p.temperature]);
+
+// Panels that wait for a slow computation (a model's weights, a long study of k-means) are dimmed.
+let pendingTimer = 0;
+function markPending(on) {
+  clearTimeout(pendingTimer);
+  if (on) pendingTimer = setTimeout(() => document.body.classList.add('computing'), 400);
+  else document.body.classList.remove('computing');
 }
 
 function requestCompute(t0 = performance.now()) {
   const req = { id: ++nextId, params: computeParams(), t0 };
+  if (isModel()) modelPanel.invalidate(generationKey(req.params));
+  markPending(true);
   if (inFlight) {
     req.t0 = Math.min(t0, pending?.t0 ?? Infinity);  // latency counts from the oldest unserved change
     pending = req;
@@ -302,29 +373,44 @@ function onComputeMessage(event) {
     return;
   }
   if (msg.type === 'progress') {
-    modelPanel.progress(msg.fraction, msg.bytes);
+    modelPanel.progress(msg);
+    return;
+  }
+  if (msg.type === 'manifest') {
+    modelPanel.setModels(msg.models, state.model);
+    modelPanel.setShape(msg.layers, msg.heads, state.layer, state.head);
     return;
   }
   if (msg.type === 'generated') {
-    modelPanel.generated(msg);
+    modelPanel.generated(msg, generationKey());
     metrics.generated = (metrics.generated ?? 0) + 1;
     return;
   }
   const req = inFlight;
   inFlight = null;
-  if (msg.type === 'error') {
+  if (msg.type === 'error' && msg.field === 'text') {
+    // Not a failure: a text too short to predict from. Said at the box; the panels keep the
+    // last text they showed, dimmed, until the next one.
+    textNote(msg.message, true);
+    document.body.classList.add('stale');
+  } else if (msg.type === 'error') {
     setStatus(`computation failed: ${msg.message}`, true);
     metrics.errors.push(msg.message);
     console.error('favor-attention demo:', msg.message);
   } else {
     result = { ...msg, received: performance.now(), sent: req.sent };
-    if (msg.model) {
-      state.row = msg.params.row;
-      modelPanel.draw(msg.model, msg.params);
-    }
+    document.body.classList.remove('stale');
+    if (msg.model) textNote(msg.model.window, false);
     redraw(req.t0, true);
   }
-  if (pending) { const p = pending; pending = null; send(p); }
+  if (pending) { const p = pending; pending = null; send(p); } else markPending(false);
+}
+function textNote(text, error) {
+  const note = $('#text-note');
+  note.textContent = text;
+  note.title = text;
+  note.classList.toggle('error', error);
+  controls.text.setAttribute('aria-invalid', String(error));
 }
 function onComputeError(e) {
   setStatus(`the compute worker failed: ${e.message ?? e}`, true);
@@ -337,6 +423,7 @@ let hover = null;  // [i, j] or null
 const heatmaps = {};
 const onHover = (i, j) => setHover(i === null ? null : [i, j]);
 const onSelect = (i) => { controls.row.value = String(i); onControl('row'); };
+const lineView = new LineView($('#line-view'), $('#line-legend'));
 heatmaps.exact = new Heatmap($('#hm-exact'), { onHover, onSelect, name: 'A' });
 heatmaps.approx = new Heatmap($('#hm-approx'), { onHover, onSelect, name: 'Â' });
 heatmaps.diff = new Heatmap($('#hm-diff'), { onHover, onSelect, name: 'A − Â' });
@@ -349,7 +436,7 @@ const modelPanel = new ModelPanel({
     writeUrl();
     requestCompute();
   },
-  onGenerate: (n) => computeWorker.postMessage({ kind: 'generate', id: ++nextId, params: computeParams(), n }),
+  onGenerate: (n) => computeWorker.postMessage({ kind: 'generate', id: ++nextId, params: computeParams(), n, key: generationKey() }),
 });
 
 // The readout speaks for keyboard users while a heatmap has focus (not on every mouse move).
@@ -366,34 +453,54 @@ function redraw(t0, fresh = false) {
   const L = params.L, n = L * L, causal = params.causal;
   let ranges = view?.ranges;
   let diff = view?.diff;
+  const model = result.model;
   if (fresh || !view) {
     diff = new Float32Array(n);
     for (let x = 0; x < n; x++) diff[x] = A[x] - Ahat[x];
-    // One color scale for A and Â, up to the largest weight of either; if that is a spike of Â far
-    // above its 99.9th percentile, the scale ends there and the few spikes saturate instead of
-    // washing out the picture (the legend says how many). Likewise for |A − Â|.
+    // A keeps its colors whatever the approximation: on a trained model one fixed scale for
+    // every head (weights are probabilities: 10⁻⁴ … 1 on the log scale, 0 … 1 linear); on
+    // synthetic inputs the range of A. Â is drawn on A's scale, its entries above the top
+    // saturate (the legend counts them). |A − Â| ends at its maximum unless that is a spike far
+    // above its 99.9th percentile.
     let maxA = 0, minPos = Infinity;
     for (let x = 0; x < n; x++) { const a = A[x]; if (a > maxA) maxA = a; if (a > 0 && a < minPos) minPos = a; }
-    const top = (values, abs) => {  // the maximum, unless it is a spike far above the 99.9th percentile
+    const top = (values, abs) => {
       const q = quantile(values, 0.999, abs), max = quantile(values, 1, abs);
       return max > 1.5 * q ? q : max;
     };
-    const vmax = Math.min(1, Math.max(maxA, top(Ahat, false)));
+    const vmax = model ? 1 : Math.min(1, maxA);
+    const floor = model ? 1e-4 : Math.max(vmax * 1e-6, Number.isFinite(minPos) ? minPos : vmax * 1e-6);
     const dmax = top(diff, true);
     let over = 0, dover = 0;
-    for (let x = 0; x < n; x++) { if (Ahat[x] > vmax) over++; if (Math.abs(diff[x]) > dmax) dover++; }
-    ranges = { vmax, floor: Math.max(vmax * 1e-6, Number.isFinite(minPos) ? minPos : vmax * 1e-6), dmax, over, dover };
+    for (let x = 0; x < n; x++) { if (Ahat[x] > vmax * 1.0001) over++; if (Math.abs(diff[x]) > dmax) dover++; }
+    ranges = { vmax, floor, dmax, over, dover };
   }
   const { vmax, floor, dmax } = ranges;
-  const shared = sequentialScale({ vmax, log: state.log, floor });
-  const dscale = divergingScale({ vmax: dmax, log: state.log });
+  const log = setting('log');
+  const shared = sequentialScale({ vmax, log, floor });
+  const dscale = divergingScale({ vmax: dmax, log });
   heatmaps.exact.draw(A, L, L, shared, causal);
   heatmaps.approx.draw(Ahat, L, L, shared, causal);
   heatmaps.diff.draw(diff, L, L, dscale, causal);
   view = { L, causal, A, Ahat, diff, params, ranges };
-  drawLegend($('#legend-shared'), shared,
-    `A and Â, one shared ${state.log ? 'log' : 'linear'} scale${state.log ? ` (floor ${fmt(shared.vmin, 2)})` : ''}${causal ? '; grey: masked (j > i)' : ''}${ranges.over ? `; ${ranges.over} Â entries above the top saturate` : ''}`);
-  drawLegend($('#legend-diff'), dscale, `A − Â, diverging at 0${state.log ? ' (symmetric log)' : ''}${ranges.dover ? `; ${ranges.dover} beyond ± saturate` : ''}`);
+  const row = shownRow();
+  if (controls.row.value !== String(row)) controls.row.value = String(row);
+  controls.row.max = String(L - 1);
+  const scaleName = `${log ? 'log' : 'linear'} scale${log ? ` ${fmt(shared.vmin, 1)} … ${fmt(vmax, 2)}` : ` 0 … ${fmt(vmax, 2)}`}`;
+  drawLegend($('#legend-shared'), shared, model
+    ? `A, Â and every head in the grid: one fixed ${scaleName}${ranges.over ? `; ${ranges.over} Â entries above 1 saturate` : ''}; grey: masked (j > i)`
+    : `A and Â: A's ${scaleName}${ranges.over ? `; ${ranges.over} Â entries above A's top saturate` : ''}${causal ? '; grey: masked (j > i)' : ''}`);
+  drawLegend($('#legend-diff'), dscale, `A − Â, diverging at 0${log ? ' (symmetric log)' : ''}${ranges.dover ? `; ${ranges.dover} beyond ± saturate` : ''}`);
+  if (model) {
+    modelPanel.draw(model, params, row, fresh, shared);
+    drawAxisLabels(model.chars, row);
+    lineView.draw({ chars: model.chars, A, Ahat, L, i: row, label: model.label });
+  } else {
+    for (const h of Object.values(heatmaps)) h.labels(null);
+    const how = cbCaption(params) ?? `${params.kernel}, ${params.sampling}, m = ${params.m}`;
+    $('#headline').innerHTML = `Synthetic ${params.pattern} Q and K (L = ${L}, d = ${params.d}, input scale ${params.scale.toFixed(2)}${causal ? ', causal' : ''}): ` +
+      `mean row KL(A‖Â) <b class="num approx">${fmt(errors.meanRowKL)}</b> with ${how}`;
+  }
 
   // Caption and the note on entries that are not probabilities (trigonometric features).
   const cb = result.codebook;
@@ -445,7 +552,7 @@ function redraw(t0, fresh = false) {
     td.textContent = fmt(v);
     td.dataset.value = String(v);
   }
-  for (const h of Object.values(heatmaps)) h.setRow(state.row);
+  for (const h of Object.values(heatmaps)) h.setRow(row);
   drawInspector();
   setHover(hover, true);
 
@@ -454,12 +561,19 @@ function redraw(t0, fresh = false) {
   const latency = tDone - t0;
   drawTimings(timings, drawMs, latency, fresh, cb);
   metrics.updates++;
+  if (metrics.updates === 1) metrics.firstView = performance.now();  // from navigation start
   const record = { id: metrics.updates, latency, drawMs, fresh, worker: timings.worker, frame: null };
   metrics.history.push(record);
   if (metrics.history.length > 2000) metrics.history.shift();
   document.body.dataset.updates = String(metrics.updates);
   requestAnimationFrame(() => setTimeout(() => { record.frame = performance.now() - t0; }, 0));
-  if (readyText && !statusEl.classList.contains('error')) setStatus(`ready: ${readyText}`);
+  if (readyText) setStatus(`ready: ${readyText}`);  // a failure before clears with this success
+}
+
+// The approximation in words for the synthetic headline, or null for random features.
+function cbCaption(p) {
+  const cb = result?.codebook;
+  return cb ? `${MODE_NAMES[p.kernel]}, m = ${cb.clusters}` : null;
 }
 
 // What the codebook modes computed, under the error measures.
@@ -508,10 +622,32 @@ function drawTimings(t, drawMs, latency, fresh, codebook) {
     `<tr class="total"><th scope="row" title="from the control change to every panel drawn (worker round trip included)">${fresh ? 'change → all panels' : 'redraw → all panels'}</th><td data-latency="${latency}">${latency.toFixed(1)}</td></tr>`;
 }
 
+// Characters on the heatmaps' axes: all of them where they fit, else the inspected query and
+// the keys it weights most (exact on A and A − Â, approximated on Â).
+const strongest = (M, L, i, k) => {
+  const row = [];
+  for (let j = 0; j <= i; j++) row.push([M[i * L + j], j]);
+  return row.sort((a, b) => b[0] - a[0]).slice(0, k).map(([, j]) => j);
+};
+function drawAxisLabels(chars, i) {
+  const { L, A, Ahat } = view;
+  const show = (c) => (c === ' ' ? '␣' : c === '\n' ? '⏎' : c);
+  const width = heatmaps.exact.root.getBoundingClientRect().width || 300;
+  const all = width / L >= 8;
+  for (const [name, M] of [['exact', A], ['approx', Ahat], ['diff', A]]) {
+    const keys = new Set(strongest(M, L, i, 4));
+    const idx = all ? [...chars].map((_, j) => j) : [...keys].sort((a, b) => a - b);
+    heatmaps[name].labels({
+      rows: (all ? idx : [i]).map((r) => [r, show(chars[r]), r === i ? 'query' : '']),
+      cols: idx.map((j) => [j, show(chars[j]), keys.has(j) ? 'key' : '']),
+    });
+  }
+}
+
 function drawInspector() {
   if (!view) return;
   const { L, A, Ahat, causal } = view;
-  const i = Math.min(state.row, L - 1);
+  const i = Math.min(shownRow(), L - 1);
   const S = causal ? i + 1 : L;
   const exact = [], approx = [];
   let kl = 0, qTotal = 0, nonPos = 0;
@@ -532,7 +668,7 @@ function drawInspector() {
   const svg = $('#row-plot');
   const geom = drawPlot(svg, {
     x: { log: false, domain: [-0.5, Math.max(S, 2) - 0.5], label: causal ? `key j (causal: j ≤ ${i})` : 'key j', format: (v) => String(Math.round(v)) },
-    y: { log: state.log, label: 'weight' },
+    y: { log: setting('log'), label: 'weight' },
     series: [
       { label: `exact A[${i}, :]`, color: '#1d2330', points: exact, width: 1.6 },
       { label: `approximate Â[${i}, :]`, color: '#e0711a', points: approx, width: 1.4 },
@@ -699,10 +835,10 @@ function cancelStudy() {
 
 $('#study-run').addEventListener('click', () => {
   const ms = [];
-  for (let m = 1; m <= state.studyMmax; m *= 2) ms.push(m);
+  for (let m = 1; m <= setting('studyMmax'); m *= 2) ms.push(m);
   const { L, d, causal, scale, pattern, dataSeed } = state;
   errorStudy.params = { L, d, causal, scale, pattern, dataSeed, kernels: [...state.studyKernels], samplings: SAMPLINGS, ms,
-    seeds: state.studySeeds, baseSeed: 1000, temperature: temperatureOf(state.tempStep),
+    seeds: setting('studySeeds'), baseSeed: 1000, temperature: temperatureOf(state.tempStep),
     ...(isModel() && { text: state.text, model: state.model, L: view?.L ?? 256, d: 32, causal: true,
       heads: state.studyHeads === 'all' ? 'all' : [state.layer, state.head] }) };
   errorStudy.points = new Map();
@@ -734,7 +870,7 @@ for (const box of document.querySelectorAll('input[name=study-kernel]')) {
 }
 $('#study-seeds').addEventListener('change', (e) => {
   const v = intIn(e.target.value, 2, 32);
-  if (v) { state.studySeeds = v; writeUrl(); } else e.target.value = String(state.studySeeds);
+  if (v) { state.studySeeds = v; writeUrl(); } else e.target.value = String(setting('studySeeds'));
 });
 $('#gen-n').addEventListener('change', (e) => {
   const v = intIn(e.target.value, 1, 255);
@@ -770,7 +906,7 @@ function stats(values) {
 }
 
 function drawErrorStudy() {
-  const metric = state.studyMetric;
+  const metric = setting('studyMetric');
   const p = errorStudy.params;
   const hasCodebook = Boolean(p?.kernels.some(isCodebook));
   const series = [];

@@ -1,7 +1,7 @@
 // Model mode on the main thread: its controls (text, model, layer, head, trained W), the grid of
 // every head (exact A, framed by the approximation's error), the effect on the model (bits per
 // character, next-character predictions) and generation side by side.
-import { MASKED_COLOR, sequentialScale, fmt } from './colors.js';
+import { MASKED_COLOR, fmt } from './colors.js';
 
 // A held-out passage: the first 256 characters of chapter 123 (the models never saw chapters
 // 122-135 and the epilogue), the models' whole context.
@@ -17,12 +17,26 @@ function frameColor(err) {
   return `hsl(${hue}, 70%, 42%)`;
 }
 
+// At most four characters, so that a cell's label never outgrows it.
+const short = (x) => (!(x >= 0.01) ? '<.01' : x < 1 ? x.toFixed(2).slice(1) : x < 10 ? x.toFixed(1) : x < 1000 ? x.toFixed(0) : '≥1k');
+const show = (c) => (c === ' ' ? '␣' : c === '\n' ? '⏎' : c.replace(/&/g, '&amp;').replace(/</g, '&lt;'));
+const quote = (chars, row) => chars.slice(Math.max(0, row - 15), row + 1).replace(/\n/g, '⏎');
+
 export class ModelPanel {
   constructor({ onSelect, onGenerate }) {
     this.onSelect = onSelect;
     this.grid = $('#heads-grid');
     this.cells = [];
-    $('#gen-run').addEventListener('click', () => onGenerate(Math.max(1, Math.min(255, Number($('#gen-n').value) || 60))));
+    this.models = null;
+    this.genKey = null;  // the settings the shown continuation was generated with
+    $('#gen-run').addEventListener('click', () => {
+      $('#gen-note').textContent = 'generating…';
+      onGenerate(Math.max(1, Math.min(255, Number($('#gen-n').value) || 60)));
+    });
+    const legend = $('#legend-grid');
+    legend.innerHTML = '<div class="legend-title">grid frame: the head\'s mean row KL(A‖Â), log scale</div>' +
+      `<div class="frame-bar" style="background: linear-gradient(to right, ${[0, 0.25, 0.5, 0.75, 1].map((t) => frameColor(10 ** (-3 + 3 * t))).join(', ')})"></div>` +
+      '<div class="ticks"><span style="left:0%">≤ 10⁻³</span><span style="left:50%">0.03</span><span style="left:100%">≥ 1</span></div>';
   }
 
   show(on) {
@@ -34,8 +48,11 @@ export class ModelPanel {
     }
   }
 
+  // The menus, from the manifest (sent before the weights load, so they are never empty).
   setModels(models, selected) {
+    this.models = models;
     const select = $('#model');
+    select.disabled = false;
     if (select.options.length === models.length) return;
     select.innerHTML = models.map((m) => `<option value="${m.name}">${m.name}: ${m.title} (held-out ${fmt(m.heldOutBpc, 3)} bits/char)</option>`).join('');
     select.value = selected;
@@ -45,23 +62,27 @@ export class ModelPanel {
     const fill = (el, n, v) => {
       if (el.options.length !== n) el.innerHTML = Array.from({ length: n }, (_, i) => `<option value="${i}">${i}</option>`).join('');
       el.value = String(v);
+      el.disabled = false;
     };
     fill($('#layer'), layers, layer);
     fill($('#head'), heads, head);
   }
 
-  progress(fraction, bytes) {
+  progress({ fraction, bytes, total, model }) {
     const bar = $('#model-progress');
     bar.hidden = fraction >= 1;
     bar.value = fraction;
-    $('#model-note').textContent = fraction >= 1 ? '' : `loading the weights: ${fmt(bytes / 1048576, 2)} MiB`;
+    const mb = (x) => (x / 1e6).toFixed(1);
+    $('#model-note').textContent = fraction >= 1 ? '' : `loading the ${model} model's weights: ${mb(bytes)} of ${mb(total)} MB`;
+    if (fraction < 1) $('#headline').textContent = `Loading the ${model} model: ${mb(bytes)} of ${mb(total)} MB…`;
   }
 
-  draw(model, params) {
+  draw(model, params, row, fresh, scale) {
     const { overview, heads, layers, chars } = model;
     this.setModels(model.models, params.model);
     this.setShape(layers, heads, params.layer, params.head);
-    const trained = model.models.find((m) => m.name === params.model)?.attention === 'favor';
+    const record = model.models.find((m) => m.name === params.model);
+    const trained = record?.attention === 'favor';
     $('#trainedW').disabled = !trained;
     $('#trainedW').closest('.row').classList.toggle('disabled', !trained);
     this.grid.style.setProperty('--heads', String(heads));
@@ -71,7 +92,7 @@ export class ModelPanel {
       this.cells = overview.map((o) => {
         const b = document.createElement('button');
         b.type = 'button';
-        b.innerHTML = `<canvas width="64" height="64"></canvas><span></span>`;
+        b.innerHTML = '<canvas width="64" height="64"></canvas><span class="cell-name"></span><span class="cell-err"></span>';
         b.addEventListener('click', () => this.onSelect(o.layer, o.head));
         this.grid.appendChild(b);
         return b;
@@ -81,31 +102,58 @@ export class ModelPanel {
       const b = this.cells[x], err = headError(o.errors);
       b.setAttribute('aria-pressed', String(o.layer === params.layer && o.head === params.head));
       b.style.borderColor = frameColor(err);
-      b.title = `layer ${o.layer}, head ${o.head}: mean row KL(A‖Â) ${fmt(err)}, rel. Frobenius ${fmt(o.errors.relFrobenius)}`;
+      b.title = `layer ${o.layer}, head ${o.head}: mean row KL(A‖Â) ${fmt(err)}, rel. Frobenius ${fmt(o.errors.relFrobenius)}; click to inspect it`;
       b.dataset.error = String(err);
-      b.querySelector('span').textContent = `L${o.layer} H${o.head} · KL ${fmt(err, 2)}`;
-      drawSmall(b.querySelector('canvas'), o.A, L);
+      b.querySelector('.cell-name').textContent = `L${o.layer} H${o.head}`;
+      b.querySelector('.cell-err').textContent = `KL ${short(err)}`;
+      if (fresh || b.dataset.scale !== String(scale.log)) drawSmall(b.querySelector('canvas'), o.small, L, scale);
+      b.dataset.scale = String(scale.log);
     });
-    $('#heads-sub').textContent = `exact A of each layer × head (${L} characters; log scale, 4 decades), framed by its mean row KL(A‖Â) under ${model.label}: ` +
-      'green ≤ 10⁻³, yellow ≈ 0.03, red ≥ 1 (log scale); click one to inspect it';
+    const red = overview.filter((o) => headError(o.errors) >= 1).length;
+    $('#grid-panel figcaption').innerHTML = `every head: exact <b>A</b>, framed by its error <span class="sub">(${red} of ${overview.length} with KL ≥ 1)</span>`;
+
+    // The headline: this text's bits per character, exact and approximated (computed now), and the
+    // whole held-out text's figures from the manifest (train/models/manifest.json).
+    const approxName = /^positive, /.test(model.label) ? `FAVOR+ (${model.label})` : model.label;
+    const passage = params.text === DEFAULT_TEXT ? 'a held-out passage' : 'your text';
+    const names = { softmax: 'softmax', performer: 'the Performer (trained with FAVOR+)', finetune: 'softmax fine-tuned with FAVOR+' };
+    $('#headline').innerHTML = `The ${params.model} model on ${passage}: <b class="num">${fmt(model.bpc.exact, 3)}</b> bits/char with exact attention → ` +
+      `<b class="num approx">${fmt(model.bpc.approx, 3)}</b> with ${approxName} in every layer.` +
+      `<span class="headline-sub">On the whole held-out text (chapters 122–135), each with the attention it was trained with: ` +
+      `${model.models.map((m) => `${names[m.name] ?? m.name} ${fmt(m.heldOutBpc, 3)}`).join(' · ')} bits/char (train/models/manifest.json).</span>`;
+    $('#headline').dataset.exact = String(model.bpc.exact);
+    $('#headline').dataset.approx = String(model.bpc.approx);
+
     $('#bpc-exact').textContent = fmt(model.bpc.exact, 3);
     $('#bpc-approx').textContent = fmt(model.bpc.approx, 3);
     $('#bpc-exact').dataset.value = String(model.bpc.exact);
     $('#bpc-approx').dataset.value = String(model.bpc.approx);
-    const row = model.top.row, show = (c) => (c === ' ' ? '␣' : c === '\n' ? '⏎' : c.replace(/&/g, '&amp;').replace(/</g, '&lt;'));
-    $('#top-title').textContent = `after “…${chars.slice(Math.max(0, row - 11), row + 1).replace(/\n/g, '⏎')}” (row ${row})`;
+    $('#top-title').textContent = row === L - 1 ? `what comes next after “…${quote(chars, row)}”` : `next after “…${quote(chars, row)}” (row ${row})`;
+    $('#top-title').dataset.row = String(row);
     const list = (top) => top.map((t) => `<code>${show(t.char)}</code> ${fmt(100 * t.p, 2)}%`).join('<br>');
-    $('#top-exact').innerHTML = list(model.top.exact);
-    $('#top-approx').innerHTML = list(model.top.approx);
+    $('#top-exact').innerHTML = list(model.top.exact[row]);
+    $('#top-approx').innerHTML = list(model.top.approx[row]);
   }
 
-  generated(msg) {
+  // The settings changed: a continuation of the old text no longer belongs here.
+  invalidate(key) {
+    if (this.genKey === null || this.genKey === key) return;
+    this.genKey = null;
+    for (const id of ['#gen-exact', '#gen-approx']) $(id).replaceChildren();
+    for (const id of ['#gen-exact-speed', '#gen-approx-speed']) $(id).textContent = '';
+    $('#gen-note').textContent = 'the text or the settings changed: generate again';
+  }
+
+  generated(msg, key) {
+    if (msg.key !== key) return;  // asked for an earlier text
+    $('#gen-note').textContent = '';
     if (msg.error) {
       $('#gen-exact').textContent = `generation failed: ${msg.error}`;
       return;
     }
+    this.genKey = key;
     // the prompt's last characters (muted), then the continuation
-    const show = (el, text) => {
+    const put = (el, text) => {
       const tail = document.createElement('span'), cont = document.createElement('span');
       tail.className = 'gen-prompt';
       tail.textContent = `…${msg.prompt ?? ''}`;
@@ -113,26 +161,23 @@ export class ModelPanel {
       cont.textContent = text;
       el.replaceChildren(tail, cont);
     };
-    show($('#gen-exact'), msg.exact.text);
-    show($('#gen-approx'), msg.approx.text);
+    put($('#gen-exact'), msg.exact.text);
+    put($('#gen-approx'), msg.approx.text);
     $('#gen-exact-speed').textContent = `${fmt(msg.exact.charsPerSecond, 3)} characters/s`;
     $('#gen-approx-speed').textContent = `${msg.label}: ${fmt(msg.approx.charsPerSecond, 3)} characters/s`;
   }
 }
 
-// A small picture of an L×L matrix (nearest-neighbour downsampling to the canvas).
-function drawSmall(canvas, A, L) {
+// A small picture of an L×L matrix, sampled in the worker at the canvas's size (model-view.js,
+// thumbnail), on the main heatmaps' scale; the masked part is recomputed from L.
+function drawSmall(canvas, small, L, scale) {
   const n = canvas.width, ctx = canvas.getContext('2d'), img = ctx.createImageData(n, n);
   const px = new Uint32Array(img.data.buffer);
-  let vmax = 0;
-  for (const a of A) if (a > vmax) vmax = a;
-  // log scale over four decades: at this size a linear scale shows only the largest weights
-  const scale = sequentialScale({ vmax: vmax || 1, log: true, floor: (vmax || 1) * 1e-4 });
   for (let y = 0; y < n; y++) {
     const i = Math.min(L - 1, Math.floor((y * L) / n));
     for (let x = 0; x < n; x++) {
       const j = Math.min(L - 1, Math.floor((x * L) / n));
-      px[y * n + x] = j > i ? MASKED_COLOR : scale.lut[scale.index(A[i * L + j])];
+      px[y * n + x] = j > i ? MASKED_COLOR : scale.lut[scale.index(small[y * n + x])];
     }
   }
   ctx.putImageData(img, 0, 0);

@@ -44,9 +44,18 @@ export async function loadModel(favor, name, onProgress) {
   return model;
 }
 
-// Characters of the text the model can read (outside its alphabet: dropped), at most its context.
+// Characters of the text the model can read (outside its alphabet: dropped): the last ones, at
+// most its context, so that typing at the end of a long text moves the window with it.
 export function readable(model, text) {
-  return [...text].filter((c) => model.index.has(c)).join('').slice(0, model.context);
+  return [...text].filter((c) => model.index.has(c)).slice(-model.context).join('');
+}
+
+// Said under the text box: what the model reads of it.
+function windowNote(model, text, used) {
+  const known = [...text].filter((c) => model.index.has(c)).length, all = [...text].length;
+  const dropped = all - known;
+  return `${known > used ? `the model reads the last ${used} of ${known} characters` : `${used} characters`}` +
+    `${dropped ? `; ${dropped} outside the book's alphabet dropped` : ''}; predictions: the character after the inspected one (by default the last)`;
 }
 
 let forwardCache = { key: '', value: null };
@@ -91,7 +100,7 @@ function bits(model, logits, ids) {
 // the model panels draw. timings gets the parts.
 export function computeModel(favor, model, p, timings) {
   const text = readable(model, p.text);
-  if (text.length < 2) throw new RangeError('text: type at least 2 characters the model knows');
+  if (text.length < 2) throw Object.assign(new RangeError('type at least 2 characters the model knows (letters, digits, punctuation of the book)'), { field: 'text' });
   const ids = model.encode(text), L = ids.length, H = model.heads, hd = model.config.width / H;
   let t = performance.now();
   const fkey = JSON.stringify([model.record.name, text]);
@@ -103,7 +112,10 @@ export function computeModel(favor, model, p, timings) {
   const exact = forwardCache.value;
   timings.inputs = performance.now() - t;
   t = performance.now();
-  const { spec, label } = approximation(favor, model, p);
+  const { spec } = approximation(favor, model, p);
+  let { label } = approximation(favor, model, p);
+  // k-means with as many codewords as keys gives each key its own: exact, and no test of VQ.
+  if (spec.method === 'codebook' && spec.clusters >= L) label += ` (m ≥ L = ${L}: every key is its own codeword, so Â = A: trivially exact)`;
   const approx = model.forward(ids, spec);
   timings.approxModel = performance.now() - t;
 
@@ -131,16 +143,46 @@ export function computeModel(favor, model, p, timings) {
     Q: headTensor(q), K: headTensor(k), V: headTensor(v), L, d: hd, A: pick.A, Ahat: pick.Ahat, text,
     spec, label,
     extras: {
-      chars: text, label, heads: H, layers: model.layers,
-      overview: overview.map((o) => ({ layer: o.layer, head: o.head, A: o.A, errors: o.errors })),
+      chars: text, label, heads: H, layers: model.layers, window: windowNote(model, p.text, L),
+      overview: overview.map((o) => ({ layer: o.layer, head: o.head, small: thumbnail(o.A, L), errors: o.errors })),
       bpc: { exact: bits(model, exact.logits, ids), approx: bits(model, approx.logits, ids) },
+      // every row's five likeliest next characters, so that inspecting another row is a redraw
       top: {
-        row: Math.min(p.row, L - 1),
-        exact: model.top(exact.logits, Math.min(p.row, L - 1), 5),
-        approx: model.top(approx.logits, Math.min(p.row, L - 1), 5),
+        exact: Array.from({ length: L }, (_, i) => top5(model, exact.logits, i)),
+        approx: Array.from({ length: L }, (_, i) => top5(model, approx.logits, i)),
       },
     },
   };
+}
+
+// The grid's picture of a head: the L×L matrix sampled at THUMB × THUMB (nearest neighbour), so
+// that 16 small pictures cross to the page instead of 16 full matrices.
+export const THUMB = 64;
+function thumbnail(A, L) {
+  const out = new Float32Array(THUMB * THUMB);
+  for (let y = 0; y < THUMB; y++) {
+    const i = Math.min(L - 1, Math.floor((y * L) / THUMB));
+    for (let x = 0; x < THUMB; x++) out[y * THUMB + x] = A[i * L + Math.min(L - 1, Math.floor((x * L) / THUMB))];
+  }
+  return out;
+}
+
+// model.top(logits, i, 5) in one pass over the row without sorting it (it runs for every row).
+function top5(model, logits, i) {
+  const V = model.chars.length, row = logits.data.subarray(i * V, (i + 1) * V);
+  let max = -Infinity;
+  for (let v = 0; v < V; v++) if (row[v] > max) max = row[v];
+  let sum = 0;
+  for (let v = 0; v < V; v++) sum += Math.exp(row[v] - max);
+  const best = [];
+  for (let v = 0; v < V; v++) {
+    if (best.length === 5 && row[v] <= row[best[4]]) continue;
+    let at = best.length < 5 ? best.length : 4;
+    while (at > 0 && row[best[at - 1]] < row[v]) at--;
+    best.splice(at, 0, v);
+    if (best.length > 5) best.pop();
+  }
+  return best.map((v) => ({ char: model.chars[v], p: Math.exp(row[v] - max) / sum }));
 }
 
 // Continues the text by n characters with exact attention and with the approximation, the same

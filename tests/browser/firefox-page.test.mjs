@@ -1,6 +1,7 @@
 // The demo page in headless Firefox (Debian's firefox-esr over WebDriver BiDi: scripts/firefox.mjs),
 // served by its Vite dev server on 127.0.0.1 as in demo.test.mjs and model.test.mjs, which cover
-// the page in depth in Chromium. Here: what a Firefox user meets first. Synthetic mode draws
+// the page in depth in Chromium. Here: what a Firefox user meets first: the default URL opens on
+// the softmax model on held-out text with its bits per character and every head. Synthetic mode draws
 // every panel with the relaxed-SIMD build on threads (cross-origin isolated by the dev server),
 // with finite error figures; model mode loads the trained weights, draws every head and the bits
 // per character, and generates text with exact and approximated attention; no console error.
@@ -54,8 +55,26 @@ async function open(query) {
   return page;
 }
 
-test('synthetic mode: every panel drawn with the relaxed-SIMD build on threads, finite error figures, no console error', { timeout: 90_000 }, async () => {
+test('the first view: the default URL shows the softmax model on held-out text, its bits per character exact and approximated, every head', { timeout: 90_000 }, async () => {
   const page = await open('');
+  await waitFor(page, () => Number.isFinite(Number(document.querySelector('#headline').dataset.approx)), 'the headline');
+  const first = await page.evaluate(() => ({
+    headline: document.querySelector('#headline').textContent,
+    heads: document.querySelectorAll('#heads-grid button').length,
+    text: document.querySelector('#text').value,
+    shown: window.__favorDemo.shown,
+  }));
+  assert.match(first.headline, /softmax model on a held-out passage: \d\.\d+ bits\/char with exact attention → \d\.\d+ with FAVOR\+/);
+  assert.match(first.headline, /Performer \(trained with FAVOR\+\) 2\.11/, 'the held-out figures of the manifest');
+  assert.equal(first.heads, 16);
+  assert.ok(first.text.startsWith('During the most violent shocks of the Typhoon'), first.text);
+  assert.equal(first.shown.pattern, 'model');
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('synthetic mode: every panel drawn with the relaxed-SIMD build on threads, finite error figures, no console error', { timeout: 90_000 }, async () => {
+  const page = await open('?pattern=gaussian');
   const info = await page.evaluate(() => ({
     shown: window.__favorDemo.shown,
     canvases: [...document.querySelectorAll('.hm canvas')].map((c) => [c.width, c.height]),

@@ -1,0 +1,85 @@
+// The inspected query in the manner of bertviz: the text drawn once, in lines of monospace
+// characters, and from the query character an arc to every key it weighs, stroke width ∝ weight:
+// exact attention above the text line, the approximation below it, in two colors. Keys under
+// 1 % in both are left out (the subtitle says how much weight that leaves undrawn).
+import { fmt } from './colors.js';
+
+const NS = 'http://www.w3.org/2000/svg';
+const el = (name, attrs, parent) => {
+  const e = document.createElementNS(NS, name);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  parent?.appendChild(e);
+  return e;
+};
+const FONT = '12px ui-monospace, "DejaVu Sans Mono", monospace';
+const MIN_WEIGHT = 0.01;
+let advance = 0;
+function charWidth() {
+  if (!advance) {
+    const ctx = document.createElement('canvas').getContext('2d');
+    ctx.font = FONT;
+    advance = ctx.measureText('MMMMMMMMMM').width / 10 || 7.2;
+  }
+  return advance;
+}
+
+export class LineView {
+  constructor(svg, legend) {
+    this.svg = svg;
+    legend.innerHTML = '<span class="item"><svg width="22" height="8"><line x1="0" y1="4" x2="22" y2="4" stroke="var(--exact)" stroke-width="3"/></svg> exact A (arcs above)</span>' +
+      '<span class="item"><svg width="22" height="8"><line x1="0" y1="4" x2="22" y2="4" stroke="var(--approx)" stroke-width="3"/></svg> approximation Â (arcs below)</span>' +
+      '<span class="item">width ∝ weight; keys under 1 % in both not drawn</span>';
+  }
+
+  draw({ chars, A, Ahat, L, i }) {
+    const svg = this.svg;
+    const width = Math.max(240, svg.getBoundingClientRect().width || 600);
+    const cw = charWidth(), perLine = Math.max(10, Math.floor((width - 8) / cw));
+    const lines = Math.ceil(L / perLine), lineH = 46, top = 22;
+    const height = top + lines * lineH + 4;
+    svg.setAttribute('viewBox', `0 0 ${width} ${height}`);
+    svg.style.height = `${height}px`;
+    svg.replaceChildren();
+    const pos = (j) => [4 + (j % perLine) * cw + cw / 2, top + Math.floor(j / perLine) * lineH + 12];
+    const keys = [];
+    let undrawn = 0;
+    for (let j = 0; j <= i; j++) {
+      const a = A[i * L + j], b = Ahat[i * L + j];
+      if (Math.max(a, b) >= MIN_WEIGHT) keys.push([j, a, b]); else undrawn += a;
+    }
+    // key highlights, under the text
+    const marks = el('g', {}, svg);
+    for (const [j, a] of keys) {
+      const [x, y] = pos(j);
+      el('rect', { x: x - cw / 2, y: y - 11, width: cw, height: 15, fill: `rgba(29, 35, 48, ${Math.min(0.35, 0.05 + a).toFixed(3)})` }, marks);
+    }
+    const [qx, qy] = pos(i);
+    el('rect', { x: qx - cw / 2 - 1, y: qy - 12, width: cw + 2, height: 17, class: 'query-mark' }, marks);
+    // the text, one <text> per line
+    const text = el('g', { class: 'line-text' }, svg);
+    for (let l = 0; l < lines; l++) {
+      const t = el('text', { x: 4, y: top + l * lineH + 12 + 4, 'xml:space': 'preserve' }, text);
+      t.textContent = chars.slice(l * perLine, (l + 1) * perLine).replace(/\n/g, '⏎');
+      t.setAttribute('textLength', String(Math.min(perLine, L - l * perLine) * cw));
+    }
+    // arcs: exact above (from the top of the characters), approximated below
+    const arcs = el('g', { class: 'arcs' }, svg);
+    for (const [j, a, b] of keys) {
+      const [x, y] = pos(j);
+      for (const [w, dir, cls] of [[a, -1, 'exact'], [b, 1, 'approx']]) {
+        if (!(w >= MIN_WEIGHT / 4)) continue;
+        const y0 = dir < 0 ? y - 11 : y + 5, y1 = dir < 0 ? qy - 11 : qy + 5;
+        const lift = Math.min(lineH / 2 - 2, 6 + Math.abs(qx - x) / 12 + Math.abs(qy - y) / 4);
+        const cy = (dir < 0 ? Math.min(y0, y1) : Math.max(y0, y1)) + dir * lift;
+        el('path', { d: `M${qx.toFixed(1)},${y1} Q${((x + qx) / 2).toFixed(1)},${cy.toFixed(1)} ${x.toFixed(1)},${y0}`,
+          class: cls, 'stroke-width': (0.6 + 9 * Math.min(1, w)).toFixed(2) }, arcs).appendChild(
+          Object.assign(document.createElementNS(NS, 'title'), { textContent: `key ${j} ${JSON.stringify(chars[j])}: ${cls === 'exact' ? 'A' : 'Â'} = ${fmt(w)}` }));
+      }
+    }
+    svg.dataset.keys = String(keys.length);
+    svg.dataset.query = String(i);
+    const show = (c) => (c === ' ' ? '␣' : c === '\n' ? '⏎' : c);
+    document.getElementById('line-query').textContent = `${i} “${show(chars[i])}”`;
+    document.getElementById('line-sub').textContent = `${keys.length} keys drawn; undrawn exact weight ${fmt(undrawn, 2)}`;
+  }
+}
