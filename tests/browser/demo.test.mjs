@@ -14,6 +14,7 @@ import { createServer as createHttpServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, extname, normalize } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startDemoServer } from './demo-server.mjs';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
@@ -34,11 +35,8 @@ const problems = [];  // console errors and page errors, from every page
 
 before(async () => {
   if (skip) return;
-  const { createServer } = await import('vite');
-  vite = await createServer({ configFile: join(repo, 'demo/vite.config.js'), logLevel: 'error',
-    server: { host: '127.0.0.1', port: 0, strictPort: false, hmr: false } });
-  await vite.listen();
-  base = vite.resolvedUrls.local[0];
+  vite = await startDemoServer();
+  base = vite.base;
   const { chromium } = await import('playwright-core');
   browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
 });

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { launchFirefox } from '../../scripts/firefox.mjs';
+import { startDemoServer } from './demo-server.mjs';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
 const unmet = !existsSync(join(repo, 'dist/favor-simd.wasm')) ? 'the wasm is not built: run npm run build'
@@ -21,11 +22,8 @@ if (unmet) throw new Error(`Firefox page tests cannot run: ${unmet}`);
 let vite, firefox, base;
 before(async () => {
   firefox = await launchFirefox();  // first: a missing Firefox fails fast with its message
-  const { createServer } = await import('vite');
-  vite = await createServer({ configFile: join(repo, 'demo/vite.config.js'), logLevel: 'error',
-    server: { host: '127.0.0.1', port: 0, strictPort: false, hmr: false } });
-  await vite.listen();
-  base = vite.resolvedUrls.local[0];
+  vite = await startDemoServer();
+  base = vite.base;
 }, { timeout: 90_000 });
 after(async () => {
   await firefox?.close();

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { launchChromium } from '../package/helpers.mjs';
+import { startDemoServer } from './demo-server.mjs';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
@@ -23,11 +24,8 @@ const shots = process.env.UPDATE_SCREENSHOTS ? join(repo, 'docs') : join(repo, '
 let vite, browser, base;
 const problems = [];
 before(async () => {
-  const { createServer } = await import('vite');
-  vite = await createServer({ configFile: join(repo, 'demo/vite.config.js'), logLevel: 'error',
-    server: { host: '127.0.0.1', port: 0, strictPort: false, hmr: false } });
-  await vite.listen();
-  base = vite.resolvedUrls.local[0];
+  vite = await startDemoServer();
+  base = vite.base;
   browser = await launchChromium();
 });
 after(async () => {
