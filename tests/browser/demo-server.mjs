@@ -12,3 +12,15 @@ export async function startDemoServer() {
   await vite.listen();
   return { base: vite.resolvedUrls.local[0], close: () => vite.close() };
 }
+
+// A page of the demo at `url`, once its first update has been drawn and it is idle; console errors
+// and page errors go to `problems`, requested URLs to `requests` (when given).
+export async function openDemoPage(browser, url, { viewport, problems, requests } = {}) {
+  const page = await browser.newPage({ viewport });
+  if (requests) page.on('request', (r) => requests.push(r.url()));
+  page.on('console', (m) => { if (m.type() === 'error') problems.push(m.text()); });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  await page.goto(url);
+  await page.waitForFunction(() => window.__favorDemo?.updates >= 1 && window.__favorDemo.idle, null, { timeout: 60000 });
+  return page;
+}

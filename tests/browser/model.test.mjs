@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { launchChromium } from '../package/helpers.mjs';
-import { startDemoServer } from './demo-server.mjs';
+import { openDemoPage, startDemoServer } from './demo-server.mjs';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
@@ -34,13 +34,8 @@ after(async () => {
 });
 
 async function open(query, viewport = { width: 1366, height: 900 }) {
-  const page = await browser.newPage({ viewport });
   const requests = [];
-  page.on('request', (r) => requests.push(r.url()));
-  page.on('console', (m) => { if (m.type() === 'error') problems.push(m.text()); });
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  await page.goto(`${base}${query}`);
-  await page.waitForFunction(() => window.__favorDemo?.updates >= 1 && window.__favorDemo.idle, null, { timeout: 60000 });
+  const page = await openDemoPage(browser, `${base}${query}`, { viewport, problems, requests });
   return { page, requests };
 }
 

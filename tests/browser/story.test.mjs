@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { launchChromium } from '../package/helpers.mjs';
-import { startDemoServer } from './demo-server.mjs';
+import { openDemoPage, startDemoServer } from './demo-server.mjs';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
@@ -35,12 +35,8 @@ after(async () => {
 });
 
 async function open(query, viewport = { width: 1440, height: 900 }) {
-  const page = await browser.newPage({ viewport });
   const problems = [];
-  page.on('console', (m) => { if (m.type() === 'error') problems.push(m.text()); });
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  await page.goto(`${base}${query}`);
-  await page.waitForFunction(() => window.__favorDemo?.updates >= 1 && window.__favorDemo.idle, null, { timeout: 60000 });
+  const page = await openDemoPage(browser, `${base}${query}`, { viewport, problems });
   return { page, problems };
 }
 // Waits until the panels show the text now in the box.
