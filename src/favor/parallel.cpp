@@ -60,7 +60,7 @@ class Pool {
   bool run(Index count, int threads, void (*call)(void*, Index), void* context) {
     std::unique_lock<std::mutex> one_job(job_mutex_, std::try_to_lock);
     if (!one_job) return false;
-    const int helpers = std::min<int>({threads - 1, static_cast<int>(helpers_.size()), kMaxHelpers});
+    const int helpers = std::min<int>(threads - 1, static_cast<int>(helpers_.size()));
     job_.call = call, job_.context = context, job_.count = count;
     const int indices = static_cast<int>(std::min<Index>(count, threads));
     job_.share = (threads + indices - 1) / indices;
@@ -71,10 +71,14 @@ class Pool {
     const std::uint64_t sequence = (ticket_.load(std::memory_order_relaxed) >> kHelperBits) + 1;
     active_.store(sequence << kSequenceShift, std::memory_order_relaxed);  // open, none joined
     ticket_.store((sequence << kHelperBits) | static_cast<std::uint64_t>(helpers));
-    if (sleepers_.load() > 0) {
-      { std::lock_guard<std::mutex> lock(mutex_); }  // a helper between its check and its wait
-      wake_.notify_all();
-    }
+    // Wakes the invited helpers that sleep, and only those (the others sleep on): the ticket is
+    // stored before each flag is read, and a helper sets its flag before it reads the ticket, so
+    // one of the two sees the other.
+    for (int id = 0; id < helpers; ++id)
+      if (sleep_[id].asleep.load()) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        sleep_[id].wake.notify_one();
+      }
     work(job_);
     help_until_done(job_);
     const auto none_working = [this] { return (active_.load() & kJoinedMask) == 0; };
@@ -99,7 +103,7 @@ class Pool {
     {
       std::lock_guard<std::mutex> lock(job_mutex_);
       try {
-        while (static_cast<int>(helpers_.size()) < std::min(wanted, kMaxHelpers))
+        while (static_cast<int>(helpers_.size()) < std::min(wanted, kHelperLimit))
           helpers_.emplace_back([this, id = static_cast<int>(helpers_.size())] { helper(id); });
       } catch (...) {  // no thread to be had (std::system_error, or no memory for one)
       }
@@ -149,6 +153,13 @@ class Pool {
   // region of fewer indices than threads (heads, say) still keeps every thread busy. Which thread
   // runs an index never changes what it computes.
   static constexpr int kSlots = 64;
+  // Helpers at most (a thread count's bound far above any machine's cores), each with the flag
+  // and condition variable it sleeps on.
+  static constexpr int kHelperLimit = 255;
+  struct alignas(64) Sleep {
+    std::atomic<bool> asleep{false};
+    std::condition_variable wake;
+  };
   struct alignas(64) Slot {
     std::mutex mutex;
     std::atomic<Job*> job{nullptr};  // written under the mutex; read without it only as a hint
@@ -165,22 +176,28 @@ class Pool {
     }
   }
 
+  // A helper spins between jobs only after one it was invited to (the next is likely alike);
+  // one that a job passed over sleeps until a job invites it. Spinning helpers that no call
+  // invites (a decode loop's steps use few threads) only load the ticket's line the invited ones
+  // read, and slowed them.
   void helper(int id) {
     prepare_exception_state();
     t_in_parallel = true;
+    Sleep& sleep = sleep_[id];
     std::uint64_t seen = 0;
+    bool invited = true;
     for (;;) {
       std::uint64_t ticket = seen;
-      if (!spin_until([&] { return (ticket = ticket_.load(std::memory_order_acquire)) != seen; }, kHelperSpin)) {
-        sleepers_.fetch_add(1);
-        {
-          std::unique_lock<std::mutex> lock(mutex_);
-          wake_.wait(lock, [&] { return (ticket = ticket_.load()) != seen; });
-        }
-        sleepers_.fetch_sub(1);
+      const auto fresh = [&] { return (ticket = ticket_.load(std::memory_order_acquire)) != seen; };
+      if (!invited || !spin_until(fresh, kHelperSpin)) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        sleep.asleep.store(true);
+        sleep.wake.wait(lock, [&] { return (ticket = ticket_.load()) != seen && id < static_cast<int>(ticket & kMaxHelpers); });
+        sleep.asleep.store(false, std::memory_order_relaxed);
       }
       seen = ticket;
-      if (id >= static_cast<int>(ticket & kMaxHelpers) || !join(ticket >> kHelperBits)) continue;
+      invited = id < static_cast<int>(ticket & kMaxHelpers);
+      if (!invited || !join(ticket >> kHelperBits)) continue;
       work(job_);
       help_until_done(job_);
       if (((active_.fetch_sub(1) - 1) & kJoinedMask) == 0 && caller_sleeps_.load()) {
@@ -280,14 +297,14 @@ class Pool {
  private:
 
   std::mutex job_mutex_, mutex_, error_mutex_;
-  std::condition_variable wake_, done_;
+  std::condition_variable done_;
   std::vector<std::thread> helpers_;  // never joined: they wait for work until the process ends
   alignas(64) std::atomic<std::uint64_t> ticket_{0};
   alignas(64) std::atomic<std::uint64_t> active_{0};
-  std::atomic<int> sleepers_{0};
   std::atomic<bool> caller_sleeps_{false};
   Job job_;
   Slot slots_[kSlots];
+  Sleep sleep_[kHelperLimit];
 };
 
 // Made on first use and never destroyed: its threads outlive main's statics.
