@@ -87,12 +87,14 @@ function readDims(dims, name, minRank, got) {
   if (!Array.isArray(dims)) throw new TypeError(`${name}.dims: expected an array of integers, got ${describe(dims)}`);
   const rank = dims.length;
   if (rank < minRank) throw new RangeError(`${name}.dims: ${got(Array.from({ length: rank }, (_, i) => dims[i]))}`);
+  // Checked as they are read: a sparse array of length 2^32 - 1 fails at its first hole.
   const copy = [];
-  for (let i = 0; i < rank; i++) copy.push(dims[i]);
   let count = 1;
-  for (const d of copy) {
+  for (let i = 0; i < rank; i++) {
+    const d = dims[i];
     if (typeof d !== 'number') throw new TypeError(`${name}.dims: expected integers, got ${describe(d)}`);
-    if (!Number.isInteger(d) || d < 1) throw new RangeError(`${name}.dims: expected integers >= 1, got [${copy}]`);
+    if (!Number.isInteger(d) || d < 1) throw new RangeError(`${name}.dims: expected integers >= 1, got [${dims}]`);
+    copy.push(d);
     count *= d;
   }
   return { copy, count };
