@@ -5,6 +5,8 @@
 // class's `data`). encodeArgs makes a cloneable copy that the worker's decodeArgs turns back into
 // values the synchronous API describes and validates exactly as it would the caller's own.
 
+import { lengthOf } from './validate.js';
+
 const HANDLE = '\u0000favorHandle';   // { [HANDLE]: id, kind }: an object living in the worker (id 0: disposed)
 const STAND_IN = '\u0000favorStandIn'; // { [STAND_IN]: 'function' | 'symbol' | 'object' | 'output', ... }
 
@@ -30,7 +32,7 @@ export function encodeArgs(args, { transfer = false, handleOf, keep }) {
     const handle = handleOf(value);
     if (handle) return { [HANDLE]: handle.id, kind: handle.kind };
     if (ArrayBuffer.isView(value)) {
-      const copy = named(value, encodeView(value, transfer && value.buffer !== keep, transferList));
+      const copy = named(value, encodeView(value, transfer && bytesOf(value).buffer !== keep, transferList));
       done.set(value, copy);
       return copy;
     }
@@ -62,15 +64,25 @@ export function encodeArgs(args, { transfer = false, handleOf, keep }) {
  * made there (the worker computes into it and moves it back; the caller's out never travels).
  */
 export function outputStandIn(out) {
-  return { [STAND_IN]: 'output', length: out.length };
+  return { [STAND_IN]: 'output', length: lengthOf(out) };
 }
 
 // The built-in class of a typed array or DataView (Float32Array for a subclass of it, Uint8Array
 // for a Node Buffer): what structured clone makes of it on the other side.
 const intrinsicOf = (view) => (view instanceof DataView ? DataView : globalThis[view[Symbol.toStringTag]]);
 
+// A view's buffer and bytes as the engine keeps them (own properties of the same names could
+// otherwise point the copy elsewhere).
+const TypedArrayPrototype = Object.getPrototypeOf(Uint8Array.prototype);
+const getters = (prototype) => ['buffer', 'byteOffset', 'byteLength'].map((key) => Object.getOwnPropertyDescriptor(prototype, key).get);
+const VIEW_GETTERS = { typed: getters(TypedArrayPrototype), data: getters(DataView.prototype) };
+export function bytesOf(view) {
+  const [buffer, byteOffset, byteLength] = VIEW_GETTERS[view instanceof DataView ? 'data' : 'typed'].map((get) => get.call(view));
+  return { buffer, byteOffset, byteLength };
+}
+
 function encodeView(view, transfer, transferList) {
-  const { buffer, byteOffset, byteLength } = view;
+  const { buffer, byteOffset, byteLength } = bytesOf(view);
   const Intrinsic = intrinsicOf(view);
   if (byteLength === 0) return new Intrinsic(new ArrayBuffer(0));
   const shared = typeof SharedArrayBuffer !== 'undefined' && buffer instanceof SharedArrayBuffer;
