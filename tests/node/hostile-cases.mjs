@@ -9,8 +9,11 @@
 // each run: getters count their reads, and a worker with transfer: true moves them.
 import { normalTensor } from './helpers.mjs';
 
-const q = normalTensor([4, 8], 1), k = normalTensor([6, 8], 2), v = normalTensor([6, 3], 3);
-const b = normalTensor([8, 3], 4);
+// Fixtures whose data is a fresh copy at every read: a worker with transfer: true moves what it
+// is given, and the same fixture serves every row.
+const copying = (t) => ({ get data() { return t.data.slice(); }, dims: t.dims });
+const q = copying(normalTensor([4, 8], 1)), k = copying(normalTensor([6, 8], 2)), v = copying(normalTensor([6, 3], 3));
+const b = copying(normalTensor([8, 3], 4));
 const fresh = (t) => ({ data: t.data.slice(), dims: [...t.dims] });
 
 // One array of this many floats (1.44 GB, never written: its pages stay untouched) passed as q, k
@@ -127,7 +130,7 @@ const OBJECT_OPTIONS = { map: { dim: 8, features: 8, seed: 1 }, state: { method:
 
 /** A row's call on the synchronous API: (favor) => its result, or throws. */
 export const syncRun = (call) => (f) => {
-  const objects = { map: f.createFeatureMap(OBJECT_OPTIONS.map), state: f.createCausalState(OBJECT_OPTIONS.state), packed: f.packMatrix(b) };
+  const objects = { map: f.createFeatureMap(OBJECT_OPTIONS.map), state: f.createCausalState(OBJECT_OPTIONS.state), packed: f.packMatrix(fresh(b)) };
   try {
     return call(f, objects);
   } finally {
@@ -137,7 +140,7 @@ export const syncRun = (call) => (f) => {
 
 /** A row's call on the worker API: (favor) => a Promise of its result. */
 export const asyncRun = (call) => async (f) => {
-  const objects = { map: await f.createFeatureMap(OBJECT_OPTIONS.map), state: await f.createCausalState(OBJECT_OPTIONS.state), packed: await f.packMatrix(b) };
+  const objects = { map: await f.createFeatureMap(OBJECT_OPTIONS.map), state: await f.createCausalState(OBJECT_OPTIONS.state), packed: await f.packMatrix(fresh(b)) };
   try {
     return await call(f, objects);
   } finally {
