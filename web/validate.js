@@ -78,6 +78,8 @@ const lengthGetter = Object.getOwnPropertyDescriptor(TypedArrayPrototype, 'lengt
 
 /** Whether value is a real typed array of Type (a subclass too, a Node Buffer for Uint8Array). */
 export const isTypedArray = (value, Type) => value instanceof Type && tagGetter.call(value) === Type.name;
+/** The built-in class name of a real typed array ('Uint8Array' for a Node Buffer), else undefined. */
+export const typedArrayTag = (value) => tagGetter.call(value);
 /** The length of a real typed array (0 once its buffer is detached). */
 export const lengthOf = (view) => lengthGetter.call(view);
 

@@ -5,7 +5,7 @@
 // class's `data`). encodeArgs makes a cloneable copy that the worker's decodeArgs turns back into
 // values the synchronous API describes and validates exactly as it would the caller's own.
 
-import { lengthOf } from './validate.js';
+import { lengthOf, typedArrayTag } from './validate.js';
 
 const HANDLE = '\u0000favorHandle';   // { [HANDLE]: id, kind }: an object living in the worker (id 0: disposed)
 const STAND_IN = '\u0000favorStandIn'; // { [STAND_IN]: 'function' | 'symbol' | 'object' | 'output', ... }
@@ -69,7 +69,11 @@ export function outputStandIn(out) {
 
 // The built-in class of a typed array or DataView (Float32Array for a subclass of it, Uint8Array
 // for a Node Buffer): what structured clone makes of it on the other side.
-const intrinsicOf = (view) => (view instanceof DataView ? DataView : globalThis[view[Symbol.toStringTag]]);
+// (Read through the engine's own getter: an own Symbol.toStringTag property does not count.)
+const intrinsicOf = (view) => {
+  const tag = typedArrayTag(view);
+  return tag === undefined ? DataView : globalThis[tag];
+};
 
 // A view's buffer and bytes as the engine keeps them (own properties of the same names could
 // otherwise point the copy elsewhere).
@@ -77,7 +81,7 @@ const TypedArrayPrototype = Object.getPrototypeOf(Uint8Array.prototype);
 const getters = (prototype) => ['buffer', 'byteOffset', 'byteLength'].map((key) => Object.getOwnPropertyDescriptor(prototype, key).get);
 const VIEW_GETTERS = { typed: getters(TypedArrayPrototype), data: getters(DataView.prototype) };
 export function bytesOf(view) {
-  const [buffer, byteOffset, byteLength] = VIEW_GETTERS[view instanceof DataView ? 'data' : 'typed'].map((get) => get.call(view));
+  const [buffer, byteOffset, byteLength] = VIEW_GETTERS[typedArrayTag(view) === undefined ? 'data' : 'typed'].map((get) => get.call(view));
   return { buffer, byteOffset, byteLength };
 }
 
