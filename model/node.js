@@ -1,19 +1,26 @@
 // Loading the project's models in Node (the page fetches the same files).
+import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
 
-import { CharModel } from './runner.js';
+import { CharModel, verifyModelFile } from './runner.js';
 
 export const MODELS_DIR = new URL('../train/models/', import.meta.url);
 
-export async function readManifest() {
-  return JSON.parse(await readFile(new URL('manifest.json', MODELS_DIR), 'utf8'));
+export async function readManifest(dir = MODELS_DIR) {
+  return JSON.parse(await readFile(new URL('manifest.json', dir), 'utf8'));
 }
 
-export async function loadModel(favor, name) {
-  const manifest = await readManifest();
+const sha256 = (bytes) => createHash('sha256').update(bytes).digest('hex');
+
+/** The model `name` of the manifest in dir, its file checked against the manifest's bytes and sha256. */
+export async function loadModel(favor, name, { dir = MODELS_DIR } = {}) {
+  const manifest = await readManifest(dir);
   const record = manifest.models.find((m) => m.name === name);
   if (!record) throw new RangeError(`model: no model '${name}' in train/models/manifest.json (have ${manifest.models.map((m) => m.name).join(', ')})`);
-  return new CharModel(favor, record, await readFile(new URL(record.file, MODELS_DIR)));
+  const url = new URL(record.file, dir);
+  const bytes = await verifyModelFile(record, await readFile(url), { file: fileURLToPath(url), sha256 });
+  return new CharModel(favor, record, bytes);
 }
 
 /** The held-out text the manifest's figures are computed on (train/corpus.py's split). */

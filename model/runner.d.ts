@@ -43,6 +43,14 @@ export interface ForwardResult {
   qk: LayerQKV[] | null;
 }
 
+/** The RangeError for a weights file of `received` bytes where the manifest says record.bytes. */
+export declare function modelSizeError(record: ModelRecord, received: number, file?: string | URL): RangeError;
+/**
+ * Checks a weights file against its manifest record (size, then SHA-256) before anything runs on
+ * it; resolves to bytes, rejects with a RangeError naming the file. sha256 defaults to SubtleCrypto.
+ */
+export declare function verifyModelFile(record: ModelRecord, bytes: Uint8Array,
+  options?: { file?: string | URL; sha256?: (bytes: Uint8Array) => string | Promise<string> }): Promise<Uint8Array>;
 export declare function halfToFloat(bytes: Uint8Array): Float32Array;
 export declare function logSoftmax(row: ArrayLike<number>): Float64Array;
 export declare function oprfRho(q: Tensor, k: Tensor, scale?: number): number;

@@ -25,6 +25,42 @@ export function halfToFloat(bytes) {
 
 const tensor = (data, dims) => ({ data, dims });
 
+/** The error for a weights file of `received` bytes where the manifest says record.bytes. */
+export function modelSizeError(record, received, file = record.file) {
+  const why = received < record.bytes ? 'cut short, or a different file' : 'a different file';
+  return new RangeError(`model file ${file}: ${received} bytes, but the manifest's record '${record.name}' says ${record.bytes} (${why})`);
+}
+
+// SHA-256 as lowercase hex by SubtleCrypto: the page's (secure contexts only: https, localhost)
+// and Node's globalThis.crypto alike.
+async function subtleSha256(bytes) {
+  const subtle = globalThis.crypto?.subtle;
+  if (!subtle) throw new Error('SubtleCrypto is not available here (a page served over http from another host than localhost is not a secure context)');
+  const digest = new Uint8Array(await subtle.digest('SHA-256', bytes));
+  return Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+/**
+ * Checks a weights file against its manifest record before anything runs on it: its size
+ * (record.bytes), then its SHA-256 (record.sha256). A damaged or truncated file would otherwise
+ * give plausible but wrong logits. file: how the errors name it (record.file by default);
+ * sha256(bytes): its hex digest, or a Promise of it (SubtleCrypto by default; Node passes
+ * node:crypto's). Resolves to bytes; rejects with a RangeError naming the file.
+ */
+export async function verifyModelFile(record, bytes, { file = record.file, sha256 = subtleSha256 } = {}) {
+  if (bytes.byteLength !== record.bytes) throw modelSizeError(record, bytes.byteLength, file);
+  let digest;
+  try {
+    digest = await sha256(bytes);
+  } catch (e) {
+    throw new Error(`model file ${file}: its SHA-256 could not be computed to check it: ${e?.message ?? e}`, { cause: e });
+  }
+  if (digest !== record.sha256) {
+    throw new RangeError(`model file ${file}: SHA-256 ${digest}, but the manifest's record '${record.name}' says ${record.sha256} (a damaged or different file)`);
+  }
+  return bytes;
+}
+
 // [L, H * hd] rows -> [H, L, hd] heads, taking columns [offset, offset + H hd) of a [L, stride] matrix.
 function splitHeads(x, L, stride, offset, H, hd) {
   const out = new Float32Array(H * L * hd);
@@ -117,6 +153,10 @@ export class CharModel {
     this.chars = [...record.vocab];  // token id -> character (code points)
     this.index = new Map(this.chars.map((c, i) => [c, i]));
     const u8 = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
+    // The weights must lie inside the file (verifyModelFile checks it whole; a model built from
+    // bytes that skipped it still fails here, naming the file, not in forward()).
+    const end = Math.max(0, ...record.tensors.map((t) => t.offset + 2 * t.dims.reduce((a, b) => a * b, 1)));
+    if (u8.byteLength < end) throw modelSizeError(record, u8.byteLength);
     this.w = {};
     for (const t of record.tensors) {
       const n = t.dims.reduce((a, b) => a * b, 1);

@@ -8,7 +8,7 @@ import { chooseTileRows } from './load.js';
 import { OBJECTS } from './operations.js';
 import { checkOut, outLength } from './out.js';
 import {
-  checkBoolean, checkChoice, checkInteger, checkMask, checkNumber, checkOptions, checkScale, checkTensor, describe,
+  checkBoolean, checkChoice, checkInteger, checkMask, checkNumber, checkOptions, checkScale, checkTensor, describe, isTypedArray, lengthOf,
 } from './validate.js';
 
 export const version = '0.1.0';
@@ -124,12 +124,11 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
 
   function attentionArgs(name, q, k, v, options, extra = []) {
     const o = checkOptions(options, `${name} options`, ['causal', 'scale', 'keyMask', 'out', ...extra]);
-    checkTensor(q, 'q');
-    checkTensor(k, 'k');
-    if (v !== null) checkTensor(v, 'v');
-    const mask = o.keyMask === undefined ? null : checkMask(o.keyMask);
+    const tensors = { q: checkTensor(q, 'q'), k: checkTensor(k, 'k'), v: v === null ? null : checkTensor(v, 'v') };
+    const keyMask = o.keyMask;
+    const mask = keyMask === undefined ? null : checkMask(keyMask);
     return {
-      o, causal: checkBoolean(o.causal, 'causal'), scale: checkScale(o.scale, 'scale'), mask,
+      ...tensors, o, causal: checkBoolean(o.causal, 'causal'), scale: checkScale(o.scale, 'scale'), mask,
       out: checkOut(o.out),
     };
   }
@@ -149,15 +148,16 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
     get stateBytes() { return this.#live().stateBytes(); }
 
     append(q, k, v, options) {
-      const handle = this.#live();
+      this.#live();
       const o = checkOptions(options, 'append options', ['keyMask', 'out']);
-      checkTensor(q, 'q');
-      checkTensor(k, 'k');
-      checkTensor(v, 'v');
-      const mask = o.keyMask === undefined ? null : checkMask(o.keyMask);
+      const tq = checkTensor(q, 'q'), tk = checkTensor(k, 'k'), tv = checkTensor(v, 'v');
+      const keyMask = o.keyMask;
+      const mask = keyMask === undefined ? null : checkMask(keyMask);
       const out = checkOut(o.out);
-      return takeTensor(call('append', [q, k, v, mask], (qp, kp, vp, mp) =>
-        handle.append(qp, kp, vp, mp, outLength(out))), out);
+      // The handle is taken once no more of the caller's code (getters) can run: one of them may
+      // have disposed this state.
+      return takeTensor(call('append', [tq, tk, tv, mask], (qp, kp, vp, mp) =>
+        this.#live().append(qp, kp, vp, mp, outLength(out))), out);
     }
 
     reset() {
@@ -187,17 +187,17 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
   }
 
   function packMatrix(b, options) {
-    checkTensor(b, 'b');
+    const tb = checkTensor(b, 'b');
     const o = checkOptions(options, 'packMatrix options', ['transposeB']);
     const transposeB = checkBoolean(o.transposeB, 'transposeB');
     const handle = new Module.PackedMatrix();
     try {
-      call('packMatrix', [b], (bp) => handle.init(bp, transposeB));
+      call('packMatrix', [tb], (bp) => handle.init(bp, transposeB));
     } catch (e) {
       handle.delete();
       throw e;
     }
-    return new PackedMatrix(handle, [...b.dims], transposeB);
+    return new PackedMatrix(handle, [...tb.dims], transposeB);
   }
 
   function createCausalState(options) {
@@ -218,7 +218,7 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
       if (method === 'exact') {
         result = handle.initExact(scale);
       } else if (method === 'favor') {
-        result = handle.initFavor(featureMapOf(o), scale, chunk);
+        result = handle.initFavor(featureMapOf(o).handle('featureMap'), scale, chunk);
       } else {
         const { codebook, assignment, temperature } = codebookArgs(o);
         result = call('createCausalState', [codebook], (cp) => handle.initCodebook(cp, assignment, temperature, scale, chunk));
@@ -232,20 +232,25 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
   }
 
   function codebookArgs(o) {
-    if (o.codebook === undefined) throw new TypeError('codebook: required (a [c, d] tensor, e.g. from favor.kmeans)');
-    const codebook = checkTensor(o.codebook, 'codebook');
+    const codebookOption = o.codebook;
+    if (codebookOption === undefined) throw new TypeError('codebook: required (a [c, d] tensor, e.g. from favor.kmeans)');
+    const codebook = checkTensor(codebookOption, 'codebook');
     const assignment = checkChoice(o.assignment, 'assignment', ASSIGNMENTS, 'hard');
     const temperature = o.temperature === undefined ? 1 : checkNumber(o.temperature, 'temperature');
     if (temperature <= 0) throw new RangeError(`temperature: expected a number > 0, got ${temperature}`);
     return { codebook, assignment, temperature };
   }
 
+  // options.featureMap (read once), checked to be a live map of this instance. Its handle is
+  // taken again when the call reaches wasm: a getter read in between may have disposed it.
   function featureMapOf(o) {
-    if (o.featureMap === undefined) throw new TypeError('featureMap: required (create one with favor.createFeatureMap)');
-    if (!(o.featureMap instanceof FeatureMap)) {
-      throw new TypeError(`featureMap: expected a FeatureMap from this instance's createFeatureMap, got ${describe(o.featureMap)}`);
+    const map = o.featureMap;
+    if (map === undefined) throw new TypeError('featureMap: required (create one with favor.createFeatureMap)');
+    if (!(map instanceof FeatureMap)) {
+      throw new TypeError(`featureMap: expected a FeatureMap from this instance's createFeatureMap, got ${describe(map)}`);
     }
-    return o.featureMap.handle('featureMap');
+    map.handle('featureMap');
+    return map;
   }
 
   return {
@@ -267,46 +272,48 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
     },
 
     exactAttention(q, k, v, options) {
-      const { causal, scale, mask, out } = attentionArgs('exactAttention', q, k, v, options);
-      return takeTensor(call('exactAttention', [q, k, v, mask], (qp, kp, vp, mp) =>
+      const a = attentionArgs('exactAttention', q, k, v, options), { causal, scale, mask, out } = a;
+      return takeTensor(call('exactAttention', [a.q, a.k, a.v, mask], (qp, kp, vp, mp) =>
         Module.exactAttention(qp, kp, vp, causal, scale, mp, outLength(out))), out);
     },
 
     attentionMatrix(q, k, options) {
-      const { causal, scale, mask, out } = attentionArgs('attentionMatrix', q, k, null, options);
-      return takeTensor(call('attentionMatrix', [q, k, mask], (qp, kp, mp) =>
+      const a = attentionArgs('attentionMatrix', q, k, null, options), { causal, scale, mask, out } = a;
+      return takeTensor(call('attentionMatrix', [a.q, a.k, mask], (qp, kp, mp) =>
         Module.attentionMatrix(qp, kp, causal, scale, mp, outLength(out))), out);
     },
 
     createFeatureMap,
 
     favorAttention(q, k, v, options) {
-      const { o, causal, scale, mask, out } = attentionArgs('favorAttention', q, k, v, options, ['featureMap', 'chunk']);
-      const handle = featureMapOf(o);
-      const chunk = o.chunk === undefined ? NaN : checkInteger(o.chunk, 'chunk', 1, 1 << 20);
-      return takeTensor(call('favorAttention', [q, k, v, mask], (qp, kp, vp, mp) =>
-        Module.favorAttention(handle, qp, kp, vp, causal, scale, chunk, mp, outLength(out))), out);
+      const a = attentionArgs('favorAttention', q, k, v, options, ['featureMap', 'chunk']), { o, causal, scale, mask, out } = a;
+      const map = featureMapOf(o);
+      const chunkOption = o.chunk;
+      const chunk = chunkOption === undefined ? NaN : checkInteger(chunkOption, 'chunk', 1, 1 << 20);
+      return takeTensor(call('favorAttention', [a.q, a.k, a.v, mask], (qp, kp, vp, mp) =>
+        Module.favorAttention(map.handle('featureMap'), qp, kp, vp, causal, scale, chunk, mp, outLength(out))), out);
     },
 
     favorAttentionMatrix(q, k, options) {
-      const { o, causal, scale, mask, out } = attentionArgs('favorAttentionMatrix', q, k, null, options, ['featureMap']);
-      const handle = featureMapOf(o);
-      return takeTensor(call('favorAttentionMatrix', [q, k, mask], (qp, kp, mp) =>
-        Module.favorAttentionMatrix(handle, qp, kp, causal, scale, mp, outLength(out))), out);
+      const a = attentionArgs('favorAttentionMatrix', q, k, null, options, ['featureMap']), { o, causal, scale, mask, out } = a;
+      const map = featureMapOf(o);
+      return takeTensor(call('favorAttentionMatrix', [a.q, a.k, mask], (qp, kp, mp) =>
+        Module.favorAttentionMatrix(map.handle('featureMap'), qp, kp, causal, scale, mp, outLength(out))), out);
     },
 
     codebookAttention(q, k, v, options) {
-      const { o, causal, scale, mask, out } = attentionArgs('codebookAttention', q, k, v, options, ['codebook', 'assignment', 'temperature', 'chunk']);
+      const a = attentionArgs('codebookAttention', q, k, v, options, ['codebook', 'assignment', 'temperature', 'chunk']), { o, causal, scale, mask, out } = a;
       const { codebook, assignment, temperature } = codebookArgs(o);
-      const chunk = o.chunk === undefined ? NaN : checkInteger(o.chunk, 'chunk', 1, 1 << 20);
-      return takeTensor(call('codebookAttention', [codebook, q, k, v, mask], (cp, qp, kp, vp, mp) =>
+      const chunkOption = o.chunk;
+      const chunk = chunkOption === undefined ? NaN : checkInteger(chunkOption, 'chunk', 1, 1 << 20);
+      return takeTensor(call('codebookAttention', [codebook, a.q, a.k, a.v, mask], (cp, qp, kp, vp, mp) =>
         Module.codebookAttention(cp, qp, kp, vp, assignment, temperature, causal, scale, chunk, mp, outLength(out))), out);
     },
 
     codebookAttentionMatrix(q, k, options) {
-      const { o, causal, scale, mask, out } = attentionArgs('codebookAttentionMatrix', q, k, null, options, ['codebook', 'assignment', 'temperature']);
+      const a = attentionArgs('codebookAttentionMatrix', q, k, null, options, ['codebook', 'assignment', 'temperature']), { o, causal, scale, mask, out } = a;
       const { codebook, assignment, temperature } = codebookArgs(o);
-      return takeTensor(call('codebookAttentionMatrix', [codebook, q, k, mask], (cp, qp, kp, mp) =>
+      return takeTensor(call('codebookAttentionMatrix', [codebook, a.q, a.k, mask], (cp, qp, kp, mp) =>
         Module.codebookAttentionMatrix(cp, qp, kp, assignment, temperature, causal, scale, mp, outLength(out))), out);
     },
 
@@ -315,42 +322,47 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
     packMatrix,
 
     matmul(a, b, options) {
-      checkTensor(a, 'a');
+      const ta = checkTensor(a, 'a');
       const packed = b instanceof PackedMatrix;
       // Another instance's (or, through the worker API, another worker's) packed matrix, by name.
       if (!packed && b?.constructor?.name === 'PackedMatrix') throw new TypeError("b: a packed matrix of another favor instance; pack b with this instance's packMatrix");
-      if (!packed) checkTensor(b, 'b');
+      const tb = packed ? null : checkTensor(b, 'b');
       const o = checkOptions(options, 'matmul options', ['transposeB', 'bias', 'out']);
       const transposeB = checkBoolean(o.transposeB, 'transposeB');
       if (packed && o.transposeB !== undefined) {
         throw new TypeError('transposeB: a packed b keeps the layout it was packed with (packMatrix\'s transposeB); omit it here');
       }
       let bias = null;
-      if (o.bias !== undefined) {
-        const t = o.bias;
-        if (t === null || typeof t !== 'object' || !(t.data instanceof Float32Array) || !Array.isArray(t.dims)) {
-          throw new TypeError(`bias: expected a tensor { data: Float32Array, dims: [m] }, got ${describe(t)}`);
+      const biasOption = o.bias;
+      if (biasOption !== undefined) {
+        // Read once, as checkTensor reads a tensor: { data, dims } then each dim.
+        const t = biasOption === null || typeof biasOption !== 'object' ? null : { data: biasOption.data, dims: biasOption.dims, name: 'bias' };
+        if (t === null || !isTypedArray(t.data, Float32Array) || !Array.isArray(t.dims)) {
+          throw new TypeError(`bias: expected a tensor { data: Float32Array, dims: [m] }, got ${describe(biasOption)}`);
         }
-        if (t.dims.length !== 1 || t.data.length !== t.dims[0]) throw new RangeError(`bias: expected dims [m] matching its data, got [${t.dims}] with ${t.data.length} values`);
+        const rank = t.dims.length;
+        t.dims = Array.from({ length: rank }, (_, i) => t.dims[i]);
+        if (rank !== 1 || lengthOf(t.data) !== t.dims[0]) throw new RangeError(`bias: expected dims [m] matching its data, got [${t.dims}] with ${lengthOf(t.data)} values`);
         bias = t;
       }
       const out = checkOut(o.out);  // last, as in every call
       if (packed) {
-        const handle = b.handle('b');
-        return takeTensor(call('matmul', [a, bias], (ap, cp) => handle.matmul(ap, cp, outLength(out))), out);
+        b.handle('b');
+        // Its handle again once no getter of the caller's can run (one may have disposed it).
+        return takeTensor(call('matmul', [ta, bias], (ap, cp) => b.handle('b').matmul(ap, cp, outLength(out))), out);
       }
-      return takeTensor(call('matmul', [a, b, bias], (ap, bp, cp) =>
+      return takeTensor(call('matmul', [ta, tb, bias], (ap, bp, cp) =>
         Module.matmul(ap, bp, cp, transposeB, outLength(out))), out);
     },
 
     kmeans(k, options) {
-      checkTensor(k, 'k');
+      const tk = checkTensor(k, 'k');
       const o = checkOptions(options, 'kmeans options', ['clusters', 'iterations', 'seed']);
       if (o.clusters === undefined) throw new TypeError('clusters: required (the codebook size)');
       const clusters = checkInteger(o.clusters, 'clusters', 1, 1 << 24);
       const iterations = o.iterations === undefined ? 25 : checkInteger(o.iterations, 'iterations', 0, 1 << 20);
       const seed = o.seed === undefined ? 0 : checkInteger(o.seed, 'seed', 0);
-      return takeTensor(call('kmeans', [k], (kp) => Module.kmeans(kp, clusters, iterations, seed)));
+      return takeTensor(call('kmeans', [tk], (kp) => Module.kmeans(kp, clusters, iterations, seed)));
     },
 
     randomCodebook(options) {
@@ -376,17 +388,15 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
     },
 
     compare(exactMatrix, approxMatrix) {
-      checkTensor(exactMatrix, 'exactMatrix');
-      checkTensor(approxMatrix, 'approxMatrix');
-      const { mse, relFrobenius, maxAbs, meanRowKL } = call('compare', [exactMatrix, approxMatrix], (ep, ap) =>
+      const e = checkTensor(exactMatrix, 'exactMatrix'), a = checkTensor(approxMatrix, 'approxMatrix');
+      const { mse, relFrobenius, maxAbs, meanRowKL } = call('compare', [e, a], (ep, ap) =>
         Module.compare(ep, ap));
       return { mse, relFrobenius, maxAbs, meanRowKL };
     },
 
     outputRelativeError(exact, approx) {
-      checkTensor(exact, 'exact');
-      checkTensor(approx, 'approx');
-      return call('outputRelativeError', [exact, approx], (ep, ap) =>
+      const e = checkTensor(exact, 'exact'), a = checkTensor(approx, 'approx');
+      return call('outputRelativeError', [e, a], (ep, ap) =>
         Module.outputRelativeError(ep, ap)).value;
     },
   };

@@ -3,9 +3,15 @@
 // again after it grows, and the core's errors (returned as values, never thrown through wasm)
 // turned into TypeError/RangeError.
 import { writeOut } from './out.js';
+import { lengthOf } from './validate.js';
 
 const CACHE_LINE = 64;  // bytes
 const ERROR_TYPES = { TypeError, RangeError };
+// The most the wasm heap can ever hold (-sMAXIMUM_MEMORY=4GB: 4 GiB less one 64 KiB page).
+export const MAX_HEAP_BYTES = 2 ** 32 - 65536;
+
+const outOfMemory = (fnName, bytes) =>
+  new RangeError(`${fnName}: out of memory: ${bytes} bytes of input do not fit in the WebAssembly heap`);
 
 /** The core's error value { error, message } as the Error it names, its message prefixed by fnName. */
 export const coreError = (fnName, e) => new (ERROR_TYPES[e.error] ?? Error)(`${fnName}: ${e.message}`);
@@ -44,6 +50,9 @@ export function createHeap(Module) {
   // tensor (its error kept for Module.lastError()), or an { error, message } value. A null entry
   // gives the pointer 0. Each copy starts on a cache line: malloc only guarantees 8 bytes here,
   // and the kernels' 16-byte loads of a row that straddle two lines cost up to 2x in the products.
+  // The tensors are validate.js's snapshots: their dims are the call's own arrays, and their data
+  // is checked against them again here, after every argument was read (a getter of a later
+  // argument can still have resized or detached an earlier one's buffer).
   function call(fnName, tensors, fn) {
     // One allocation for all of them: each tensor's dims, then its data on a cache line.
     const offsets = [];
@@ -53,13 +62,20 @@ export function createHeap(Module) {
         offsets.push(-1);
         continue;
       }
+      const count = t.dims.reduce((n, d) => n * d, 1);
+      const length = lengthOf(t.data);
+      if (length !== count) throw new RangeError(`${t.name}: data has ${length} values but dims [${t.dims}] need ${count}`);
       const header = 8 * (t.dims.length + 1);
       const at = Math.ceil((total + header) / CACHE_LINE) * CACHE_LINE;
       offsets.push(at);
-      total = at + t.data.length * t.data.BYTES_PER_ELEMENT;
+      total = at + count * (t.data instanceof Uint8Array ? 1 : 4);
     }
-    const raw = total ? Module._malloc(total + CACHE_LINE - 8) >>> 0 : 0;  // every tensor has values: 0 means none
-    if (total && raw === 0) throw new RangeError(`${fnName}: out of memory: ${total} bytes of input do not fit in the WebAssembly heap`);
+    // malloc takes a 32-bit size: a request past the heap's maximum would wrap to a small block
+    // that the copies below overrun, so it is refused before anything is allocated or copied.
+    const request = total + CACHE_LINE - 8;
+    if (total && request > MAX_HEAP_BYTES) throw outOfMemory(fnName, total);
+    const raw = total ? Module._malloc(request) >>> 0 : 0;  // every tensor has values: 0 means none
+    if (total && raw === 0) throw outOfMemory(fnName, total);
     try {
       const base = raw + ((CACHE_LINE - (raw % CACHE_LINE)) % CACHE_LINE);
       const pointers = offsets.map((at, i) => {

@@ -5,16 +5,16 @@
 // knows the output's dims, before anything is computed or a causal state changes (outLength); it
 // is written only when the call succeeds. It may be an input's array: inputs are copied into the
 // wasm heap before the call.
-import { describe } from './validate.js';
+import { describe, isTypedArray, lengthOf } from './validate.js';
 
 export function checkOut(out, name = 'out') {
-  if (out !== undefined && !(out instanceof Float32Array)) {
+  if (out !== undefined && !isTypedArray(out, Float32Array)) {
     throw new TypeError(`${name}: expected a Float32Array to write the output into, got ${describe(out)}`);
   }
   return out;
 }
 
-export const outLength = (out) => (out ? out.length : NaN);  // NaN: no out
+export const outLength = (out) => (out ? lengthOf(out) : NaN);  // NaN: no out
 
 // The output (data with its dims, of out's length) written into out, as the result.
 export function writeOut(data, dims, out) {

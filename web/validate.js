@@ -59,26 +59,63 @@ export function checkChoice(value, name, choices, fallback) {
   return value;
 }
 
+// Each tensor or mask argument is read once: checkTensor and checkMask return a snapshot
+// { name, data, dims } (dims copied into an array of the call's own), and the call checks and
+// copies that snapshot, never the caller's object again. A getter or Proxy that answers
+// differently on a second read (to slip a longer array or other dims past the checks) is then
+// never asked twice.
+function snapshot(value, name) {
+  const { data, dims } = value;
+  return { data, dims, name };
+}
+
+// A typed array's class and length as the engine keeps them: an own `length` property, or an
+// object made from Float32Array.prototype, would otherwise pass the checks with a length the
+// copy into the wasm heap (which uses the real one) does not keep to.
+const TypedArrayPrototype = Object.getPrototypeOf(Uint8Array.prototype);
+const tagGetter = Object.getOwnPropertyDescriptor(TypedArrayPrototype, Symbol.toStringTag).get;
+const lengthGetter = Object.getOwnPropertyDescriptor(TypedArrayPrototype, 'length').get;
+
+/** Whether value is a real typed array of Type (a subclass too, a Node Buffer for Uint8Array). */
+export const isTypedArray = (value, Type) => value instanceof Type && tagGetter.call(value) === Type.name;
+/** The built-in class name of a real typed array ('Uint8Array' for a Node Buffer), else undefined. */
+export const typedArrayTag = (value) => tagGetter.call(value);
+/** The length of a real typed array (0 once its buffer is detached). */
+export const lengthOf = (view) => lengthGetter.call(view);
+
+// The dims array read once, element by element, and checked on the way: [..dims] (an iterator a
+// Proxy or subclass can change) and a second read are both avoided.
+function readDims(dims, name, minRank, got) {
+  if (!Array.isArray(dims)) throw new TypeError(`${name}.dims: expected an array of integers, got ${describe(dims)}`);
+  const rank = dims.length;
+  if (rank < minRank) throw new RangeError(`${name}.dims: ${got(Array.from({ length: rank }, (_, i) => dims[i]))}`);
+  // Checked as they are read: a sparse array of length 2^32 - 1 fails at its first hole.
+  const copy = [];
+  let count = 1;
+  for (let i = 0; i < rank; i++) {
+    const d = dims[i];
+    if (typeof d !== 'number') throw new TypeError(`${name}.dims: expected integers, got ${describe(d)}`);
+    if (!Number.isInteger(d) || d < 1) throw new RangeError(`${name}.dims: expected integers >= 1, got [${dims}]`);
+    copy.push(d);
+    count *= d;
+  }
+  return { copy, count };
+}
+
 export function checkTensor(tensor, name) {
   if (tensor === null || typeof tensor !== 'object' || ArrayBuffer.isView(tensor) || Array.isArray(tensor)) {
     throw new TypeError(`${name}: expected a tensor { data: Float32Array, dims: number[] }, got ${describe(tensor)}`);
   }
-  const { data, dims } = tensor;
-  if (!(data instanceof Float32Array)) {
-    throw new TypeError(`${name}.data: expected a Float32Array, got ${describe(data)}`);
+  const t = snapshot(tensor, name);
+  if (!isTypedArray(t.data, Float32Array)) {
+    throw new TypeError(`${name}.data: expected a Float32Array, got ${describe(t.data)}`);
   }
-  if (!Array.isArray(dims)) throw new TypeError(`${name}.dims: expected an array of integers, got ${describe(dims)}`);
-  if (dims.length < 2) throw new RangeError(`${name}.dims: expected at least 2 dims ([..., rows, cols]), got [${dims}]`);
-  let count = 1;
-  for (const d of dims) {
-    if (typeof d !== 'number') throw new TypeError(`${name}.dims: expected integers, got ${describe(d)}`);
-    if (!Number.isInteger(d) || d < 1) throw new RangeError(`${name}.dims: expected integers >= 1, got [${dims}]`);
-    count *= d;
+  const { copy, count } = readDims(t.dims, name, 2, (dims) => `expected at least 2 dims ([..., rows, cols]), got [${dims}]`);
+  t.dims = copy;
+  if (lengthOf(t.data) !== count) {
+    throw new RangeError(`${name}: data has ${lengthOf(t.data)} values but dims [${copy}] need ${count}`);
   }
-  if (data.length !== count) {
-    throw new RangeError(`${name}: data has ${data.length} values but dims [${dims}] need ${count}`);
-  }
-  return tensor;
+  return t;
 }
 
 // A key mask { data: Uint8Array, dims: [..., S] }: 1 = attend, 0 = ignore (values checked in wasm).
@@ -86,16 +123,10 @@ export function checkMask(mask, name = 'keyMask') {
   if (mask === null || typeof mask !== 'object' || ArrayBuffer.isView(mask) || Array.isArray(mask)) {
     throw new TypeError(`${name}: expected a mask { data: Uint8Array, dims: number[] } (1 = attend, 0 = ignore), got ${describe(mask)}`);
   }
-  const { data, dims } = mask;
-  if (!(data instanceof Uint8Array)) throw new TypeError(`${name}.data: expected a Uint8Array (1 = attend, 0 = ignore), got ${describe(data)}`);
-  if (!Array.isArray(dims)) throw new TypeError(`${name}.dims: expected an array of integers, got ${describe(dims)}`);
-  if (dims.length < 1) throw new RangeError(`${name}.dims: expected at least 1 dim ([..., S]), got []`);
-  let count = 1;
-  for (const d of dims) {
-    if (typeof d !== 'number') throw new TypeError(`${name}.dims: expected integers, got ${describe(d)}`);
-    if (!Number.isInteger(d) || d < 1) throw new RangeError(`${name}.dims: expected integers >= 1, got [${dims}]`);
-    count *= d;
-  }
-  if (data.length !== count) throw new RangeError(`${name}: data has ${data.length} values but dims [${dims}] need ${count}`);
-  return mask;
+  const t = snapshot(mask, name);
+  if (!isTypedArray(t.data, Uint8Array)) throw new TypeError(`${name}.data: expected a Uint8Array (1 = attend, 0 = ignore), got ${describe(t.data)}`);
+  const { copy, count } = readDims(t.dims, name, 1, () => 'expected at least 1 dim ([..., S]), got []');
+  t.dims = copy;
+  if (lengthOf(t.data) !== count) throw new RangeError(`${name}: data has ${lengthOf(t.data)} values but dims [${copy}] need ${count}`);
+  return t;
 }

@@ -8,7 +8,8 @@
 import { watchSilence } from './load-watch.js';
 import { OBJECTS, OPERATIONS, optionsIndex } from './operations.js';
 import { writeOut } from './out.js';
-import { encodeArgs, outputStandIn } from './worker-messages.js';
+import { isTypedArray } from './validate.js';
+import { bytesOf, encodeArgs, outputStandIn } from './worker-messages.js';
 
 const ERRORS = { TypeError, RangeError };
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
@@ -16,15 +17,22 @@ const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
 // Runs a call with the arguments the table names (the API ignores any others: they never
 // travel, so never fail to clone or get moved). A caller's options.out stays on this side: the
 // worker gets an array of the same length to compute into (so it checks out as the synchronous
-// API does, with the same errors), moves it back, and it is copied into out here.
+// API does, with the same errors), moves it back, and it is copied into out here. out's own
+// buffer is never moved, even with transfer: true and out one of the inputs' arrays, so that the
+// result always has somewhere to go. run(sent, keep) sends; everything here, the caller's getters
+// and Proxies included, runs inside the Promise: no call throws synchronously.
 function forward(spec, args, run) {
-  const sent = args.slice(0, spec.args.length);
-  const at = spec.out ? optionsIndex(spec) : -1;
-  const options = sent[at];
-  const out = options !== null && typeof options === 'object' && Object.hasOwn(options, 'out') ? options.out : undefined;
-  if (!(out instanceof Float32Array)) return run(sent);  // none, or one the worker rejects as the synchronous API does
-  sent[at] = { ...options, out: outputStandIn(out) };
-  return run(sent).then((result) => writeOut(result.data, result.dims, out));
+  try {
+    const sent = args.slice(0, spec.args.length);
+    const at = spec.out ? optionsIndex(spec) : -1;
+    const options = sent[at];
+    const out = options !== null && typeof options === 'object' && Object.hasOwn(options, 'out') ? options.out : undefined;
+    if (!isTypedArray(out, Float32Array)) return run(sent);  // none, or one the worker rejects as the synchronous API does
+    sent[at] = { ...options, out: outputStandIn(out) };
+    return run(sent, bytesOf(out).buffer).then((result) => writeOut(result.data, result.dims, out));
+  } catch (e) {
+    return Promise.reject(e);
+  }
 }
 
 const WORKER_SCRIPT_HELP = 'its script, favor-attention/dist/favor-worker.js, must be served with the page '
@@ -92,18 +100,34 @@ function connect({ worker, listen, terminate, keepAlive = () => {} }, transfer) 
 
   const handleOf = (value) => (value instanceof WorkerObject ? value.handleFor(link) : undefined);
 
-  function send(op, args = [], target, transferInputs = transfer) {
-    if (link.ended) return Promise.reject(link.ended.later(op));
-    let message;
+  // A buffer that cannot be moved (one marked untransferable in Node, a WebAssembly memory's)
+  // fails the whole postMessage before anything is detached; the message then goes again with
+  // every buffer copied by structured clone, as if transfer were off.
+  function post(message, transferList) {
     try {
-      message = encodeArgs(args, { transfer: transferInputs, handleOf });
+      worker.postMessage(message, transferList);
+    } catch (e) {
+      if (transferList.length === 0) throw e;
+      worker.postMessage(message, []);
+    }
+  }
+
+  // target: the id of the object a method runs on, or a function returning it (read after the
+  // arguments, whose getters may have disposed that object; it throws if they have). keep: a
+  // buffer never moved (encodeArgs).
+  function send(op, args = [], target, { transferInputs = transfer, keep } = {}) {
+    if (link.ended) return Promise.reject(link.ended.later(op));
+    let message, targetId;
+    try {
+      message = encodeArgs(args, { transfer: transferInputs, handleOf, keep });
+      targetId = typeof target === 'function' ? target() : target;
     } catch (e) {
       return Promise.reject(e);
     }
     const id = nextId++;
     return new Promise((resolve, reject) => {
       try {
-        worker.postMessage({ id, op, target, args: message.args }, message.transferList);
+        post({ id, op, target: targetId, args: message.args }, message.transferList);
       } catch (e) {
         // Not cloneable (encodeArgs makes functions, symbols and classes cloneable; a Proxy
         // of an array, say, is not).
@@ -153,10 +177,15 @@ class WorkerObject {
   handleFor(link) { return link === this.#link ? { id: this.#id, kind: this.#kind } : undefined; }
 
   /** @internal a call on this object in the worker, rejected at once if it was disposed */
-  call(op, ...args) {
-    if (!this.#id) return Promise.reject(new TypeError(`${this.#kind}: this ${OBJECTS[this.#kind].what} has been disposed`));
-    return this.#link.send(op, args, this.#id);
+  call(op, args, options) {
+    if (!this.#id) return Promise.reject(this.#disposedError());
+    return this.#link.send(op, args, () => {
+      if (!this.#id) throw this.#disposedError();  // by a getter of one of the arguments
+      return this.#id;
+    }, options);
   }
+
+  #disposedError() { return new TypeError(`${this.#kind}: this ${OBJECTS[this.#kind].what} has been disposed`); }
 
   get disposed() { return !this.#id; }
 
@@ -180,12 +209,12 @@ for (const [kind, { name, getters, methods }] of Object.entries(OBJECTS)) {
     constructor(link, made, owner) { super(link, made, kind, owner); }
   } }[name];
   for (const getter of getters) {
-    Object.defineProperty(ProxyClass.prototype, getter, { get() { return this.call(getter); }, configurable: true });
+    Object.defineProperty(ProxyClass.prototype, getter, { get() { return this.call(getter, []); }, configurable: true });
   }
   for (const [method, spec] of Object.entries(methods)) {
     const { [method]: value } = spec.returns === 'this'
-      ? { async [method](...args) { await forward(spec, args, (sent) => this.call(method, ...sent)); return this; } }
-      : { [method](...args) { return forward(spec, args, (sent) => this.call(method, ...sent)); } };
+      ? { async [method](...args) { await forward(spec, args, (sent, keep) => this.call(method, sent, { keep })); return this; } }
+      : { [method](...args) { return forward(spec, args, (sent, keep) => this.call(method, sent, { keep })); } };
     Object.defineProperty(ProxyClass.prototype, method, { value, writable: true, configurable: true });
   }
   PROXIES[kind] = ProxyClass;
@@ -198,7 +227,7 @@ const WORKER_SILENT_MS = 10_000;
 
 function load(link, loadOptions, silentMs) {
   // The load options' own buffers (a wasmBinary) are copied, never moved.
-  const loaded = link.send('load', [loadOptions], undefined, false);
+  const loaded = link.send('load', [loadOptions], undefined, { transferInputs: false });
   const frozen = new Promise((resolve, reject) => {
     link.watch = watchSilence(() => {
       const error = new Error(`loadFavor: the favor-attention worker stopped answering while it loaded (${LOAD_ATTEMPTS} workers `
@@ -232,7 +261,7 @@ export async function createWorkerApi(start, { loadOptions, transfer, silentMs =
     }
   }
   link.loading = false;
-  const send = (op, args) => link.send(op, args);
+  const send = (op, args, keep) => link.send(op, args, undefined, { keep });
 
   const api = {
     info: Object.freeze(info),
@@ -241,8 +270,8 @@ export async function createWorkerApi(start, { loadOptions, transfer, silentMs =
   };
   for (const [op, spec] of Object.entries(OPERATIONS)) {
     const ProxyClass = PROXIES[spec.returns];
-    api[op] = ProxyClass ? async (...args) => new ProxyClass(link, await forward(spec, args, (sent) => send(op, sent)), api)
-      : (...args) => forward(spec, args, (sent) => send(op, sent));
+    api[op] = ProxyClass ? async (...args) => new ProxyClass(link, await forward(spec, args, (sent, keep) => send(op, sent, keep)), api)
+      : (...args) => forward(spec, args, (sent, keep) => send(op, sent, keep));
   }
   // An instance dropped without dispose() (with every proxy it made) ends its worker once
   // garbage-collected, after its pending calls have settled.

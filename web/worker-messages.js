@@ -5,6 +5,8 @@
 // class's `data`). encodeArgs makes a cloneable copy that the worker's decodeArgs turns back into
 // values the synchronous API describes and validates exactly as it would the caller's own.
 
+import { lengthOf, typedArrayTag } from './validate.js';
+
 const HANDLE = '\u0000favorHandle';   // { [HANDLE]: id, kind }: an object living in the worker (id 0: disposed)
 const STAND_IN = '\u0000favorStandIn'; // { [STAND_IN]: 'function' | 'symbol' | 'object' | 'output', ... }
 
@@ -15,9 +17,10 @@ const STAND_IN = '\u0000favorStandIn'; // { [STAND_IN]: 'function' | 'symbol' | 
  * view into a larger buffer is copied by its own bytes (never moving the caller's larger
  * buffer); one on a SharedArrayBuffer is copied (a snapshot, as the synchronous API takes); an
  * empty or detached one (an input already moved by an earlier call) becomes an empty array of its
- * type. A buffer is transferred once however many inputs use it.
+ * type. A buffer is transferred once however many inputs use it. `keep`: a buffer never moved
+ * (the call's options.out, which the result is written back into), its inputs copied.
  */
-export function encodeArgs(args, { transfer = false, handleOf }) {
+export function encodeArgs(args, { transfer = false, handleOf, keep }) {
   const transferList = [];
   const done = new Map();  // shared references and cycles stay shared in the copy
 
@@ -29,7 +32,7 @@ export function encodeArgs(args, { transfer = false, handleOf }) {
     const handle = handleOf(value);
     if (handle) return { [HANDLE]: handle.id, kind: handle.kind };
     if (ArrayBuffer.isView(value)) {
-      const copy = encodeView(value, transfer, transferList);
+      const copy = named(value, encodeView(value, transfer && bytesOf(value).buffer !== keep, transferList));
       done.set(value, copy);
       return copy;
     }
@@ -61,24 +64,52 @@ export function encodeArgs(args, { transfer = false, handleOf }) {
  * made there (the worker computes into it and moves it back; the caller's out never travels).
  */
 export function outputStandIn(out) {
-  return { [STAND_IN]: 'output', length: out.length };
+  return { [STAND_IN]: 'output', length: lengthOf(out) };
+}
+
+// The built-in class of a typed array or DataView (Float32Array for a subclass of it, Uint8Array
+// for a Node Buffer): what structured clone makes of it on the other side.
+// (Read through the engine's own getter: an own Symbol.toStringTag property does not count.)
+const intrinsicOf = (view) => {
+  const tag = typedArrayTag(view);
+  return tag === undefined ? DataView : globalThis[tag];
+};
+
+// A view's buffer and bytes as the engine keeps them (own properties of the same names could
+// otherwise point the copy elsewhere).
+const TypedArrayPrototype = Object.getPrototypeOf(Uint8Array.prototype);
+const getters = (prototype) => ['buffer', 'byteOffset', 'byteLength'].map((key) => Object.getOwnPropertyDescriptor(prototype, key).get);
+const VIEW_GETTERS = { typed: getters(TypedArrayPrototype), data: getters(DataView.prototype) };
+export function bytesOf(view) {
+  const [buffer, byteOffset, byteLength] = VIEW_GETTERS[typedArrayTag(view) === undefined ? 'data' : 'typed'].map((get) => get.call(view));
+  return { buffer, byteOffset, byteLength };
 }
 
 function encodeView(view, transfer, transferList) {
-  const { buffer, byteOffset, byteLength } = view;
-  if (byteLength === 0) return view instanceof DataView ? new DataView(new ArrayBuffer(0)) : new view.constructor(0);
+  const { buffer, byteOffset, byteLength } = bytesOf(view);
+  const Intrinsic = intrinsicOf(view);
+  if (byteLength === 0) return new Intrinsic(new ArrayBuffer(0));
   const shared = typeof SharedArrayBuffer !== 'undefined' && buffer instanceof SharedArrayBuffer;
   if (!transfer || shared || byteOffset !== 0 || byteLength !== buffer.byteLength) {
-    // A copy of only the view's bytes, in an ArrayBuffer of its own (a typed array's slice()
-    // makes one even from a SharedArrayBuffer), moved to the worker: the caller's buffer is
-    // never moved or shared, and moving our copy spares the message its own copying (Chromium's
-    // structured clone took ~1.3 ms per MiB of inputs, a slice ~0.1).
-    const copy = view instanceof DataView ? new DataView(new Uint8Array(buffer, byteOffset, byteLength).slice().buffer) : view.slice();
-    transferList.push(copy.buffer);
-    return copy;
+    // A copy of only the view's bytes, in an ArrayBuffer of its own, moved to the worker: the
+    // caller's buffer is never moved or shared, and moving our copy spares the message its own
+    // copying (Chromium's structured clone took ~1.3 ms per MiB of inputs, a slice ~0.1). Copied
+    // through a plain Uint8Array: a subclass's slice() need not copy (a Node Buffer's is a view
+    // of the same memory), and a plain one's makes an ArrayBuffer even from a SharedArrayBuffer.
+    const bytes = new Uint8Array(byteLength);
+    bytes.set(new Uint8Array(buffer, byteOffset, byteLength));
+    transferList.push(bytes.buffer);
+    return Intrinsic === DataView ? new DataView(bytes.buffer) : new Intrinsic(bytes.buffer);
   }
   if (!transferList.includes(buffer)) transferList.push(buffer);
   return view;
+}
+
+// A subclass instance (a Node Buffer, a library's Float32Array subclass) keeps its class name, as
+// the synchronous API's errors name it ("got a Buffer"); structured clone alone would not.
+function named(view, encoded) {
+  const name = view.constructor?.name;
+  return intrinsicOf(view).name === name || typeof name !== 'string' ? encoded : { [STAND_IN]: 'view', name, view: encoded };
 }
 
 /**
@@ -115,10 +146,23 @@ function standIn(value, decode, done) {
   }
   if (value[STAND_IN] === 'symbol') return Symbol(value.description);
   if (value[STAND_IN] === 'output') return new Float32Array(value.length);
+  if (value[STAND_IN] === 'view') return namedView(value.name, value.view);
   const { name } = value;
   if (!prototypes.has(name)) prototypes.set(name, { constructor: { name } });
   const object = Object.create(prototypes.get(name));
   done.set(value, object);
   for (const [key, v] of Object.entries(value.props)) object[key] = decode(v);
   return object;
+}
+
+const viewClasses = new Map();
+
+// The worker's copy of a subclass instance: its bytes, in a subclass of the same built-in class
+// with the caller's class name (never the caller's class itself, which did not travel).
+function namedView(name, view) {
+  const Intrinsic = view.constructor, key = `${Intrinsic.name} ${name}`;
+  if (!viewClasses.has(key)) viewClasses.set(key, { [name]: class extends Intrinsic {} }[name]);
+  const Named = viewClasses.get(key);
+  return Intrinsic === DataView ? new Named(view.buffer, view.byteOffset, view.byteLength)
+    : new Named(view.buffer, view.byteOffset, view.length);
 }

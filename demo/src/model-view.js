@@ -3,7 +3,7 @@
 // through the public API), and returns what the panels show for one setting: the selected head's
 // A and Â, every head's A with its error, bits per character and next-character predictions with
 // exact attention and with the approximation in every layer; and generation side by side.
-import { CharModel } from '../../model/runner.js';
+import { CharModel, modelSizeError, verifyModelFile } from '../../model/runner.js';
 
 // Static URLs, so that a build copies the files (a URL computed at run time would not be).
 const FILES = {
@@ -35,11 +35,13 @@ export async function loadModel(favor, name, onProgress) {
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
+    if (at + value.length > total) throw modelSizeError(record, at + value.length, FILES[name]);
     bytes.set(value, at);
     at += value.length;
     onProgress?.(at / total, at);
   }
-  const model = new CharModel(favor, record, bytes);
+  // What arrived, checked against the manifest's size and SHA-256 (the page shows the error).
+  const model = new CharModel(favor, record, await verifyModelFile(record, bytes.subarray(0, at), { file: FILES[name] }));
   models.set(name, model);
   return model;
 }

@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import { loadFavor } from 'favor-attention';
 
 import { assertBelow, normalTensor } from './helpers.mjs';
+import { HOSTILE_CASES, syncRun } from './hostile-cases.mjs';
 import * as ref from './reference.mjs';
 
 // Reference row i of softmax(scale q k^T) for one head (rank-2 tensors), in float64.
@@ -109,4 +110,22 @@ test('a single call that grows the heap by itself returns correct values (fresh 
     const offset = (h * 1024 + i) * 4096;
     assertBelow(ref.maxRelError(big.data.subarray(offset, offset + 4096), expected), 1e-5, `head ${h} row ${i}`);
   }
+});
+
+test('hostile and oversized calls (hostile-cases.mjs), each repeated, free everything: bytes in use and heap size back at their baselines', async () => {
+  const favor = await loadFavor({ threads: 1 });
+  const runAll = () => {
+    for (const [label, call] of HOSTILE_CASES) {
+      try {
+        syncRun(call)(favor);
+      } catch (e) {
+        assert.ok(e instanceof TypeError || e instanceof RangeError, `${label}: ${e?.constructor?.name}: ${e?.message}`);
+      }
+    }
+  };
+  runAll();  // first-use allocations of the runtime
+  const base = favor.memory();
+  for (let round = 0; round < 10; round++) runAll();
+  assert.equal(favor.memory().usedBytes, base.usedBytes, 'bytes in use');
+  assert.equal(favor.memory().heapBytes, base.heapBytes, 'the refused 4 GiB inputs never grew the heap');
 });

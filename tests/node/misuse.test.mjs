@@ -9,6 +9,7 @@ import { readFile } from 'node:fs/promises';
 import { loadFavor } from 'favor-attention';
 
 import { assertBelow, filledTensor, normalTensor, withValue } from './helpers.mjs';
+import { failingRows, syncRun } from './hostile-cases.mjs';
 import * as ref from './reference.mjs';
 
 let favor, other;
@@ -362,6 +363,20 @@ const cases = [
     st[Symbol.dispose]();
     return st.length;
   }, TypeError, /state.*disposed/],
+
+  // ---- a later argument's getter detaches an earlier input (the worker copied it before: not shared) ----
+  ['a getter detaches q.data after q was checked', (f) => {
+    const data = q.data.slice();
+    return f.exactAttention({ data, dims: [4, 8] }, { get data() { structuredClone(data.buffer, { transfer: [data.buffer] }); return k.data; }, dims: [6, 8] }, v);
+  }, RangeError, /^q: data has 0 values but dims \[4,8\] need 32$/],
+  ['a getter resizes a length-tracking q.data after q was checked', (f) => {
+    const buffer = new ArrayBuffer(128, { maxByteLength: 1 << 20 });
+    const data = new Float32Array(buffer);
+    return f.exactAttention({ data, dims: [4, 8] }, k, v, { get causal() { buffer.resize(1 << 20); return false; } });
+  }, RangeError, /^q: data has 262144 values but dims \[4,8\] need 32$/],
+
+  // ---- hostile and oversized arguments (hostile-cases.mjs, shared with the worker's table) ----
+  ...failingRows(syncRun),
 ];
 
 test(`the misuse table has at least 40 cases across every function (${cases.length})`, () => {

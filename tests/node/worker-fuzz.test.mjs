@@ -17,12 +17,12 @@ import { assertSameOutcome, outcome, strict, within } from './worker-helpers.mjs
 const SEED = Number(process.env.FAVOR_FUZZ_SEED ?? 20240611);
 const STEPS = Number(process.env.FAVOR_FUZZ_STEPS ?? 400);
 
-let sync, worker, foreignMap;
+let sync, worker, moving, foreignMap;
 before(async () => {
-  [sync, worker] = await Promise.all([loadFavor({ threads: 1 }), loadFavor({ worker: true, threads: 1 })]);
+  [sync, worker, moving] = await Promise.all([loadFavor({ threads: 1 }), loadFavor({ worker: true, threads: 1 }), loadFavor({ worker: true, threads: 1, transfer: true })]);
   foreignMap = (await loadFavor({ threads: 1 })).createFeatureMap({ dim: 8, features: 4 });
 });
-after(() => worker?.dispose());
+after(() => Promise.all([worker?.dispose(), moving?.dispose()]));
 
 /** The walk's random choices; every call of `build` below is deterministic given them. */
 function chooser(seed) {
@@ -34,10 +34,36 @@ function chooser(seed) {
   return { uniform, int, pick, chance, tensor };
 }
 
+// Each API's run of a step is one epoch: a hostile getter below answers right at its first read
+// in an epoch and wrong at every later one, so that both APIs meet the same hostility however
+// often the other one read it.
+let epoch = 0;
+function onceRight(right, wrong) {
+  let seen = -1;
+  return () => {
+    const first = seen !== epoch;
+    seen = epoch;
+    return first ? right() : wrong();
+  };
+}
+
 // One corruption of a tensor or of an options object, or none. Each keeps the synchronous API's
 // own view of it: the same object goes to both APIs.
 function corruptTensor(c, t) {
-  switch (c.int(0, 9)) {
+  switch (c.int(0, 12)) {
+    case 9: {  // data read twice would be a longer array (heap overflow if copied unchecked)
+      const data = onceRight(() => t.data, () => new Float32Array(t.data.length * 64 + 1));
+      return { get data() { return data(); }, dims: t.dims };
+    }
+    case 10: {  // dims read twice would be others of the same count
+      const dims = onceRight(() => [...t.dims], () => [t.data.length, 1]);
+      return { data: t.data, get dims() { return dims(); } };
+    }
+    case 11: {  // data with an own length that lies
+      const data = new Float32Array(t.data.length * 4 + 1);
+      Object.defineProperty(data, 'length', { value: t.data.length });
+      return { data, dims: t.dims };
+    }
     case 0: return { data: t.data, dims: [...t.dims.slice(0, -1), t.dims.at(-1) + 1] };           // length mismatch
     case 1: { const data = t.data.slice(); data[c.int(0, data.length - 1)] = c.pick([NaN, Infinity, -Infinity]); return { data, dims: t.dims }; }
     case 2: return { data: Float64Array.from(t.data), dims: t.dims };                              // wrong array type
@@ -82,7 +108,13 @@ function nextCall(c, step, pools) {
   const q = c.tensor([...lead, L, d]), k = c.tensor([...lead, S, d]), v = c.tensor([...lead, S, dv]);
   const maybe = (t) => (bad && c.chance(0.4) ? corruptTensor(c, t) : t);
   const opts = (o) => (bad && c.chance(0.5) ? corruptOptions(c, o) : o);
-  const mask = c.chance(0.2) ? { data: Uint8Array.from({ length: S }, () => (bad && c.chance(0.1) ? 2 : c.int(0, 1))), dims: [S] } : undefined;
+  // Masks in every typed array the synchronous API accepts: Uint8Array, a Node Buffer of its own,
+  // one from Node's shared pool, a Buffer view into a larger one.
+  const maskValues = Array.from({ length: S }, () => (bad && c.chance(0.1) ? 2 : c.int(0, 1)));
+  const maskKind = c.pick(['plain', 'plain', 'alloc', 'pooled', 'view']);
+  const maskData = { plain: () => Uint8Array.from(maskValues), alloc: () => { const m = Buffer.alloc(S); m.set(maskValues); return m; },
+    pooled: () => Buffer.from(maskValues), view: () => { const m = Buffer.alloc(S + 9); m.set(maskValues, 4); return m.subarray(4, 4 + S); } }[maskKind];
+  const mask = c.chance(0.2) ? { data: maskData(), dims: [S] } : undefined;
   const attention = (extra = {}) => ({ causal: c.chance(0.5), ...(c.chance(0.3) ? { scale: 0.1 + c.uniform() } : {}), ...(mask ? { keyMask: mask } : {}), ...extra });
   const codebook = c.tensor(c.chance(0.8) ? [c.int(1, 5), d] : [...lead, c.int(1, 4), d]);
   // A feature map argument: one of the pool's (maybe disposed), a foreign one or a plain object.
@@ -150,6 +182,12 @@ function nextCall(c, step, pools) {
     append: () => {
       const n = c.int(1, 3);
       const a = [maybe(c.tensor([...lead, n, d])), maybe(c.tensor([...lead, n, d])), maybe(c.tensor([...lead, n, dv]))];
+      if (!bad && c.chance(0.2)) {  // out is v's own array (each API's run gets its own copy of v)
+        return (f, objects) => {
+          const vv = { data: a[2].data.slice(), dims: a[2].dims };
+          return objects.states[stateIndex]?.append(a[0], a[1], vv, { out: vv.data });
+        };
+      }
       const w = out(lead.reduce((x, y) => x * y, 1) * n * dv), o = w({});
       return (f, objects) => objects.states[stateIndex]?.append(...a, ...(Object.hasOwn(o, 'out') ? [w({})] : []));
     },
@@ -171,7 +209,14 @@ function nextCall(c, step, pools) {
   return { label, run: calls[op]() };
 }
 
-test(`a seeded random mix of ${STEPS} valid and invalid calls gives the synchronous outcomes through the worker; memory back to its baseline`, async (t) => {
+test(`a seeded random mix of ${STEPS} valid and invalid calls gives the synchronous outcomes through the worker; memory back to its baseline`,
+  (t) => walk(t, worker, SEED, STEPS));
+
+// The same walk through a worker that moves its inputs (transfer: true): each step's arguments
+// are fresh, and the synchronous API runs on them first.
+test(`the walk through a worker with transfer: true (${STEPS / 2} steps, another seed)`, (t) => walk(t, moving, SEED + 1, STEPS / 2));
+
+async function walk(t, worker, SEED, STEPS) {
   // Baselines after one call of each kind has run (first-use allocations of the runtime).
   const warm = { data: new Float32Array(8).fill(0.5), dims: [2, 4] };
   for (const f of [sync, worker]) {
@@ -187,7 +232,9 @@ test(`a seeded random mix of ${STEPS} valid and invalid calls gives the synchron
   for (let step = 0; step < STEPS; step++) {
     const { label, run } = nextCall(c, step, objects.sync);
     const where = `${label} (FAVOR_FUZZ_SEED=${SEED})`;
+    epoch++;
     const expected = await outcome(() => run(sync, objects.sync));
+    epoch++;
     const actual = await within(outcome(() => run(guarded, objects.worker)), 20_000, where);
     assert.deepEqual(violations, [], `${where}: threw synchronously or returned no Promise`);
     assertSameOutcome(actual, expected, where);
@@ -208,4 +255,4 @@ test(`a seeded random mix of ${STEPS} valid and invalid calls gives the synchron
   }
   assert.equal(sync.memory().usedBytes, base.sync, 'synchronous bytes in use');
   assert.equal((await worker.memory()).usedBytes, base.worker, 'worker bytes in use');
-});
+}

@@ -13,7 +13,8 @@ import { fileURLToPath } from 'node:url';
 import { loadFavor } from 'favor-attention';
 
 import { normalTensor } from './helpers.mjs';
-import { eventually, threadCount } from './worker-helpers.mjs';
+import { asyncRun, HOSTILE_CASES } from './hostile-cases.mjs';
+import { eventually, outcome, threadCount } from './worker-helpers.mjs';
 
 const skip = typeof globalThis.gc !== 'function' && 'needs node --expose-gc (scripts/test.sh passes it)';
 
@@ -161,4 +162,25 @@ test('Node exits once a script ends with an idle instance undisposed; a call in 
   const inFlight = await run(`${load} favor.exactAttention(t, t, t).then((out) => console.log('result', out.dims.join('x')));`);
   assert.equal(inFlight.code, 0, `${inFlight.code} ${inFlight.stderr}`);
   assert.equal(inFlight.stdout.trim(), 'result 2048x32', 'Node exited before the pending call settled');
+});
+
+test('hostile and oversized calls (hostile-cases.mjs) through the worker, repeated: the worker\'s bytes in use back at the baseline', async () => {
+  // transfer: true moves the 1.44 GB input of the size rows instead of copying it.
+  const favor = await loadFavor({ worker: true, threads: 1, transfer: true });
+  try {
+    const runAll = async () => {
+      for (const [label, call] of HOSTILE_CASES) {
+        const { error } = await outcome(() => asyncRun(call)(favor));
+        assert.ok(!error || error instanceof TypeError || error instanceof RangeError, `${label}: ${error?.constructor?.name}: ${error?.message}`);
+      }
+    };
+    await runAll();
+    const base = await favor.memory();
+    for (let round = 0; round < 5; round++) await runAll();
+    const now = await favor.memory();
+    assert.equal(now.usedBytes, base.usedBytes, 'bytes in use');
+    assert.equal(now.heapBytes, base.heapBytes, 'heap size');
+  } finally {
+    await favor.dispose();
+  }
 });

@@ -13,6 +13,7 @@ import { loadFavor } from 'favor-attention';
 
 import { OBJECTS, OPERATIONS } from '../../web/operations.js';
 import { cloneTensor, filledTensor, normalTensor, withValue } from './helpers.mjs';
+import { asyncRun, failingRows } from './hostile-cases.mjs';
 import { assertSameOutcome, eventually, outcome, strict, threadCount, within } from './worker-helpers.mjs';
 
 const LIMIT_MS = 20_000;  // a worker call that has not settled by then hangs
@@ -266,6 +267,8 @@ const cases = [
     await state.dispose();
     return state.reset();
   }],
+  // ---- hostile and oversized arguments: the rows misuse.test.mjs runs (hostile-cases.mjs) ----
+  ...failingRows(asyncRun).map(([label, call]) => [label, call]),
 ];
 
 test(`the worker misuse table covers every call (${cases.length} rows)`, () => {
