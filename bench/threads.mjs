@@ -12,7 +12,7 @@
 // folder bench/threads-bundle.sh packs) without measuring here.
 //
 // It imports only web/node.js, dist/ and (for the peer) onnxruntime-web and bench/onnx/, so the
-// folder that `node bench/threads-bundle.mjs` writes runs it as is with a Node binary and no network.
+// folder that `bash bench/threads-bundle.sh` packs runs it as is with a Node binary and no network.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus } from 'node:os';
@@ -136,7 +136,7 @@ function peerTimes(T) {
 const RESULTS = new URL('./threads-results.json', import.meta.url);
 
 async function measure() {
-  const results = { cpu: cpus()[0]?.model ?? 'unknown', cores, node: process.version, date: new Date().toISOString().slice(0, 10), rows: [] };
+  const results = { cpu: cpus()[0]?.model ?? 'unknown', cores, node: process.version, date: new Date().toISOString().slice(0, 10), reps, rows: [] };
   console.log(`# thread scaling on ${results.cpu} (${cores} cores), Node ${process.version}`);
   for (const T of threadCounts) {
     const favor = await loadFavor({ threads: T });
@@ -161,7 +161,7 @@ const fmt = (x, decode) => (decode ? `${(x / 1000).toFixed(1)}k` : x >= 100 ? x.
 // thread, and onnxruntime-web's time and ours ÷ its at the same T where it ran.
 function machineTable(r) {
   const Ts = [...new Set(r.rows.map((x) => x.threads))].sort((a, b) => a - b);
-  const lines = [`### ${r.cpu}, ${r.cores} cores (Node ${r.node}, ${r.date})`, '',
+  const lines = [`### ${r.cpu}, ${r.cores} cores (Node ${r.node}, ${r.date})`, '', ...(r.note ? [r.note, ''] : []),
     `| call | ${Ts.map((t) => `T = ${t}`).join(' | ')} | best speed-up |`, `|---|${Ts.map(() => '---:').join('|')}|---:|`];
   for (const id of [...new Set(r.rows.map((x) => x.id))]) {
     const rows = Ts.map((t) => r.rows.find((x) => x.id === id && x.threads === t));
@@ -181,7 +181,7 @@ function machineTable(r) {
 function section(all) {
   const machines = Object.values(all).sort((a, b) => b.cores - a.cores);
   return ['<!-- threads -->', '## Thread scaling', '',
-    `\`node bench/threads.mjs\` (part of \`npm run bench\`): the same calls at T = 1, 2, 4, … threads, each T a fresh \`loadFavor({ threads: T })\` of the relaxed-SIMD build in Node, d = dv = 64, FAVOR+ m = 256 (positive, orthogonal), median of ${reps} calls after a warm-up; decode is 400 appends of one position after a 1,024-position prefill, in tokens per second. In parentheses: the speed-up over one thread. onnxruntime-web runs its one-head graphs (bench/onnx) at \`env.wasm.numThreads = T\`, each T in a process of its own. Machines with many cores run the folder \`bash bench/threads-bundle.sh\` packs (the built package, this script, the peer's files) with a Node binary, and their results are merged here with \`--merge\`.`,
+    `\`node bench/threads.mjs\` (part of \`npm run bench\`): the same calls at T = 1, 2, 4, … threads, each T a fresh \`loadFavor({ threads: T })\` of the relaxed-SIMD build in Node, d = dv = 64, FAVOR+ m = 256 (positive, orthogonal), median of ${[...new Set(machines.map((r) => r.reps ?? reps))].join(' or ')} calls after a warm-up; decode is 400 appends of one position after a 1,024-position prefill, in tokens per second. In parentheses: the speed-up over one thread. onnxruntime-web runs its one-head graphs (bench/onnx) at \`env.wasm.numThreads = T\`, each T in a process of its own. Machines with many cores run the folder \`bash bench/threads-bundle.sh\` packs (the built package, this script, the peer's files) with a Node binary, and their results are merged here with \`--merge\`.`,
     '', ...machines.flatMap((r) => [machineTable(r), '']), '<!-- /threads -->'].join('\n');
 }
 
