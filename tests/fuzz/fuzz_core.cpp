@@ -437,7 +437,7 @@ void expect(Outcome outcome, bool valid, bool tame, const char* what) {
 }
 
 favor::Kernel kernel_of(int i) { return static_cast<favor::Kernel>(i % 5); }
-favor::Sampling sampling_of(int i) { return static_cast<favor::Sampling>(i % 3); }
+favor::Sampling sampling_of(int i) { return static_cast<favor::Sampling>(i % 5); }
 favor::Assignment assignment_of(int i) { return static_cast<favor::Assignment>(i % 3); }
 
 // relu with epsilon 0 gives a zero row where a query's features and every visible key's have
@@ -465,13 +465,13 @@ std::unique_ptr<favor::FeatureMap> make_map(Decoder& in, Index d, bool& tame) {
   if (in.pick(4) == 0) {
     Matrix w = in.matrix(m, d, false);
     tame = tame && max_abs(w) <= 1e2;
-    return std::make_unique<favor::FeatureMap>(kernel, std::move(w), epsilon, sampling_of(in.pick(3)));
+    return std::make_unique<favor::FeatureMap>(kernel, std::move(w), epsilon, sampling_of(in.pick(5)));
   }
   favor::FeatureMapOptions o;
   o.dim = d;
   o.features = m;
   o.kernel = kernel;
-  o.sampling = sampling_of(in.pick(3));
+  o.sampling = sampling_of(in.pick(5));
   o.seed = in.flag() ? in.p.ConsumeIntegral<std::uint64_t>() : in.p.ConsumeIntegralInRange<std::uint64_t>(0, 9);
   o.epsilon = epsilon;
   return std::make_unique<favor::FeatureMap>(o);
@@ -833,7 +833,7 @@ void fuzz_feature_map(Decoder& in) {
   o.dim = d;
   o.features = m;
   o.kernel = kernel_of(in.pick(5));
-  o.sampling = sampling_of(in.pick(3));
+  o.sampling = sampling_of(in.pick(5));
   o.seed = in.p.ConsumeIntegral<std::uint64_t>();
   o.epsilon = in.pick(4) == 0 ? -1.0 : 1e-3;
   // Requests whose W alone (or an orthogonal d x d block) cannot be allocated must fail fast:
