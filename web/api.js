@@ -14,7 +14,7 @@ import {
 export const version = '0.1.0';
 
 const KERNELS = ['positive', 'hyperbolic', 'trigonometric', 'relu', 'oprf'];
-const SAMPLINGS = ['iid', 'orthogonal', 'orthogonal-fixed'];
+const SAMPLINGS = ['iid', 'orthogonal', 'orthogonal-fixed', 'simplex', 'structured'];
 const ASSIGNMENTS = ['hard', 'soft', 'gaussian'];
 const STATE_METHODS = ['exact', 'favor', 'codebook'];
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');

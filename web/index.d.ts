@@ -13,7 +13,7 @@ export interface Tensor {
 }
 
 export type Kernel = 'positive' | 'hyperbolic' | 'trigonometric' | 'relu' | 'oprf';
-export type Sampling = 'iid' | 'orthogonal' | 'orthogonal-fixed';
+export type Sampling = 'iid' | 'orthogonal' | 'orthogonal-fixed' | 'simplex' | 'structured';
 
 export interface LoadOptions {
   /** Where the .wasm is: a URL (browser) or a path / file: URL (Node). */
@@ -149,7 +149,8 @@ export interface FeatureMapOptions {
   kernel?: Kernel;
   /**
    * Default 'orthogonal'. Ignored for the initial W when projection is given; used by redraw().
-   * The orthogonal modes cost O(min(m, d) m d) in double: m = d = 2048 takes ~18 s in wasm.
+   * The orthogonal modes and 'simplex' cost O(min(m, d) m d) in double: m = d = 2048 takes ~18 s
+   * in wasm. 'structured' (SORF) builds W explicitly in O(m p log p), p the power of two >= d.
    */
   sampling?: Sampling;
   /** Integer in [0, 2^53); default 0. The same seed gives the same W everywhere. */

@@ -28,7 +28,9 @@ const isCodebook = (kernel) => kernel in CODEBOOK_MODES;
 const TEMP_RANGE = [-20, 10];
 const fmtT = (t) => String(Number(t.toPrecision(2)));
 const temperatureOf = (n) => Number(fmtT(10 ** (n / 10)));  // two significant digits, as shown and in the URL
-const SAMPLINGS = ['iid', 'orthogonal', 'orthogonal-fixed'];
+const SAMPLINGS = ['iid', 'orthogonal', 'orthogonal-fixed', 'simplex', 'structured'];
+// The error study keeps its three curves per kernel (and their colours).
+const STUDY_SAMPLINGS = ['iid', 'orthogonal', 'orthogonal-fixed'];
 const STUDY_METRICS = ['kernelMSE', 'mse', 'relFrobenius', 'maxAbs', 'meanRowKL', 'outputRelError'];
 // log, studyMetric, studySeeds and studyMmax are null until chosen: then they follow the mode
 // (a trained model: log colors, mean row KL, a study that finishes in seconds; synthetic inputs:
@@ -837,7 +839,7 @@ $('#study-run').addEventListener('click', () => {
   const ms = [];
   for (let m = 1; m <= setting('studyMmax'); m *= 2) ms.push(m);
   const { L, d, causal, scale, pattern, dataSeed } = state;
-  errorStudy.params = { L, d, causal, scale, pattern, dataSeed, kernels: [...state.studyKernels], samplings: SAMPLINGS, ms,
+  errorStudy.params = { L, d, causal, scale, pattern, dataSeed, kernels: [...state.studyKernels], samplings: STUDY_SAMPLINGS, ms,
     seeds: setting('studySeeds'), baseSeed: 1000, temperature: temperatureOf(state.tempStep),
     ...(isModel() && { text: state.text, model: state.model, L: view?.L ?? 256, d: 32, causal: true,
       heads: state.studyHeads === 'all' ? 'all' : [state.layer, state.head] }) };

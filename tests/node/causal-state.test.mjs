@@ -68,6 +68,28 @@ test('exact state: any split gives the one-shot causal outputs bit for bit', () 
 
 const KERNELS = ['positive', 'hyperbolic', 'trigonometric', 'relu', 'oprf'];
 
+test('favor state: simplex and structured projections, any split, equal one causal favorAttention call', () => {
+  // d = 16, m = 24: a full block and a cut one of each mode.
+  for (const sampling of ['simplex', 'structured']) {
+    const fm = favor.createFeatureMap({ dim: d, features: 24, kernel: 'positive', sampling, seed: 8 });
+    assert.equal(fm.sampling, sampling);
+    for (const [name, shape] of Object.entries(shapes)) {
+      const { q, k, v } = inputs(shape, 40, 0.7);
+      const whole = favor.favorAttention(q, k, v, { featureMap: fm, causal: true });
+      for (const [split, pieces] of Object.entries(splits(L, 4))) {
+        const got = runState({ method: 'favor', featureMap: fm }, q, k, v, pieces);
+        assertBelow(maxRelDiff(got.data, whole.data), TOL, `${sampling}, ${name}, ${split}`);
+      }
+    }
+    // after a redraw the state still follows the one-call result with the new W
+    fm.redraw(9);
+    const { q, k, v } = inputs(shapes['one head'], 41, 0.7);
+    const whole = favor.favorAttention(q, k, v, { featureMap: fm, causal: true });
+    assertBelow(maxRelDiff(runState({ method: 'favor', featureMap: fm }, q, k, v, splits(L, 5)['random pieces']).data, whole.data), TOL, `${sampling} redrawn`);
+    fm.dispose();
+  }
+});
+
 test('favor state: every kernel, any split, equals one causal favorAttention call', () => {
   for (const kernel of KERNELS) {
     const fm = favor.createFeatureMap({ dim: d, features: 24, kernel, seed: 3, ...(kernel === 'oprf' && { rho: 2.5 }) });

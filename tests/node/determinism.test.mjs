@@ -57,7 +57,7 @@ for (const build of ['simd', 'scalar', 'relaxed']) {
 test('every wasm build samples bit-identical projections for many shapes and seeds', (t) => {
   if (!builds.simd) return t.skip('no wasm SIMD in this engine');
   const others = [builds.simd, builds.relaxed].filter(Boolean);
-  for (const sampling of ['iid', 'orthogonal', 'orthogonal-fixed']) {
+  for (const sampling of ['iid', 'orthogonal', 'orthogonal-fixed', 'simplex', 'structured']) {
     for (const [d, m] of [[1, 1], [16, 40], [64, 256], [7, 100]]) {
       for (const seed of [0, 42, 2 ** 40 + 3]) {
         const b = builds.scalar.createFeatureMap({ dim: d, features: m, sampling, seed });

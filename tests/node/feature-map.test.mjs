@@ -10,7 +10,7 @@ import { assertBelow, assertBitIdentical, assertThrowsNamed, normalTensor } from
 import * as ref from './reference.mjs';
 
 const KERNELS = ['positive', 'hyperbolic', 'trigonometric', 'relu', 'oprf'];
-const SAMPLINGS = ['iid', 'orthogonal', 'orthogonal-fixed'];
+const SAMPLINGS = ['iid', 'orthogonal', 'orthogonal-fixed', 'simplex', 'structured'];
 
 let favor;
 before(async () => {
@@ -201,6 +201,38 @@ test('orthogonal-fixed sampling: every row norm is exactly sqrt(d), rows within 
       assert.ok(Math.abs(Math.sqrt(dot(w[r], w[r])) / Math.sqrt(d) - 1) < 1e-6, `d=${d} row ${r} norm`);
       for (let s = r + 1; s < m; s++) {
         if (Math.floor(r / d) === Math.floor(s / d)) assert.ok(Math.abs(dot(w[r], w[s])) / d < 1e-5, `d=${d} rows ${r}, ${s}`);
+      }
+    }
+  }
+});
+
+test('simplex sampling: directions of a block have pairwise cosine -1/(d-1), norms those of orthogonal', () => {
+  // float32 rounding moves a row by a relative 6e-8 at most, a cosine by ~2.4e-7: 1e-6 bounds it;
+  // orthogonal rows (cosine 0) miss -1/(d-1) by >= 1/15 here.
+  for (const [d, m] of [[2, 5], [5, 12], [16, 40]]) {
+    const w = rows(favor.createFeatureMap({ dim: d, features: m, sampling: 'simplex', seed: 21 }).projection);
+    const o = rows(favor.createFeatureMap({ dim: d, features: m, sampling: 'orthogonal', seed: 21 }).projection);
+    const norms = w.map((r) => Math.sqrt(dot(r, r)));
+    for (let r = 0; r < m; r++) {
+      // the same chi_d norm draws as orthogonal with this seed
+      assert.ok(Math.abs(norms[r] / Math.sqrt(dot(o[r], o[r])) - 1) < 1e-6, `d=${d} row ${r} norm`);
+      for (let s = r + 1; s < m; s++) {
+        if (Math.floor(r / d) !== Math.floor(s / d)) continue;
+        const cos = dot(w[r], w[s]) / (norms[r] * norms[s]);
+        assert.ok(Math.abs(cos + 1 / (d - 1)) < 1e-6, `d=${d} rows ${r}, ${s}: cos ${cos}`);
+      }
+    }
+  }
+});
+
+test('structured sampling: sqrt(d) H D1 H D2 H D3 blocks: entries k/d, rows orthogonal of norm sqrt(d)', () => {
+  for (const [d, m] of [[4, 6], [16, 40], [1, 3]]) {
+    const w = rows(favor.createFeatureMap({ dim: d, features: m, sampling: 'structured', seed: 13 }).projection);
+    for (let r = 0; r < m; r++) {
+      for (const x of w[r]) assert.equal(x * d, Math.round(x * d), `d=${d} row ${r}: entry ${x} not k/d`);
+      assert.equal(dot(w[r], w[r]), d, `d=${d} row ${r} norm`);  // exact: integers over d
+      for (let s = r + 1; s < m; s++) {
+        if (Math.floor(r / d) === Math.floor(s / d)) assert.equal(dot(w[r], w[s]), 0, `d=${d} rows ${r}, ${s}`);
       }
     }
   }

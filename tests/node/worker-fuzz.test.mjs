@@ -161,7 +161,7 @@ function nextCall(c, step, pools) {
     codebookFromFeatureMap: () => { const o = bad && c.chance(0.5) ? { scale: c.pick([0, NaN, 'x']) } : undefined; return (f, objects) => f.codebookFromFeatureMap(mapOf(objects), o); },
     createFeatureMap: () => {
       const kernel = c.pick(['positive', 'hyperbolic', 'trigonometric', 'relu', 'oprf']);
-      const o = { dim: d, features: c.int(1, 12), kernel, sampling: c.pick(['iid', 'orthogonal', 'orthogonal-fixed']), seed: c.int(0, 99),
+      const o = { dim: d, features: c.int(1, 12), kernel, sampling: c.pick(['iid', 'orthogonal', 'orthogonal-fixed', 'simplex', 'structured']), seed: c.int(0, 99),
         ...(kernel === 'oprf' && c.chance(0.5) ? { rho: c.uniform() * 4 } : {}) };
       const a = bad ? corruptOptions(c, c.chance(0.5) ? { ...o, features: c.pick([0, -1, 1.5, '4', undefined]) } : o) : o;
       return async (f, objects) => objects.maps.push(await f.createFeatureMap(a)) && undefined;

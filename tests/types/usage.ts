@@ -112,7 +112,7 @@ favor.attentionMatrix(q, k, { causal: true, scale: 0.25 });
 
 // Feature maps: each kernel, each sampling mode, each option.
 const kernels: Kernel[] = ['positive', 'hyperbolic', 'trigonometric', 'relu', 'oprf'];
-const samplings: Sampling[] = ['iid', 'orthogonal', 'orthogonal-fixed'];
+const samplings: Sampling[] = ['iid', 'orthogonal', 'orthogonal-fixed', 'simplex', 'structured'];
 for (const kernel of kernels) {
   for (const sampling of samplings) {
     favor.createFeatureMap({ dim: d, features: 16, kernel, sampling, seed: 7 }).dispose();
