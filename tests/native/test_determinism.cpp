@@ -26,7 +26,8 @@ bool bit_identical(const MatF& a, const MatF& b) {
          std::memcmp(a.data(), b.data(), sizeof(float) * static_cast<std::size_t>(a.size())) == 0;
 }
 
-const Sampling kSamplings[] = {Sampling::iid, Sampling::orthogonal, Sampling::orthogonal_fixed};
+const Sampling kSamplings[] = {Sampling::iid, Sampling::orthogonal, Sampling::orthogonal_fixed, Sampling::simplex,
+                               Sampling::structured};
 
 favor::FeatureMapOptions options(Sampling s, std::uint64_t seed, Kernel k = Kernel::positive) {
   favor::FeatureMapOptions o;

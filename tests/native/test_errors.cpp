@@ -197,7 +197,7 @@ TEST(Errors, UnknownKernelAndSamplingStrings) {
     expect_error([&] { favor::parse_kernel(bad); }, "kernel", bad);
   expect_error([&] { favor::parse_kernel("gauss", "options.kernel"); }, "options.kernel",
                "custom argument");
-  for (const char* bad : {"", "IID", "orthogonal_fixed", "ortho", "gaussian"})
+  for (const char* bad : {"", "IID", "orthogonal_fixed", "ortho", "gaussian", "Simplex", "sorf", "structured "})
     expect_error([&] { favor::parse_sampling(bad); }, "sampling", bad);
   expect_error([&] { favor::parse_sampling("x", "mode"); }, "mode", "custom argument");
   // Every documented name parses.
@@ -209,6 +209,8 @@ TEST(Errors, UnknownKernelAndSamplingStrings) {
   EXPECT_EQ(favor::parse_sampling("iid"), Sampling::iid);
   EXPECT_EQ(favor::parse_sampling("orthogonal"), Sampling::orthogonal);
   EXPECT_EQ(favor::parse_sampling("orthogonal-fixed"), Sampling::orthogonal_fixed);
+  EXPECT_EQ(favor::parse_sampling("simplex"), Sampling::simplex);
+  EXPECT_EQ(favor::parse_sampling("structured"), Sampling::structured);
 }
 
 TEST(Errors, FeatureMapOptionsNonPositiveSizes) {

@@ -253,7 +253,7 @@ TEST(FeatureMapFormula, NamesAndProperties) {
   EXPECT_STREQ(favor::to_string(Kernel::oprf), "oprf");
   EXPECT_STREQ(favor::to_string(favor::Sampling::orthogonal_fixed), "orthogonal-fixed");
   for (auto s : {favor::Sampling::iid, favor::Sampling::orthogonal,
-                 favor::Sampling::orthogonal_fixed})
+                 favor::Sampling::orthogonal_fixed, favor::Sampling::simplex, favor::Sampling::structured})
     EXPECT_EQ(favor::parse_sampling(favor::to_string(s)), s);
 }
 

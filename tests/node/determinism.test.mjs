@@ -1,8 +1,9 @@
 // Cross-platform determinism of the sampler: the wasm builds (SIMD, scalar and, where the engine
 // runs it, relaxed SIMD: no fused operation in sampling) reproduce, bit for bit, the projections
 // generated natively by tests/fixtures/projection-golden.cpp and stored in
-// tests/fixtures/projection-golden.json; and the wasm builds agree bit for bit on larger
-// projections too.
+// tests/fixtures/projection-golden.json (and, for the sampling modes added later, in
+// tests/fixtures/projection-golden-sampling.json); and the wasm builds agree bit for bit on
+// larger projections too.
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { before, test } from 'node:test';
@@ -12,6 +13,7 @@ import { loadFavor } from 'favor-attention';
 import { RELAXED_SIMD_SUPPORTED, SIMD_SUPPORTED, assertBitIdentical, hexBits } from './helpers.mjs';
 
 const golden = JSON.parse(await readFile(new URL('../fixtures/projection-golden.json', import.meta.url), 'utf8'));
+const newer = JSON.parse(await readFile(new URL('../fixtures/projection-golden-sampling.json', import.meta.url), 'utf8'));
 
 const builds = {};
 before(async () => {
@@ -23,7 +25,9 @@ before(async () => {
 test('the fixture holds the three required cases', () => {
   const keys = golden.cases.map((c) => `${c.dim}/${c.features}/${c.sampling}/${c.seed}`);
   assert.deepEqual(keys, ['3/5/orthogonal/12345', '2/4/iid/7', '4/6/orthogonal-fixed/99']);
-  for (const c of golden.cases) {
+  const newerKeys = newer.cases.map((c) => `${c.dim}/${c.features}/${c.sampling}/${c.seed}`);
+  assert.deepEqual(newerKeys, ['5/7/simplex/2023', '3/4/structured/16', '8/10/structured/99']);
+  for (const c of [...golden.cases, ...newer.cases]) {
     assert.equal(c.bits.length, c.dim * c.features);
     // the decimal values in the fixture are the same floats (a check on the fixture itself)
     const fromBits = new Float32Array(new Uint32Array(c.bits.map((h) => parseInt(h, 16))).buffer);
@@ -37,7 +41,7 @@ for (const build of ['simd', 'scalar', 'relaxed']) {
     const favor = builds[build];
     assert.equal(favor.info.simd, build !== 'scalar');
     assert.equal(favor.info.relaxedSimd, build === 'relaxed');
-    for (const c of golden.cases) {
+    for (const c of [...golden.cases, ...newer.cases]) {
       const map = favor.createFeatureMap({ dim: c.dim, features: c.features, sampling: c.sampling, seed: c.seed });
       const w = map.projection;
       assert.deepEqual(w.dims, [c.features, c.dim]);
