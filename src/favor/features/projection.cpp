@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <new>
 #include <vector>
 
 #include "favor/error.hpp"
@@ -132,9 +134,14 @@ void hadamard(double* v, Index p) {
 // exact in double, rounded once to float.
 MatrixD structured_block(NormalStream& signs, Index d, Index count) {
   Index p = 1;
-  while (p < d) p *= 2;
-  std::vector<double> diag(static_cast<std::size_t>(3 * p));
-  for (double& s : diag) s = signs.uniform() < 0.5 ? -1.0 : 1.0;
+  while (p < d) {
+    // No buffer of p doubles could be allocated past this point (and 2p would overflow Index).
+    if (p > std::numeric_limits<Index>::max() / 4) throw std::bad_alloc();
+    p *= 2;
+  }
+  // Eigen objects, which check their sizes for overflow and throw std::bad_alloc (see haar_block).
+  MatrixD diag(3, p);
+  for (Index t = 0; t < diag.size(); ++t) diag.data()[t] = signs.uniform() < 0.5 ? -1.0 : 1.0;
   MatrixD rows(count, d);
   std::vector<double> v(static_cast<std::size_t>(p));
   const double inv_p = 1.0 / static_cast<double>(p);
@@ -144,7 +151,7 @@ MatrixD structured_block(NormalStream& signs, Index d, Index count) {
     // A row vector times H' is H' times the column (H' is symmetric).
     for (int r = 0; r < 3; ++r) {
       hadamard(v.data(), p);
-      for (Index t = 0; t < p; ++t) v[static_cast<std::size_t>(t)] *= diag[static_cast<std::size_t>(r * p + t)];
+      for (Index t = 0; t < p; ++t) v[static_cast<std::size_t>(t)] *= diag(r, t);
     }
     for (Index t = 0; t < d; ++t) rows(i, t) = v[static_cast<std::size_t>(t)] * inv_p;
   }
@@ -176,14 +183,17 @@ Matrix sample_projection(Index features, Index dim, Sampling sampling, std::uint
   NormalStream norms(seed, 1);
   const double fixed_norm = std::sqrt(static_cast<double>(dim));
   SimplexFactor simplex;
-  if (sampling == Sampling::simplex) simplex = simplex_factor(dim);
   MatrixD block;
   for (Index r = 0; r < features; ++r) {
     const Index in_block = r % dim;
     if (in_block == 0) {
       const Index count = std::min(dim, features - r);
       block = haar_block(gaussian, dim, count);
-      if (sampling == Sampling::simplex) simplex_rows(block, simplex, dim, count);
+      if (sampling == Sampling::simplex) {
+        // After the first block's allocation, which fails cleanly for a d that cannot be held.
+        if (simplex.diagonal.empty()) simplex = simplex_factor(dim);
+        simplex_rows(block, simplex, dim, count);
+      }
     }
     double norm = fixed_norm;
     if (sampling == Sampling::orthogonal || sampling == Sampling::simplex) {
