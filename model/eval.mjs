@@ -5,7 +5,7 @@
 //
 //   node model/eval.mjs [--windows N] [--seeds N] [--models softmax,performer]
 // Windows: the first N non-overlapping windows of 257 characters of the held-out text (chapters
-// 122-135 and the epilogue; 502 windows in all), the split of train/train.py's figures (each
+// 122-135 and the epilogue; 504 windows in all), the split of train/train.py's figures (each
 // window predicts its last 256 characters from the ones before them). Random-feature rows: fresh
 // orthogonal W per layer and seed (shared by the layer's 4 heads), mean ± s.d. over seeds. OPRF's
 // parameters (A, B, D from rho = mean |q~ + k~|^2) come from each call's q and k, i.e. per window,
@@ -20,7 +20,7 @@ import { loadFavor } from 'favor-attention';
 import { heldOutText, loadModel, readManifest } from './node.js';
 import { oprfRho } from './runner.js';
 
-const { values: args } = parseArgs({ options: { windows: { type: 'string', default: '128' }, seeds: { type: 'string', default: '3' },
+const { values: args } = parseArgs({ options: { windows: { type: 'string', default: '256' }, seeds: { type: 'string', default: '3' },
   models: { type: 'string' }, 'head-windows': { type: 'string', default: '32' } } });
 const seeds = Number(args.seeds);
 const favor = await loadFavor({ threads: 1 });

@@ -1,0 +1,40 @@
+// The figures the docs quote are the files they come from: docs/models.md's tables are the ones
+// `npm run eval:models` wrote into model/results.md, line for line, and train/README.md's
+// held-out bits per character are the manifest's (to the three decimals shown).
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { test } from 'node:test';
+
+const read = (path) => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');
+const manifest = JSON.parse(read('train/models/manifest.json'));
+
+// Runs of consecutive table lines ("| ... |") of a markdown text.
+function tables(markdown) {
+  const out = [];
+  let run = [];
+  for (const line of markdown.split('\n')) {
+    if (line.startsWith('|')) run.push(line);
+    else if (run.length) out.push(run.join('\n')), (run = []);
+  }
+  if (run.length) out.push(run.join('\n'));
+  return out;
+}
+
+test("docs/models.md quotes model/results.md's tables and held-out line as written", () => {
+  const docs = read('docs/models.md'), results = read('model/results.md');
+  const resultTables = tables(results);
+  assert.ok(resultTables.length >= 2, 'model/results.md has its tables');
+  for (const table of resultTables) assert.ok(docs.includes(table), `docs/models.md lacks the table starting ${table.split('\n')[0]}`);
+  const fullSet = results.split('\n').find((line) => line.startsWith('Full held-out set'));
+  assert.ok(fullSet && docs.includes(fullSet), "docs/models.md quotes results.md's full held-out line");
+});
+
+test("train/README.md's held-out bits per character are the manifest's", () => {
+  const readme = read('train/README.md');
+  for (const model of manifest.models) {
+    const row = readme.split('\n').find((line) => line.startsWith(`| ${model.name}:`));
+    assert.ok(row, `train/README.md has a row for ${model.name}`);
+    const cells = row.split('|').map((cell) => cell.trim());
+    assert.ok(cells.includes(model.heldOutBpc.toFixed(3)), `${model.name}: ${row} quotes ${model.heldOutBpc.toFixed(3)}`);
+  }
+});
