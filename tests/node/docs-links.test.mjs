@@ -70,8 +70,8 @@ test('every repository path named in docs, comments and scripts exists', () => {
   assert.deepEqual(missing, []);
 });
 
-// The repository is read on its own: no text cites a document it does not hold, a tracker
-// outside it ("issue 16") or a scratch path.
+// The repository is read on its own: no text cites a document it does not hold, an entry of an
+// issue tracker outside it, or a scratch path.
 test('no text points outside the repository', () => {
   const outside = /\bDESIGN\.md|\b[Ii]ssues? #?\d+|\.\.\/shared\/|\/tmp\//;
   const hits = SOURCES.filter((f) => f !== 'tests/node/docs-links.test.mjs')
