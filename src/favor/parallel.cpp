@@ -92,6 +92,31 @@ class Pool {
     return true;
   }
 
+  // A region started inside a region: published for the outer region's threads to help with,
+  // run here as well; returns once every index has finished (false: no free slot, run it serially).
+  bool run_nested(Index count, void (*call)(void*, Index), void* context) {
+    Job job;
+    job.call = call, job.context = context, job.count = count, job.error_index = count;
+    Slot* slot = nullptr;
+    for (Slot& s : slots_) {
+      std::unique_lock<std::mutex> lock(s.mutex, std::try_to_lock);
+      if (lock && !s.job.load(std::memory_order_relaxed)) {
+        s.job.store(&job, std::memory_order_relaxed);
+        slot = &s;
+        break;
+      }
+    }
+    if (!slot) return false;
+    work(job);
+    {
+      std::lock_guard<std::mutex> lock(slot->mutex);
+      slot->job.store(nullptr, std::memory_order_relaxed);  // no helper joins after this
+    }
+    while (job.joined.load(std::memory_order_acquire) > 0 || job.in_flight.load() > 0) std::this_thread::yield();
+    if (job.error) std::rethrow_exception(job.error);
+    return true;
+  }
+
   // Starts helpers up to `wanted` (fewer if the platform has no more threads: the ones there do
   // the work) and runs one job on each (a barrier: every thread takes one index and waits for the
   // others). set_max_threads does it before any region, so that what the threads keep (their
@@ -243,8 +268,10 @@ class Pool {
     t_share = share;
   }
 
-  // Until every index of `job` has finished: helps with the nested jobs its indices publish.
+  // Until every index of `job` has finished: helps with the nested jobs its indices publish. A
+  // job of one thread per index publishes none (run_parallel): nothing to wait for then.
   void help_until_done(Job& job) {
+    if (job.share == 1) return;
     while (job.in_flight.load() > 0)
       if (!help_one()) std::this_thread::yield();
   }
@@ -266,35 +293,6 @@ class Pool {
     }
     return false;
   }
-
- public:
-  // A region started inside a region: published for the outer region's threads to help with,
-  // run here as well; returns once every index has finished (false: no free slot, run it serially).
-  bool run_nested(Index count, void (*call)(void*, Index), void* context) {
-    Job job;
-    job.call = call, job.context = context, job.count = count, job.error_index = count;
-    job.share = 1;
-    Slot* slot = nullptr;
-    for (Slot& s : slots_) {
-      std::unique_lock<std::mutex> lock(s.mutex, std::try_to_lock);
-      if (lock && !s.job.load(std::memory_order_relaxed)) {
-        s.job.store(&job, std::memory_order_relaxed);
-        slot = &s;
-        break;
-      }
-    }
-    if (!slot) return false;
-    work(job);
-    {
-      std::lock_guard<std::mutex> lock(slot->mutex);
-      slot->job.store(nullptr, std::memory_order_relaxed);  // no helper joins after this
-    }
-    while (job.joined.load(std::memory_order_acquire) > 0 || job.in_flight.load() > 0) std::this_thread::yield();
-    if (job.error) std::rethrow_exception(job.error);
-    return true;
-  }
-
- private:
 
   std::mutex job_mutex_, mutex_, error_mutex_;
   std::condition_variable done_;
@@ -344,8 +342,8 @@ int threads_for_parts(Index parts, double work_per_part) {
 }
 
 FeatureBlocks plan_feature_blocks(Index segments, Index features, int threads, Index quantum) {
-  const Index quanta = std::max<Index>(1, features / quantum);
-  const Index wanted = std::max<Index>(1, (threads + std::max<Index>(1, segments) - 1) / std::max<Index>(1, segments));
+  const Index quanta = std::max<Index>(1, features / quantum), parts = std::max<Index>(1, segments);
+  const Index wanted = std::max<Index>(1, (threads + parts - 1) / parts);
   const Index blocks = std::min(quanta, wanted);
   FeatureBlocks plan;
   plan.starts.push_back(0);
