@@ -1,7 +1,10 @@
 // The demo's Vite dev server on a free loopback port, with the headers `npm start` sends
 // (demo/vite.config.js): { base (its URL), close() }.
 import { dirname, join } from 'node:path';
+import { after, before } from 'node:test';
 import { fileURLToPath } from 'node:url';
+
+import { launchChromium } from '../package/helpers.mjs';
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -23,4 +26,19 @@ export async function openDemoPage(browser, url, { viewport, problems, requests 
   await page.goto(url);
   await page.waitForFunction(() => window.__favorDemo?.updates >= 1 && window.__favorDemo.idle, null, { timeout: 60000 });
   return page;
+}
+
+// For a test file: the demo's server and Chromium, started before its tests and ended after them.
+// Returns open(query, options): openDemoPage at that query of the server.
+export function demoInChromium() {
+  let server, browser;
+  before(async () => {
+    server = await startDemoServer();
+    browser = await launchChromium();
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+  return (query, options) => openDemoPage(browser, `${server.base}${query}`, options);
 }

@@ -4,14 +4,13 @@
 // the bits per character; layer and head selection (select and grid) work; generation adds
 // characters with exact and approximated attention; the error-vs-m study runs on the real heads.
 // Saves docs/demo-model.png with UPDATE_SCREENSHOTS=1 (else build/screenshots/).
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { launchChromium } from '../package/helpers.mjs';
-import { openDemoPage, startDemoServer } from './demo-server.mjs';
+import { demoInChromium } from './demo-server.mjs';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
@@ -21,21 +20,12 @@ const unmet = !existsSync(CHROMIUM) ? `${CHROMIUM} is missing (apt-get install c
 if (unmet) throw new Error(`model page tests cannot run: ${unmet}`);
 const shots = process.env.UPDATE_SCREENSHOTS ? join(repo, 'docs') : join(repo, 'build', 'screenshots');
 
-let vite, browser, base;
 const problems = [];
-before(async () => {
-  vite = await startDemoServer();
-  base = vite.base;
-  browser = await launchChromium();
-});
-after(async () => {
-  await browser?.close();
-  await vite?.close();
-});
+const openPage = demoInChromium();
 
 async function open(query, viewport = { width: 1366, height: 900 }) {
   const requests = [];
-  const page = await openDemoPage(browser, `${base}${query}`, { viewport, problems, requests });
+  const page = await openPage(query, { viewport, problems, requests });
   return { page, requests };
 }
 

@@ -6,14 +6,13 @@
 // changes; at 390×844 the heatmap fills the width, the settings are a drawer and nothing
 // overflows; links from before the redesign (synthetic pattern, m, kernel, no pattern at all)
 // restore their view. Saves docs/demo-story*.png with UPDATE_SCREENSHOTS=1 (else build/screenshots/).
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { launchChromium } from '../package/helpers.mjs';
-import { openDemoPage, startDemoServer } from './demo-server.mjs';
+import { demoInChromium } from './demo-server.mjs';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
@@ -23,20 +22,11 @@ const unmet = !existsSync(CHROMIUM) ? `${CHROMIUM} is missing (apt-get install c
 if (unmet) throw new Error(`page story tests cannot run: ${unmet}`);
 const shots = process.env.UPDATE_SCREENSHOTS ? join(repo, 'docs') : join(repo, 'build', 'screenshots');
 
-let vite, browser, base;
-before(async () => {
-  vite = await startDemoServer();
-  base = vite.base;
-  browser = await launchChromium();
-});
-after(async () => {
-  await browser?.close();
-  await vite?.close();
-});
+const openPage = demoInChromium();
 
 async function open(query, viewport = { width: 1440, height: 900 }) {
   const problems = [];
-  const page = await openDemoPage(browser, `${base}${query}`, { viewport, problems });
+  const page = await openPage(query, { viewport, problems });
   return { page, problems };
 }
 // Waits until the panels show the text now in the box.
