@@ -26,7 +26,7 @@ struct CausalStateOptions {
   std::optional<double> scale;  // default 1/sqrt(d)
   Index chunk = 0;              // favor/codebook: rows per block, 0 = the default
   // favor: the map (copied: a later redraw of the original does not reach the state). An 'oprf'
-  // map needs a fixed rho.
+  // map needs a fixed rho, an 'sderf' or 'aderf' map a fit.
   const FeatureMap* map = nullptr;
   // codebook: [c, d] shared, or [..., c, d] with k's leading dims (one per key/value head); copied.
   ConstTensorView codebook;

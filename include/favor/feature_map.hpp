@@ -7,6 +7,8 @@
 //   positive      row_log = -|x|^2/2, exponent = w_r.x,                        value = 1
 //   hyperbolic    row_log = -|x|^2/2, exponent = [w.x, -w.x],                   value = 1
 //   oprf          row_log = -|x|^2/2, exponent = A |w_r|^2 + B w_r.x,           value = 1
+//   sderf, aderf  row_log = -|T x|^2/2, exponent = sum_k a_k w_rk^2 + sum_k b_k w_rk (T x)_k,
+//                 value = 1 (FAVOR#: T and a per head and side, b_k = sqrt(1 - 4 a_k))
 //   trigonometric row_log = +|x|^2/2, exponent = 0,           value = [cos w.x, sin w.x]
 //   relu          row_log = 0,        exponent = 0,           value = relu(w.x) + epsilon
 #pragma once
@@ -23,9 +25,10 @@ namespace favor {
 // The engine's factored form of features (private: src/favor/features/factored.hpp).
 struct FactoredFeatures;
 
-enum class Kernel { positive, hyperbolic, trigonometric, relu, oprf };
+enum class Kernel { positive, hyperbolic, trigonometric, relu, oprf, sderf, aderf };
 
-// 'positive' | 'hyperbolic' | 'trigonometric' | 'relu' | 'oprf'; throws favor::Error otherwise.
+// 'positive' | 'hyperbolic' | 'trigonometric' | 'relu' | 'oprf' | 'sderf' | 'aderf'; throws
+// favor::Error otherwise.
 Kernel parse_kernel(const std::string& name, const std::string& argument = "kernel");
 const char* to_string(Kernel kernel);
 
@@ -43,6 +46,29 @@ OprfCoefficients oprf_coefficients(double rho, Index dim);
 // mean|x|^2 + mean|y|^2 + 2 mean(x).mean(y).
 double oprf_rho(ConstMatrixRef x, ConstMatrixRef y);
 
+// FAVOR#'s dense-exponential random features (Likhosherstov et al. 2023; docs/design.md §3),
+// written in the frame of the sampled w (the paper's omega is a rotation of w, same law):
+//   phi_r(x) = D exp(sum_k a_k w_rk^2 + sum_k b_k w_rk (T x)_k - |T x|^2 / 2) / sqrt(m),
+//   b_k = sqrt(1 - 4 a_k), log D = sum_k log(1 - 4 a_k) / 4.
+// 'sderf': T = V^T for both sides, V the eigenvectors of mean (x + y)(x + y)^T, a_k OPRF's
+// coefficient in one dimension for its eigenvalue. 'aderf': one a for every k (OPRF's for the
+// balanced rho), T = Psi for queries and Psi^-T for keys, Psi chosen so that the queries' and
+// keys' second moments match after it (then (Psi x).(Psi^-T y) = x.y). Unbiased for any
+// orthogonal V / invertible Psi; these choices minimize the mean log second moment over pairs.
+struct DenseExponentialParameters {
+  MatrixD query_transform;  // T for queries (d x d)
+  MatrixD key_transform;    // T for keys (d x d); the same as query_transform for 'sderf'
+  VectorD a;                // d coefficients, each <= 0
+  double log_d = 0.0;
+};
+// The parameters of `kernel` ('sderf' or 'aderf') for queries x * sqrt(scale) and keys
+// y * sqrt(scale), from their means and second moments (O((L + S) d^2 + d^3)). Throws
+// favor::Error for another kernel, d > kMaxDenseExponentialDim, or a non-finite input.
+DenseExponentialParameters dense_exponential_parameters(Kernel kernel, ConstMatrixRef x, ConstMatrixRef y,
+                                                        double scale = 1.0);
+// The eigendecompositions cost O(d^3) per head and call (or once, for a fitted map).
+constexpr Index kMaxDenseExponentialDim = 256;
+
 struct FeatureMapOptions {
   Index dim = 0;        // d
   Index features = 0;   // m, number of random projections
@@ -57,9 +83,26 @@ struct FeatureMapOptions {
   std::optional<double> rho;
 };
 
-// Data-dependent parameters of one head's kernel (OPRF's A, B, D; neutral for other kernels).
+// Which side of the kernel a row is: FAVOR#'s 'aderf' maps queries and keys differently.
+enum class Side { query, key };
+
+// FAVOR#'s parameters made ready for one map's W, per side: the projection W diag(b) T (m x d,
+// packed for the GEMM), T itself where |T x| is not |x| (packed; empty for 'sderf', whose T is a
+// rotation), and bounds that prove the exponents finite.
+struct DenseSide {
+  FloatBuffer packed_projection;
+  FloatBuffer packed_transform;
+  double max_projection_norm = 0.0;  // max_r |(W diag(b) T)_r|
+};
+
+// Data-dependent parameters of one head's kernel (OPRF's A, B, D; FAVOR#'s; neutral for other
+// kernels).
 struct KernelParameters {
   OprfCoefficients oprf;
+  DenseExponentialParameters dense;
+  DenseSide dense_query, dense_key;
+  Vector dense_offset;  // m: sum_k a_k w_rk^2
+  double max_dense_offset = 0.0;
 };
 
 class FeatureMap {
@@ -77,8 +120,17 @@ class FeatureMap {
   // OPRF's fixed rho (see FeatureMapOptions::rho); nullopt: computed from each call's inputs.
   void set_rho(std::optional<double> rho);
   const std::optional<double>& rho() const { return rho_; }
+  // Fixes the parameters of a data-dependent kernel ('oprf': its rho; 'sderf', 'aderf': the
+  // dense-exponential parameters) from sample queries x and keys y at attention scale `scale`,
+  // for every later call: the map then no longer depends on its inputs (causal states need
+  // this). Throws favor::Error naming "kernel" for a kernel without such parameters.
+  void fit(ConstMatrixRef x, ConstMatrixRef y, double scale = 1.0);
+  // FAVOR#'s fitted parameters, or nullopt (computed from each call's inputs).
+  const std::optional<DenseExponentialParameters>& dense() const { return dense_; }
   // True when parameters() does not look at the inputs.
-  bool data_independent() const { return kernel_ != Kernel::oprf || rho_.has_value(); }
+  bool data_independent() const;
+  // False for 'aderf', whose query and key features differ (see Side).
+  bool symmetric() const { return kernel_ != Kernel::aderf; }
 
   Kernel kernel() const { return kernel_; }
   Sampling sampling() const { return sampling_; }
@@ -101,8 +153,9 @@ class FeatureMap {
   // without a scaled copy of x: the projections are scaled as they are stored. fold_row_log
   // (keys, whose log magnitudes come next): the positive kernel may return its row_log added
   // into the exponent (row_log then 0) with the columns' maxima (FactoredFeatures::column_max).
+  // `side`: whether the rows are queries or keys (only 'aderf' tells them apart).
   FactoredFeatures factored(ConstMatrixRef x, const KernelParameters& params, float root = 1.0f,
-                            bool fold_row_log = false) const;
+                            bool fold_row_log = false, Side side = Side::query) const;
 
   // The positive kernel's query features at the keys' per-feature shift, as shifted_queries makes
   // them from factored(): t = w.x~ + shift, then each row's exp(t - its max), the same bits. The
@@ -113,7 +166,7 @@ class FeatureMap {
 
   // phi(x) as plain numbers (rows x M). Overflows for large inputs: meant for tests, small
   // inputs and users who want the raw features; attention never calls it.
-  Matrix features(ConstMatrixRef x, const KernelParameters& params) const;
+  Matrix features(ConstMatrixRef x, const KernelParameters& params, Side side = Side::query) const;
 
  private:
   void check_epsilon() const;
@@ -125,12 +178,15 @@ class FeatureMap {
   };
   RowNorms row_norms(ConstMatrixRef x, const KernelParameters& params, float root) const;
   void derive();  // projection_sq_norms_ and packed_projection_ from projection_
+  void prepare_dense(KernelParameters& params) const;  // FAVOR#'s per-side projections for this W
+  FactoredFeatures dense_factored(ConstMatrixRef x, const KernelParameters& params, float root, Side side) const;
 
   Kernel kernel_;
   Sampling sampling_ = Sampling::orthogonal;
   bool explicit_ = false;
   double epsilon_;
   std::optional<double> rho_;
+  std::optional<DenseExponentialParameters> dense_;
   Matrix projection_;
   Vector projection_sq_norms_;  // |w_r|^2, for OPRF
   double max_projection_norm_ = 0.0;  // max |w_r|, for the bound in factored()

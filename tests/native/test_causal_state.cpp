@@ -202,11 +202,12 @@ namespace {
 TEST(CausalState, FeaturesMadeForAllHeadsGiveTheBitsOfFeaturesMadePerHead) {
   std::mt19937 gen(11);
   for (const favor::Kernel kernel : {favor::Kernel::positive, favor::Kernel::hyperbolic, favor::Kernel::trigonometric,
-                                     favor::Kernel::relu, favor::Kernel::oprf}) {
+                                     favor::Kernel::relu, favor::Kernel::oprf, favor::Kernel::sderf}) {
     favor::FeatureMapOptions mo;
     mo.dim = 16, mo.features = 24, mo.kernel = kernel, mo.seed = 5;
     if (kernel == favor::Kernel::oprf) mo.rho = 1.5;
-    const favor::FeatureMap map(mo);
+    favor::FeatureMap map(mo);
+    if (kernel == favor::Kernel::sderf) map.fit(favor::Matrix::Identity(16, 16), favor::Matrix::Ones(4, 16), 0.25);
     const Index L = 3, S = 3, dv = 4, heads = 3;
     std::vector<favor::Matrix> qs;
     for (Index h = 0; h < heads; ++h) qs.push_back(favor::Matrix::NullaryExpr(L, 16, [&](Index, Index) { return std::normal_distribution<float>(0, 1)(gen); }));

@@ -76,7 +76,7 @@ TEST(Determinism, BlocksAreDistinct) {
 
 TEST(Determinism, RedrawEqualsFreshMap) {
   for (Sampling s : kSamplings) {
-    for (Kernel k : {Kernel::positive, Kernel::hyperbolic, Kernel::oprf}) {
+    for (Kernel k : {Kernel::positive, Kernel::hyperbolic, Kernel::oprf, Kernel::sderf}) {
       favor::FeatureMap map(options(s, 1, k));
       const MatF before = map.projection();
       map.redraw(777);

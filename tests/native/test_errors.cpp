@@ -138,8 +138,9 @@ TEST(Errors, FavorNamesTheFirstNonFiniteInputAsACheckBeforehandWould) {
   };
   const float bad_values[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
                               -std::numeric_limits<float>::infinity()};
-  for (Kernel kernel : {Kernel::positive, Kernel::hyperbolic, Kernel::relu, Kernel::oprf, Kernel::trigonometric}) {
-    const favor::FeatureMap map(kernel, w);  // (OPRF: its parameters from each call's q and k)
+  for (Kernel kernel : {Kernel::positive, Kernel::hyperbolic, Kernel::relu, Kernel::oprf, Kernel::trigonometric,
+                        Kernel::sderf, Kernel::aderf}) {
+    const favor::FeatureMap map(kernel, w);  // (OPRF, FAVOR#: parameters from each call's q and k)
     for (bool causal : {false, true})
       for (bool masked : {false, true})
         for (int which = 0; which < 3; ++which)
@@ -206,6 +207,8 @@ TEST(Errors, UnknownKernelAndSamplingStrings) {
   EXPECT_EQ(favor::parse_kernel("trigonometric"), Kernel::trigonometric);
   EXPECT_EQ(favor::parse_kernel("relu"), Kernel::relu);
   EXPECT_EQ(favor::parse_kernel("oprf"), Kernel::oprf);
+  EXPECT_EQ(favor::parse_kernel("sderf"), Kernel::sderf);
+  EXPECT_EQ(favor::parse_kernel("aderf"), Kernel::aderf);
   EXPECT_EQ(favor::parse_sampling("iid"), Sampling::iid);
   EXPECT_EQ(favor::parse_sampling("orthogonal"), Sampling::orthogonal);
   EXPECT_EQ(favor::parse_sampling("orthogonal-fixed"), Sampling::orthogonal_fixed);

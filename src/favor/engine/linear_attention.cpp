@@ -173,6 +173,8 @@ float root_of(double scale) { return static_cast<float>(std::sqrt(scale)); }
 FactoredFeatures favor_factors(const FeatureMap& map, ConstMatrixRef x, const AttentionOptions& options) {
   if (!map.data_independent())
     throw_range("featureMap", "features made beforehand need parameters that do not depend on the inputs");
+  if (!map.symmetric())
+    throw_range("featureMap", "features made beforehand serve queries and keys alike; 'aderf' maps them differently");
   const double scale = resolve_scale(options, x.cols());
   return map.factored(x, map.parameters(x, x, scale), root_of(scale));
 }
@@ -195,7 +197,9 @@ void favor_attention(const FeatureMap& map, const std::vector<ConstMatrixRef>& q
   const auto block = [&](const ConstMatrixRef& x, Index row0, const KernelParameters& params,
                          bool keys = false) -> FactorBlock {
     if (features) return [features, row0 = features_row0 + row0](Index i0, Index n) { return rows_of(*features, row0 + i0, n); };
-    return [&map, &x, &params, root, keys](Index i0, Index n) { return map.factored(x.middleRows(i0, n), params, root, keys); };
+    return [&map, &x, &params, root, keys](Index i0, Index n) {
+      return map.factored(x.middleRows(i0, n), params, root, keys, keys ? Side::key : Side::query);
+    };
   };
   const Index L = qs[0].rows();
   bool finite = true;  // every output known finite as it was written
@@ -218,11 +222,10 @@ void favor_attention(const FeatureMap& map, const std::vector<ConstMatrixRef>& q
     }
     run(std::move(heads), params);
   } else {
-    // OPRF's parameters come from each query head's own q and the keys: no features to share.
+    // OPRF's and FAVOR#'s parameters come from each query head's own q and the keys: no features
+    // to share.
     if (features) throw_range("featureMap", "features made beforehand need parameters that do not depend on the inputs");
-    if (step)
-      throw_range("featureMap", "an 'oprf' map without a fixed rho cannot carry a causal state: its parameters "
-                                "would depend on keys not seen yet; create it with a rho");
+    if (step) throw_range("featureMap", data_dependent_state_message(map));
     for (std::size_t h = 0; h < qs.size(); ++h) {
       const KernelParameters params = map.parameters(qs[h], k, scale);
       run({QueryHead{query_block(h, params), outs[h]}}, params);
@@ -257,7 +260,7 @@ void favor_attention_matrix(const FeatureMap& map, ConstMatrixRef q, ConstMatrix
   const double scale = resolve_scale(options, q.cols());
   const float root = root_of(scale);
   const KernelParameters params = map.parameters(q, k, scale);
-  FactoredFeatures keys = map.factored(k, params, root);
+  FactoredFeatures keys = map.factored(k, params, root, false, Side::key);
   if (options.key_mask) mask_key_factors(keys, options.key_mask, 0, map.num_features());
   factored_attention_matrix(map.factored(q, params, root), std::move(keys), map.num_features(), out, options.causal);
   detail::check_result(out, "q, k", map.kernel() == Kernel::trigonometric);

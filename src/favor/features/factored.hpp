@@ -10,6 +10,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <string>
 
 #include "favor/types.hpp"
 
@@ -101,6 +102,8 @@ StabilizedFeatures stabilize(const FactoredFeatures& query, const FactoredFeatur
 
 class FeatureMap;
 struct KernelParameters;
+// Why `map` (whose parameters come from each call's inputs) cannot carry a causal state.
+std::string data_dependent_state_message(const FeatureMap& map);
 // The same for a map's features of x and y; query_log includes the prefactors.
 StabilizedFeatures stabilized_features(const FeatureMap& map, ConstMatrixRef x, ConstMatrixRef y,
                                        const KernelParameters& params);

@@ -19,7 +19,9 @@ Kernel parse_kernel(const std::string& name, const std::string& argument) {
   if (name == "trigonometric") return Kernel::trigonometric;
   if (name == "relu") return Kernel::relu;
   if (name == "oprf") return Kernel::oprf;
-  throw_range(argument, "expected 'positive', 'hyperbolic', 'trigonometric', 'relu' or 'oprf', got '" +
+  if (name == "sderf") return Kernel::sderf;
+  if (name == "aderf") return Kernel::aderf;
+  throw_range(argument, "expected 'positive', 'hyperbolic', 'trigonometric', 'relu', 'oprf', 'sderf' or 'aderf', got '" +
                             name + "'");
 }
 
@@ -30,11 +32,26 @@ const char* to_string(Kernel kernel) {
     case Kernel::trigonometric: return "trigonometric";
     case Kernel::relu: return "relu";
     case Kernel::oprf: return "oprf";
+    case Kernel::sderf: return "sderf";
+    case Kernel::aderf: return "aderf";
   }
   return "?";
 }
 
 bool is_softmax_estimator(Kernel kernel) { return kernel != Kernel::relu; }
+
+namespace {
+
+bool is_dense_exponential(Kernel kernel) { return kernel == Kernel::sderf || kernel == Kernel::aderf; }
+
+void check_dense_dim(Kernel kernel, Index dim) {
+  if (is_dense_exponential(kernel) && dim > kMaxDenseExponentialDim)
+    throw_range("dim", std::string("the '") + to_string(kernel) + "' kernel takes d <= " +
+                           std::to_string(kMaxDenseExponentialDim) + " (an eigendecomposition of d x d per head), got " +
+                           std::to_string(dim));
+}
+
+}  // namespace
 
 OprfCoefficients oprf_coefficients(double rho, Index dim) {
   const double phi = rho / static_cast<double>(dim);
@@ -58,6 +75,7 @@ FeatureMap::FeatureMap(const FeatureMapOptions& options)
     : kernel_(options.kernel), sampling_(options.sampling), epsilon_(options.epsilon) {
   check_epsilon();
   set_rho(options.rho);
+  check_dense_dim(options.kernel, options.dim);
   projection_ = sample_projection(options.features, options.dim, options.sampling, options.seed);
   derive();
 }
@@ -77,7 +95,31 @@ FeatureMap::FeatureMap(Kernel kernel, Matrix projection, double epsilon, Samplin
                                   std::to_string(projection_.rows()) + ", " +
                                   std::to_string(projection_.cols()) + "]");
   if (!projection_.allFinite()) throw_range("projection", "contains NaN or Infinity");
+  check_dense_dim(kernel_, projection_.cols());
   derive();
+}
+
+bool FeatureMap::data_independent() const {
+  if (kernel_ == Kernel::oprf) return rho_.has_value();
+  if (is_dense_exponential(kernel_)) return dense_.has_value();
+  return true;
+}
+
+void FeatureMap::fit(ConstMatrixRef x, ConstMatrixRef y, double scale) {
+  if (x.cols() != dim()) throw_range("q", "expected " + std::to_string(dim()) + " columns (the feature map's d), got " + std::to_string(x.cols()));
+  if (y.cols() != dim()) throw_range("k", "expected " + std::to_string(dim()) + " columns (the feature map's d), got " + std::to_string(y.cols()));
+  if (x.rows() < 1 || y.rows() < 1) throw_range(x.rows() < 1 ? "q" : "k", "expected at least one row to fit to");
+  if (!(std::isfinite(scale) && scale > 0.0))
+    throw_range("scale", "expected a finite number > 0, got " + std::to_string(scale));
+  if (!x.allFinite() || !y.allFinite()) throw_range(x.allFinite() ? "k" : "q", "contains NaN or Infinity");
+  if (kernel_ == Kernel::oprf) {
+    set_rho(scale * oprf_rho(x, y));
+  } else if (is_dense_exponential(kernel_)) {
+    dense_ = dense_exponential_parameters(kernel_, x, y, scale);
+  } else {
+    throw_range("kernel", std::string("only the 'oprf', 'sderf' and 'aderf' kernels have parameters to fit, got '") +
+                              to_string(kernel_) + "'");
+  }
 }
 
 void FeatureMap::check_epsilon() const {
@@ -105,7 +147,52 @@ Index FeatureMap::num_features() const {
 KernelParameters FeatureMap::parameters(ConstMatrixRef x, ConstMatrixRef y, double scale) const {
   KernelParameters params;
   if (kernel_ == Kernel::oprf) params.oprf = oprf_coefficients(rho_ ? *rho_ : scale * oprf_rho(x, y), dim());
+  if (is_dense_exponential(kernel_)) {
+    params.dense = dense_ ? *dense_ : dense_exponential_parameters(kernel_, x, y, scale);
+    prepare_dense(params);
+  }
   return params;
+}
+
+void FeatureMap::prepare_dense(KernelParameters& params) const {
+  const DenseExponentialParameters& p = params.dense;
+  const Index m = projection_.rows(), d = dim();
+  params.dense_offset.resize(m);
+  params.max_dense_offset = 0.0;
+  MatrixD scaled(m, d);  // W diag(b), in the frame T maps rows into
+  for (Index r = 0; r < m; ++r) {
+    double offset = 0.0;
+    for (Index k = 0; k < d; ++k) {
+      const double w = projection_(r, k);
+      offset += p.a(k) * w * w;
+      scaled(r, k) = w * std::sqrt(1.0 - 4.0 * p.a(k));
+    }
+    params.dense_offset(r) = static_cast<float>(offset);
+    params.max_dense_offset = std::max(params.max_dense_offset, std::abs(offset));
+  }
+  const auto side = [&](const MatrixD& t, bool rotation, DenseSide& out) {
+    Matrix projection(m, d);  // W diag(b) T
+    out.max_projection_norm = 0.0;
+    for (Index r = 0; r < m; ++r) {
+      double sq = 0.0;
+      for (Index j = 0; j < d; ++j) {
+        double sum = 0.0;
+        for (Index k = 0; k < d; ++k) sum += scaled(r, k) * t(k, j);
+        projection(r, j) = static_cast<float>(sum);
+        sq += sum * sum;
+      }
+      out.max_projection_norm = std::max(out.max_projection_norm, std::sqrt(sq));
+    }
+    gemm::pack_bt(m, d, projection.data(), d, out.packed_projection);
+    out.packed_transform.clear();
+    if (!rotation) {
+      const Matrix tf = t.cast<float>();
+      gemm::pack_bt(d, d, tf.data(), d, out.packed_transform);
+    }
+  };
+  // 'sderf''s T is a rotation: |T x| is |x|, already known from the rows' norms.
+  side(p.query_transform, kernel_ == Kernel::sderf, params.dense_query);
+  side(p.key_transform, kernel_ == Kernel::sderf, params.dense_key);
 }
 
 double FeatureMap::log_prefactor(const KernelParameters& params) const {
@@ -115,6 +202,8 @@ double FeatureMap::log_prefactor(const KernelParameters& params) const {
     case Kernel::trigonometric: return -0.5 * std::log(m);
     case Kernel::hyperbolic: return -0.5 * std::log(2.0 * m);
     case Kernel::oprf: return params.oprf.log_d - 0.5 * std::log(m);
+    case Kernel::sderf:
+    case Kernel::aderf: return params.dense.log_d - 0.5 * std::log(m);
     case Kernel::relu: return 0.0;
   }
   return 0.0;
@@ -164,8 +253,42 @@ bool FeatureMap::queries_at_shift(ConstMatrixRef x, float root, const Vector& sh
   return true;
 }
 
+FactoredFeatures FeatureMap::dense_factored(ConstMatrixRef x, const KernelParameters& params, float root,
+                                            Side side) const {
+  const DenseSide& s = side == Side::key ? params.dense_key : params.dense_query;
+  if (s.packed_projection.empty())
+    throw_range("featureMap", "these kernel parameters were not made by a 'sderf' or 'aderf' map's parameters()");
+  const RowNorms norms = row_norms(x, params, root);
+  const Index rows = x.rows(), m = projection_.rows(), d = dim();
+  FactoredFeatures f;
+  float top = 0.0f;  // the largest |root x|^2
+  for (Index i = 0; i < rows; ++i) top = std::max(top, 2.0f * norms.half_sq(i));
+  bool small = norms.small;
+  if (s.packed_transform.empty()) {
+    f.row_log = -norms.half_sq;
+  } else {
+    Matrix t(rows, d);  // root x T^T
+    gemm::gemm_packed(rows, d, d, x.data(), x.outerStride(), 1, s.packed_transform.data(), t.data(), d, false, root);
+    f.row_log.resize(rows);
+    vec::squared_norm_rows(t.data(), d, rows, 1.0f, d, f.row_log.data());
+    for (Index i = 0; i < rows; ++i) {
+      small = small && f.row_log(i) < 1e37f;
+      f.row_log(i) *= -0.5f;
+    }
+  }
+  f.exponent.resize(rows, m);
+  gemm::gemm_packed(rows, m, d, x.data(), x.outerStride(), 1, s.packed_projection.data(), f.exponent.data(), m, false,
+                    root, {nullptr, nullptr, params.dense_offset.data(), nullptr});
+  // |(W diag(b) T)_r . x~| <= |(W diag(b) T)_r| |x~|, as in row_norms.
+  const double norm = std::sqrt(static_cast<double>(top));
+  const double bound = std::max(norm, norm / root) * s.max_projection_norm + params.max_dense_offset;
+  f.bounded = small && bound < 1e37;
+  return f;
+}
+
 FactoredFeatures FeatureMap::factored(ConstMatrixRef x, const KernelParameters& params, float root,
-                                      bool fold_row_log) const {
+                                      bool fold_row_log, Side side) const {
+  if (is_dense_exponential(kernel_)) return dense_factored(x, params, root, side);
   const RowNorms norms = row_norms(x, params, root);
   const Vector& half_sq = norms.half_sq;
   const Index rows = x.rows(), m = projection_.rows();
@@ -214,12 +337,14 @@ FactoredFeatures FeatureMap::factored(ConstMatrixRef x, const KernelParameters& 
       f.row_log = Vector::Zero(rows);
       f.value = (projected.array().max(0.0f) + static_cast<float>(epsilon_)).matrix();
       break;
+    case Kernel::sderf:
+    case Kernel::aderf: break;  // dense_factored
   }
   return f;
 }
 
-Matrix FeatureMap::features(ConstMatrixRef x, const KernelParameters& params) const {
-  const FactoredFeatures f = factored(x, params);
+Matrix FeatureMap::features(ConstMatrixRef x, const KernelParameters& params, Side side) const {
+  const FactoredFeatures f = factored(x, params, 1.0f, false, side);
   const double lp = log_prefactor(params);
   Matrix phi(x.rows(), num_features());
   for (Index i = 0; i < phi.rows(); ++i)
@@ -233,16 +358,26 @@ Matrix FeatureMap::features(ConstMatrixRef x, const KernelParameters& params) co
 
 StabilizedFeatures stabilized_features(const FeatureMap& map, ConstMatrixRef x, ConstMatrixRef y,
                                        const KernelParameters& params) {
-  StabilizedFeatures st = stabilize(map.factored(x, params), map.factored(y, params), map.num_features());
+  StabilizedFeatures st =
+      stabilize(map.factored(x, params), map.factored(y, params, 1.0f, false, Side::key), map.num_features());
   st.query_log.array() += static_cast<float>(2.0 * map.log_prefactor(params));
   return st;
+}
+
+std::string data_dependent_state_message(const FeatureMap& map) {
+  if (map.kernel() == Kernel::oprf)
+    return "an 'oprf' map without a fixed rho cannot carry a causal state: its parameters would depend on keys "
+           "not seen yet; create it with a rho";
+  return std::string("a '") + to_string(map.kernel()) +
+         "' map that is not fitted cannot carry a causal state: its parameters would depend on keys not seen yet; "
+         "create it with fit (sample queries and keys)";
 }
 
 MatrixD kernel_estimate(const FeatureMap& map, ConstMatrixRef x, ConstMatrixRef y) {
   // Pair by pair in double, each with its own shift: a row-wide shift (as attention uses) would
   // lose pairs far below their row's largest one, and give 0 * inf = NaN where it overflows.
   const KernelParameters params = map.parameters(x, y);
-  const FactoredFeatures fx = map.factored(x, params), fy = map.factored(y, params);
+  const FactoredFeatures fx = map.factored(x, params), fy = map.factored(y, params, 1.0f, false, Side::key);
   auto finite = [](const FactoredFeatures& f) {
     return f.row_log.allFinite() && (!f.exponent.size() || f.exponent.allFinite()) &&
            (!f.value.size() || f.value.allFinite());

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "favor/error.hpp"
+#include "favor/features/factored.hpp"
 #include "favor/tensor/factored_state.hpp"
 #include "favor/tensor/kv_cache_state.hpp"
 #include "favor/tensor/shape.hpp"
@@ -37,9 +38,7 @@ CausalState::CausalState(const CausalStateOptions& o) : impl_(std::make_unique<I
   if (o.chunk < 0) throw_range("chunk", "expected an integer >= 1 (or 0 for the default)");
   if (o.method == StateMethod::favor) {
     if (!o.map) throw_type("featureMap", "required for method 'favor'");
-    if (!o.map->data_independent())
-      throw_range("featureMap", "an 'oprf' map without a fixed rho cannot carry a causal state: its parameters "
-                                "would depend on keys not seen yet; create it with a rho");
+    if (!o.map->data_independent()) throw_range("featureMap", data_dependent_state_message(*o.map));
     s.map = std::make_unique<FeatureMap>(*o.map);
   }
   if (o.method == StateMethod::codebook) {

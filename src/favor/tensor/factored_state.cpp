@@ -53,7 +53,7 @@ class FactoredState final : public StateImpl {
     // Small FAVOR+ appends: the features of every head's query and key rows in one product per
     // part, rows stacked by key/value head (its query heads', then its keys), as favor_attention
     // takes them.
-    const bool stack = method_.map && g.kv_heads * group_rows_ <= kStackedFeatureRows;
+    const bool stack = method_.map && method_.map->symmetric() && g.kv_heads * group_rows_ <= kStackedFeatureRows;
     stacked_.resize(stack ? static_cast<std::size_t>(parts_.count) : 0);
     if (in.first) states_.assign(static_cast<std::size_t>(g.kv_heads), empty_prefix_state(M, in.dv));
     steps_ = std::vector<StateStep>(states_.begin(), states_.end());

@@ -1,0 +1,147 @@
+// FAVOR#'s variance-optimal dense-exponential parameters (docs/design.md §3).
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "favor/error.hpp"
+#include "favor/feature_map.hpp"
+#include "favor/features/symmetric_eigen.hpp"
+
+namespace favor {
+
+namespace {
+
+// Means and (uncentred) second moments of the scaled rows, in scalar double loops of a fixed
+// order (the same bits natively and in wasm).
+struct Moments {
+  VectorD mean;
+  MatrixD second;  // mean of x x^T
+};
+
+Moments moments(ConstMatrixRef x, double scale) {
+  const Index n = x.rows(), d = x.cols();
+  Moments m;
+  m.mean = VectorD::Zero(d);
+  m.second = MatrixD::Zero(d, d);
+  std::vector<double> row(static_cast<std::size_t>(d));
+  for (Index i = 0; i < n; ++i) {
+    for (Index p = 0; p < d; ++p) row[static_cast<std::size_t>(p)] = x(i, p);
+    for (Index p = 0; p < d; ++p) {
+      const double xp = row[static_cast<std::size_t>(p)];
+      m.mean(p) += xp;
+      for (Index q = p; q < d; ++q) m.second(p, q) += xp * row[static_cast<std::size_t>(q)];
+    }
+  }
+  const double inv = n > 0 ? 1.0 / static_cast<double>(n) : 0.0;
+  for (Index p = 0; p < d; ++p) {
+    m.mean(p) *= std::sqrt(scale) * inv;
+    for (Index q = p; q < d; ++q) m.second(p, q) = m.second(q, p) = m.second(p, q) * scale * inv;
+  }
+  return m;
+}
+
+double trace(const MatrixD& a) {
+  double t = 0.0;
+  for (Index p = 0; p < a.rows(); ++p) t += a(p, p);
+  return t;
+}
+
+// c = a * b, scalar loops in a fixed order.
+MatrixD product(const MatrixD& a, const MatrixD& b) {
+  MatrixD c = MatrixD::Zero(a.rows(), b.cols());
+  for (Index i = 0; i < a.rows(); ++i)
+    for (Index k = 0; k < a.cols(); ++k) {
+      const double aik = a(i, k);
+      for (Index j = 0; j < b.cols(); ++j) c(i, j) += aik * b(k, j);
+    }
+  return c;
+}
+
+// V diag(f(values)) V^T.
+template <class F>
+MatrixD spectral(const SymmetricEigen& e, F f) {
+  const Index d = e.values.size();
+  MatrixD scaled(d, d);
+  for (Index p = 0; p < d; ++p)
+    for (Index k = 0; k < d; ++k) scaled(p, k) = e.vectors(p, k) * f(e.values(k));
+  return product(scaled, e.vectors.transpose());
+}
+
+// A positive semidefinite moment with a floor under its spectrum: Psi needs its inverse square
+// root. The floor is relative (1e-6 of the mean eigenvalue), plus an absolute 1e-30 so that all
+// zero inputs still give a finite, invertible transform. Any invertible Psi is unbiased: the
+// floor only decides the variance along directions the inputs do not use.
+SymmetricEigen floored(const MatrixD& moment) {
+  SymmetricEigen e = symmetric_eigen(moment);
+  const double floor = 1e-6 * std::max(0.0, trace(moment)) / static_cast<double>(moment.rows()) + 1e-30;
+  for (Index k = 0; k < e.values.size(); ++k) e.values(k) = std::max(e.values(k), floor);
+  return e;
+}
+
+DenseExponentialParameters symmetric(const Moments& x, const Moments& y) {
+  const Index d = x.mean.size();
+  // mean over pairs of (x + y)(x + y)^T
+  MatrixD both(d, d);
+  for (Index p = 0; p < d; ++p)
+    for (Index q = 0; q < d; ++q)
+      both(p, q) = x.second(p, q) + y.second(p, q) + x.mean(p) * y.mean(q) + y.mean(p) * x.mean(q);
+  const SymmetricEigen e = symmetric_eigen(both);
+  DenseExponentialParameters out;
+  out.query_transform = e.vectors.transpose();
+  out.key_transform = out.query_transform;
+  out.a.resize(d);
+  for (Index k = 0; k < d; ++k) {
+    // Each eigen-direction is OPRF's problem in one dimension.
+    const OprfCoefficients c = oprf_coefficients(std::max(0.0, e.values(k)), 1);
+    out.a(k) = c.a;
+    out.log_d += c.log_d;
+  }
+  return out;
+}
+
+DenseExponentialParameters asymmetric(const Moments& x, const Moments& y) {
+  const Index d = x.mean.size();
+  const SymmetricEigen ex = floored(x.second);
+  const MatrixD root_x = spectral(ex, [](double v) { return std::sqrt(v); });
+  const MatrixD inv_root_x = spectral(ex, [](double v) { return 1.0 / std::sqrt(v); });
+  // P = Mx^1/2 My Mx^1/2; Psi = P^1/4 Mx^-1/2 gives Psi Mx Psi^T = Psi^-T My Psi^-1 = P^1/2.
+  MatrixD p = product(product(root_x, y.second), root_x);
+  const SymmetricEigen ep = floored(p);
+  const MatrixD psi = product(spectral(ep, [](double v) { return std::sqrt(std::sqrt(v)); }), inv_root_x);
+  const MatrixD psi_inv_t = product(spectral(ep, [](double v) { return 1.0 / std::sqrt(std::sqrt(v)); }), root_x);
+  // OPRF's rho of the balanced rows Psi x and Psi^-T y: tr(Psi Mx Psi^T) + tr(Psi^-T My Psi^-1)
+  // + 2 mean(x).mean(y), from the moments as they are (not floored).
+  const double rho = trace(product(product(psi, x.second), psi.transpose())) +
+                     trace(product(product(psi_inv_t, y.second), psi_inv_t.transpose())) + 2.0 * x.mean.dot(y.mean);
+  const OprfCoefficients c = oprf_coefficients(std::max(0.0, rho), d);
+  DenseExponentialParameters out;
+  out.query_transform = psi;
+  out.key_transform = psi_inv_t;
+  out.a = VectorD::Constant(d, c.a);
+  out.log_d = c.log_d;
+  return out;
+}
+
+}  // namespace
+
+DenseExponentialParameters dense_exponential_parameters(Kernel kernel, ConstMatrixRef x, ConstMatrixRef y,
+                                                        double scale) {
+  if (kernel != Kernel::sderf && kernel != Kernel::aderf)
+    throw_range("kernel", std::string("dense-exponential parameters are for 'sderf' and 'aderf', got '") +
+                              to_string(kernel) + "'");
+  if (x.cols() != y.cols())
+    throw_range("k", "expected " + std::to_string(x.cols()) + " columns (the queries' d), got " +
+                         std::to_string(y.cols()));
+  if (x.cols() > kMaxDenseExponentialDim)
+    throw_range("dim", std::string("the '") + to_string(kernel) + "' kernel takes d <= " +
+                           std::to_string(kMaxDenseExponentialDim) + ", got " + std::to_string(x.cols()));
+  if (!(std::isfinite(scale) && scale > 0.0))
+    throw_range("scale", "expected a finite number > 0, got " + std::to_string(scale));
+  const Moments mx = moments(x, scale), my = moments(y, scale);
+  if (!mx.second.allFinite() || !my.second.allFinite())
+    throw_range("q, k", "not finite or too large for the dense-exponential parameters (a second moment overflows)");
+  return kernel == Kernel::sderf ? symmetric(mx, my) : asymmetric(mx, my);
+}
+
+}  // namespace favor
