@@ -7,9 +7,9 @@
 // Windows: the first N non-overlapping windows of 257 characters of the held-out text (chapters
 // 122-135 and the epilogue; 504 windows in all), the split of train/train.py's figures (each
 // window predicts its last 256 characters from the ones before them). Random-feature rows: fresh
-// orthogonal W per layer and seed (shared by the layer's 4 heads), mean ± s.d. over seeds. OPRF's
-// parameters (A, B, D from rho = mean |q~ + k~|^2) come from each call's q and k, i.e. per window,
-// layer and head. Hard VQ: k-means codebooks (seed 0) fitted per layer and head on each window's
+// W per layer and seed (shared by the layer's 4 heads), mean ± s.d. over seeds. OPRF's parameters
+// (A, B, D from rho = mean |q~ + k~|^2) and FAVOR#'s (from the means and second moments of q~ and
+// k~) come from each call's q and k, i.e. per window, layer and head. Hard VQ: k-means codebooks (seed 0) fitted per layer and head on each window's
 // keys.
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -30,17 +30,24 @@ const held = await heldOutText();
 const windows = Math.min(Number(args.windows), Math.floor((held.length - 1) / 256));
 const text = held.slice(0, windows * 256 + 1);
 
+// One random-feature row: `seeds` fresh maps per layer (seed 100 s + layer, shared by the layer's
+// heads). Data-dependent kernels (OPRF, FAVOR#) take their parameters from each call's q and k:
+// per window, layer and head.
+const featureRow = (label, options) => ({
+  label, seeded: true,
+  make: (m) => Array.from({ length: seeds }, (_, s) => ({ method: 'favor', featureMaps: Array.from({ length: m.layers }, (_, l) =>
+    favor.createFeatureMap({ dim: 32, sampling: 'orthogonal', ...options, seed: 100 * s + l })) })),
+});
+const SIZES = [16, 64, 256];
 const rows = [
   { label: 'exact softmax', make: () => [{ method: 'exact' }] },
   { label: 'FAVOR+ with the model\'s trained W (m = 64)', performerOnly: true, make: (m) => [{ method: 'favor', featureMaps: m.exportedFeatureMaps() }] },
-  ...[16, 64, 256].map((features) => ({
-    label: `FAVOR+ positive, orthogonal, m = ${features}`, seeded: true,
-    make: (m) => Array.from({ length: seeds }, (_, s) => ({ method: 'favor', featureMaps: Array.from({ length: m.layers }, (_, l) =>
-      favor.createFeatureMap({ dim: 32, features, kernel: 'positive', sampling: 'orthogonal', seed: 100 * s + l })) })),
-  })),
-  { label: 'OPRF (FAVOR++), orthogonal, m = 64 (A, B, D from each window\'s q, k)', seeded: true,
-    make: (m) => Array.from({ length: seeds }, (_, s) => ({ method: 'favor', featureMaps: Array.from({ length: m.layers }, (_, l) =>
-      favor.createFeatureMap({ dim: 32, features: 64, kernel: 'oprf', sampling: 'orthogonal', seed: 100 * s + l })) })) },
+  ...SIZES.map((features) => featureRow(`FAVOR+ positive, orthogonal, m = ${features}`, { features, kernel: 'positive' })),
+  ...SIZES.map((features) => featureRow(`FAVOR+ positive, simplex, m = ${features}`, { features, kernel: 'positive', sampling: 'simplex' })),
+  ...SIZES.map((features) => featureRow(`FAVOR+ positive, structured (SORF), m = ${features}`, { features, kernel: 'positive', sampling: 'structured' })),
+  ...SIZES.map((features) => featureRow(`OPRF (FAVOR++), orthogonal, m = ${features}`, { features, kernel: 'oprf' })),
+  ...SIZES.map((features) => featureRow(`FAVOR# SDERF, orthogonal, m = ${features}`, { features, kernel: 'sderf' })),
+  ...SIZES.map((features) => featureRow(`FAVOR# ADERF, orthogonal, m = ${features}`, { features, kernel: 'aderf' })),
   ...[16, 64].map((clusters) => ({ label: `hard VQ, k-means codebook of ${clusters} per head`, make: () => [{ method: 'codebook', clusters, assignment: 'hard' }] })),
 ];
 
@@ -64,17 +71,20 @@ for (const record of manifest.models) {
   }
 }
 
-// Which heads are hard: per layer and head, the mean row KL(A‖Â) of FAVOR+ (positive, orthogonal,
-// m = 64, fresh W per seed) on the head's real q and k of the exact forward pass, and the exact
+// Which heads are hard, and which estimator helps where: per layer and head, the mean row KL(A‖Â)
+// of each estimator below (orthogonal, m = 64, fresh W per seed; OPRF and FAVOR# with parameters
+// from the window's q and k) on the head's real q and k of the exact forward pass, and the exact
 // rows' mean entropy (bits), over the first head-windows windows of 256 characters.
+const HEAD_KERNELS = ['positive', 'oprf', 'sderf', 'aderf'];
 const headWindows = Math.min(Number(args['head-windows']), windows);
 const perHead = {};
 for (const record of manifest.models) {
   const model = await loadModel(favor, record.name);
   const H = model.heads, L = model.context;
-  const kl = new Float64Array(model.layers * H), entropy = new Float64Array(model.layers * H), rho = new Float64Array(model.layers * H);
-  const maps = Array.from({ length: seeds }, (_, s) => Array.from({ length: model.layers }, (_, l) =>
-    favor.createFeatureMap({ dim: 32, features: 64, kernel: 'positive', sampling: 'orthogonal', seed: 100 * s + l })));
+  const kl = Object.fromEntries(HEAD_KERNELS.map((kernel) => [kernel, new Float64Array(model.layers * H)]));
+  const entropy = new Float64Array(model.layers * H), rho = new Float64Array(model.layers * H);
+  const maps = Object.fromEntries(HEAD_KERNELS.map((kernel) => [kernel, Array.from({ length: seeds }, (_, s) => Array.from({ length: model.layers }, (_, l) =>
+    favor.createFeatureMap({ dim: 32, features: 64, kernel, sampling: 'orthogonal', seed: 100 * s + l })))]));
   for (let w = 0; w < headWindows; w++) {
     const { qk } = model.forward(text.slice(w * L, (w + 1) * L), { method: 'exact' }, { capture: true });
     qk.forEach(({ q, k }, layer) => {
@@ -88,13 +98,15 @@ for (const record of manifest.models) {
         for (const p of a) if (p > 0) e -= p * Math.log2(p);
         entropy[layer * H + h] += e / L / headWindows;
       }
-      for (const seedMaps of maps) {
-        const Ahat = favor.favorAttentionMatrix(q, k, { featureMap: seedMaps[layer], causal: true });
-        for (let h = 0; h < H; h++) kl[layer * H + h] += favor.compare(head(A, h), head(Ahat, h)).meanRowKL / headWindows / seeds;
+      for (const kernel of HEAD_KERNELS) {
+        for (const seedMaps of maps[kernel]) {
+          const Ahat = favor.favorAttentionMatrix(q, k, { featureMap: seedMaps[layer], causal: true });
+          for (let h = 0; h < H; h++) kl[kernel][layer * H + h] += favor.compare(head(A, h), head(Ahat, h)).meanRowKL / headWindows / seeds;
+        }
       }
     });
   }
-  maps.flat().forEach((f) => f.dispose());
+  Object.values(maps).flat(2).forEach((f) => f.dispose());
   perHead[record.name] = { kl, entropy, rho, layers: model.layers, heads: H };
   console.error(`${record.name}: per-head errors done`);
 }
@@ -105,7 +117,8 @@ const cell = (r) => (r ? (r.n > 1 ? `${r.mean.toFixed(3)} ± ${r.sd.toFixed(3)}`
 const md = [
   `Held-out bits per character (lower is better) of the first ${windows} windows of 256 predicted characters of the held-out text ` +
   `(${(windows * 256).toLocaleString('en-US')} characters of chapters 122-135 and the epilogue, ${Math.floor((held.length - 1) / 256)} windows in all), the attention of every layer replaced as shown; ` +
-  `random features: fresh orthogonal W per layer and seed (shared by the layer's heads), mean ± s.d. over ${seeds} seeds; ` +
+  `random features: a fresh W per layer and seed (shared by the layer's heads), mean ± s.d. over ${seeds} seeds; ` +
+  `OPRF's and FAVOR#'s parameters from each window's q and k, per layer and head; ` +
   `hard VQ: k-means codebooks fitted per layer and head on each window's keys. ` +
   `\`npm run eval:models\` (model/eval.mjs, the JS runner on favor-attention), ${os.cpus()[0]?.model ?? 'CPU'}, 1 thread, ${minutes.toFixed(1)} min.`,
   '',
@@ -115,14 +128,17 @@ const md = [
   '',
   `Full held-out set with the attention each model was trained with (torch, train/models/manifest.json): ${manifest.models.map((m) => `${m.name} ${m.heldOutBpc.toFixed(3)}`).join(', ')}.`,
 ];
-md.push('', `Which heads FAVOR+ approximates badly: mean row KL(A‖Â) per layer (rows) and head (columns) of FAVOR+ positive, orthogonal, m = 64 ` +
-  `(mean over ${seeds} seeds) on each head's real q and k (the exact forward pass); in brackets the exact rows' mean entropy in bits ` +
-  `(low: sharp attention) and ρ = mean over (i, j) of ‖q̃ᵢ + k̃ⱼ‖² (the estimator's variance grows like e^{‖q̃ + k̃‖²}), over the first ${headWindows} windows.`);
+md.push('', `Which heads the estimators approximate badly: mean row KL(A‖Â) per layer (rows) and head (columns) of FAVOR+ / OPRF / FAVOR# SDERF / FAVOR# ADERF, ` +
+  `orthogonal, m = 64 (mean over ${seeds} seeds; OPRF's and FAVOR#'s parameters from each window's q and k) on each head's real q and k (the exact forward pass); ` +
+  `in brackets the exact rows' mean entropy in bits (low: sharp attention) and ρ = mean over (i, j) of ‖q̃ᵢ + k̃ⱼ‖² (FAVOR+'s variance grows like e^{‖q̃ + k̃‖²}), ` +
+  `over the first ${headWindows} windows.`);
+const g = (x) => x.toPrecision(2);
 for (const name of names) {
   const { kl, entropy, rho, layers, heads } = perHead[name];
   md.push('', `| ${name} | ${Array.from({ length: heads }, (_, h) => `head ${h}`).join(' | ')} |`, `|---|${Array.from({ length: heads }, () => '---').join('|')}|`);
   for (let l = 0; l < layers; l++) {
-    md.push(`| layer ${l} | ${Array.from({ length: heads }, (_, h) => `${kl[l * heads + h].toPrecision(2)} (${entropy[l * heads + h].toFixed(1)}; ${rho[l * heads + h].toFixed(0)})`).join(' | ')} |`);
+    md.push(`| layer ${l} | ${Array.from({ length: heads }, (_, h) => `${HEAD_KERNELS.map((kernel) => g(kl[kernel][l * heads + h])).join(' / ')} ` +
+      `(${entropy[l * heads + h].toFixed(1)}; ${rho[l * heads + h].toFixed(0)})`).join(' | ')} |`);
   }
 }
 const out = md.join('\n');

@@ -13,7 +13,9 @@ import {
 
 export const version = '0.1.0';
 
-const KERNELS = ['positive', 'hyperbolic', 'trigonometric', 'relu', 'oprf'];
+const KERNELS = ['positive', 'hyperbolic', 'trigonometric', 'relu', 'oprf', 'sderf', 'aderf'];
+// Kernels whose parameters come from the inputs unless fixed (rho, fit).
+const FITTED_KERNELS = ['oprf', 'sderf', 'aderf'];
 const SAMPLINGS = ['iid', 'orthogonal', 'orthogonal-fixed', 'simplex', 'structured'];
 const ASSIGNMENTS = ['hard', 'soft', 'gaussian'];
 const STATE_METHODS = ['exact', 'favor', 'codebook'];
@@ -65,6 +67,7 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
     get sampling() { return this.handle().sampling(); }
     get epsilon() { return this.handle().epsilon(); }
     get rho() { const r = this.handle().rho(); return Number.isNaN(r) ? undefined : r; }
+    get dataDependent() { return this.handle().dataDependent(); }
 
     get projection() {
       const handle = this.handle();
@@ -81,7 +84,7 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
   }
 
   function createFeatureMap(options) {
-    const o = checkOptions(options, 'options', ['dim', 'features', 'kernel', 'sampling', 'seed', 'projection', 'epsilon', 'rho']);
+    const o = checkOptions(options, 'options', ['dim', 'features', 'kernel', 'sampling', 'seed', 'projection', 'epsilon', 'rho', 'fit']);
     if (options === undefined) throw new TypeError('createFeatureMap: expected an options object with dim and features (or projection)');
     const kernel = checkChoice(o.kernel, 'kernel', KERNELS, 'positive');
     const sampling = checkChoice(o.sampling, 'sampling', SAMPLINGS, 'orthogonal');
@@ -93,6 +96,15 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
       rho = checkNumber(o.rho, 'rho');
       if (rho < 0) throw new RangeError(`rho: expected a number >= 0, got ${rho}`);
       if (kernel !== 'oprf') throw new RangeError(`rho: only the 'oprf' kernel takes a fixed rho, got kernel '${kernel}'`);
+    }
+    let fit = null;
+    if (o.fit !== undefined) {
+      const f = checkOptions(o.fit, 'fit', ['q', 'k', 'scale']);
+      if (!FITTED_KERNELS.includes(kernel)) {
+        throw new RangeError(`fit: only the ${FITTED_KERNELS.map((k) => `'${k}'`).join(', ')} kernels have parameters to fit, got kernel '${kernel}'`);
+      }
+      if (o.rho !== undefined) throw new RangeError('fit: give either rho or fit, not both');
+      fit = { q: checkTensor(f.q, 'fit.q'), k: checkTensor(f.k, 'fit.k'), scale: checkScale(f.scale, 'fit.scale') };
     }
     const handle = new Module.FeatureMap();
     try {
@@ -115,6 +127,16 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
         result = handle.init(dim, features, kernel, sampling, seed, epsilon, rho);
       }
       if (result?.error) throw coreError('createFeatureMap', result);
+      if (fit) {
+        for (const side of ['q', 'k']) {
+          const dims = fit[side].dims;
+          if (dims.at(-1) !== handle.dim()) {
+            throw new RangeError(`fit.${side}: expected dims [..., rows, ${handle.dim()}] (the map's d), got [${dims}]`);
+          }
+        }
+        result = call('createFeatureMap', [fit.q, fit.k], (qp, kp) => handle.fit(qp, kp, fit.scale));
+        if (result?.error) throw coreError('createFeatureMap', result);
+      }
     } catch (e) {
       handle.delete();
       throw e;

@@ -12,7 +12,7 @@ export interface Tensor {
   dims: number[];
 }
 
-export type Kernel = 'positive' | 'hyperbolic' | 'trigonometric' | 'relu' | 'oprf';
+export type Kernel = 'positive' | 'hyperbolic' | 'trigonometric' | 'relu' | 'oprf' | 'sderf' | 'aderf';
 export type Sampling = 'iid' | 'orthogonal' | 'orthogonal-fixed' | 'simplex' | 'structured';
 
 export interface LoadOptions {
@@ -164,6 +164,13 @@ export interface FeatureMapOptions {
    * call's inputs. Needed for a causal state; lets grouped-query heads share key features.
    */
   rho?: number;
+  /**
+   * 'oprf', 'sderf' and 'aderf': fix the kernel's parameters from sample queries and keys
+   * (dims [..., rows, d], every row used) at attention scale `scale` (default 1/sqrt(d)), for every
+   * later call, instead of computing them from each call's q and k. 'oprf' then has the rho of
+   * these samples. Needed for a causal state. Not with rho.
+   */
+  fit?: { q: Tensor; k: Tensor; scale?: number };
 }
 
 /** What a feature map was made with (sync or worker). */
@@ -178,6 +185,11 @@ export interface FeatureMapSettings {
   readonly epsilon: number;
   /** The fixed rho of an 'oprf' map, or undefined (computed per call). */
   readonly rho: number | undefined;
+  /**
+   * True when each call computes the kernel's parameters from its q and k ('oprf' without rho or
+   * fit, 'sderf' and 'aderf' without fit): such a map cannot carry a causal state.
+   */
+  readonly dataDependent: boolean;
   readonly disposed: boolean;
 }
 

@@ -39,7 +39,7 @@ export const OBJECTS = {
   featureMap: {
     name: 'FeatureMap',
     what: 'feature map',
-    settings: ['dim', 'features', 'numFeatures', 'kernel', 'sampling', 'epsilon', 'rho'],
+    settings: ['dim', 'features', 'numFeatures', 'kernel', 'sampling', 'epsilon', 'rho', 'dataDependent'],
     getters: ['projection'],
     methods: { redraw: { args: ['seed'], returns: 'this' } },
   },

@@ -224,6 +224,25 @@ class FeatureMapHandle {
     });
   }
 
+  // Fixes a data-dependent kernel's parameters from sample queries and keys ([..., rows, d] each,
+  // all rows used) at attention scale `scale` (NaN: 1/sqrt(d)).
+  val fit(std::uintptr_t q_ptr, std::uintptr_t k_ptr, double scale) {
+    return guarded([&] {
+      const auto rows_of = [](const favor::ConstTensorView& t) {
+        favor::Index rows = 1;
+        for (std::size_t i = 0; i + 1 < t.dims.size(); ++i) rows *= t.dims[i];
+        return rows;
+      };
+      const favor::ConstTensorView q = view(q_ptr), k = view(k_ptr);
+      const Eigen::Map<const favor::Matrix> x(q.data, rows_of(q), q.dims.back());
+      const Eigen::Map<const favor::Matrix> y(k.data, rows_of(k), k.dims.back());
+      map_->fit(x, y, std::isnan(scale) ? 1.0 / std::sqrt(static_cast<double>(map_->dim())) : scale);
+      return val::undefined();
+    });
+  }
+
+  bool data_dependent() const { return !map_->data_independent(); }
+
   // A copy-free view of W; JS copies it before the next call into wasm.
   val projection() const {
     const favor::Matrix& w = map_->projection();
@@ -525,7 +544,9 @@ EMSCRIPTEN_BINDINGS(favor_attention) {
       .function("kernel", &FeatureMapHandle::kernel)
       .function("sampling", &FeatureMapHandle::sampling)
       .function("epsilon", &FeatureMapHandle::epsilon)
-      .function("rho", &FeatureMapHandle::rho);
+      .function("rho", &FeatureMapHandle::rho)
+      .function("fit", &FeatureMapHandle::fit)
+      .function("dataDependent", &FeatureMapHandle::data_dependent);
   emscripten::class_<CausalStateHandle>("CausalState")
       .constructor<>()
       .function("initExact", &CausalStateHandle::init_exact)

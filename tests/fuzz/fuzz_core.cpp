@@ -304,7 +304,8 @@ MatrixD scaled(const Ref& x, double scale) {
 double max_sq_norm(const MatrixD& x) { return x.size() ? x.rowwise().squaredNorm().maxCoeff() : 0.0; }
 
 // Random-feature logs/values of scaled rows, mirroring feature_map.hpp in double.
-LogFeatures feature_logs(const favor::FeatureMap& map, const MatrixD& x, const favor::KernelParameters& params) {
+LogFeatures feature_logs(const favor::FeatureMap& map, const MatrixD& x, const favor::KernelParameters& params,
+                         favor::Side side) {
   const MatrixD w = map.projection().cast<double>();
   const Index n = x.rows(), m = w.rows();
   const MatrixD proj = x * w.transpose();
@@ -345,6 +346,18 @@ LogFeatures feature_logs(const favor::FeatureMap& map, const MatrixD& x, const f
       f.log = MatrixD::Zero(n, m);
       f.value = (proj.array().max(0.0) + map.epsilon()).matrix();
       break;
+    case favor::Kernel::sderf:
+    case favor::Kernel::aderf: {
+      const favor::DenseExponentialParameters& p = params.dense;
+      const MatrixD tx = x * (side == favor::Side::key ? p.key_transform : p.query_transform).transpose();
+      const Eigen::VectorXd b = (1.0 - 4.0 * p.a.array()).sqrt().matrix();
+      f.log = tx * (w * b.asDiagonal()).transpose();
+      f.log.rowwise() += (w.array().square().matrix() * p.a).transpose();
+      f.log.colwise() -= 0.5 * tx.rowwise().squaredNorm();
+      f.log.array() += p.log_d - 0.5 * std::log(md);
+      f.value = MatrixD::Ones(n, m);
+      break;
+    }
   }
   return f;
 }
@@ -436,7 +449,8 @@ void expect(Outcome outcome, bool valid, bool tame, const char* what) {
     fail(std::string(what) + ": valid, tame arguments were rejected: " + g_last_error);
 }
 
-favor::Kernel kernel_of(int i) { return static_cast<favor::Kernel>(i % 5); }
+favor::Kernel kernel_of(int i) { return static_cast<favor::Kernel>(i % 7); }
+bool dense_exponential(favor::Kernel k) { return k == favor::Kernel::sderf || k == favor::Kernel::aderf; }
 favor::Sampling sampling_of(int i) { return static_cast<favor::Sampling>(i % 5); }
 favor::Assignment assignment_of(int i) { return static_cast<favor::Assignment>(i % 3); }
 
@@ -454,7 +468,7 @@ Signs signs_of(const favor::FeatureMap& map) {
 
 // A feature map from the input: sampled (sometimes with an extreme seed) or explicit.
 std::unique_ptr<favor::FeatureMap> make_map(Decoder& in, Index d, bool& tame) {
-  const favor::Kernel kernel = kernel_of(in.pick(5));
+  const favor::Kernel kernel = kernel_of(in.pick(7));
   double epsilon = 1e-3;
   switch (in.pick(5)) {
     case 0: epsilon = 0.0; break;
@@ -691,8 +705,8 @@ void fuzz_tensor_attention(Decoder& in, int method) {
       // relu with (almost) no epsilon: float32 features of tiny inputs underflow to 0 (a zero row).
       if (map->kernel() == favor::Kernel::relu && map->epsilon() < 1e-6) continue;
       if (max_abs(map->projection()) > 1e2) continue;
-      fq = feature_logs(*map, qs, params);
-      fk = feature_logs(*map, ks, params);
+      fq = feature_logs(*map, qs, params, favor::Side::query);
+      fk = feature_logs(*map, ks, params, favor::Side::key);
       if (max_sq_norm(qs) > 50.0 || max_sq_norm(ks) > 50.0) continue;
       if (max_finite_log(fq) > 50.0 || max_finite_log(fk) > 50.0) continue;
     } else {
@@ -832,7 +846,7 @@ void fuzz_feature_map(Decoder& in) {
   favor::FeatureMapOptions o;
   o.dim = d;
   o.features = m;
-  o.kernel = kernel_of(in.pick(5));
+  o.kernel = kernel_of(in.pick(7));
   o.sampling = sampling_of(in.pick(5));
   o.seed = in.p.ConsumeIntegral<std::uint64_t>();
   o.epsilon = in.pick(4) == 0 ? -1.0 : 1e-3;
@@ -846,7 +860,8 @@ void fuzz_feature_map(Decoder& in) {
   }
   std::unique_ptr<favor::FeatureMap> map;
   const Outcome outcome = run("FeatureMap(options)", huge, [&] { map = std::make_unique<favor::FeatureMap>(o); });
-  const bool valid = d >= 1 && m >= 1 && o.epsilon >= 0.0;
+  const bool valid = d >= 1 && m >= 1 && o.epsilon >= 0.0 &&
+                     !(dense_exponential(o.kernel) && d > favor::kMaxDenseExponentialDim);
   if (outcome == Outcome::ok && !valid) fail("FeatureMap: invalid options accepted");
   if (outcome == Outcome::error && valid && bytes < 1e8) fail("FeatureMap: valid small options rejected");
   if (outcome != Outcome::ok) return;
@@ -863,7 +878,13 @@ void fuzz_feature_map(Decoder& in) {
   trace("kernel " + std::string(favor::to_string(map->kernel())) + " epsilon " + std::to_string(map->epsilon()) + " (" + std::to_string(std::log10(map->epsilon())) + " log10)");
   trace("W", map->projection()), trace("x", x), trace("y", y);
   const bool finite = x.allFinite() && y.allFinite();
-  const favor::KernelParameters params = map->parameters(x, y, 1.0);
+  favor::KernelParameters params;
+  // FAVOR#'s parameters refuse non-finite moments (OPRF's turn NaN and fail later).
+  if (run("parameters", false, [&] { params = map->parameters(x, y, 1.0); }) != Outcome::ok) {
+    if (!dense_exponential(map->kernel())) fail("parameters: threw for a kernel that never does");
+    if (finite && max_abs(x) <= kTame && max_abs(y) <= kTame) fail("parameters: tame inputs rejected");
+    return;
+  }
   if (finite && map->kernel() == favor::Kernel::oprf &&
       !(std::isfinite(params.oprf.a) && std::isfinite(params.oprf.b) && std::isfinite(params.oprf.log_d) &&
         params.oprf.a <= 0.0 && params.oprf.b >= 1.0))
@@ -872,7 +893,9 @@ void fuzz_feature_map(Decoder& in) {
     case 0: {
       const Matrix phi = map->features(x, params);  // documented to overflow for large inputs
       // OPRF's coefficients come from x and y together (rho): huge keys overflow them in float32.
-      const bool tame = max_abs(x) <= 1.0 && (map->kernel() != favor::Kernel::oprf || max_abs(y) <= kTame);
+      // 'aderf' scales queries by Psi ~ (|y| / |x|)^(1/2): unit queries against huge keys get large raw features.
+      const bool tame = max_abs(x) <= 1.0 && (map->kernel() != favor::Kernel::oprf || max_abs(y) <= kTame) &&
+                        (map->kernel() != favor::Kernel::aderf || max_abs(y) <= 1.0);
       if (finite && tame && !phi.allFinite()) fail("features: non-finite for unit inputs");
       break;
     }

@@ -325,6 +325,18 @@ const cases = [
   ['createFeatureMap: rho negative', (f) => f.createFeatureMap({ dim: 8, features: 4, kernel: 'oprf', rho: -1 }), RangeError, /rho/],
   ['createFeatureMap: rho a string', (f) => f.createFeatureMap({ dim: 8, features: 4, kernel: 'oprf', rho: '1' }), TypeError, /rho/],
 
+  // ---- createFeatureMap fit (FAVOR#, OPRF) ----
+  ['createFeatureMap: fit on a positive map', (f) => f.createFeatureMap({ dim: 8, features: 4, fit: { q, k } }), RangeError, /^fit: only the 'oprf', 'sderf', 'aderf' kernels/],
+  ['createFeatureMap: fit and rho', (f) => f.createFeatureMap({ dim: 8, features: 4, kernel: 'oprf', rho: 1, fit: { q, k } }), RangeError, /fit: give either rho or fit/],
+  ['createFeatureMap: fit not an object', (f) => f.createFeatureMap({ dim: 8, features: 4, kernel: 'sderf', fit: 3 }), TypeError, /^fit: expected an options object/],
+  ['createFeatureMap: fit with an unknown key', (f) => f.createFeatureMap({ dim: 8, features: 4, kernel: 'sderf', fit: { q, k, keys: k } }), TypeError, /fit\.keys: unknown option/],
+  ['createFeatureMap: fit.q missing', (f) => f.createFeatureMap({ dim: 8, features: 4, kernel: 'aderf', fit: { k } }), TypeError, /fit\.q: expected a tensor/],
+  ['createFeatureMap: fit.k of another d', (f) => f.createFeatureMap({ dim: 8, features: 4, kernel: 'aderf', fit: { q, k: filledTensor([6, 5]) } }), RangeError, /^fit\.k: expected dims \[\.\.\., rows, 8\]/],
+  ['createFeatureMap: fit.q with NaN', (f) => f.createFeatureMap({ dim: 8, features: 4, kernel: 'sderf', fit: { q: withValue(q, 3, NaN), k } }), RangeError, /^createFeatureMap: fit\.q: contains NaN/],
+  ['createFeatureMap: fit.scale 0', (f) => f.createFeatureMap({ dim: 8, features: 4, kernel: 'sderf', fit: { q, k, scale: 0 } }), RangeError, /fit\.scale/],
+  ['createFeatureMap: sderf with d over 256', (f) => f.createFeatureMap({ dim: 300, features: 4, kernel: 'sderf' }), RangeError, /^createFeatureMap: dim: the 'sderf' kernel takes d <= 256/],
+  ['createCausalState: sderf map not fitted', (f) => f.createCausalState({ method: 'favor', featureMap: f.createFeatureMap({ dim: 8, features: 4, kernel: 'sderf' }) }), RangeError, /featureMap: a 'sderf' map that is not fitted/],
+
   // ---- createCausalState and append ----
   ['createCausalState: no options', (f) => f.createCausalState(), TypeError, /createCausalState/],
   ['createCausalState: method missing', (f) => f.createCausalState({}), TypeError, /method/],

@@ -16,7 +16,7 @@ before(async () => {
   favor = await loadFavor();
 });
 
-const KERNELS = ['positive', 'hyperbolic', 'trigonometric', 'relu', 'oprf'];
+const KERNELS = ['positive', 'hyperbolic', 'trigonometric', 'relu', 'oprf', 'sderf', 'aderf'];
 const fill = (dims, f) => {
   const n = dims.reduce((a, b) => a * b, 1);
   return { data: Float32Array.from({ length: n }, (_, i) => f(i)), dims: [...dims] };
@@ -52,7 +52,9 @@ function mixedCall(instance, i, maps) {
     case 2: return instance.favorAttention(q, k, v, { featureMap: map, causal, chunk: 1 + (i % 40) });
     case 3: return instance.favorAttentionMatrix(q, k, { featureMap: map, causal });
     case 4: {  // a feature map made and disposed within the call
-      const own = instance.createFeatureMap({ dim: d, features: 64, kernel: KERNELS[i % 5], seed: i });
+      const kernel = KERNELS[i % KERNELS.length];
+      const fit = (kernel === 'sderf' || kernel === 'aderf') && i % 3 === 0 ? { fit: { q, k } } : {};
+      const own = instance.createFeatureMap({ dim: d, features: 64, kernel, seed: i, ...fit });
       try {
         return instance.favorAttention(q, k, v, { featureMap: own });
       } finally {

@@ -160,9 +160,10 @@ function nextCall(c, step, pools) {
     outputRelativeError: () => { const x = c.tensor([L, dv]), y = bad ? maybe(c.tensor([L, dv])) : c.tensor([L, dv]); return (f) => f.outputRelativeError(x, y); },
     codebookFromFeatureMap: () => { const o = bad && c.chance(0.5) ? { scale: c.pick([0, NaN, 'x']) } : undefined; return (f, objects) => f.codebookFromFeatureMap(mapOf(objects), o); },
     createFeatureMap: () => {
-      const kernel = c.pick(['positive', 'hyperbolic', 'trigonometric', 'relu', 'oprf']);
+      const kernel = c.pick(['positive', 'hyperbolic', 'trigonometric', 'relu', 'oprf', 'sderf', 'aderf']);
       const o = { dim: d, features: c.int(1, 12), kernel, sampling: c.pick(['iid', 'orthogonal', 'orthogonal-fixed', 'simplex', 'structured']), seed: c.int(0, 99),
-        ...(kernel === 'oprf' && c.chance(0.5) ? { rho: c.uniform() * 4 } : {}) };
+        ...(kernel === 'oprf' && c.chance(0.5) ? { rho: c.uniform() * 4 } : {}),
+        ...(['sderf', 'aderf'].includes(kernel) && c.chance(0.5) ? { fit: { q: c.tensor([c.int(1, 6), d]), k: c.tensor([c.int(1, 6), d]) } } : {}) };
       const a = bad ? corruptOptions(c, c.chance(0.5) ? { ...o, features: c.pick([0, -1, 1.5, '4', undefined]) } : o) : o;
       return async (f, objects) => objects.maps.push(await f.createFeatureMap(a)) && undefined;
     },

@@ -95,6 +95,8 @@ const cases = [
   ['createFeatureMap: NaN in projection', (f) => f.createFeatureMap({ projection: withValue(filledTensor([4, 8]), 9, NaN) })],
   ['createFeatureMap: features disagrees with projection', (f) => f.createFeatureMap({ projection: filledTensor([4, 8]), features: 5 })],
   ['createFeatureMap: rho on a positive map', (f) => f.createFeatureMap({ dim: 8, features: 4, rho: 1 })],
+  ['createFeatureMap: fit on a positive map', (f) => f.createFeatureMap({ dim: 8, features: 4, fit: { q: filledTensor([3, 8]), k: filledTensor([3, 8]) } })],
+  ['createFeatureMap: fit.k of another d', (f) => f.createFeatureMap({ dim: 8, features: 4, kernel: 'aderf', fit: { q: filledTensor([3, 8]), k: filledTensor([3, 5]) } })],
 
   // ---- favorAttention / favorAttentionMatrix ----
   ['favorAttention: no options', (f) => f.favorAttention(q, k, v)],

@@ -106,12 +106,12 @@ bool FeatureMap::data_independent() const {
 }
 
 void FeatureMap::fit(ConstMatrixRef x, ConstMatrixRef y, double scale) {
-  if (x.cols() != dim()) throw_range("q", "expected " + std::to_string(dim()) + " columns (the feature map's d), got " + std::to_string(x.cols()));
-  if (y.cols() != dim()) throw_range("k", "expected " + std::to_string(dim()) + " columns (the feature map's d), got " + std::to_string(y.cols()));
-  if (x.rows() < 1 || y.rows() < 1) throw_range(x.rows() < 1 ? "q" : "k", "expected at least one row to fit to");
+  if (x.cols() != dim()) throw_range("fit.q", "expected " + std::to_string(dim()) + " columns (the feature map's d), got " + std::to_string(x.cols()));
+  if (y.cols() != dim()) throw_range("fit.k", "expected " + std::to_string(dim()) + " columns (the feature map's d), got " + std::to_string(y.cols()));
+  if (x.rows() < 1 || y.rows() < 1) throw_range(x.rows() < 1 ? "fit.q" : "fit.k", "expected at least one row to fit to");
   if (!(std::isfinite(scale) && scale > 0.0))
-    throw_range("scale", "expected a finite number > 0, got " + std::to_string(scale));
-  if (!x.allFinite() || !y.allFinite()) throw_range(x.allFinite() ? "k" : "q", "contains NaN or Infinity");
+    throw_range("fit.scale", "expected a finite number > 0, got " + std::to_string(scale));
+  if (!x.allFinite() || !y.allFinite()) throw_range(x.allFinite() ? "fit.k" : "fit.q", "contains NaN or Infinity");
   if (kernel_ == Kernel::oprf) {
     set_rho(scale * oprf_rho(x, y));
   } else if (is_dense_exponential(kernel_)) {
