@@ -66,7 +66,7 @@ test('exact state: any split gives the one-shot causal outputs bit for bit', () 
   }
 });
 
-const KERNELS = ['positive', 'hyperbolic', 'trigonometric', 'relu', 'oprf'];
+const KERNELS = ['positive', 'hyperbolic', 'trigonometric', 'relu', 'oprf', 'sderf', 'aderf'];
 
 test('favor state: simplex and structured projections, any split, equal one causal favorAttention call', () => {
   // d = 16, m = 24: a full block and a cut one of each mode.
@@ -92,7 +92,9 @@ test('favor state: simplex and structured projections, any split, equal one caus
 
 test('favor state: every kernel, any split, equals one causal favorAttention call', () => {
   for (const kernel of KERNELS) {
-    const fm = favor.createFeatureMap({ dim: d, features: 24, kernel, seed: 3, ...(kernel === 'oprf' && { rho: 2.5 }) });
+    const fit = { q: normalTensor([16, d], 5, 0.7), k: normalTensor([16, d], 6, 0.5) };
+    const fm = favor.createFeatureMap({ dim: d, features: 24, kernel, seed: 3, ...(kernel === 'oprf' && { rho: 2.5 }),
+      ...((kernel === 'sderf' || kernel === 'aderf') && { fit }) });
     for (const [name, shape] of Object.entries(shapes)) {
       const { q, k, v } = inputs(shape, 20, kernel === 'trigonometric' ? 0.3 : 0.7);
       const whole = favor.favorAttention(q, k, v, { featureMap: fm, causal: true });

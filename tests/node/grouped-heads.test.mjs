@@ -27,12 +27,14 @@ for (const [name, hq, hkv] of [['grouped-query 4/2', 4, 2], ['multi-query 3/1', 
     maskR.data = Uint8Array.from(maskR.data);
     const fm = favor.createFeatureMap({ dim: d, features: 16, seed: 4 });
     const oprf = favor.createFeatureMap({ dim: d, features: 16, kernel: 'oprf', seed: 4 });
+    const sderf = favor.createFeatureMap({ dim: d, features: 16, kernel: 'sderf', seed: 4 });
+    const aderf = favor.createFeatureMap({ dim: d, features: 16, kernel: 'aderf', seed: 4, fit: { q, k } });
     const book = favor.randomCodebook({ clusters: 6, dim: d, seed: 5 });
     for (const causal of [false, true]) {
       const o = { causal, keyMask: mask }, or = { causal, keyMask: maskR };
       assertBitIdentical(favor.exactAttention(q, k, v, o).data, favor.exactAttention(q, kr, vr, or).data, `exact ${causal}`);
       assertBitIdentical(favor.attentionMatrix(q, k, o).data, favor.attentionMatrix(q, kr, or).data, `matrix ${causal}`);
-      for (const map of [fm, oprf]) {
+      for (const map of [fm, oprf, sderf, aderf]) {
         assertBelow(maxRelDiff(favor.favorAttention(q, k, v, { ...o, featureMap: map }).data,
           favor.favorAttention(q, kr, vr, { ...or, featureMap: map }).data), 1e-6, `favor ${map.kernel} ${causal}`);
         assertBelow(maxRelDiff(favor.favorAttentionMatrix(q, k, { ...o, featureMap: map }).data,
@@ -58,7 +60,7 @@ for (const [name, hq, hkv] of [['grouped-query 4/2', 4, 2], ['multi-query 3/1', 
       }
       a.dispose(), b.dispose();
     }
-    fm.dispose(), oprf.dispose();
+    fm.dispose(), oprf.dispose(), sderf.dispose(), aderf.dispose();
   });
 }
 

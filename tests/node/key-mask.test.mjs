@@ -99,15 +99,16 @@ test('every kernel: a fully masked sequence gives zeros; a causal masked call eq
   const q = normalTensor([L, d], 20, 0.5), k = normalTensor([L, d], 21, 0.5), v = normalTensor([L, 3], 22);
   const none = { data: new Uint8Array(L), dims: [L] };
   const mask = randomMask([L], 23);
-  for (const kernel of ['positive', 'hyperbolic', 'trigonometric', 'relu', 'oprf']) {
+  for (const kernel of ['positive', 'hyperbolic', 'trigonometric', 'relu', 'oprf', 'sderf', 'aderf']) {
     const fm = favor.createFeatureMap({ dim: d, features: 12, kernel, seed: 4 });
     for (const causal of [false, true]) {
       const z = favor.favorAttention(q, k, v, { featureMap: fm, causal, keyMask: none });
       assert.ok(z.data.every((x) => x === 0), `${kernel}, causal ${causal}: all masked -> zeros`);
     }
-    // Query i over the kept keys j <= i, as its own bidirectional call (OPRF: rho from all keys
-    // in the masked call, so compare that kernel with a fixed rho).
-    const map = kernel === 'oprf' ? favor.createFeatureMap({ dim: d, features: 12, kernel, seed: 4, rho: 1.5 }) : fm;
+    // Query i over the kept keys j <= i, as its own bidirectional call (OPRF, FAVOR#: parameters
+    // from all keys in the masked call, so compare those kernels with fixed parameters).
+    const fixed = kernel === 'oprf' ? { rho: 1.5 } : kernel === 'sderf' || kernel === 'aderf' ? { fit: { q, k } } : null;
+    const map = fixed ? favor.createFeatureMap({ dim: d, features: 12, kernel, seed: 4, ...fixed }) : fm;
     const got = favor.favorAttention(q, k, v, { featureMap: map, causal: true, keyMask: mask, chunk: 5 });
     for (let i = 0; i < L; i++) {
       const prefix = mask.data.subarray(0, i + 1);
