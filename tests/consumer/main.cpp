@@ -1,8 +1,10 @@
 // A downstream program that sees only the installed public headers: exits 0 only if FAVOR+ with
 // many features lands near exact attention, a causal state fed in two pieces gives one causal
-// call's output, hard codebook attention with the keys as codebook is exact, and matmul multiplies.
+// call's output, FAVOR#'s SDERF fitted to the inputs lands near exact attention, hard codebook
+// attention with the keys as codebook is exact, and matmul multiplies.
 #include <favor/favor.hpp>
 
+#include <cmath>
 #include <cstdio>
 
 namespace {
@@ -40,6 +42,12 @@ int main() {
                  {pieces.data() + row0 * dv, {rows, dv}});
   }
   ok &= check("causal state vs one causal call", favor::output_relative_error(whole, pieces), 1e-5);
+
+  favor::FeatureMapOptions sderf_options = options;
+  sderf_options.kernel = favor::Kernel::sderf;
+  favor::FeatureMap sderf(sderf_options);
+  sderf.fit(q, k, 1.0 / std::sqrt(8.0));
+  ok &= check("favor# (sderf) output relative error", favor::output_relative_error(exact, favor::favor_attention(sderf, q, k, v)), 0.1);
 
   // Every key is a codeword: hard VQ changes nothing.
   ok &= check("codebook (keys as codewords) vs exact", favor::output_relative_error(exact, favor::codebook_attention(k, q, k, v)), 1e-5);
