@@ -212,7 +212,8 @@ export function unnormalizedEstimates(kernel, W, m, sample) {
     }
     return out;
   };
-  const u = proj(x, nx), w = proj(y, ny);
+  const dense = kernel === 'sderf' || kernel === 'aderf';  // their own projection per side, below
+  const u = dense ? null : proj(x, nx), w = dense ? null : proj(y, ny);
   // Factor each estimate as Σ_r P[a, r] · R[b, r] (one or two banks of features).
   let banks;
   if (kernel === 'sderf' || kernel === 'aderf') {
