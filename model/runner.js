@@ -314,7 +314,9 @@ export class CharModel {
    * Codebook states use codebooks fitted on the prefill's keys. An 'oprf' map whose rho comes from
    * each call's inputs cannot run in a state (its parameters would depend on keys not seen yet):
    * the state gets the same W with rho fixed from the prefill (mean over heads of
-   * mean |q~_i + k~_j|^2, as a whole-text call computes per head). Maps made here go to `owned`.
+   * mean |q~_i + k~_j|^2, as a whole-text call computes per head). An 'sderf' or 'aderf' map
+   * without a fit likewise gets the same W fitted to the prefill's q and k, every head's rows
+   * pooled (one state serves all heads). Maps made here go to `owned`.
    */
   causalState(spec, layer, q, k, owned) {
     const f = this.favor;
@@ -327,6 +329,9 @@ export class CharModel {
     let featureMap = mapOf(spec, layer);
     if (featureMap.kernel === 'oprf' && featureMap.rho === undefined) {
       featureMap = f.createFeatureMap({ projection: featureMap.projection, kernel: 'oprf', rho: oprfRho(q, k) });
+      owned.push(featureMap);
+    } else if ((featureMap.kernel === 'sderf' || featureMap.kernel === 'aderf') && featureMap.dataDependent) {
+      featureMap = f.createFeatureMap({ projection: featureMap.projection, kernel: featureMap.kernel, fit: { q, k } });
       owned.push(featureMap);
     }
     return f.createCausalState({ method: 'favor', featureMap });

@@ -1,5 +1,6 @@
 // The unnormalized kernel estimate φ(q̃_i)·φ(k̃_j) of exp(q̃_i·k̃_j), recomputed in float64 from a
-// feature map's projection W, and Lemma 2's MSE of it (Choromanski et al. 2021, docs/design.md §3).
+// feature map's projection W (for OPRF and FAVOR# with their parameters from all of q̃ and k̃, as
+// the library computes them per call), and Lemma 2's MSE of it (Choromanski et al. 2021, docs/design.md §3).
 // Used by the error-vs-m study; x̃ = x·scale^{1/2} as in the library (default scale 1/√d).
 import { rng } from './inputs.js';
 
@@ -39,7 +40,118 @@ export function samplePairs(q, k, L, S, d, { causal, scale = 1 / Math.sqrt(d), m
   let cross = 0;
   for (let t = 0; t < d; t++) cross += qmean[t] * kmean[t];
   const rho = qsq / L + ksq / S + 2 * cross;
-  return { d, rows, cols, x, y, xsq, ysq, pairs, rho, root };
+  // FAVOR#'s parameters come from the means and second moments of all of q̃ and k̃, as in the library.
+  const moments = { q: rowMoments(q, L, d, root), k: rowMoments(k, S, d, root) };
+  return { d, rows, cols, x, y, xsq, ysq, pairs, rho, root, moments, dense: {} };
+}
+
+// Mean and mean x xᵀ (row-major d×d) of the rows of src (n×d) times root, in float64.
+function rowMoments(src, n, d, root) {
+  const mean = new Float64Array(d), second = new Float64Array(d * d);
+  const row = new Float64Array(d);
+  for (let i = 0; i < n; i++) {
+    for (let t = 0; t < d; t++) row[t] = src[i * d + t] * root;
+    for (let p = 0; p < d; p++) {
+      mean[p] += row[p] / n;
+      for (let t = p; t < d; t++) second[p * d + t] += (row[p] * row[t]) / n;
+    }
+  }
+  for (let p = 0; p < d; p++) for (let t = 0; t < p; t++) second[p * d + t] = second[t * d + p];
+  return { mean, second };
+}
+
+// Eigenvalues and eigenvectors of a symmetric d×d matrix (row-major) by cyclic Jacobi rotations:
+// { values, vectors } with eigenvector k in column k of vectors (row-major d×d).
+export function symmetricEigen(input, d) {
+  const a = Float64Array.from(input), v = new Float64Array(d * d);
+  for (let p = 0; p < d; p++) v[p * d + p] = 1;
+  let total = 0;
+  for (const x of a) total += x * x;
+  for (let sweep = 0; sweep < 60; sweep++) {
+    let off = 0;
+    for (let p = 0; p < d; p++) for (let q = p + 1; q < d; q++) off += a[p * d + q] ** 2;
+    if (!(off > 1e-30 * total)) break;
+    for (let p = 0; p < d; p++) {
+      for (let q = p + 1; q < d; q++) {
+        const apq = a[p * d + q];
+        if (apq === 0) continue;
+        // tan of the angle that zeroes a[p, q] (the smaller root, for stability)
+        const theta = (a[q * d + q] - a[p * d + p]) / (2 * apq);
+        const t = Math.abs(theta) > 1e150 ? 0.5 / theta : Math.sign(theta || 1) / (Math.abs(theta) + Math.sqrt(theta * theta + 1));
+        const c = 1 / Math.sqrt(t * t + 1), s = t * c;
+        a[p * d + p] -= t * apq;
+        a[q * d + q] += t * apq;
+        a[p * d + q] = a[q * d + p] = 0;
+        for (let r = 0; r < d; r++) {
+          if (r === p || r === q) continue;
+          const arp = a[r * d + p], arq = a[r * d + q];
+          a[r * d + p] = a[p * d + r] = c * arp - s * arq;
+          a[r * d + q] = a[q * d + r] = s * arp + c * arq;
+        }
+        for (let r = 0; r < d; r++) {
+          const vrp = v[r * d + p], vrq = v[r * d + q];
+          v[r * d + p] = c * vrp - s * vrq;
+          v[r * d + q] = s * vrp + c * vrq;
+        }
+      }
+    }
+  }
+  return { values: Float64Array.from({ length: d }, (_, p) => a[p * d + p]), vectors: v };
+}
+
+const matmul = (a, b, d) => {
+  const c = new Float64Array(d * d);
+  for (let i = 0; i < d; i++) for (let k = 0; k < d; k++) { const x = a[i * d + k]; for (let j = 0; j < d; j++) c[i * d + j] += x * b[k * d + j]; }
+  return c;
+};
+const transpose = (a, d) => Float64Array.from({ length: d * d }, (_, x) => a[(x % d) * d + Math.floor(x / d)]);
+// V diag(f(λ)) Vᵀ of an eigendecomposition.
+const spectral = ({ values, vectors }, f, d) => {
+  const scaled = Float64Array.from(vectors, (x, i) => x * f(values[i % d]));
+  return matmul(scaled, transpose(vectors, d), d);
+};
+// A second moment's eigendecomposition with its spectrum floored (1e-6 of the mean eigenvalue,
+// plus 1e-30), so that its inverse square root exists for rank-deficient inputs.
+function floored(moment, d) {
+  const e = symmetricEigen(moment, d);
+  let trace = 0;
+  for (let p = 0; p < d; p++) trace += moment[p * d + p];
+  const floor = (1e-6 * Math.max(0, trace)) / d + 1e-30;
+  e.values = e.values.map((v) => Math.max(v, floor));
+  return e;
+}
+
+// FAVOR#'s variance-optimal parameters for 'sderf' or 'aderf' (docs/design.md §3): per-direction
+// a_k, log D, and the d×d transforms T of queries and keys (row-major), from the moments of
+// samplePairs. A feature is D·exp(Σ_k a_k w_k² + Σ_k √(1 − 4a_k) w_k (T x)_k − ‖T x‖²/2) / √m.
+export function denseExponentialParameters(kernel, { q, k }, d) {
+  if (kernel === 'sderf') {
+    // OPRF along each eigen-direction of mean (q̃ + k̃)(q̃ + k̃)ᵀ; T = Vᵀ.
+    const both = Float64Array.from(q.second, (x, i) => x + k.second[i] + q.mean[Math.floor(i / d)] * k.mean[i % d] + k.mean[Math.floor(i / d)] * q.mean[i % d]);
+    const e = symmetricEigen(both, d);
+    const a = new Float64Array(d);
+    let logD = 0;
+    for (let t = 0; t < d; t++) {
+      const c = oprfCoefficients(Math.max(0, e.values[t]), 1);
+      a[t] = c.A;
+      logD += c.logD;
+    }
+    const T = transpose(e.vectors, d);
+    return { a, logD, query: T, key: T };
+  }
+  if (kernel !== 'aderf') throw new RangeError(`denseExponentialParameters: not a FAVOR# kernel: '${kernel}'`);
+  // Ψ = P^{1/4} M_q^{-1/2} with P = M_q^{1/2} M_k M_q^{1/2}: Ψq̃ and Ψ^{-T}k̃ have equal second moments.
+  const eq = floored(q.second, d);
+  const rootQ = spectral(eq, Math.sqrt, d), invRootQ = spectral(eq, (x) => 1 / Math.sqrt(x), d);
+  const ep = floored(matmul(matmul(rootQ, k.second, d), rootQ, d), d);
+  const psi = matmul(spectral(ep, (x) => Math.sqrt(Math.sqrt(x)), d), invRootQ, d);
+  const psiInvT = matmul(spectral(ep, (x) => 1 / Math.sqrt(Math.sqrt(x)), d), rootQ, d);
+  // OPRF's ρ of the mapped rows, from the moments as they are (not floored).
+  const trace = (t, M) => { const x = matmul(matmul(t, M, d), transpose(t, d), d); let s = 0; for (let p = 0; p < d; p++) s += x[p * d + p]; return s; };
+  let cross = 0;
+  for (let t = 0; t < d; t++) cross += q.mean[t] * k.mean[t];
+  const c = oprfCoefficients(Math.max(0, trace(psi, q.second) + trace(psiInvT, k.second) + 2 * cross), d);
+  return { a: new Float64Array(d).fill(c.A), logD: c.logD, query: psi, key: psiInvT };
 }
 
 // log(mean(exp(v))) without overflow.
@@ -100,10 +212,38 @@ export function unnormalizedEstimates(kernel, W, m, sample) {
     }
     return out;
   };
-  const u = proj(x, nx), w = proj(y, ny);
+  const dense = kernel === 'sderf' || kernel === 'aderf';  // their own projection per side, below
+  const u = dense ? null : proj(x, nx), w = dense ? null : proj(y, ny);
   // Factor each estimate as Σ_r P[a, r] · R[b, r] (one or two banks of features).
   let banks;
-  if (kernel === 'positive' || kernel === 'oprf') {
+  if (kernel === 'sderf' || kernel === 'aderf') {
+    sample.dense[kernel] ??= denseExponentialParameters(kernel, sample.moments, d);
+    const { a, logD, query, key } = sample.dense[kernel];
+    // Σ_k a_k w_rk² per feature and W diag(√(1 − 4a)) T per side: exponents in one product each.
+    const offset = Float64Array.from({ length: m }, (_, r) => { let s = 0; for (let t = 0; t < d; t++) s += a[t] * W[r * d + t] ** 2; return s; });
+    const bank = (src, n, T) => {
+      const WB = new Float64Array(m * d);
+      for (let r = 0; r < m; r++) {
+        for (let j = 0; j < d; j++) {
+          let s = 0;
+          for (let t = 0; t < d; t++) s += W[r * d + t] * Math.sqrt(1 - 4 * a[t]) * T[t * d + j];
+          WB[r * d + j] = s;
+        }
+      }
+      const out = new Float64Array(n * m);
+      for (let i = 0; i < n; i++) {
+        let half = 0;
+        for (let t = 0; t < d; t++) { let s = 0; for (let j = 0; j < d; j++) s += T[t * d + j] * src[i * d + j]; half += 0.5 * s * s; }
+        for (let r = 0; r < m; r++) {
+          let s = 0;
+          for (let j = 0; j < d; j++) s += WB[r * d + j] * src[i * d + j];
+          out[i * m + r] = Math.exp(logD - 0.5 * Math.log(m) + offset[r] + s - half);
+        }
+      }
+      return out;
+    };
+    banks = [[bank(x, nx, query), bank(y, ny, key)]];
+  } else if (kernel === 'positive' || kernel === 'oprf') {
     let A = 0, B = 1, logPre = -0.5 * Math.log(m);
     const wsq = new Float64Array(m);
     if (kernel === 'oprf') {

@@ -3,7 +3,7 @@
 // codewords (codebook modes), and the two studies (run in a second worker, cancellable).
 import { Heatmap, drawLegend } from './heatmap.js';
 import { sequentialScale, divergingScale, quantile, fmt } from './colors.js';
-import { drawPlot } from './plot.js';
+import { drawPlot, swatch } from './plot.js';
 import { PATTERNS } from './inputs.js';
 import { PcaView } from './pca-view.js';
 import { DEFAULT_TEXT, ModelPanel } from './model-panel.js';
@@ -17,7 +17,7 @@ const LISTS = {
   d: [4, 8, 12, 16, 24, 32, 48, 64, 96, 128],
   m: [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048],
 };
-const FEATURE_KERNELS = ['positive', 'hyperbolic', 'trigonometric', 'relu', 'oprf'];
+const FEATURE_KERNELS = ['positive', 'hyperbolic', 'trigonometric', 'relu', 'oprf', 'sderf', 'aderf'];
 // The codebook modes (Transformer-VQ) share the kernel menu; their assignment of keys to codewords.
 const CODEBOOK_MODES = { vq: 'hard', 'soft-vq': 'soft', 'performer-vq': 'gaussian' };
 const KERNELS = [...FEATURE_KERNELS, ...Object.keys(CODEBOOK_MODES)];
@@ -29,8 +29,12 @@ const TEMP_RANGE = [-20, 10];
 const fmtT = (t) => String(Number(t.toPrecision(2)));
 const temperatureOf = (n) => Number(fmtT(10 ** (n / 10)));  // two significant digits, as shown and in the URL
 const SAMPLINGS = ['iid', 'orthogonal', 'orthogonal-fixed', 'simplex', 'structured'];
-// The error study keeps its three curves per kernel (and their colours).
-const STUDY_SAMPLINGS = ['iid', 'orthogonal', 'orthogonal-fixed'];
+// The error study's curves: each checked kernel with each checked sampling mode ('grid'), or the
+// preset that compares FAVOR+'s successors and W's sampling modes ('compare').
+const STUDY_SAMPLINGS = SAMPLINGS;
+const STUDY_SETS = ['grid', 'compare'];
+const COMPARE_SERIES = [['positive', 'orthogonal'], ['positive', 'simplex'], ['positive', 'structured'],
+  ['oprf', 'orthogonal'], ['sderf', 'orthogonal'], ['aderf', 'orthogonal']];
 const STUDY_METRICS = ['kernelMSE', 'mse', 'relFrobenius', 'maxAbs', 'meanRowKL', 'outputRelError'];
 // log, studyMetric, studySeeds and studyMmax are null until chosen: then they follow the mode
 // (a trained model: log colors, mean row KL, a study that finishes in seconds; synthetic inputs:
@@ -39,7 +43,7 @@ const STUDY_METRICS = ['kernelMSE', 'mse', 'relFrobenius', 'maxAbs', 'meanRowKL'
 const DEFAULTS = {
   L: 256, d: 64, m: 256, kernel: 'positive', sampling: 'orthogonal', tempStep: 0, causal: false, scale: 0.5,
   pattern: 'model', seed: 1, dataSeed: 0, log: null, row: 128, rowFollow: true,
-  studyKernels: ['positive'], studySeeds: null, studyMmax: null, studyMetric: null, studyHeads: 'all', genN: 60,
+  studyKernels: ['positive'], studySamplings: ['iid', 'orthogonal', 'orthogonal-fixed'], studySet: 'grid', studySeeds: null, studyMmax: null, studyMetric: null, studyHeads: 'all', genN: 60,
   text: DEFAULT_TEXT, model: 'softmax', layer: 2, head: 1, trainedW: true,
 };
 const MODE_DEFAULTS = {
@@ -86,6 +90,9 @@ function parseUrl() {
   s.rowFollow = s.pattern === 'model' && row === undefined;
   const sk = (q.get('skernels') ?? '').split(',').filter((k) => STUDY_KERNELS.includes(k));
   if (sk.length) s.studyKernels = sk;
+  const ss = (q.get('ssamplings') ?? '').split(',').filter((x) => STUDY_SAMPLINGS.includes(x));
+  if (ss.length) s.studySamplings = ss;
+  if (STUDY_SETS.includes(q.get('sset'))) s.studySet = q.get('sset');
   s.studySeeds = intIn(q.get('sseeds'), 2, 32) ?? null;
   if (['all', 'selected'].includes(q.get('sheads'))) s.studyHeads = q.get('sheads');
   s.genN = intIn(q.get('gen'), 1, 255) ?? s.genN;
@@ -110,7 +117,7 @@ function writeUrlNow() {
     m: s.m, kernel: s.kernel, sampling: s.sampling, temp: fmtT(temperatureOf(s.tempStep)),
     ...(!model && { L: s.L, d: s.d, causal: s.causal ? 1 : 0, scale: s.scale.toFixed(2), data: s.dataSeed }),
     seed: s.seed, ...(s.log !== null && { log: s.log ? 1 : 0 }), ...(!(model && s.rowFollow) && { row: s.row }),
-    skernels: s.studyKernels.join(','), ...(s.studySeeds !== null && { sseeds: s.studySeeds }),
+    skernels: s.studyKernels.join(','), ssamplings: s.studySamplings.join(','), sset: s.studySet, ...(s.studySeeds !== null && { sseeds: s.studySeeds }),
     ...(s.studyMmax !== null && { smax: s.studyMmax }), ...(s.studyMetric !== null && { smetric: s.studyMetric }),
     ...(model && { tw: s.trainedW ? 1 : 0, sheads: s.studyHeads, gen: s.genN }),
     ...(model && s.text !== DEFAULT_TEXT && { text: s.text }),
@@ -165,6 +172,10 @@ function writeControls() {
   if (isModel()) controls.row.max = String((view?.L ?? 256) - 1);
   writeModeControls();
   for (const box of document.querySelectorAll('input[name=study-kernel]')) box.checked = state.studyKernels.includes(box.value);
+  for (const box of document.querySelectorAll('input[name=study-sampling]')) box.checked = state.studySamplings.includes(box.value);
+  $('#study-set').value = state.studySet;
+  $('#study-kernels').disabled = $('#study-samplings').disabled = state.studySet === 'compare';
+  $('#study-set-note').hidden = state.studySet !== 'compare';
   $('#study-seeds').value = String(setting('studySeeds'));
   $('#study-heads').value = state.studyHeads;
   $('#gen-n').value = String(state.genN);
@@ -529,6 +540,8 @@ function redraw(t0, fresh = false) {
     trigonometric: 'unbiased, not positive',
     relu: 'not a softmax estimator: a different kernel',
     oprf: 'unbiased, positive, A, B, D fitted to the inputs',
+    sderf: 'unbiased, positive, per-direction A fitted to the inputs\' second moments',
+    aderf: 'unbiased, positive, queries and keys rebalanced by Ψ, then OPRF',
   };
   $('#features-note').textContent = result.model
     ? `Layer ${params.layer}, head ${params.head} of the model on the text: its real q and k (exact forward pass), Â by ${result.model.label}` +
@@ -839,7 +852,10 @@ $('#study-run').addEventListener('click', () => {
   const ms = [];
   for (let m = 1; m <= setting('studyMmax'); m *= 2) ms.push(m);
   const { L, d, causal, scale, pattern, dataSeed } = state;
-  errorStudy.params = { L, d, causal, scale, pattern, dataSeed, kernels: [...state.studyKernels], samplings: STUDY_SAMPLINGS, ms,
+  const series = state.studySet === 'compare' ? COMPARE_SERIES.map(([kernel, sampling]) => ({ kernel, sampling }))
+    : state.studyKernels.flatMap((kernel) => (isCodebook(kernel) ? [{ kernel, sampling: 'k-means' }]
+      : state.studySamplings.map((sampling) => ({ kernel, sampling }))));
+  errorStudy.params = { L, d, causal, scale, pattern, dataSeed, series, kernels: [...new Set(series.map((x) => x.kernel))], ms,
     seeds: setting('studySeeds'), baseSeed: 1000, temperature: temperatureOf(state.tempStep),
     ...(isModel() && { text: state.text, model: state.model, L: view?.L ?? 256, d: 32, causal: true,
       heads: state.studyHeads === 'all' ? 'all' : [state.layer, state.head] }) };
@@ -862,14 +878,17 @@ $('#speed-run').addEventListener('click', () => {
 });
 $('#speed-cancel').addEventListener('click', cancelStudy);
 
-for (const box of document.querySelectorAll('input[name=study-kernel]')) {
-  box.addEventListener('change', () => {
-    const chosen = [...document.querySelectorAll('input[name=study-kernel]:checked')].map((b) => b.value);
-    if (!chosen.length) { box.checked = true; return; }
-    state.studyKernels = chosen;
-    writeUrl();
-  });
+for (const [name, key] of [['study-kernel', 'studyKernels'], ['study-sampling', 'studySamplings']]) {
+  for (const box of document.querySelectorAll(`input[name=${name}]`)) {
+    box.addEventListener('change', () => {
+      const chosen = [...document.querySelectorAll(`input[name=${name}]:checked`)].map((b) => b.value);
+      if (!chosen.length) { box.checked = true; return; }
+      state[key] = chosen;
+      writeUrl();
+    });
+  }
 }
+$('#study-set').addEventListener('change', (e) => { state.studySet = e.target.value; writeControls(); writeUrl(); });
 $('#study-seeds').addEventListener('change', (e) => {
   const v = intIn(e.target.value, 2, 32);
   if (v) { state.studySeeds = v; writeUrl(); } else e.target.value = String(setting('studySeeds'));
@@ -882,16 +901,20 @@ $('#study-heads').addEventListener('change', (e) => { state.studyHeads = e.targe
 $('#study-mmax').addEventListener('change', (e) => { state.studyMmax = Number(e.target.value); writeUrl(); });
 $('#study-metric').addEventListener('change', (e) => { state.studyMetric = e.target.value; writeUrl(); drawErrorStudy(); });
 
-const SAMPLING_COLORS = { iid: '#c0392b', orthogonal: '#2f5fb3', 'orthogonal-fixed': '#2a9d55' };
+// In the error study colour is the sampling mode and line and marker the kernel (VQ: its own colour).
+const SAMPLING_COLORS = { iid: '#c0392b', orthogonal: '#2f5fb3', 'orthogonal-fixed': '#2a9d55', simplex: '#e07b00', structured: '#17a2b8' };
 const KERNEL_STYLE = {
   positive: { dash: null, marker: 'circle' },
   hyperbolic: { dash: '7 3', marker: 'square' },
   trigonometric: { dash: '2 3', marker: 'triangle' },
   relu: { dash: '9 3 2 3', marker: 'diamond' },
   oprf: { dash: '4 2', marker: 'cross' },
+  sderf: { dash: '1 2', marker: 'square' },
+  aderf: { dash: '8 2 1 2', marker: 'triangle' },
   vq: { dash: null, marker: 'diamond', color: '#8e44ad' },
   'soft-vq': { dash: '6 2', marker: 'triangle', color: '#b8860b' },
 };
+const STUDY_KERNEL_NAMES = { positive: 'positive (FAVOR+)', oprf: 'oprf (FAVOR++)', sderf: 'sderf (FAVOR#)', aderf: 'aderf (FAVOR#)' };
 const METRIC_LABELS = {
   kernelMSE: 'MSE of φ(q̃)·φ(k̃) vs exp(q̃·k̃)',
   mse: 'MSE of Â', relFrobenius: '‖A − Â‖ / ‖A‖', maxAbs: 'max |A − Â|', meanRowKL: 'mean row KL(A‖Â)',
@@ -913,21 +936,20 @@ function drawErrorStudy() {
   const hasCodebook = Boolean(p?.kernels.some(isCodebook));
   const series = [];
   if (p) {
-    for (const kernel of p.kernels) {
+    for (const { kernel, sampling } of p.series) {
       const codebook = isCodebook(kernel);
-      for (const sampling of codebook ? ['k-means'] : p.samplings) {
-        const pts = errorStudy.points.get(`${kernel}|${sampling}`) ?? [];
-        const line = [], band = [];
-        const name = codebook ? `${MODE_NAMES[kernel]}${kernel === 'soft-vq' ? ` (T = ${fmtT(p.temperature)})` : ''}, k-means` : `${kernel}, ${sampling}`;
-        for (const { m, values } of pts) {
-          const s = stats(values[metric]);
-          if (!s) continue;
-          line.push([m, s.mean, `${name}, m = ${m}: mean ${fmt(s.mean)} over ${s.n} seeds (±1 s.d. ${fmt(s.lo)} … ${fmt(s.hi)})`]);
-          band.push([m, s.lo, s.hi]);
-        }
-        series.push({ label: name, color: SAMPLING_COLORS[sampling], points: line, band,
-          ...KERNEL_STYLE[kernel], width: 1.7 });
+      const pts = errorStudy.points.get(`${kernel}|${sampling}`) ?? [];
+      const line = [], band = [];
+      const name = codebook ? `${MODE_NAMES[kernel]}${kernel === 'soft-vq' ? ` (T = ${fmtT(p.temperature)})` : ''}, k-means`
+        : `${STUDY_KERNEL_NAMES[kernel] ?? kernel}, ${sampling}`;
+      for (const { m, values } of pts) {
+        const s = stats(values[metric]);
+        if (!s) continue;
+        line.push([m, s.mean, `${name}, m = ${m}: mean ${fmt(s.mean)} over ${s.n} seeds (±1 s.d. ${fmt(s.lo)} … ${fmt(s.hi)})`]);
+        band.push([m, s.lo, s.hi]);
       }
+      series.push({ label: name, color: SAMPLING_COLORS[sampling], points: line, band,
+        ...KERNEL_STYLE[kernel], width: 1.7 });
     }
     if (metric === 'kernelMSE' && errorStudy.theory) {
       const theoryLine = (c) => p.ms.map((m) => [m, c / m]);
@@ -949,13 +971,16 @@ function drawErrorStudy() {
       label: hasCodebook ? 'features or codewords m (log)' : 'features m (log)', format: (v) => String(v) },
     y: { log: true, label: `${METRIC_LABELS[metric]} (log)` },
     series,
-    empty: p ? 'computing…' : 'Run the study: every sampling mode, the chosen kernels, several seeds per m.',
+    empty: p ? 'computing…' : 'Run the study: the chosen kernels and sampling modes, several seeds per m.',
     legendRoot: $('#study-legend'),
   });
+  drawStudyKey(p);
   svg.dataset.points = String([...errorStudy.points.values()].reduce((a, v) => a + v.length, 0));
   svg.dataset.done = String(errorStudy.done);
   let note = '';
   if (p) {
+    const fitted = p.kernels.filter((k) => ['oprf', 'sderf', 'aderf'].includes(k));
+    const theoryKernels = p.kernels.filter((k) => ['positive', 'hyperbolic', 'trigonometric'].includes(k));
     const setting = p.pattern === 'model'
       ? (Array.isArray(p.heads) ? `layer ${p.heads[0]}, head ${p.heads[1]} of the model ${p.model} on the text (L = ${p.L}, d = ${p.d}, causal)`
         : `every head (${errorStudy.heads ?? 16}) of the model ${p.model} on the text (L = ${p.L}, d = ${p.d}, causal); no Lemma 2 line (it belongs to one input)`)
@@ -966,10 +991,14 @@ function drawErrorStudy() {
     if (metric === 'kernelMSE') {
       note += `Plotted: the MSE of the unnormalized kernel estimate φ(q̃ᵢ)·φ(k̃ⱼ) against exp(q̃ᵢ·k̃ⱼ), averaged over ${errorStudy.pairs} ` +
         `(i, j) pairs (${errorStudy.queryRows ?? '…'} query rows × ${errorStudy.keyRows ?? '…'} key rows${p.causal ? ', j ≤ i' : ''}), ` +
-        'recomputed in float64 from each feature map\'s W — not the normalized matrix Â. ' +
-        (errorStudy.theory || p.pattern !== 'model' ? 'Black: Lemma 2 for iid features, averaged over the same pairs ' +
-        '(orthogonal features should sit at or below it). The squared error is heavy-tailed (variance ∝ e^{2‖x+y‖²}): at larger input scales a few seeds ' +
-        'rarely draw the large errors, so the measured mean can fall below the theory. relu is not a softmax estimator and has no curve here.' : '') +
+        'recomputed in float64 from each feature map\'s W' +
+        (fitted.length ? ` (${fitted.join(', ')}: with the parameters the library fits to all of q̃ and k̃ in each call, recomputed in JS)` : '') +
+        ' — not the normalized matrix Â. ' +
+        (theoryKernels.length && (errorStudy.theory || p.pattern !== 'model') ? `Black: Lemma 2 for iid features (${theoryKernels.join(', ')}), averaged over the same pairs ` +
+        '(orthogonal and simplex features should sit at or below it). The squared error is heavy-tailed (variance ∝ e^{2‖x+y‖²}): at larger input scales a few seeds ' +
+        'rarely draw the large errors, so the measured mean can fall below the theory. ' : '') +
+        (p.kernels.includes('relu') ? 'relu is not a softmax estimator and has no curve here. ' : '') +
+        (fitted.length ? `No theory curve for ${fitted.join(', ')}: Lemma 2 is derived for the positive, hyperbolic and trigonometric features only. ` : '') +
         (hasCodebook ? ' For VQ the estimate is Σ_y R_jy exp(q̃ᵢ·c̃_y) (hard: exp(q̃ᵢ·c̃) of the nearest codeword).' : '');
     } else {
       note += `Plotted: ${METRIC_LABELS[metric]} of the normalized matrix Â (or of the output), measured by the library.`;
@@ -981,6 +1010,20 @@ function drawErrorStudy() {
     }
   }
   $('#study-note').textContent = note;
+}
+
+// Above the study's legend: which colour is which sampling mode and which line and marker which
+// kernel, for the modes and kernels of the run.
+function drawStudyKey(p) {
+  const key = $('#study-key');
+  const features = (p?.series ?? []).filter((x) => !isCodebook(x.kernel));
+  key.hidden = !features.length;
+  if (!features.length) { key.innerHTML = ''; return; }
+  const samplings = [...new Set(features.map((x) => x.sampling))];
+  const kernels = [...new Set(features.map((x) => x.kernel))];
+  const item = (style, label) => `<span class="item">${swatch({ width: 1.7, ...style })}${label}</span>`;
+  key.innerHTML = `<span class="key-title">colour: sampling mode</span>${samplings.map((x) => item({ color: SAMPLING_COLORS[x] }, x)).join('')}` +
+    `<span class="key-title">line and marker: kernel</span>${kernels.map((k) => item({ ...KERNEL_STYLE[k], color: '#555' }, STUDY_KERNEL_NAMES[k] ?? k)).join('')}`;
 }
 
 const duration = (ms) => (ms < 1000 ? `${fmt(ms)} ms` : ms < 120000 ? `${fmt(ms / 1000)} s` : `${fmt(ms / 60000, 2)} min`);

@@ -174,8 +174,17 @@ export function drawPlot(svg, spec) {
   }
   if (spec.legendRoot) {
     spec.legendRoot.innerHTML = spec.series.filter((s) => s.legend !== false && (s.points.length || s.alwaysInLegend))
-      .map((s) => `<span class="item"><svg width="26" height="10" aria-hidden="true"><line x1="1" x2="25" y1="5" y2="5" stroke="${s.color}" stroke-width="${s.width ?? 1.8}" ${s.dash ? `stroke-dasharray="${s.dash}"` : ''}/></svg>${s.label}</span>`)
+      .map((s) => `<span class="item">${swatch(s)}${s.label}</span>`)
       .join('');
   }
   return { x: xa, y: ya, margin: m, width, height };
+}
+
+// A legend's picture of a series: its line (colour, dash) with its marker in the middle.
+export function swatch({ color, dash, width, marker }) {
+  const svg = document.createElementNS(NS, 'svg');
+  for (const [k, v] of Object.entries({ width: 30, height: 10, 'aria-hidden': 'true' })) svg.setAttribute(k, v);
+  el('line', { x1: 1, x2: 29, y1: 5, y2: 5, stroke: color, 'stroke-width': width ?? 1.8, 'stroke-dasharray': dash }, svg);
+  if (marker) MARKERS[marker](svg, 15, 5, color);
+  return svg.outerHTML;
 }

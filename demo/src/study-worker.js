@@ -12,8 +12,8 @@ heartbeat(favorReady);
 // The codebook curves: a k-means codebook per seed, hard or soft assignment (no sampling mode).
 const CODEBOOK = { vq: 'hard', 'soft-vq': 'soft' };
 
-// Error vs m: every (m, kernel, sampling) over `seeds` feature seeds, all error measures; for
-// the codebook kernels every m < L over `seeds` k-means seeds.
+// Error vs m: every m and series { kernel, sampling } over `seeds` feature seeds, all error
+// measures; for the codebook kernels (sampling 'k-means') every m < L over `seeds` k-means seeds.
 // The heads a study runs over: one synthetic input, or (model mode) every head of a trained
 // model on the page's text, whose errors are pooled (mean and spread over heads and seeds).
 async function studyInputs(favor, p) {
@@ -38,7 +38,7 @@ async function studyInputs(favor, p) {
 
 async function errorStudy(p) {
   const favor = await favorReady;
-  const { kernels, samplings, ms, seeds, baseSeed, temperature } = p;
+  const { series, ms, seeds, baseSeed, temperature } = p;
   const { L, d, causal, heads } = await studyInputs(favor, p);
   const inputs = heads.map(({ q, k, v }) => {
     const Q = { data: q, dims: [L, d] }, K = { data: k, dims: [L, d] }, V = { data: v, dims: [L, d] };
@@ -52,12 +52,12 @@ async function errorStudy(p) {
 
   const cost = (m, kernel) => inputs.length * ((kernel === 'hyperbolic' || kernel === 'trigonometric' ? 2 : 1) * m * (L * L + 2 * L * d) + 64);
   const codebookCost = (m) => inputs.length * (m * (L * L + 2 * L * d + 12 * L * d) + 64);  // k-means: ~25 Lloyd steps of L·m·d
-  const runs = (m, kernel) => (CODEBOOK[kernel] ? (m < L ? seeds * codebookCost(m) : 0) : samplings.length * seeds * cost(m, kernel));
+  const runs = (m, kernel) => (CODEBOOK[kernel] ? (m < L ? seeds * codebookCost(m) : 0) : seeds * cost(m, kernel));
   let total = 0, done = 0;
-  for (const m of ms) for (const kernel of kernels) total += runs(m, kernel);
+  for (const m of ms) for (const { kernel } of series) total += runs(m, kernel);
   const t0 = performance.now();
   for (const m of ms) {
-    for (const kernel of kernels) {
+    for (const { kernel, sampling } of series) {
       const assignment = CODEBOOK[kernel];
       if (assignment) {
         if (m >= L) continue;  // k-means has at most L codewords, and at m = L every key is one: exact
@@ -83,33 +83,33 @@ async function errorStudy(p) {
         await new Promise((r) => setTimeout(r, 0));
         continue;
       }
-      for (const sampling of samplings) {
-        const values = { mse: [], relFrobenius: [], maxAbs: [], meanRowKL: [], outputRelError: [], kernelMSE: [] };
-        const map = favor.createFeatureMap({ dim: d, features: m, kernel, sampling, seed: baseSeed });
-        try {
-          for (let s = 0; s < seeds; s++) {
-            if (s > 0) map.redraw(baseSeed + s);
-            for (const { Q, K, V, A, out, sample: pairs } of inputs) {
-              const Ahat = favor.favorAttentionMatrix(Q, K, { featureMap: map, causal });
-              const e = favor.compare(A, Ahat);
-              const outHat = favor.favorAttention(Q, K, V, { featureMap: map, causal });
-              values.mse.push(e.mse);
-              values.relFrobenius.push(e.relFrobenius);
-              values.maxAbs.push(e.maxAbs);
-              values.meanRowKL.push(e.meanRowKL);
-              values.outputRelError.push(favor.outputRelativeError(out, outHat));
-              const km = unnormalizedMSE(kernel, map.projection.data, m, pairs);
-              if (km !== null) values.kernelMSE.push(km);
-            }
-            done += cost(m, kernel);
+      const values = { mse: [], relFrobenius: [], maxAbs: [], meanRowKL: [], outputRelError: [], kernelMSE: [] };
+      // oprf, sderf and aderf maps fit their parameters to each call's q and k (each head's)
+      const map = favor.createFeatureMap({ dim: d, features: m, kernel, sampling, seed: baseSeed });
+      try {
+        for (let s = 0; s < seeds; s++) {
+          if (s > 0) map.redraw(baseSeed + s);
+          const W = map.projection.data;
+          for (const { Q, K, V, A, out, sample: pairs } of inputs) {
+            const Ahat = favor.favorAttentionMatrix(Q, K, { featureMap: map, causal });
+            const e = favor.compare(A, Ahat);
+            const outHat = favor.favorAttention(Q, K, V, { featureMap: map, causal });
+            values.mse.push(e.mse);
+            values.relFrobenius.push(e.relFrobenius);
+            values.maxAbs.push(e.maxAbs);
+            values.meanRowKL.push(e.meanRowKL);
+            values.outputRelError.push(favor.outputRelativeError(out, outHat));
+            const km = unnormalizedMSE(kernel, W, m, pairs);
+            if (km !== null) values.kernelMSE.push(km);
           }
-        } finally {
-          map.dispose();
+          done += cost(m, kernel);
         }
-        postMessage({ type: 'point', kernel, sampling, m, values });
-        postMessage({ type: 'progress', fraction: done / total, label: `m = ${m}, ${kernel}, ${sampling}` });
-        await new Promise((r) => setTimeout(r, 0));
+      } finally {
+        map.dispose();
       }
+      postMessage({ type: 'point', kernel, sampling, m, values });
+      postMessage({ type: 'progress', fraction: done / total, label: `m = ${m}, ${kernel}, ${sampling}` });
+      await new Promise((r) => setTimeout(r, 0));
     }
   }
   postMessage({ type: 'done', elapsed: performance.now() - t0 });

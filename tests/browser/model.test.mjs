@@ -2,7 +2,8 @@
 // models (train/models) load only in model mode, with no console errors; the selected head's
 // heatmaps, every head's grid and bits per character are drawn; typing changes the heatmaps and
 // the bits per character; layer and head selection (select and grid) work; generation adds
-// characters with exact and approximated attention; the error-vs-m study runs on the real heads.
+// characters with exact and approximated attention; the error-vs-m study runs on the real heads;
+// FAVOR#'s kernels draw every panel, and the study compares them with FAVOR+'s sampling modes.
 // Saves docs/demo-model.png with UPDATE_SCREENSHOTS=1 (else build/screenshots/).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -153,6 +154,95 @@ test('the error-vs-m study runs on the real heads: every head pooled, or the sel
   assert.equal(one.heads, 1);
   assert.match(one.note, /layer 1, head 2/);
   assert.ok(one.counts.every((n) => n === 2), `values per point: ${one.counts}`);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('FAVOR#\'s sderf and aderf: synthetic inputs, and on the model every head\'s KL, the heatmaps, the inspector and generation', async () => {
+  const finite = (values) => values.length > 0 && values.every((x) => Number.isFinite(x));
+  const synthetic = await open('?pattern=gaussian&L=64&d=16&m=32&kernel=aderf');
+  const s = await synthetic.page.evaluate(() => ({ kernel: window.__favorDemo.shown.kernel,
+    metrics: [...document.querySelectorAll('#metrics td')].map((td) => Number(td.dataset.value)),
+    note: document.querySelector('#features-note').textContent }));
+  assert.equal(s.kernel, 'aderf');
+  assert.ok(finite(s.metrics), `error measures ${s.metrics}`);
+  assert.match(s.note, /rebalanced by Ψ/);
+  await synthetic.page.close();
+
+  const { page } = await open('?pattern=model&model=softmax&m=64&kernel=sderf&gen=10');
+  const hashes = [];
+  for (const kernel of ['sderf', 'aderf']) {
+    if (kernel !== 'sderf') {
+      const n = await page.evaluate(() => window.__favorDemo.updates);
+      await page.selectOption('#kernel', kernel);
+      await settled(page, n);
+    }
+    const r = await page.evaluate(() => ({
+      kernel: window.__favorDemo.shown.kernel,
+      grid: [...document.querySelectorAll('#heads-grid button')].map((b) => Number(b.dataset.error)),
+      metrics: [...document.querySelectorAll('#metrics td')].map((td) => Number(td.dataset.value)),
+      bpc: Number(document.querySelector('#bpc-approx').dataset.value),
+      inspector: document.querySelector('#inspector-sub').textContent,
+      caption: document.querySelector('#approx-caption').textContent,
+      approx: (() => { const c = document.querySelector('#hm-approx canvas'); const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; let h = 0; for (let i = 0; i < d.length; i += 7) h = (h * 31 + d[i]) >>> 0; return h; })(),
+    }));
+    assert.equal(r.kernel, kernel);
+    assert.equal(r.grid.length, 16);
+    assert.ok(finite(r.grid) && r.grid.every((x) => x >= 0), `${kernel}: every head's mean row KL ${r.grid}`);
+    assert.ok(finite(r.metrics), `${kernel}: error measures ${r.metrics}`);
+    assert.ok(r.bpc > 0.5 && r.bpc < 10, `${kernel}: bits per character ${r.bpc}`);
+    assert.match(r.inspector, /^query i = 255: KL\(A_i ‖ Â_i\) = [0-9]/);
+    assert.match(r.caption, new RegExp(`${kernel}, orthogonal, m = 64`));
+    hashes.push(r.approx);
+  }
+  assert.notEqual(hashes[0], hashes[1], 'sderf and aderf draw different Â');
+  // generation runs the approximation through causal states (FAVOR# maps fitted to the prefill)
+  await page.click('#gen-run');
+  await page.waitForFunction(() => document.querySelector('#gen-approx .gen-text')?.textContent.length === 10, null, { timeout: 60000 });
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('the error-vs-m study: the preset compares FAVOR+ (three samplings), OPRF and FAVOR#; chosen kernels × sampling modes', async () => {
+  const { page } = await open('?pattern=model&model=softmax&m=64&layer=1&head=2&sseeds=2&smax=64&smetric=kernelMSE');
+  const run = async () => {
+    await page.click('#study-run');
+    await page.waitForFunction(() => document.querySelector('#study-status').dataset.state === 'done', null, { timeout: 120000 });
+    return page.evaluate(() => ({
+      points: Object.fromEntries([...window.__favorDemo.errorStudy.points].map(([k, pts]) => [k, pts.map((p) => [p.m, p.values])])),
+      key: document.querySelector('#study-key').textContent, legend: document.querySelector('#study-legend').textContent,
+      note: document.querySelector('#study-note').textContent, paths: document.querySelectorAll('#study-plot path.series').length,
+    }));
+  };
+  await page.selectOption('#study-set', 'compare');
+  await page.waitForFunction(() => location.search.includes('sset=compare'));
+  assert.equal(await page.$eval('#study-kernels', (el) => el.disabled), true, 'the preset does not read the checkboxes');
+  const compare = await run();
+  assert.deepEqual(Object.keys(compare.points), ['positive|orthogonal', 'positive|simplex', 'positive|structured',
+    'oprf|orthogonal', 'sderf|orthogonal', 'aderf|orthogonal']);
+  for (const [series, pts] of Object.entries(compare.points)) {
+    assert.deepEqual(pts.map(([m]) => m), [1, 2, 4, 8, 16, 32, 64], series);
+    for (const [m, v] of pts) {
+      assert.equal(v.meanRowKL.length, 2 * 16, `${series}, m = ${m}: 2 seeds × 16 heads`);
+      assert.ok([...v.meanRowKL, ...v.kernelMSE].every(Number.isFinite), `${series}, m = ${m}: finite errors`);
+    }
+  }
+  assert.equal(compare.paths, 6);
+  assert.match(compare.key, /colour: sampling mode.*simplex.*structured.*line and marker: kernel.*sderf \(FAVOR#\).*aderf \(FAVOR#\)/);
+  assert.match(compare.legend, /sderf \(FAVOR#\), orthogonal/);
+  assert.match(compare.note, /No theory curve for oprf, sderf, aderf/);
+  // the checked kernels × the checked sampling modes, on the selected head
+  await page.selectOption('#study-set', 'grid');
+  await page.selectOption('#study-heads', 'selected');
+  // (the last checked box of a set cannot be unchecked: check the new ones first)
+  await page.check('input[name=study-kernel][value=aderf]');
+  await page.check('input[name=study-sampling][value=structured]');
+  await page.check('input[name=study-sampling][value=simplex]');
+  for (const value of ['positive', 'iid', 'orthogonal', 'orthogonal-fixed']) await page.uncheck(`#error-study input[value=${value}]`);
+  await page.waitForFunction(() => location.search.includes('skernels=aderf&ssamplings=simplex%2Cstructured'));
+  const grid = await run();
+  assert.deepEqual(Object.keys(grid.points).sort(), ['aderf|simplex', 'aderf|structured']);
+  for (const pts of Object.values(grid.points)) assert.ok(pts.every(([, v]) => v.kernelMSE.length === 2 && v.kernelMSE.every(Number.isFinite)));
   assert.deepEqual(problems, []);
   await page.close();
 });

@@ -96,6 +96,13 @@ test('generation through causal states draws from the whole-text logits; the sam
   // OPRF (rho from each call's inputs) runs in a state with rho fixed from the prefill
   const g = model.generate(prefix, n, { method: 'favor', featureMaps: oprf }, { seed: 3 });
   assert.equal(g.text.length, n);
+  // so do FAVOR#'s maps, fitted to the prefill
+  for (const kernel of ['sderf', 'aderf']) {
+    const maps = Array.from({ length: model.layers }, (_, l) => favor.createFeatureMap({ dim: 32, features: 64, kernel, seed: l }));
+    assert.equal(model.generate(prefix, n, { method: 'favor', featureMaps: maps }, { seed: 3 }).text.length, n, kernel);
+    assert.ok(maps.every((m) => m.dataDependent && !m.disposed), `${kernel}: the caller's maps are left as they were`);
+    maps.forEach((m) => m.dispose());
+  }
   // codebook states (k-means on the prefill's keys)
   assert.equal(model.generate(prefix, n, { method: 'codebook', clusters: 16 }, { seed: 3 }).text.length, n);
   // the context ends at 256 positions: the prefix is cut, generation stops there
