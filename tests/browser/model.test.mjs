@@ -184,6 +184,7 @@ test('FAVOR#\'s sderf and aderf: synthetic inputs, and on the model every head\'
       bpc: Number(document.querySelector('#bpc-approx').dataset.value),
       inspector: document.querySelector('#inspector-sub').textContent,
       caption: document.querySelector('#approx-caption').textContent,
+      story: document.querySelector('#story-kernel').hidden ? null : document.querySelector('#story-kernel').textContent,
       approx: (() => { const c = document.querySelector('#hm-approx canvas'); const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; let h = 0; for (let i = 0; i < d.length; i += 7) h = (h * 31 + d[i]) >>> 0; return h; })(),
     }));
     assert.equal(r.kernel, kernel);
@@ -193,6 +194,8 @@ test('FAVOR#\'s sderf and aderf: synthetic inputs, and on the model every head\'
     assert.ok(r.bpc > 0.5 && r.bpc < 10, `${kernel}: bits per character ${r.bpc}`);
     assert.match(r.inspector, /^query i = 255: KL\(A_i ‖ Â_i\) = [0-9]/);
     assert.match(r.caption, new RegExp(`${kernel}, orthogonal, m = 64`));
+    // the story's FAVOR+ paragraph is followed by what the grid shows instead
+    assert.match(r.story ?? '', new RegExp(`^Here the grid and Â show ${kernel}, orthogonal, m = 64 instead \\(FAVOR#'s .*\\): the frames are its errors\\.$`));
     hashes.push(r.approx);
   }
   assert.notEqual(hashes[0], hashes[1], 'sderf and aderf draw different Â');

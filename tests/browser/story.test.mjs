@@ -71,6 +71,8 @@ test('the default URL opens on the softmax model on held-out text: headline, eve
   assert.equal(await page.$eval('#model', (el) => el.disabled || el.options.length < 3), false, 'the model menu lists every model');
   // A is drawn on the log scale by default, said in the legend
   assert.match(await page.textContent('#legend-shared'), /one fixed log scale/);
+  // FAVOR+ is what the paragraph explains and what the grid shows: no note on another kernel
+  assert.equal(await page.$eval('#story-kernel', (el) => el.hidden), true);
   mkdirSync(shots, { recursive: true });
   await page.screenshot({ path: join(shots, 'demo-story.png') });
   assert.deepEqual(problems, []);
