@@ -191,6 +191,9 @@ class FeatureMap {
   Vector projection_sq_norms_;  // |w_r|^2, for OPRF
   double max_projection_norm_ = 0.0;  // max |w_r|, for the bound in factored()
   FloatBuffer packed_projection_;  // W^T in the GEMM's strips (gemm::pack_bt), for factored
+  // W sampled 'structured' (not explicit): its blocks' signs, so that factored projects by fast
+  // Walsh-Hadamard transforms (src/favor/features/structured_projection.hpp); empty otherwise.
+  FloatBuffer structured_signs_;
 };
 
 // The unbiased estimate phi(x).phi(y) of exp(x.y) for every pair (L x S), in double, from the

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "favor/error.hpp"
+#include "favor/features/structured_projection.hpp"
 #include "favor/kernels/gemm.hpp"
 #include "favor/kernels/vector_math.hpp"
 
@@ -78,6 +79,7 @@ FeatureMap::FeatureMap(const FeatureMapOptions& options)
   check_dense_dim(options.kernel, options.dim);
   projection_ = sample_projection(options.features, options.dim, options.sampling, options.seed);
   derive();
+  if (sampling_ == Sampling::structured) structured_signs_ = structured::signs(options.features, options.dim, options.seed);
 }
 
 void FeatureMap::set_rho(std::optional<double> rho) {
@@ -137,6 +139,7 @@ void FeatureMap::redraw(std::uint64_t seed) {
   projection_ = sample_projection(projection_.rows(), projection_.cols(), sampling_, seed);
   derive();
   explicit_ = false;
+  structured_signs_ = sampling_ == Sampling::structured ? structured::signs(num_projections(), dim(), seed) : FloatBuffer();
 }
 
 Index FeatureMap::num_features() const {
@@ -234,6 +237,25 @@ FeatureMap::RowNorms FeatureMap::row_norms(ConstMatrixRef x, const KernelParamet
   return r;
 }
 
+namespace {
+
+// c (rows x m, row stride m) = root x W^T, then `out`'s epilogue: by fast Walsh-Hadamard
+// transforms where W is the sampled SORF (its signs given; O(m/d p log p) a row, against m d for
+// the product), else the GEMM on the packed W^T. half_sq: the rows' |root x|^2 / 2, for the bound
+// on the transforms' intermediate values (past it, rows ~1e34 take the product).
+void project(ConstMatrixRef x, float root, const Vector& half_sq, const FloatBuffer& packed, const FloatBuffer& signs,
+             Index m, float* c, const gemm::Epilogue& out = {}) {
+  if (!signs.empty()) {
+    float top = 0.0f;
+    for (Index i = 0; i < half_sq.size(); ++i) top = half_sq(i) > top ? half_sq(i) : top;
+    if (structured::transforms_fit(std::sqrt(2.0 * top) / root, x.cols()))
+      return structured::project(x, m, signs.data(), root, c, m, out);
+  }
+  gemm::gemm_packed(x.rows(), m, x.cols(), x.data(), x.outerStride(), 1, packed.data(), c, m, false, root, out);
+}
+
+}  // namespace
+
 bool FeatureMap::queries_at_shift(ConstMatrixRef x, float root, const Vector& shift, Matrix& qf) const {
   if (kernel_ != Kernel::positive) return false;
   const RowNorms norms = row_norms(x, {}, root);
@@ -242,8 +264,8 @@ bool FeatureMap::queries_at_shift(ConstMatrixRef x, float root, const Vector& sh
   // add_masked_max's start, so that the row maxima are its own (also over -inf shifts)
   FloatBuffer row_max(static_cast<std::size_t>(rows * gemm::kLanes), std::numeric_limits<float>::lowest());
   qf.resize(rows, m);
-  gemm::gemm_packed(rows, m, dim(), x.data(), x.outerStride(), 1, packed_projection_.data(), qf.data(), m, false,
-                    root, {nullptr, nullptr, shift.data(), row_max.data()});
+  project(x, root, norms.half_sq, packed_projection_, structured_signs_, m, qf.data(),
+          {nullptr, nullptr, shift.data(), row_max.data()});
   for (Index i = 0; i < rows; ++i) {
     const float* lanes = row_max.data() + i * gemm::kLanes;
     float top = lanes[0];
@@ -301,14 +323,13 @@ FactoredFeatures FeatureMap::factored(ConstMatrixRef x, const KernelParameters& 
   if (fold_row_log && kernel_ == Kernel::positive && f.bounded && norms.small) {
     f.row_log = -half_sq;
     f.column_max.setConstant(m, -std::numeric_limits<float>::infinity());
-    gemm::gemm_packed(rows, m, dim(), x.data(), x.outerStride(), 1, packed_projection_.data(), projected.data(), m,
-                      false, root, {f.row_log.data(), f.column_max.data()});
+    project(x, root, half_sq, packed_projection_, structured_signs_, m, projected.data(),
+            {f.row_log.data(), f.column_max.data()});
     f.row_log.setZero();
     f.exponent = std::move(projected);
     return f;
   }
-  gemm::gemm_packed(rows, m, dim(), x.data(), x.outerStride(), 1, packed_projection_.data(), projected.data(), m,
-                    false, root);
+  project(x, root, half_sq, packed_projection_, structured_signs_, m, projected.data());
   switch (kernel_) {
     case Kernel::positive:
       f.row_log = -half_sq;

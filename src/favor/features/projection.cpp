@@ -8,6 +8,7 @@
 
 #include "favor/error.hpp"
 #include "favor/features/random.hpp"
+#include "favor/features/structured_projection.hpp"
 
 namespace favor {
 
@@ -131,17 +132,10 @@ void hadamard(double* v, Index p) {
 // e_i^T H' D1 H' D2 H' D3 / p = sqrt(p) (H D1 H D2 H D3)_i. Each p-long row has squared norm p
 // and E[entry^2] = 1, so the kept d entries have E|w|^2 = d; for p = d this is sqrt(d) H D1 H D2
 // H D3 exactly, every row of norm sqrt(d). Entries are integers divided by a power of two:
-// exact in double, rounded once to float.
-MatrixD structured_block(NormalStream& signs, Index d, Index count) {
-  Index p = 1;
-  while (p < d) {
-    // No buffer of p doubles could be allocated past this point (and 2p would overflow Index).
-    if (p > std::numeric_limits<Index>::max() / 4) throw std::bad_alloc();
-    p *= 2;
-  }
+// exact in double, rounded once to float. `signs`: the block's D1, D2, D3 (structured::signs, the
+// same the fast transforms of the feature map read).
+MatrixD structured_block(const float* signs, Index d, Index p, Index count) {
   // Eigen objects, which check their sizes for overflow and throw std::bad_alloc (see haar_block).
-  MatrixD diag(3, p);
-  for (Index t = 0; t < diag.size(); ++t) diag.data()[t] = signs.uniform() < 0.5 ? -1.0 : 1.0;
   MatrixD rows(count, d);
   std::vector<double> v(static_cast<std::size_t>(p));
   const double inv_p = 1.0 / static_cast<double>(p);
@@ -151,7 +145,7 @@ MatrixD structured_block(NormalStream& signs, Index d, Index count) {
     // A row vector times H' is H' times the column (H' is symmetric).
     for (int r = 0; r < 3; ++r) {
       hadamard(v.data(), p);
-      for (Index t = 0; t < p; ++t) v[static_cast<std::size_t>(t)] *= diag(r, t);
+      for (Index t = 0; t < p; ++t) v[static_cast<std::size_t>(t)] *= static_cast<double>(signs[r * p + t]);
     }
     for (Index t = 0; t < d; ++t) rows(i, t) = v[static_cast<std::size_t>(t)] * inv_p;
   }
@@ -171,11 +165,12 @@ Matrix sample_projection(Index features, Index dim, Sampling sampling, std::uint
     return w;
   }
   if (sampling == Sampling::structured) {
-    NormalStream signs(seed, 4);
+    const Index p = structured::padded_dim(dim);
+    const FloatBuffer signs = structured::signs(features, dim, seed);
     MatrixD block;
     for (Index r = 0; r < features; ++r) {
       const Index in_block = r % dim;
-      if (in_block == 0) block = structured_block(signs, dim, std::min(dim, features - r));
+      if (in_block == 0) block = structured_block(signs.data() + r / dim * 3 * p, dim, p, std::min(dim, features - r));
       for (Index c = 0; c < dim; ++c) w(r, c) = static_cast<float>(block(in_block, c));
     }
     return w;
