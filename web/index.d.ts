@@ -150,7 +150,8 @@ export interface FeatureMapOptions {
   /**
    * Default 'orthogonal'. Ignored for the initial W when projection is given; used by redraw().
    * The orthogonal modes and 'simplex' cost O(min(m, d) m d) in double: m = d = 2048 takes ~18 s
-   * in wasm. 'structured' (SORF) builds W explicitly in O(m p log p), p the power of two >= d.
+   * in wasm. 'structured' (SORF) builds W explicitly in O(m p log p), p the power of two >= d,
+   * and the map projects rows by fast Walsh-Hadamard transforms: O(m/d p log p) a row, not O(m d).
    */
   sampling?: Sampling;
   /** Integer in [0, 2^53); default 0. The same seed gives the same W everywhere. */

@@ -13,7 +13,7 @@ enum class Sampling {
   orthogonal,        // orthogonal d x d blocks, each row rescaled to a chi_d norm: unbiased
   orthogonal_fixed,  // orthogonal blocks, every row norm exactly sqrt(d) (SMREG, "scaling 1")
   simplex,           // each block's directions a randomly rotated regular simplex, chi_d norms: unbiased
-  structured,        // blocks sqrt(d) H D1 H D2 H D3 (SORF), built explicitly: slightly biased
+  structured,        // blocks sqrt(d) H D1 H D2 H D3 (SORF), applied by fast transforms: slightly biased
 };
 
 // 'iid' | 'orthogonal' | 'orthogonal-fixed' | 'simplex' | 'structured'; throws favor::Error naming `argument` otherwise.
