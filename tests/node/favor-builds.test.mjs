@@ -41,3 +41,23 @@ test('SIMD and scalar builds give bit-identical FAVOR+ attention', (t) => {
     }
   }
 });
+
+// A map sampled 'structured' projects by fast Walsh-Hadamard transforms (kernels/hadamard.cpp):
+// rows interleaved in the SIMD lanes, the scalar build running the same butterflies in the same
+// order, so again the same bits. d a power of two and not (padded to p), rows past a batch of 4.
+test('SIMD and scalar builds give bit-identical FAVOR+ attention with structured (fast transform) projections', (t) => {
+  if (!builds.simd) return t.skip('no wasm SIMD in this engine');
+  let seed = 9300;
+  for (const [L, d, m, kernel] of [[130, 64, 256, 'positive'], [37, 12, 30, 'hyperbolic'], [21, 5, 11, 'trigonometric'],
+    [66, 16, 40, 'relu'], [45, 64, 100, 'oprf'], [3, 1, 2, 'positive']]) {
+    for (const causal of [false, true]) {
+      const q = normalTensor([2, L, d], seed++, 0.5), k = normalTensor([2, L, d], seed++, 0.5), v = normalTensor([2, L, 7], seed++);
+      const options = { dim: d, features: m, kernel, sampling: 'structured', seed: seed++ };
+      const fa = builds.simd.createFeatureMap(options), fb = builds.scalar.createFeatureMap(options);
+      const a = builds.simd.favorAttention(q, k, v, { featureMap: fa, causal });
+      const b = builds.scalar.favorAttention(q, k, v, { featureMap: fb, causal });
+      fa.dispose(), fb.dispose();
+      assertBitIdentical(a.data, b.data, `L=${L} d=${d} m=${m} ${kernel} causal=${causal}`);
+    }
+  }
+});

@@ -238,6 +238,34 @@ test('structured sampling: sqrt(d) H D1 H D2 H D3 blocks: entries k/d, rows orth
   }
 });
 
+// A map that sampled 'structured' projects by fast Walsh-Hadamard transforms, the same W given as
+// `projection` by the product: the same estimator to float rounding. The projections differ by
+// ~1e-6 relative (each rounding bounded in tests/native/test_hadamard.cpp), which moves each
+// weight by as much and a normalized output row by at most twice that; 2e-5 leaves room for the
+// relaxed build's fused products. After redraw the transforms follow the new W.
+test('structured sampling: the fast transforms give the outputs of the same W as an explicit projection', () => {
+  let seed = 700;
+  for (const [L, d, m] of [[70, 64, 256], [33, 12, 30], [9, 3, 8]]) {
+    for (const kernel of KERNELS) {
+      for (const causal of [false, true]) {
+        const scale = kernel === 'trigonometric' ? 0.3 : 0.6;
+        const q = normalTensor([L, d], seed++, scale), k = normalTensor([L, d], seed++, scale), v = normalTensor([L, 5], seed++);
+        const fast = favor.createFeatureMap({ dim: d, features: m, kernel, sampling: 'structured', seed: seed++ });
+        for (const redraw of [false, true]) {
+          if (redraw) fast.redraw(seed++);
+          const dense = favor.createFeatureMap({ kernel, projection: fast.projection });
+          const what = `L=${L} d=${d} m=${m} ${kernel} causal=${causal} redraw=${redraw}`;
+          const a = favor.favorAttention(q, k, v, { featureMap: fast, causal }).data;
+          const b = favor.favorAttention(q, k, v, { featureMap: dense, causal }).data;
+          assertBelow(ref.relFrobenius(a, b), 2e-5, what);
+          dense.dispose();
+        }
+        fast.dispose();
+      }
+    }
+  }
+});
+
 test('iid sampling: entries look N(0, 1), rows are not orthogonal', () => {
   // 64 x 64 = 4096 entries: the sample mean has standard error 1/64, the sample variance
   // sqrt(2/4096) = 0.022; bounds at ~5 standard errors.
