@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
-#include <new>
 #include <vector>
 
 #include "favor/error.hpp"
