@@ -24,7 +24,9 @@ import { difference, gaussian, median } from './lib/inputs.mjs';
 import { writeSection } from './lib/sections.mjs';
 
 // The kernels timed with orthogonal sampling (kernels added to the library go here).
-const KERNELS = ['positive', 'hyperbolic', 'trigonometric', 'relu', 'oprf'];
+const KERNELS = ['positive', 'hyperbolic', 'trigonometric', 'relu', 'oprf', 'sderf', 'aderf'];
+// Data-dependent kernels, timed twice: parameters from each call's q and k, and fitted once.
+const FITTED = ['oprf', 'sderf', 'aderf'];
 // The positive kernel's other samplings.
 const SAMPLINGS = ['iid', 'simplex', 'structured'];
 
@@ -45,7 +47,10 @@ const v = { data: gaussian(L * dv, 3, 1), dims: [L, dv] };
 
 const baseline = 'positive/orthogonal';
 const configs = [
-  ...KERNELS.map((kernel) => ({ id: `${kernel}/orthogonal`, label: `${kernel}, orthogonal`, map: favor.createFeatureMap({ dim: d, features: m, kernel, sampling: 'orthogonal', seed }) })),
+  ...KERNELS.map((kernel) => ({ id: `${kernel}/orthogonal`, label: `${kernel}, orthogonal${FITTED.includes(kernel) ? ' (parameters from the call\'s q and k)' : ''}`,
+    map: favor.createFeatureMap({ dim: d, features: m, kernel, sampling: 'orthogonal', seed }) })),
+  ...FITTED.map((kernel) => ({ id: `${kernel}/orthogonal-fitted`, label: `${kernel}, orthogonal (fitted once to the same q and k)`,
+    map: favor.createFeatureMap({ dim: d, features: m, kernel, sampling: 'orthogonal', seed, fit: { q, k } }) })),
   ...SAMPLINGS.map((sampling) => ({ id: `positive/${sampling}`, label: `positive, ${sampling}${sampling === 'structured' ? ' (fast Walsh-Hadamard transforms)' : ''}`, map: favor.createFeatureMap({ dim: d, features: m, sampling, seed }) })),
 ];
 const structured = configs.find((c) => c.id === 'positive/structured');
@@ -79,7 +84,7 @@ for (const r of rows) console.error(`  ${r.label}: ${r.ms.toFixed(2)} ms, ${r.ra
 const date = new Date().toISOString().slice(0, 10);
 const md = ['<!-- feature-maps -->', '## Feature maps: cost per call', ''];
 md.push(`\`node bench/feature-maps.mjs\`${args.quick ? ' --quick' : ''}, ${date}, ${cpu}, Node ${process.version}, ${favor.info.relaxedSimd ? 'relaxed SIMD' : favor.info.simd ? 'SIMD' : 'scalar'} build, 1 thread. ` +
-  `One favorAttention call, one head, bidirectional, L = S = ${L.toLocaleString('en-US')}, d = dv = ${d}, m = ${m}, inputs ${sigma} N(0, 1), seed ${seed}: every kernel with orthogonal sampling, then the positive kernel (FAVOR+) with the other samplings. ` +
+  `One favorAttention call, one head, bidirectional, L = S = ${L.toLocaleString('en-US')}, d = dv = ${d}, m = ${m}, inputs ${sigma} N(0, 1), seed ${seed}: every kernel with orthogonal sampling (OPRF and FAVOR#'s SDERF and ADERF twice: with their parameters computed from the call's q and k, and fitted once beforehand), then the positive kernel (FAVOR+) with the other samplings. ` +
   "'structured' (SORF) projects each row by three fast Walsh-Hadamard transforms per block of d features (O(m/d · p log p) a row against the GEMM's m d); the last row gives the same W as an explicit projection, which takes the GEMM (their outputs differ by " +
   `${diff.rel.toExponential(1)} relative, checked first). Medians of ${rounds} interleaved rounds; the ratio is the median of per-round ratios to positive/orthogonal (below 1: faster).`);
 md.push('', '| feature map | ms per call | ÷ positive, orthogonal |', '|---|---:|---:|');

@@ -7,6 +7,7 @@
 #include "favor/error.hpp"
 #include "favor/features/random.hpp"
 #include "favor/features/structured_projection.hpp"
+#include "favor/kernels/hadamard.hpp"
 
 namespace favor {
 
@@ -113,18 +114,6 @@ void simplex_rows(MatrixD& block, const SimplexFactor& f, Index d, Index count) 
   }
 }
 
-// In-place unnormalized Walsh-Hadamard transform of a power-of-two length p: integer inputs
-// stay exact integers in double (|entries| <= p^(3/2) after three transforms of a unit vector).
-void hadamard(double* v, Index p) {
-  for (Index h = 1; h < p; h *= 2)
-    for (Index i = 0; i < p; i += 2 * h)
-      for (Index j = i; j < i + h; ++j) {
-        const double a = v[j], b = v[j + h];
-        v[j] = a + b;
-        v[j + h] = a - b;
-      }
-}
-
 // Rows 0..count-1 of a SORF block, first d columns: with p the smallest power of two >= d and
 // H' the unnormalized p x p Hadamard matrix (H = H'/sqrt(p)), row i is
 // e_i^T H' D1 H' D2 H' D3 / p = sqrt(p) (H D1 H D2 H D3)_i. Each p-long row has squared norm p
@@ -142,7 +131,7 @@ MatrixD structured_block(const float* signs, Index d, Index p, Index count) {
     v[static_cast<std::size_t>(i)] = 1.0;
     // A row vector times H' is H' times the column (H' is symmetric).
     for (int r = 0; r < 3; ++r) {
-      hadamard(v.data(), p);
+      hadamard::butterflies(v.data(), p);  // integers stay exact: |entries| <= p^(3/2)
       for (Index t = 0; t < p; ++t) v[static_cast<std::size_t>(t)] *= static_cast<double>(signs[r * p + t]);
     }
     for (Index t = 0; t < d; ++t) rows(i, t) = v[static_cast<std::size_t>(t)] * inv_p;

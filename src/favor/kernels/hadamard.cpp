@@ -5,13 +5,7 @@ namespace favor::hadamard {
 void transform(float* v, Index p, const float* signs) {
   if (signs)
     for (Index t = 0; t < p; ++t) v[t] = v[t] * signs[t];
-  for (Index h = 1; h < p; h *= 2)
-    for (Index i = 0; i < p; i += 2 * h)
-      for (Index j = i; j < i + h; ++j) {
-        const float a = v[j], b = v[j + h];
-        v[j] = a + b;
-        v[j + h] = a - b;
-      }
+  butterflies(v, p);
 }
 
 namespace {

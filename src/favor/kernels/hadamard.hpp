@@ -18,6 +18,19 @@ namespace favor::hadamard {
 
 constexpr Index kRows = 4;  // rows per batch: the lanes of vec::f32x4
 
+// The butterflies of H' in place on one row of p values, stages of stride 1, 2, ..., p/2: in float
+// here, in double where the sampler builds W itself (integer entries stay exact there).
+template <class T>
+void butterflies(T* v, Index p) {
+  for (Index h = 1; h < p; h *= 2)
+    for (Index i = 0; i < p; i += 2 * h)
+      for (Index j = i; j < i + h; ++j) {
+        const T a = v[j], b = v[j + h];
+        v[j] = a + b;
+        v[j + h] = a - b;
+      }
+}
+
 // The scalar twin: v = H' diag(signs) v for one row of p floats (signs: p values +-1, or null).
 void transform(float* v, Index p, const float* signs);
 
