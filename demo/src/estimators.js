@@ -60,43 +60,94 @@ function rowMoments(src, n, d, root) {
   return { mean, second };
 }
 
-// Eigenvalues and eigenvectors of a symmetric d×d matrix (row-major) by cyclic Jacobi rotations:
-// { values, vectors } with eigenvector k in column k of vectors (row-major d×d).
+// sqrt(x² + z²) without overflow, as the core computes it (src/favor/features/symmetric_eigen.cpp).
+function norm2(x, z) {
+  const top = Math.max(Math.abs(x), Math.abs(z));
+  if (top === 0) return 0;
+  const a = x / top, b = z / top;
+  return top * Math.sqrt(a * a + b * b);
+}
+
+// Eigenvalues and eigenvectors of a symmetric d×d matrix (row-major): { values, vectors } with
+// eigenvector k in column k of vectors (row-major d×d). The core's algorithm in the same order
+// (Householder tridiagonalization, then implicit QR steps with Wilkinson's shift), so that the
+// page's FAVOR# parameters are the library's to rounding, eigenvector signs included.
 export function symmetricEigen(input, d) {
-  const a = Float64Array.from(input), v = new Float64Array(d * d);
-  for (let p = 0; p < d; p++) v[p * d + p] = 1;
-  let total = 0;
-  for (const x of a) total += x * x;
-  for (let sweep = 0; sweep < 60; sweep++) {
-    let off = 0;
-    for (let p = 0; p < d; p++) for (let q = p + 1; q < d; q++) off += a[p * d + q] ** 2;
-    if (!(off > 1e-30 * total)) break;
-    for (let p = 0; p < d; p++) {
-      for (let q = p + 1; q < d; q++) {
-        const apq = a[p * d + q];
-        if (apq === 0) continue;
-        // tan of the angle that zeroes a[p, q] (the smaller root, for stability)
-        const theta = (a[q * d + q] - a[p * d + p]) / (2 * apq);
-        const t = Math.abs(theta) > 1e150 ? 0.5 / theta : Math.sign(theta || 1) / (Math.abs(theta) + Math.sqrt(theta * theta + 1));
-        const c = 1 / Math.sqrt(t * t + 1), s = t * c;
-        a[p * d + p] -= t * apq;
-        a[q * d + q] += t * apq;
-        a[p * d + q] = a[q * d + p] = 0;
-        for (let r = 0; r < d; r++) {
-          if (r === p || r === q) continue;
-          const arp = a[r * d + p], arq = a[r * d + q];
-          a[r * d + p] = a[p * d + r] = c * arp - s * arq;
-          a[r * d + q] = a[q * d + r] = s * arp + c * arq;
-        }
-        for (let r = 0; r < d; r++) {
-          const vrp = v[r * d + p], vrq = v[r * d + q];
-          v[r * d + p] = c * vrp - s * vrq;
-          v[r * d + q] = s * vrp + c * vrq;
-        }
+  const t = Float64Array.from(input), q = new Float64Array(d * d);
+  for (let p = 0; p < d; p++) for (let r = p + 1; r < d; r++) t[r * d + p] = t[p * d + r];
+  for (let p = 0; p < d; p++) q[p * d + p] = 1;
+  const v = new Float64Array(d), w = new Float64Array(d);
+  for (let k = 0; k + 2 < d; k++) {
+    const m = d - k - 1;
+    let sq = 0;
+    for (let i = 0; i < m; i++) sq += t[(k + 1 + i) * d + k] ** 2;
+    if (sq === 0) continue;
+    const alpha = t[(k + 1) * d + k] >= 0 ? -Math.sqrt(sq) : Math.sqrt(sq);
+    let vsq = 0;
+    for (let i = 0; i < m; i++) {
+      v[i] = t[(k + 1 + i) * d + k] - (i === 0 ? alpha : 0);
+      vsq += v[i] * v[i];
+    }
+    if (vsq === 0) continue;
+    const inv = 1 / Math.sqrt(vsq);
+    for (let i = 0; i < m; i++) v[i] *= inv;
+    let vp = 0;
+    for (let i = 0; i < m; i++) {
+      let sum = 0;
+      for (let j = 0; j < m; j++) sum += t[(k + 1 + i) * d + k + 1 + j] * v[j];
+      w[i] = sum;
+      vp += v[i] * sum;
+    }
+    for (let i = 0; i < m; i++) w[i] -= vp * v[i];
+    for (let i = 0; i < m; i++) for (let j = 0; j < m; j++) t[(k + 1 + i) * d + k + 1 + j] -= 2 * (v[i] * w[j] + w[i] * v[j]);
+    t[(k + 1) * d + k] = t[k * d + k + 1] = alpha;
+    for (let i = 1; i < m; i++) t[(k + 1 + i) * d + k] = t[k * d + k + 1 + i] = 0;
+    for (let r = 0; r < d; r++) {
+      let s = 0;
+      for (let j = 0; j < m; j++) s += q[r * d + k + 1 + j] * v[j];
+      for (let j = 0; j < m; j++) q[r * d + k + 1 + j] -= 2 * s * v[j];
+    }
+  }
+  const EPS = 2.220446049250313e-16;
+  let steps = 0;
+  for (let hi = d - 1; hi > 0 && steps < 64 * d;) {
+    for (let i = 0; i < hi; i++) {
+      if (Math.abs(t[(i + 1) * d + i]) <= EPS * (Math.abs(t[i * d + i]) + Math.abs(t[(i + 1) * d + i + 1]))) t[(i + 1) * d + i] = t[i * d + i + 1] = 0;
+    }
+    if (t[hi * d + hi - 1] === 0) { hi--; continue; }
+    let lo = hi - 1;
+    while (lo > 0 && t[lo * d + lo - 1] !== 0) lo--;
+    steps++;
+    const a = t[(hi - 1) * d + hi - 1], b = t[hi * d + hi - 1], c = t[hi * d + hi];
+    const delta = 0.5 * (a - c);
+    const denominator = delta + (delta >= 0 ? 1 : -1) * norm2(delta, b);
+    const mu = denominator === 0 ? c : c - b * (b / denominator);
+    for (let k = lo; k < hi; k++) {
+      const x = k === lo ? t[lo * d + lo] - mu : t[k * d + k - 1];
+      const z = k === lo ? t[(lo + 1) * d + lo] : t[(k + 1) * d + k - 1];
+      const r = norm2(x, z);
+      if (r === 0) continue;
+      const cs = x / r, sn = z / r;
+      const j0 = Math.max(lo, k - 1), j1 = Math.min(hi, k + 2);
+      for (let j = j0; j <= j1; j++) {
+        const u = t[k * d + j], y = t[(k + 1) * d + j];
+        t[k * d + j] = cs * u + sn * y;
+        t[(k + 1) * d + j] = -sn * u + cs * y;
+      }
+      for (let i = j0; i <= j1; i++) {
+        const u = t[i * d + k], y = t[i * d + k + 1];
+        t[i * d + k] = cs * u + sn * y;
+        t[i * d + k + 1] = -sn * u + cs * y;
+      }
+      if (k > lo) t[(k + 1) * d + k - 1] = t[(k - 1) * d + k + 1] = 0;
+      for (let i = 0; i < d; i++) {
+        const u = q[i * d + k], y = q[i * d + k + 1];
+        q[i * d + k] = cs * u + sn * y;
+        q[i * d + k + 1] = -sn * u + cs * y;
       }
     }
   }
-  return { values: Float64Array.from({ length: d }, (_, p) => a[p * d + p]), vectors: v };
+  return { values: Float64Array.from({ length: d }, (_, p) => t[p * d + p]), vectors: q };
 }
 
 const matmul = (a, b, d) => {

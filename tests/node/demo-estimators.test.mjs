@@ -20,7 +20,7 @@ function head(L, d, seed, offset) {
   return Float32Array.from({ length: L * d }, (_, i) => 1.6 * (g.normal() * 0.75 ** (i % d) + offset * ((i % d) % 3 === 0)));
 }
 
-test('Jacobi eigendecomposition: V diag(λ) Vᵀ rebuilds the matrix, V orthonormal', () => {
+test('the eigendecomposition: V diag(λ) Vᵀ rebuilds the matrix, V orthonormal', () => {
   const d = 7, g = rng(5);
   const b = Float64Array.from({ length: d * d }, () => g.normal());
   const a = Float64Array.from({ length: d * d }, (_, x) => { const i = Math.floor(x / d), j = x % d; let s = 0; for (let t = 0; t < d; t++) s += b[i * d + t] * b[j * d + t]; return s; });

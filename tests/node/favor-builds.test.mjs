@@ -23,7 +23,7 @@ test('SIMD and scalar builds give bit-identical FAVOR+ attention', (t) => {
     [1, 1, 1, 1, 1, 'positive'], [9, 7, 3, 5, 6, 'positive'], [130, 130, 64, 64, 256, 'positive'],
     [300, 300, 17, 13, 37, 'hyperbolic'], [77, 77, 33, 9, 20, 'trigonometric'], [200, 150, 64, 12, 64, 'relu'],
     [257, 257, 64, 64, 100, 'oprf'], [1030, 1030, 64, 64, 256, 'positive'],
-    // FAVOR#: its parameters (moments, Jacobi sweeps) in scalar double loops of a fixed order
+    // FAVOR#: its parameters (moments by the GEMM, the eigensolver's scalar double loops)
     [120, 120, 32, 16, 64, 'sderf'], [90, 70, 16, 8, 48, 'aderf'],
   ];
   for (const [L, S, d, dv, m, kernel] of cases) {

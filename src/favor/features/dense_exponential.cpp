@@ -7,13 +7,15 @@
 #include "favor/error.hpp"
 #include "favor/feature_map.hpp"
 #include "favor/features/symmetric_eigen.hpp"
+#include "favor/kernels/gemm.hpp"
 
 namespace favor {
 
 namespace {
 
-// Means and (uncentred) second moments of the scaled rows, in scalar double loops of a fixed
-// order (the same bits natively and in wasm).
+// Means and (uncentred) second moments of the scaled rows. The d x d sum of x x^T is a GEMM
+// (x^T times x, sums over the rows in order: the same bits in the SIMD and scalar builds) in
+// float: its rounding moves the parameters, not the estimator's unbiasedness.
 struct Moments {
   VectorD mean;
   MatrixD second;  // mean of x x^T
@@ -24,19 +26,17 @@ Moments moments(ConstMatrixRef x, double scale) {
   Moments m;
   m.mean = VectorD::Zero(d);
   m.second = MatrixD::Zero(d, d);
-  std::vector<double> row(static_cast<std::size_t>(d));
-  for (Index i = 0; i < n; ++i) {
-    for (Index p = 0; p < d; ++p) row[static_cast<std::size_t>(p)] = x(i, p);
-    for (Index p = 0; p < d; ++p) {
-      const double xp = row[static_cast<std::size_t>(p)];
-      m.mean(p) += xp;
-      for (Index q = p; q < d; ++q) m.second(p, q) += xp * row[static_cast<std::size_t>(q)];
-    }
-  }
-  const double inv = n > 0 ? 1.0 / static_cast<double>(n) : 0.0;
+  if (n == 0) return m;
+  for (Index i = 0; i < n; ++i)
+    for (Index p = 0; p < d; ++p) m.mean(p) += x(i, p);
+  const Matrix xt = x.transpose();
+  Matrix sum(d, d);
+  FloatBuffer scratch;
+  gemm::gemm_nt(d, d, n, xt.data(), n, xt.data(), n, sum.data(), d, false, scratch);
+  const double inv = 1.0 / static_cast<double>(n);
   for (Index p = 0; p < d; ++p) {
     m.mean(p) *= std::sqrt(scale) * inv;
-    for (Index q = p; q < d; ++q) m.second(p, q) = m.second(q, p) = m.second(p, q) * scale * inv;
+    for (Index q = p; q < d; ++q) m.second(p, q) = m.second(q, p) = static_cast<double>(sum(p, q)) * scale * inv;
   }
   return m;
 }

@@ -11,11 +11,12 @@ struct SymmetricEigen {
   MatrixD vectors;  // d x d, orthonormal columns: a = vectors * diag(values) * vectors^T
 };
 
-// Cyclic Jacobi rotations in scalar double loops of a fixed order, so that the result is the
-// same bits natively and in wasm (Eigen's solvers vectorize their reductions by SIMD width).
-// The eigenvectors are a product of plane rotations: orthonormal to rounding however far the
-// sweeps got, which is what unbiasedness needs; convergence only decides how optimal the
-// parameters are. Only the upper triangle of `a` is read. O(d^3) per sweep, a few sweeps.
+// Householder tridiagonalization, then implicit QR steps with Wilkinson's shift, in scalar
+// double loops of a fixed order and IEEE operations only, so that the result is the same bits
+// natively and in wasm (Eigen's solvers vectorize their reductions by SIMD width). The
+// eigenvectors are a product of reflections and plane rotations: orthonormal to rounding however
+// far the iteration got, which is what unbiasedness needs; convergence only decides how optimal
+// the parameters are. Only the upper triangle of `a` is read. O(d^3).
 SymmetricEigen symmetric_eigen(const MatrixD& a);
 
 }  // namespace favor
