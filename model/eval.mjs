@@ -75,16 +75,26 @@ for (const record of manifest.models) {
 // of each estimator below (orthogonal, m = 64, fresh W per seed; OPRF and FAVOR# with parameters
 // from the window's q and k) on the head's real q and k of the exact forward pass, and the exact
 // rows' mean entropy (bits), over the first head-windows windows of 256 characters.
+// The per-head table shows the kernels; the per-layer table adds the positive kernel's simplex and
+// structured projections.
+const HEAD_ESTIMATORS = [
+  { id: 'positive', label: 'FAVOR+', kernel: 'positive', sampling: 'orthogonal' },
+  { id: 'simplex', label: 'FAVOR+ simplex', kernel: 'positive', sampling: 'simplex' },
+  { id: 'structured', label: 'FAVOR+ SORF', kernel: 'positive', sampling: 'structured' },
+  { id: 'oprf', label: 'OPRF', kernel: 'oprf', sampling: 'orthogonal' },
+  { id: 'sderf', label: 'SDERF', kernel: 'sderf', sampling: 'orthogonal' },
+  { id: 'aderf', label: 'ADERF', kernel: 'aderf', sampling: 'orthogonal' },
+];
 const HEAD_KERNELS = ['positive', 'oprf', 'sderf', 'aderf'];
 const headWindows = Math.min(Number(args['head-windows']), windows);
 const perHead = {};
 for (const record of manifest.models) {
   const model = await loadModel(favor, record.name);
   const H = model.heads, L = model.context;
-  const kl = Object.fromEntries(HEAD_KERNELS.map((kernel) => [kernel, new Float64Array(model.layers * H)]));
+  const kl = Object.fromEntries(HEAD_ESTIMATORS.map((e) => [e.id, new Float64Array(model.layers * H)]));
   const entropy = new Float64Array(model.layers * H), rho = new Float64Array(model.layers * H);
-  const maps = Object.fromEntries(HEAD_KERNELS.map((kernel) => [kernel, Array.from({ length: seeds }, (_, s) => Array.from({ length: model.layers }, (_, l) =>
-    favor.createFeatureMap({ dim: 32, features: 64, kernel, sampling: 'orthogonal', seed: 100 * s + l })))]));
+  const maps = Object.fromEntries(HEAD_ESTIMATORS.map((e) => [e.id, Array.from({ length: seeds }, (_, s) => Array.from({ length: model.layers }, (_, l) =>
+    favor.createFeatureMap({ dim: 32, features: 64, kernel: e.kernel, sampling: e.sampling, seed: 100 * s + l })))]));
   for (let w = 0; w < headWindows; w++) {
     const { qk } = model.forward(text.slice(w * L, (w + 1) * L), { method: 'exact' }, { capture: true });
     qk.forEach(({ q, k }, layer) => {
@@ -98,10 +108,10 @@ for (const record of manifest.models) {
         for (const p of a) if (p > 0) e -= p * Math.log2(p);
         entropy[layer * H + h] += e / L / headWindows;
       }
-      for (const kernel of HEAD_KERNELS) {
-        for (const seedMaps of maps[kernel]) {
+      for (const { id } of HEAD_ESTIMATORS) {
+        for (const seedMaps of maps[id]) {
           const Ahat = favor.favorAttentionMatrix(q, k, { featureMap: seedMaps[layer], causal: true });
-          for (let h = 0; h < H; h++) kl[kernel][layer * H + h] += favor.compare(head(A, h), head(Ahat, h)).meanRowKL / headWindows / seeds;
+          for (let h = 0; h < H; h++) kl[id][layer * H + h] += favor.compare(head(A, h), head(Ahat, h)).meanRowKL / headWindows / seeds;
         }
       }
     });
@@ -139,6 +149,16 @@ for (const name of names) {
   for (let l = 0; l < layers; l++) {
     md.push(`| layer ${l} | ${Array.from({ length: heads }, (_, h) => `${HEAD_KERNELS.map((kernel) => g(kl[kernel][l * heads + h])).join(' / ')} ` +
       `(${entropy[l * heads + h].toFixed(1)}; ${rho[l * heads + h].toFixed(0)})`).join(' | ')} |`);
+  }
+}
+md.push('', `The same per layer, mean over its heads, with the positive kernel's simplex and structured (SORF) projections beside orthogonal ` +
+  '(m = 64, mean over the seeds, the same windows):', '',
+  `| model, layer | ${HEAD_ESTIMATORS.map((e) => e.label).join(' | ')} |`, `|---|${HEAD_ESTIMATORS.map(() => '---').join('|')}|`);
+for (const name of names) {
+  const { kl, layers, heads } = perHead[name];
+  for (let l = 0; l < layers; l++) {
+    const mean = (id) => kl[id].slice(l * heads, (l + 1) * heads).reduce((a, b) => a + b, 0) / heads;
+    md.push(`| ${name}, layer ${l} | ${HEAD_ESTIMATORS.map((e) => g(mean(e.id))).join(' | ')} |`);
   }
 }
 const out = md.join('\n');
