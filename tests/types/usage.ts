@@ -111,7 +111,7 @@ const matrix: Tensor = favor.attentionMatrix(q, k);
 favor.attentionMatrix(q, k, { causal: true, scale: 0.25 });
 
 // Feature maps: each kernel, each sampling mode, each option.
-const kernels: Kernel[] = ['positive', 'hyperbolic', 'trigonometric', 'relu', 'oprf'];
+const kernels: Kernel[] = ['positive', 'hyperbolic', 'trigonometric', 'relu', 'oprf', 'sderf', 'aderf'];
 const samplings: Sampling[] = ['iid', 'orthogonal', 'orthogonal-fixed', 'simplex', 'structured'];
 for (const kernel of kernels) {
   for (const sampling of samplings) {
@@ -150,6 +150,12 @@ explicit.dispose();
   using scoped = favor.createFeatureMap({ dim: d, features: 8 });
   favor.favorAttention(q, k, v, { featureMap: scoped });
 }
+
+// FAVOR#'s parameters fitted once to sample queries and keys (at a given scale or the default).
+const fitted = favor.createFeatureMap({ dim: d, features: 16, kernel: 'sderf', fit: { q, k, scale: 0.25 } });
+const dependent: boolean = fitted.dataDependent;
+favor.createFeatureMap({ dim: d, features: 16, kernel: 'aderf', fit: { q, k } }).dispose();
+fitted.dispose();
 
 // Random-feature attention and its matrix, with each option.
 const map = favor.createFeatureMap({ dim: d, features: 64, kernel: 'oprf', seed: 1 });
@@ -198,6 +204,10 @@ map.dispose();
 // Misuse the declarations reject.
 // @ts-expect-error 'softmax' is not a Kernel
 favor.createFeatureMap({ dim: d, features: 8, kernel: 'softmax' });
+// @ts-expect-error fit needs its keys
+favor.createFeatureMap({ dim: d, features: 8, kernel: 'sderf', fit: { q } });
+// @ts-expect-error dataDependent is read-only
+fitted.dataDependent = dependent;
 // @ts-expect-error 'sobol' is not a Sampling
 favor.createFeatureMap({ dim: d, features: 8, sampling: 'sobol' });
 // @ts-expect-error favorAttention needs a featureMap
