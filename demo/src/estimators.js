@@ -161,13 +161,9 @@ const spectral = ({ values, vectors }, f, d) => {
   const scaled = Float64Array.from(vectors, (x, i) => x * f(values[i % d]));
   return matmul(scaled, transpose(vectors, d), d);
 };
-// A second moment's eigendecomposition with its spectrum floored (1e-6 of the mean eigenvalue,
-// plus 1e-30), so that its inverse square root exists for rank-deficient inputs.
-function floored(moment, d) {
+// The eigendecomposition of a positive definite matrix with its spectrum kept >= floor.
+function atLeast(moment, d, floor) {
   const e = symmetricEigen(moment, d);
-  let trace = 0;
-  for (let p = 0; p < d; p++) trace += moment[p * d + p];
-  const floor = (1e-6 * Math.max(0, trace)) / d + 1e-30;
   e.values = e.values.map((v) => Math.max(v, floor));
   return e;
 }
@@ -192,12 +188,17 @@ export function denseExponentialParameters(kernel, { q, k }, d) {
   }
   if (kernel !== 'aderf') throw new RangeError(`denseExponentialParameters: not a FAVOR# kernel: '${kernel}'`);
   // Ψ = P^{1/4} M_q^{-1/2} with P = M_q^{1/2} M_k M_q^{1/2}: Ψq̃ and Ψ^{-T}k̃ have equal second moments.
-  const eq = floored(q.second, d);
+  // Both moments get the core's ridge δI (1e-6 of their mean eigenvalue, and 1e-30).
+  let tr = 0;
+  for (let p = 0; p < d; p++) tr += q.second[p * d + p] + k.second[p * d + p];
+  const delta = (1e-6 * Math.max(0, tr)) / (2 * d) + 1e-30;
+  const ridged = (M) => Float64Array.from(M, (x, i) => (i % (d + 1) === 0 ? x + delta : x));
+  const eq = atLeast(ridged(q.second), d, delta);
   const rootQ = spectral(eq, Math.sqrt, d), invRootQ = spectral(eq, (x) => 1 / Math.sqrt(x), d);
-  const ep = floored(matmul(matmul(rootQ, k.second, d), rootQ, d), d);
+  const ep = atLeast(matmul(matmul(rootQ, ridged(k.second), d), rootQ, d), d, delta * delta);
   const psi = matmul(spectral(ep, (x) => Math.sqrt(Math.sqrt(x)), d), invRootQ, d);
   const psiInvT = matmul(spectral(ep, (x) => 1 / Math.sqrt(Math.sqrt(x)), d), rootQ, d);
-  // OPRF's ρ of the mapped rows, from the moments as they are (not floored).
+  // OPRF's ρ of the mapped rows, from the moments as they are (without the ridge).
   const trace = (t, M) => { const x = matmul(matmul(t, M, d), transpose(t, d), d); let s = 0; for (let p = 0; p < d; p++) s += x[p * d + p]; return s; };
   let cross = 0;
   for (let t = 0; t < d; t++) cross += q.mean[t] * k.mean[t];

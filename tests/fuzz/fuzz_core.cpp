@@ -1112,7 +1112,13 @@ void fuzz_state_and_groups(Decoder& in) {
   Matrix book;
   if (method == 1) {
     if (run("FeatureMap", false, [&] { map = make_map(in, d, tame_map); }) != Outcome::ok) return;
-    if (!map->data_independent()) map->set_rho(in.p.ConsumeFloatingPointInRange<double>(0.0, 20.0));
+    if (map->kernel() == favor::Kernel::oprf && !map->data_independent())
+      map->set_rho(in.p.ConsumeFloatingPointInRange<double>(0.0, 20.0));
+    if (!map->data_independent()) {  // FAVOR#: fixed from a sample of queries and keys
+      const Matrix x = in.matrix(1 + in.pick(4), d, false), y = in.matrix(1 + in.pick(4), d, false);
+      tame_map = tame_map && max_abs(x) <= 10.0 && max_abs(y) <= 10.0;
+      if (run("fit", false, [&] { map->fit(x, y, 1.0 / std::sqrt(static_cast<double>(d))); }) != Outcome::ok) return;
+    }
     so.map = map.get();
   } else if (method == 2) {
     book = in.matrix(1 + in.pick(8), d, false);

@@ -117,9 +117,14 @@ TEST(DenseExponential, AsymmetricParametersBalanceTheMomentsAndKeepTheDotProduct
   const favor::DenseExponentialParameters p = favor::dense_exponential_parameters(Kernel::aderf, x, y, scale);
   // (Psi x).(Psi^-T y) = x.y: Psi^T Psi^-T = I.
   EXPECT_LT((p.query_transform.transpose() * p.key_transform - MatD::Identity(d, d)).norm(), 1e-9);
-  const MatD bx = p.query_transform * second_moment(x, scale) * p.query_transform.transpose();
-  const MatD by = p.key_transform * second_moment(y, scale) * p.key_transform.transpose();
-  // The library's moments are float sums (see above): balanced to ~1e-5, not to rounding.
+  // Balanced: the two moments, each with the ridge delta I the parameters add (1e-6 of their mean
+  // eigenvalue; docs/design.md §3), are equal after the maps. The library's moments are float
+  // sums (see above): balanced to ~1e-5, not to rounding.
+  MatD mx = second_moment(x, scale), my = second_moment(y, scale);
+  const double delta = 1e-6 * (mx.trace() + my.trace()) / (2.0 * d) + 1e-30;
+  mx += delta * MatD::Identity(d, d), my += delta * MatD::Identity(d, d);
+  const MatD bx = p.query_transform * mx * p.query_transform.transpose();
+  const MatD by = p.key_transform * my * p.key_transform.transpose();
   EXPECT_LT((bx - by).norm(), 1e-4 * bx.norm());
   // a is OPRF's for the balanced rows' rho.
   const MatD xd = ref::to_double(x) * std::sqrt(scale), yd = ref::to_double(y) * std::sqrt(scale);

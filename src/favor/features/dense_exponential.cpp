@@ -68,13 +68,10 @@ MatrixD spectral(const SymmetricEigen& e, F f) {
   return product(scaled, e.vectors.transpose());
 }
 
-// A positive semidefinite moment with a floor under its spectrum: Psi needs its inverse square
-// root. The floor is relative (1e-6 of the mean eigenvalue), plus an absolute 1e-30 so that all
-// zero inputs still give a finite, invertible transform. Any invertible Psi is unbiased: the
-// floor only decides the variance along directions the inputs do not use.
-SymmetricEigen floored(const MatrixD& moment) {
+// The eigendecomposition of a positive definite matrix with its spectrum kept >= floor (against
+// rounding below it).
+SymmetricEigen at_least(const MatrixD& moment, double floor) {
   SymmetricEigen e = symmetric_eigen(moment);
-  const double floor = 1e-6 * std::max(0.0, trace(moment)) / static_cast<double>(moment.rows()) + 1e-30;
   for (Index k = 0; k < e.values.size(); ++k) e.values(k) = std::max(e.values(k), floor);
   return e;
 }
@@ -102,16 +99,23 @@ DenseExponentialParameters symmetric(const Moments& x, const Moments& y) {
 
 DenseExponentialParameters asymmetric(const Moments& x, const Moments& y) {
   const Index d = x.mean.size();
-  const SymmetricEigen ex = floored(x.second);
+  // Both moments get the same ridge delta I, 1e-6 of their mean eigenvalue (and 1e-30, for
+  // all-zero inputs): Psi then exists for rank-deficient inputs (L < d, zero rows), and its
+  // condition stays within ~(1e6)^(1/4) where one side's moment vanishes, instead of following
+  // the ratio of the two. Any invertible Psi is unbiased; the ridge only moves the variance along
+  // directions the inputs hardly use.
+  const double delta = 1e-6 * std::max(0.0, trace(x.second) + trace(y.second)) / (2.0 * static_cast<double>(d)) + 1e-30;
+  MatrixD mx = x.second, my = y.second;
+  for (Index k = 0; k < d; ++k) mx(k, k) += delta, my(k, k) += delta;
+  const SymmetricEigen ex = at_least(mx, delta);
   const MatrixD root_x = spectral(ex, [](double v) { return std::sqrt(v); });
   const MatrixD inv_root_x = spectral(ex, [](double v) { return 1.0 / std::sqrt(v); });
   // P = Mx^1/2 My Mx^1/2; Psi = P^1/4 Mx^-1/2 gives Psi Mx Psi^T = Psi^-T My Psi^-1 = P^1/2.
-  MatrixD p = product(product(root_x, y.second), root_x);
-  const SymmetricEigen ep = floored(p);
+  const SymmetricEigen ep = at_least(product(product(root_x, my), root_x), delta * delta);
   const MatrixD psi = product(spectral(ep, [](double v) { return std::sqrt(std::sqrt(v)); }), inv_root_x);
   const MatrixD psi_inv_t = product(spectral(ep, [](double v) { return 1.0 / std::sqrt(std::sqrt(v)); }), root_x);
   // OPRF's rho of the balanced rows Psi x and Psi^-T y: tr(Psi Mx Psi^T) + tr(Psi^-T My Psi^-1)
-  // + 2 mean(x).mean(y), from the moments as they are (not floored).
+  // + 2 mean(x).mean(y), from the moments as they are (without the ridge).
   const double rho = trace(product(product(psi, x.second), psi.transpose())) +
                      trace(product(product(psi_inv_t, y.second), psi_inv_t.transpose())) + 2.0 * x.mean.dot(y.mean);
   const OprfCoefficients c = oprf_coefficients(std::max(0.0, rho), d);

@@ -170,6 +170,9 @@ void FeatureMap::prepare_dense(KernelParameters& params) const {
       offset += p.a(k) * w * w;
       scaled(r, k) = w * std::sqrt(1.0 - 4.0 * p.a(k));
     }
+    if (!(std::abs(offset) < 1e37))
+      throw_range("q, k", "FAVOR#'s term sum_k a_k w_rk^2 for these inputs and this W overflows float32 (" +
+                              std::to_string(offset) + "); scale the inputs or the projection down");
     params.dense_offset(r) = static_cast<float>(offset);
     params.max_dense_offset = std::max(params.max_dense_offset, std::abs(offset));
   }
@@ -186,6 +189,11 @@ void FeatureMap::prepare_dense(KernelParameters& params) const {
       }
       out.max_projection_norm = std::max(out.max_projection_norm, std::sqrt(sq));
     }
+    // Beyond this, float exponents could overflow for rows of any size (and the float copy itself
+    // from 3.4e38): a clear error rather than weights lost to infinities.
+    if (!(out.max_projection_norm < 1e37))
+      throw_range("q, k", "FAVOR#'s projection W diag(b) T for these inputs and this W overflows float32 (a row norm of " +
+                              std::to_string(out.max_projection_norm) + "); scale the inputs or the projection down");
     gemm::pack_bt(m, d, projection.data(), d, out.packed_projection);
     out.packed_transform.clear();
     if (!rotation) {
