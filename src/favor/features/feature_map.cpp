@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <string>
 
@@ -44,6 +45,12 @@ bool is_softmax_estimator(Kernel kernel) { return kernel != Kernel::relu; }
 namespace {
 
 bool is_dense_exponential(Kernel kernel) { return kernel == Kernel::sderf || kernel == Kernel::aderf; }
+
+std::string scientific(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", x);
+  return text;
+}
 
 void check_dense_dim(Kernel kernel, Index dim) {
   if (is_dense_exponential(kernel) && dim > kMaxDenseExponentialDim)
@@ -172,7 +179,7 @@ void FeatureMap::prepare_dense(KernelParameters& params) const {
     }
     if (!(std::abs(offset) < 1e37))
       throw_range("q, k", "FAVOR#'s term sum_k a_k w_rk^2 for these inputs and this W overflows float32 (" +
-                              std::to_string(offset) + "); scale the inputs or the projection down");
+                              scientific(offset) + "); scale the inputs or the projection down");
     params.dense_offset(r) = static_cast<float>(offset);
     params.max_dense_offset = std::max(params.max_dense_offset, std::abs(offset));
   }
@@ -193,7 +200,7 @@ void FeatureMap::prepare_dense(KernelParameters& params) const {
     // from 3.4e38): a clear error rather than weights lost to infinities.
     if (!(out.max_projection_norm < 1e37))
       throw_range("q, k", "FAVOR#'s projection W diag(b) T for these inputs and this W overflows float32 (a row norm of " +
-                              std::to_string(out.max_projection_norm) + "); scale the inputs or the projection down");
+                              scientific(out.max_projection_norm) + "); scale the inputs or the projection down");
     gemm::pack_bt(m, d, projection.data(), d, out.packed_projection);
     out.packed_transform.clear();
     if (!rotation) {
