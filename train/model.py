@@ -62,6 +62,63 @@ def favor_positive_logspace(q, k, v, w, scale, causal=True):
     return torch.softmax(logits, -1) @ v
 
 
+def favor_causal_chunked(q, k, v, w, scale, chunk=16):
+    """Causal FAVOR+ (positive kernel, projection W m x d) in the prefix-sum form, chunk by chunk,
+    with a stabilizer that never looks ahead: the carried sums of earlier chunks hold each
+    feature's keys shifted by the maximum of that feature's key logs over those chunks (rescaled
+    exactly when it grows), and within a chunk the weights of query i over keys j <= i are taken
+    in log space (a log-sum-exp over the features). Each row's terms are then scaled by the largest
+    of them, which is exactly 1: no row's weights can underflow to 0, and nothing a row computes
+    depends on a later key, in float32 as in exact arithmetic. The shifts carry no gradient (they
+    cancel). The output is favor_positive's and favor_positive_logspace's in exact arithmetic, in
+    O(L m (d + dv + chunk)) rather than O(L^2 m). q, k: [..., L, d]; v: [..., L, dv]."""
+    root = math.sqrt(scale)
+    qs, ks = q * root, k * root
+    qlog = qs @ w.T - 0.5 * (qs * qs).sum(-1, keepdim=True)
+    klog = ks @ w.T - 0.5 * (ks * ks).sum(-1, keepdim=True)
+    L, m, dv = q.shape[-2], w.shape[0], v.shape[-1]
+    lead = q.shape[:-2]
+    state = torch.zeros(*lead, m, dv, dtype=q.dtype, device=q.device)  # sum_j exp(klog_j - shift) v_j^T
+    norm = torch.zeros(*lead, m, dtype=q.dtype, device=q.device)       # sum_j exp(klog_j - shift)
+    shift = torch.full((*lead, m), float('-inf'), dtype=q.dtype, device=q.device)  # over earlier chunks
+    outs = []
+    for c0 in range(0, L, chunk):
+        c1 = min(L, c0 + chunk)
+        ql, kl = qlog[..., c0:c1, :], klog[..., c0:c1, :]
+        # within the chunk: log w_ij = logsumexp_r(qlog_ir + klog_jr), j <= i
+        inside = torch.logsumexp(ql.unsqueeze(-2) + kl.unsqueeze(-3), -1)
+        inside = inside.masked_fill(~torch.ones(c1 - c0, c1 - c0, dtype=torch.bool, device=q.device).tril(), float('-inf'))
+        # earlier chunks: the largest term of each row is max_r (qlog_ir + shift_r)
+        past = ql + shift.unsqueeze(-2)
+        top = torch.maximum(inside.amax(-1), past.amax(-1)).detach().unsqueeze(-1)
+        qf = torch.exp(past - top)  # 0 where shift is -inf (no earlier key)
+        inner = torch.exp(inside - top)
+        num = qf @ state + inner @ v[..., c0:c1, :]
+        den = qf @ norm.unsqueeze(-1) + inner.sum(-1, keepdim=True)
+        outs.append(num / den)
+        new_shift = torch.maximum(shift, kl.amax(-2)).detach()
+        rescale = torch.exp(shift - new_shift)  # 0 before the first chunk (state and norm are 0 then)
+        kf = torch.exp(kl - new_shift.unsqueeze(-2))
+        state = state * rescale.unsqueeze(-1) + kf.transpose(-1, -2) @ v[..., c0:c1, :]
+        norm = norm * rescale + kf.sum(-2)
+        shift = new_shift
+    return torch.cat(outs, -2)
+
+
+def rotary(x, offset=0, base=10000.0):
+    """Rotary position embedding of x [..., L, d] (d even) for positions offset, offset + 1, ...:
+    the halves (x1, x2) become (x1 cos - x2 sin, x1 sin + x2 cos) at angles p * base^(-2i/d), so
+    that rotated q_i . rotated k_j depends on i - j only (and exp of it, which FAVOR+ estimates on
+    the rotated vectors, too)."""
+    L, d = x.shape[-2], x.shape[-1]
+    half = d // 2
+    inv = base ** (-torch.arange(half, dtype=torch.float64) * 2.0 / d)
+    angles = (torch.arange(offset, offset + L, dtype=torch.float64).unsqueeze(-1) * inv).to(x.dtype)
+    cos, sin = angles.cos(), angles.sin()
+    x1, x2 = x[..., :half], x[..., half:]
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1)
+
+
 class Block(nn.Module):
     def __init__(self, width, heads, mlp):
         super().__init__()
