@@ -179,6 +179,7 @@ class FeatureMap {
   RowNorms row_norms(ConstMatrixRef x, const KernelParameters& params, float root) const;
   void derive();  // projection_sq_norms_ and packed_projection_ from projection_
   void prepare_dense(KernelParameters& params) const;  // FAVOR#'s per-side projections for this W
+  void refresh_fitted();  // fitted_ from dense_ and W
   FactoredFeatures dense_factored(ConstMatrixRef x, const KernelParameters& params, float root, Side side) const;
 
   Kernel kernel_;
@@ -187,6 +188,8 @@ class FeatureMap {
   double epsilon_;
   std::optional<double> rho_;
   std::optional<DenseExponentialParameters> dense_;
+  // A fitted map's parameters made ready for its W once (at fit and redraw), not at every call.
+  std::optional<KernelParameters> fitted_;
   Matrix projection_;
   Vector projection_sq_norms_;  // |w_r|^2, for OPRF
   double max_projection_norm_ = 0.0;  // max |w_r|, for the bound in factored()

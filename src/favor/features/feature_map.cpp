@@ -125,6 +125,7 @@ void FeatureMap::fit(ConstMatrixRef x, ConstMatrixRef y, double scale) {
     set_rho(scale * oprf_rho(x, y));
   } else if (is_dense_exponential(kernel_)) {
     dense_ = dense_exponential_parameters(kernel_, x, y, scale);
+    refresh_fitted();
   } else {
     throw_range("kernel", std::string("only the 'oprf', 'sderf' and 'aderf' kernels have parameters to fit, got '") +
                               to_string(kernel_) + "'");
@@ -147,6 +148,20 @@ void FeatureMap::redraw(std::uint64_t seed) {
   derive();
   explicit_ = false;
   structured_signs_ = sampling_ == Sampling::structured ? structured::signs(num_projections(), dim(), seed) : FloatBuffer();
+  refresh_fitted();
+}
+
+void FeatureMap::refresh_fitted() {
+  fitted_.reset();
+  if (!dense_) return;
+  KernelParameters params;
+  params.dense = *dense_;
+  try {
+    prepare_dense(params);
+    fitted_ = std::move(params);
+  } catch (const Error&) {
+    // W diag(b) T overflows float32: each call computes it again and reports it, as before.
+  }
 }
 
 Index FeatureMap::num_features() const {
@@ -158,6 +173,7 @@ KernelParameters FeatureMap::parameters(ConstMatrixRef x, ConstMatrixRef y, doub
   KernelParameters params;
   if (kernel_ == Kernel::oprf) params.oprf = oprf_coefficients(rho_ ? *rho_ : scale * oprf_rho(x, y), dim());
   if (is_dense_exponential(kernel_)) {
+    if (fitted_) return *fitted_;
     params.dense = dense_ ? *dense_ : dense_exponential_parameters(kernel_, x, y, scale);
     prepare_dense(params);
   }
