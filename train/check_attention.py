@@ -30,6 +30,17 @@ def rel(a, b):
     return ((a - b).abs().max() / b.abs().max()).item()
 
 
+def check_gradients(prefix, reference, q, k, v, w, scale):
+    """favor_causal_chunked's gradients of sum(out^2) against the reference form's, float64."""
+    grads = []
+    for form in (lambda *a: favor_causal_chunked(*a, 16), reference):
+        inputs = [t.clone().requires_grad_() for t in (q, k, v)]
+        form(*inputs, w, scale).square().sum().backward()
+        grads.append([t.grad for t in inputs])
+    for label, a, b in zip('qkv', *grads):
+        check('%sgradient with respect to %s' % (prefix, label), rel(a, b) < 1e-9, 'max rel. difference %.2e' % rel(a, b))
+
+
 def main():
     g = torch.Generator().manual_seed(5)
     B, H, L, d, dv, m = 2, 3, 300, 32, 16, 64
@@ -58,21 +69,11 @@ def main():
         if name == 'mild':
             check('mild heads: the quadratic form agrees', lost == 0, '%d rows differ' % lost)
             # the same gradients where both forms are exact
-            qa, ka, va = (t.clone().requires_grad_() for t in (q, k, v))
-            favor_causal_chunked(qa, ka, va, w, scale, 16).square().sum().backward()
-            qb, kb, vb = (t.clone().requires_grad_() for t in (q, k, v))
-            favor_positive(qb, kb, vb, w, scale).square().sum().backward()
-            for label, a, b in [('q', qa.grad, qb.grad), ('k', ka.grad, kb.grad), ('v', va.grad, vb.grad)]:
-                check('gradient with respect to %s' % label, rel(a, b) < 1e-9, 'max rel. difference %.2e' % rel(a, b))
+            check_gradients('', favor_positive, q, k, v, w, scale)
         else:
             check('sharp heads: the quadratic form loses rows the chunked form keeps', lost > 0, '%d rows' % lost)
             # gradients equal the log-space reference's (float64), where the quadratic form's are wrong
-            qa, ka, va = (t.clone().requires_grad_() for t in (q, k, v))
-            favor_causal_chunked(qa, ka, va, w, scale, 16).square().sum().backward()
-            qb, kb, vb = (t.clone().requires_grad_() for t in (q, k, v))
-            favor_positive_logspace(qb, kb, vb, w, scale).square().sum().backward()
-            for label, a, b in [('q', qa.grad, qb.grad), ('k', ka.grad, kb.grad), ('v', va.grad, vb.grad)]:
-                check('sharp heads: gradient with respect to %s' % label, rel(a, b) < 1e-9, 'max rel. difference %.2e' % rel(a, b))
+            check_gradients('sharp heads: ', favor_positive_logspace, q, k, v, w, scale)
     # rotary: (R_i q) . (R_j k) depends on i - j only
     q = torch.randn(1, 40, d, generator=g, dtype=torch.float64)
     k = torch.randn(1, 40, d, generator=g, dtype=torch.float64)
