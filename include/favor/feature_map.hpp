@@ -178,7 +178,8 @@ class FeatureMap {
   };
   RowNorms row_norms(ConstMatrixRef x, const KernelParameters& params, float root) const;
   void derive();  // projection_sq_norms_ and packed_projection_ from projection_
-  void prepare_dense(KernelParameters& params) const;  // FAVOR#'s per-side projections for this W
+  // FAVOR#'s per-side projections for this W; the reason they overflow float32, or empty.
+  std::string prepare_dense(KernelParameters& params) const;
   void refresh_fitted();  // fitted_ from dense_ and W
   FactoredFeatures dense_factored(ConstMatrixRef x, const KernelParameters& params, float root, Side side) const;
 

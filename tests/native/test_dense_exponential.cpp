@@ -386,13 +386,17 @@ TEST(DenseExponential, MisuseIsRefusedWithTheArgumentNamed) {
   EXPECT_FALSE(aderf.data_independent());  // a failed fit changed nothing
   // A W so large that the query side's W diag(b) Psi leaves float32 (zero queries against large
   // keys make Psi ~30): a RangeError naming the inputs, not weights lost to infinities.
-  const favor::FeatureMap huge(Kernel::aderf, MatF::Constant(4, 2, 1e36f));
-  try {
-    favor::favor_attention(huge, MatF::Zero(3, 2), MatF::Constant(3, 2, 100.0f), MatF::Ones(3, 1));
-    ADD_FAILURE() << "an overflowing projection was accepted";
-  } catch (const favor::Error& e) {
-    EXPECT_EQ(std::string(e.what()).rfind("q, k: FAVOR#'s ", 0), 0u) << e.what();
-    EXPECT_NE(std::string(e.what()).find("overflows float32 (-1.97e+72)"), std::string::npos) << e.what();
+  // The same once fitted to those inputs (the map keeps no prepared copy then; each call reports it).
+  favor::FeatureMap huge(Kernel::aderf, MatF::Constant(4, 2, 1e36f));
+  for (bool fitted : {false, true}) {
+    if (fitted) huge.fit(MatF::Zero(3, 2), MatF::Constant(3, 2, 100.0f), 1.0 / std::sqrt(2.0));
+    try {
+      favor::favor_attention(huge, MatF::Zero(3, 2), MatF::Constant(3, 2, 100.0f), MatF::Ones(3, 1));
+      ADD_FAILURE() << "an overflowing projection was accepted, fitted " << fitted;
+    } catch (const favor::Error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("q, k: FAVOR#'s ", 0), 0u) << e.what();
+      EXPECT_NE(std::string(e.what()).find("overflows float32 (-1.97e+72)"), std::string::npos) << e.what();
+    }
   }
   // Zero inputs: finite parameters (the ridge) and exact weights of 1.
   const MatF zero = MatF::Zero(5, 4);

@@ -156,12 +156,8 @@ void FeatureMap::refresh_fitted() {
   if (!dense_) return;
   KernelParameters params;
   params.dense = *dense_;
-  try {
-    prepare_dense(params);
-    fitted_ = std::move(params);
-  } catch (const Error&) {
-    // W diag(b) T overflows float32: each call computes it again and reports it, as before.
-  }
+  // Where W diag(b) T overflows float32, no copy: each call makes it again and reports it.
+  if (prepare_dense(params).empty()) fitted_ = std::move(params);
 }
 
 Index FeatureMap::num_features() const {
@@ -175,12 +171,13 @@ KernelParameters FeatureMap::parameters(ConstMatrixRef x, ConstMatrixRef y, doub
   if (is_dense_exponential(kernel_)) {
     if (fitted_) return *fitted_;
     params.dense = dense_ ? *dense_ : dense_exponential_parameters(kernel_, x, y, scale);
-    prepare_dense(params);
+    const std::string overflow = prepare_dense(params);
+    if (!overflow.empty()) throw_range("q, k", overflow);
   }
   return params;
 }
 
-void FeatureMap::prepare_dense(KernelParameters& params) const {
+std::string FeatureMap::prepare_dense(KernelParameters& params) const {
   const DenseExponentialParameters& p = params.dense;
   const Index m = projection_.rows(), d = dim();
   params.dense_offset.resize(m);
@@ -194,12 +191,12 @@ void FeatureMap::prepare_dense(KernelParameters& params) const {
       scaled(r, k) = w * std::sqrt(1.0 - 4.0 * p.a(k));
     }
     if (!(std::abs(offset) < 1e37))
-      throw_range("q, k", "FAVOR#'s term sum_k a_k w_rk^2 for these inputs and this W overflows float32 (" +
-                              scientific(offset) + "); scale the inputs or the projection down");
+      return "FAVOR#'s term sum_k a_k w_rk^2 for these inputs and this W overflows float32 (" + scientific(offset) +
+             "); scale the inputs or the projection down";
     params.dense_offset(r) = static_cast<float>(offset);
     params.max_dense_offset = std::max(params.max_dense_offset, std::abs(offset));
   }
-  const auto side = [&](const MatrixD& t, bool rotation, DenseSide& out) {
+  const auto side = [&](const MatrixD& t, bool rotation, DenseSide& out) -> std::string {
     Matrix projection(m, d);  // W diag(b) T
     out.max_projection_norm = 0.0;
     for (Index r = 0; r < m; ++r) {
@@ -215,18 +212,19 @@ void FeatureMap::prepare_dense(KernelParameters& params) const {
     // Beyond this, float exponents could overflow for rows of any size (and the float copy itself
     // from 3.4e38): a clear error rather than weights lost to infinities.
     if (!(out.max_projection_norm < 1e37))
-      throw_range("q, k", "FAVOR#'s projection W diag(b) T for these inputs and this W overflows float32 (a row norm of " +
-                              scientific(out.max_projection_norm) + "); scale the inputs or the projection down");
+      return "FAVOR#'s projection W diag(b) T for these inputs and this W overflows float32 (a row norm of " +
+             scientific(out.max_projection_norm) + "); scale the inputs or the projection down";
     gemm::pack_bt(m, d, projection.data(), d, out.packed_projection);
     out.packed_transform.clear();
     if (!rotation) {
       const Matrix tf = t.cast<float>();
       gemm::pack_bt(d, d, tf.data(), d, out.packed_transform);
     }
+    return std::string();
   };
   // 'sderf''s T is a rotation: |T x| is |x|, already known from the rows' norms.
-  side(p.query_transform, kernel_ == Kernel::sderf, params.dense_query);
-  side(p.key_transform, kernel_ == Kernel::sderf, params.dense_key);
+  const std::string query = side(p.query_transform, kernel_ == Kernel::sderf, params.dense_query);
+  return query.empty() ? side(p.key_transform, kernel_ == Kernel::sderf, params.dense_key) : query;
 }
 
 double FeatureMap::log_prefactor(const KernelParameters& params) const {
