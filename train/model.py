@@ -1,7 +1,8 @@
 """A character-level pre-LayerNorm GPT whose attention is exact softmax or causal FAVOR+.
 
-The layout is what model/runner.js reads (train/models/manifest.json records it): token and
-position embeddings; per layer x += Attn(LN1 x), x += MLP(LN2 x) with one Linear(d, 3d) giving q, k, v
+The layout is what model/runner.js reads (train/models/manifest.json records it): token
+embeddings plus learned position embeddings (positions end at the context) or none, with rotary
+positions applied to each head's q and k instead (positions that do not end); per layer x += Attn(LN1 x), x += MLP(LN2 x) with one Linear(d, 3d) giving q, k, v
 (heads of 32 consecutive columns), GELU (tanh approximation), then a final LN and an untied head.
 """
 import math
@@ -120,9 +121,10 @@ def rotary(x, offset=0, base=10000.0):
 
 
 class Block(nn.Module):
-    def __init__(self, width, heads, mlp):
+    def __init__(self, width, heads, mlp, rotary):
         super().__init__()
         self.heads = heads
+        self.rotary = rotary    # rotary positions on q and k, before attention
         self.ln1 = nn.LayerNorm(width)
         self.qkv = nn.Linear(width, 3 * width)
         self.proj = nn.Linear(width, width)
@@ -130,20 +132,19 @@ class Block(nn.Module):
         self.fc1 = nn.Linear(width, mlp)
         self.fc2 = nn.Linear(mlp, width)
         self.projection = None  # FAVOR+: W (m x head dim); None: softmax
-        self.logspace = False   # FAVOR+ in log space (evaluation reference), not the training form
 
     def attention(self, x):
         B, L, C = x.shape
         hd = C // self.heads
         q, k, v = self.qkv(x).split(C, dim=-1)
         q, k, v = (t.view(B, L, self.heads, hd).transpose(1, 2) for t in (q, k, v))
+        if self.rotary:
+            q, k = rotary(q), rotary(k)
         scale = 1.0 / math.sqrt(hd)
         if self.projection is None:
-            s = (q @ k.transpose(-1, -2)) * scale
-            s = s.masked_fill(~torch.ones(L, L, dtype=torch.bool, device=x.device).tril(), float('-inf'))
-            y = torch.softmax(s, -1) @ v
+            y = softmax_causal(q, k, v, scale)
         else:
-            y = (favor_positive_logspace if self.logspace else favor_positive)(q, k, v, self.projection, scale)
+            y = favor_causal_chunked(q, k, v, self.projection, scale, 32)
         return self.proj(y.transpose(1, 2).reshape(B, L, C))
 
     def forward(self, x):
@@ -151,13 +152,27 @@ class Block(nn.Module):
         return x + self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate='tanh'))
 
 
+def softmax_causal(q, k, v, scale, rows=256):
+    """Exact causal softmax attention, a block of query rows at a time: each block scores only the
+    keys up to its last row (about 5/8 of the masked square at L = 1024), in memory O(rows L)."""
+    L = q.shape[-2]
+    outs = []
+    for r0 in range(0, L, rows):
+        r1 = min(L, r0 + rows)
+        s = (q[..., r0:r1, :] @ k[..., :r1, :].transpose(-1, -2)) * scale
+        future = torch.arange(r1, device=q.device).unsqueeze(0) > torch.arange(r0, r1, device=q.device).unsqueeze(1)
+        outs.append(torch.softmax(s.masked_fill(future, float('-inf')), -1) @ v[..., :r1, :])
+    return torch.cat(outs, -2)
+
+
 class CharGPT(nn.Module):
-    def __init__(self, vocab, width=128, layers=4, heads=4, context=256, mlp=512):
+    def __init__(self, vocab, width=128, layers=4, heads=4, context=256, mlp=512, positions='learned'):
         super().__init__()
-        self.config = dict(vocab=vocab, width=width, layers=layers, heads=heads, context=context, mlp=mlp)
+        self.config = dict(vocab=vocab, width=width, layers=layers, heads=heads, context=context, mlp=mlp,
+                           positions=positions)
         self.tok = nn.Embedding(vocab, width)
-        self.pos = nn.Embedding(context, width)
-        self.blocks = nn.ModuleList(Block(width, heads, mlp) for _ in range(layers))
+        self.pos = nn.Embedding(context, width) if positions == 'learned' else None
+        self.blocks = nn.ModuleList(Block(width, heads, mlp, positions == 'rotary') for _ in range(layers))
         self.ln_f = nn.LayerNorm(width)
         self.head = nn.Linear(width, vocab)
         for p in self.parameters():
@@ -172,15 +187,16 @@ class CharGPT(nn.Module):
             b.projection = w
 
     def forward(self, ids):
-        L = ids.shape[1]
-        x = self.tok(ids) + self.pos(torch.arange(L, device=ids.device))
+        x = self.tok(ids)
+        if self.pos is not None:
+            x = x + self.pos(torch.arange(ids.shape[1], device=ids.device))
         for b in self.blocks:
             x = b(x)
         return self.head(self.ln_f(x))
 
     def tensors(self):
         """(name, tensor) in the order of the exported file."""
-        out = [('tok', self.tok.weight), ('pos', self.pos.weight)]
+        out = [('tok', self.tok.weight)] + ([('pos', self.pos.weight)] if self.pos is not None else [])
         for i, b in enumerate(self.blocks):
             for name, t in [('ln1.weight', b.ln1.weight), ('ln1.bias', b.ln1.bias), ('qkv.weight', b.qkv.weight),
                             ('qkv.bias', b.qkv.bias), ('proj.weight', b.proj.weight), ('proj.bias', b.proj.bias),

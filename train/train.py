@@ -1,6 +1,8 @@
 """Trains and exports the project's character-level Moby-Dick models (train/README.md).
 
-    python3 train/train.py train softmax|performer|finetune [--steps N] [--threads T]
+    python3 train/train.py train MODEL [--seed 1|2|3] [--steps N] [--threads T]
+        MODEL: softmax | performer | finetune (context 256, learned positions)
+               long-softmax | long-performer (context 1024, rotary positions; three seeds each)
     python3 train/train.py manifest      # train/models/manifest.json from the per-model records
     python3 train/train.py fixtures      # train/fixtures/: the FAVOR+ check and the parity logits
     python3 train/train.py reevaluate    # the held-out figures of the exported models, again
@@ -10,6 +12,7 @@ stored: rounded to float16, back to float32.
 """
 import argparse
 import base64
+import glob
 import hashlib
 import json
 import math
@@ -25,10 +28,33 @@ from model import CharGPT, favor_positive, orthogonal_projection
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS = os.path.join(HERE, 'models')
 FIXTURES = os.path.join(HERE, 'fixtures')
-CONTEXT, BATCH, M, REDRAW = 256, 16, 64, 100
-SEEDS = {'softmax': 1, 'performer': 2, 'finetune': 3}
-DEFAULT_STEPS = {'softmax': 4000, 'performer': 4000, 'finetune': 800}
+M, REDRAW = 64, 100
+# Per model: attention in training, context, positions, batch, steps, the seed of seed index 1
+# (index s uses seed + 100 (s - 1)), learning rate, and the model it starts from.
+SPECS = {
+    'softmax': dict(favor=False, context=256, positions='learned', batch=16, steps=4000, seed=1, lr=2e-3,
+                    title='trained with softmax attention'),
+    'performer': dict(favor=True, context=256, positions='learned', batch=16, steps=4000, seed=2, lr=2e-3,
+                      title='Performer: trained with causal FAVOR+'),
+    'finetune': dict(favor=True, context=256, positions='learned', batch=16, steps=800, seed=3, lr=3e-4,
+                     start='softmax', title='softmax model fine-tuned with FAVOR+'),
+    'long-softmax': dict(favor=False, context=1024, positions='rotary', batch=4, steps=1500, seed=11, lr=2e-3,
+                         title='long context: trained with softmax attention, rotary positions'),
+    'long-performer': dict(favor=True, context=1024, positions='rotary', batch=4, steps=1500, seed=12, lr=2e-3,
+                           title='long context: Performer trained with causal FAVOR+, rotary positions'),
+}
+MODELS_IN_ORDER = list(SPECS)
 EVAL_SUBSET = 32  # windows the Node test recomputes
+FIRST_CHARS = 2048  # held-out characters the Node test predicts with the whole prefix (long models)
+CURVE_EVERY, CURVE_WINDOWS = 250, 8  # held-out curve: bits/char on 8 fixed windows every 250 steps
+
+
+def file_name(name, seed_index):
+    return name if seed_index == 1 else '%s-seed%d' % (name, seed_index)
+
+
+def new_model(vocab, spec):
+    return CharGPT(len(vocab), context=spec['context'], positions=spec['positions'])
 
 
 def encode(text, vocab):
@@ -41,37 +67,42 @@ def draw_projections(model, generator):
     return [orthogonal_projection(M, d, generator) for _ in model.blocks]
 
 
-def windows(ids, count=None):
-    """Non-overlapping windows of CONTEXT + 1 ids (stride CONTEXT) over a text, as a [n, 257] tensor."""
-    n = (len(ids) - 1) // CONTEXT
+def windows(ids, context, count=None):
+    """Non-overlapping windows of context + 1 ids (stride context) over a text, as a [n, context + 1] tensor."""
+    n = (len(ids) - 1) // context
     if count is not None:
         n = min(n, count)
-    return torch.stack([ids[i * CONTEXT:i * CONTEXT + CONTEXT + 1] for i in range(n)])
+    return torch.stack([ids[i * context:i * context + context + 1] for i in range(n)])
 
 
 def in_double(model):
-    """A float64 copy for evaluation whose FAVOR+ is the log-space form (model.favor_positive_logspace):
-    exact at any scale, as favor-attention is, where the training form's single key shift per
-    head loses the keys far below it."""
+    """A float64 copy for evaluation (FAVOR+ in its chunked form, exact to rounding at any scale)."""
     import copy
     m = copy.deepcopy(model).double()
     m.set_projections([b.projection.double() for b in model.blocks] if model.blocks[0].projection is not None else None)
-    for b in m.blocks:
-        b.logspace = True
     return m
 
 
 @torch.no_grad()
-def bits_per_char(model, ids, count=None):
-    model = in_double(model)
-    w = windows(ids, count)
+def bits_per_char(model, ids, count=None, double=True):
+    if double:
+        model = in_double(model)
+    w = windows(ids, model.config['context'], count)
     total, n = 0.0, 0
-    for chunk in w.split(2 if model.blocks[0].projection is not None else 32):
+    for chunk in w.split(8):
         logits = model(chunk[:, :-1])
         total += torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), chunk[:, 1:].reshape(-1),
                                                    reduction='sum').item()
         n += chunk[:, 1:].numel()
     return total / n / math.log(2), len(w)
+
+
+@torch.no_grad()
+def prefix_bits_per_char(model, ids, count):
+    """Bits per character of ids[1..count] each predicted from all of the ids before it (one sequence)."""
+    model = in_double(model)
+    logits = model(ids[:count].unsqueeze(0))[0]
+    return torch.nn.functional.cross_entropy(logits, ids[1:count + 1], reduction='mean').item() / math.log(2)
 
 
 def as_stored(model):
@@ -81,45 +112,56 @@ def as_stored(model):
             t.copy_(t.half().float())
 
 
-def train(name, steps, threads):
+def train(name, seed_index, steps, threads):
+    spec = SPECS[name]
+    seed = spec['seed'] + 100 * (seed_index - 1)
+    context, batch = spec['context'], spec['batch']
     torch.set_num_threads(threads)
-    torch.manual_seed(SEEDS[name])
+    torch.manual_seed(seed)
     train_text, held_text, vocab = corpus.splits()
     data, held = encode(train_text, vocab), encode(held_text, vocab)
-    model = CharGPT(len(vocab))
-    if name == 'finetune':  # the softmax model, fine-tuned with FAVOR+
-        load(model, 'softmax')
-    w_gen = torch.Generator().manual_seed(1000 + SEEDS[name])
-    batch_gen = torch.Generator().manual_seed(SEEDS[name])
-    favor = name != 'softmax'
+    model = new_model(vocab, spec)
+    if 'start' in spec:  # e.g. the softmax model, fine-tuned with FAVOR+
+        load(model, spec['start'])
+    w_gen = torch.Generator().manual_seed(1000 + seed)
+    batch_gen = torch.Generator().manual_seed(seed)
     decay = [p for p in model.parameters() if p.dim() == 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
-    lr = 3e-4 if name == 'finetune' else 2e-3
+    lr = spec['lr']
     opt = torch.optim.AdamW([{'params': decay, 'weight_decay': 0.05}, {'params': no_decay, 'weight_decay': 0.0}],
                             lr=lr, betas=(0.9, 0.98))
     warmup = 100
+    curve, recent = [], []
     start = time.time()
-    log = open(os.path.join(HERE, '.%s.log' % name), 'w')
+    log = open(os.path.join(HERE, '.%s.log' % file_name(name, seed_index)), 'w')
     for step in range(steps):
-        if favor and step % REDRAW == 0:  # features redrawn periodically, as the Performer paper does
+        if spec['favor'] and step % REDRAW == 0:  # features redrawn periodically, as the Performer paper does
             model.set_projections(draw_projections(model, w_gen))
         f = min(1.0, (step + 1) / warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / steps)))
         for g in opt.param_groups:
             g['lr'] = lr * f
-        starts = torch.randint(0, len(data) - CONTEXT - 1, (BATCH,), generator=batch_gen)
-        x = torch.stack([data[s:s + CONTEXT + 1] for s in starts.tolist()])
+        starts = torch.randint(0, len(data) - context - 1, (batch,), generator=batch_gen)
+        x = torch.stack([data[s:s + context + 1] for s in starts.tolist()])
         logits = model(x[:, :-1])
         loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
+        recent.append(loss.item() / math.log(2))
+        if (step + 1) % CURVE_EVERY == 0 or step == steps - 1:
+            # the mean training loss since the last point, and held-out bits/char with the weights as
+            # they are now (float32, the current W), on fixed windows
+            held_bpc = bits_per_char(model, held, CURVE_WINDOWS, double=False)[0]
+            curve.append({'step': step + 1, 'trainBpc': round(sum(recent) / len(recent), 4),
+                          'heldOutBpc': round(held_bpc, 4)})
+            recent = []
         if step % 50 == 0 or step == steps - 1:
             print('%s step %d loss %.4f bpc %.3f %.0f s' % (name, step, loss.item(), loss.item() / math.log(2),
                                                             time.time() - start), file=log, flush=True)
     seconds = time.time() - start
-    projections = [b.projection for b in model.blocks] if favor else None
-    export(model, name, vocab, held, projections, steps, seconds, threads)
+    projections = [b.projection for b in model.blocks] if spec['favor'] else None
+    export(model, name, seed_index, seed, vocab, held, projections, steps, seconds, threads, curve)
 
 
 def load(model, name):
@@ -139,7 +181,8 @@ def load(model, name):
     return record
 
 
-def export(model, name, vocab, held, projections, steps, seconds, threads):
+def export(model, name, seed_index, seed, vocab, held, projections, steps, seconds, threads, curve):
+    spec = SPECS[name]
     os.makedirs(MODELS, exist_ok=True)
     as_stored(model)
     model.set_projections(projections)
@@ -147,36 +190,53 @@ def export(model, name, vocab, held, projections, steps, seconds, threads):
     for tname, t in model.tensors():
         tensors.append({'name': tname, 'dims': list(t.shape), 'offset': len(blob), 'dtype': 'float16'})
         blob += t.detach().half().numpy().tobytes()
-    file = name + '.bin'
+    stem = file_name(name, seed_index)
+    file = stem + '.bin'
     with open(os.path.join(MODELS, file), 'wb') as f:
         f.write(blob)
-    bpc, count = bits_per_char(model, held)
-    subset, _ = bits_per_char(model, held, EVAL_SUBSET)
     record = {
-        'name': name,
-        'title': {'softmax': 'trained with softmax attention', 'performer': 'Performer: trained with causal FAVOR+',
-                  'finetune': 'softmax model fine-tuned with FAVOR+'}[name],
-        'attention': 'softmax' if projections is None else 'favor',
+        'name': stem,
+        'title': spec['title'] + ('' if seed_index == 1 else ' (seed %d)' % seed_index),
+        'attention': 'favor' if spec['favor'] else 'softmax',
         'file': file, 'bytes': len(blob), 'sha256': hashlib.sha256(blob).hexdigest(),
         'architecture': dict(model.config, headDim=model.config['width'] // model.config['heads'], norm='pre-LayerNorm',
                              layerNormEps=1e-5, gelu='tanh', head='untied Linear with bias',
                              qkv='one Linear(width, 3 width) with bias: q, k, v; head h = columns [32h, 32h + 32)',
-                             scale=1 / math.sqrt(model.config['width'] // model.config['heads'])),
+                             scale=1 / math.sqrt(model.config['width'] // model.config['heads']),
+                             **({'rotary': {'base': 10000.0, 'pairs': 'halves: (x[i], x[i + d/2]) at angle p * base^(-2i/d)',
+                                            'appliedTo': 'q and k of every head, before attention'}}
+                                if spec['positions'] == 'rotary' else {})),
         'vocab': vocab,
         'tensors': tensors,
-        'training': {'steps': steps, 'batch': BATCH, 'context': CONTEXT, 'seed': SEEDS[name], 'seconds': round(seconds),
+        'training': {'steps': steps, 'batch': spec['batch'], 'context': spec['context'], 'seed': seed,
+                     'seedIndex': seed_index, 'lr': spec['lr'], 'seconds': round(seconds),
                      'threads': threads, 'cpu': cpu_name(), 'torch': torch.__version__,
-                     **({'features': M, 'kernel': 'positive', 'sampling': 'orthogonal', 'redrawEvery': REDRAW}
+                     **({'startsFrom': spec['start']} if 'start' in spec else {}),
+                     **({'features': M, 'kernel': 'positive', 'sampling': 'orthogonal', 'redrawEvery': REDRAW,
+                         'form': 'prefix sums in chunks of 32 at running key shifts (favor_causal_chunked)'}
                         if projections is not None else {})},
-        'heldOutBpc': round(bpc, 4), 'heldOutWindows': count,
-        'evalSubset': {'windows': EVAL_SUBSET, 'window': CONTEXT + 1, 'stride': CONTEXT, 'start': 0},
-        'evalSubsetBpc': round(subset, 4),
     }
+    if curve:
+        record['curve'] = {'every': CURVE_EVERY, 'heldOutWindows': CURVE_WINDOWS, 'points': curve}
+    record.update(evaluate(model, held))
     if projections is not None:
+        # the draw in use at the last step: a sample, not a trained parameter
         record['projections'] = [{'layer': i, 'dims': list(w.shape), 'dtype': 'float32', 'data': w.flatten().tolist()}
                                  for i, w in enumerate(projections)]
-    with open(os.path.join(MODELS, name + '.json'), 'w') as f:
+    with open(os.path.join(MODELS, stem + '.json'), 'w') as f:
         json.dump(record, f)
+
+
+def evaluate(model, held):
+    """The held-out figures of a record (float64, the weights as stored)."""
+    context = model.config['context']
+    bpc, count = bits_per_char(model, held)
+    out = {'heldOutBpc': round(bpc, 4), 'heldOutWindows': count,
+           'evalSubset': {'windows': EVAL_SUBSET, 'window': context + 1, 'stride': context, 'start': 0},
+           'evalSubsetBpc': round(bits_per_char(model, held, EVAL_SUBSET)[0], 4)}
+    if model.config['positions'] == 'rotary':
+        out['firstCharsBpc'] = {'chars': FIRST_CHARS, 'bpc': round(prefix_bits_per_char(model, held, FIRST_CHARS), 4)}
+    return out
 
 
 def cpu_name():
@@ -194,21 +254,22 @@ def reevaluate():
     """Recomputes the held-out figures of the exported models (float64) into their records."""
     _, held_text, vocab = corpus.splits()
     held = encode(held_text, vocab)
-    for name in SEEDS:
-        path = os.path.join(MODELS, name + '.json')
-        if not os.path.exists(path):
+    for path in sorted(glob.glob(os.path.join(MODELS, '*.json'))):
+        with open(path) as f:
+            name = json.load(f).get('name')
+        base = name and name.split('-seed')[0]
+        if base not in SPECS:
             continue
-        model = CharGPT(len(vocab))
+        model = new_model(vocab, SPECS[base])
         record = load(model, name)
-        record['heldOutBpc'] = round(bits_per_char(model, held)[0], 4)
-        record['evalSubsetBpc'] = round(bits_per_char(model, held, EVAL_SUBSET)[0], 4)
+        record.update(evaluate(model, held))
         with open(path, 'w') as f:
             json.dump(record, f)
 
 
 def manifest():
     records = []
-    for name in ['softmax', 'performer', 'finetune']:
+    for name in [file_name(n, i) for n in MODELS_IN_ORDER for i in (1, 2, 3)]:
         path = os.path.join(MODELS, name + '.json')
         if os.path.exists(path):
             with open(path) as f:
@@ -233,28 +294,32 @@ def fixtures():
     with open(os.path.join(FIXTURES, 'favor-check.json'), 'w') as f:
         json.dump(check, f)
     _, held_text, vocab = corpus.splits()
-    text = held_text[:CONTEXT]
-    for name in ['softmax', 'performer', 'finetune']:
+    for name in MODELS_IN_ORDER:
         if not os.path.exists(os.path.join(MODELS, name + '.json')):
             continue
-        model = CharGPT(len(vocab))
+        spec = SPECS[name]
+        model = new_model(vocab, spec)
         record = load(model, name)
+        text = held_text[:spec['context']]
         with torch.no_grad():
             logits = in_double(model)(encode(text, vocab).unsqueeze(0))[0]
+        # long contexts: every 4th row and the last (the rotations reach every position either way)
+        rows = list(range(len(text))) if len(text) <= 256 else list(range(0, len(text), 4)) + [len(text) - 1]
         with open(os.path.join(FIXTURES, 'parity-%s.json' % name), 'w') as f:
-            json.dump({'model': name, 'attention': record['attention'], 'text': text, 'dims': list(logits.shape),
-                       'logits': b64(logits)}, f)
+            json.dump({'model': name, 'attention': record['attention'], 'text': text,
+                       'dims': [len(rows), logits.shape[1]], 'rows': rows, 'logits': b64(logits[rows])}, f)
 
 
 if __name__ == '__main__':
     parser = argparse.ArgumentParser()
     parser.add_argument('command', choices=['train', 'manifest', 'fixtures', 'reevaluate'])
-    parser.add_argument('model', nargs='?', choices=list(SEEDS))
+    parser.add_argument('model', nargs='?', choices=list(SPECS))
+    parser.add_argument('--seed', type=int, default=1, choices=[1, 2, 3])
     parser.add_argument('--steps', type=int)
     parser.add_argument('--threads', type=int, default=int(os.environ.get('TRAIN_THREADS', '1')))
     a = parser.parse_args()
     if a.command == 'train':
-        train(a.model, a.steps or DEFAULT_STEPS[a.model], a.threads)
+        train(a.model, a.seed, a.steps or SPECS[a.model]['steps'], a.threads)
     elif a.command == 'manifest':
         manifest()
     elif a.command == 'reevaluate':
