@@ -20,9 +20,13 @@ import os
 import platform
 import time
 
-import torch
+# OpenBLAS's own threads (Debian's torch multiplies with it) would otherwise run beside torch's:
+# one thread per model unless TRAIN_THREADS says otherwise (set before torch loads OpenBLAS).
+os.environ.setdefault('OPENBLAS_NUM_THREADS', os.environ.get('TRAIN_THREADS', '1'))
 
-import corpus
+import torch  # noqa: E402
+
+import corpus  # noqa: E402
 from model import CharGPT, favor_positive, orthogonal_projection
 
 HERE = os.path.dirname(os.path.abspath(__file__))
