@@ -25,6 +25,8 @@ const { values: args } = parseArgs({ options: { windows: { type: 'string', defau
 const seeds = Number(args.seeds);
 const favor = await loadFavor({ threads: 1 });
 const manifest = await readManifest();
+// The long-context models (rotary positions, context 1024) have their own evaluation: model/eval-long.mjs.
+manifest.models = manifest.models.filter((m) => !m.architecture.rotary);
 if (args.models) manifest.models = manifest.models.filter((m) => args.models.split(',').includes(m.name));
 const held = await heldOutText();
 const windows = Math.min(Number(args.windows), Math.floor((held.length - 1) / 256));

@@ -13,10 +13,16 @@ export async function readManifest(dir = MODELS_DIR) {
 
 const sha256 = (bytes) => createHash('sha256').update(bytes).digest('hex');
 
-/** The model `name` of the manifest in dir, its file checked against the manifest's bytes and sha256. */
+/**
+ * The model `name` of the manifest in dir (or one of its replicas: the same model trained from
+ * another seed, recorded in <name>.json), its file checked against the record's bytes and sha256.
+ */
 export async function loadModel(favor, name, { dir = MODELS_DIR } = {}) {
   const manifest = await readManifest(dir);
-  const record = manifest.models.find((m) => m.name === name);
+  let record = manifest.models.find((m) => m.name === name);
+  if (!record && Object.values(manifest.replicas ?? {}).some((names) => names.includes(name))) {
+    record = JSON.parse(await readFile(new URL(`${name}.json`, dir), 'utf8'));
+  }
   if (!record) throw new RangeError(`model: no model '${name}' in train/models/manifest.json (have ${manifest.models.map((m) => m.name).join(', ')})`);
   const url = new URL(record.file, dir);
   const bytes = await verifyModelFile(record, await readFile(url), { file: fileURLToPath(url), sha256 });

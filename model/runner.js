@@ -4,8 +4,15 @@
 // format is train/models/manifest.json (one record per model) with its float16 weights file;
 // train/model.py is the same network in PyTorch. Types: model/runner.d.ts.
 //
+// Positions: learned embeddings that end at `context` (texts longer than it run in windows), or
+// rotary positions (architecture.rotary: q and k of every head rotated by their absolute position
+// before attention, train/model.py's `rotary`), which do not end: any length runs in one pass and
+// generation goes on past the training context.
+//
 // Attention choices (one object for every layer):
 //   { method: 'exact' }
+//   { method: 'exact', window: W }                             (each position sees the last W: a
+//                                                              sliding window, the cache kept at W)
 //   { method: 'favor', featureMaps: [FeatureMap per layer] }   (a Performer's exported W, or fresh draws)
 //   { method: 'favor', featureMap }                            (one map for every layer)
 //   { method: 'codebook', clusters, assignment?, temperature?, seed? }
@@ -75,6 +82,51 @@ function mergeHeads(y, L, H, hd) {
   for (let h = 0; h < H; h++)
     for (let i = 0; i < L; i++) out.set(y.subarray((h * L + i) * hd, (h * L + i + 1) * hd), i * H * hd + h * hd);
   return out;
+}
+
+// Rotary positions (train/model.py's `rotary`): the halves (x1, x2) of each head vector become
+// (x1 cos - x2 sin, x1 sin + x2 cos) at angles p base^(-2i/d); angles, cos and sin in double.
+class RotaryTable {
+  constructor(dim, base) {
+    this.half = dim >> 1;
+    this.inv = Float64Array.from({ length: this.half }, (_, i) => base ** (-2 * i / dim));
+    this.cos = new Float32Array(0);
+    this.sin = new Float32Array(0);
+  }
+
+  // cos and sin for positions [0, end)
+  reach(end) {
+    const have = this.cos.length / this.half;
+    if (end <= have) return;
+    const size = Math.max(end, 2 * have, 1024), half = this.half;
+    const cos = new Float32Array(size * half), sin = new Float32Array(size * half);
+    cos.set(this.cos), sin.set(this.sin);
+    for (let p = have; p < size; p++) {
+      for (let i = 0; i < half; i++) {
+        const a = p * this.inv[i];
+        cos[p * half + i] = Math.cos(a);
+        sin[p * half + i] = Math.sin(a);
+      }
+    }
+    this.cos = cos, this.sin = sin;
+  }
+
+  // x [H, L, d] in place, row i at position position0 + i
+  rotate(x, position0) {
+    const [H, L, d] = x.dims, half = this.half, data = x.data;
+    this.reach(position0 + L);
+    for (let h = 0; h < H; h++) {
+      for (let i = 0; i < L; i++) {
+        const row = (h * L + i) * d, t = (position0 + i) * half;
+        for (let c = 0; c < half; c++) {
+          const x1 = data[row + c], x2 = data[row + half + c], cs = this.cos[t + c], sn = this.sin[t + c];
+          data[row + c] = x1 * cs - x2 * sn;
+          data[row + half + c] = x1 * sn + x2 * cs;
+        }
+      }
+    }
+    return x;
+  }
 }
 
 function layerNorm(x, rows, width, weight, bias, eps) {
@@ -164,11 +216,16 @@ export class CharModel {
     }
     this.projections = (record.projections ?? []).map((p) => tensor(Float32Array.from(p.data), p.dims));
     this.packed = new Map();  // weight name -> PackedMatrix, made by linear()
+    const rotary = this.config.rotary;
+    this.rotary = rotary ? new RotaryTable(this.config.width / this.config.heads, rotary.base) : null;
   }
 
   get layers() { return this.config.layers; }
   get heads() { return this.config.heads; }
+  /** The training context: where learned positions end (rotary positions go on past it). */
   get context() { return this.config.context; }
+  /** Whether positions end at `context` (learned embeddings) or not (rotary). */
+  get positionsEnd() { return !this.rotary; }
 
   /** Characters to token ids; characters outside the vocabulary are a RangeError. */
   encode(text) {
@@ -203,19 +260,21 @@ export class CharModel {
 
   embed(ids, position0) {
     const C = this.config.width, x = new Float32Array(ids.length * C);
-    const tok = this.w.tok.data, pos = this.w.pos.data;
+    const tok = this.w.tok.data, pos = this.w.pos?.data;
     ids.forEach((id, i) => {
-      for (let c = 0; c < C; c++) x[i * C + c] = tok[id * C + c] + pos[(position0 + i) * C + c];
+      for (let c = 0; c < C; c++) x[i * C + c] = tok[id * C + c] + (pos ? pos[(position0 + i) * C + c] : 0);
     });
     return x;
   }
 
-  // One block with attention done by attend(layer, q, k, v) -> [H, L, hd].
-  block(x, L, layer, attend, capture) {
+  // One block with attention done by attend(layer, q, k, v) -> [H, L, hd]; rows at positions
+  // position0, position0 + 1, ... (rotary models rotate q and k by them; captured q, k are rotated).
+  block(x, L, layer, attend, capture, position0 = 0) {
     const { width: C, heads: H, layerNormEps: eps } = this.config, hd = C / H, p = `blocks.${layer}`;
     const h = layerNorm(x, L, C, this.w[`${p}.ln1.weight`].data, this.w[`${p}.ln1.bias`].data, eps);
     const qkv = this.linear(h, L, `${p}.qkv`);
     const q = splitHeads(qkv, L, 3 * C, 0, H, hd), k = splitHeads(qkv, L, 3 * C, C, H, hd), v = splitHeads(qkv, L, 3 * C, 2 * C, H, hd);
+    if (this.rotary) this.rotary.rotate(q, position0), this.rotary.rotate(k, position0);
     if (capture) capture.push({ q, k, v });
     const y = mergeHeads(attend(layer, q, k, v).data, L, H, hd);
     const a = this.linear(y, L, `${p}.proj`);
@@ -234,7 +293,14 @@ export class CharModel {
   attention(spec) {
     const f = this.favor;
     switch (spec.method) {
-      case 'exact': return (layer, q, k, v) => f.exactAttention(q, k, v, { causal: true });
+      case 'exact':
+        if (spec.window !== undefined) {
+          return (layer, q, k, v) => {
+            const state = f.createCausalState({ method: 'exact', window: spec.window });
+            try { return state.append(q, k, v); } finally { state.dispose(); }
+          };
+        }
+        return (layer, q, k, v) => f.exactAttention(q, k, v, { causal: true });
       case 'favor': return (layer, q, k, v) => f.favorAttention(q, k, v, { featureMap: mapOf(spec, layer), causal: true });
       case 'codebook': return (layer, q, k, v) => {
         const codebook = f.kmeans(k, { clusters: Math.min(spec.clusters, k.dims[1]), seed: spec.seed ?? 0 });
@@ -251,16 +317,17 @@ export class CharModel {
 
   /**
    * Logits [L, vocab] of a text or token ids (row i predicts position i + 1), and with
-   * { capture: true } each layer's q, k and v ([H, L, hd]). Texts longer than `context` run in
-   * windows of `context` positions with stride context / 2 (the last one ends at the text's end):
-   * the first window gives rows [0, context), each later one only the rows no earlier window gave,
-   * so every row after the first window sees at least context / 2 earlier characters (capture is
-   * then not available).
+   * { capture: true } each layer's q, k and v ([H, L, hd]). A rotary model runs any length in one
+   * pass. With learned positions, texts longer than `context` run in windows of `context`
+   * positions with stride context / 2 (the last one ends at the text's end): the first window
+   * gives rows [0, context), each later one only the rows no earlier window gave, so every row
+   * after the first window sees at least context / 2 earlier characters (capture is then not
+   * available).
    */
   forward(input, spec = { method: 'exact' }, { capture = false } = {}) {
     const ids = this.ids(input), L = ids.length, N = this.context, V = this.chars.length;
     if (L < 1) throw new RangeError('text: expected at least 1 character');
-    if (L <= N) return this.forwardWindow(ids, spec, capture);
+    if (L <= N || this.rotary) return this.forwardWindow(ids, spec, capture);
     if (capture) throw new RangeError(`forward: capture needs a text of at most ${N} characters, got ${L}`);
     const out = new Float32Array(L * V), half = N >> 1;
     for (let covered = 0, a = 0; covered < L; a = Math.min(a + half, L - N)) {
@@ -273,7 +340,7 @@ export class CharModel {
 
   forwardWindow(ids, spec, capture) {
     const L = ids.length;
-    if (L < 1 || L > this.context) throw new RangeError(`text: expected 1 to ${this.context} characters, got ${L}`);
+    if (L < 1 || (L > this.context && !this.rotary)) throw new RangeError(`text: expected 1 to ${this.context} characters, got ${L}`);
     const attend = this.attention(spec), captured = capture ? [] : null;
     let x = this.embed(ids, 0);
     for (let layer = 0; layer < this.layers; layer++) x = this.block(x, L, layer, attend, captured);
@@ -298,6 +365,18 @@ export class CharModel {
       }
     }
     return { bitsPerChar: bits / count, characters: count };
+  }
+
+  /**
+   * Bits of each character of text[1..] predicted from all of the text before it, in one pass
+   * (rotary models; a learned-position model runs texts longer than `context` in windows, as
+   * forward()): a Float64Array of text.length - 1 entries, entry i for character i + 1.
+   */
+  positionBits(text, spec) {
+    const ids = this.encode(text), V = this.chars.length;
+    if (ids.length < 2) throw new RangeError('text: expected at least 2 characters');
+    const { logits } = this.forward(ids.slice(0, -1), spec);
+    return Float64Array.from({ length: ids.length - 1 }, (_, i) => -logSoftmax(logits.data.subarray(i * V, (i + 1) * V))[ids[i + 1]] / Math.LN2);
   }
 
   /** The k most likely next characters after row i of logits: [{ char, p }]. */
@@ -338,49 +417,114 @@ export class CharModel {
   }
 
   /**
+   * A generation in progress after `prefix` (see Generation): the prefix's prefill through one
+   * causal state per layer, then one character per next(). spec as forward(); states as
+   * causalState(); { seed, temperature } for sampling.
+   */
+  startGeneration(prefix, spec = { method: 'exact' }, options = {}) {
+    return new Generation(this, this.ids(prefix), spec, options);
+  }
+
+  /**
    * Continues `prefix` by n characters through causal states (one per layer): the prefix in one
-   * append, then one position per append. The model's learned positions end at `context`: the
-   * prefix is cut to its last (context - n) characters and generation stops at `context` in all.
-   * spec as forward(); states as causalState(). Sampling: seed (mulberry32) and temperature;
-   * the same seed gives the same draws for every attention. Returns { text, charsPerSecond }
-   * (characters per second including the prefill), and with { logits: true } the logits each
-   * character was drawn from (`logits[t]`, a Float32Array of vocab entries, for character t).
+   * append, then one position per append. A rotary model goes on as long as asked. Learned
+   * positions end at `context`: the prefix is cut to its last (context - n) characters and
+   * generation stops at `context` in all. spec as forward(); states as causalState(). Sampling:
+   * seed (mulberry32) and temperature; the same seed gives the same draws for every attention.
+   * Returns { text, charsPerSecond } (characters per second including the prefill), and with
+   * { logits: true } the logits each character was drawn from (`logits[t]`, a Float32Array of
+   * vocab entries, for character t).
    */
   generate(prefix, n, spec = { method: 'exact' }, { seed = 0, temperature = 1, logits: keep = false } = {}) {
-    n = Math.max(0, Math.min(n, this.context - 1));
-    let ids = this.encode(prefix).slice(-(this.context - n));
-    if (ids.length === 0) ids = [this.index.get(' ') ?? 0];
-    const random = rng(seed), V = this.chars.length;
-    const states = [], owned = [];
+    let ids = this.encode(prefix);
+    if (!this.rotary) {
+      n = Math.max(0, Math.min(n, this.context - 1));
+      ids = ids.slice(-(this.context - n));
+    }
     const t0 = performance.now();
+    const run = new Generation(this, ids, spec, { seed, temperature });
     try {
-      const attend = (layer, q, k, v) => {
-        if (!states[layer]) states[layer] = this.causalState(spec, layer, q, k, owned);
-        return states[layer].append(q, k, v);
-      };
-      const step = (tokens, position0) => {
-        let x = this.embed(tokens, position0);
-        for (let layer = 0; layer < this.layers; layer++) x = this.block(x, tokens.length, layer, attend, null);
-        const logits = this.head(x, tokens.length);
-        return logits.subarray((tokens.length - 1) * V);
-      };
       const out = [], rows = [];
-      let last = step(ids, 0);
       for (let t = 0; t < n; t++) {
-        if (keep) rows.push(Float32Array.from(last));
-        const lp = logSoftmax(last), r = random();
-        let id = 0, acc = 0;
-        const probs = Array.from(lp, (x) => Math.exp(x / temperature));
-        const total = probs.reduce((a, b) => a + b, 0);
-        for (; id < V - 1; id++) if ((acc += probs[id] / total) > r) break;
-        out.push(id);
-        if (t + 1 < n) last = step([id], ids.length + t);
+        const { char, logits } = run.next();
+        out.push(char);
+        if (keep) rows.push(Float32Array.from(logits));
       }
       const seconds = (performance.now() - t0) / 1000;
-      return { text: out.map((id) => this.chars[id]).join(''), charsPerSecond: n / seconds, ...(keep && { logits: rows }) };
+      return { text: out.join(''), charsPerSecond: n / seconds, ...(keep && { logits: rows }) };
     } finally {
-      for (const s of states) s?.dispose();
-      for (const o of owned) o.dispose();
+      run.dispose();
     }
+  }
+}
+
+/**
+ * Generation one character at a time through causal states (one per layer). The constructor runs
+ * the prefill (an empty prefix starts from a space); each next() draws a character from the
+ * current logits and appends the previous draw first, so n characters cost n - 1 appends.
+ * `length` counts the positions in the states; `stateBytes` sums the states' bytes over layers.
+ */
+export class Generation {
+  constructor(model, ids, spec, { seed = 0, temperature = 1 } = {}) {
+    if (ids.length === 0) ids = [model.index.get(' ') ?? 0];
+    if (!model.rotary && ids.length > model.context) {
+      throw new RangeError(`prefix: a model with learned positions takes at most ${model.context} characters, got ${ids.length}`);
+    }
+    this.model = model;
+    this.spec = spec;
+    this.temperature = temperature;
+    this.random = rng(seed);
+    this.states = [];
+    this.owned = [];
+    this.position = 0;     // positions appended to the states
+    this.pending = null;   // a drawn id not appended yet
+    try {
+      this.logits = this.step(ids);
+    } catch (e) {
+      this.dispose();
+      throw e;
+    }
+  }
+
+  get length() { return this.position; }
+  get stateBytes() { return this.states.reduce((sum, s) => sum + s.stateBytes, 0); }
+
+  // Appends tokens at the next positions; returns the last row of logits.
+  step(tokens) {
+    const model = this.model, V = model.chars.length, position0 = this.position;
+    if (!model.rotary && position0 + tokens.length > model.context) {
+      throw new RangeError(`generation: a model with learned positions stops at ${model.context} positions`);
+    }
+    const attend = (layer, q, k, v) => {
+      if (!this.states[layer]) this.states[layer] = model.causalState(this.spec, layer, q, k, this.owned);
+      return this.states[layer].append(q, k, v);
+    };
+    let x = model.embed(tokens, position0);
+    for (let layer = 0; layer < model.layers; layer++) x = model.block(x, tokens.length, layer, attend, null, position0);
+    this.position += tokens.length;
+    return model.head(x, tokens.length).subarray((tokens.length - 1) * V);
+  }
+
+  /** The next character: { id, char, logits } (logits: the row it was drawn from, valid until the next call). */
+  next() {
+    if (this.pending !== null) {
+      this.logits = this.step([this.pending]);
+      this.pending = null;
+    }
+    const lp = logSoftmax(this.logits), r = this.random(), V = lp.length;
+    const probs = Array.from(lp, (x) => Math.exp(x / this.temperature));
+    const total = probs.reduce((a, b) => a + b, 0);
+    let id = 0, acc = 0;
+    for (; id < V - 1; id++) if ((acc += probs[id] / total) > r) break;
+    this.pending = id;
+    return { id, char: this.model.chars[id], logits: this.logits };
+  }
+
+  /** Frees the states and the maps made for them. */
+  dispose() {
+    for (const s of this.states) s?.dispose();
+    for (const o of this.owned) o.dispose();
+    this.states = [];
+    this.owned = [];
   }
 }

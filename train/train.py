@@ -272,13 +272,18 @@ def reevaluate():
 
 
 def manifest():
-    records = []
-    for name in [file_name(n, i) for n in MODELS_IN_ORDER for i in (1, 2, 3)]:
+    """manifest.json: every model's record (seed index 1), and the names of the other seeds' records
+    (their own JSON files beside it) under `replicas`."""
+    records, replicas = [], {}
+    for name in MODELS_IN_ORDER:
         path = os.path.join(MODELS, name + '.json')
         if os.path.exists(path):
             with open(path) as f:
                 records.append(json.load(f))
-    out = {'corpus': corpus.describe(), 'models': records}
+        others = [file_name(name, i) for i in (2, 3) if os.path.exists(os.path.join(MODELS, file_name(name, i) + '.json'))]
+        if others:
+            replicas[name] = others
+    out = {'corpus': corpus.describe(), 'models': records, 'replicas': replicas}
     with open(os.path.join(MODELS, 'manifest.json'), 'w') as f:
         json.dump(out, f, separators=(',', ':'))
 
@@ -305,13 +310,22 @@ def fixtures():
         model = new_model(vocab, spec)
         record = load(model, name)
         text = held_text[:spec['context']]
+        ids = encode(text, vocab).unsqueeze(0)
         with torch.no_grad():
-            logits = in_double(model)(encode(text, vocab).unsqueeze(0))[0]
+            logits = in_double(model)(ids)[0]
+            exact = None
+            if record['attention'] == 'favor':  # the same weights with exact attention on their q and k
+                softmax = in_double(model)
+                softmax.set_projections(None)
+                exact = softmax(ids)[0]
         # long contexts: every 4th row and the last (the rotations reach every position either way)
         rows = list(range(len(text))) if len(text) <= 256 else list(range(0, len(text), 4)) + [len(text) - 1]
+        out = {'model': name, 'attention': record['attention'], 'text': text, 'dims': [len(rows), logits.shape[1]],
+               'rows': rows, 'logits': b64(logits[rows])}
+        if exact is not None:
+            out['exactLogits'] = b64(exact[rows])
         with open(os.path.join(FIXTURES, 'parity-%s.json' % name), 'w') as f:
-            json.dump({'model': name, 'attention': record['attention'], 'text': text,
-                       'dims': [len(rows), logits.shape[1]], 'rows': rows, 'logits': b64(logits[rows])}, f)
+            json.dump(out, f)
 
 
 if __name__ == '__main__':

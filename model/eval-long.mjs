@@ -1,0 +1,164 @@
+#!/usr/bin/env node
+// `npm run eval:long`: what the long-context models (train/models: long-softmax, long-performer,
+// rotary positions, trained at 1024 characters) do past their training context, computed by the
+// JS runner on favor-attention (model/runner.js). Writes model/long-results.md (tables) and
+// model/long-results.json (the curves the page draws), and prints the tables.
+//
+//   node model/eval-long.mjs [--length 8192] [--generate 16384] [--threads 1]
+//
+// 1. Held-out bits per character against position: the held-out text cut into sequences of
+//    `length` + 1 characters, each character predicted from everything before it in its sequence,
+//    binned by position, for every seed of each model (mean ± s.d. over seeds):
+//      long-softmax, exact attention over the whole prefix
+//      long-softmax, exact attention over the last 1,024 positions (a sliding window: the cache kept
+//        at the training context)
+//      long-performer, FAVOR+ with its exported W over the whole prefix (a constant-size state)
+//      long-performer, exact attention on its q and k
+// 2. Generation after a held-out prompt, one character per append, through exact caches and
+//    through FAVOR+ states (long-performer, seed 1): characters per second and the states' bytes
+//    (summed over layers) against position.
+import { writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { parseArgs } from 'node:util';
+
+import { loadFavor } from 'favor-attention';
+
+import { heldOutText, loadModel, readManifest } from './node.js';
+
+const { values: args } = parseArgs({ options: { length: { type: 'string', default: '8192' }, generate: { type: 'string', default: '16384' },
+  threads: { type: 'string', default: '1' }, prompt: { type: 'string', default: '512' } } });
+const LENGTH = Number(args.length), GENERATE = Number(args.generate), PROMPT = Number(args.prompt);
+const favor = await loadFavor({ threads: Number(args.threads) });
+const manifest = await readManifest();
+const held = await heldOutText();
+const t0 = performance.now();
+const cpu = os.cpus()[0]?.model ?? 'CPU';
+
+const seedsOf = (name) => [name, ...(manifest.replicas?.[name] ?? [])];
+const softmaxRecord = manifest.models.find((m) => m.name === 'long-softmax');
+const CONTEXT = softmaxRecord.architecture.context;
+const EDGES = [0, 256, 1024, 2048, 4096, 8192, 16384, 32768].filter((e) => e < LENGTH).concat([LENGTH]);
+const BINS = EDGES.slice(0, -1).map((a, i) => ({ from: a, to: EDGES[i + 1] }));
+const sequences = Math.floor((held.length - 1) / LENGTH);
+
+const CURVES = [
+  { id: 'softmax-full', model: 'long-softmax', label: 'softmax model, exact, whole prefix', spec: () => ({ method: 'exact' }) },
+  { id: 'softmax-window', model: 'long-softmax', label: `softmax model, exact, sliding window of ${CONTEXT}`, spec: () => ({ method: 'exact', window: CONTEXT }) },
+  { id: 'performer-favor', model: 'long-performer', label: 'Performer, FAVOR+ (its W, m = 64), whole prefix', spec: (m) => ({ method: 'favor', featureMaps: m.exportedFeatureMaps() }) },
+  { id: 'performer-exact', model: 'long-performer', label: 'Performer, exact on its q and k, whole prefix', spec: () => ({ method: 'exact' }) },
+];
+
+const stats = (xs) => {
+  const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
+  const sd = xs.length > 1 ? Math.sqrt(xs.reduce((a, b) => a + (b - mean) ** 2, 0) / (xs.length - 1)) : 0;
+  return { mean, sd, n: xs.length };
+};
+
+// bits/char per bin (and over all positions) of one model under one spec: positions pooled over sequences
+function binned(model, spec) {
+  const sums = new Float64Array(BINS.length), counts = new Float64Array(BINS.length);
+  let total = 0;
+  for (let s = 0; s < sequences; s++) {
+    const bits = model.positionBits(held.slice(s * LENGTH, (s + 1) * LENGTH + 1), spec);
+    // entry i predicts the character at position i + 1 from positions 0..i
+    bits.forEach((b, i) => {
+      const bin = BINS.findIndex(({ from, to }) => i + 1 >= from && i + 1 < to);
+      if (bin >= 0) sums[bin] += b, counts[bin] += 1;
+      total += b;
+    });
+  }
+  return { bins: Array.from(sums, (x, i) => x / counts[i]), all: total / (sequences * LENGTH) };
+}
+
+const curves = [];
+for (const curve of CURVES) {
+  const perSeed = [];
+  for (const name of seedsOf(curve.model)) {
+    const model = await loadModel(favor, name);
+    const spec = curve.spec(model);
+    perSeed.push({ name, ...binned(model, spec) });
+    spec.featureMaps?.forEach((f) => f.dispose());
+    model.dispose();
+    console.error(`${curve.id} ${name}: ${perSeed.at(-1).bins.map((b) => b.toFixed(3)).join(' ')} (${((performance.now() - t0) / 60000).toFixed(1)} min)`);
+  }
+  curves.push({ id: curve.id, label: curve.label, seeds: perSeed.map((p) => p.name), perSeed,
+    bins: BINS.map((_, b) => stats(perSeed.map((p) => p.bins[b]))), all: stats(perSeed.map((p) => p.all)) });
+}
+const evalMinutes = (performance.now() - t0) / 60000;
+
+// Generation: rates and memory against position, in blocks of 256 characters. The first block
+// includes the prompt's prefill; rates are characters per second over each block.
+const BLOCK = 256;
+async function generation(spec) {
+  const model = await loadModel(favor, 'long-performer');
+  const maps = spec === 'favor' ? model.exportedFeatureMaps() : null;
+  const run = model.startGeneration(held.slice(held.length - PROMPT), maps ? { method: 'favor', featureMaps: maps } : { method: 'exact' }, { seed: 1 });
+  const blocks = [];
+  let text = '', last = performance.now();
+  try {
+    for (let t = 1; t <= GENERATE; t++) {
+      text += run.next().char;
+      if (t % BLOCK === 0) {
+        const now = performance.now();
+        blocks.push({ position: run.length, charsPerSecond: BLOCK / ((now - last) / 1000), stateBytes: run.stateBytes });
+        last = now;
+      }
+    }
+  } finally {
+    run.dispose();
+    maps?.forEach((f) => f.dispose());
+    model.dispose();
+  }
+  return { blocks, text };
+}
+const generated = {};
+for (const method of ['favor', 'exact']) {
+  generated[method] = await generation(method);
+  console.error(`generation ${method}: done (${((performance.now() - t0) / 60000).toFixed(1)} min)`);
+}
+// mean rate over the characters [a, b) after the prompt (whole blocks)
+const rate = (blocks, a, b) => {
+  const inside = blocks.filter((x) => x.position - PROMPT > a && x.position - PROMPT <= b);
+  return BLOCK * inside.length / inside.reduce((s, x) => s + BLOCK / x.charsPerSecond, 0);
+};
+const span = 1024;
+const favorFirst = rate(generated.favor.blocks, span, 2 * span), favorLast = rate(generated.favor.blocks, GENERATE - span, GENERATE);
+const exactFirst = rate(generated.exact.blocks, span, 2 * span), exactLast = rate(generated.exact.blocks, GENERATE - span, GENERATE);
+const crossing = generated.favor.blocks.find((b, i) => generated.exact.blocks[i] && b.charsPerSecond > generated.exact.blocks[i].charsPerSecond
+  && generated.favor.blocks.slice(i).every((x, j) => !generated.exact.blocks[i + j] || x.charsPerSecond > generated.exact.blocks[i + j].charsPerSecond));
+const bytes = (method, at) => generated[method].blocks.find((b) => b.position - PROMPT >= at)?.stateBytes;
+
+const fmt = (r) => (r.n > 1 ? `${r.mean.toFixed(3)} ± ${r.sd.toFixed(3)}` : r.mean.toFixed(3));
+const n = (x) => x.toLocaleString('en-US');
+const md = [
+  `Held-out bits per character (lower is better) against position: the held-out text (chapters 122-135 and the epilogue) cut into ${sequences} sequences of ${n(LENGTH)} characters, ` +
+  `each character predicted from everything before it in its sequence; mean ± s.d. over the ${seedsOf('long-softmax').length} seeds of each model (training context ${n(CONTEXT)}). ` +
+  `\`npm run eval:long\` (model/eval-long.mjs, the JS runner on favor-attention), ${cpu}, ${args.threads} thread, ${evalMinutes.toFixed(1)} min.`,
+  '',
+  `| attention | ${BINS.map(({ from, to }) => `${n(from)}–${n(to)}`).join(' | ')} | all |`,
+  `|---|${BINS.map(() => '---').join('|')}|---|`,
+  ...curves.map((c) => `| ${c.label} | ${c.bins.map(fmt).join(' | ')} | ${fmt(c.all)} |`),
+  '',
+  `Generation of ${n(GENERATE)} characters after the last ${n(PROMPT)} held-out characters, one character per append (long-performer, seed 1, sampling seed 1), ` +
+  `${cpu}, Node ${process.versions.node}, ${args.threads} thread: characters per second, and the states' bytes summed over the 4 layers.`,
+  '',
+  '| | FAVOR+ state | exact cache |',
+  '|---|---|---|',
+  `| characters/s, characters ${n(span)}–${n(2 * span)} | ${favorFirst.toFixed(0)} | ${exactFirst.toFixed(0)} |`,
+  `| characters/s, last ${n(span)} | ${favorLast.toFixed(0)} | ${exactLast.toFixed(0)} |`,
+  `| last ÷ first | ${(favorLast / favorFirst).toFixed(2)} | ${(exactLast / exactFirst).toFixed(2)} |`,
+  `| state bytes after ${n(span)} characters | ${n(bytes('favor', span))} | ${n(bytes('exact', span))} |`,
+  `| state bytes after ${n(GENERATE)} characters | ${n(generated.favor.blocks.at(-1).stateBytes)} | ${n(generated.exact.blocks.at(-1).stateBytes)} |`,
+  '',
+  crossing
+    ? `FAVOR+ generates faster than the exact cache from position ${n(crossing.position)} on (block of ${BLOCK}); at ${n(GENERATE + PROMPT)} positions it is ${(favorLast / exactLast).toFixed(2)}× as fast.`
+    : `FAVOR+ never stays faster than the exact cache up to ${n(GENERATE + PROMPT)} positions (last ${n(span)}: ${(favorLast / exactLast).toFixed(2)}× as fast).`,
+];
+const out = md.join('\n');
+writeFileSync(new URL('./long-results.md', import.meta.url), `${out}\n`);
+writeFileSync(new URL('./long-results.json', import.meta.url), `${JSON.stringify({
+  cpu, node: process.versions.node, threads: Number(args.threads), length: LENGTH, sequences, context: CONTEXT, bins: BINS,
+  curves: curves.map(({ id, label, seeds, bins, all, perSeed }) => ({ id, label, seeds, bins, all, perSeed: perSeed.map(({ name, bins: b, all: a }) => ({ name, bins: b, all: a })) })),
+  generation: { prompt: PROMPT, characters: GENERATE, block: BLOCK, favor: generated.favor.blocks, exact: generated.exact.blocks },
+}, null, 1)}\n`);
+console.log(out);
