@@ -65,7 +65,7 @@ for (const name of ['softmax', 'performer']) {
     for (const [key, model] of order) times[key].push(perChar(model));
     ratios.push(times.plain[r] / times.packed[r]);
   }
-  rows.push({ what: `generation, ${name} model (${name === 'performer' ? 'FAVOR+ with its trained W' : 'exact attention'}): ms per character`, packed: median(times.packed), plain: median(times.plain), ratio: median(ratios) });
+  rows.push({ what: `generation, ${name} model (${name === 'performer' ? 'FAVOR+ with the W of its last training draw' : 'exact attention'}): ms per character`, packed: median(times.packed), plain: median(times.plain), ratio: median(ratios) });
   packed.dispose();
   console.error(`  ${rows.at(-1).what}: packed ${rows.at(-1).packed.toFixed(3)}, unpacked ${rows.at(-1).plain.toFixed(3)}`);
 }

@@ -44,7 +44,7 @@ const sequences = Math.floor((held.length - 1) / LENGTH);
 const CURVES = [
   { id: 'softmax-full', model: 'long-softmax', label: 'softmax model, exact, whole prefix', spec: () => ({ method: 'exact' }) },
   { id: 'softmax-window', model: 'long-softmax', label: `softmax model, exact, sliding window of ${CONTEXT}`, spec: () => ({ method: 'exact', window: CONTEXT }) },
-  { id: 'performer-favor', model: 'long-performer', label: 'Performer, FAVOR+ (its W, m = 64), whole prefix', spec: (m) => ({ method: 'favor', featureMaps: m.exportedFeatureMaps() }) },
+  { id: 'performer-favor', model: 'long-performer', label: 'Performer, FAVOR+ (the W of its last training draw, m = 64), whole prefix', spec: (m) => ({ method: 'favor', featureMaps: m.exportedFeatureMaps() }) },
   { id: 'performer-exact', model: 'long-performer', label: 'Performer, exact on its q and k, whole prefix', spec: () => ({ method: 'exact' }) },
 ];
 

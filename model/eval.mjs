@@ -43,7 +43,7 @@ const featureRow = (label, options) => ({
 const SIZES = [16, 64, 256];
 const rows = [
   { label: 'exact softmax', make: () => [{ method: 'exact' }] },
-  { label: 'FAVOR+ with the model\'s trained W (m = 64)', performerOnly: true, make: (m) => [{ method: 'favor', featureMaps: m.exportedFeatureMaps() }] },
+  { label: 'FAVOR+ with the W of the model\'s last training draw (m = 64)', performerOnly: true, make: (m) => [{ method: 'favor', featureMaps: m.exportedFeatureMaps() }] },
   ...SIZES.map((features) => featureRow(`FAVOR+ positive, orthogonal, m = ${features}`, { features, kernel: 'positive' })),
   ...SIZES.map((features) => featureRow(`FAVOR+ positive, simplex, m = ${features}`, { features, kernel: 'positive', sampling: 'simplex' })),
   ...SIZES.map((features) => featureRow(`FAVOR+ positive, structured (SORF), m = ${features}`, { features, kernel: 'positive', sampling: 'structured' })),

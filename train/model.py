@@ -132,6 +132,7 @@ class Block(nn.Module):
         self.fc1 = nn.Linear(width, mlp)
         self.fc2 = nn.Linear(mlp, width)
         self.projection = None  # FAVOR+: W (m x head dim); None: softmax
+        self.one_shift = False  # FAVOR+ in favor_positive's one-shift form (the 256-context Performer's training)
 
     def attention(self, x):
         B, L, C = x.shape
@@ -144,7 +145,8 @@ class Block(nn.Module):
         if self.projection is None:
             y = softmax_causal(q, k, v, scale)
         else:
-            y = favor_causal_chunked(q, k, v, self.projection, scale, 32)
+            form = favor_positive if self.one_shift else lambda *a: favor_causal_chunked(*a, 32)
+            y = form(q, k, v, self.projection, scale)
         return self.proj(y.transpose(1, 2).reshape(B, L, C))
 
     def forward(self, x):
@@ -181,10 +183,12 @@ class CharGPT(nn.Module):
             nn.init.ones_(b.ln1.weight), nn.init.ones_(b.ln2.weight)
         nn.init.ones_(self.ln_f.weight)
 
-    def set_projections(self, projections):
-        """FAVOR+ in every layer with these W (one per layer), or softmax with None."""
+    def set_projections(self, projections, one_shift=False):
+        """FAVOR+ in every layer with these W (one per layer), or softmax with None. one_shift: the
+        quadratic one-shift form (favor_positive) instead of the chunked one."""
         for b, w in zip(self.blocks, projections or [None] * len(self.blocks)):
             b.projection = w
+            b.one_shift = one_shift
 
     def forward(self, ids):
         x = self.tok(ids)

@@ -78,7 +78,7 @@ test('generation through causal states draws from the whole-text logits; the sam
   const trained = model.exportedFeatureMaps();
   const oprf = Array.from({ length: model.layers }, (_, l) => favor.createFeatureMap({ dim: 32, features: 64, kernel: 'oprf', seed: l }));
   const prefix = held.slice(1000, 1100), n = 12, V = model.chars.length;
-  for (const [label, spec, tol] of [['exact', { method: 'exact' }, 1e-4], ['FAVOR+ trained W', { method: 'favor', featureMaps: trained }, 1e-4]]) {
+  for (const [label, spec, tol] of [['exact', { method: 'exact' }, 1e-4], ['FAVOR+ with the exported W', { method: 'favor', featureMaps: trained }, 1e-4]]) {
     const g = model.generate(prefix, n, spec, { seed: 3, logits: true });
     assert.equal(g.text.length, n);
     assert.equal(model.generate(prefix, n, spec, { seed: 3 }).text, g.text, `${label}: same seed, same text`);

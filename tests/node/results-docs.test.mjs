@@ -38,3 +38,22 @@ test("train/README.md's held-out bits per character are the manifest's", () => {
     assert.ok(cells.includes(model.heldOutBpc.toFixed(3)), `${model.name}: ${row} quotes ${model.heldOutBpc.toFixed(3)}`);
   }
 });
+
+test('docs/training-curves.svg is drawn from the curves the model records hold (node train/curves.mjs)', async () => {
+  const { records, svg } = await import('../../train/curves.mjs');
+  const list = records();
+  assert.ok(list.some((r) => r.name === 'long-performer') && list.some((r) => r.name === 'long-softmax'), 'the long-context models record curves');
+  assert.equal(read('docs/training-curves.svg'), svg(list), 'regenerate with: node train/curves.mjs');
+});
+
+test("docs/models.md and README.md quote model/long-results.md (npm run eval:long) as written", () => {
+  const docs = read('docs/models.md'), results = read('model/long-results.md');
+  const resultTables = tables(results);
+  assert.equal(resultTables.length, 2, 'model/long-results.md has its two tables');
+  for (const table of resultTables) assert.ok(docs.includes(table), `docs/models.md lacks the table starting ${table.split('\n')[0]}`);
+  const closing = results.trim().split('\n').at(-1);
+  assert.ok(docs.includes(closing), "docs/models.md quotes long-results.md's closing sentence");
+  const json = JSON.parse(read('model/long-results.json'));
+  assert.equal(json.curves.length, 4);
+  for (const c of json.curves) assert.ok(results.includes(`| ${c.label} |`), `long-results.md has the row ${c.label}`);
+});
