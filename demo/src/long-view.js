@@ -14,7 +14,7 @@ export const LONG_MODEL = 'long-performer';
 export const LONG_LIMITS = { min: 64, max: 16384, default: 2000 };
 const BLOCK = 64;  // characters per method between progress messages
 const EXACT = { color: '#1d2330', label: 'exact: key/value cache' };
-const FAVOR = { color: '#e0711a', label: 'FAVOR+: constant-size state' };
+const FAVOR = { color: '#e0711a', label: 'FAVOR+: running state (its trained W)' };
 // The evaluation's curves: colour and line per curve id (model/eval-long.mjs).
 const CURVE_STYLE = {
   'softmax-full': { color: '#1d2330', marker: 'circle' },
@@ -148,7 +148,9 @@ export class LongView {
       }
       this.status(`generating: 0 of ${n0(run.n)} characters`);
     } else if (msg.type === 'long-block') {
-      run.blocks.push({ done: msg.done, position: msg.exact.length, exact: msg.exact, favor: msg.favor });
+      // position: characters in the text after the block (prompt + generated); from: before it
+      const position = run.start.promptLength + msg.done;
+      run.blocks.push({ done: msg.done, from: position - msg.exact.text.length, position, exact: msg.exact, favor: msg.favor });
       for (const which of ['exact', 'favor']) {
         run[which] += msg[which].text;
         const pre = $(`#long-${which}`);
@@ -187,25 +189,30 @@ export class LongView {
   // The live plots: characters per second and the states' bytes against position, and the notes.
   drawRuns() {
     const run = this.run, blocks = run?.blocks ?? [], start = run?.start;
+    // the texts once a run starts, the plots once it has a block
+    this.section.classList.toggle('has-run', Boolean(run));
+    const shown = this.section.classList.contains('has-blocks');
+    this.section.classList.toggle('has-blocks', blocks.length > 0);
+    // drawn before they were laid out: again at their size
+    if (!shown && blocks.length) requestAnimationFrame(() => setTimeout(() => this.drawRuns(), 0));
     const series = (key, which, title) => blocks.map((b) => [b.position, b[which][key], title(b, b[which])]);
     const rateOf = (b, x) => `position ${n0(b.position)}: ${rate(x.charsPerSecond)} characters/s (${x.text.length} in ${ms(x.ms)})`;
     const mem = (b, x) => `position ${n0(b.position)}: ${bytes(x.stateBytes)}`;
     const context = start?.context ?? this.record?.context;
     const x = { log: false, label: 'position in the text (prompt + generated characters)', format: (v) => n0(v),
-      ...(start && { domain: [start.length, start.length + run.n] }) };
+      ...(start && { domain: [start.promptLength, start.promptLength + run.n] }) };
     const vlines = start && context ? [{ x: context, label: `training context ${n0(context)}`, color: '#777' }] : [];
-    const empty = run ? 'waiting for the first block…' : 'Generate: both methods, the same prompt and sampling seed.';
     const rateSvg = $('#long-rate'), memSvg = $('#long-memory');
     const exactRate = series('charsPerSecond', 'exact', rateOf), favorRate = series('charsPerSecond', 'favor', rateOf);
     drawPlot(rateSvg, {
       x, y: { log: false, label: 'characters per second', format: n0, ...(blocks.length && { domain: [0, 1.08 * Math.max(...blocks.flatMap((b) => [b.exact.charsPerSecond, b.favor.charsPerSecond]))] }) },
       series: [{ ...EXACT, points: exactRate, width: 1.8 }, { ...FAVOR, points: favorRate, width: 1.8 }],
-      vlines, empty, legendRoot: $('#long-legend'),
+      vlines, legendRoot: $('#long-legend'),
     });
     drawPlot(memSvg, {
       x, y: { log: true, label: 'bytes, all layers (log)' },
       series: [{ ...EXACT, points: series('stateBytes', 'exact', mem), width: 1.8 }, { ...FAVOR, points: series('stateBytes', 'favor', mem), width: 1.8 }],
-      vlines, empty,
+      vlines,
     });
     rateSvg.dataset.exactPoints = String(exactRate.length);
     rateSvg.dataset.favorPoints = String(favorRate.length);
@@ -216,8 +223,10 @@ export class LongView {
   drawNote() {
     const run = this.run, start = run?.start, blocks = run?.blocks ?? [];
     if (!start) {
-      $('#long-note').textContent = `The ${LONG_MODEL} model (rotary positions, trained on ${n0(this.record?.context ?? 1024)} characters) continues the text above ` +
-        'with exact attention through a key/value cache that grows by one position per character, and with FAVOR+ through a state of fixed size.';
+      const record = this.record;
+      $('#long-note').textContent = `The ${LONG_MODEL} model${record ? ` (${record.rotary ? 'rotary positions, ' : ''}trained with a context of ${n0(record.context)} characters)` : ''} ` +
+        'continues the text above with exact attention, through a key/value cache that grows by one position per character, and with FAVOR+, ' +
+        'through a state whose size does not grow with the text.';
       for (const which of ['exact', 'favor']) $(`#long-${which}-info`).textContent = '';
       return;
     }
@@ -230,7 +239,7 @@ export class LongView {
       const over = (list, which) => list.reduce((s, b) => s + b[which].text.length, 0) / (list.reduce((s, b) => s + b[which].ms, 0) / 1000);
       const k = Math.min(4, Math.ceil(blocks.length / 2));
       const first = blocks.slice(0, k), last = blocks.slice(-k);
-      const span = (list) => `positions ${n0(list[0].position - list[0].exact.text.length)}–${n0(list.at(-1).position)}`;
+      const span = (list) => `characters ${n0(list[0].from + 1)}–${n0(list.at(-1).position)}`;
       const [ef, ff, el, fl] = [over(first, 'exact'), over(first, 'favor'), over(last, 'exact'), over(last, 'favor')];
       if (blocks.length >= 2) {
         parts.push(`First ${k} blocks (${span(first)}): exact ${rate(ef)}, FAVOR+ ${rate(ff)} characters/s (${compareRates(ff, ef, 'FAVOR+', 'exact')}); ` +
@@ -240,7 +249,7 @@ export class LongView {
       let from = blocks.length;
       while (from > 0 && blocks[from - 1].favor.charsPerSecond > blocks[from - 1].exact.charsPerSecond) from--;
       if (blocks.length >= 3 && from === 0) parts.push('FAVOR+ was faster in every block.');
-      else if (blocks.length - from >= 3) parts.push(`FAVOR+ was faster in every block from position ${n0(blocks[from].position - blocks[from].exact.text.length)} on.`);
+      else if (blocks.length - from >= 3) parts.push(`FAVOR+ was faster in every block from character ${n0(blocks[from].from + 1)} on.`);
       else if (blocks.length >= 3 && blocks.every((b) => b.exact.charsPerSecond > b.favor.charsPerSecond)) parts.push('The exact cache was faster in every block.');
       const e0 = start.stateBytes.exact, e1 = blocks.at(-1).exact.stateBytes, p1 = blocks.at(-1).position;
       const favorBytes = [start.stateBytes.favor, ...blocks.map((b) => b.favor.stateBytes)];
@@ -248,7 +257,7 @@ export class LongView {
       // stateBytes: what the states hold in wasm memory (the cache's allocation, which grows in steps)
       const steps = new Set([e0, ...blocks.map((b) => b.exact.stateBytes)]).size - 1;
       parts.push(`Memory (the bytes each method's states hold in wasm memory, summed over the layers): the exact cache went from ${bytes(e0)} after the prompt ` +
-        `to ${bytes(e1)} at position ${n0(p1)}${steps > 0 && steps < blocks.length ? ` (its allocation grew in ${steps} step${steps > 1 ? 's' : ''})` : ''}; the FAVOR+ state ` +
+        `to ${bytes(e1)} after ${n0(p1)} characters${steps > 0 && steps < blocks.length ? ` (its allocation grew in ${steps} step${steps > 1 ? 's' : ''})` : ''}; the FAVOR+ state ` +
         `${fmin === fmax ? `stayed at ${bytes(fmin)}` : `stayed between ${bytes(fmin)} and ${bytes(fmax)}`}` +
         `${e1 > fmax ? `; at the end the cache holds ${fmt(e1 / fmax, 3)}× the state's bytes` : ''}.`);
       const lastBlock = blocks.at(-1);
@@ -279,7 +288,8 @@ export class LongView {
     if (!r) {
       drawPlot(svg, { x: { log: false, label: 'position bin' }, y: { log: false, label: 'bits per character' }, series: [],
         empty: this.resultsState === 'missing' ? 'model/long-results.json is not there: npm run eval:long writes it' : 'loading…' });
-      $('#long-bpc-note').textContent = '';
+      $('#long-bpc-note').textContent = this.resultsState === 'missing'
+        ? `The evaluation's results (model/long-results.json) could not be loaded (${this.resultsError}): npm run eval:long writes them.` : '';
       $('#long-bpc-legend').replaceChildren();
       return;
     }
@@ -312,13 +322,14 @@ export class LongView {
     let gen = '';
     if (g?.favor?.length && g?.exact?.length) {
       const lastOf = (list) => list.at(-1);
-      gen = ` The same evaluation generated ${n0(g.characters)} characters after a ${n0(g.prompt)}-character prompt (blocks of ${g.block}, one method after the other): ` +
+      gen = ` The same evaluation generated ${n0(g.characters)} characters in Node after a ${n0(g.prompt)}-character prompt (blocks of ${g.block}, one method after the other): ` +
         `in the last block, exact ${rate(lastOf(g.exact).charsPerSecond)} and FAVOR+ ${rate(lastOf(g.favor).charsPerSecond)} characters/s ` +
         `(${compareRates(lastOf(g.favor).charsPerSecond, lastOf(g.exact).charsPerSecond, 'FAVOR+', 'exact')}), with ${bytes(lastOf(g.exact).stateBytes)} of cache against ${bytes(lastOf(g.favor).stateBytes)} of state.`;
     }
     $('#long-bpc-note').textContent = `Precomputed by npm run eval:long (model/eval-long.mjs, the JS runner on favor-attention; ${r.cpu}, Node ${r.node}, ` +
       `${r.threads} thread${r.threads > 1 ? 's' : ''}): the held-out text (chapters 122–135 and the epilogue) cut into ${r.sequences} sequences of ${n0(r.length)} characters, ` +
-      `each character predicted from everything before it in its sequence; points: mean over the seeds of each model, band ±1 s.d. ` +
-      `From positions ${label(bins[before])} to ${label(bins[lastBin])}: ${moves.join('; ')}.${gen}`;
+      `each character predicted from the characters before it in its sequence${r.curves.some((c) => c.id === 'softmax-window') ? ` (all of them, or the last ${n0(r.context)} for the sliding window)` : ''}; ` +
+      'points: mean over the seeds of each model, band ±1 s.d. ' +
+      `From the bin ${label(bins[before])} (${bins[before].to === r.context ? 'the last within the training context' : 'the one where the training context ends'}) to ${label(bins[lastBin])}: ${moves.join('; ')}.${gen}`;
   }
 }

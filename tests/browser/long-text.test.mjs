@@ -135,6 +135,11 @@ test('a long-context model on a text longer than the heatmaps\' window: the last
   assert.match(r.line, /on keys before it$/);
   assert.ok(r.bpc > 0 && Number.isFinite(r.bpc), `bits per character ${r.bpc}`);
   assert.match(await page.evaluate(() => location.search), /model=long-softmax/);
+  // generation side by side goes on from the whole text (rotary positions do not end at 256)
+  await page.fill('#gen-n', '20');
+  await page.click('#gen-run');
+  await page.waitForFunction(() => document.querySelector('#gen-approx .gen-text')?.textContent.length === 20, null, { timeout: 60000 });
+  assert.equal((await page.textContent('#gen-exact .gen-text')).length, 20);
   // back to a text that fits: no window
   const n = await page.evaluate(() => window.__favorDemo.updates);
   await page.fill('#text', text.slice(0, 200));
