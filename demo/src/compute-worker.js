@@ -1,10 +1,11 @@
 // The page's interactive computation, off the main thread so sliders never stall: exact and
 // approximate matrices (random features or a codebook), outputs and error measures for one
-// setting, each call timed; for the codebook modes also the PCA view's data.
+// setting, each call timed; for the codebook modes also the PCA view's data; and the model mode's
+// generations (side by side, and the long-text view's, block by block and cancellable).
 import { loadFavor } from '../../web/browser.js';
 import { makeInputs } from './inputs.js';
 import { principalAxes, project, nearestCodewords } from './pca.js';
-import { computeModel, generate, loadManifest, loadModel } from './model-view.js';
+import { HEATMAP_WINDOW, LONG_MODEL, computeModel, cropWindow, generate, generateBlock, loadManifest, loadModel, startLongGeneration } from './model-view.js';
 import { heartbeat } from './load-watch.js';
 
 let favor = null;
@@ -182,20 +183,25 @@ function computeModelResult(model, p) {
   const A = { data: r.A, dims: [L, L] }, Ahat = { data: r.Ahat, dims: [L, L] };
   const errors = { ...favor.compare(A, Ahat), outputRelError: favor.outputRelativeError(out, outHat) };
   timings.headOutput = performance.now() - t0;
+  // The errors above cover the whole text; the heatmaps get the last HEATMAP_WINDOW positions.
+  const W = Math.min(L, HEATMAP_WINDOW), drawn = W < L ? [cropWindow(r.A, L, L - W), cropWindow(r.Ahat, L, L - W)] : [r.A, r.Ahat];
   return {
-    A: r.A, Ahat: r.Ahat, errors, timings, ...countInvalid(r.Ahat, L, true, true),
+    A: drawn[0], Ahat: drawn[1], errors, timings, ...countInvalid(drawn[1], W, true, true),
     numFeatures: spec.method === 'favor' ? spec.featureMaps[p.layer].numFeatures : spec.clusters,
-    params: { ...p, L, d: r.d, causal: true },
+    params: { ...p, L: W, d: r.d, causal: true },
     model: { ...r.extras, models: manifestSummary },
   };
 }
 
 let manifestSummary = null;
 
-async function modelFor(p) {
+// The model of p.model, loaded once; its loading reported in 'progress' messages (`purpose`: what
+// it is loaded for, 'long' for the long-text view, whose progress is not the panels').
+async function modelFor(p, purpose = 'panels') {
   const m = await loadManifest();
   if (!manifestSummary) {
-    manifestSummary = m.models.map(({ name, title, attention, heldOutBpc }) => ({ name, title, attention, heldOutBpc }));
+    manifestSummary = m.models.map(({ name, title, attention, heldOutBpc, architecture }) =>
+      ({ name, title, attention, heldOutBpc, context: architecture.context, rotary: Boolean(architecture.rotary) }));
     const { layers, heads } = m.models[0].architecture;
     postMessage({ type: 'manifest', models: manifestSummary, layers, heads });
   }
@@ -204,15 +210,62 @@ async function modelFor(p) {
   return loadModel(favor, p.model, (fraction, bytes) => {
     if (fraction - last >= 0.05 || fraction === 1) {
       last = fraction;
-      postMessage({ type: 'progress', fraction, bytes, total, model: p.model });
+      postMessage({ type: 'progress', fraction, bytes, total, model: p.model, purpose });
     }
   });
 }
 
+// The long-text view: LONG_MODEL continues the text by n characters with its exact cache and its
+// FAVOR+ state, interleaved: `block` characters of one, then of the other, one 'long-block'
+// message per pair. Between pairs the worker takes its other messages (a cancel, the panels'
+// computations), so each block's rate is timed around its own next() calls only.
+let longRun = null;  // { id, cancelled }
+const nextTask = () => new Promise((resolve) => {
+  const channel = new MessageChannel();
+  channel.port1.onmessage = () => { channel.port1.close(); resolve(); };
+  channel.port2.postMessage(null);
+});
+
+async function longGenerate(id, p) {
+  if (longRun) longRun.cancelled = true;
+  const run = { id, cancelled: false };
+  longRun = run;
+  let gen = null, done = 0;
+  try {
+    const model = await modelFor({ ...p, model: LONG_MODEL }, 'long');
+    if (run.cancelled) return postMessage({ type: 'long-done', id, done, cancelled: true });
+    gen = startLongGeneration(model, p);
+    postMessage({ type: 'long-start', id, model: LONG_MODEL, n: p.n, block: p.block, label: gen.label, prefillMs: gen.prefillMs,
+      prompt: gen.prompt.slice(-60), promptLength: gen.prompt.length, context: model.context, length: gen.exact.length,
+      stateBytes: { exact: gen.exact.stateBytes, favor: gen.favor.stateBytes } });
+    while (done < p.n && !run.cancelled) {
+      const k = Math.min(p.block, p.n - done);
+      const exact = generateBlock(gen.exact, k), approx = generateBlock(gen.favor, k);
+      done += k;
+      postMessage({ type: 'long-block', id, done, exact, favor: approx });
+      await nextTask();
+    }
+    postMessage({ type: 'long-done', id, done, cancelled: run.cancelled });
+  } catch (e) {
+    postMessage({ type: 'long-done', id, done, cancelled: false, error: String(e?.message ?? e) });
+  } finally {
+    gen?.dispose();
+    if (longRun === run) longRun = null;
+  }
+}
+
 self.onmessage = async (event) => {
   const { id, params, kind } = event.data;
+  if (kind === 'long-cancel') {
+    if (longRun?.id === id) longRun.cancelled = true;
+    return;
+  }
   await ready;
   if (!favor) return;
+  if (kind === 'long-generate') {
+    longGenerate(id, params);
+    return;
+  }
   if (kind === 'generate') {
     try {
       const model = await modelFor(params);

@@ -31,7 +31,8 @@ export class LineView {
       '<span class="item">width ∝ weight; keys under 1 % in both not drawn</span>';
   }
 
-  draw({ chars, A, Ahat, L, i }) {
+  // before: in a window of a longer text, the exact weight of row i on keys before the window.
+  draw({ chars, A, Ahat, L, i, before }) {
     const svg = this.svg;
     const width = Math.max(240, svg.getBoundingClientRect().width || 600);
     const cw = charWidth(), perLine = Math.max(10, Math.floor((width - 8) / cw));
@@ -80,6 +81,7 @@ export class LineView {
     svg.dataset.query = String(i);
     const show = (c) => (c === ' ' ? '␣' : c === '\n' ? '⏎' : c);
     document.getElementById('line-query').textContent = `${i} “${show(chars[i])}”`;
-    document.getElementById('line-sub').textContent = `${keys.length} keys drawn; undrawn exact weight ${fmt(undrawn, 2)}`;
+    document.getElementById('line-sub').textContent = `${keys.length} keys drawn; undrawn exact weight ${fmt(undrawn, 2)}` +
+      `${before === undefined ? '' : ` in the window, ${fmt(before, 2)} on keys before it`}`;
   }
 }

@@ -8,6 +8,7 @@ import { PATTERNS } from './inputs.js';
 import { PcaView } from './pca-view.js';
 import { DEFAULT_TEXT, ModelPanel } from './model-panel.js';
 import { LineView } from './line-view.js';
+import { LONG_LIMITS, LongView } from './long-view.js';
 import { loadWatch } from './load-watch.js';
 
 // ---------------------------------------------------------------- settings and the URL
@@ -44,7 +45,7 @@ const DEFAULTS = {
   L: 256, d: 64, m: 256, kernel: 'positive', sampling: 'orthogonal', tempStep: 0, causal: false, scale: 0.5,
   pattern: 'model', seed: 1, dataSeed: 0, log: null, row: 128, rowFollow: true,
   studyKernels: ['positive'], studySamplings: ['iid', 'orthogonal', 'orthogonal-fixed'], studySet: 'grid', studySeeds: null, studyMmax: null, studyMetric: null, studyHeads: 'all', genN: 60,
-  text: DEFAULT_TEXT, model: 'softmax', layer: 2, head: 1, trainedW: true,
+  text: DEFAULT_TEXT, model: 'softmax', layer: 2, head: 1, trainedW: true, longN: LONG_LIMITS.default,
 };
 const MODE_DEFAULTS = {
   model: { log: true, studyMetric: 'meanRowKL', studySeeds: 3, studyMmax: 256 },
@@ -75,7 +76,7 @@ function parseUrl() {
   // Links from before the page opened on a trained model name no pattern: they meant Gaussian.
   else if ([...q.keys()].length) s.pattern = 'gaussian';
   if (q.has('text')) s.text = q.get('text').slice(0, TEXT_LIMIT);
-  if (/^[a-z]+$/.test(q.get('model') ?? '')) s.model = q.get('model');
+  if (/^[a-z][a-z0-9-]*$/.test(q.get('model') ?? '')) s.model = q.get('model');
   s.layer = intIn(q.get('layer'), 0, 63) ?? s.layer;
   s.head = intIn(q.get('head'), 0, 63) ?? s.head;
   if (q.has('tw')) s.trainedW = q.get('tw') !== '0';
@@ -96,6 +97,7 @@ function parseUrl() {
   s.studySeeds = intIn(q.get('sseeds'), 2, 32) ?? null;
   if (['all', 'selected'].includes(q.get('sheads'))) s.studyHeads = q.get('sheads');
   s.genN = intIn(q.get('gen'), 1, 255) ?? s.genN;
+  s.longN = intIn(q.get('long'), LONG_LIMITS.min, LONG_LIMITS.max) ?? s.longN;
   const mmax = intIn(q.get('smax'), 1, 2048);
   if (mmax && [64, 256, 512, 1024, 2048].includes(mmax)) s.studyMmax = mmax;
   if (STUDY_METRICS.includes(q.get('smetric'))) s.studyMetric = q.get('smetric');
@@ -119,7 +121,7 @@ function writeUrlNow() {
     seed: s.seed, ...(s.log !== null && { log: s.log ? 1 : 0 }), ...(!(model && s.rowFollow) && { row: s.row }),
     skernels: s.studyKernels.join(','), ssamplings: s.studySamplings.join(','), sset: s.studySet, ...(s.studySeeds !== null && { sseeds: s.studySeeds }),
     ...(s.studyMmax !== null && { smax: s.studyMmax }), ...(s.studyMetric !== null && { smetric: s.studyMetric }),
-    ...(model && { tw: s.trainedW ? 1 : 0, sheads: s.studyHeads, gen: s.genN }),
+    ...(model && { tw: s.trainedW ? 1 : 0, sheads: s.studyHeads, gen: s.genN, ...(s.longN !== DEFAULTS.longN && { long: s.longN }) }),
     ...(model && s.text !== DEFAULT_TEXT && { text: s.text }),
   });
   history.replaceState(null, '', `${location.pathname}?${q}${location.hash}`);
@@ -179,6 +181,10 @@ function writeControls() {
   $('#study-seeds').value = String(setting('studySeeds'));
   $('#study-heads').value = state.studyHeads;
   $('#gen-n').value = String(state.genN);
+  longView.show(isModel());
+  longView.set({ n: state.longN, text: state.text, seed: state.seed });
+  $('#nav-long').hidden = !isModel();
+  textSub();
   $('#study-heads-wrap').hidden = !isModel();
   $('#study-mmax').value = String(setting('studyMmax'));
   $('#study-metric').value = setting('studyMetric');
@@ -386,12 +392,21 @@ function onComputeMessage(event) {
     return;
   }
   if (msg.type === 'progress') {
-    modelPanel.progress(msg);
+    if (msg.purpose === 'long') longView.progress(msg);
+    else modelPanel.progress(msg);
     return;
   }
   if (msg.type === 'manifest') {
+    manifestModels = msg.models;
     modelPanel.setModels(msg.models, state.model);
     modelPanel.setShape(msg.layers, msg.heads, state.layer, state.head);
+    longView.setModels(msg.models);
+    textSub();
+    return;
+  }
+  if (msg.type === 'long-start' || msg.type === 'long-block' || msg.type === 'long-done') {
+    longView.message(msg);
+    metrics.long = longView.run;
     return;
   }
   if (msg.type === 'generated') {
@@ -417,6 +432,12 @@ function onComputeMessage(event) {
     redraw(req.t0, true);
   }
   if (pending) { const p = pending; pending = null; send(p); } else markPending(false);
+}
+// Above the text box: how much of it the selected model reads (its context, from the manifest).
+let manifestModels = null;
+function textSub() {
+  const context = manifestModels?.find((m) => m.name === state.model)?.context ?? 256;
+  $('#text-sub').textContent = `the model reads its last ${context.toLocaleString('en-US')} characters; characters outside the book's alphabet are dropped`;
 }
 function textNote(text, error) {
   const note = $('#text-note');
@@ -450,6 +471,10 @@ const modelPanel = new ModelPanel({
     requestCompute();
   },
   onGenerate: (n) => computeWorker.postMessage({ kind: 'generate', id: ++nextId, params: computeParams(), n, key: generationKey() }),
+});
+const longView = new LongView({
+  post: (message) => computeWorker.postMessage(message),
+  onN: (n) => { state.longN = n; writeUrl(); },
 });
 
 // The readout speaks for keyboard users while a heatmap has focus (not on every mouse move).
@@ -495,7 +520,16 @@ function redraw(t0, fresh = false) {
   heatmaps.exact.draw(A, L, L, shared, causal);
   heatmaps.approx.draw(Ahat, L, L, shared, causal);
   heatmaps.diff.draw(diff, L, L, dscale, causal);
-  view = { L, causal, A, Ahat, diff, params, ranges };
+  view = { L, causal, A, Ahat, diff, params, ranges, total: model?.shown?.total ?? L };
+  // A text longer than the heatmaps' window: they show its last positions, and say so.
+  const shown = model?.shown, windowNote = $('#window-note');
+  windowNote.hidden = !(shown?.offset > 0);
+  if (shown?.offset > 0) {
+    const n = (x) => x.toLocaleString('en-US');
+    windowNote.textContent = `The model reads ${n(shown.total)} characters; the heatmaps, the line view and the row inspector show the last ${n(shown.size)} ` +
+      `(positions ${n(shown.offset)}–${n(shown.total - 1)}, numbered 0–${n(shown.size - 1)} here) against the keys among them. ` +
+      'The grid\'s pictures and frames, the error measures and the inspector\'s KL cover the whole text.';
+  }
   const row = shownRow();
   if (controls.row.value !== String(row)) controls.row.value = String(row);
   controls.row.max = String(L - 1);
@@ -507,7 +541,7 @@ function redraw(t0, fresh = false) {
   if (model) {
     modelPanel.draw(model, params, row, fresh, shared);
     drawAxisLabels(model.chars, row);
-    lineView.draw({ chars: model.chars, A, Ahat, L, i: row, label: model.label });
+    lineView.draw({ chars: model.chars, A, Ahat, L, i: row, label: model.label, before: model.rows?.before[row] });
   } else {
     for (const h of Object.values(heatmaps)) h.labels(null);
     const how = cbCaption(params) ?? `${params.kernel}, ${params.sampling}, m = ${params.m}`;
@@ -691,7 +725,11 @@ function drawInspector() {
     const qj = Number.isFinite(b) && b > 0 ? b : 1e-12;
     if (a > 0) kl += a * Math.log((a * qTotal) / qj);
   }
-  $('#inspector-sub').textContent = `query i = ${i}: KL(A_i ‖ Â_i) = ${fmt(kl)}${nonPos ? `, ${nonPos} weights ≤ 0 (off the log axis)` : ''}`;
+  // In a window of a longer text the KL is of the whole row (computed in the worker); the plot has the window's keys.
+  const rows = result?.model?.rows, total = view.total;
+  if (rows) kl = rows.kl[i];
+  $('#inspector-sub').textContent = `query i = ${i}: KL(A_i ‖ Â_i) = ${fmt(kl)}${rows ? ` over all ${total.toLocaleString('en-US')} keys; plotted: the last ${L}` : ''}` +
+    `${nonPos ? `, ${nonPos} weights ≤ 0 (off the log axis)` : ''}`;
   const svg = $('#row-plot');
   const geom = drawPlot(svg, {
     x: { log: false, domain: [-0.5, Math.max(S, 2) - 0.5], label: causal ? `key j (causal: j ≤ ${i})` : 'key j', format: (v) => String(Math.round(v)) },
@@ -869,7 +907,7 @@ $('#study-run').addEventListener('click', () => {
       : state.studySamplings.map((sampling) => ({ kernel, sampling }))));
   errorStudy.params = { L, d, causal, scale, pattern, dataSeed, series, kernels: [...new Set(series.map((x) => x.kernel))], ms,
     seeds: setting('studySeeds'), baseSeed: 1000, temperature: temperatureOf(state.tempStep),
-    ...(isModel() && { text: state.text, model: state.model, L: view?.L ?? 256, d: 32, causal: true,
+    ...(isModel() && { text: state.text, model: state.model, L: view?.total ?? 256, d: 32, causal: true,
       heads: state.studyHeads === 'all' ? 'all' : [state.layer, state.head] }) };
   errorStudy.points = new Map();
   errorStudy.theory = null;
@@ -1104,5 +1142,5 @@ requestCompute();
 let resizeTimer = 0;
 addEventListener('resize', () => {
   clearTimeout(resizeTimer);
-  resizeTimer = setTimeout(() => { if (result) redraw(performance.now()); drawErrorStudy(); drawSpeedStudy(); }, 100);
+  resizeTimer = setTimeout(() => { if (result) redraw(performance.now()); drawErrorStudy(); drawSpeedStudy(); longView.redraw(); }, 100);
 });

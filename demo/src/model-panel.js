@@ -86,7 +86,7 @@ export class ModelPanel {
     $('#trainedW').disabled = !trained;
     $('#trainedW').closest('.row').classList.toggle('disabled', !trained);
     this.grid.style.setProperty('--heads', String(heads));
-    const L = chars.length;
+    const gridL = model.shown?.total ?? chars.length;  // the grid pictures the whole text, the heatmaps its last window
     if (this.cells.length !== overview.length) {
       this.grid.innerHTML = '';
       this.cells = overview.map((o) => {
@@ -106,7 +106,7 @@ export class ModelPanel {
       b.dataset.error = String(err);
       b.querySelector('.cell-name').textContent = `L${o.layer} H${o.head}`;
       b.querySelector('.cell-err').textContent = `KL ${short(err)}`;
-      if (fresh || b.dataset.scale !== String(scale.log)) drawSmall(b.querySelector('canvas'), o.small, L, scale);
+      if (fresh || b.dataset.scale !== String(scale.log)) drawSmall(b.querySelector('canvas'), o.small, gridL, scale);
       b.dataset.scale = String(scale.log);
     });
     const red = overview.filter((o) => headError(o.errors) >= 1).length;
@@ -116,11 +116,12 @@ export class ModelPanel {
     // whole held-out text's figures from the manifest (train/models/manifest.json).
     const approxName = /^positive, /.test(model.label) ? `FAVOR+ (${model.label})` : model.label;
     const passage = params.text === DEFAULT_TEXT ? 'a held-out passage' : 'your text';
-    const names = { softmax: 'softmax', performer: 'the Performer (trained with FAVOR+)', finetune: 'softmax fine-tuned with FAVOR+' };
+    const names = { softmax: 'softmax', performer: 'the Performer (trained with FAVOR+)', finetune: 'softmax fine-tuned with FAVOR+',
+      'long-softmax': 'long-context softmax', 'long-performer': 'long-context Performer' };
     $('#headline').innerHTML = `The ${params.model} model on ${passage}: <b class="num">${fmt(model.bpc.exact, 3)}</b> bits/char with exact attention → ` +
       `<b class="num approx">${fmt(model.bpc.approx, 3)}</b> with ${approxName} in every layer.` +
       `<span class="headline-sub">On the whole held-out text (chapters 122–135), each with the attention it was trained with: ` +
-      `${model.models.map((m) => `${names[m.name] ?? m.name} ${fmt(m.heldOutBpc, 3)}`).join(' · ')} bits/char (train/models/manifest.json).</span>`;
+      `${model.models.map((m) => `${names[m.name] ?? m.name} ${fmt(m.heldOutBpc, 3)}${m.context && m.context !== 256 ? ` (in windows of ${m.context.toLocaleString('en-US')})` : ''}`).join(' · ')} bits/char (train/models/manifest.json).</span>`;
     $('#headline').dataset.exact = String(model.bpc.exact);
     $('#headline').dataset.approx = String(model.bpc.approx);
 
@@ -128,7 +129,7 @@ export class ModelPanel {
     $('#bpc-approx').textContent = fmt(model.bpc.approx, 3);
     $('#bpc-exact').dataset.value = String(model.bpc.exact);
     $('#bpc-approx').dataset.value = String(model.bpc.approx);
-    $('#top-title').textContent = row === L - 1 ? `what comes next after “…${quote(chars, row)}”` : `next after “…${quote(chars, row)}” (row ${row})`;
+    $('#top-title').textContent = row === chars.length - 1 ? `what comes next after “…${quote(chars, row)}”` : `next after “…${quote(chars, row)}” (row ${row})`;
     $('#top-title').dataset.row = String(row);
     const list = (top) => top.map((t) => `<code>${show(t.char)}</code> ${fmt(100 * t.p, 2)}%`).join('<br>');
     $('#top-exact').innerHTML = list(model.top.exact[row]);

@@ -2,7 +2,8 @@
 // progress, runs it on the text (model/runner.js: dense layers in JS and favor.matmul, attention
 // through the public API), and returns what the panels show for one setting: the selected head's
 // A and Â, every head's A with its error, bits per character and next-character predictions with
-// exact attention and with the approximation in every layer; and generation side by side.
+// exact attention and with the approximation in every layer; generation side by side; and the
+// long-text view's generation (exact cache and FAVOR+ state of long-performer, block by block).
 import { CharModel, modelSizeError, verifyModelFile } from '../../model/runner.js';
 
 // Static URLs, so that a build copies the files (a URL computed at run time would not be).
@@ -11,6 +12,8 @@ const FILES = {
   softmax: new URL('../../train/models/softmax.bin', import.meta.url),
   performer: new URL('../../train/models/performer.bin', import.meta.url),
   finetune: new URL('../../train/models/finetune.bin', import.meta.url),
+  'long-softmax': new URL('../../train/models/long-softmax.bin', import.meta.url),
+  'long-performer': new URL('../../train/models/long-performer.bin', import.meta.url),
 };
 
 let manifest = null;
@@ -52,12 +55,48 @@ export function readable(model, text) {
   return [...text].filter((c) => model.index.has(c)).slice(-model.context).join('');
 }
 
-// Said under the text box: what the model reads of it.
-function windowNote(model, text, used) {
+// The heatmaps, the line view and the inspector draw at most the last HEATMAP_WINDOW positions
+// (a long-context model reads up to 1,024): the square block of the last W queries and keys.
+// Every error (the grid's frames, the error measures, the inspector's KL) covers the whole text.
+export const HEATMAP_WINDOW = 256;
+
+// Said under the text box: what the model reads of it, and what the heatmaps show of that.
+function windowNote(model, text, used, shown) {
   const known = [...text].filter((c) => model.index.has(c)).length, all = [...text].length;
   const dropped = all - known;
   return `${known > used ? `the model reads the last ${used} of ${known} characters` : `${used} characters`}` +
-    `${dropped ? `; ${dropped} outside the book's alphabet dropped` : ''}; predictions: the character after the inspected one (by default the last)`;
+    `${dropped ? `; ${dropped} outside the book's alphabet dropped` : ''}` +
+    `${shown < used ? `; the heatmaps show the last ${shown}` : ''}; predictions: the character after the inspected one (by default the last)`;
+}
+
+// The W×W block of an L×L matrix that starts at row and column `offset`.
+export function cropWindow(M, L, offset) {
+  const W = L - offset, out = new Float32Array(W * W);
+  for (let i = 0; i < W; i++) out.set(M.subarray((offset + i) * L + offset, (offset + i) * L + L), i * W);
+  return out;
+}
+
+// For each query of the window, what its drawn block leaves out: the KL of its whole row (the
+// inspector's convention: Â ≤ 0 counts as 1e-12, Â's row renormalized) and the weight A and Â
+// put on keys before the window.
+function windowRows(A, Ahat, L, offset) {
+  const W = L - offset, kl = new Float64Array(W), before = new Float32Array(W), beforeApprox = new Float32Array(W);
+  for (let r = 0; r < W; r++) {
+    const i = offset + r, row = i * L;
+    let total = 0, a0 = 0, b0 = 0;
+    for (let j = 0; j <= i; j++) {
+      const b = Ahat[row + j];
+      total += Number.isFinite(b) && b > 0 ? b : 1e-12;
+      if (j < offset) a0 += A[row + j], b0 += b;
+    }
+    let sum = 0;
+    for (let j = 0; j <= i; j++) {
+      const a = A[row + j], b = Ahat[row + j], q = Number.isFinite(b) && b > 0 ? b : 1e-12;
+      if (a > 0) sum += a * Math.log((a * total) / q);
+    }
+    kl[r] = sum, before[r] = a0, beforeApprox[r] = b0;
+  }
+  return { kl, before, beforeApprox };
 }
 
 let forwardCache = { key: '', value: null };
@@ -139,19 +178,23 @@ export function computeModel(favor, model, p, timings) {
   }
   timings.overview = performance.now() - t;
   const pick = overview[p.layer * H + p.head];
+  const shown = Math.min(L, HEATMAP_WINDOW), offset = L - shown;
   const headTensor = (x) => ({ data: x.data.slice(p.head * L * hd, (p.head + 1) * L * hd), dims: [L, hd] });
   const { q, k, v } = exact.qk[p.layer];
   return {
     Q: headTensor(q), K: headTensor(k), V: headTensor(v), L, d: hd, A: pick.A, Ahat: pick.Ahat, text,
-    spec, label,
+    spec, label, offset,
     extras: {
-      chars: text, label, heads: H, layers: model.layers, window: windowNote(model, p.text, L),
+      // chars: the drawn window's characters; shown: { offset, size, total } of the whole text
+      chars: text.slice(offset), label, heads: H, layers: model.layers, window: windowNote(model, p.text, L, shown),
+      shown: { offset, size: shown, total: L },
+      ...(offset > 0 && { rows: windowRows(pick.A, pick.Ahat, L, offset) }),
       overview: overview.map((o) => ({ layer: o.layer, head: o.head, small: thumbnail(o.A, L), errors: o.errors })),
       bpc: { exact: bits(model, exact.logits, ids), approx: bits(model, approx.logits, ids) },
-      // every row's five likeliest next characters, so that inspecting another row is a redraw
+      // every drawn row's five likeliest next characters, so that inspecting another row is a redraw
       top: {
-        exact: Array.from({ length: L }, (_, i) => top5(model, exact.logits, i)),
-        approx: Array.from({ length: L }, (_, i) => top5(model, approx.logits, i)),
+        exact: Array.from({ length: shown }, (_, i) => top5(model, exact.logits, offset + i)),
+        approx: Array.from({ length: shown }, (_, i) => top5(model, approx.logits, offset + i)),
       },
     },
   };
@@ -195,4 +238,41 @@ export function generate(favor, model, p, n) {
   const exact = model.generate(text, n, { method: 'exact' }, { seed: p.seed });
   const approx = model.generate(text, n, spec, { seed: p.seed });
   return { exact, approx, label, prompt: text.slice(-Math.min(40, Math.max(0, model.context - n))) };
+}
+
+// The long-text view: long-performer continues the text (its last `context` readable characters)
+// with its exact key/value cache and with its FAVOR+ state (its trained W), the same prompt and
+// the same sampling seed. { prompt, exact, favor (Generations), label, prefillMs, dispose() }.
+export const LONG_MODEL = 'long-performer';
+export function startLongGeneration(model, p) {
+  const text = readable(model, p.text);
+  const maps = model.exportedFeatureMaps();
+  const runs = {}, prefillMs = {};
+  try {
+    for (const [method, spec] of [['exact', { method: 'exact' }], ['favor', { method: 'favor', featureMaps: maps }]]) {
+      const t0 = performance.now();
+      runs[method] = model.startGeneration(text, spec, { seed: p.seed });
+      prefillMs[method] = performance.now() - t0;
+    }
+  } catch (e) {
+    Object.values(runs).forEach((r) => r.dispose());
+    maps.forEach((f) => f.dispose());
+    throw e;
+  }
+  const m = model.projections[0]?.dims[0];
+  return {
+    prompt: text, exact: runs.exact, favor: runs.favor, prefillMs,
+    label: `its trained W, positive features, m = ${m}`,
+    dispose() { runs.exact.dispose(); runs.favor.dispose(); maps.forEach((f) => f.dispose()); },
+  };
+}
+
+// n characters of one generation, timed around its next() calls only:
+// { text, ms, charsPerSecond, stateBytes, length }.
+export function generateBlock(run, n) {
+  const chars = [];
+  const t0 = performance.now();
+  for (let t = 0; t < n; t++) chars.push(run.next().char);
+  const ms = performance.now() - t0;
+  return { text: chars.join(''), ms, charsPerSecond: n / (ms / 1000), stateBytes: run.stateBytes, length: run.length };
 }

@@ -1,0 +1,335 @@
+// The model mode's long-text view: the long-performer model continues the text by N characters
+// with its exact key/value cache and with its FAVOR+ state, side by side, in the compute worker
+// (compute-worker.js: 'long-generate', 'long-cancel'; it answers 'long-start', 'long-block' per
+// pair of blocks, 'long-done'); live plots of characters per second and of the states' bytes
+// against position; and the evaluation's bits per character against position
+// (model/long-results.json, written by `npm run eval:long`, fetched by a static URL so that a
+// build copies it). Every sentence about the measurements is derived from them.
+import { fmt } from './colors.js';
+import { drawPlot } from './plot.js';
+
+// A static URL, so that a build copies the file (as the model files in model-view.js).
+const RESULTS_URL = new URL('../../model/long-results.json', import.meta.url);
+export const LONG_MODEL = 'long-performer';
+export const LONG_LIMITS = { min: 64, max: 16384, default: 2000 };
+const BLOCK = 64;  // characters per method between progress messages
+const EXACT = { color: '#1d2330', label: 'exact: key/value cache' };
+const FAVOR = { color: '#e0711a', label: 'FAVOR+: running state (its trained W)' };
+// The evaluation's curves: colour and line per curve id (model/eval-long.mjs).
+const CURVE_STYLE = {
+  'softmax-full': { color: '#1d2330', marker: 'circle' },
+  'softmax-window': { color: '#2f5fb3', marker: 'square', dash: '6 3' },
+  'performer-favor': { color: '#e0711a', marker: 'diamond' },
+  'performer-exact': { color: '#8e44ad', marker: 'triangle', dash: '2 3' },
+};
+
+const $ = (sel) => document.querySelector(sel);
+const n0 = (x) => Math.round(x).toLocaleString('en-US');
+const bytes = (b) => (b >= 1e6 ? `${fmt(b / 1e6, 3)} MB` : b >= 1e3 ? `${fmt(b / 1e3, 3)} kB` : `${n0(b)} B`);
+const rate = (x) => (x >= 100 ? n0(x) : fmt(x, 3));  // characters per second
+const ms = (x) => (x >= 100 ? `${n0(x)} ms` : `${fmt(x, 2)} ms`);
+const short = (x) => (x >= 1024 ? `${x / 1024}k` : String(x));
+// "a is R× as fast as b" where they differ by more than 10 %, else "about as fast".
+function compareRates(a, b, nameA, nameB) {
+  const r = a / b;
+  if (r >= 1.1) return `${nameA} ${fmt(r, 2)}× as fast as ${nameB}`;
+  if (r <= 1 / 1.1) return `${nameB} ${fmt(1 / r, 2)}× as fast as ${nameA}`;
+  return `${nameA} and ${nameB} about as fast (within 10 %)`;
+}
+
+export class LongView {
+  /** post(message): to the compute worker; onN(n): the number of characters changed (for the URL). */
+  constructor({ post, onN }) {
+    this.post = post;
+    this.onN = onN;
+    this.run = null;        // { id, n, blocks: [], ... } of the run shown
+    this.available = null;  // whether the manifest has LONG_MODEL (null: not known yet)
+    this.results = null;    // model/long-results.json, once fetched
+    this.resultsState = 'idle';
+    this.nextId = 1;
+    this.frame = 0;
+    this.section = $('#long-text');
+    // each text follows its end while it grows, unless the reader scrolls up
+    this.follow = { exact: true, favor: true };
+    for (const which of ['exact', 'favor']) {
+      const pre = $(`#long-${which}`);
+      pre.addEventListener('scroll', () => { this.follow[which] = pre.scrollHeight - pre.scrollTop - pre.clientHeight < 24; }, { passive: true });
+    }
+    $('#long-run').addEventListener('click', () => this.start());
+    $('#long-cancel').addEventListener('click', () => this.cancel());
+    $('#long-n').addEventListener('change', (e) => {
+      const v = Math.round(Number(e.target.value));
+      if (Number.isFinite(v) && v >= LONG_LIMITS.min && v <= LONG_LIMITS.max) onN(v);
+      else e.target.value = String(this.n);
+    });
+    this.n = LONG_LIMITS.default;
+    this.text = '';
+    this.seed = 1;
+    this.buttons();
+    this.drawRuns();
+  }
+
+  /** Shown in model mode only; the evaluation's curves are fetched the first time. */
+  show(on) {
+    const was = !this.section.hidden;
+    this.section.hidden = !on;
+    // drawn while hidden at a guessed size: again once laid out (after the resize observer's report)
+    if (on && !was) requestAnimationFrame(() => setTimeout(() => this.redraw(), 0));
+    if (on && this.resultsState === 'idle') this.loadResults();
+  }
+
+  /** The settings it uses: N, the text (its prompt) and the sampling seed. */
+  set({ n, text, seed }) {
+    this.n = n;
+    this.text = text;
+    this.seed = seed;
+    $('#long-n').value = String(n);
+  }
+
+  /** The manifest's models: the view needs LONG_MODEL. */
+  setModels(models) {
+    const record = models.find((m) => m.name === LONG_MODEL);
+    this.available = Boolean(record);
+    if (record) this.record = record;
+    this.buttons();
+    if (!this.run) this.status(record ? '' : `needs the ${LONG_MODEL} model in train/models/manifest.json`);
+  }
+
+  buttons() {
+    const running = this.run?.state === 'running';
+    $('#long-run').disabled = running || !this.available;
+    $('#long-cancel').disabled = !running;
+    this.section.dataset.state = this.run?.state ?? 'idle';
+  }
+
+  status(text) { $('#long-status').textContent = text; }
+
+  start() {
+    if (this.run?.state === 'running' || !this.available) return;
+    const id = this.nextId++;
+    this.run = { id, n: this.n, state: 'running', blocks: [], exact: '', favor: '', t0: performance.now(), start: null };
+    this.follow = { exact: true, favor: true };
+    for (const which of ['exact', 'favor']) {
+      $(`#long-${which}`).replaceChildren();
+      $(`#long-${which}`).dataset.chars = '0';
+      $(`#long-${which}-info`).textContent = '';
+    }
+    $('#long-progress').value = 0;
+    this.status(`loading the ${LONG_MODEL} model…`);
+    this.buttons();
+    this.drawRuns();
+    this.post({ kind: 'long-generate', id, params: { text: this.text, n: this.n, block: BLOCK, seed: this.seed } });
+  }
+
+  cancel() {
+    if (this.run?.state !== 'running') return;
+    this.post({ kind: 'long-cancel', id: this.run.id });
+    this.status('cancelling…');
+  }
+
+  /** A model's weights loading for this view (the worker's 'progress' with purpose 'long'). */
+  progress({ fraction, bytes: got, total }) {
+    if (this.run?.state === 'running' && !this.run.start) this.status(`loading the ${LONG_MODEL} model: ${fmt(got / 1e6, 2)} of ${fmt(total / 1e6, 2)} MB`);
+    if (fraction >= 1 && this.run?.state === 'running' && !this.run.start) this.status('prefill of the prompt…');
+  }
+
+  /** The worker's 'long-start', 'long-block' and 'long-done' messages. */
+  message(msg) {
+    const run = this.run;
+    if (!run || msg.id !== run.id) return;  // an earlier run's
+    if (msg.type === 'long-start') {
+      run.start = msg;
+      for (const which of ['exact', 'favor']) {
+        const tail = document.createElement('span'), body = document.createElement('span');
+        tail.className = 'gen-prompt';
+        tail.textContent = `…${msg.prompt}`;
+        body.className = 'gen-text';
+        $(`#long-${which}`).replaceChildren(tail, body);
+      }
+      this.status(`generating: 0 of ${n0(run.n)} characters`);
+    } else if (msg.type === 'long-block') {
+      // position: characters in the text after the block (prompt + generated); from: before it
+      const position = run.start.promptLength + msg.done;
+      run.blocks.push({ done: msg.done, from: position - msg.exact.text.length, position, exact: msg.exact, favor: msg.favor });
+      for (const which of ['exact', 'favor']) {
+        run[which] += msg[which].text;
+        const pre = $(`#long-${which}`);
+        pre.querySelector('.gen-text').append(msg[which].text);
+        pre.dataset.chars = String(run[which].length);
+        if (this.follow[which]) pre.scrollTop = pre.scrollHeight;
+      }
+      $('#long-progress').value = msg.done / run.n;
+      this.status(`generating: ${n0(msg.done)} of ${n0(run.n)} characters, ${fmt((performance.now() - run.t0) / 1000, 2)} s`);
+      this.schedule();
+    } else if (msg.type === 'long-done') {
+      run.state = msg.error ? 'error' : msg.cancelled ? 'cancelled' : 'done';
+      const took = fmt((performance.now() - run.t0) / 1000, 2);
+      this.status(msg.error ? `failed: ${msg.error}` : msg.cancelled ? `cancelled after ${n0(msg.done)} of ${n0(run.n)} characters (${took} s); what was generated is kept`
+        : `done: ${n0(msg.done)} characters with each, ${took} s`);
+      if (msg.error) console.error('favor-attention demo: long text', msg.error);
+      $('#long-progress').value = msg.done / run.n;
+      this.buttons();
+      this.drawRuns();
+    }
+  }
+
+  /** Every plot again (the page's width changed). */
+  redraw() {
+    if (this.section.hidden) return;
+    for (const which of ['exact', 'favor']) if (this.follow[which]) $(`#long-${which}`).scrollTop = 1e9;
+    this.drawRuns();
+    this.drawResults();
+  }
+
+  schedule() {
+    if (this.frame) return;
+    this.frame = requestAnimationFrame(() => { this.frame = 0; this.drawRuns(); });
+  }
+
+  // The live plots: characters per second and the states' bytes against position, and the notes.
+  drawRuns() {
+    const run = this.run, blocks = run?.blocks ?? [], start = run?.start;
+    // the texts once a run starts, the plots once it has a block
+    this.section.classList.toggle('has-run', Boolean(run));
+    const shown = this.section.classList.contains('has-blocks');
+    this.section.classList.toggle('has-blocks', blocks.length > 0);
+    // drawn before they were laid out: again at their size
+    if (!shown && blocks.length) requestAnimationFrame(() => setTimeout(() => this.drawRuns(), 0));
+    const series = (key, which, title) => blocks.map((b) => [b.position, b[which][key], title(b, b[which])]);
+    const rateOf = (b, x) => `position ${n0(b.position)}: ${rate(x.charsPerSecond)} characters/s (${x.text.length} in ${ms(x.ms)})`;
+    const mem = (b, x) => `position ${n0(b.position)}: ${bytes(x.stateBytes)}`;
+    const context = start?.context ?? this.record?.context;
+    const x = { log: false, label: 'position in the text (prompt + generated characters)', format: (v) => n0(v),
+      ...(start && { domain: [start.promptLength, start.promptLength + run.n] }) };
+    const vlines = start && context ? [{ x: context, label: `training context ${n0(context)}`, color: '#777' }] : [];
+    const rateSvg = $('#long-rate'), memSvg = $('#long-memory');
+    const exactRate = series('charsPerSecond', 'exact', rateOf), favorRate = series('charsPerSecond', 'favor', rateOf);
+    drawPlot(rateSvg, {
+      x, y: { log: false, label: 'characters per second', format: n0, ...(blocks.length && { domain: [0, 1.08 * Math.max(...blocks.flatMap((b) => [b.exact.charsPerSecond, b.favor.charsPerSecond]))] }) },
+      series: [{ ...EXACT, points: exactRate, width: 1.8 }, { ...FAVOR, points: favorRate, width: 1.8 }],
+      vlines, legendRoot: $('#long-legend'),
+    });
+    drawPlot(memSvg, {
+      x, y: { log: true, label: 'bytes, all layers (log)' },
+      series: [{ ...EXACT, points: series('stateBytes', 'exact', mem), width: 1.8 }, { ...FAVOR, points: series('stateBytes', 'favor', mem), width: 1.8 }],
+      vlines,
+    });
+    rateSvg.dataset.exactPoints = String(exactRate.length);
+    rateSvg.dataset.favorPoints = String(favorRate.length);
+    memSvg.dataset.points = String(blocks.length);
+    this.drawNote();
+  }
+
+  drawNote() {
+    const run = this.run, start = run?.start, blocks = run?.blocks ?? [];
+    if (!start) {
+      const record = this.record;
+      $('#long-note').textContent = `The ${LONG_MODEL} model${record ? ` (${record.rotary ? 'rotary positions, ' : ''}trained with a context of ${n0(record.context)} characters)` : ''} ` +
+        'continues the text above with exact attention, through a key/value cache that grows by one position per character, and with FAVOR+, ' +
+        'through a state whose size does not grow with the text.';
+      for (const which of ['exact', 'favor']) $(`#long-${which}-info`).textContent = '';
+      return;
+    }
+    const parts = [`Interleaved: ${BLOCK} characters with the exact cache, then ${BLOCK} with the FAVOR+ state (${start.label}), and again, ` +
+      `so that both curves grow together; the same model (${start.model}), prompt (the last ${n0(start.promptLength)} characters of the text box when you pressed generate) and sampling seed (${this.seed}). ` +
+      'Each point is one block: its characters over the time of its own next() calls in the compute worker (performance.now()); ' +
+      `the prompt's prefill (exact ${ms(start.prefillMs.exact)}, FAVOR+ ${ms(start.prefillMs.favor)}) is not in them.`];
+    if (blocks.length) {
+      // rates over the first and the last (up to) four blocks of the run
+      const over = (list, which) => list.reduce((s, b) => s + b[which].text.length, 0) / (list.reduce((s, b) => s + b[which].ms, 0) / 1000);
+      const k = Math.min(4, Math.ceil(blocks.length / 2));
+      const first = blocks.slice(0, k), last = blocks.slice(-k);
+      const span = (list) => `characters ${n0(list[0].from + 1)}–${n0(list.at(-1).position)}`;
+      const [ef, ff, el, fl] = [over(first, 'exact'), over(first, 'favor'), over(last, 'exact'), over(last, 'favor')];
+      if (blocks.length >= 2) {
+        parts.push(`First ${k} blocks (${span(first)}): exact ${rate(ef)}, FAVOR+ ${rate(ff)} characters/s (${compareRates(ff, ef, 'FAVOR+', 'exact')}); ` +
+          `last ${k} (${span(last)}): exact ${rate(el)}, FAVOR+ ${rate(fl)} (${compareRates(fl, el, 'FAVOR+', 'exact')}).`);
+      }
+      // where FAVOR+ stays faster than exact to the end (at least three blocks)
+      let from = blocks.length;
+      while (from > 0 && blocks[from - 1].favor.charsPerSecond > blocks[from - 1].exact.charsPerSecond) from--;
+      if (blocks.length >= 3 && from === 0) parts.push('FAVOR+ was faster in every block.');
+      else if (blocks.length - from >= 3) parts.push(`FAVOR+ was faster in every block from character ${n0(blocks[from].from + 1)} on.`);
+      else if (blocks.length >= 3 && blocks.every((b) => b.exact.charsPerSecond > b.favor.charsPerSecond)) parts.push('The exact cache was faster in every block.');
+      const e0 = start.stateBytes.exact, e1 = blocks.at(-1).exact.stateBytes, p1 = blocks.at(-1).position;
+      const favorBytes = [start.stateBytes.favor, ...blocks.map((b) => b.favor.stateBytes)];
+      const fmin = Math.min(...favorBytes), fmax = Math.max(...favorBytes);
+      // stateBytes: what the states hold in wasm memory (the cache's allocation, which grows in steps)
+      const steps = new Set([e0, ...blocks.map((b) => b.exact.stateBytes)]).size - 1;
+      parts.push(`Memory (the bytes each method's states hold in wasm memory, summed over the layers): the exact cache went from ${bytes(e0)} after the prompt ` +
+        `to ${bytes(e1)} after ${n0(p1)} characters${steps > 0 && steps < blocks.length ? ` (its allocation grew in ${steps} step${steps > 1 ? 's' : ''})` : ''}; the FAVOR+ state ` +
+        `${fmin === fmax ? `stayed at ${bytes(fmin)}` : `stayed between ${bytes(fmin)} and ${bytes(fmax)}`}` +
+        `${e1 > fmax ? `; at the end the cache holds ${fmt(e1 / fmax, 3)}× the state's bytes` : ''}.`);
+      const lastBlock = blocks.at(-1);
+      $('#long-exact-info').textContent = `${n0(run.exact.length)} characters; last block ${rate(lastBlock.exact.charsPerSecond)} characters/s, cache ${bytes(lastBlock.exact.stateBytes)}`;
+      $('#long-favor-info').textContent = `${n0(run.favor.length)} characters; last block ${rate(lastBlock.favor.charsPerSecond)} characters/s, state ${bytes(lastBlock.favor.stateBytes)}`;
+    }
+    $('#long-note').textContent = parts.join(' ');
+  }
+
+  async loadResults() {
+    this.resultsState = 'loading';
+    try {
+      const response = await fetch(RESULTS_URL);
+      if (!response.ok) throw new Error(`${response.status}`);
+      this.results = await response.json();
+      this.resultsState = 'loaded';
+    } catch (e) {
+      this.resultsState = 'missing';
+      this.resultsError = String(e?.message ?? e);
+    }
+    this.drawResults();
+  }
+
+  // The evaluation's held-out bits per character against position: one point per position bin
+  // (mean over seeds, band ±1 s.d.), the bins equally spaced.
+  drawResults() {
+    const r = this.results, svg = $('#long-bpc');
+    if (!r) {
+      drawPlot(svg, { x: { log: false, label: 'position bin' }, y: { log: false, label: 'bits per character' }, series: [],
+        empty: this.resultsState === 'missing' ? 'model/long-results.json is not there: npm run eval:long writes it' : 'loading…' });
+      $('#long-bpc-note').textContent = this.resultsState === 'missing'
+        ? `The evaluation's results (model/long-results.json) could not be loaded (${this.resultsError}): npm run eval:long writes them.` : '';
+      $('#long-bpc-legend').replaceChildren();
+      return;
+    }
+    const bins = r.bins, label = (b) => `${short(b.from)}–${short(b.to)}`;
+    const series = r.curves.map((c) => ({
+      label: `${c.label} (${c.seeds.length} seed${c.seeds.length > 1 ? 's' : ''})`, ...(CURVE_STYLE[c.id] ?? { color: '#555' }), width: 1.8,
+      points: c.bins.map((b, i) => [i, b.mean, `${c.label}, positions ${label(bins[i])}: ${fmt(b.mean, 3)} ± ${fmt(b.sd, 2)} bits/char (n = ${b.n})`]),
+      band: c.bins.map((b, i) => [i, b.mean - b.sd, b.mean + b.sd]),
+    }));
+    // the training context on the bin axis: between the bins it separates, or inside one
+    const at = bins.findIndex((b) => r.context > b.from && r.context <= b.to);
+    const ctx = at < 0 ? null : r.context === bins[at].to ? at + 0.5 : at - 0.5 + (r.context - bins[at].from) / (bins[at].to - bins[at].from);
+    drawPlot(svg, {
+      x: { log: false, domain: [-0.3, bins.length - 0.7], label: 'position in the sequence (characters, bins)',
+        format: (v) => (Math.abs(v - Math.round(v)) < 1e-6 && bins[Math.round(v)] ? label(bins[Math.round(v)]) : '') },
+      y: { log: false, label: 'bits per character' },
+      series,
+      vlines: ctx === null ? [] : [{ x: ctx, label: `training context ${n0(r.context)}`, color: '#777' }],
+      legendRoot: $('#long-bpc-legend'),
+    });
+    svg.dataset.curves = String(series.length);
+    // What each curve does past the training context: the bin before it ends against the last bin.
+    const before = bins.findIndex((b) => b.to >= r.context), lastBin = bins.length - 1;
+    const moves = r.curves.map((c) => {
+      const a = c.bins[before].mean, b = c.bins[lastBin].mean, d = b - a;
+      const how = Math.abs(d) < 0.05 ? `stays within 0.05 (${fmt(a, 3)} → ${fmt(b, 3)})` : `${d > 0 ? 'rises' : 'falls'} from ${fmt(a, 3)} to ${fmt(b, 3)}`;
+      return `${c.label}: ${how}`;
+    });
+    const g = r.generation;
+    let gen = '';
+    if (g?.favor?.length && g?.exact?.length) {
+      const lastOf = (list) => list.at(-1);
+      gen = ` The same evaluation generated ${n0(g.characters)} characters in Node after a ${n0(g.prompt)}-character prompt (blocks of ${g.block}, one method after the other): ` +
+        `in the last block, exact ${rate(lastOf(g.exact).charsPerSecond)} and FAVOR+ ${rate(lastOf(g.favor).charsPerSecond)} characters/s ` +
+        `(${compareRates(lastOf(g.favor).charsPerSecond, lastOf(g.exact).charsPerSecond, 'FAVOR+', 'exact')}), with ${bytes(lastOf(g.exact).stateBytes)} of cache against ${bytes(lastOf(g.favor).stateBytes)} of state.`;
+    }
+    $('#long-bpc-note').textContent = `Precomputed by npm run eval:long (model/eval-long.mjs, the JS runner on favor-attention; ${r.cpu}, Node ${r.node}, ` +
+      `${r.threads} thread${r.threads > 1 ? 's' : ''}): the held-out text (chapters 122–135 and the epilogue) cut into ${r.sequences} sequences of ${n0(r.length)} characters, ` +
+      `each character predicted from the characters before it in its sequence${r.curves.some((c) => c.id === 'softmax-window') ? ` (all of them, or the last ${n0(r.context)} for the sliding window)` : ''}; ` +
+      'points: mean over the seeds of each model, band ±1 s.d. ' +
+      `From the bin ${label(bins[before])} (${bins[before].to === r.context ? 'the last within the training context' : 'the one where the training context ends'}) to ${label(bins[lastBin])}: ${moves.join('; ')}.${gen}`;
+  }
+}

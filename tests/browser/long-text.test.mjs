@@ -1,0 +1,150 @@
+// The model mode's long-text view in Chromium (playwright-core, Vite dev server on 127.0.0.1):
+// long-performer continues the text by 2,000 characters with its exact cache and its FAVOR+ state
+// in the compute worker, both rate curves and both memory curves drawn block by block, both texts
+// 2,000 characters long, the evaluation's bits-per-character curves (model/long-results.json)
+// drawn; a long run can be cancelled and the panels keep answering while it runs; a long-context
+// model on a text longer than the heatmaps' window draws its last 256 positions and says so.
+// Saves long-text-{1440,1024,390}.png to build/screenshots (UPDATE_SCREENSHOTS=1: docs/).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { demoInChromium } from './demo-server.mjs';
+
+const repo = fileURLToPath(new URL('../../', import.meta.url));
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const manifest = join(repo, 'train/models/manifest.json');
+const models = existsSync(manifest) ? JSON.parse(readFileSync(manifest, 'utf8')).models.map((m) => m.name) : [];
+const unmet = !existsSync(CHROMIUM) ? `${CHROMIUM} is missing (apt-get install chromium)`
+  : !existsSync(join(repo, 'dist/favor-simd.wasm')) ? 'the wasm is not built: run npm run build'
+    : !models.includes('long-performer') || !models.includes('long-softmax') ? 'train/models/manifest.json has no long-softmax and long-performer models'
+      : !existsSync(join(repo, 'model/long-results.json')) ? 'model/long-results.json is missing (npm run eval:long writes it)' : false;
+if (unmet) throw new Error(`long-text page tests cannot run: ${unmet}`);
+const shots = process.env.UPDATE_SCREENSHOTS ? join(repo, 'docs') : join(repo, 'build', 'screenshots');
+
+const problems = [];
+const openPage = demoInChromium();
+const open = (query, viewport = { width: 1440, height: 1000 }) => openPage(query, { viewport, problems });
+const state = (page) => page.$eval('#long-text', (el) => el.dataset.state);
+
+test('long text: 2,000 characters with the exact cache and the FAVOR+ state, both curves drawn, the evaluation\'s curves shown', { timeout: 300000 }, async () => {
+  const page = await open('?pattern=model&model=softmax');
+  assert.equal(await page.$eval('#long-text', (el) => el.hidden), false, 'the view is shown in model mode');
+  await page.waitForFunction(() => !document.querySelector('#long-run').disabled, null, { timeout: 60000 });
+  assert.equal(await page.inputValue('#long-n'), '2000', 'default: 2,000 characters');
+  await page.click('#long-run');
+  await page.waitForFunction(() => ['done', 'error'].includes(document.querySelector('#long-text').dataset.state), null, { timeout: 240000 });
+  const r = await page.evaluate(() => {
+    const rate = document.querySelector('#long-rate'), memory = document.querySelector('#long-memory');
+    return {
+      state: document.querySelector('#long-text').dataset.state, status: document.querySelector('#long-status').textContent,
+      exact: document.querySelector('#long-exact .gen-text').textContent, favor: document.querySelector('#long-favor .gen-text').textContent,
+      chars: [document.querySelector('#long-exact').dataset.chars, document.querySelector('#long-favor').dataset.chars],
+      exactPoints: Number(rate.dataset.exactPoints), favorPoints: Number(rate.dataset.favorPoints),
+      rateSeries: rate.querySelectorAll('path.series').length, memorySeries: memory.querySelectorAll('path.series').length,
+      legend: document.querySelector('#long-legend').textContent, note: document.querySelector('#long-note').textContent,
+      blocks: window.__favorDemo.long.blocks.map((b) => [b.position, b.exact.charsPerSecond, b.favor.charsPerSecond, b.exact.stateBytes, b.favor.stateBytes]),
+      curves: Number(document.querySelector('#long-bpc').dataset.curves), bpcSeries: document.querySelectorAll('#long-bpc path.series').length,
+      bpcNote: document.querySelector('#long-bpc-note').textContent,
+    };
+  });
+  assert.equal(r.state, 'done', r.status);
+  assert.equal(r.exact.length, 2000);
+  assert.equal(r.favor.length, 2000);
+  assert.deepEqual(r.chars, ['2000', '2000']);
+  const blocks = Math.ceil(2000 / 64);
+  assert.equal(r.exactPoints, blocks);
+  assert.equal(r.favorPoints, blocks);
+  assert.equal(r.rateSeries, 2);
+  assert.equal(r.memorySeries, 2);
+  assert.match(r.legend, /exact.*FAVOR\+/);
+  for (const [position, exactRate, favorRate, exactBytes, favorBytes] of r.blocks) {
+    assert.ok(exactRate > 0 && favorRate > 0 && Number.isFinite(exactRate) && Number.isFinite(favorRate), `rates at ${position}: ${exactRate}, ${favorRate}`);
+    assert.ok(exactBytes > 0 && favorBytes > 0, `bytes at ${position}`);
+  }
+  // positions grow by a block; the cache grows with them, the FAVOR+ state does not
+  assert.ok(r.blocks.every((b, i) => i === 0 || b[0] - r.blocks[i - 1][0] === Math.min(64, 2000 - 64 * i)), 'positions one block apart');
+  assert.ok(r.blocks.at(-1)[3] > r.blocks[0][3], 'the exact cache grows');
+  const favorBytes = r.blocks.map((b) => b[4]);
+  assert.ok(Math.max(...favorBytes) < 1.1 * Math.min(...favorBytes), `the FAVOR+ state stays the same size: ${Math.min(...favorBytes)} … ${Math.max(...favorBytes)}`);
+  assert.match(r.note, /^Interleaved: 64 characters with the exact cache, then 64 with the FAVOR\+ state/);
+  assert.match(r.note, /Memory .*the exact cache went from/);
+  assert.equal(r.curves, 4);
+  assert.equal(r.bpcSeries, 4);
+  assert.match(r.bpcNote, /npm run eval:long/);
+  mkdirSync(shots, { recursive: true });
+  for (const width of [1440, 1024, 390]) {
+    await page.setViewportSize({ width, height: 1000 });
+    await page.waitForTimeout(400);  // the page redraws its plots 100 ms after a resize
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    assert.ok(overflow <= 0, `${width} px: no horizontal scroll (${overflow} px over)`);
+    await (await page.$('#long-text')).screenshot({ path: join(shots, `long-text-${width}.png`) });
+  }
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('long text: cancel stops a run of 16,384 characters, and the panels keep answering while it runs', { timeout: 180000 }, async () => {
+  const page = await open('?pattern=model&model=softmax&long=16384');
+  await page.waitForFunction(() => !document.querySelector('#long-run').disabled, null, { timeout: 60000 });
+  assert.equal(await page.inputValue('#long-n'), '16384');
+  await page.click('#long-run');
+  await page.waitForFunction(() => window.__favorDemo.long?.blocks.length >= 2, null, { timeout: 60000 });
+  // another head while it runs: the compute worker answers between blocks
+  const n = await page.evaluate(() => window.__favorDemo.updates);
+  await page.selectOption('#head', '3');
+  await page.waitForFunction((k) => window.__favorDemo.updates > k && window.__favorDemo.idle && window.__favorDemo.shown.head === 3, n, { timeout: 60000 });
+  assert.equal(await state(page), 'running', 'the panels answered while the long text ran');
+  await page.click('#long-cancel');
+  await page.waitForFunction(() => document.querySelector('#long-text').dataset.state === 'cancelled', null, { timeout: 60000 });
+  const r = await page.evaluate(() => ({
+    exact: Number(document.querySelector('#long-exact').dataset.chars), favor: Number(document.querySelector('#long-favor').dataset.chars),
+    status: document.querySelector('#long-status').textContent, run: document.querySelector('#long-run').disabled,
+    cancel: document.querySelector('#long-cancel').disabled,
+  }));
+  assert.ok(r.exact >= 128 && r.exact < 16384, `${r.exact} characters before the cancel`);
+  assert.equal(r.favor, r.exact);
+  assert.match(r.status, /^cancelled after [0-9,]+ of 16,384 characters/);
+  assert.equal(r.run, false, 'generate is enabled again');
+  assert.equal(r.cancel, true);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('a long-context model on a text longer than the heatmaps\' window: the last 256 positions, said so; every panel drawn', { timeout: 120000 }, async () => {
+  const text = 'Call me Ishmael. Some years ago, never mind how long precisely, having little money in my purse. '.repeat(7).slice(0, 600);
+  const page = await open(`?pattern=model&model=long-softmax&text=${encodeURIComponent(text)}`);
+  await page.waitForFunction(() => window.__favorDemo.shown?.model === 'long-softmax' && window.__favorDemo.idle, null, { timeout: 60000 });
+  const r = await page.evaluate(() => ({
+    L: window.__favorDemo.shown.L, window: document.querySelector('#window-note').hidden ? null : document.querySelector('#window-note').textContent,
+    note: document.querySelector('#text-note').textContent, sub: document.querySelector('#text-sub').textContent,
+    inspector: document.querySelector('#inspector-sub').textContent, line: document.querySelector('#line-sub').textContent,
+    heads: document.querySelectorAll('#heads-grid button').length, canvas: document.querySelector('#hm-exact canvas').width,
+    bpc: Number(document.querySelector('#bpc-exact').dataset.value), model: document.querySelector('#model').value,
+  }));
+  assert.equal(r.model, 'long-softmax');
+  assert.equal(r.L, 256);
+  assert.equal(r.canvas, 256);
+  assert.equal(r.heads, 16);
+  assert.match(r.window ?? '', /reads 600 characters; the heatmaps, the line view and the row inspector show the last 256 \(positions 344–599/);
+  assert.match(r.note, /^600 characters; the heatmaps show the last 256/);
+  assert.match(r.sub, /reads its last 1,024 characters/);
+  assert.match(r.inspector, /^query i = 255: KL\(A_i ‖ Â_i\) = .* over all 600 keys; plotted: the last 256/);
+  assert.match(r.line, /on keys before it$/);
+  assert.ok(r.bpc > 0 && Number.isFinite(r.bpc), `bits per character ${r.bpc}`);
+  assert.match(await page.evaluate(() => location.search), /model=long-softmax/);
+  // generation side by side goes on from the whole text (rotary positions do not end at 256)
+  await page.fill('#gen-n', '20');
+  await page.click('#gen-run');
+  await page.waitForFunction(() => document.querySelector('#gen-approx .gen-text')?.textContent.length === 20, null, { timeout: 60000 });
+  assert.equal((await page.textContent('#gen-exact .gen-text')).length, 20);
+  // back to a text that fits: no window
+  const n = await page.evaluate(() => window.__favorDemo.updates);
+  await page.fill('#text', text.slice(0, 200));
+  await page.waitForFunction((k) => window.__favorDemo.updates > k && window.__favorDemo.idle && window.__favorDemo.shown.L === 200, n, { timeout: 60000 });
+  assert.equal(await page.$eval('#window-note', (el) => el.hidden), true);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
