@@ -224,12 +224,13 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
 
   function createCausalState(options) {
     if (options === undefined) throw new TypeError("createCausalState: expected an options object with method ('exact', 'favor' or 'codebook')");
-    const o = checkOptions(options, 'createCausalState options', ['method', 'scale', 'featureMap', 'codebook', 'assignment', 'temperature', 'chunk']);
+    const o = checkOptions(options, 'createCausalState options', ['method', 'scale', 'featureMap', 'codebook', 'assignment', 'temperature', 'chunk', 'window']);
     if (o.method === undefined) throw new TypeError("method: required ('exact', 'favor' or 'codebook')");
     const method = checkChoice(o.method, 'method', STATE_METHODS, 'exact');
     const scale = checkScale(o.scale, 'scale');
     const chunk = o.chunk === undefined ? NaN : checkInteger(o.chunk, 'chunk', 1, 1 << 20);
-    const allowed = { exact: ['method', 'scale'], favor: ['method', 'scale', 'featureMap', 'chunk'],
+    const windowLength = o.window === undefined ? NaN : checkInteger(o.window, 'window', 1);
+    const allowed = { exact: ['method', 'scale', 'window'], favor: ['method', 'scale', 'featureMap', 'chunk'],
       codebook: ['method', 'scale', 'codebook', 'assignment', 'temperature', 'chunk'] }[method];
     for (const key of Object.keys(o)) {
       if (!allowed.includes(key)) throw new TypeError(`createCausalState options.${key}: not an option of method '${method}' (its options: ${allowed.join(', ')})`);
@@ -238,7 +239,7 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
     try {
       let result;
       if (method === 'exact') {
-        result = handle.initExact(scale);
+        result = handle.initExact(scale, windowLength);
       } else if (method === 'favor') {
         result = handle.initFavor(featureMapOf(o).handle('featureMap'), scale, chunk);
       } else {

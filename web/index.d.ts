@@ -233,8 +233,17 @@ export interface CodebookAttentionOptions extends CodebookOptions {
 export type StateMethod = 'exact' | 'favor' | 'codebook';
 
 export type CausalStateOptions =
-  /** A key/value cache: grows by (d + dv) floats per position and key/value head. */
-  | { method: 'exact'; scale?: number }
+  /** A key/value cache: grows by (d + dv) floats per position and key/value head (up to `window` positions). */
+  | {
+    method: 'exact';
+    scale?: number;
+    /**
+     * Sliding-window attention: a positive integer w. The cache keeps at most w keys per
+     * key/value head, and each new query attends to the w most recent unmasked keys at positions
+     * up to its own. Once full, decode steps keep `stateBytes` constant. Default: no window.
+     */
+    window?: number;
+  }
   /** The prefix state Σφ(k)vᵀ, Σφ(k) per key/value head: the same memory at every length. The map is copied. */
   | { method: 'favor'; featureMap: FeatureMap; scale?: number; chunk?: number }
   /** Running per-code sums Rᵀv, Rᵀ1: codebook [c, d] shared, or [..., Hkv, c, d] one per key/value head (copied). */
@@ -409,7 +418,7 @@ export interface CausalStateAsync {
 
 type WithAsyncMap<T> = Omit<T, 'featureMap'> & { featureMap: FeatureMapAsync };
 export type CausalStateAsyncOptions =
-  | { method: 'exact'; scale?: number }
+  | { method: 'exact'; scale?: number; window?: number }
   | { method: 'favor'; featureMap: FeatureMapAsync; scale?: number; chunk?: number }
   | { method: 'codebook'; codebook: Tensor; assignment?: Assignment; temperature?: number; scale?: number; chunk?: number };
 

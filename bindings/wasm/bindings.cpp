@@ -424,11 +424,16 @@ class PackedMatrixHandle {
 // The JS-facing causal state: constructing it cannot fail; init*() report errors as values.
 class CausalStateHandle {
  public:
-  val init_exact(double scale) {
+  // window: NaN for none, else an integer >= 1 checked in JS (up to 2^53: one longer than a wasm
+  // Index holds is longer than any sequence the heap could hold, so it is the largest Index).
+  val init_exact(double scale, double window) {
     return guarded([&] {
       favor::CausalStateOptions o;
       o.method = favor::StateMethod::exact;
       set_scale(o, scale);
+      constexpr double kLargest = static_cast<double>(std::numeric_limits<favor::Index>::max());
+      if (!std::isnan(window))
+        o.window = window >= kLargest ? std::numeric_limits<favor::Index>::max() : static_cast<favor::Index>(window);
       state_ = std::make_unique<favor::CausalState>(o);
       return val::undefined();
     });

@@ -1,6 +1,7 @@
 // Causal attention one piece at a time (docs/design.md §8): prefill, then decode. Appending a
 // sequence in any split gives the outputs of one causal call on the whole sequence, to rounding.
-//   exact     a key/value cache that grows with the length (masked keys are not kept)
+//   exact     a key/value cache that grows with the length (masked keys are not kept), or with
+//             a window, keeps only the most recent keys: sliding-window attention
 //   favor     per key/value head the prefix state sum phi(k) v^T, sum phi(k) and their shifts:
 //             the same memory at every length
 //   codebook  per key/value head the running per-code sums R^T v, R^T 1 (and their shifts)
@@ -25,6 +26,14 @@ struct CausalStateOptions {
   StateMethod method = StateMethod::exact;
   std::optional<double> scale;  // default 1/sqrt(d)
   Index chunk = 0;              // favor/codebook: rows per block, 0 = the default
+  // exact: 0 = unbounded (the default), or w >= 1: sliding-window attention. The cache keeps at
+  // most w keys per key/value head, and each new query attends to the w most recent kept
+  // (unmasked) keys at positions up to and including its own. With w >= the total length the
+  // outputs are the unbounded cache's, bit for bit; any split of a sequence gives the outputs of
+  // appending it at once, to rounding. Once the cache is full, decode steps (one position per
+  // append) keep state_bytes() constant; an append of n positions holds up to w + n of them while
+  // it runs. Another method with a window, or a negative window, is an error.
+  Index window = 0;
   // favor: the map (copied: a later redraw of the original does not reach the state). An 'oprf'
   // map needs a fixed rho, an 'sderf' or 'aderf' map a fit.
   const FeatureMap* map = nullptr;

@@ -1,7 +1,7 @@
 // libFuzzer target over the C++ core's entry points, for the robustness checks.
 //
 // The input bytes choose an entry point, shapes (small: L, S, d, dv, m, c up to 64; leading
-// dims up to 3), options (causal, scale including bad values, chunk, temperature, epsilon,
+// dims up to 3), options (causal, scale including bad values, chunk, window, temperature, epsilon,
 // kernel, sampling, assignment, seeds) and float values (small, scaled by 10^-45..10^38, raw
 // bits, specials: NaN, +-inf, subnormals, FLT_MAX; identical rows, one-hot rows).
 //
@@ -1093,7 +1093,9 @@ void fuzz_matmul(Decoder& in) {
 
 // Causal states, key masks and grouped-query heads: appends in random pieces (with random masks,
 // sometimes a bad append that must leave the state as it was) against one causal tensor call on
-// the whole sequence; and grouped heads against K and V repeated by hand.
+// the whole sequence (an exact state with a window shorter than it: against the same state
+// appending it at once); and grouped heads against K and V repeated by hand. A window on another
+// method, or a negative one, is refused.
 void fuzz_state_and_groups(Decoder& in) {
   const int method = in.pick(3);  // exact, favor, codebook
   const Index hkv = 1 + in.pick(2), group = 1 + in.pick(3), hq = hkv * group;
@@ -1125,6 +1127,13 @@ void fuzz_state_and_groups(Decoder& in) {
     so.codebook = {book.data(), {book.rows(), d}};
     so.assignment = assignment_of(in.pick(3));
   }
+  if (method == 0 && in.flag()) so.window = 1 + static_cast<Index>(in.pick(static_cast<int>(L) + 2));  // < L or not
+  if (in.pick(8) == 0) {
+    favor::CausalStateOptions bad = so;
+    bad.window = method == 0 ? -1 - static_cast<Index>(in.pick(3)) : 1 + static_cast<Index>(in.pick(4));
+    if (run("CausalState (bad window)", false, [&] { favor::CausalState refused(bad); }) == Outcome::ok)
+      fail("CausalState: a window of " + std::to_string(bad.window) + " was accepted for method " + std::to_string(method));
+  }
   favor::CausalState state(so);
   const std::vector<Index> qd{hq, L, d}, kd{hkv, L, d}, vd{hkv, L, dv}, od{hq, L, dv};
   std::vector<float> whole(static_cast<std::size_t>(hq * L * dv) + 1, -7.0f), got(whole.size() - 1, 0.0f);
@@ -1137,7 +1146,14 @@ void fuzz_state_and_groups(Decoder& in) {
   const Outcome one = run("causal call", false, [&] {
     const favor::TensorView out{whole.data(), od};
     switch (method) {
-      case 0: favor::exact_attention({q.data(), qd}, {k.data(), kd}, {v.data(), vd}, out, fo, mv); break;
+      case 0:
+        if (so.window != 0 && so.window < L) {
+          favor::CausalState once(so);
+          once.append({q.data(), qd}, {k.data(), kd}, {v.data(), vd}, out, mv);
+        } else {
+          favor::exact_attention({q.data(), qd}, {k.data(), kd}, {v.data(), vd}, out, fo, mv);
+        }
+        break;
       case 1: favor::favor_attention(*map, {q.data(), qd}, {k.data(), kd}, {v.data(), vd}, out, fo, mv); break;
       default: favor::codebook_attention(so.codebook, {q.data(), qd}, {k.data(), kd}, {v.data(), vd}, out, co, mv); break;
     }

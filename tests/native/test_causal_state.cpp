@@ -330,3 +330,218 @@ TEST(CausalState, RollbackAfterReadoutGivesTheSettledState) {
 }
 
 }  // namespace
+
+namespace {
+
+// The float64 reference of sliding-window causal attention ([Hq, L, dv]): query i of head h sees,
+// of key/value head kv = h / (Hq / Hkv), the unmasked positions j <= i, only the `window` last of
+// them (window 0: all); a query that sees none is zeros.
+std::vector<double> window_reference(const Tensor& q, const Tensor& k, const Tensor& v, Index window,
+                                     const std::vector<std::uint8_t>* mask) {
+  const Index Hq = q.dims[0], L = q.dims[1], d = q.dims[2], Hkv = k.dims[0], dv = v.dims[2];
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  const auto at = [](const Tensor& t, Index h, Index i, Index c) {
+    return static_cast<double>(t.data[static_cast<std::size_t>((h * t.dims[1] + i) * t.dims[2] + c)]);
+  };
+  std::vector<double> out(static_cast<std::size_t>(Hq * L * dv), 0.0);
+  for (Index h = 0; h < Hq; ++h) {
+    const Index kv = h / (Hq / Hkv);
+    for (Index i = 0; i < L; ++i) {
+      std::vector<Index> seen;  // the keys query i attends to, newest first
+      for (Index j = i; j >= 0 && (window == 0 || static_cast<Index>(seen.size()) < window); --j)
+        if (!mask || (*mask)[static_cast<std::size_t>(kv * L + j)]) seen.push_back(j);
+      if (seen.empty()) continue;
+      std::vector<double> s;
+      double top = -1e300, total = 0.0;
+      for (const Index j : seen) {
+        double dot = 0.0;
+        for (Index f = 0; f < d; ++f) dot += at(q, h, i, f) * at(k, kv, j, f);
+        s.push_back(scale * dot);
+        top = std::max(top, s.back());
+      }
+      for (double& x : s) total += (x = std::exp(x - top));
+      for (std::size_t t = 0; t < seen.size(); ++t)
+        for (Index c = 0; c < dv; ++c)
+          out[static_cast<std::size_t>((h * L + i) * dv + c)] += s[t] / total * at(v, kv, seen[t], c);
+    }
+  }
+  return out;
+}
+
+double max_rel(const std::vector<float>& got, const std::vector<double>& want) {
+  double diff = 0.0, top = 0.0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    if (!std::isfinite(got[i])) return std::numeric_limits<double>::infinity();
+    diff = std::max(diff, std::abs(got[i] - want[i]));
+    top = std::max(top, std::abs(want[i]));
+  }
+  return diff / top;
+}
+
+favor::CausalState windowed(Index window) {
+  favor::CausalStateOptions o;
+  o.window = window;
+  return favor::CausalState(o);
+}
+
+std::vector<Index> ones(Index n) { return std::vector<Index>(static_cast<std::size_t>(n), 1); }
+
+// Every split (one append, one position at a time, uneven pieces, a long prefill then decode
+// steps), with and without key masks (including queries that see no key), grouped heads, windows
+// of 1 key to more than the length: the float64 banded causal softmax.
+TEST(CausalStateWindow, AnySplitMatchesTheFloat64SlidingWindow) {
+  std::mt19937 gen(9400);
+  struct Case {
+    Index L, d, dv;
+    std::vector<Index> windows;
+    std::vector<std::vector<Index>> splits;
+  };
+  std::vector<Index> prefill_then_decode{200};
+  for (int i = 0; i < 100; ++i) prefill_then_decode.push_back(1);
+  const std::vector<Case> cases{
+      {45, 8, 5, {1, 3, 8, 17, 45, 60}, kSplits},
+      // Windows past a key block (128 keys) and many strips; sliding buffers; a long prefill
+      // (the buffers then shrink back at the first decode step).
+      {300, 16, 7, {1, 29, 150}, {{300}, ones(300), {100, 37, 163}, prefill_then_decode}},
+  };
+  for (const Case& t : cases) {
+    const Index Hq = 4, Hkv = 2, L = t.L;
+    const Tensor q = normal(Hq, L, t.d, gen, 0.8), k = normal(Hkv, L, t.d, gen, 0.8), v = normal(Hkv, L, t.dv, gen, 1.0);
+    std::vector<std::uint8_t> mask(static_cast<std::size_t>(Hkv * L), 1);
+    for (std::size_t i = 0; i < mask.size(); i += 4) mask[i] = 0;
+    mask[1] = mask[2] = 0;  // head 0's first 3 keys: its first 3 queries see none
+    for (Index j = L / 2; j < L / 2 + 12; ++j) mask[static_cast<std::size_t>(L + j)] = 0;  // a gap in head 1
+    for (const Index window : t.windows) {
+      for (const bool masked : {false, true}) {
+        const std::vector<std::uint8_t>* m = masked ? &mask : nullptr;
+        const std::vector<double> want = window_reference(q, k, v, window, m);
+        for (const auto& pieces : t.splits) {
+          favor::CausalState state = windowed(window);
+          EXPECT_LT(max_rel(run(state, q, k, v, pieces, m), want), 1e-5)
+              << "L " << L << " window " << window << " masked " << masked << " pieces " << pieces.size();
+        }
+      }
+    }
+  }
+}
+
+// A window at least as long as the sequence never drops a key: the unbounded cache's bits.
+TEST(CausalStateWindow, WindowAtLeastTheLengthGivesTheUnboundedBits) {
+  std::mt19937 gen(9500);
+  const Index Hq = 4, Hkv = 2, L = 45, d = 8;
+  const Tensor q = normal(Hq, L, d, gen, 0.8), k = normal(Hkv, L, d, gen, 0.8), v = normal(Hkv, L, 5, gen, 1.0);
+  std::vector<std::uint8_t> mask(static_cast<std::size_t>(Hkv * L), 1);
+  for (std::size_t i = 1; i < mask.size(); i += 3) mask[i] = 0;
+  for (const bool masked : {false, true}) {
+    const std::vector<std::uint8_t>* m = masked ? &mask : nullptr;
+    for (const auto& pieces : kSplits) {
+      favor::CausalState unbounded({});
+      const std::vector<float> want = run(unbounded, q, k, v, pieces, m);
+      for (const Index window : {L, L + 1, Index{1000}}) {
+        favor::CausalState state = windowed(window);
+        EXPECT_EQ(run(state, q, k, v, pieces, m), want) << "window " << window << " masked " << masked;
+      }
+    }
+  }
+}
+
+// Once a windowed cache is full, decode steps (masked ones too) run in the same buffers: the
+// bytes do not change, whether it was filled one position at a time or by a long prefill; an
+// unbounded cache grows meanwhile.
+TEST(CausalStateWindow, DecodeStepsKeepTheBytesOnceFull) {
+  std::mt19937 gen(9600);
+  const Index Hq = 4, Hkv = 2, d = 8, dv = 6, window = 16;
+  const auto step = [&](favor::CausalState& state, Index n, bool masked) {
+    const Tensor q = normal(Hq, n, d, gen, 1.0), k = normal(Hkv, n, d, gen, 1.0), v = normal(Hkv, n, dv, gen, 1.0);
+    std::vector<float> out(static_cast<std::size_t>(Hq * n * dv));
+    std::vector<std::uint8_t> m(static_cast<std::size_t>(Hkv * n), masked ? 0 : 1);
+    state.append(q.view(), k.view(), v.view(), {out.data(), {Hq, n, dv}}, {m.data(), {Hkv, n}});
+  };
+  favor::CausalState one_by_one = windowed(window), prefilled = windowed(window), unbounded({});
+  for (int i = 0; i < 2 * window; ++i) step(one_by_one, 1, false), step(unbounded, 1, false);
+  step(prefilled, 20 * window, false);
+  const std::size_t prefill_bytes = prefilled.state_bytes();
+  step(prefilled, 1, false);
+  const std::size_t full = one_by_one.state_bytes(), unbounded_before = unbounded.state_bytes();
+  EXPECT_LT(prefilled.state_bytes(), prefill_bytes / 4);  // the prefill's room given back
+  EXPECT_EQ(prefilled.state_bytes(), full);
+  // The window's keys and values, and at most 3 strips (of up to 16 positions) more per head.
+  EXPECT_LE(full, 4u * Hkv * (window + 48) * (d + dv));
+  for (int i = 0; i < 50; ++i) {
+    const bool masked = i % 7 == 3;
+    step(one_by_one, 1, masked), step(prefilled, 1, masked), step(unbounded, 1, masked);
+    ASSERT_EQ(one_by_one.state_bytes(), full) << "step " << i;
+    ASSERT_EQ(prefilled.state_bytes(), full) << "step " << i;
+  }
+  EXPECT_GT(unbounded.state_bytes(), unbounded_before);
+}
+
+TEST(CausalStateWindow, WindowIsForExactStatesAndNotNegative) {
+  favor::FeatureMapOptions fo;
+  fo.dim = 4, fo.features = 8;
+  const favor::FeatureMap map(fo);
+  const MatF book = MatF::Ones(3, 4);
+  const auto error_of = [](const favor::CausalStateOptions& o) -> std::string {
+    try {
+      favor::CausalState state(o);
+    } catch (const favor::Error& e) {
+      return std::string(e.kind() == favor::Error::Kind::type ? "TypeError " : "RangeError ") + e.what();
+    }
+    return "no error";
+  };
+  favor::CausalStateOptions o;
+  o.method = favor::StateMethod::favor;
+  o.map = &map;
+  o.window = 4;
+  EXPECT_EQ(error_of(o), "TypeError window: not an option of method 'favor' (a sliding window is for method 'exact')");
+  o.method = favor::StateMethod::codebook;
+  o.codebook = {book.data(), {3, 4}};
+  EXPECT_EQ(error_of(o), "TypeError window: not an option of method 'codebook' (a sliding window is for method 'exact')");
+  o.window = 0;
+  EXPECT_EQ(error_of(o), "no error");
+  favor::CausalStateOptions exact;
+  exact.window = -1;
+  EXPECT_EQ(error_of(exact), "RangeError window: expected an integer >= 1 (or 0 for no window), got -1");
+  exact.window = 1;
+  EXPECT_EQ(error_of(exact), "no error");
+}
+
+// An append that fails after the cache made room and wrote its keys (its scores overflow float32)
+// leaves the state as it was: later appends give the bits of a state that never saw it, which
+// match the float64 reference. The first append failing too.
+TEST(CausalStateWindow, FailingAppendLeavesTheStateUnchanged) {
+  std::mt19937 gen(9700);
+  const Index Hq = 2, Hkv = 1, L = 60, d = 4, window = 5;
+  const Tensor q = normal(Hq, L, d, gen, 1.0), k = normal(Hkv, L, d, gen, 1.0), v = normal(Hkv, L, d, gen, 1.0);
+  const std::vector<Index> pieces{12, 1, 1, 30, 16};
+  const std::vector<float> want = [&] {
+    favor::CausalState fresh = windowed(window);
+    return run(fresh, q, k, v, pieces);
+  }();
+  EXPECT_LT(max_rel(want, window_reference(q, k, v, window, nullptr)), 1e-5);
+  const auto fail = [&](favor::CausalState& state, Index n) {
+    // q.k of the new keys overflows to +inf: every new query's row is NaN
+    Tensor bq = normal(Hq, n, d, gen, 1.0), bk = normal(Hkv, n, d, gen, 1.0);
+    for (float& x : bq.data) x = 1e30f * (1.0f + std::abs(x));
+    for (float& x : bk.data) x = 1e30f * (1.0f + std::abs(x));
+    const Tensor bv = normal(Hkv, n, d, gen, 1.0);
+    std::vector<float> out(static_cast<std::size_t>(Hq * n * d));
+    const Index length = state.length();
+    EXPECT_THROW(state.append(bq.view(), bk.view(), bv.view(), {out.data(), {Hq, n, d}}), favor::Error) << "n " << n;
+    EXPECT_EQ(state.length(), length);
+  };
+  favor::CausalState state = windowed(window);
+  fail(state, 3);  // the first append
+  std::vector<float> got(want.size());
+  Index a = 0;
+  for (const Index n : pieces) {
+    fail(state, 1), fail(state, 40);  // a decode step and an append that grows the buffers
+    std::vector<float> o(static_cast<std::size_t>(Hq * n * d));
+    state.append(q.rows(a, a + n).view(), k.rows(a, a + n).view(), v.rows(a, a + n).view(), {o.data(), {Hq, n, d}});
+    for (Index h = 0; h < Hq; ++h) std::copy(o.begin() + h * n * d, o.begin() + (h + 1) * n * d, got.begin() + (h * L + a) * d);
+    a += n;
+  }
+  EXPECT_EQ(got, want);
+}
+
+}  // namespace

@@ -256,3 +256,100 @@ test('a state copies its feature map: redrawing or disposing the map later does 
   assertBelow(maxRelDiff(concatRows([first, rest]).data, whole.data), TOL, 'after redraw and dispose');
   state.dispose();
 });
+
+// ---- exact state with a sliding window ----
+
+// The mask [..., Hkv, L] of positions [a, b).
+function sliceMask(mask, a, b) {
+  const L = mask.dims[mask.dims.length - 1], heads = mask.data.length / L;
+  const data = new Uint8Array(heads * (b - a));
+  for (let h = 0; h < heads; h++) data.set(mask.data.subarray(h * L + a, h * L + b), h * (b - a));
+  return { data, dims: [...mask.dims.slice(0, -1), b - a] };
+}
+
+function runMasked(options, q, k, v, pieces, mask) {
+  const state = favor.createCausalState(options);
+  const outs = [];
+  let a = 0;
+  for (const n of pieces) {
+    const s = (t) => sliceRows(t, a, a + n);
+    outs.push(state.append(s(q), s(k), s(v), mask ? { keyMask: sliceMask(mask, a, a + n) } : undefined));
+    a += n;
+  }
+  assert.equal(state.length, a);
+  state.dispose();
+  return concatRows(outs);
+}
+
+// Every 4th key of each key/value head masked, and a run of 9 in the last one; its first 3 too
+// (its first queries see no key: zeros).
+function windowMask(kvDims) {
+  const heads = kvDims.slice(0, -2).reduce((a, b) => a * b, 1);
+  const data = new Uint8Array(heads * L).fill(1);
+  for (let i = 0; i < data.length; i += 4) data[i] = 0;
+  const last = (heads - 1) * L;
+  data.fill(0, last + 30, last + 39).fill(0, last, last + 3);
+  return { data, dims: [...kvDims.slice(0, -2), L] };
+}
+
+test('exact state with a window: any split matches the float64 sliding window (key masks, grouped heads)', () => {
+  for (const [name, shape] of Object.entries(shapes)) {
+    const { q, k, v } = inputs(shape, 80, 0.8);
+    const mask = windowMask(shape.kv);
+    for (const window of [1, 3, 8, 33]) {
+      for (const masked of [false, true]) {
+        const m = masked ? mask : undefined;
+        const want = ref.slidingWindowAttention(q, k, v, window, { maskOf: (h) => (m ? m.data.subarray(h * L, (h + 1) * L) : undefined) });
+        // (its rows differ from the unbounded causal call's: the window matters here)
+        const unbounded = favor.exactAttention(q, k, v, { causal: true });
+        if (!masked) assert.ok(maxRelDiff(want.data, unbounded.data) > 1e-2, `${name}, window ${window}: the window changes the outputs`);
+        for (const [split, pieces] of Object.entries(splits(L, 6))) {
+          const got = runMasked({ method: 'exact', window }, q, k, v, pieces, m);
+          assertBelow(maxRelDiff(got.data, want.data), 1e-5, `${name}, window ${window}, masked ${masked}, ${split}`);
+        }
+      }
+    }
+  }
+});
+
+test('exact state with a window at least the length: the unbounded state bit for bit', () => {
+  for (const [name, shape] of Object.entries(shapes)) {
+    const { q, k, v } = inputs(shape, 90, 1);
+    const mask = windowMask(shape.kv);
+    for (const m of [undefined, mask]) {
+      for (const [split, pieces] of Object.entries(splits(L, 7))) {
+        const unbounded = runMasked({ method: 'exact' }, q, k, v, pieces, m);
+        for (const window of [L, L + 1, 2 ** 40]) {
+          assertBitIdentical(runMasked({ method: 'exact', window }, q, k, v, pieces, m).data, unbounded.data,
+            `${name}, window ${window}, masked ${!!m}, ${split}`);
+        }
+      }
+    }
+  }
+});
+
+test('exact state with a window: stateBytes stays flat once it is full (filled one position at a time or by a long prefill)', () => {
+  const window = 64, H = 4;
+  const step = normalTensor([H, 1, d], 100);
+  const oneByOne = favor.createCausalState({ method: 'exact', window });
+  const prefilled = favor.createCausalState({ method: 'exact', window });
+  const unbounded = favor.createCausalState({ method: 'exact' });
+  for (let t = 0; t < 2 * window; t++) oneByOne.append(step, step, step), unbounded.append(step, step, step);
+  const prompt = normalTensor([H, 1000, d], 101);
+  prefilled.append(prompt, prompt, prompt);
+  const prefillBytes = prefilled.stateBytes;
+  prefilled.append(step, step, step);
+  const full = oneByOne.stateBytes, unboundedBefore = unbounded.stateBytes;
+  assert.ok(prefilled.stateBytes < prefillBytes / 4, `the prefill's room is given back (${prefillBytes} -> ${prefilled.stateBytes} bytes)`);
+  assert.equal(prefilled.stateBytes, full);
+  // the window's keys and values (d + dv floats each) and a few strips more, per head
+  assert.ok(full <= 4 * H * (window + 48) * 2 * d, `a full windowed cache holds ${full} bytes`);
+  for (let t = 0; t < 500; t++) {
+    oneByOne.append(step, step, step), prefilled.append(step, step, step), unbounded.append(step, step, step);
+    assert.equal(oneByOne.stateBytes, full, `step ${t}`);
+    assert.equal(prefilled.stateBytes, full, `step ${t}`);
+  }
+  assert.ok(unbounded.stateBytes > 4 * unboundedBefore, 'the unbounded cache grows meanwhile');
+  assert.equal(oneByOne.length, 2 * window + 500);
+  for (const state of [oneByOne, prefilled, unbounded]) state.dispose();
+});

@@ -129,3 +129,28 @@ test('hostile and oversized calls (hostile-cases.mjs), each repeated, free every
   assert.equal(favor.memory().usedBytes, base.usedBytes, 'bytes in use');
   assert.equal(favor.memory().heapBytes, base.heapBytes, 'the refused 4 GiB inputs never grew the heap');
 });
+
+test('exact states with a sliding window, made, filled past their window and disposed in a loop: bytes in use back at the baseline', async () => {
+  const favor = await loadFavor({ threads: 1 });
+  const q = normalTensor([2, 40, 8], 30), step = normalTensor([2, 1, 8], 31);
+  const round = (i) => {
+    const state = favor.createCausalState({ method: 'exact', window: 1 + (i % 9) });
+    state.append(q, q, q);  // a prefill longer than the window: the buffers shrink at the next step
+    for (let t = 0; t < 30; t++) state.append(step, step, step);
+    assert.equal(state.length, 70);
+    state.dispose();
+  };
+  round(0);  // first-use allocations of the runtime
+  const base = favor.memory();
+  for (let i = 1; i <= 300; i++) round(i);
+  assert.equal(favor.memory().usedBytes, base.usedBytes, 'bytes in use after 300 windowed states');
+  assert.equal(favor.memory().heapBytes, base.heapBytes, 'the heap did not grow');
+  // A live one holds the same bytes at every later step.
+  const state = favor.createCausalState({ method: 'exact', window: 16 });
+  for (let t = 0; t < 40; t++) state.append(step, step, step);
+  const held = favor.memory().usedBytes, bytes = state.stateBytes;
+  for (let t = 0; t < 200; t++) state.append(step, step, step);
+  assert.equal(state.stateBytes, bytes);
+  assert.equal(favor.memory().usedBytes, held, 'decode steps of a full windowed state allocate nothing for good');
+  state.dispose();
+});

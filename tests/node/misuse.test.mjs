@@ -353,6 +353,14 @@ const cases = [
   ['createCausalState: exact takes no featureMap', (f, map) => f.createCausalState({ method: 'exact', featureMap: map }), TypeError, /featureMap/],
   ['createCausalState: scale 0', (f) => f.createCausalState({ method: 'exact', scale: 0 }), RangeError, /scale/],
   ['createCausalState: chunk 0', (f, map) => f.createCausalState({ method: 'favor', featureMap: map, chunk: 0 }), RangeError, /chunk/],
+  ['createCausalState: window 0', (f) => f.createCausalState({ method: 'exact', window: 0 }), RangeError, /^window: expected an integer in \[1, 9007199254740991\], got 0$/],
+  ['createCausalState: window -1', (f) => f.createCausalState({ method: 'exact', window: -1 }), RangeError, /^window: expected an integer in \[1, /],
+  ['createCausalState: window 1.5', (f) => f.createCausalState({ method: 'exact', window: 1.5 }), RangeError, /^window: expected an integer in \[1, .*got 1\.5$/],
+  ['createCausalState: window a string', (f) => f.createCausalState({ method: 'exact', window: '8' }), TypeError, /^window: expected a number, got the string '8'$/],
+  ['createCausalState: window NaN', (f) => f.createCausalState({ method: 'exact', window: NaN }), RangeError, /^window: expected a finite number, got NaN$/],
+  ['createCausalState: window 2^53', (f) => f.createCausalState({ method: 'exact', window: 2 ** 53 }), RangeError, /^window: expected an integer in \[1, 9007199254740991\]/],
+  ['createCausalState: favor takes no window', (f, map) => f.createCausalState({ method: 'favor', featureMap: map, window: 8 }), TypeError, /^createCausalState options\.window: not an option of method 'favor' \(its options: method, scale, featureMap, chunk\)$/],
+  ['createCausalState: codebook takes no window', (f) => f.createCausalState({ method: 'codebook', codebook: filledTensor([3, 8]), window: 8 }), TypeError, /^createCausalState options\.window: not an option of method 'codebook'/],
   ['append: leading dims differ from the first append', (f) => {
     const st = f.createCausalState({ method: 'exact' });
     st.append(filledTensor([2, 1, 8]), filledTensor([2, 1, 8]), filledTensor([2, 1, 3]));

@@ -127,6 +127,37 @@ export function exactAttention(q, k, v, { causal = false, scale, maskOf = () => 
     matmul(softmaxMatrixHead(headRows(q, h), headRows(k, h), s, causal, maskOf(h)), headRows(v, h)));
 }
 
+/**
+ * Sliding-window causal attention, what a causal state with a window computes (docs/design.md
+ * §8): query i of q [..., Hq, L, d] sees, of its key/value head (k, v [..., Hkv, L, ·]; Hq / Hkv
+ * query heads per key/value head), the unmasked keys j <= i, only the `window` last of them; a
+ * query that sees none gets zeros. maskOf(kvHead): that head's L mask bytes, or undefined.
+ */
+export function slidingWindowAttention(q, k, v, window, { scale, maskOf = () => undefined } = {}) {
+  const sq = shape(q), sv = shape(v);
+  const s = scale ?? defaultScale(sq.cols);
+  const inner = (t) => (t.dims.length > 2 ? t.dims[t.dims.length - 3] : 1);
+  const Hq = inner(q), Hkv = inner(k);
+  return stack(sq.leading, sq.rows, sv.cols, (h) => {
+    const kv = Math.floor(h / Hq) * Hkv + Math.floor((h % Hq) / (Hq / Hkv));
+    const ks = headRows(k, kv), vs = headRows(v, kv), mask = maskOf(kv);
+    return headRows(q, h).map((qi, i) => {
+      const seen = [];  // the keys query i attends to, newest first
+      for (let j = i; j >= 0 && seen.length < window; j--) if (!mask || mask[j] !== 0) seen.push(j);
+      const out = new Float64Array(sv.cols);
+      if (seen.length === 0) return out;
+      const scores = seen.map((j) => s * dot(qi, ks[j]));
+      const mx = Math.max(...scores);
+      const weights = scores.map((x) => Math.exp(x - mx));
+      const sum = weights.reduce((a, b) => a + b, 0);
+      seen.forEach((j, t) => {
+        for (let c = 0; c < sv.cols; c++) out[c] += (weights[t] / sum) * vs[j][c];
+      });
+      return out;
+    });
+  });
+}
+
 // ---------------------------------------------------------------------------------------------
 // Feature maps phi (docs/design.md §3); x already scaled (x~ = x sqrt(scale)); W is m x d rows.
 

@@ -32,6 +32,28 @@ test('softmax attention: hand-computed 2 x 2, causal mask, scale', () => {
   assert.deepEqual(Array.from(both.subarray(0, 4)), Array.from(a));
 });
 
+test('sliding window: hand-computed, the causal softmax once the window holds every key, grouped heads read their key/value head', () => {
+  // q = [1, 0] at 3 positions, keys [1, 0], [0, 0], [2, 0], values 10, 20, 30, scale 1
+  const q = { data: [1, 0, 1, 0, 1, 0], dims: [3, 2] }, k = { data: [1, 0, 0, 0, 2, 0], dims: [3, 2] };
+  const v = { data: [10, 20, 30], dims: [3, 1] };
+  const w2 = ref.slidingWindowAttention(q, k, v, 2, { scale: 1 }).data;
+  close(w2[0], 10, 1e-15, 'query 0 sees key 0');
+  close(w2[1], (Math.E * 10 + 20) / (Math.E + 1), 1e-15, 'query 1 sees keys 0, 1');
+  close(w2[2], (20 + Math.exp(2) * 30) / (1 + Math.exp(2)), 1e-15, 'query 2 sees keys 1, 2 only');
+  const w1 = ref.slidingWindowAttention(q, k, v, 1, { scale: 1, maskOf: () => [1, 0, 1] }).data;
+  assert.deepEqual(Array.from(w1), [10, 10, 30], 'window 1: the last unmasked key (key 1 masked)');
+  assert.deepEqual(Array.from(ref.slidingWindowAttention(q, k, v, 2, { maskOf: () => [0, 0, 1] }).data), [0, 0, 30], 'no key: zeros');
+  const g = rng(3), tensor = (dims) => ({ data: Float64Array.from({ length: dims.reduce((a, b) => a * b) }, g.normal), dims });
+  const q4 = tensor([2, 4, 5, 3]), k4 = tensor([2, 2, 5, 3]), v4 = tensor([2, 2, 5, 2]);
+  const kRep = { data: new Float64Array(2 * 4 * 5 * 3), dims: [2, 4, 5, 3] }, vRep = { data: new Float64Array(2 * 4 * 5 * 2), dims: [2, 4, 5, 2] };
+  for (let h = 0; h < 8; h++) {  // query head h of batch b reads key/value head (b, floor(h / 2))
+    const kv = Math.floor(h / 4) * 2 + Math.floor((h % 4) / 2);
+    kRep.data.set(k4.data.subarray(kv * 15, kv * 15 + 15), h * 15), vRep.data.set(v4.data.subarray(kv * 10, kv * 10 + 10), h * 10);
+  }
+  const want = ref.exactAttention(q4, kRep, vRep, { causal: true }).data, got = ref.slidingWindowAttention(q4, k4, v4, 5).data;
+  want.forEach((x, i) => close(got[i], x, 1e-14, `window 5 = causal, entry ${i}`));
+});
+
 test('OPRF rho: brute force equals the O(Ld) formula of docs/design.md §3; A* < 1/8, B^2 = 1 - 4A', () => {
   const g = rng(1);
   const x = Array.from({ length: 7 }, () => Float64Array.from({ length: 3 }, g.normal));

@@ -67,8 +67,8 @@ test('bad threads values are rejected with the argument named', async () => {
 const q = normalTensor([3, 200, 16], 1), k = normalTensor([3, 200, 16], 2), v = normalTensor([3, 200, 7], 3);
 const q1 = normalTensor([1, 333, 8], 4), k1 = normalTensor([1, 333, 8], 5), v1 = normalTensor([1, 333, 8], 6);
 
-function stateOutputs(favor, method, featureMap, codebook) {
-  const state = favor.createCausalState({ method, ...{ exact: {}, favor: { featureMap }, codebook: { codebook } }[method] });
+function stateOutputs(favor, method, featureMap, codebook, extra = {}) {
+  const state = favor.createCausalState({ method, ...{ exact: {}, favor: { featureMap }, codebook: { codebook } }[method], ...extra });
   try {
     return concatRows([[0, 150], [150, 151], [151, 152], [152, 160], [160, 200]].map(([a, b]) =>
       state.append(sliceRows(q, a, b), sliceRows(k, a, b), sliceRows(v, a, b))));
@@ -95,6 +95,8 @@ function outputs(favor) {
       // Causal states: heads in parallel for the 150-row prefill and the 40-row append, one after
       // another for the decode steps (too little work per head to share).
       ...Object.fromEntries(['exact', 'favor', 'codebook'].map((method) => [`${method}State`, stateOutputs(favor, method, map, codebook)])),
+      // A sliding window shorter than the prefill: rows one at a time on their own keys, heads in parallel.
+      exactWindowState: stateOutputs(favor, 'exact', map, codebook, { window: 37 }),
       // Decode steps whose heads run in parallel (d = 64, m = 256: enough work per head).
       favorDecode: decodeOutputs(favor),
     };

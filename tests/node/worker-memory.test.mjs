@@ -47,11 +47,15 @@ async function round(favor, i, { keep = false } = {}) {
   const state = await favor.createCausalState(i % 2 ? { method: 'favor', featureMap: map } : { method: 'codebook', codebook });
   await state.append(q, q, q);
   for (let t = 0; t < 4; t++) await state.append(step, step, step);
+  // an exact state with a sliding window shorter than what it is given: its buffers slide and shrink
+  const windowed = await favor.createCausalState({ method: 'exact', window: 3 + (i % 5) });
+  await windowed.append(q, q, q);
+  for (let t = 0; t < 12; t++) await windowed.append(step, step, step);
   await favor.exactAttention(q, k, v, { causal: false });
   await assert.rejects(favor.exactAttention(q, k, normalTensor([2, 29, 8], 6)), RangeError);  // failed calls free their inputs too
   const packed = await favor.packMatrix({ data: k.data.subarray(0, 8 * d), dims: i % 2 === 0 ? [8, d] : [d, 8] }, { transposeB: i % 2 === 0 });
   await favor.matmul(q, packed, { out: new Float32Array(q.data.length / d * 8) });
-  if (!keep) await Promise.all([state.dispose(), map.dispose(), packed.dispose()]);
+  if (!keep) await Promise.all([state.dispose(), windowed.dispose(), map.dispose(), packed.dispose()]);
 }
 
 test('many calls, maps and states created and disposed in the worker: bytes in use back to the baseline, the heap stops growing', async (t) => {

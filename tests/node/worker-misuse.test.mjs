@@ -211,6 +211,12 @@ const cases = [
     try { return await f.createCausalState({ method: 'favor', featureMap: map }); } finally { await map.dispose(); }
   }],
   ['createCausalState: exact takes no featureMap', (f, map) => f.createCausalState({ method: 'exact', featureMap: map })],
+  ['createCausalState: window 0', (f) => f.createCausalState({ method: 'exact', window: 0 })],
+  ['createCausalState: window -1', (f) => f.createCausalState({ method: 'exact', window: -1 })],
+  ['createCausalState: window 1.5', (f) => f.createCausalState({ method: 'exact', window: 1.5 })],
+  ['createCausalState: window a string', (f) => f.createCausalState({ method: 'exact', window: '8' })],
+  ['createCausalState: window NaN', (f) => f.createCausalState({ method: 'exact', window: NaN })],
+  ['createCausalState: favor takes no window', (f, map) => f.createCausalState({ method: 'favor', featureMap: map, window: 8 })],
   ['append: leading dims differ from the first append', async (f) => {
     const state = await f.createCausalState({ method: 'exact' });
     await state.append(filledTensor([2, 1, 8]), filledTensor([2, 1, 8]), filledTensor([2, 1, 3]));

@@ -36,6 +36,11 @@ CausalState::CausalState(const CausalStateOptions& o) : impl_(std::make_unique<I
   if (o.scale && !(std::isfinite(*o.scale) && *o.scale > 0.0))
     throw_range("scale", "expected a finite number > 0, got " + std::to_string(*o.scale));
   if (o.chunk < 0) throw_range("chunk", "expected an integer >= 1 (or 0 for the default)");
+  if (o.window < 0) throw_range("window", "expected an integer >= 1 (or 0 for no window), got " + std::to_string(o.window));
+  if (o.window != 0 && o.method != StateMethod::exact)
+    throw_type("window", std::string("not an option of method '") +
+                             (o.method == StateMethod::favor ? "favor" : "codebook") +
+                             "' (a sliding window is for method 'exact')");
   if (o.method == StateMethod::favor) {
     if (!o.map) throw_type("featureMap", "required for method 'favor'");
     if (!o.map->data_independent()) throw_range("featureMap", data_dependent_state_message(*o.map));
@@ -57,7 +62,7 @@ CausalState::CausalState(const CausalStateOptions& o) : impl_(std::make_unique<I
     s.codebook_dims = o.codebook.dims;
   }
   if (o.method == StateMethod::exact) {
-    s.state = make_kv_cache_state(o.scale);
+    s.state = make_kv_cache_state(o.scale, o.window);
   } else {
     FactoredMethod m;
     m.map = s.map.get();

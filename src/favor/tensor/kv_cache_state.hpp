@@ -1,5 +1,6 @@
 // The causal state of exact attention: per key/value head a cache of the keys and values so far
-// (masked keys are not kept), growing with the length.
+// (masked keys are not kept), growing with the length; with a window (> 0) only the most recent
+// `window` kept keys, for sliding-window attention (CausalStateOptions::window).
 #pragma once
 
 #include <memory>
@@ -9,6 +10,6 @@
 
 namespace favor {
 
-std::unique_ptr<StateImpl> make_kv_cache_state(std::optional<double> scale);
+std::unique_ptr<StateImpl> make_kv_cache_state(std::optional<double> scale, Index window = 0);
 
 }  // namespace favor
