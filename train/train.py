@@ -46,7 +46,11 @@ SPECS = {
                      start='softmax', title='softmax model fine-tuned with FAVOR+'),
     'long-softmax': dict(favor=False, context=1024, positions='rotary', batch=4, steps=1500, seed=11, lr=2e-3,
                          title='long context: trained with softmax attention, rotary positions'),
+    # short: the first steps at a shorter context (the same characters per step), where local
+    # attention is learned from many short prefixes; at 1024 from the start the Performer stalls
+    # near 3.3-3.5 bits/char for its first 850 steps (train/README.md)
     'long-performer': dict(favor=True, context=1024, positions='rotary', batch=4, steps=1500, seed=12, lr=2e-3,
+                           short=dict(context=256, batch=16, steps=750),
                            title='long context: Performer trained with causal FAVOR+, rotary positions'),
 }
 MODELS_IN_ORDER = list(SPECS)
@@ -146,8 +150,10 @@ def train(name, seed_index, steps, threads):
         f = min(1.0, (step + 1) / warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / steps)))
         for g in opt.param_groups:
             g['lr'] = lr * f
-        starts = torch.randint(0, len(data) - context - 1, (batch,), generator=batch_gen)
-        x = torch.stack([data[s:s + context + 1] for s in starts.tolist()])
+        short = spec.get('short')
+        ctx, size = (short['context'], short['batch']) if short and step < short['steps'] else (context, batch)
+        starts = torch.randint(0, len(data) - ctx - 1, (size,), generator=batch_gen)
+        x = torch.stack([data[s:s + ctx + 1] for s in starts.tolist()])
         logits = model(x[:, :-1])
         loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1))
         opt.zero_grad(set_to_none=True)
@@ -218,6 +224,7 @@ def export(model, name, seed_index, seed, vocab, held, projections, steps, secon
                      'seedIndex': seed_index, 'lr': spec['lr'], 'seconds': round(seconds),
                      'threads': threads, 'cpu': cpu_name(), 'torch': torch.__version__,
                      **({'startsFrom': spec['start']} if 'start' in spec else {}),
+                     **({'shortContextFirst': spec['short']} if 'short' in spec else {}),
                      **({'features': M, 'kernel': 'positive', 'sampling': 'orthogonal', 'redrawEvery': REDRAW,
                          'form': 'one key shift per head over all positions (favor_positive)' if spec.get('one_shift') else
                          'prefix sums in chunks of 32 at running key shifts (favor_causal_chunked)'}
