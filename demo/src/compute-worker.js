@@ -79,7 +79,7 @@ function cachedMap(d, m, kernel, sampling, seed, timings) {
 }
 
 // Entries of Â that cannot be drawn as probabilities (trigonometric features give them).
-// zeroOk: exact zeros are underflow of a positive estimator (a trained W on a sharp head gives
+// zeroOk: exact zeros are underflow of a positive estimator (an exported W on a sharp head gives
 // weights below float32's range), not invalid weights; only negative ones are counted then.
 function countInvalid(a, L, causal, zeroOk = false) {
   let nonPositive = 0, nonFinite = 0;

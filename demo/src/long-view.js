@@ -14,7 +14,7 @@ export const LONG_MODEL = 'long-performer';
 export const LONG_LIMITS = { min: 64, max: 16384, default: 2000 };
 const BLOCK = 64;  // characters per method between progress messages
 const EXACT = { color: '#1d2330', label: 'exact: key/value cache' };
-const FAVOR = { color: '#e0711a', label: 'FAVOR+: running state (its trained W)' };
+const FAVOR = { color: '#e0711a', label: 'FAVOR+: running state (its exported W)' };
 // The evaluation's curves: colour and line per curve id (model/eval-long.mjs).
 const CURVE_STYLE = {
   'softmax-full': { color: '#1d2330', marker: 'circle' },

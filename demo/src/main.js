@@ -579,7 +579,7 @@ function redraw(t0, fresh = false) {
   };
   $('#features-note').textContent = result.model
     ? `Layer ${params.layer}, head ${params.head} of the model on the text: its real q and k (exact forward pass), Â by ${result.model.label}` +
-      `${KERNEL_NOTES[params.kernel] && !/trained W/.test(result.model.label) ? ` (${KERNEL_NOTES[params.kernel]})` : ''}.`
+      `${KERNEL_NOTES[params.kernel] && !/exported W/.test(result.model.label) ? ` (${KERNEL_NOTES[params.kernel]})` : ''}.`
     : cb ? codebookNote(params, cb) : `φ(x) has M = ${result.numFeatures} features (${KERNEL_NOTES[params.kernel]}).`;
   // The story's paragraph is about FAVOR+: say what the grid and Â show when it is another approximation.
   const STORY_NOTES = {
@@ -587,7 +587,7 @@ function redraw(t0, fresh = false) {
     sderf: 'FAVOR#\'s symmetric features, OPRF\'s coefficient along each principal direction of the head\'s q̃ + k̃',
     aderf: 'FAVOR#\'s asymmetric features, queries and keys rebalanced by a matrix fitted to the head, then OPRF',
   };
-  const otherKernel = Boolean(result.model) && !/trained W/.test(result.model.label) && (cb || params.kernel !== 'positive');
+  const otherKernel = Boolean(result.model) && !/exported W/.test(result.model.label) && (cb || params.kernel !== 'positive');
   $('#story-kernel').hidden = !otherKernel;
   if (otherKernel) {
     $('#story-kernel').textContent = `Here the grid and Â show ${result.model.label} instead` +

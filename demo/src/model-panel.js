@@ -1,4 +1,4 @@
-// Model mode on the main thread: its controls (text, model, layer, head, trained W), the grid of
+// Model mode on the main thread: its controls (text, model, layer, head, exported W), the grid of
 // every head (exact A, framed by the approximation's error), the effect on the model (bits per
 // character, next-character predictions) and generation side by side.
 import { MASKED_COLOR, fmt } from './colors.js';

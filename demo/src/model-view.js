@@ -120,7 +120,7 @@ function approximation(favor, model, p) {
       : Array.from({ length: layers }, (_, l) => favor.createFeatureMap({ dim: hd, features: p.m, kernel, sampling, seed: p.seed * layers + l })));
   }
   return { spec: { method: 'favor', featureMaps: mapCache.get(key) },
-    label: trained ? 'FAVOR+ with the trained W (positive, m = 64)' : `${kernel}, ${sampling}, m = ${p.m}` };
+    label: trained ? 'FAVOR+ with the exported W (the last training draw; positive, m = 64)' : `${kernel}, ${sampling}, m = ${p.m}` };
 }
 
 function bits(model, logits, ids) {
@@ -241,7 +241,7 @@ export function generate(favor, model, p, n) {
 }
 
 // The long-text view: long-performer continues the text (its last `context` readable characters)
-// with its exact key/value cache and with its FAVOR+ state (its trained W), the same prompt and
+// with its exact key/value cache and with its FAVOR+ state (its exported W), the same prompt and
 // the same sampling seed. { prompt, exact, favor (Generations), label, prefillMs, dispose() }.
 export const LONG_MODEL = 'long-performer';
 export function startLongGeneration(model, p) {
@@ -262,7 +262,7 @@ export function startLongGeneration(model, p) {
   const m = model.projections[0]?.dims[0];
   return {
     prompt: text, exact: runs.exact, favor: runs.favor, prefillMs,
-    label: `its trained W, positive features, m = ${m}`,
+    label: `its exported W (the last training draw), positive features, m = ${m}`,
     dispose() { runs.exact.dispose(); runs.favor.dispose(); maps.forEach((f) => f.dispose()); },
   };
 }

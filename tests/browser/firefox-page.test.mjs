@@ -125,7 +125,7 @@ test('model mode: the trained weights load, every head and the bits per characte
     speed: document.querySelector('#gen-approx-speed').textContent,
   }));
   assert.equal(out.exact.length, 30);
-  assert.match(out.speed, /trained W.*characters\/s/);
+  assert.match(out.speed, /exported W.*characters\/s/);
   assert.deepEqual(page.errors, []);
   await page.close();
 });

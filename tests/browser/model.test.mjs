@@ -127,7 +127,7 @@ test('generation continues the text with exact and approximated attention', asyn
   assert.equal(out.exact.length, 30);
   assert.ok(out.prompt.startsWith('…') && out.prompt.length > 10, `the prompt's tail: ${out.prompt}`);
   await page.waitForFunction(() => location.search.includes('gen=30'));
-  assert.match(out.speed, /trained W.*characters\/s/);
+  assert.match(out.speed, /exported W.*characters\/s/);
   assert.deepEqual(problems, []);
   await page.close();
 });
