@@ -167,6 +167,10 @@ export class LongView {
       this.status(msg.error ? `failed: ${msg.error}` : msg.cancelled ? `cancelled after ${n0(msg.done)} of ${n0(run.n)} characters (${took} s); what was generated is kept`
         : `done: ${n0(msg.done)} characters with each, ${took} s`);
       if (msg.error) console.error('favor-attention demo: long text', msg.error);
+      // the measurements, for scripts that read them (bench/long-generation-browser.mjs)
+      this.section.dataset.blocks = JSON.stringify(run.blocks.map((b) => ({ position: b.position,
+        exact: { chars: b.exact.text.length, ms: b.exact.ms, stateBytes: b.exact.stateBytes },
+        favor: { chars: b.favor.text.length, ms: b.favor.ms, stateBytes: b.favor.stateBytes } })));
       $('#long-progress').value = msg.done / run.n;
       this.buttons();
       this.drawRuns();
