@@ -15,10 +15,10 @@
 // text box (a character deleted and typed again, at the end and in the middle), each updating
 // every panel (the forward pass with exact attention and with the approximation, all 16 heads).
 //   node bench/demo-latency.mjs [--changes 120] [--warmup 30] [--synthetic] [--kernel positive] [--m 256] [--model softmax] [--url http://127.0.0.1:5173/]
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
-const repo = fileURLToPath(new URL('..', import.meta.url));
+import { demoInChromium } from './demo-chromium.mjs';
+
 const { values: args } = parseArgs({
   options: {
     changes: { type: 'string', default: '120' },
@@ -31,20 +31,7 @@ const { values: args } = parseArgs({
     json: { type: 'boolean', default: false },
   },
 });
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-  '--disable-component-update', '--no-first-run', '--disable-quic', '--disable-sync'];
-
-let server = null;
-let base = args.url;
-if (!base) {
-  const { createServer } = await import('vite');
-  server = await createServer({ configFile: `${repo}demo/vite.config.js`, logLevel: 'error',
-    server: { host: '127.0.0.1', port: 0, strictPort: false, hmr: false } });
-  await server.listen();
-  base = server.resolvedUrls.local[0];
-}
-const { chromium } = await import('playwright-core');
-const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: CHROMIUM_ARGS });
+const { base, browser, close } = await demoInChromium(args.url);
 try {
   const page = await browser.newPage({ viewport: { width: 1366, height: 768 } });
   const problems = [];
@@ -144,6 +131,5 @@ try {
     if (problems.length) console.log(`  console errors: ${problems.join(' | ')}`);
   }
 } finally {
-  await browser.close();
-  await server?.close();
+  await close();
 }

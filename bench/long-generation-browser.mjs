@@ -8,25 +8,13 @@
 //   node bench/long-generation-browser.mjs [--n 16384] [--url http://127.0.0.1:5173/]
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
-const repo = fileURLToPath(new URL('..', import.meta.url));
+import { demoInChromium } from './demo-chromium.mjs';
+
 const { values: args } = parseArgs({ options: { n: { type: 'string', default: '16384' }, url: { type: 'string' } } });
 const N = Number(args.n);
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-  '--disable-component-update', '--no-first-run', '--disable-quic', '--disable-sync'];
-
-let server = null, base = args.url;
-if (!base) {
-  const { createServer } = await import('vite');
-  server = await createServer({ configFile: `${repo}demo/vite.config.js`, logLevel: 'error',
-    server: { host: '127.0.0.1', port: 0, strictPort: false, hmr: false } });
-  await server.listen();
-  base = server.resolvedUrls.local[0];
-}
-const { chromium } = await import('playwright-core');
-const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: CHROMIUM_ARGS });
+const { base, browser, close } = await demoInChromium(args.url);
 let result;
 try {
   const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
@@ -44,8 +32,7 @@ try {
   if (problems.length) throw new Error(`console errors: ${problems.join('; ')}`);
   result = { chromium: version, cpu: os.cpus()[0]?.model ?? 'CPU', n: N, blocks };
 } finally {
-  await browser.close();
-  await server?.close();
+  await close();
 }
 
 // characters per second over the blocks whose characters (counted after the prompt) lie in [a, b)
