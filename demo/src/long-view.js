@@ -238,6 +238,14 @@ export class LongView {
       `so that both curves grow together; the same model (${start.model}), prompt (the last ${n0(start.promptLength)} characters of the text box when you pressed generate) and sampling seed (${this.seed}). ` +
       'Each point is one block: its characters over the time of its own next() calls in the compute worker (performance.now()); ' +
       `the prompt's prefill (exact ${ms(start.prefillMs.exact)}, FAVOR+ ${ms(start.prefillMs.favor)}) is not in them.`];
+    // the model was trained with FAVOR+: say how its exact attention predicts (the evaluation below)
+    const curve = (id) => this.results?.curves.find((c) => c.id === id)?.all.mean;
+    const [withFavor, withExact] = [curve('performer-favor'), curve('performer-exact')];
+    if (withFavor && withExact) {
+      parts.push(`${start.model} was trained with FAVOR+, so exact attention on its q and k is not what it learned: on held-out text it predicts ` +
+        `${withExact > withFavor ? 'worse' : 'better'} that way (${fmt(withExact, 3)} against ${fmt(withFavor, 3)} bits per character over 8k-character sequences, below), ` +
+        `${withExact > withFavor ? 'so the exact column\'s text is the poorer one; ' : ''}what the two columns compare is time and memory.`);
+    }
     if (blocks.length) {
       // rates over the first and the last (up to) four blocks of the run
       const over = (list, which) => list.reduce((s, b) => s + b[which].text.length, 0) / (list.reduce((s, b) => s + b[which].ms, 0) / 1000);
