@@ -48,6 +48,11 @@ export function svg(list) {
     }
     parts.push(`<text x="${(X(0) + X(steps)) / 2}" y="${Y(lo) + 28}" text-anchor="middle">step</text>`);
     parts.push(`<text transform="translate(${x0 + 12} ${(Y(lo) + Y(hi)) / 2}) rotate(-90)" text-anchor="middle">bits per character</text>`);
+    const short = runs[0].training.shortContextFirst;
+    if (short) {  // where the training context changes
+      parts.push(`<line x1="${X(short.steps)}" y1="${Y(hi)}" x2="${X(short.steps)}" y2="${Y(lo)}" stroke="#999" stroke-dasharray="2 2"/>`);
+      parts.push(`<text x="${X(short.steps) + 3}" y="${Y(lo) - 4}" fill="#666">context ${short.context} → ${runs[0].training.context}</text>`);
+    }
     runs.forEach((r, i) => {
       const color = COLORS[i % COLORS.length];
       const line = (key, dash) => `<polyline fill="none" stroke="${color}" stroke-width="1.5"${dash ? ' stroke-dasharray="4 3"' : ''} points="${r.curve.points.map((q) => `${X(q.step).toFixed(1)},${Y(q[key]).toFixed(1)}`).join(' ')}"/>`;
