@@ -53,6 +53,7 @@ test("docs/models.md and README.md quote model/long-results.md (npm run eval:lon
   for (const table of resultTables) assert.ok(docs.includes(table), `docs/models.md lacks the table starting ${table.split('\n')[0]}`);
   const closing = results.trim().split('\n').at(-1);
   assert.ok(docs.includes(closing), "docs/models.md quotes long-results.md's closing sentence");
+  assert.ok(read('README.md').includes(closing), "README.md quotes long-results.md's closing sentence");
   const json = JSON.parse(read('model/long-results.json'));
   assert.equal(json.curves.length, 4);
   for (const c of json.curves) assert.ok(results.includes(`| ${c.label} |`), `long-results.md has the row ${c.label}`);
