@@ -282,7 +282,8 @@ TEST(CausalState, ReadoutAddingPendingKeysGivesTheBitsOfAddingThemFirst) {
               << "kernel " << static_cast<int>(kernel) << " dv " << dv << " step " << step << " head " << h;
         fused += pending && n == 1 && mine.pending_kf.rows() > 0;
         rescaled += pending && mine.pending_kf.rows() > 0 && mine.shift != shift_before;
-        general += mine.pending_kf.rows() == 0;
+        // the general path leaves only the zero key a carried state keeps room with
+        general += mine.pending_kf.rows() == 1 && (mine.pending_kf.array() == 0).all();
         favor::PrefixState both = mine;
         favor::settle(both), favor::settle(settled);
         ASSERT_EQ(0, std::memcmp(both.kv.data(), settled.kv.data(), sizeof(float) * both.kv.size())) << "step " << step;
@@ -300,7 +301,7 @@ TEST(CausalState, ReadoutAddingPendingKeysGivesTheBitsOfAddingThemFirst) {
 }
 
 // A step rolled back after rescaling rows in place (and reading out, which added the pending keys
-// to the other rows) leaves the state it started from, its pending keys added.
+// to the other rows) leaves the state it started from, its pending keys added (and room for one).
 TEST(CausalState, RollbackAfterReadoutGivesTheSettledState) {
   std::mt19937 gen(23);
   const Index M = 24, dv = 13;
@@ -322,7 +323,9 @@ TEST(CausalState, RollbackAfterReadoutGivesTheSettledState) {
     float denominator = 0;
     for (int i = 0; i < readouts; ++i) step.readout(qf, numerator, &denominator);
     step.rollback();
-    EXPECT_EQ(0, state.pending_kf.rows());
+    // settled: no key pending but the zero key a carried state keeps room with
+    EXPECT_EQ(1, state.pending_kf.rows());
+    EXPECT_TRUE((state.pending_kf.array() == 0).all() && (state.pending_v.array() == 0).all());
     EXPECT_EQ(0, std::memcmp(state.kv.data(), expected.kv.data(), sizeof(float) * M * dv)) << readouts << " readouts";
     EXPECT_EQ(0, std::memcmp(state.k_sum.data(), expected.k_sum.data(), sizeof(float) * M));
     EXPECT_EQ(state.shift, expected.shift);
@@ -545,3 +548,34 @@ TEST(CausalStateWindow, FailingAppendLeavesTheStateUnchanged) {
 }
 
 }  // namespace
+
+// A FAVOR+ state holds the same bytes after every append: a prefill, decode steps (each leaving
+// its key pending), a longer append again, and a failed append (rolled back, settled).
+TEST(CausalState, FavorStateBytesAreTheSameAfterEveryAppend) {
+  std::mt19937 gen(9700);
+  const Index H = 2, d = 8, dv = 6;
+  favor::FeatureMapOptions fo;
+  fo.dim = d, fo.features = 16;
+  const favor::FeatureMap map(fo);
+  favor::CausalStateOptions o;
+  o.method = favor::StateMethod::favor;
+  o.map = &map;
+  favor::CausalState state(o);
+  const auto step = [&](Index n) {
+    const Tensor q = normal(H, n, d, gen, 1.0), k = normal(H, n, d, gen, 1.0), v = normal(H, n, dv, gen, 1.0);
+    std::vector<float> out(static_cast<std::size_t>(H * n * dv));
+    state.append(q.view(), k.view(), v.view(), {out.data(), {H, n, dv}});
+  };
+  step(40);
+  const std::size_t bytes = state.state_bytes();
+  for (int i = 0; i < 30; ++i) {
+    step(i % 10 == 9 ? 37 : 1);
+    ASSERT_EQ(state.state_bytes(), bytes) << "append " << i;
+  }
+  const Tensor q = normal(H, 1, d, gen, 1.0), k = normal(H, 1, d, gen, 1.0), bad = normal(H, 1, dv + 1, gen, 1.0);
+  std::vector<float> out(static_cast<std::size_t>(H * (dv + 1)));
+  EXPECT_THROW(state.append(q.view(), k.view(), bad.view(), {out.data(), {H, 1, dv + 1}}), favor::Error);
+  EXPECT_EQ(state.state_bytes(), bytes);
+  step(1);
+  EXPECT_EQ(state.state_bytes(), bytes);
+}

@@ -116,6 +116,16 @@ void add_and_read_columns(PrefixState& s, const float* q, const std::vector<Inde
   }
 }
 
+// A carried state always holds room for one pending key: after a decode step its key is pending,
+// and a state that has none (after a longer append, or a rollback that settled it) gets a zero
+// key (features +0, values -0: adding it, 0 * -0 = -0, leaves every sum's bits as they were), so
+// that the memory a state holds is the same after every append.
+void keep_pending_room(PrefixState& s) {
+  if (s.pending_kf.rows() || !s.kv.rows()) return;
+  s.pending_kf = Matrix::Zero(1, s.kv.rows());
+  s.pending_v = Matrix::Constant(1, s.kv.cols(), -0.0f);
+}
+
 }  // namespace
 
 void rescale_state(PrefixState& state, const Vector& shift) {
@@ -191,6 +201,7 @@ void StateStep::commit() {
   PrefixState& state = *carried_;
   if (next_) {
     state = std::move(*next_);
+    keep_pending_room(state);
   } else if (kf_.rows()) {
     add_pending();  // (readout has added them)
     for (Index i = 0; i < kf_.rows(); ++i) vec::add_into(state.k_sum.data(), &kf_(i, 0), kf_.cols());
@@ -221,6 +232,7 @@ void StateStep::rollback() {
       settle(state);
     }
   }
+  keep_pending_room(state);
   finish();
 }
 
