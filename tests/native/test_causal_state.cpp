@@ -50,6 +50,14 @@ double max_rel(const std::vector<float>& got, const std::vector<float>& want) {
   return diff / top;
 }
 
+// The options of a FAVOR+ state on `map`.
+favor::CausalStateOptions favor_state(const favor::FeatureMap& map) {
+  favor::CausalStateOptions o;
+  o.method = favor::StateMethod::favor;
+  o.map = &map;
+  return o;
+}
+
 // Appends in pieces; returns the outputs in sequence order ([Hq, L, dv]).
 std::vector<float> run(favor::CausalState& state, const Tensor& q, const Tensor& k, const Tensor& v,
                        const std::vector<Index>& pieces, const std::vector<std::uint8_t>* mask = nullptr) {
@@ -106,10 +114,7 @@ TEST(CausalState, AnySplitEqualsOneCausalCall) {
     }
     favor::favor_attention(map, q.view(), k.view(), v.view(), out, fcausal, m);
     for (const auto& pieces : kSplits) {
-      favor::CausalStateOptions o;
-      o.method = favor::StateMethod::favor;
-      o.map = &map;
-      favor::CausalState state(o);
+      favor::CausalState state(favor_state(map));
       EXPECT_LT(max_rel(run(state, q, k, v, pieces, masked ? &mask : nullptr), want), 2e-5) << "favor, masked " << masked;
     }
     favor::codebook_attention({book.data(), {6, d}}, q.view(), k.view(), v.view(), out, ccausal, m);
@@ -131,9 +136,7 @@ TEST(CausalState, FailingAppendLeavesTheStateUnchanged) {
   favor::FeatureMapOptions fo;
   fo.dim = d, fo.features = 8;
   const favor::FeatureMap map(fo);
-  favor::CausalStateOptions o;
-  o.method = favor::StateMethod::favor;
-  o.map = &map;
+  const favor::CausalStateOptions o = favor_state(map);
   favor::CausalState state(o);
   const std::vector<float> want = [&] {
     favor::CausalState fresh(o);
@@ -157,9 +160,7 @@ TEST(CausalState, OprfNeedsAFixedRho) {
   favor::FeatureMapOptions fo;
   fo.dim = 4, fo.features = 8, fo.kernel = favor::Kernel::oprf;
   const favor::FeatureMap loose(fo);
-  favor::CausalStateOptions o;
-  o.method = favor::StateMethod::favor;
-  o.map = &loose;
+  favor::CausalStateOptions o = favor_state(loose);
   EXPECT_THROW(favor::CausalState{o}, favor::Error);
   fo.rho = 2.0;
   const favor::FeatureMap fixed(fo);
@@ -492,9 +493,7 @@ TEST(CausalStateWindow, WindowIsForExactStatesAndNotNegative) {
     }
     return "no error";
   };
-  favor::CausalStateOptions o;
-  o.method = favor::StateMethod::favor;
-  o.map = &map;
+  favor::CausalStateOptions o = favor_state(map);
   o.window = 4;
   EXPECT_EQ(error_of(o), "TypeError window: not an option of method 'favor' (a sliding window is for method 'exact')");
   o.method = favor::StateMethod::codebook;
@@ -557,10 +556,7 @@ TEST(CausalState, FavorStateBytesAreTheSameAfterEveryAppend) {
   favor::FeatureMapOptions fo;
   fo.dim = d, fo.features = 16;
   const favor::FeatureMap map(fo);
-  favor::CausalStateOptions o;
-  o.method = favor::StateMethod::favor;
-  o.map = &map;
-  favor::CausalState state(o);
+  favor::CausalState state(favor_state(map));
   const auto step = [&](Index n) {
     const Tensor q = normal(H, n, d, gen, 1.0), k = normal(H, n, d, gen, 1.0), v = normal(H, n, dv, gen, 1.0);
     std::vector<float> out(static_cast<std::size_t>(H * n * dv));
