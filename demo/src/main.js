@@ -8,6 +8,7 @@ import { PATTERNS } from './inputs.js';
 import { PcaView } from './pca-view.js';
 import { DEFAULT_TEXT, ModelPanel } from './model-panel.js';
 import { LineView } from './line-view.js';
+import { rowKL } from './row-kl.js';
 import { LONG_LIMITS, LongView } from './long-view.js';
 import { loadWatch } from './load-watch.js';
 
@@ -711,19 +712,11 @@ function drawInspector() {
   const i = Math.min(shownRow(), L - 1);
   const S = causal ? i + 1 : L;
   const exact = [], approx = [];
-  let kl = 0, qTotal = 0, nonPos = 0;
-  for (let j = 0; j < S; j++) {
-    const b = Ahat[i * L + j];
-    const qj = Number.isFinite(b) && b > 0 ? b : 1e-12;
-    if (qj === 1e-12) nonPos++;
-    qTotal += qj;
-  }
+  let { kl, nonPositive: nonPos } = rowKL(A, Ahat, i * L, S);
   for (let j = 0; j < S; j++) {
     const a = A[i * L + j], b = Ahat[i * L + j];
     exact.push([j, a, `j = ${j}: A = ${fmt(a)}`]);
     approx.push([j, b, `j = ${j}: Â = ${fmt(b)}`]);
-    const qj = Number.isFinite(b) && b > 0 ? b : 1e-12;
-    if (a > 0) kl += a * Math.log((a * qTotal) / qj);
   }
   // In a window of a longer text the KL is of the whole row (computed in the worker); the plot has the window's keys.
   const rows = result?.model?.rows, total = view.total;

@@ -5,6 +5,7 @@
 // exact attention and with the approximation in every layer; generation side by side; and the
 // long-text view's generation (exact cache and FAVOR+ state of long-performer, block by block).
 import { CharModel, modelSizeError, verifyModelFile } from '../../model/runner.js';
+import { rowKL } from './row-kl.js';
 
 // Static URLs, so that a build copies the files (a URL computed at run time would not be).
 const FILES = {
@@ -77,24 +78,14 @@ export function cropWindow(M, L, offset) {
 }
 
 // For each query of the window, what its drawn block leaves out: the KL of its whole row (the
-// inspector's convention: Â ≤ 0 counts as 1e-12, Â's row renormalized) and the weight A and Â
-// put on keys before the window.
+// inspector's, row-kl.js) and the weight A and Â put on keys before the window.
 function windowRows(A, Ahat, L, offset) {
   const W = L - offset, kl = new Float64Array(W), before = new Float32Array(W), beforeApprox = new Float32Array(W);
   for (let r = 0; r < W; r++) {
     const i = offset + r, row = i * L;
-    let total = 0, a0 = 0, b0 = 0;
-    for (let j = 0; j <= i; j++) {
-      const b = Ahat[row + j];
-      total += Number.isFinite(b) && b > 0 ? b : 1e-12;
-      if (j < offset) a0 += A[row + j], b0 += b;
-    }
-    let sum = 0;
-    for (let j = 0; j <= i; j++) {
-      const a = A[row + j], b = Ahat[row + j], q = Number.isFinite(b) && b > 0 ? b : 1e-12;
-      if (a > 0) sum += a * Math.log((a * total) / q);
-    }
-    kl[r] = sum, before[r] = a0, beforeApprox[r] = b0;
+    let a0 = 0, b0 = 0;
+    for (let j = 0; j < offset; j++) a0 += A[row + j], b0 += Ahat[row + j];
+    kl[r] = rowKL(A, Ahat, row, i + 1).kl, before[r] = a0, beforeApprox[r] = b0;
   }
   return { kl, before, beforeApprox };
 }
