@@ -3,19 +3,22 @@
 //
 // Why: dlmalloc serves every thread under one pthread mutex, and a thread that finds it taken
 // sleeps on a futex for tens of microseconds. A decode step allocates ~20 small temporaries per
-// head; with the heads of a step on two threads, they met on that mutex so often that two
-// threads decoded no faster than one. Blocks freed here go to the freeing thread's cache and
-// serve its next malloc of their size class without the mutex.
+// head, and a long call's blocks of rows each allocate a few large ones (their features: rows x m
+// floats); with many threads doing that at once they meet on that mutex. Blocks freed here go to
+// the freeing thread's cache and serve its next malloc of their size without the mutex.
 //
-// The blocks are dlmalloc's own (sizes rounded up to powers of two, from 16 bytes to 4 KiB): any
-// of them may be passed to realloc, malloc_usable_size or free from any thread, and free takes
-// blocks from calloc, realloc or memalign too (classed by their usable size, rounded down). Only
-// small blocks: a decode step's temporaries are, and rounding larger ones up cost memory (Eigen
-// asks for a power of two plus 16 bytes: with classes up to 64 KiB, FAVOR+ at L = 2^20 on 2
-// threads peaked at 1223 MiB of heap instead of 1127), while calls that allocate large blocks do
-// enough work between allocations not to queue on the lock. What a cache holds is bounded
-// (kClassBytes a class and thread) and counts as free: heap_used() drains every cache into
-// dlmalloc before it reads mallinfo.
+// Two kinds of blocks, both dlmalloc's own (any of them may be passed to realloc,
+// malloc_usable_size or free from any thread, and free takes blocks from calloc, realloc or
+// memalign too):
+// - small ones, sizes rounded up to powers of two from 16 bytes to 4 KiB, in a list per size
+//   class (kClassBytes a class);
+// - large ones up to kLargeMax, not rounded (rounding them up cost memory: Eigen asks for a power
+//   of two plus 16 bytes, and with classes up to 64 KiB FAVOR+ at L = 2^20 on 2 threads peaked at
+//   1223 MiB of heap instead of 1127): the few a thread freed last, kLargeBytes at most, each
+//   serving a malloc of at most its size and at least 3/4 of it. A block of rows allocates the
+//   same few sizes as the block before it on that thread.
+// What a cache holds counts as free: heap_used() drains every cache into dlmalloc before it reads
+// mallinfo.
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
@@ -42,6 +45,10 @@ constexpr int kMinClass = 4, kMaxClass = 12;  // 16 B .. 4 KiB
 // through dlmalloc's lock and lines the other thread had written, and the heads' work took 1.5x
 // as long as on one thread alone.
 constexpr std::size_t kClassBytes = std::size_t{1} << 15;
+// Large blocks: the most a thread keeps, in bytes and in blocks, and the largest it keeps (a block
+// of 128 rows of 1,024 features).
+constexpr std::size_t kLargeBytes = std::size_t{1} << 20, kLargeMax = std::size_t{1} << 19;
+constexpr int kLargeBlocks = 8;
 
 int floor_log2(std::size_t n) { return 31 - __builtin_clz(static_cast<unsigned>(n)); }
 int ceil_log2(std::size_t n) { return n <= 1 ? 0 : 32 - __builtin_clz(static_cast<unsigned>(n - 1)); }
@@ -52,6 +59,11 @@ struct alignas(64) Cache {
   std::atomic_flag busy = ATOMIC_FLAG_INIT;
   void* head[kMaxClass + 1] = {};
   std::size_t bytes[kMaxClass + 1] = {};
+  // Large blocks, oldest first, and their usable sizes.
+  void* large[kLargeBlocks] = {};
+  std::size_t large_size[kLargeBlocks] = {};
+  int large_count = 0;
+  std::size_t large_bytes = 0;
 
   void lock() {
     while (busy.test_and_set(std::memory_order_acquire)) {
@@ -66,6 +78,32 @@ struct alignas(64) Cache {
         block = next_block;
       }
     for (std::size_t& b : bytes) b = 0;
+    while (large_count) __libc_free(take_large(0));
+  }
+
+  // The smallest large block that serves n bytes (nullptr if none does).
+  void* best_large(std::size_t n) {
+    int best = -1;
+    for (int i = 0; i < large_count; ++i)
+      if (large_size[i] >= n && large_size[i] - large_size[i] / 4 <= n && (best < 0 || large_size[i] < large_size[best]))
+        best = i;
+    return best < 0 ? nullptr : take_large(best);
+  }
+  void* take_large(int i) {
+    void* block = large[i];
+    large_bytes -= large_size[i];
+    --large_count;
+    for (int j = i; j < large_count; ++j) large[j] = large[j + 1], large_size[j] = large_size[j + 1];
+    return block;
+  }
+  // Keeps a large block of `size` usable bytes; returns the blocks it no longer keeps (the oldest)
+  // through `evicted` (at most kLargeBlocks), to be freed outside the lock.
+  int keep_large(void* block, std::size_t size, void** evicted) {
+    int count = 0;
+    while (large_count && (large_count == kLargeBlocks || large_bytes + size > kLargeBytes)) evicted[count++] = take_large(0);
+    large[large_count] = block, large_size[large_count] = size, ++large_count;
+    large_bytes += size;
+    return count;
   }
 };
 
@@ -86,7 +124,14 @@ Cache* this_thread_cache() {
 
 extern "C" void* malloc(std::size_t n) {
   const int c = n <= (std::size_t{1} << kMaxClass) ? ceil_log2(n < 16 ? 16 : n) : -1;
-  if (c < 0) return __libc_malloc(n);
+  if (c < 0) {
+    Cache* cache = n <= kLargeMax ? this_thread_cache() : nullptr;
+    if (!cache) return __libc_malloc(n);
+    cache->lock();
+    void* block = cache->best_large(n);
+    cache->unlock();
+    return block ? block : __libc_malloc(n);
+  }
   Cache* cache = this_thread_cache();
   if (!cache) return __libc_malloc(n);
   cache->lock();
@@ -115,6 +160,15 @@ extern "C" void free(void* block) {
       }
       cache->unlock();
       if (kept) return;
+    }
+  } else if (usable > (std::size_t{1} << kMaxClass) && usable <= kLargeMax) {
+    if (Cache* cache = this_thread_cache()) {
+      void* evicted[kLargeBlocks];
+      cache->lock();
+      const int count = cache->keep_large(block, usable, evicted);
+      cache->unlock();
+      for (int i = 0; i < count; ++i) __libc_free(evicted[i]);
+      return;
     }
   }
   __libc_free(block);

@@ -24,9 +24,11 @@ namespace detail {
 void run_parallel(Index count, void (*call)(void*, Index), void* context);
 }
 
-// Runs fn(i) for every i in [0, count), in no fixed order. Blocks until all are done. The first
-// exception thrown by fn (the one of the lowest index) is rethrown here after the others
-// stop. Inside a parallel region (fn calling parallel_for) the inner loop runs serially.
+// Runs fn(i) for every i in [0, count), in no fixed order. Blocks until all are done. Of the
+// exceptions fn throws, the one of the lowest index is rethrown here once the others stop
+// (indices not yet started then never start). Inside a parallel region (fn calling
+// parallel_for) the inner loop is offered to the region's threads that have run out of indices,
+// so it may run on several threads.
 template <class F>
 void parallel_for(Index count, F&& fn) {
   auto call = [](void* context, Index i) { (*static_cast<std::remove_reference_t<F>*>(context))(i); };

@@ -268,10 +268,8 @@ class Pool {
     t_share = share;
   }
 
-  // Until every index of `job` has finished: helps with the nested jobs its indices publish. A
-  // job of one thread per index publishes none (run_parallel): nothing to wait for then.
+  // Until every index of `job` has finished: helps with the nested jobs its indices publish.
   void help_until_done(Job& job) {
-    if (job.share == 1) return;
     while (job.in_flight.load() > 0)
       if (!help_one()) std::this_thread::yield();
   }
@@ -363,10 +361,10 @@ void run_parallel(Index count, void (*call)(void*, Index), void* context) {
   if (count <= 0) return;
 #ifndef FAVOR_SERIAL_ONLY
   if (t_in_parallel) {
-    // Published only where the region has more threads than indices: with one thread per index
-    // (a decode step's heads), no thread is expected to be idle, and publishing a step's small
-    // loops costs more than it could save.
-    if (count > 1 && t_share > 1 && pool().run_nested(count, call, context)) return;
+    // Published also where the region has a thread per index: threads that finish their indices
+    // first then help the others' inner loops, which keeps them busy when indices take unequal
+    // times (causal heads, a core shared with another process or VM).
+    if (count > 1 && pool().run_nested(count, call, context)) return;
   } else {
     // Every thread the call may use is invited, also past `count`: the ones without an index help
     // with the nested regions of the others.

@@ -164,17 +164,24 @@ TEST(Parallel, NestedRegionsAreHelpedByIdleThreads) {
   std::sort(ids.begin(), ids.end());
   EXPECT_GT(std::unique(ids.begin(), ids.end()) - ids.begin(), 2) << "the two idle threads never helped";
 
-  // With one thread per index, inner loops run on their own thread, as they always did.
-  std::atomic<bool> switched{false};
-  favor::parallel_for(4, [&](Index) {
-    const auto outer = std::this_thread::get_id();
-    EXPECT_EQ(favor::available_threads(), 1);
-    favor::parallel_for(16, [&](Index) {
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-      if (std::this_thread::get_id() != outer) switched = true;
+  // With one thread per index too: the thread whose index ends first helps with the other's
+  // inner loop (the slow index is the last, so that it is published even when a helper that
+  // wakes late leaves both indices to the caller).
+  {
+    favor::set_max_threads(2);
+    std::vector<std::thread::id> ran(32);
+    favor::parallel_for(2, [&](Index outer) {
+      EXPECT_EQ(favor::available_threads(), 1);
+      if (outer == 0) return;
+      favor::parallel_for(32, [&](Index i) {
+        std::this_thread::sleep_for(std::chrono::microseconds(300));
+        ran[static_cast<std::size_t>(i)] = std::this_thread::get_id();
+      });
     });
-  });
-  EXPECT_FALSE(switched.load());
+    std::sort(ran.begin(), ran.end());
+    EXPECT_EQ(std::unique(ran.begin(), ran.end()) - ran.begin(), 2) << "the idle thread never helped";
+    favor::set_max_threads(4);
+  }
 
   std::atomic<int> deepest{0};
   favor::parallel_for(3, [&](Index) {
