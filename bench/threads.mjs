@@ -53,6 +53,11 @@ export const CASES = {
   exact8: { label: 'exact, 8 heads, L = 4096', method: 'exact', H: 8, L: 4096 },
   exact1: { label: 'exact, 1 head, L = 4096', method: 'exact', H: 1, L: 4096 },
   decode8: { label: 'FAVOR+ decode, 8 heads, tokens/s', method: 'decode', H: 8, L: 1024 },
+  // Weak scaling: T heads on T threads, each head as much work as one head on one thread. Below
+  // 1.0x, each thread works slower when all run (clocks, caches, memory, locks, or a host that
+  // shares the cores), which no split of the work can win back.
+  favorWeak: { label: 'FAVOR+, T heads on T threads, L = 4096', method: 'favor', H: 'T', L: 4096, weak: true },
+  exactWeak: { label: 'exact, T heads on T threads, L = 2048', method: 'exact', H: 'T', L: 2048, weak: true },
 };
 const caseIds = args.cases ? String(args.cases).split(',') : Object.keys(CASES);
 
@@ -69,16 +74,17 @@ function timeCall(call) {
   return median(times);
 }
 
-function runOurs(favor, c, featureMap) {
-  const q = tensor([c.H, c.L, d], 1), k = tensor([c.H, c.L, d], 2), v = tensor([c.H, c.L, dv], 3);
+function runOurs(favor, c, featureMap, T) {
+  const H = c.H === 'T' ? T : c.H;
+  const q = tensor([H, c.L, d], 1), k = tensor([H, c.L, d], 2), v = tensor([H, c.L, dv], 3);
   if (c.method === 'exact') return timeCall(() => favor.exactAttention(q, k, v, { causal: !!c.causal }));
-  const out = c.out ? new Float32Array(c.H * c.L * dv) : undefined;
+  const out = c.out ? new Float32Array(H * c.L * dv) : undefined;
   if (c.method === 'favor') return timeCall(() => favor.favorAttention(q, k, v, { featureMap, causal: !!c.causal, out }));
   // decode: a prefill of L positions, then one position per append; tokens per second.
   const state = favor.createCausalState({ method: 'favor', featureMap });
   try {
     state.append(q, k, v);
-    const x = tensor([c.H, 1, d], 4);
+    const x = tensor([H, 1, d], 4);
     for (let i = 0; i < 200; ++i) state.append(x, x, x);
     const rounds = [];
     for (let r = 0; r < reps; ++r) {
@@ -144,10 +150,10 @@ async function measure() {
     const peers = peerTimes(T);
     for (const id of caseIds) {
       const c = CASES[id];
-      const ours = runOurs(favor, c, featureMap);
+      const ours = runOurs(favor, c, featureMap, T);
       const peer = peers[id] ?? null;
       results.rows.push({ id, label: c.label, threads: T, ours, peer });
-      console.log(`T=${String(T).padStart(2)}  ${c.label.padEnd(36)} ${c.method === 'decode' ? `${(ours / 1000).toFixed(1)}k tok/s` : `${ours.toFixed(1)} ms`}${peer ? `   ort ${peer.toFixed(1)} ms` : ''}`);
+      console.log(`T=${String(T).padStart(2)}  ${c.label.padEnd(44)} ${c.method === 'decode' ? `${(ours / 1000).toFixed(1)}k tok/s` : `${ours.toFixed(1)} ms`}${peer ? `   ort ${peer.toFixed(1)} ms` : ''}`);
     }
     featureMap.dispose();
     favor.dispose();
@@ -170,7 +176,9 @@ function machineTable(r) {
     const speed = (x) => (decode ? x / one : one / x);
     const cells = rows.map((x) => (x ? `${fmt(x.ours, decode)} (${speed(x.ours).toFixed(1)}×)` : '—'));
     const best = Math.max(...rows.filter(Boolean).map((x) => speed(x.ours)));
-    lines.push(`| ${rows.find(Boolean).label}${decode ? '' : ', ms'} | ${cells.join(' | ')} | ${best.toFixed(1)}× |`);
+    // weak scaling: the time at 1 ÷ the time at T (1.0x: each thread as fast as one alone)
+    const weak = CASES[id]?.weak;
+    lines.push(`| ${rows.find(Boolean).label}${decode ? '' : ', ms'} | ${cells.join(' | ')} | ${weak ? '—' : `${best.toFixed(1)}×`} |`);
     if (rows.some((x) => x?.peer)) {
       lines.push(`| onnxruntime-web, ms (its ÷ ours) | ${rows.map((x) => (x?.peer ? `${fmt(x.peer)} (${(x.peer / x.ours).toFixed(2)}×)` : '—')).join(' | ')} | |`);
     }
@@ -181,7 +189,7 @@ function machineTable(r) {
 function section(all) {
   const machines = Object.values(all).sort((a, b) => b.cores - a.cores);
   return ['<!-- threads -->', '## Thread scaling', '',
-    `\`node bench/threads.mjs\` (part of \`npm run bench\`): the same calls at T = 1, 2, 4, … threads, each T a fresh \`loadFavor({ threads: T })\` of the relaxed-SIMD build in Node, d = dv = 64, FAVOR+ m = 256 (positive, orthogonal), median of ${[...new Set(machines.map((r) => r.reps ?? reps))].join(' or ')} calls after a warm-up; decode is 400 appends of one position after a 1,024-position prefill, in tokens per second. In parentheses: the speed-up over one thread. onnxruntime-web runs its one-head graphs (bench/onnx) at \`env.wasm.numThreads = T\`, each T in a process of its own. Machines with many cores run the folder \`bash bench/threads-bundle.sh\` packs (the built package, this script, the peer's files) with a Node binary, and their results are merged here with \`--merge\`.`,
+    `\`node bench/threads.mjs\` (part of \`npm run bench\`): the same calls at T = 1, 2, 4, … threads, each T a fresh \`loadFavor({ threads: T })\` of the relaxed-SIMD build in Node, d = dv = 64, FAVOR+ m = 256 (positive, orthogonal), median of ${[...new Set(machines.map((r) => r.reps ?? reps))].join(' or ')} calls after a warm-up; decode is 400 appends of one position after a 1,024-position prefill, in tokens per second. In parentheses: the speed-up over one thread. The rows "T heads on T threads" scale the work with the threads (weak scaling): there the ratio is the time on one thread ÷ the time on T, 1.0× when each thread works as fast as one alone, and below it when threads slow each other (clocks, caches, memory, locks, or a host that shares the cores), a limit no split of the work can win back. onnxruntime-web runs its one-head graphs (bench/onnx) at \`env.wasm.numThreads = T\`, each T in a process of its own. Machines with many cores run the folder \`bash bench/threads-bundle.sh\` packs (the built package, this script, the peer's files) with a Node binary, and their results are merged here with \`--merge\`.`,
     '', ...machines.flatMap((r) => [machineTable(r), '']), '<!-- /threads -->'].join('\n');
 }
 

@@ -294,6 +294,11 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
       return { heapBytes: heapF32().buffer.byteLength, usedBytes: Module.heapUsed() };
     },
 
+    // Diagnostics: the most threads a call has been given since the previous threadsUsed().
+    threadsUsed() {
+      return Module.threadsUsed();
+    },
+
     exactAttention(q, k, v, options) {
       const a = attentionArgs('exactAttention', q, k, v, options), { causal, scale, mask, out } = a;
       return takeTensor(call('exactAttention', [a.q, a.k, a.v, mask], (qp, kp, vp, mp) =>

@@ -99,7 +99,12 @@ export interface FavorInfo {
   readonly simd: boolean;
   /** Whether the relaxed-SIMD build runs (vector multiply-adds as f32x4.relaxed_madd). */
   readonly relaxedSimd: boolean;
-  /** Threads each call uses (1 = the single-threaded build). */
+  /**
+   * Threads the instance started, the caller's included (1 = the single-threaded build): the most
+   * a call uses. Each call takes as many as its work is worth, about one per 2^19 multiply-adds
+   * (a causal state's append: one per key/value head worth one), so small calls and decode steps
+   * wake fewer; threadsUsed() tells how many a call took.
+   */
   readonly threads: number;
   /** Why threads is 1, e.g. 'requested' or 'not cross-origin isolated (…)'. */
   readonly threadsReason?: string;
@@ -348,6 +353,11 @@ export interface Favor {
   /** Current wasm memory size and bytes in use (diagnostics, e.g. for leak checks). */
   memory(): FavorMemory;
   /**
+   * The most threads a call has been given since the previous threadsUsed() (or since loading),
+   * between 1 (it ran on the calling thread alone) and info.threads (diagnostics).
+   */
+  threadsUsed(): number;
+  /**
    * Ends the worker threads now and frees what they hold; the instance keeps working on one
    * thread. Optional: the workers never keep Node alive, and a page's end ends them.
    */
@@ -433,6 +443,8 @@ export interface FavorAsync {
   readonly info: FavorInfo;
   /** The worker's wasm memory (as Favor.memory()). */
   memory(): Promise<FavorMemory>;
+  /** As Favor.threadsUsed(), of the calls the worker ran. */
+  threadsUsed(): Promise<number>;
   /**
    * Ends the worker and frees everything in it; resolves once it has ended. Pending calls reject
    * with an Error, later calls with a TypeError. An instance dropped without dispose() (and every

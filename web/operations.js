@@ -11,6 +11,7 @@
 /** The instance's calls. */
 export const OPERATIONS = {
   memory: { args: [], returns: 'value' },
+  threadsUsed: { args: [], returns: 'value' },
   exactAttention: { args: ['q', 'k', 'v', 'options'], out: true, returns: 'tensor' },
   attentionMatrix: { args: ['q', 'k', 'options'], out: true, returns: 'tensor' },
   createFeatureMap: { args: ['options'], returns: 'featureMap' },

@@ -579,6 +579,7 @@ EMSCRIPTEN_BINDINGS(favor_attention) {
   emscripten::function("outputRelativeError", &output_relative_error);
   emscripten::function("lastError", &last_error);
   emscripten::function("heapUsed", &heap_used);
+  emscripten::function("threadsUsed", &favor::take_threads_used);
   emscripten::function("setMaxThreads", &set_max_threads);
   emscripten::function("relaxedSimd", &relaxed_simd);
   emscripten::function("setTileRows", &set_tile_rows);

@@ -19,6 +19,9 @@ void set_max_threads(int threads);
 int max_threads();
 // The threads a parallel_for started here would use: 1 inside a parallel region.
 int available_threads();
+// The most threads a parallel_for has been given since the previous call (1 if none had more):
+// each call takes as many as its work is worth (thread_plan.hpp), at most max_threads().
+int take_threads_used();
 
 namespace detail {
 void run_parallel(Index count, void (*call)(void*, Index), void* context);

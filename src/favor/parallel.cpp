@@ -29,6 +29,7 @@ thread_local bool t_in_parallel = false;  // inside a region: a nested one becom
                                           // threads of the region help with
 thread_local int t_share = 1;             // inside a region: its threads per index (>= 1)
 thread_local int t_limit = 0;             // a ThreadLimit's count for this thread's regions (0: none)
+std::atomic<int> g_threads_used{1};       // for take_threads_used()
 
 #ifndef FAVOR_SERIAL_ONLY
 // The C++ runtime sets a thread's exception-handling state up on its first caught exception (16
@@ -328,6 +329,8 @@ int max_threads() {
 
 int available_threads() { return t_in_parallel ? t_share : t_limit ? std::min(t_limit, max_threads()) : max_threads(); }
 
+int take_threads_used() { return g_threads_used.exchange(1); }
+
 int threads_for_work(double multiply_adds) {
   const double wanted = std::floor(multiply_adds / kWorkPerThread);
   return static_cast<int>(std::clamp(wanted, 1.0, static_cast<double>(max_threads())));
@@ -369,7 +372,12 @@ void run_parallel(Index count, void (*call)(void*, Index), void* context) {
     // Every thread the call may use is invited, also past `count`: the ones without an index help
     // with the nested regions of the others.
     const int threads = available_threads();
-    if (threads > 1 && pool().run(count, threads, call, context)) return;
+    if (threads > 1 && pool().run(count, threads, call, context)) {
+      for (int used = g_threads_used.load(std::memory_order_relaxed);
+           used < threads && !g_threads_used.compare_exchange_weak(used, threads, std::memory_order_relaxed);) {
+      }
+      return;
+    }
   }
 #endif
   for (Index i = 0; i < count; ++i) call(context, i);

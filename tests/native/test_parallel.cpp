@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include <favor/thread_plan.hpp>
+
 #include "reference.hpp"
 
 namespace {
@@ -39,6 +41,25 @@ TEST(Parallel, MaxThreadsIsClamped) {
   EXPECT_EQ(favor::max_threads(), 1);
   favor::set_max_threads(3);
   EXPECT_EQ(favor::max_threads(), 3);
+}
+
+TEST(Parallel, ThreadsUsedIsTheWidestRegionSinceLastAsked) {
+  Threads t(4);
+  favor::take_threads_used();
+  EXPECT_EQ(favor::take_threads_used(), 1) << "no region since";
+  favor::parallel_for(1, [](Index) {});
+  favor::parallel_for(8, [](Index) {});
+  {
+    const favor::ThreadLimit limit(2);
+    favor::parallel_for(8, [](Index) {});
+  }
+  EXPECT_EQ(favor::take_threads_used(), 4);
+  EXPECT_EQ(favor::take_threads_used(), 1) << "the count starts again";
+  {
+    const favor::ThreadLimit limit(3);
+    favor::parallel_for(8, [](Index) { favor::parallel_for(4, [](Index) {}); });
+  }
+  EXPECT_EQ(favor::take_threads_used(), 3) << "a limited region; nested regions are part of it";
 }
 
 TEST(Parallel, EveryIndexRunsOnceOnSeveralThreads) {

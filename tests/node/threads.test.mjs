@@ -56,6 +56,35 @@ test('one thread, and why: requested, no SIMD, a given single-thread .wasm', asy
   assert.match(byUrl.info.threadsReason, /wasmUrl/);
 });
 
+// Each call takes the threads its work is worth (thread_plan.hpp: one per 2^19 multiply-adds).
+test('threadsUsed() tells how many threads calls took since it was last asked', () => {
+  const tiny = normalTensor([4, 8], 1), large = normalTensor([4, 1024, 64], 2);
+  two.threadsUsed();
+  assert.equal(two.threadsUsed(), 1, 'no call since: 1');
+  two.exactAttention(tiny, tiny, tiny);
+  assert.equal(two.threadsUsed(), 1, 'a 4 x 4 call runs on the calling thread');
+  two.exactAttention(large, large, large);
+  assert.equal(two.threadsUsed(), 2, 'four heads of 1024 x 1024 take both threads');
+  assert.equal(two.threadsUsed(), 1, 'and the count starts again');
+  three.exactAttention(large, large, large);
+  three.exactAttention(tiny, tiny, tiny);
+  assert.equal(three.threadsUsed(), 3, 'the most since last asked, not the last call');
+  one.exactAttention(large, large, large);
+  assert.equal(one.threadsUsed(), 1, 'the single-threaded build');
+  assert.equal(two.threadsUsed(), 1, 'instances count apart');
+
+  // A structured W projects by transforms: 3 p log2 p = 1,152 multiply-adds a row for 64
+  // projections of d = 64, against 4,096 by the GEMM. With the products by v (4,096 a row), 192
+  // rows are worth 3 threads with a dense W and 1.92 with a structured one: 2 and 1 on two.
+  const x = normalTensor([96, 64], 4);
+  for (const [sampling, expected] of [['orthogonal', 2], ['structured', 1]]) {
+    const featureMap = two.createFeatureMap({ dim: 64, features: 64, sampling, seed: 1 });
+    two.favorAttention(x, x, x, { featureMap });
+    assert.equal(two.threadsUsed(), expected, `FAVOR+ with ${sampling} sampling`);
+    featureMap.dispose();
+  }
+});
+
 test('bad threads values are rejected with the argument named', async () => {
   for (const [value, type] of [[0, RangeError], [1.5, RangeError], [65, RangeError], [NaN, RangeError],
     ['2', TypeError], ['all', TypeError], [true, TypeError], [null, TypeError]]) {

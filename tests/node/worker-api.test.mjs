@@ -98,6 +98,19 @@ test('a long call does not block the caller; dispose() ends the worker and later
   assert.ok(ticks >= Math.min(10, ms / 20), `${ticks} timer ticks during a ${ms.toFixed(0)} ms call`);
   own.dispose();
   await assert.rejects(() => own.memory(), /disposed/);
+  await assert.rejects(() => own.threadsUsed(), /disposed/);
+});
+
+test("threadsUsed() reports the worker's calls", async () => {
+  const own = await loadFavor({ worker: true, threads: 2 });
+  try {
+    const large = normalTensor([4, 1024, 64], 3);
+    assert.equal(await own.threadsUsed(), 1, 'no call yet');
+    await own.exactAttention(large, large, large);
+    assert.equal(await own.threadsUsed(), 2, 'four heads of 1024 x 1024 take both threads');
+  } finally {
+    await own.dispose();
+  }
 });
 
 test('load options: worker and transfer are booleans; transfer needs worker; locateFile cannot cross', async () => {

@@ -89,6 +89,9 @@ const heapBytes: number = memory.heapBytes;
 const usedBytes: number = memory.usedBytes;
 // @ts-expect-error memory() takes no arguments
 favor.memory(true);
+const threadsUsed: number = favor.threadsUsed();
+// @ts-expect-error threadsUsed() is a number
+const threadsUsedText: string = favor.threadsUsed();
 
 // Tensors of rank 2, 3 and 4.
 const L = 8;
@@ -302,6 +305,7 @@ const asyncWindowed: CausalStateAsync = await asyncFavor.createCausalState({ met
 const asyncLength: number = await asyncState.length;
 const asyncProjection: Tensor = await asyncMap.projection;
 const asyncMemory: FavorMemory = await asyncFavor.memory();
+const asyncThreadsUsed: number = await asyncFavor.threadsUsed();
 const mapFreed: Promise<void> = asyncMap.dispose();
 const workerEnded: Promise<void> = asyncFavor.dispose();
 // @ts-expect-error the worker API takes its own feature maps, not a synchronous one

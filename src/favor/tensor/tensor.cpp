@@ -1,5 +1,6 @@
 #include "favor/tensor.hpp"
 
+#include <cmath>
 #include <string>
 
 #include "favor/error.hpp"
@@ -9,6 +10,7 @@
 #include "favor/engine/factored_attention.hpp"
 #include "favor/engine/codebook_state.hpp"
 #include "favor/thread_plan.hpp"
+#include "favor/features/structured_projection.hpp"
 
 namespace favor {
 
@@ -41,6 +43,18 @@ double exact_work(Index L, Index S, double d, double dv, bool causal) {
 }
 double factored_work(Index rows, Index features, double d, double dv) {
   return static_cast<double>(rows) * static_cast<double>(features) * (d + dv);
+}
+// A random-feature head's: per row, its projections (m d by the GEMM; for a sampled structured W,
+// three fast Walsh-Hadamard transforms of p log2 p per block of d of them) and its features'
+// products with v (M dv).
+double favor_work(const FeatureMap& map, Index rows, double dv) {
+  const double m = static_cast<double>(map.num_projections()), d = static_cast<double>(map.dim());
+  double projection = m * d;
+  if (map.sampling() == Sampling::structured && !map.explicit_projection()) {
+    const double p = static_cast<double>(structured::padded_dim(map.dim()));
+    projection = std::ceil(m / d) * 3.0 * p * std::log2(p);
+  }
+  return static_cast<double>(rows) * (projection + static_cast<double>(map.num_features()) * dv);
 }
 
 using ConstMap = Eigen::Map<const Matrix>;
@@ -236,8 +250,7 @@ void favor_attention(const FeatureMap& map, const ConstTensorView& q, const Cons
   const bool after = (kernel == Kernel::positive || kernel == Kernel::hyperbolic || kernel == Kernel::oprf) &&
                      element_count(out.dims, "out") > 0;
   if (!after) check_inputs();
-  const double work = factored_work(g.query_heads * rows_of(q.dims) + g.kv_heads * rows_of(k.dims), map.num_features(),
-                                    cols_of(q.dims), cols_of(v.dims));
+  const double work = favor_work(map, g.query_heads * rows_of(q.dims) + g.kv_heads * rows_of(k.dims), cols_of(v.dims));
   try {
     for_each_head(g.kv_heads, work, [&](Index kv) {
       const QueryGroup group = query_group(g, kv, q, out);
@@ -258,7 +271,7 @@ void favor_attention_matrix(const FeatureMap& map, const ConstTensorView& q,
   const HeadGroups g = head_groups(q.dims, k.dims);
   const auto masks = key_mask_rows(key_mask, k.dims);
   check_values(q, "q"), check_values(k, "k");
-  const double work = g.query_heads * (factored_work(rows_of(q.dims) + rows_of(k.dims), map.num_features(), cols_of(q.dims), 0.0) +
+  const double work = g.query_heads * (favor_work(map, rows_of(q.dims) + rows_of(k.dims), 0.0) +
                                        exact_work(rows_of(q.dims), rows_of(k.dims), static_cast<double>(map.num_features()), 0.0, options.causal));
   for_each_head(g.query_heads, work, [&](Index h) {
     const Index kv = g.kv_of(h);
