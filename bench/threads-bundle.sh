@@ -3,7 +3,8 @@
 # binary and no network: the built package (web/, dist/), bench/threads.mjs, the peer's graphs and
 # the few files of onnxruntime-web that Node loads. Then, there:
 #   tar xJf favor-threads.tar.xz && node favor-threads/bench/threads.mjs --json results.json
-# The 2-core machines this project builds on cannot show scaling past two threads.
+# The 2-core machines this project builds on cannot show scaling past two threads. For a lent
+# machine with many cores, bench/threads-device.sh packs this folder with a Node binary.
 #   bash bench/threads-bundle.sh [OUT.tar.xz]   (default build/favor-threads.tar.xz)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -38,7 +38,7 @@ export function createHeap(Module) {
 
   // A tensor in the wasm heap carries its dims just before its data, as doubles: the rank at
   // data - 8, the dims before it (bindings.cpp dims_before). A pointer is then the whole argument:
-  // a dims array read through Embind cost a crossing per element (~2 µs of a small call).
+  // a dims array read through Embind cost a crossing per element, much of a small call's time.
   function writeDims(ptr, dims) {
     const heap = heapF64(), rankAt = (ptr >>> 3) - 1;
     heap[rankAt] = dims.length;

@@ -1,6 +1,6 @@
 // options.out of the calls that compute a tensor (`out` in operations.js): a Float32Array the
 // output is written into and returned as the result's data, so that repeated calls allocate
-// nothing (a fresh 1 MiB array page-faults on every call: 3-4% of FAVOR+ at L = 4096). Its type
+// nothing (a fresh array page-faults on every call, a cost of its own for large outputs). Its type
 // is checked here, after every other argument; its length (the output's size) by the core once it
 // knows the output's dims, before anything is computed or a causal state changes (outLength); it
 // is written only when the call succeeds. It may be an input's array: inputs are copied into the

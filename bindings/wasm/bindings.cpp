@@ -38,7 +38,7 @@ constexpr double kMaxAllocationBytes = 2147483647.0 - 65536.0;
 // A tensor in the heap carries its dims just before its data (web/api.js writes them for its
 // inputs, allocate_output for outputs): its rank as a double at data - 8, its dims as the `rank`
 // doubles before that. A pointer alone then describes a tensor: reading a JS dims array through
-// Embind's val took a crossing per element and per property (~2 us of a small call).
+// Embind's val took a crossing per element and per property, much of a small call's time.
 std::vector<favor::Index> dims_before(std::uintptr_t data) {
   const double* rank_at = reinterpret_cast<const double*>(data) - 1;
   const auto rank = static_cast<std::size_t>(*rank_at);

@@ -13,10 +13,9 @@
 // - small ones, sizes rounded up to powers of two from 16 bytes to 4 KiB, in a list per size
 //   class (kClassBytes a class);
 // - large ones up to kLargeMax, not rounded (rounding them up cost memory: Eigen asks for a power
-//   of two plus 16 bytes, and with classes up to 64 KiB FAVOR+ at L = 2^20 on 2 threads peaked at
-//   1223 MiB of heap instead of 1127): the few a thread freed last, kLargeBytes at most, each
-//   serving a malloc of at most its size and at least 3/4 of it. A block of rows allocates the
-//   same few sizes as the block before it on that thread.
+//   of two plus 16 bytes, so most would take twice their size): the few a thread freed last,
+//   kLargeBytes at most, each serving a malloc of at most its size and at least 3/4 of it. A
+//   block of rows allocates the same few sizes as the block before it on that thread.
 // What a cache holds counts as free: heap_used() drains every cache into dlmalloc before it reads
 // mallinfo.
 #include <algorithm>

@@ -17,8 +17,8 @@ using Vector = Eigen::VectorXf;
 using VectorD = Eigen::VectorXd;
 
 // Scratch buffers the SIMD kernels stream through, aligned like Eigen's matrices (16 bytes in
-// wasm, where malloc only guarantees 8: a vector load straddling two cache lines made the GEMM
-// up to 2x slower, depending on where each buffer happened to land).
+// wasm, where malloc only guarantees 8: vector loads straddling two cache lines slowed the GEMM
+// by however much depended on where each buffer happened to land).
 using FloatBuffer = std::vector<float, Eigen::aligned_allocator<float>>;
 
 using MatrixRef = Eigen::Ref<Matrix>;

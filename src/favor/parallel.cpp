@@ -43,8 +43,8 @@ void prepare_exception_state() {
   }
 }
 
-// Helper threads started once and kept: in Emscripten a std::thread per region cost 0.1-4 ms to
-// start (as much as a short region's work). A region is one job: the caller and the first
+// Helper threads started once and kept: in Emscripten starting a std::thread per region cost as
+// much as a short region's work. A region is one job: the caller and the first
 // threads - 1 helpers take its indices one at a time (work per index may vary, and which thread
 // runs an index never changes what it computes); the caller returns when they are all done.
 //
@@ -159,7 +159,7 @@ class Pool {
   // within an index's time). Short, because a spinning thread holds a core that another thread
   // of the process may need (on a machine with fewer cores than threads; on this project's
   // 2-vCPU VM, when the host runs both vCPUs on one core).
-  static constexpr std::chrono::microseconds kHelperSpin{100}, kCallerSpin{100};
+  static constexpr std::chrono::microseconds kHelperSpin{100}, kCallerSpin{100}, kHelperNap{50};
 
   struct Job {
     void (*call)(void*, Index) = nullptr;
@@ -270,9 +270,22 @@ class Pool {
   }
 
   // Until every index of `job` has finished: helps with the nested jobs its indices publish.
+  // With none to help with for kHelperSpin, it naps between looks (at most kHelperNap): an index
+  // left may run long (a causal head with no inner loops), and a thread spinning all that time
+  // holds a core that the index's own thread may need (where the host shares cores).
   void help_until_done(Job& job) {
-    while (job.in_flight.load() > 0)
-      if (!help_one()) std::this_thread::yield();
+    std::chrono::steady_clock::time_point idle_since{};
+    while (job.in_flight.load() > 0) {
+      if (help_one()) {
+        idle_since = {};
+      } else if (idle_since == std::chrono::steady_clock::time_point{}) {
+        idle_since = std::chrono::steady_clock::now();
+      } else if (std::chrono::steady_clock::now() - idle_since < kHelperSpin) {
+        std::this_thread::yield();
+      } else {
+        std::this_thread::sleep_for(kHelperNap);
+      }
+    }
   }
 
   // Joins one published job that still has indices; false if there is none.

@@ -61,7 +61,7 @@ struct SweepScratch {
 
 // Causal segments per wave, with several threads (one thread folds and sweeps a segment at a
 // time): up to four per thread, so that a thread slowed down (by another process on its core)
-// does not hold up the wave's end: +4-11% on 2 threads at L = 16384-65536 over one per thread.
+// does not hold up the wave's end.
 // Bounded by what their stored keys take (SegmentKeys: ~8 MiB each at m = 256, dv = 64), never
 // fewer than one per thread.
 Index causal_wave(int threads, Index chunks, Index chunk, Index features, Index dv) {
@@ -269,8 +269,8 @@ void causal_factored_attention(const std::vector<QueryHead>& heads, const Factor
   if (threads == 1) {
     // Each segment starts from the state of every key before it (the prefix). One thread: each
     // segment's keys folded and swept in one pass, chunk by chunk, so that nothing is kept per
-    // chunk (SegmentKeys, ~8 MiB a segment at m = 256, and its trips through memory: ~10% of the
-    // time at L = 4096). The same operations on the same values: the same bits.
+    // chunk (SegmentKeys, ~8 MiB a segment at m = 256, and its trips through memory). The same
+    // operations on the same values: the same bits.
     SweepScratch scratch(chunk, v.cols());
     for (Index begin = 0; begin < L; begin += segment) {
       const Index end = std::min(L, begin + segment);

@@ -85,7 +85,7 @@ struct CodebookFactors {
   Assignment assignment;
   double temperature;
 
-  // x c~^T through the GEMM, c~ packed once (Eigen's product took ~2.5x as long in wasm).
+  // x c~^T through the GEMM, c~ packed once (Eigen's product is much slower in wasm).
   Matrix scores(const Matrix& x) const {
     const Matrix& c = book.codebook;
     Matrix s(x.rows(), c.rows());

@@ -53,7 +53,7 @@ struct Epilogue {
   }
 };
 // None at all: the tiles of other products compiled without its branches and pointers (kept in
-// registers through the loop, they made FAVOR+ ~2% slower).
+// registers through the loop, they made FAVOR+ slower).
 struct NoEpilogue {
   static constexpr bool kAny = false;
   NoEpilogue at(Index, Index) const { return {}; }
@@ -95,7 +95,7 @@ inline void tile(Index K, const float* a, Index a_rs, Index a_cs, const float* b
                     : row_scale ? kernel::load(c + r * ldc + v * kLanes) * kernel::splat(row_scale[r])
                                 : kernel::load(c + r * ldc + v * kLanes);
     // A read by columns (a_rs = 1: kf^T in the state update) gets its row offsets as constants,
-    // which spares V8 an address computation per row and step (~2% of that product).
+    // which spares V8 an address computation per row and step.
     const auto sweep = [&](auto rs) {
       for (Index k = 0; k < K; ++k, a += a_cs, b += ldb) {
         fv bv[V];
@@ -145,13 +145,13 @@ inline void tile(Index K, const float* a, Index a_rs, Index a_cs, const float* b
 // Rows of the main register tile: 4 (the default: 4 x 2 vectors, 8 accumulators), 2 (2 x 4
 // vectors: 8 accumulators, but half the broadcasts of A per load of Bt; 0.93-0.97x the time of 4
 // rows for FAVOR+ in V8 and SpiderMonkey, 1.12x in the scalar wasm build) or 6 (6 x 2 vectors, 12
-// accumulators, which need an engine that keeps them all in registers: FAVOR+ took 0.92-0.94x the
-// time of 4 rows in Chromium 156 and 1.5x in Node 22, whose V8 spills them). The bits are the same
+// accumulators, which need an engine that keeps them all in registers: faster than 4 rows in
+// Chromium 156, much slower in Node 22, whose V8 spills them). The bits are the same
 // whichever runs: each entry of C is the same sum in the same order whatever tile computes it.
 // Process-wide; set before calls start. Products over the lower triangle keep 4-row tiles.
-// (In Node 22 alone, products whose A rows are strided ran 1.75-1.86x slower with 6 rows, the one
-// with unit row stride 0.93x; 5-row tiles, A packed for constant offsets, and 6 rows for unit-stride
-// A only were all slower in the library. Its 4-row products run at ~88% of an 8-chain loop.)
+// (In Node 22 alone, products whose A rows are strided ran much slower with 6 rows; 5-row tiles,
+// A packed for constant offsets, and 6 rows for unit-stride A only were all slower in the
+// library. docs/toolchain.md has the figures.)
 void set_tile_rows(int rows);
 int tile_rows();
 

@@ -64,9 +64,9 @@ inline V madd(V a, V b, V c) {
 
 // The constants of exp_nonpositive, defined in vector_math.cpp: read from memory, not written as
 // vector constants. The V8 of Node 24 and 26 (13.6, 14.6) rebuilds a v128.const at each use inside
-// a loop, several instructions apiece, which made this exp 1.6-1.7x slower there than the same
-// code with its constants loaded (~0.95 against ~0.56 ns a float); Node 22's V8 and Chromium 156
-// run both alike. A definition in another translation unit keeps the compiler from folding them.
+// a loop, several instructions apiece, which made this exp much slower there than the same code
+// with its constants loaded; Node 22's V8 and Chromium 156 run both alike. A definition in
+// another translation unit keeps the compiler from folding them.
 namespace exp_constant {
 enum : int { p0, p1, p2, p3, p4, magic, log2e, ln2_low, ln2_high, underflow, one, count };
 }
@@ -81,7 +81,7 @@ inline V exp_splat(int i) {
 // expf has 5), fitted by scripts/fit-exp-polynomial.py for the least maximum relative error on
 // that range: 0.06 ulp before float rounding, so the whole exp stays within ~1 ulp (tested), as
 // Cephes' does, with one multiply-add less. Horner's form to the end: 6 operations, where
-// 1 + r + r^2 P(r) took 7 (r^2 and the last add; the exponentials are ~10% of FAVOR+).
+// 1 + r + r^2 P(r) takes 7 (r^2 and the last add).
 template <class V>
 inline V exp_polynomial(V r) {
   using namespace exp_constant;
@@ -237,7 +237,7 @@ inline float add_masked_max(float* x, const float* add, const float* value, Inde
     store(x + i, y);
     top = vmax(top, y);
   };
-  // Two running maxima: one max chain waits on the latency of each (2x faster over a row).
+  // Two running maxima: one max chain waits on the latency of each.
   f32x4 top = splat(lowest), top2 = top;
   Index i = 0;
   for (; i + 8 <= n; i += 8) step(i, top), step(i + 4, top2);
@@ -282,8 +282,8 @@ inline void add_into(float* sum, const float* x, Index n) {
 
 // Sums over rows, each of its terms t(j) for j < n as dot takes them: four running sums (lane k
 // takes j = k mod 4), added pairwise, then the tail in order. R rows side by side: one row's chain
-// of adds waits on each add's latency (a readout's denominators and the squared norms of the
-// feature maps took ~1.5% of FAVOR+ each); rows of x are ldx apart. vector_term(row, j) gives
+// of adds waits on each add's latency (a readout's denominators, the squared norms of the
+// feature maps); rows of x are ldx apart. vector_term(row, j) gives
 // terms j..j+3, scalar_term(row, j) term j.
 template <int R, class VectorTerm, class ScalarTerm>
 inline void row_sums(const float* x, Index ldx, Index n, VectorTerm vector_term, ScalarTerm scalar_term, float* out) {
@@ -362,7 +362,7 @@ inline bool divide_all_finite(float* out, const float* x, Index n, float divisor
 inline float max_abs(const float* x, Index n) {
   const i32x4 magnitude = i32x4{} + 0x7fffffff;
   const auto abs = [&](Index i) { return (f32x4)((i32x4)load(x + i) & magnitude); };
-  // Four running maxima, as in add_masked_max: a scan of v is 4x faster than with one.
+  // Four running maxima, as in add_masked_max: one chain would wait on each max's latency.
   f32x4 top[4] = {splat(0.0f), splat(0.0f), splat(0.0f), splat(0.0f)};
   Index i = 0;
   for (; i + 16 <= n; i += 16)
