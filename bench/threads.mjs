@@ -48,6 +48,7 @@ export const CASES = {
   favor8causal: { label: 'FAVOR+ causal, 8 heads, L = 4096', method: 'favor', H: 8, L: 4096, causal: true },
   favor8long: { label: 'FAVOR+, 8 heads, L = 16384', method: 'favor', H: 8, L: 16384 },
   favor1: { label: 'FAVOR+, 1 head, L = 4096', method: 'favor', H: 1, L: 4096 },
+  favorSmall: { label: 'FAVOR+, 1 head, L = 128', method: 'favor', H: 1, L: 128 },
   favor1long: { label: 'FAVOR+, 1 head, L = 65536', method: 'favor', H: 1, L: 65536 },
   favor1longOut: { label: 'the same into out', method: 'favor', H: 1, L: 65536, out: true },
   exact8: { label: 'exact, 8 heads, L = 4096', method: 'exact', H: 8, L: 4096 },
@@ -79,23 +80,25 @@ function runOurs(favor, c, featureMap, T) {
   const q = tensor([H, c.L, d], 1), k = tensor([H, c.L, d], 2), v = tensor([H, c.L, dv], 3);
   if (c.method === 'exact') return timeCall(() => favor.exactAttention(q, k, v, { causal: !!c.causal }));
   const out = c.out ? new Float32Array(H * c.L * dv) : undefined;
-  if (c.method === 'favor') return timeCall(() => favor.favorAttention(q, k, v, { featureMap, causal: !!c.causal, out }));
-  // decode: a prefill of L positions, then one position per append; tokens per second.
-  const state = favor.createCausalState({ method: 'favor', featureMap });
-  try {
-    state.append(q, k, v);
-    const x = tensor([H, 1, d], 4);
-    for (let i = 0; i < 200; ++i) state.append(x, x, x);
-    const rounds = [];
-    for (let r = 0; r < reps; ++r) {
+  return timeCall(() => favor.favorAttention(q, k, v, { featureMap, causal: !!c.causal, out }));
+}
+
+// Decode: a prefill of L positions, then bursts of 400 appends of one position, in tokens per
+// second. Every T's state at once, the bursts of a round in turn (the order rotating), so that a
+// machine whose speed drifts (a shared host) moves every T alike.
+function decodeRates(decoders) {
+  const x = new Map(decoders.map((s) => [s, tensor([s.H, 1, d], 4)]));
+  for (const s of decoders) for (let i = 0; i < 200; ++i) s.state.append(x.get(s), x.get(s), x.get(s));
+  const rates = decoders.map(() => []);
+  for (let r = 0; r < reps; ++r) {
+    for (let j = 0; j < decoders.length; ++j) {
+      const i = (j + r) % decoders.length, s = decoders[i], xi = x.get(s);
       const steps = 400, t0 = performance.now();
-      for (let i = 0; i < steps; ++i) state.append(x, x, x);
-      rounds.push(steps / ((performance.now() - t0) / 1000));
+      for (let n = 0; n < steps; ++n) s.state.append(xi, xi, xi);
+      rates[i].push(steps / ((performance.now() - t0) / 1000));
     }
-    return median(rounds);
-  } finally {
-    state.dispose();
   }
+  return rates.map(median);
 }
 
 // onnxruntime-web's MatMul graphs (bench/onnx/), one head. Its thread count is fixed when its
@@ -144,24 +147,47 @@ const RESULTS = new URL('./threads-results.json', import.meta.url);
 async function measure() {
   const results = { cpu: cpus()[0]?.model ?? 'unknown', cores, node: process.version, date: new Date().toISOString().slice(0, 10), reps, rows: [] };
   console.log(`# thread scaling on ${results.cpu} (${cores} cores), Node ${process.version}`);
+  const report = (row) => {
+    results.rows.push(row);
+    const decode = CASES[row.id].method === 'decode';
+    console.log(`T=${String(row.threads).padStart(2)}  ${row.label.padEnd(44)} ${decode ? `${(row.ours / 1000).toFixed(1)}k tok/s` : `${row.ours.toFixed(1)} ms`}  (took ${row.used})${row.peer ? `   ort ${row.peer.toFixed(1)} ms` : ''}`);
+  };
+  const decodeIds = caseIds.filter((id) => CASES[id].method === 'decode');
+  const decoders = [];
   for (const T of threadCounts) {
     const favor = await loadFavor({ threads: T });
     const featureMap = favor.createFeatureMap({ dim: d, features: m, seed: 7 });
     const peers = peerTimes(T);
     for (const id of caseIds) {
       const c = CASES[id];
+      if (c.method === 'decode') continue;
+      favor.threadsUsed();
       const ours = runOurs(favor, c, featureMap, T);
-      const peer = peers[id] ?? null;
-      results.rows.push({ id, label: c.label, threads: T, ours, peer });
-      console.log(`T=${String(T).padStart(2)}  ${c.label.padEnd(44)} ${c.method === 'decode' ? `${(ours / 1000).toFixed(1)}k tok/s` : `${ours.toFixed(1)} ms`}${peer ? `   ort ${peer.toFixed(1)} ms` : ''}`);
+      report({ id, label: c.label, threads: T, ours, used: favor.threadsUsed(), peer: peers[id] ?? null });
     }
-    featureMap.dispose();
-    favor.dispose();
+    if (decodeIds.length) {
+      for (const id of decodeIds) {
+        const c = CASES[id], state = favor.createCausalState({ method: 'favor', featureMap });
+        state.append(tensor([c.H, c.L, d], 1), tensor([c.H, c.L, d], 2), tensor([c.H, c.L, dv], 3));
+        decoders.push({ id, T, H: c.H, favor, state });
+      }
+    } else {
+      featureMap.dispose();
+      favor.dispose();
+    }
   }
+  const rates = decodeRates(decoders);
+  decoders.forEach((s, i) => {
+    s.favor.threadsUsed();
+    s.state.append(tensor([s.H, 1, d], 4), tensor([s.H, 1, d], 4), tensor([s.H, 1, d], 4));
+    report({ id: s.id, label: CASES[s.id].label, threads: s.T, ours: rates[i], used: s.favor.threadsUsed(), peer: null });
+    s.state.dispose();
+  });
+  for (const favor of new Set(decoders.map((s) => s.favor))) favor.dispose();
   return results;
 }
 
-const fmt = (x, decode) => (decode ? `${(x / 1000).toFixed(1)}k` : x >= 100 ? x.toFixed(0) : x.toFixed(1));
+const fmt = (x, decode) => (decode ? `${(x / 1000).toFixed(1)}k` : x >= 100 ? x.toFixed(0) : x >= 1 ? x.toFixed(1) : x.toFixed(2));
 
 // One machine's table: each case's time (tokens/s for decode) at every T, its speed-up over one
 // thread, and onnxruntime-web's time and ours ÷ its at the same T where it ran.
@@ -182,6 +208,11 @@ function machineTable(r) {
     if (rows.some((x) => x?.peer)) {
       lines.push(`| onnxruntime-web, ms (its ÷ ours) | ${rows.map((x) => (x?.peer ? `${fmt(x.peer)} (${(x.peer / x.ours).toFixed(2)}×)` : '—')).join(' | ')} | |`);
     }
+  }
+  // What threads: 'auto' did at the most threads: each call takes what its work is worth.
+  const top = r.rows.filter((x) => x.threads === Ts[Ts.length - 1] && x.used !== undefined);
+  if (top.length) {
+    lines.push('', `Threads each call took at T = ${Ts[Ts.length - 1]} (\`favor.threadsUsed()\`): ${top.map((x) => `${x.label.replace(/, tokens\/s$/, '')}: ${x.used}`).join('; ')}.`);
   }
   return lines.join('\n');
 }
