@@ -110,7 +110,7 @@ async function runPeers(T, ids) {
   const out = {};
   for (const id of ids) {
     const c = CASES[id];
-    if (c.H !== 1 || c.method === 'decode' || c.causal) continue;
+    if (c.H !== 1 || c.method === 'decode' || c.causal || c.out) continue;  // (out: ours only)
     const q = tensor([c.L, d], 1), k = tensor([c.L, d], 2), v = tensor([c.L, dv], 3);
     const t = (x) => new ort.Tensor('float32', x.data, x.dims);
     const w = tensor([m, d], 5);
