@@ -131,7 +131,7 @@ function nextCall(c, step, pools) {
     'codebookAttentionMatrix', 'kmeans', 'randomCodebook', 'matmul', 'compare', 'outputRelativeError', 'codebookFromFeatureMap',
     'createFeatureMap', 'createFeatureMap', 'redraw', 'projection', 'disposeMap', 'createCausalState', 'createCausalState',
     'append', 'append', 'append', 'length', 'stateBytes', 'reset', 'disposeState',
-    'packMatrix', 'matmulPacked', 'matmulPacked', 'disposeMatrix']);
+    'packMatrix', 'matmulPacked', 'matmulPacked', 'disposeMatrix', 'threadsUsed']);
   const label = `step ${step}: ${op}${bad ? ' (bad)' : ''}`;
   const calls = {
     exactAttention: () => { const a = [maybe(q), maybe(k), maybe(v)], o = opts(attention()), w = out(rows * dv); return (f) => f.exactAttention(...a, w(o)); },
@@ -208,6 +208,7 @@ function nextCall(c, step, pools) {
       return (f, objects) => objects.matrices[matrixIndex] && f.matmul(a, objects.matrices[matrixIndex], o);
     },
     disposeMatrix: () => async (f, objects) => { await objects.matrices[matrixIndex]?.dispose(); },
+    threadsUsed: () => (f) => f.threadsUsed(),  // both sides run on one thread: 1
   };
   return { label, run: calls[op]() };
 }
