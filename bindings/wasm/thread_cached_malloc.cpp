@@ -41,8 +41,8 @@ constexpr int kMinClass = 4, kMaxClass = 12;  // 16 B .. 4 KiB
 // classes a thread's own mallocs reuse. With one bound for all (256 KiB), a decode loop's 4 KiB
 // outputs (one a call, aligned_alloc'd) filled it within 64 calls; from then on every free went
 // to dlmalloc and every malloc missed: ~25 of each a step and thread at 16 heads on 2 threads,
-// through dlmalloc's lock and lines the other thread had written, and the heads' work took 1.5x
-// as long as on one thread alone.
+// through dlmalloc's lock and lines the other thread had written, and the heads' work took half
+// as long again as on one thread alone.
 constexpr std::size_t kClassBytes = std::size_t{1} << 15;
 // Large blocks: the most a thread keeps, in bytes and in blocks, and the largest it keeps (a block
 // of 128 rows of 1,024 features).

@@ -143,8 +143,8 @@ inline void tile(Index K, const float* a, Index a_rs, Index a_cs, const float* b
 }
 
 // Rows of the main register tile: 4 (the default: 4 x 2 vectors, 8 accumulators), 2 (2 x 4
-// vectors: 8 accumulators, but half the broadcasts of A per load of Bt; 0.93-0.97x the time of 4
-// rows for FAVOR+ in V8 and SpiderMonkey, 1.12x in the scalar wasm build) or 6 (6 x 2 vectors, 12
+// vectors: 8 accumulators, but half the broadcasts of A per load of Bt; a little faster than 4
+// rows for FAVOR+ in V8 and SpiderMonkey, slower in the scalar wasm build) or 6 (6 x 2 vectors, 12
 // accumulators, which need an engine that keeps them all in registers: faster than 4 rows in
 // Chromium 156, much slower in Node 22, whose V8 spills them). The bits are the same
 // whichever runs: each entry of C is the same sum in the same order whatever tile computes it.
