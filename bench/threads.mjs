@@ -54,6 +54,7 @@ export const CASES = {
   exact8: { label: 'exact, 8 heads, L = 4096', method: 'exact', H: 8, L: 4096 },
   exact1: { label: 'exact, 1 head, L = 4096', method: 'exact', H: 1, L: 4096 },
   decode8: { label: 'FAVOR+ decode, 8 heads, tokens/s', method: 'decode', H: 8, L: 1024 },
+  decodeExact1: { label: 'exact decode, 1 head, tokens/s', method: 'decode', state: 'exact', H: 1, L: 1024 },
   // Weak scaling: T heads on T threads, each head as much work as one head on one thread. Below
   // 1.0x, each thread works slower when all run (clocks, caches, memory, locks, or a host that
   // shares the cores), which no split of the work can win back.
@@ -167,7 +168,7 @@ async function measure() {
     }
     if (decodeIds.length) {
       for (const id of decodeIds) {
-        const c = CASES[id], state = favor.createCausalState({ method: 'favor', featureMap });
+        const c = CASES[id], state = favor.createCausalState(c.state === 'exact' ? { method: 'exact' } : { method: 'favor', featureMap });
         state.append(tensor([c.H, c.L, d], 1), tensor([c.H, c.L, d], 2), tensor([c.H, c.L, dv], 3));
         decoders.push({ id, T, H: c.H, favor, state });
       }
@@ -220,7 +221,7 @@ function machineTable(r) {
 function section(all) {
   const machines = Object.values(all).sort((a, b) => b.cores - a.cores);
   return ['<!-- threads -->', '## Thread scaling', '',
-    `\`node bench/threads.mjs\` (part of \`npm run bench\`): the same calls at T = 1, 2, 4, … threads, each T a fresh \`loadFavor({ threads: T })\` of the relaxed-SIMD build in Node, d = dv = 64, FAVOR+ m = 256 (positive, orthogonal), median of ${[...new Set(machines.map((r) => r.reps ?? reps))].join(' or ')} calls after a warm-up; decode is 400 appends of one position after a 1,024-position prefill, in tokens per second. In parentheses: the speed-up over one thread. The rows "T heads on T threads" scale the work with the threads (weak scaling): there the ratio is the time on one thread ÷ the time on T, 1.0× when each thread works as fast as one alone, and below it when threads slow each other (clocks, caches, memory, locks, or a host that shares the cores), a limit no split of the work can win back. onnxruntime-web runs its one-head graphs (bench/onnx) at \`env.wasm.numThreads = T\`, each T in a process of its own. Machines with many cores run the folder \`bash bench/threads-bundle.sh\` packs (the built package, this script, the peer's files) with a Node binary (\`bash bench/threads-device.sh\` packs both for a lent machine and runs them there), and their results are merged here with \`--merge\`.`,
+    `\`node bench/threads.mjs\` (part of \`npm run bench\`): the same calls at T = 1, 2, 4, … threads, each T a fresh \`loadFavor({ threads: T })\` of the relaxed-SIMD build in Node, d = dv = 64, FAVOR+ m = 256 (positive, orthogonal), median of ${[...new Set(machines.map((r) => r.reps ?? reps))].join(' or ')} calls after a warm-up; decode is bursts of 400 appends of one position after a 1,024-position prefill (FAVOR+ state or exact KV cache), every T's state in each round in turn, in tokens per second. In parentheses: the speed-up over one thread. The rows "T heads on T threads" scale the work with the threads (weak scaling): there the ratio is the time on one thread ÷ the time on T, 1.0× when each thread works as fast as one alone, and below it when threads slow each other (clocks, caches, memory, locks, or a host that shares the cores), a limit no split of the work can win back. onnxruntime-web runs its one-head graphs (bench/onnx) at \`env.wasm.numThreads = T\`, each T in a process of its own. Machines with many cores run the folder \`bash bench/threads-bundle.sh\` packs (the built package, this script, the peer's files) with a Node binary (\`bash bench/threads-device.sh\` packs both for a lent machine and runs them there), and their results are merged here with \`--merge\`.`,
     '', ...machines.flatMap((r) => [machineTable(r), '']), '<!-- /threads -->'].join('\n');
 }
 

@@ -83,6 +83,36 @@ test('threadsUsed() tells how many threads calls took since it was last asked', 
     assert.equal(two.threadsUsed(), expected, `FAVOR+ with ${sampling} sampling`);
     featureMap.dispose();
   }
+  // A causal state's step of two heads gives each head a thread when a head's step is worth
+  // 16,384 multiply-adds: 2 rows x 8,192 with a dense W, 2 x 5,248 with a structured one.
+  const step = normalTensor([2, 1, 64], 5);
+  for (const [sampling, expected] of [['orthogonal', 2], ['structured', 1]]) {
+    const featureMap = two.createFeatureMap({ dim: 64, features: 64, sampling, seed: 1 });
+    const state = two.createCausalState({ method: 'favor', featureMap });
+    two.threadsUsed();
+    state.append(step, step, step);
+    assert.equal(two.threadsUsed(), expected, `a causal state's step with ${sampling} sampling`);
+    state.dispose();
+    featureMap.dispose();
+  }
+  // An exact cache's step gives each head a thread when a head's step is worth one (1,025 keys
+  // x 128 multiply-adds are); a one-head cache's prefill takes every thread for its query blocks,
+  // and its step, worth less than a thread, wakes none.
+  const cache = two.createCausalState({ method: 'exact' });
+  cache.append(large, large, large);
+  assert.equal(two.threadsUsed(), 2, "an exact cache's prefill of 4 heads x 1024 positions");
+  const row = sliceRows(large, 0, 1);
+  cache.append(row, row, row);
+  assert.equal(two.threadsUsed(), 2, 'and its step of 4 heads');
+  cache.dispose();
+  const single = normalTensor([1, 2048, 64], 6);
+  const lone = two.createCausalState({ method: 'exact' });
+  lone.append(single, single, single);
+  assert.equal(two.threadsUsed(), 2, 'a prefill of one head of 2048 positions');
+  const step1 = sliceRows(single, 0, 1);
+  lone.append(step1, step1, step1);
+  assert.equal(two.threadsUsed(), 1, 'and its step');
+  lone.dispose();
 });
 
 test('bad threads values are rejected with the argument named', async () => {

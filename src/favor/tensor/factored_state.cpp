@@ -6,6 +6,7 @@
 #include "favor/engine/factored_attention.hpp"
 #include "favor/parallel.hpp"
 #include "favor/thread_plan.hpp"
+#include "favor/tensor/work.hpp"
 #include "favor/engine/prefix_state.hpp"
 #include "favor/tensor.hpp"
 
@@ -20,9 +21,12 @@ namespace {
 constexpr Index kStackedFeatureRows = 128;
 
 // An append's key/value heads split among threads: `count` parts of `per_part` heads (the last
-// may have fewer, or none), on `threads` of the pool's threads (parallel when more than 1).
+// may have fewer, or none), on `threads` of the pool's threads (parallel when more than 1). One
+// part (a single key/value head, or heads not worth a thread each) runs on the caller, its inner
+// loops on the threads the whole append is worth (`inner`): a prefill takes them all, a small
+// step none.
 struct Parts {
-  int threads = 1;
+  int threads = 1, inner = 1;
   Index count = 1, per_part = 0, heads = 0;
 
   std::pair<Index, Index> heads_of(Index part) const {  // [kv0, kv1)
@@ -31,8 +35,8 @@ struct Parts {
   }
   template <class F>
   void each(const F& fn) const {
+    const ThreadLimit limit(threads > 1 ? threads : inner);
     if (threads == 1) return fn(0);
-    const ThreadLimit limit(threads);
     parallel_for(count, fn);
   }
 };
@@ -46,7 +50,11 @@ class FactoredState final : public StateImpl {
     const HeadGroups& g = in.groups;
     const Index M = method_.map ? method_.map->num_features() : (*method_.books)[0].codebook.rows();
     group_rows_ = (g.group() + 1) * in.n;
-    parts_.threads = threads_for_parts(g.kv_heads, static_cast<double>(group_rows_ * M * (in.d + in.dv)));
+    const double dv = static_cast<double>(in.dv);
+    const double head_work = method_.map ? favor_work(*method_.map, group_rows_, dv)
+                                         : factored_work(group_rows_, M, static_cast<double>(in.d), dv);
+    parts_.threads = threads_for_parts(g.kv_heads, head_work);
+    parts_.inner = threads_for_work(static_cast<double>(g.kv_heads) * head_work);
     parts_.count = parts_.threads > 1 ? std::min<Index>(g.kv_heads, parts_.threads) : 1;
     parts_.per_part = (g.kv_heads + parts_.count - 1) / parts_.count;
     parts_.heads = g.kv_heads;

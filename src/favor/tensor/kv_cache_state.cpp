@@ -192,8 +192,12 @@ class KvCacheState final : public StateImpl {
     };
     const Index seen = caches_[0].count + n;
     const Index visible = window_ ? std::min(seen, window_) : seen;
-    const int threads = threads_for_parts(g.query_heads, static_cast<double>(n * visible * (d + dv)));
+    const double head_work = static_cast<double>(n * visible * (d + dv));
+    const int threads = threads_for_parts(g.query_heads, head_work);
     if (threads == 1) {
+      // The heads in turn, each one's query blocks on the threads the whole append is worth: a
+      // prefill takes them all, a decode step none.
+      const ThreadLimit limit(threads_for_work(static_cast<double>(g.query_heads) * head_work));
       for (Index h = 0; h < g.query_heads; ++h) run_head(h);
     } else {
       const ThreadLimit limit(threads);

@@ -1,6 +1,5 @@
 #include "favor/tensor.hpp"
 
-#include <cmath>
 #include <string>
 
 #include "favor/error.hpp"
@@ -10,7 +9,7 @@
 #include "favor/engine/factored_attention.hpp"
 #include "favor/engine/codebook_state.hpp"
 #include "favor/thread_plan.hpp"
-#include "favor/features/structured_projection.hpp"
+#include "favor/tensor/work.hpp"
 
 namespace favor {
 
@@ -34,28 +33,6 @@ void for_each_head(Index count, double multiply_adds, F&& fn) {
 // Rows (the second-to-last dim) and cols (the last) of a tensor.
 Index rows_of(const std::vector<Index>& dims) { return dims[dims.size() - 2]; }
 double cols_of(const std::vector<Index>& dims) { return static_cast<double>(dims.back()); }
-
-// Multiply-adds of one query head's softmax attention (L x S scores and their use; half when
-// causal) and of a random-feature or codebook head (rows x features x (d + dv) for its queries and
-// its keys).
-double exact_work(Index L, Index S, double d, double dv, bool causal) {
-  return static_cast<double>(L) * static_cast<double>(S) * (d + dv) * (causal ? 0.5 : 1.0);
-}
-double factored_work(Index rows, Index features, double d, double dv) {
-  return static_cast<double>(rows) * static_cast<double>(features) * (d + dv);
-}
-// A random-feature head's: per row, its projections (m d by the GEMM; for a sampled structured W,
-// three fast Walsh-Hadamard transforms of p log2 p per block of d of them) and its features'
-// products with v (M dv).
-double favor_work(const FeatureMap& map, Index rows, double dv) {
-  const double m = static_cast<double>(map.num_projections()), d = static_cast<double>(map.dim());
-  double projection = m * d;
-  if (map.sampling() == Sampling::structured && !map.explicit_projection()) {
-    const double p = static_cast<double>(structured::padded_dim(map.dim()));
-    projection = std::ceil(m / d) * 3.0 * p * std::log2(p);
-  }
-  return static_cast<double>(rows) * (projection + static_cast<double>(map.num_features()) * dv);
-}
 
 using ConstMap = Eigen::Map<const Matrix>;
 using Map = Eigen::Map<Matrix>;
