@@ -98,21 +98,15 @@ test('threadsUsed() tells how many threads calls took since it was last asked', 
   // An exact cache's step gives each head a thread when a head's step is worth one (1,025 keys
   // x 128 multiply-adds are); a one-head cache's prefill takes every thread for its query blocks,
   // and its step, worth less than a thread, wakes none.
-  const cache = two.createCausalState({ method: 'exact' });
-  cache.append(large, large, large);
-  assert.equal(two.threadsUsed(), 2, "an exact cache's prefill of 4 heads x 1024 positions");
-  const row = sliceRows(large, 0, 1);
-  cache.append(row, row, row);
-  assert.equal(two.threadsUsed(), 2, 'and its step of 4 heads');
-  cache.dispose();
-  const single = normalTensor([1, 2048, 64], 6);
-  const lone = two.createCausalState({ method: 'exact' });
-  lone.append(single, single, single);
-  assert.equal(two.threadsUsed(), 2, 'a prefill of one head of 2048 positions');
-  const step1 = sliceRows(single, 0, 1);
-  lone.append(step1, step1, step1);
-  assert.equal(two.threadsUsed(), 1, 'and its step');
-  lone.dispose();
+  for (const [prefill, stepThreads, what] of [[large, 2, '4 heads x 1024 positions'], [normalTensor([1, 2048, 64], 6), 1, 'one head of 2048 positions']]) {
+    const cache = two.createCausalState({ method: 'exact' });
+    cache.append(prefill, prefill, prefill);
+    assert.equal(two.threadsUsed(), 2, `an exact cache's prefill of ${what}`);
+    const row = sliceRows(prefill, 0, 1);
+    cache.append(row, row, row);
+    assert.equal(two.threadsUsed(), stepThreads, `and its step (${what})`);
+    cache.dispose();
+  }
 });
 
 test('bad threads values are rejected with the argument named', async () => {
