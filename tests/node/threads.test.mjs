@@ -73,10 +73,23 @@ test('threadsUsed() tells how many threads calls took since it was last asked', 
   assert.equal(one.threadsUsed(), 1, 'the single-threaded build');
   assert.equal(two.threadsUsed(), 1, 'instances count apart');
 
+  // At most one thread per block of rows the work splits into: one head of 128 rows is one block
+  // of the random-feature engine (its work, 8.4 million multiply-adds at m = 256, would be worth
+  // 16 threads), 256 rows are two; exact attention's blocks are 64 rows.
+  const wide = two.createFeatureMap({ dim: 64, features: 256, seed: 2 });
+  for (const [L, favorThreads] of [[128, 1], [256, 2]]) {
+    const h = normalTensor([1, L, 64], 8);
+    two.favorAttention(h, h, h, { featureMap: wide });
+    assert.equal(two.threadsUsed(), favorThreads, `FAVOR+, one head of ${L} rows`);
+    two.exactAttention(h, h, h);
+    assert.equal(two.threadsUsed(), 2, `exact, one head of ${L} rows`);
+  }
+  wide.dispose();
   // A structured W projects by transforms: 3 p log2 p = 1,152 multiply-adds a row for 64
   // projections of d = 64, against 4,096 by the GEMM. With the products by v (4,096 a row), 192
-  // rows are worth 3 threads with a dense W and 1.92 with a structured one: 2 and 1 on two.
-  const x = normalTensor([96, 64], 4);
+  // rows (2 heads of 48 queries and 48 keys) are worth 3 threads with a dense W and 1.92 with a
+  // structured one: 2 and 1 on two.
+  const x = normalTensor([2, 48, 64], 4);
   for (const [sampling, expected] of [['orthogonal', 2], ['structured', 1]]) {
     const featureMap = two.createFeatureMap({ dim: 64, features: 64, sampling, seed: 1 });
     two.favorAttention(x, x, x, { featureMap });

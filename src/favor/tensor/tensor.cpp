@@ -1,5 +1,6 @@
 #include "favor/tensor.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "favor/error.hpp"
@@ -16,13 +17,15 @@ namespace favor {
 namespace {
 
 // Runs fn(h) for every index (heads, or key/value heads with their query heads) on at most the
-// threads `multiply_adds` of work is worth (thread_plan.hpp). Indices are independent (each
-// writes only its slices of out), so they go to threads; when there are fewer of them than
-// threads, the threads left over help with the parallel loops inside each (the results are the
-// same either way).
+// threads `multiply_adds` of work is worth (thread_plan.hpp), and at most one per block: `blocks`
+// counts the pieces the call's work can be split into (its heads' blocks of rows), so that a
+// small head, whose few blocks leave the other threads nothing to do, wakes none. Indices are
+// independent (each writes only its slices of out), so they go to threads; when there are fewer
+// of them than threads, the threads left over help with the parallel loops inside each (the
+// results are the same either way).
 template <class F>
-void for_each_head(Index count, double multiply_adds, F&& fn) {
-  const ThreadLimit limit(threads_for_work(multiply_adds));
+void for_each_head(Index count, double multiply_adds, Index blocks, F&& fn) {
+  const ThreadLimit limit(static_cast<int>(std::min<Index>(threads_for_work(multiply_adds), std::max<Index>(1, blocks))));
   if (count > 1) {
     parallel_for(count, fn);
   } else if (count == 1) {
@@ -33,6 +36,11 @@ void for_each_head(Index count, double multiply_adds, F&& fn) {
 // Rows (the second-to-last dim) and cols (the last) of a tensor.
 Index rows_of(const std::vector<Index>& dims) { return dims[dims.size() - 2]; }
 double cols_of(const std::vector<Index>& dims) { return static_cast<double>(dims.back()); }
+
+// Blocks of `block` rows in `heads` heads of `rows` rows: what a call's work splits into (exact
+// attention's query blocks of 64 rows; the random-feature and codebook engines' key chunks and
+// query blocks of 128).
+Index row_blocks(Index heads, Index rows, Index block) { return heads * ((rows + block - 1) / block); }
 
 using ConstMap = Eigen::Map<const Matrix>;
 using Map = Eigen::Map<Matrix>;
@@ -167,7 +175,7 @@ void exact_attention(const ConstTensorView& q, const ConstTensorView& k, const C
   const auto masks = key_mask_rows(key_mask, k.dims);
   check_values(q, "q"), check_values(k, "k"), check_values(v, "v");
   const double work = g.query_heads * exact_work(rows_of(q.dims), rows_of(k.dims), cols_of(q.dims), cols_of(v.dims), options.causal);
-  for_each_head(g.query_heads, work, [&](Index h) {
+  for_each_head(g.query_heads, work, row_blocks(g.query_heads, rows_of(q.dims), 64), [&](Index h) {
     const Index kv = g.kv_of(h);
     exact_attention(head(q, h), head(k, kv), head(v, kv), head(out, h), for_kv_head(options, masks, kv));
   });
@@ -181,7 +189,7 @@ void attention_matrix(const ConstTensorView& q, const ConstTensorView& k, const 
   const auto masks = key_mask_rows(key_mask, k.dims);
   check_values(q, "q"), check_values(k, "k");
   const double work = g.query_heads * exact_work(rows_of(q.dims), rows_of(k.dims), cols_of(q.dims), 0.0, options.causal);
-  for_each_head(g.query_heads, work, [&](Index h) {
+  for_each_head(g.query_heads, work, g.query_heads, [&](Index h) {
     const Index kv = g.kv_of(h);
     attention_matrix(head(q, h), head(k, kv), head(out, h), for_kv_head(options, masks, kv));
   });
@@ -229,7 +237,7 @@ void favor_attention(const FeatureMap& map, const ConstTensorView& q, const Cons
   if (!after) check_inputs();
   const double work = favor_work(map, g.query_heads * rows_of(q.dims) + g.kv_heads * rows_of(k.dims), cols_of(v.dims));
   try {
-    for_each_head(g.kv_heads, work, [&](Index kv) {
+    for_each_head(g.kv_heads, work, row_blocks(g.query_heads, std::max(rows_of(q.dims), rows_of(k.dims)), 128), [&](Index kv) {
       const QueryGroup group = query_group(g, kv, q, out);
       favor_attention(map, group.qs, head(k, kv), head(v, kv), group.outs, for_kv_head(options, masks, kv));
     });
@@ -250,7 +258,7 @@ void favor_attention_matrix(const FeatureMap& map, const ConstTensorView& q,
   check_values(q, "q"), check_values(k, "k");
   const double work = g.query_heads * (favor_work(map, rows_of(q.dims) + rows_of(k.dims), 0.0) +
                                        exact_work(rows_of(q.dims), rows_of(k.dims), static_cast<double>(map.num_features()), 0.0, options.causal));
-  for_each_head(g.query_heads, work, [&](Index h) {
+  for_each_head(g.query_heads, work, g.query_heads, [&](Index h) {
     const Index kv = g.kv_of(h);
     favor_attention_matrix(map, head(q, h), head(k, kv), head(out, h), for_kv_head(options, masks, kv));
   });
@@ -296,14 +304,14 @@ void codebook_attention(const ConstTensorView& codebook, const ConstTensorView& 
                                     cols_of(q.dims), cols_of(v.dims));
   if (layout == CodebookLayout::per_query_head && g.group() > 1) {
     // One codebook per query head: the keys' responsibilities differ per head, nothing to share.
-    for_each_head(g.query_heads, work, [&](Index h) {
+    for_each_head(g.query_heads, work, row_blocks(g.query_heads, std::max(rows_of(q.dims), rows_of(k.dims)), 128), [&](Index h) {
       const Index kv = g.kv_of(h);
       codebook_attention(head(codebook, h), head(q, h), head(k, kv), head(v, kv), head(out, h),
                          for_kv_head(options, masks, kv));
     });
     return;
   }
-  for_each_head(g.kv_heads, work, [&](Index kv) {
+  for_each_head(g.kv_heads, work, row_blocks(g.query_heads, std::max(rows_of(q.dims), rows_of(k.dims)), 128), [&](Index kv) {
     const QueryGroup group = query_group(g, kv, q, out);
     codebook_attention(head(codebook, layout == CodebookLayout::shared ? 0 : kv), group.qs, head(k, kv), head(v, kv),
                        group.outs, for_kv_head(options, masks, kv));
@@ -321,7 +329,7 @@ void codebook_attention_matrix(const ConstTensorView& codebook, const ConstTenso
   check_values(q, "q"), check_values(k, "k");
   const double work = g.query_heads * (factored_work(rows_of(q.dims) + rows_of(k.dims), rows_of(codebook.dims), cols_of(q.dims), 0.0) +
                                        exact_work(rows_of(q.dims), rows_of(k.dims), static_cast<double>(rows_of(codebook.dims)), 0.0, options.causal));
-  for_each_head(g.query_heads, work, [&](Index h) {
+  for_each_head(g.query_heads, work, g.query_heads, [&](Index h) {
     const Index kv = g.kv_of(h);
     const Index c = layout == CodebookLayout::shared ? 0 : layout == CodebookLayout::per_query_head ? h : kv;
     codebook_attention_matrix(head(codebook, c), head(q, h), head(k, kv), head(out, h), for_kv_head(options, masks, kv));
@@ -344,7 +352,7 @@ void kmeans(const ConstTensorView& points, const TensorView& out, const KMeansOp
   check_values(points, "k");
   const double work = heads(points.dims) * factored_work(rows_of(points.dims), options.clusters, cols_of(points.dims), 0.0) *
                       static_cast<double>(options.iterations);
-  for_each_head(heads(points.dims), work, [&](Index h) { head(out, h) = kmeans(head(points, h), options).centroids; });
+  for_each_head(heads(points.dims), work, heads(points.dims), [&](Index h) { head(out, h) = kmeans(head(points, h), options).centroids; });
 }
 
 MatrixErrors compare(const ConstTensorView& exact, const ConstTensorView& approx) {
