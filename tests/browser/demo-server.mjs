@@ -1,5 +1,6 @@
 // The demo's Vite dev server on a free loopback port, with the headers `npm start` sends
 // (demo/vite.config.js): { base (its URL), close() }.
+import assert from 'node:assert/strict';
 import { dirname, join } from 'node:path';
 import { after, before } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -41,4 +42,14 @@ export function demoInChromium() {
     await server?.close();
   });
   return (query, options) => openDemoPage(browser, `${server.base}${query}`, options);
+}
+
+// Asserts that the page's query string matches `pattern` (or, with absent, does not), once it
+// does or after 5 s: the page writes its URL in a task of its own after the panels are drawn.
+export async function assertUrl(page, pattern, { absent = false } = {}) {
+  await page.waitForFunction(([source, flags, absent]) => new RegExp(source, flags).test(location.search) !== absent,
+    [pattern.source, pattern.flags, absent], { timeout: 5000 }).catch(() => {});
+  const search = await page.evaluate(() => location.search);
+  if (absent) assert.doesNotMatch(search, pattern);
+  else assert.match(search, pattern);
 }

@@ -14,7 +14,7 @@ import { createServer as createHttpServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, extname, normalize } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startDemoServer } from './demo-server.mjs';
+import { startDemoServer, assertUrl } from './demo-server.mjs';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
@@ -173,7 +173,7 @@ test('changing m and the sampling mode changes the heatmaps and the error figure
   assert.notEqual(s2.approx, s1.approx, 'Â changed with the sampling mode');
   assert.notEqual(s2.diff, s1.diff);
   assert.notEqual(s2.text, s1.text, 'the error figures changed with the sampling mode');
-  assert.match(await page.evaluate(() => location.search), /m=256&kernel=positive&sampling=iid/);
+  await assertUrl(page, /m=256&kernel=positive&sampling=iid/);
   assert.deepEqual(problems, []);
   await page.close();
 });

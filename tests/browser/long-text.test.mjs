@@ -11,7 +11,7 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { demoInChromium } from './demo-server.mjs';
+import { demoInChromium, assertUrl } from './demo-server.mjs';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
@@ -134,7 +134,7 @@ test('a long-context model on a text longer than the heatmaps\' window: the last
   assert.match(r.inspector, /^query i = 255: KL\(A_i ‖ Â_i\) = .* over all 600 keys; plotted: the last 256/);
   assert.match(r.line, /on keys before it$/);
   assert.ok(r.bpc > 0 && Number.isFinite(r.bpc), `bits per character ${r.bpc}`);
-  assert.match(await page.evaluate(() => location.search), /model=long-softmax/);
+  await assertUrl(page, /model=long-softmax/);
   // generation side by side goes on from the whole text (rotary positions do not end at 256)
   await page.fill('#gen-n', '20');
   await page.click('#gen-run');

@@ -11,7 +11,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { demoInChromium } from './demo-server.mjs';
+import { demoInChromium, assertUrl } from './demo-server.mjs';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
@@ -102,7 +102,7 @@ test('typing changes the heatmaps and the bits per character; layer and head sel
   const picked = await read(page);
   assert.equal(picked.pressed, 2 * 4 + 3);
   assert.notEqual(picked.exactHash, typed.exactHash, 'another head shows another matrix');
-  assert.match(await page.evaluate(() => location.search), /layer=2&head=3/);
+  await assertUrl(page, /layer=2&head=3/);
   // and by clicking a cell of the grid
   await page.click('#heads-grid button:nth-child(6)');
   await page.waitForFunction(() => window.__favorDemo.idle && document.querySelector('#layer').value === '1' && document.querySelector('#head').value === '1');

@@ -12,7 +12,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { demoInChromium } from './demo-server.mjs';
+import { demoInChromium, assertUrl } from './demo-server.mjs';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
@@ -106,7 +106,7 @@ test('typing at the end of the default text changes it; the model reads the last
   assert.match(after.note, /reads the last 256 of 270 characters/);
   assert.match(after.topTitle, /to the tiller”$/);
   assert.notEqual(after.exact, before.exact);
-  assert.match(await page.evaluate(() => location.search), /text=.*tiller/);
+  await assertUrl(page, /text=.*tiller/);
   assert.deepEqual(problems, []);
   await page.close();
 });
@@ -144,7 +144,7 @@ test('a picked row stays; editing the text returns the row to the last character
   await page.fill('#row', '40');
   await page.press('#row', 'Enter');
   await page.waitForFunction(() => document.querySelector('#top-title').dataset.row === '40');
-  assert.match(await page.evaluate(() => location.search), /row=40/);
+  await assertUrl(page, /row=40/);
   await page.focus('#text');
   await page.keyboard.press('Control+End');
   await page.keyboard.press('Backspace');
@@ -153,7 +153,7 @@ test('a picked row stays; editing the text returns the row to the last character
   assert.equal(r.L, 255);
   assert.equal(r.topRow, 254);
   assert.equal(r.rowBox, '254');
-  assert.doesNotMatch(await page.evaluate(() => location.search), /row=/);
+  await assertUrl(page, /row=/, { absent: true });
   assert.deepEqual(problems, []);
   await page.close();
 });
