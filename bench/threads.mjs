@@ -86,20 +86,25 @@ function runOurs(favor, c, featureMap, T) {
 
 // Decode: a prefill of L positions, then bursts of 400 appends of one position, in tokens per
 // second. Every T's state at once, the bursts of a round in turn (the order rotating), so that a
-// machine whose speed drifts (a shared host) moves every T alike.
-function decodeRates(decoders) {
-  const x = new Map(decoders.map((s) => [s, tensor([s.H, 1, d], 4)]));
-  for (const s of decoders) for (let i = 0; i < 200; ++i) s.state.append(x.get(s), x.get(s), x.get(s));
+// machine whose speed drifts (a shared host) moves every T alike. Each decoder's rate, and the
+// threads its steps took (in the warm-up), are set on it.
+function measureDecoders(decoders) {
+  for (const s of decoders) {
+    s.x = tensor([s.H, 1, d], 4);
+    s.favor.threadsUsed();
+    for (let i = 0; i < 200; ++i) s.state.append(s.x, s.x, s.x);
+    s.used = s.favor.threadsUsed();
+  }
   const rates = decoders.map(() => []);
   for (let r = 0; r < reps; ++r) {
     for (let j = 0; j < decoders.length; ++j) {
-      const i = (j + r) % decoders.length, s = decoders[i], xi = x.get(s);
+      const i = (j + r) % decoders.length, s = decoders[i];
       const steps = 400, t0 = performance.now();
-      for (let n = 0; n < steps; ++n) s.state.append(xi, xi, xi);
+      for (let n = 0; n < steps; ++n) s.state.append(s.x, s.x, s.x);
       rates[i].push(steps / ((performance.now() - t0) / 1000));
     }
   }
-  return rates.map(median);
+  decoders.forEach((s, i) => { s.rate = median(rates[i]); });
 }
 
 // onnxruntime-web's MatMul graphs (bench/onnx/), one head. Its thread count is fixed when its
@@ -177,13 +182,11 @@ async function measure() {
       favor.dispose();
     }
   }
-  const rates = decodeRates(decoders);
-  decoders.forEach((s, i) => {
-    s.favor.threadsUsed();
-    s.state.append(tensor([s.H, 1, d], 4), tensor([s.H, 1, d], 4), tensor([s.H, 1, d], 4));
-    report({ id: s.id, label: CASES[s.id].label, threads: s.T, ours: rates[i], used: s.favor.threadsUsed(), peer: null });
+  measureDecoders(decoders);
+  for (const s of decoders) {
+    report({ id: s.id, label: CASES[s.id].label, threads: s.T, ours: s.rate, used: s.used, peer: null });
     s.state.dispose();
-  });
+  }
   for (const favor of new Set(decoders.map((s) => s.favor))) favor.dispose();
   return results;
 }

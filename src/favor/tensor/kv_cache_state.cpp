@@ -194,13 +194,12 @@ class KvCacheState final : public StateImpl {
     const Index visible = window_ ? std::min(seen, window_) : seen;
     const double head_work = static_cast<double>(n * visible * (d + dv));
     const int threads = threads_for_parts(g.query_heads, head_work);
+    // Heads not split among threads run in turn, each one's query blocks on the threads the whole
+    // append is worth: a prefill takes them all, a decode step none.
+    const ThreadLimit limit(threads > 1 ? threads : threads_for_work(static_cast<double>(g.query_heads) * head_work));
     if (threads == 1) {
-      // The heads in turn, each one's query blocks on the threads the whole append is worth: a
-      // prefill takes them all, a decode step none.
-      const ThreadLimit limit(threads_for_work(static_cast<double>(g.query_heads) * head_work));
       for (Index h = 0; h < g.query_heads; ++h) run_head(h);
     } else {
-      const ThreadLimit limit(threads);
       parallel_for(g.query_heads, run_head);
     }
   }

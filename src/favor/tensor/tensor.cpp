@@ -37,10 +37,13 @@ void for_each_head(Index count, double multiply_adds, Index blocks, F&& fn) {
 Index rows_of(const std::vector<Index>& dims) { return dims[dims.size() - 2]; }
 double cols_of(const std::vector<Index>& dims) { return static_cast<double>(dims.back()); }
 
-// Blocks of `block` rows in `heads` heads of `rows` rows: what a call's work splits into (exact
-// attention's query blocks of 64 rows; the random-feature and codebook engines' key chunks and
-// query blocks of 128).
-Index row_blocks(Index heads, Index rows, Index block) { return heads * ((rows + block - 1) / block); }
+// What a call's work splits into, for for_each_head: exact attention's query blocks of 64 rows,
+// and the random-feature and codebook engines' key chunks and query blocks of 128 (their default
+// chunk), in every query head.
+Index exact_blocks(Index query_heads, const std::vector<Index>& q) { return query_heads * ((rows_of(q) + 63) / 64); }
+Index factored_blocks(Index query_heads, const std::vector<Index>& q, const std::vector<Index>& k) {
+  return query_heads * ((std::max(rows_of(q), rows_of(k)) + 127) / 128);
+}
 
 using ConstMap = Eigen::Map<const Matrix>;
 using Map = Eigen::Map<Matrix>;
@@ -175,7 +178,7 @@ void exact_attention(const ConstTensorView& q, const ConstTensorView& k, const C
   const auto masks = key_mask_rows(key_mask, k.dims);
   check_values(q, "q"), check_values(k, "k"), check_values(v, "v");
   const double work = g.query_heads * exact_work(rows_of(q.dims), rows_of(k.dims), cols_of(q.dims), cols_of(v.dims), options.causal);
-  for_each_head(g.query_heads, work, row_blocks(g.query_heads, rows_of(q.dims), 64), [&](Index h) {
+  for_each_head(g.query_heads, work, exact_blocks(g.query_heads, q.dims), [&](Index h) {
     const Index kv = g.kv_of(h);
     exact_attention(head(q, h), head(k, kv), head(v, kv), head(out, h), for_kv_head(options, masks, kv));
   });
@@ -237,7 +240,7 @@ void favor_attention(const FeatureMap& map, const ConstTensorView& q, const Cons
   if (!after) check_inputs();
   const double work = favor_work(map, g.query_heads * rows_of(q.dims) + g.kv_heads * rows_of(k.dims), cols_of(v.dims));
   try {
-    for_each_head(g.kv_heads, work, row_blocks(g.query_heads, std::max(rows_of(q.dims), rows_of(k.dims)), 128), [&](Index kv) {
+    for_each_head(g.kv_heads, work, factored_blocks(g.query_heads, q.dims, k.dims), [&](Index kv) {
       const QueryGroup group = query_group(g, kv, q, out);
       favor_attention(map, group.qs, head(k, kv), head(v, kv), group.outs, for_kv_head(options, masks, kv));
     });
@@ -304,14 +307,14 @@ void codebook_attention(const ConstTensorView& codebook, const ConstTensorView& 
                                     cols_of(q.dims), cols_of(v.dims));
   if (layout == CodebookLayout::per_query_head && g.group() > 1) {
     // One codebook per query head: the keys' responsibilities differ per head, nothing to share.
-    for_each_head(g.query_heads, work, row_blocks(g.query_heads, std::max(rows_of(q.dims), rows_of(k.dims)), 128), [&](Index h) {
+    for_each_head(g.query_heads, work, factored_blocks(g.query_heads, q.dims, k.dims), [&](Index h) {
       const Index kv = g.kv_of(h);
       codebook_attention(head(codebook, h), head(q, h), head(k, kv), head(v, kv), head(out, h),
                          for_kv_head(options, masks, kv));
     });
     return;
   }
-  for_each_head(g.kv_heads, work, row_blocks(g.query_heads, std::max(rows_of(q.dims), rows_of(k.dims)), 128), [&](Index kv) {
+  for_each_head(g.kv_heads, work, factored_blocks(g.query_heads, q.dims, k.dims), [&](Index kv) {
     const QueryGroup group = query_group(g, kv, q, out);
     codebook_attention(head(codebook, layout == CodebookLayout::shared ? 0 : kv), group.qs, head(k, kv), head(v, kv),
                        group.outs, for_kv_head(options, masks, kv));
