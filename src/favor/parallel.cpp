@@ -45,8 +45,11 @@ void prepare_exception_state() {
 
 // Helper threads started once and kept: in Emscripten starting a std::thread per region cost as
 // much as a short region's work. A region is one job: the caller and the first
-// threads - 1 helpers take its indices one at a time (work per index may vary, and which thread
-// runs an index never changes what it computes); the caller returns when they are all done.
+// threads - 1 helpers take its indices one at a time, each first from its home range
+// (home_range: the same indices at every call of the same shape, so a decoder's state per head
+// stays in the cache of the core that updates it), then from what is left of the others' (work
+// per index may vary, and which thread runs an index never changes what it computes); the caller
+// returns when they are all done.
 //
 // Threads spin a while before they sleep, both the helpers between jobs and the caller waiting
 // for them: a wake-up through a futex took tens of microseconds here (Node, Chromium), as long as
@@ -66,7 +69,12 @@ class Pool {
     const int indices = static_cast<int>(std::min<Index>(count, threads));
     job_.share = (threads + indices - 1) / indices;
     job_.in_flight.store(0, std::memory_order_relaxed);
-    job_.next.store(0, std::memory_order_relaxed);
+    job_.range = ranges_, job_.ranges = helpers + 1;
+    for (int p = 0; p <= helpers; ++p) {
+      const auto [begin, end] = home_range(count, helpers + 1, p);
+      ranges_[p].next.store(begin, std::memory_order_relaxed);
+      ranges_[p].end = end;
+    }
     job_.failed.store(false, std::memory_order_relaxed);
     job_.error_index = count, job_.error = nullptr;
     const std::uint64_t sequence = (ticket_.load(std::memory_order_relaxed) >> kHelperBits) + 1;
@@ -80,7 +88,7 @@ class Pool {
         std::lock_guard<std::mutex> lock(mutex_);
         sleep_[id].wake.notify_one();
       }
-    work(job_);
+    work(job_, 0);
     help_until_done(job_);
     const auto none_working = [this] { return (active_.load() & kJoinedMask) == 0; };
     if ((active_.fetch_or(kClosed) & kJoinedMask) && !spin_until(none_working, kCallerSpin)) {
@@ -98,6 +106,9 @@ class Pool {
   bool run_nested(Index count, void (*call)(void*, Index), void* context) {
     Job job;
     job.call = call, job.context = context, job.count = count, job.error_index = count;
+    Range all;
+    all.end = count;
+    job.range = &all;
     Slot* slot = nullptr;
     for (Slot& s : slots_) {
       std::unique_lock<std::mutex> lock(s.mutex, std::try_to_lock);
@@ -108,7 +119,7 @@ class Pool {
       }
     }
     if (!slot) return false;
-    work(job);
+    work(job, 0);
     {
       std::lock_guard<std::mutex> lock(slot->mutex);
       slot->job.store(nullptr, std::memory_order_relaxed);  // no helper joins after this
@@ -161,11 +172,18 @@ class Pool {
   // 2-vCPU VM, when the host runs both vCPUs on one core).
   static constexpr std::chrono::microseconds kHelperSpin{100}, kCallerSpin{100}, kHelperNap{50};
 
+  // A share of a job's indices: [next, end) left to take.
+  struct alignas(64) Range {
+    std::atomic<Index> next{0};
+    Index end = 0;
+  };
+
   struct Job {
     void (*call)(void*, Index) = nullptr;
     void* context = nullptr;
     Index count = 0;
-    std::atomic<Index> next{0};
+    Range* range = nullptr;           // its ranges: one per thread invited (a nested job: one)
+    int ranges = 1;
     std::atomic<Index> in_flight{0};  // indices taken and not finished
     std::atomic<int> joined{0};       // a nested job's helpers still in it
     std::atomic<bool> failed{false};
@@ -224,7 +242,7 @@ class Pool {
       seen = ticket;
       invited = id < static_cast<int>(ticket & kMaxHelpers);
       if (!invited || !join(ticket >> kHelperBits)) continue;
-      work(job_);
+      work(job_, id + 1);
       help_until_done(job_);
       if (((active_.fetch_sub(1) - 1) & kJoinedMask) == 0 && caller_sleeps_.load()) {
         { std::lock_guard<std::mutex> lock(mutex_); }
@@ -242,28 +260,33 @@ class Pool {
     return false;
   }
 
-  void work(Job& job) {
+  // Thread `self` of the job (the caller 0, helper h h + 1) takes the indices of its own range,
+  // then those left in the others'.
+  void work(Job& job, int self) {
     const bool nested = t_in_parallel;
     const int share = t_share;
     t_in_parallel = true;
     t_share = job.share;
-    while (!job.failed.load(std::memory_order_relaxed)) {
-      // Counted in flight before it is taken: a thread that finds none in flight after the last
-      // index was taken knows every index has finished.
-      job.in_flight.fetch_add(1);
-      const Index i = job.next++;
-      if (i >= job.count) {
+    for (int r = 0; r < job.ranges; ++r) {
+      Range& range = job.range[(self + r) % job.ranges];
+      while (!job.failed.load(std::memory_order_relaxed)) {
+        // Counted in flight before it is taken: a thread that finds none in flight after every
+        // range's last index was taken knows every index has finished.
+        job.in_flight.fetch_add(1);
+        const Index i = range.next++;
+        if (i >= range.end) {
+          job.in_flight.fetch_sub(1);
+          break;
+        }
+        try {
+          job.call(job.context, i);
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(error_mutex_);
+          if (i < job.error_index) job.error_index = i, job.error = std::current_exception();
+          job.failed = true;
+        }
         job.in_flight.fetch_sub(1);
-        break;
       }
-      try {
-        job.call(job.context, i);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(error_mutex_);
-        if (i < job.error_index) job.error_index = i, job.error = std::current_exception();
-        job.failed = true;
-      }
-      job.in_flight.fetch_sub(1);
     }
     t_in_parallel = nested;
     t_share = share;
@@ -296,10 +319,10 @@ class Pool {
       {
         std::lock_guard<std::mutex> lock(slot.mutex);
         job = slot.job.load(std::memory_order_relaxed);
-        if (!job || job->failed.load() || job->next.load() >= job->count) continue;
+        if (!job || job->failed.load() || job->range->next.load() >= job->range->end) continue;
         job->joined.fetch_add(1);
       }
-      work(*job);
+      work(*job, 0);
       job->joined.fetch_sub(1, std::memory_order_release);
       return true;
     }
@@ -313,6 +336,7 @@ class Pool {
   alignas(64) std::atomic<std::uint64_t> active_{0};
   std::atomic<bool> caller_sleeps_{false};
   Job job_;
+  Range ranges_[kHelperLimit + 1];
   Slot slots_[kSlots];
   Sleep sleep_[kHelperLimit];
 };
@@ -366,6 +390,11 @@ FeatureBlocks plan_feature_blocks(Index segments, Index features, int threads, I
     plan.starts.push_back(plan.starts.back() + (quanta / blocks + (b < quanta % blocks ? 1 : 0)) * quantum);
   plan.starts.back() = features;
   return plan;
+}
+
+std::pair<Index, Index> home_range(Index count, int threads, int thread) {
+  if (count < threads) return {std::min<Index>(thread, count), std::min<Index>(thread + 1, count)};
+  return {count * thread / threads, count * (thread + 1) / threads};
 }
 
 ThreadLimit::ThreadLimit(int threads) : previous_(t_limit) { t_limit = std::max(1, threads); }

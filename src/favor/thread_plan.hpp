@@ -2,6 +2,7 @@
 // whose work would not repay waking them all limits them first.
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "favor/types.hpp"
@@ -35,6 +36,14 @@ struct FeatureBlocks {
   Index width(Index b) const { return starts[static_cast<std::size_t>(b) + 1] - starts[static_cast<std::size_t>(b)]; }
 };
 FeatureBlocks plan_feature_blocks(Index segments, Index features, int threads, Index quantum);
+
+// The indices [begin, end) of a region of `count` that thread `thread` of `threads` (the caller
+// 0) takes first, before it helps with what is left of the others' ranges: contiguous, sizes
+// within one of each other, index t its own for thread t where there are fewer indices than
+// threads. The same index goes to the same thread at every call of the same shape, so a thread
+// that keeps a part's data in its cache (a decoder's state per head) finds it there at the next
+// call.
+std::pair<Index, Index> home_range(Index count, int threads, int thread);
 
 // The regions this thread starts while it lives use at most `threads` threads (>= 1).
 class ThreadLimit {

@@ -1,8 +1,9 @@
 // The thread planning of thread_plan.hpp, for machines this 2-core one cannot be: every thread
 // count up to 64. Feature blocks cover every feature once, in whole quanta, within 2x of each
 // other in width, with at least as many parts as threads where the features allow it, so that
-// parts dealt out one at a time leave no thread idle while another has more than one left. And
-// the threads a call uses grow with its work and never pass the threads there are.
+// parts dealt out one at a time leave no thread idle while another has more than one left. A
+// region's home ranges give every index to one thread, in order and evenly. And the threads a
+// call uses grow with its work and never pass the threads there are.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -44,6 +45,26 @@ TEST(ThreadPlan, FeatureBlocksCoverBalanceAndFeedEveryThread) {
         const auto [few, many] = std::minmax_element(per_thread.begin(), per_thread.end());
         EXPECT_LE(*many - *few, 1) << at;
       }
+    }
+  }
+}
+
+TEST(ThreadPlan, HomeRangesCoverEveryIndexOnceInOrder) {
+  for (int threads = 1; threads <= 64; ++threads) {
+    for (Index count : {1, 2, 3, 7, 8, 16, 63, 64, 65, 100, 1000}) {
+      const std::string at = "T " + std::to_string(threads) + " count " + std::to_string(count);
+      Index next = 0, few = count, many = 0;
+      for (int t = 0; t < threads; ++t) {
+        const auto [begin, end] = favor::home_range(count, threads, t);
+        ASSERT_EQ(begin, next) << at << " thread " << t << ": contiguous, in thread order";
+        ASSERT_LE(begin, end) << at;
+        if (t < count) ASSERT_GT(end, begin) << at << ": no thread without an index while there are enough";
+        if (count < threads && t < count) ASSERT_EQ(begin, t) << at << ": index t is thread t's";
+        few = std::min(few, end - begin), many = std::max(many, end - begin);
+        next = end;
+      }
+      EXPECT_EQ(next, count) << at << ": every index once";
+      EXPECT_LE(many - few, 1) << at << ": sizes within one";
     }
   }
 }
