@@ -27,9 +27,10 @@ namespace detail {
 void run_parallel(Index count, void (*call)(void*, Index), void* context);
 }
 
-// Runs fn(i) for every i in [0, count), in no fixed order. Blocks until all are done. Of the
-// exceptions fn throws, the one of the lowest index is rethrown here once the others stop
-// (indices not yet started then never start). Inside a parallel region (fn calling
+// Runs fn(i) for every i in [0, count), in no fixed order. Blocks until all are done. Once an
+// index throws, indices above it that have not started never start, those below it still run,
+// and the exception of the lowest index that threw is rethrown here: the one a serial loop would
+// meet. Inside a parallel region (fn calling
 // parallel_for) the inner loop is offered to the region's threads that have run out of indices,
 // so it may run on several threads.
 template <class F>

@@ -75,8 +75,7 @@ class Pool {
       ranges_[p].next.store(begin, std::memory_order_relaxed);
       ranges_[p].end = end;
     }
-    job_.failed.store(false, std::memory_order_relaxed);
-    job_.error_index = count, job_.error = nullptr;
+    job_.error_index.store(count, std::memory_order_relaxed), job_.error = nullptr;
     const std::uint64_t sequence = (ticket_.load(std::memory_order_relaxed) >> kHelperBits) + 1;
     active_.store(sequence << kSequenceShift, std::memory_order_relaxed);  // open, none joined
     ticket_.store((sequence << kHelperBits) | static_cast<std::uint64_t>(helpers));
@@ -105,7 +104,7 @@ class Pool {
   // run here as well; returns once every index has finished (false: no free slot, run it serially).
   bool run_nested(Index count, void (*call)(void*, Index), void* context) {
     Job job;
-    job.call = call, job.context = context, job.count = count, job.error_index = count;
+    job.call = call, job.context = context, job.count = count, job.error_index.store(count, std::memory_order_relaxed);
     Range all;
     all.end = count;
     job.range = &all;
@@ -186,9 +185,8 @@ class Pool {
     int ranges = 1;
     std::atomic<Index> in_flight{0};  // indices taken and not finished
     std::atomic<int> joined{0};       // a nested job's helpers still in it
-    std::atomic<bool> failed{false};
     int share = 1;                    // threads per index, for available_threads() inside
-    Index error_index = 0;
+    std::atomic<Index> error_index{0};  // the lowest index that threw (count: none), under error_mutex_
     std::exception_ptr error;
   };
 
@@ -269,12 +267,14 @@ class Pool {
     t_share = job.share;
     for (int r = 0; r < job.ranges; ++r) {
       Range& range = job.range[(self + r) % job.ranges];
-      while (!job.failed.load(std::memory_order_relaxed)) {
+      for (;;) {
         // Counted in flight before it is taken: a thread that finds none in flight after every
-        // range's last index was taken knows every index has finished.
+        // range's last index was taken knows every index has finished. Once an index has thrown,
+        // only those below it still run (a range's indices ascend: the rest of it is passed
+        // over), so the error rethrown is the lowest index's, the one a serial loop meets.
         job.in_flight.fetch_add(1);
         const Index i = range.next++;
-        if (i >= range.end) {
+        if (i >= range.end || i > job.error_index.load(std::memory_order_relaxed)) {
           job.in_flight.fetch_sub(1);
           break;
         }
@@ -282,8 +282,8 @@ class Pool {
           job.call(job.context, i);
         } catch (...) {
           std::lock_guard<std::mutex> lock(error_mutex_);
-          if (i < job.error_index) job.error_index = i, job.error = std::current_exception();
-          job.failed = true;
+          if (i < job.error_index.load(std::memory_order_relaxed))
+            job.error_index.store(i, std::memory_order_relaxed), job.error = std::current_exception();
         }
         job.in_flight.fetch_sub(1);
       }
@@ -319,7 +319,7 @@ class Pool {
       {
         std::lock_guard<std::mutex> lock(slot.mutex);
         job = slot.job.load(std::memory_order_relaxed);
-        if (!job || job->failed.load() || job->range->next.load() >= job->range->end) continue;
+        if (!job || job->range->next.load() >= job->range->end) continue;
         job->joined.fetch_add(1);
       }
       work(*job, 0);

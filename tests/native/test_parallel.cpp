@@ -153,6 +153,28 @@ TEST(Parallel, WorkerExceptionReachesTheCaller) {
   }
 }
 
+// The error is the serial one whichever thread throws first: here index 25 throws at once and
+// index 15 only after the indices before it have slept, yet 15's exception is the one rethrown,
+// and every index below it ran.
+TEST(Parallel, LowestThrowingIndexWinsWhicheverThrowsFirst) {
+  for (int threads : {1, 2, 3, 4}) {
+    Threads t(threads);
+    std::vector<std::atomic<int>> hits(60);
+    try {
+      favor::parallel_for(static_cast<Index>(hits.size()), [&](Index i) {
+        ++hits[static_cast<std::size_t>(i)];
+        if (i < 15) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        if (i == 15 || i == 25) throw std::runtime_error("index " + std::to_string(i));
+      });
+      ADD_FAILURE() << "no exception with " << threads << " threads";
+    } catch (const std::runtime_error& e) {
+      EXPECT_STREQ(e.what(), "index 15") << threads << " threads";
+    }
+    for (std::size_t i = 0; i <= 15; ++i) EXPECT_EQ(hits[i].load(), 1) << "index " << i << ", " << threads << " threads";
+    for (auto& h : hits) EXPECT_LE(h.load(), 1);
+  }
+}
+
 TEST(Parallel, CoreErrorsKeepTheirType) {
   Threads t(2);
   try {
