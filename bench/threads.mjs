@@ -84,6 +84,20 @@ function runOurs(favor, c, featureMap, T) {
   return timeCall(() => favor.favorAttention(q, k, v, { featureMap, causal: !!c.causal, out }));
 }
 
+// What each call of case `c` copies on the calling thread, alone, as web/heap.js does at every
+// call: its inputs into a shared buffer (the wasm heap's share of them), and its output out into
+// a fresh array (whose pages the system maps in as they are first written). No thread can share
+// this: with it serial, T threads speed a call whose one-thread time is t1 up by at most
+// t1 / (copies + (t1 - copies) / T).
+function timeCopies(c) {
+  const H = c.H, n = H * c.L * d, heap = new Float32Array(new SharedArrayBuffer(4 * 4 * n));
+  const inputs = [tensor([H, c.L, d], 1), tensor([H, c.L, d], 2), tensor([H, c.L, dv], 3)];
+  return {
+    inputs: timeCall(() => inputs.forEach((t, i) => heap.set(t.data, i * n))),
+    output: timeCall(() => heap.slice(3 * n, 4 * n)),
+  };
+}
+
 // Decode: a prefill of L positions, then bursts of 400 appends of one position, in tokens per
 // second. Every T's state at once, the bursts of a round in turn (the order rotating), so that a
 // machine whose speed drifts (a shared host) moves every T alike. Each decoder's rate, and the
@@ -182,6 +196,8 @@ async function measure() {
       favor.dispose();
     }
   }
+  results.copies = {};
+  for (const id of caseIds.filter((i) => ['favor8long', 'favor1long'].includes(i))) results.copies[id] = timeCopies(CASES[id]);
   measureDecoders(decoders);
   for (const s of decoders) {
     report({ id: s.id, label: CASES[s.id].label, threads: s.T, ours: s.rate, used: s.used, peer: null });
@@ -217,6 +233,13 @@ function machineTable(r) {
   const top = r.rows.filter((x) => x.threads === Ts[Ts.length - 1] && x.used !== undefined);
   if (top.length) {
     lines.push('', `Threads each call took at T = ${Ts[Ts.length - 1]} (\`favor.threadsUsed()\`): ${top.map((x) => `${x.label.replace(/, tokens\/s$/, '')}: ${x.used}`).join('; ')}.`);
+  }
+  const copies = Object.entries(r.copies ?? {}).map(([id, { inputs, output }]) => {
+    const t1 = r.rows.find((x) => x.id === id && x.threads === 1)?.ours, T = Ts[Ts.length - 1], copy = inputs + output;
+    return t1 ? `${CASES[id].label}: ${fmt(inputs)} ms in and ${fmt(output)} ms out (${((100 * copy) / t1).toFixed(1)}% of its time on one thread; with them serial, at most ${(t1 / (copy + (t1 - copy) / T)).toFixed(1)}× at T = ${T})` : null;
+  }).filter(Boolean);
+  if (copies.length) {
+    lines.push('', `What a call copies on the calling thread, timed alone (its inputs into a shared buffer, its output out into a fresh array whose pages the system maps in as they are first written; a call with \`out\` writes into pages already there): ${copies.join('; ')}.`);
   }
   return lines.join('\n');
 }
