@@ -107,6 +107,29 @@ TEST(DenseExponential, SymmetricParametersRotateToTheEigenbasisWithOprfPerDirect
   EXPECT_NEAR(p.log_d, log_d, 1e-5 * std::abs(log_d) + 1e-9);
 }
 
+// Past 4,096 rows the moments are summed in blocks (float sums of at most 4,096 rows, added in
+// double): the parameters still rotate 10,000 rows' moments, as float64 sums them, into their
+// eigenbasis. Tolerance 1e-4 of the norm: a float sum of 4,096 products is within 4096 u ~ 2.4e-4
+// of their absolute sum, and ~sqrt(4096) u ~ 4e-6 in practice; a block counted twice or left out
+// moves the moments by ~40%.
+TEST(DenseExponential, ParametersOfManyRowsFollowTheirFloat64Moments) {
+  std::mt19937 gen(13);
+  const Index d = 8, n = 10000;
+  const MatF x = anisotropic(n, d, gen, 0.8, 0.2), y = anisotropic(n, d, gen, 0.7, 0.1);
+  const double scale = 0.4;
+  const favor::DenseExponentialParameters p = favor::dense_exponential_parameters(Kernel::sderf, x, y, scale);
+  const MatD xd = ref::to_double(x) * std::sqrt(scale), yd = ref::to_double(y) * std::sqrt(scale);
+  const ref::VecD mx = xd.colwise().mean(), my = yd.colwise().mean();
+  const MatD both = second_moment(x, scale) + second_moment(y, scale) + mx * my.transpose() + my * mx.transpose();
+  const MatD rotated = p.query_transform * both * p.query_transform.transpose();
+  for (Index k = 0; k < d; ++k) {
+    for (Index j = 0; j < d; ++j)
+      if (j != k) EXPECT_NEAR(rotated(k, j), 0.0, 1e-4 * both.norm()) << k << ", " << j;
+    const ref::Oprf o = ref::oprf_coefficients(rotated(k, k), 1);
+    EXPECT_NEAR(p.a(k), o.a, 1e-4 * std::abs(o.a) + 1e-9) << k;
+  }
+}
+
 TEST(DenseExponential, AsymmetricParametersBalanceTheMomentsAndKeepTheDotProduct) {
   std::mt19937 gen(12);
   const Index d = 8;

@@ -8,18 +8,24 @@
 #include "favor/feature_map.hpp"
 #include "favor/features/symmetric_eigen.hpp"
 #include "favor/kernels/gemm.hpp"
+#include "favor/parallel.hpp"
+#include "favor/thread_plan.hpp"
 
 namespace favor {
 
 namespace {
 
-// Means and (uncentred) second moments of the scaled rows. The d x d sum of x x^T is a GEMM
-// (x^T times x, sums over the rows in order: the same bits in the SIMD and scalar builds) in
-// float: its rounding moves the parameters, not the estimator's unbiasedness.
+// Means and (uncentred) second moments of the scaled rows. The rows are summed in blocks of
+// kMomentRows, in parallel: a block's sum of x x^T is a GEMM in float (x^T times x, its lower
+// triangle, summed over the block's rows in order: the same bits in the SIMD and scalar builds),
+// and the blocks' sums are added in double in block order, so that the moments are the same for
+// any thread count. Float rounding moves the parameters, not the estimator's unbiasedness.
 struct Moments {
   VectorD mean;
   MatrixD second;  // mean of x x^T
 };
+
+constexpr Index kMomentRows = 4096;
 
 Moments moments(ConstMatrixRef x, double scale) {
   const Index n = x.rows(), d = x.cols();
@@ -27,16 +33,34 @@ Moments moments(ConstMatrixRef x, double scale) {
   m.mean = VectorD::Zero(d);
   m.second = MatrixD::Zero(d, d);
   if (n == 0) return m;
-  for (Index i = 0; i < n; ++i)
-    for (Index p = 0; p < d; ++p) m.mean(p) += x(i, p);
-  const Matrix xt = x.transpose();
-  Matrix sum(d, d);
-  FloatBuffer scratch;
-  gemm::gemm_nt(d, d, n, xt.data(), n, xt.data(), n, sum.data(), d, false, scratch);
+  const Index blocks = (n + kMomentRows - 1) / kMomentRows;
+  std::vector<VectorD> sums(static_cast<std::size_t>(blocks));
+  std::vector<Matrix> products(static_cast<std::size_t>(blocks));
+  const double work = 0.5 * static_cast<double>(n) * static_cast<double>(d) * static_cast<double>(d);
+  const ThreadLimit limit(static_cast<int>(std::min<Index>(blocks, threads_for_work(work))));
+  parallel_for(blocks, [&](Index b) {
+    const Index r0 = b * kMomentRows, rows = std::min(kMomentRows, n - r0);
+    VectorD& sum = sums[static_cast<std::size_t>(b)];
+    sum = VectorD::Zero(d);
+    for (Index i = r0; i < r0 + rows; ++i)
+      for (Index p = 0; p < d; ++p) sum(p) += x(i, p);
+    const Matrix xt = x.middleRows(r0, rows).transpose();
+    Matrix& product = products[static_cast<std::size_t>(b)];
+    product.resize(d, d);
+    FloatBuffer scratch;
+    gemm::gemm_nt_lower(d, d, rows, xt.data(), rows, xt.data(), rows, product.data(), d, scratch);
+  });
   const double inv = 1.0 / static_cast<double>(n);
+  for (Index b = 0; b < blocks; ++b) {
+    const VectorD& sum = sums[static_cast<std::size_t>(b)];
+    const Matrix& product = products[static_cast<std::size_t>(b)];
+    m.mean += sum;
+    for (Index q = 0; q < d; ++q)
+      for (Index p = 0; p <= q; ++p) m.second(p, q) += static_cast<double>(product(q, p));  // lower triangle
+  }
   for (Index p = 0; p < d; ++p) {
     m.mean(p) *= std::sqrt(scale) * inv;
-    for (Index q = p; q < d; ++q) m.second(p, q) = m.second(q, p) = static_cast<double>(sum(p, q)) * scale * inv;
+    for (Index q = p; q < d; ++q) m.second(p, q) = m.second(q, p) = m.second(p, q) * scale * inv;
   }
   return m;
 }
