@@ -218,6 +218,14 @@ TEST(FeatureMapFormula, OprfRhoAndCoefficients) {
   const MatF x = ref::normal_matrix(13, 8, gen, 0.4), y = ref::normal_matrix(21, 8, gen, 0.3);
   const double rho = ref::oprf_rho(ref::to_double(x), ref::to_double(y));
   EXPECT_NEAR(favor::oprf_rho(x, y), rho, 1e-5 * rho);
+  // Past 4,096 rows the sums go by blocks of rows: against the pairs' mean in closed form,
+  // mean |x|^2 + mean |y|^2 + 2 mean(x).mean(y), in float64 (the squares of floats are exact in
+  // double; sums of 10^4 terms round to ~1e-12).
+  const MatF xl = ref::normal_matrix(10000, 8, gen, 0.4), yl = ref::normal_matrix(9000, 8, gen, 0.3);
+  const MatD xd = ref::to_double(xl), yd = ref::to_double(yl);
+  const double closed = xd.rowwise().squaredNorm().mean() + yd.rowwise().squaredNorm().mean() +
+                        2.0 * xd.colwise().mean().dot(yd.colwise().mean());
+  EXPECT_NEAR(favor::oprf_rho(xl, yl), closed, 1e-10 * closed);
   for (double r : {0.05, 1.0, 3.7, 40.0}) {
     const ref::Oprf o = ref::oprf_coefficients(r, 16);
     const favor::OprfCoefficients c = favor::oprf_coefficients(r, 16);

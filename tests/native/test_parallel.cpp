@@ -428,18 +428,22 @@ TEST(Parallel, TensorHeadsSameBitsForAnyThreadCount) {
   }
 }
 
-// FAVOR#'s parameters from 10,000 rows (three blocks of moments, summed in parallel): the same
-// bits on any number of threads.
-TEST(Parallel, DenseExponentialParametersSameBitsForAnyThreadCount) {
+// OPRF's rho and FAVOR#'s parameters from 10,000 rows (three blocks of rows, summed in
+// parallel): the same bits on any number of threads.
+TEST(Parallel, DataDependentParametersSameBitsForAnyThreadCount) {
   std::mt19937 gen(14);
   const Index n = 10000, d = 64;
   const MatF x = ref::normal_matrix(n, d, gen), y = ref::normal_matrix(n, d, gen);
   std::vector<favor::DenseExponentialParameters> params;
+  std::vector<double> rho;
   for (int threads : {1, 2, 3}) {
     Threads t(threads);
     for (favor::Kernel kernel : {favor::Kernel::sderf, favor::Kernel::aderf})
       params.push_back(favor::dense_exponential_parameters(kernel, x, y, 0.125));
+    rho.push_back(favor::oprf_rho(x, y));
   }
+  EXPECT_EQ(rho[1], rho[0]);
+  EXPECT_EQ(rho[2], rho[0]);
   for (std::size_t i = 2; i < params.size(); ++i) {
     const favor::DenseExponentialParameters &a = params[i], &b = params[i % 2];
     EXPECT_TRUE(a.a == b.a && a.query_transform == b.query_transform && a.key_transform == b.key_transform &&

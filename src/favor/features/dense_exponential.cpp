@@ -8,24 +8,21 @@
 #include "favor/feature_map.hpp"
 #include "favor/features/symmetric_eigen.hpp"
 #include "favor/kernels/gemm.hpp"
-#include "favor/parallel.hpp"
-#include "favor/thread_plan.hpp"
+#include "favor/features/row_blocks.hpp"
 
 namespace favor {
 
 namespace {
 
-// Means and (uncentred) second moments of the scaled rows. The rows are summed in blocks of
-// kMomentRows, in parallel: a block's sum of x x^T is a GEMM in float (x^T times x, its lower
-// triangle, summed over the block's rows in order: the same bits in the SIMD and scalar builds),
-// and the blocks' sums are added in double in block order, so that the moments are the same for
-// any thread count. Float rounding moves the parameters, not the estimator's unbiasedness.
+// Means and (uncentred) second moments of the scaled rows, from blocks of rows in parallel
+// (row_blocks.hpp): a block's sum of x x^T is the lower triangle of a GEMM in float (x^T times x,
+// summed over the block's rows in order: the same bits in the SIMD and scalar builds), and the
+// blocks' sums are added in double. Float rounding moves the parameters, not the estimator's
+// unbiasedness.
 struct Moments {
   VectorD mean;
   MatrixD second;  // mean of x x^T
 };
-
-constexpr Index kMomentRows = 4096;
 
 Moments moments(ConstMatrixRef x, double scale) {
   const Index n = x.rows(), d = x.cols();
@@ -33,31 +30,26 @@ Moments moments(ConstMatrixRef x, double scale) {
   m.mean = VectorD::Zero(d);
   m.second = MatrixD::Zero(d, d);
   if (n == 0) return m;
-  const Index blocks = (n + kMomentRows - 1) / kMomentRows;
-  std::vector<VectorD> sums(static_cast<std::size_t>(blocks));
-  std::vector<Matrix> products(static_cast<std::size_t>(blocks));
+  struct Part {
+    VectorD sum;
+    Matrix product;  // lower triangle
+  };
   const double work = 0.5 * static_cast<double>(n) * static_cast<double>(d) * static_cast<double>(d);
-  const ThreadLimit limit(static_cast<int>(std::min<Index>(blocks, threads_for_work(work))));
-  parallel_for(blocks, [&](Index b) {
-    const Index r0 = b * kMomentRows, rows = std::min(kMomentRows, n - r0);
-    VectorD& sum = sums[static_cast<std::size_t>(b)];
-    sum = VectorD::Zero(d);
-    for (Index i = r0; i < r0 + rows; ++i)
-      for (Index p = 0; p < d; ++p) sum(p) += x(i, p);
-    const Matrix xt = x.middleRows(r0, rows).transpose();
-    Matrix& product = products[static_cast<std::size_t>(b)];
-    product.resize(d, d);
+  const std::vector<Part> parts = over_row_blocks(n, work, [&](Index row0, Index rows) {
+    Part part{VectorD::Zero(d), Matrix(d, d)};
+    for (Index i = row0; i < row0 + rows; ++i)
+      for (Index p = 0; p < d; ++p) part.sum(p) += x(i, p);
+    const Matrix xt = x.middleRows(row0, rows).transpose();
     FloatBuffer scratch;
-    gemm::gemm_nt_lower(d, d, rows, xt.data(), rows, xt.data(), rows, product.data(), d, scratch);
+    gemm::gemm_nt_lower(d, d, rows, xt.data(), rows, xt.data(), rows, part.product.data(), d, scratch);
+    return part;
   });
-  const double inv = 1.0 / static_cast<double>(n);
-  for (Index b = 0; b < blocks; ++b) {
-    const VectorD& sum = sums[static_cast<std::size_t>(b)];
-    const Matrix& product = products[static_cast<std::size_t>(b)];
-    m.mean += sum;
+  for (const Part& part : parts) {
+    m.mean += part.sum;
     for (Index q = 0; q < d; ++q)
-      for (Index p = 0; p <= q; ++p) m.second(p, q) += static_cast<double>(product(q, p));  // lower triangle
+      for (Index p = 0; p <= q; ++p) m.second(p, q) += static_cast<double>(part.product(q, p));
   }
+  const double inv = 1.0 / static_cast<double>(n);
   for (Index p = 0; p < d; ++p) {
     m.mean(p) *= std::sqrt(scale) * inv;
     for (Index q = p; q < d; ++q) m.second(p, q) = m.second(q, p) = m.second(p, q) * scale * inv;

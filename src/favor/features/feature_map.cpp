@@ -9,6 +9,7 @@
 #include <string>
 
 #include "favor/error.hpp"
+#include "favor/features/row_blocks.hpp"
 #include "favor/features/structured_projection.hpp"
 #include "favor/kernels/gemm.hpp"
 #include "favor/kernels/vector_math.hpp"
@@ -71,12 +72,34 @@ OprfCoefficients oprf_coefficients(double rho, Index dim) {
   return c;
 }
 
+namespace {
+
+// The mean row and the mean squared norm of the rows, from blocks of rows in parallel
+// (row_blocks.hpp) added in double.
+struct RowMeans {
+  VectorD row;
+  double squared_norm = 0.0;
+};
+
+RowMeans row_means(ConstMatrixRef x) {
+  RowMeans means{VectorD::Zero(x.cols())};
+  if (x.rows() == 0) return means;
+  const auto parts = over_row_blocks(x.rows(), 2.0 * static_cast<double>(x.size()), [&](Index row0, Index rows) {
+    const auto block = x.middleRows(row0, rows).cast<double>();
+    return RowMeans{block.colwise().sum().transpose(), block.rowwise().squaredNorm().sum()};
+  });
+  for (const RowMeans& part : parts) means.row += part.row, means.squared_norm += part.squared_norm;
+  const double n = static_cast<double>(x.rows());
+  means.row /= n;
+  means.squared_norm /= n;
+  return means;
+}
+
+}  // namespace
+
 double oprf_rho(ConstMatrixRef x, ConstMatrixRef y) {
-  const VectorD mean_x = x.cast<double>().colwise().mean().transpose();
-  const VectorD mean_y = y.cast<double>().colwise().mean().transpose();
-  const double sq_x = x.cast<double>().rowwise().squaredNorm().mean();
-  const double sq_y = y.cast<double>().rowwise().squaredNorm().mean();
-  return sq_x + sq_y + 2.0 * mean_x.dot(mean_y);
+  const RowMeans mx = row_means(x), my = row_means(y);
+  return mx.squared_norm + my.squared_norm + 2.0 * mx.row.dot(my.row);
 }
 
 FeatureMap::FeatureMap(const FeatureMapOptions& options)
