@@ -49,6 +49,10 @@ export const CASES = {
   favor8long: { label: 'FAVOR+, 8 heads, L = 16384', method: 'favor', H: 8, L: 16384 },
   favor1: { label: 'FAVOR+, 1 head, L = 4096', method: 'favor', H: 1, L: 4096 },
   favorSmall: { label: 'FAVOR+, 1 head, L = 128', method: 'favor', H: 1, L: 128 },
+  // Calls between the small and the standard one, where the threads a call takes (one per
+  // kWorkPerThread of its work, at most one per block of rows) start to pay or not.
+  favorMid: { label: 'FAVOR+, 1 head, L = 1024', method: 'favor', H: 1, L: 1024 },
+  exactMid: { label: 'exact, 1 head, L = 512', method: 'exact', H: 1, L: 512 },
   favor1long: { label: 'FAVOR+, 1 head, L = 65536', method: 'favor', H: 1, L: 65536 },
   favor1longOut: { label: 'the same into out', method: 'favor', H: 1, L: 65536, out: true },
   exact8: { label: 'exact, 8 heads, L = 4096', method: 'exact', H: 8, L: 4096 },
@@ -66,7 +70,10 @@ const caseIds = args.cases ? String(args.cases).split(',') : Object.keys(CASES);
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[s.length >> 1]; };
 
 function timeCall(call) {
-  call();  // warm-up: first-call allocations, the heap's growth
+  // Warm-up, at least 3 calls and 200 ms: first-call allocations, the heap's growth, and the
+  // engine's optimizing compile of the code each thread runs (in a fresh pthreads build, the
+  // first few calls of a small size took 2-5x as long as the later ones).
+  for (let n = 0, t0 = performance.now(); n < 3 || performance.now() - t0 < 200; ++n) call();
   const times = [];
   for (let r = 0; r < reps; ++r) {
     const t0 = performance.now();
@@ -247,7 +254,7 @@ function machineTable(r) {
 function section(all) {
   const machines = Object.values(all).sort((a, b) => b.cores - a.cores);
   return ['<!-- threads -->', '## Thread scaling', '',
-    `\`node bench/threads.mjs\` (part of \`npm run bench\`): the same calls at T = 1, 2, 4, … threads, each T a fresh \`loadFavor({ threads: T })\` of the relaxed-SIMD build in Node, d = dv = 64, FAVOR+ m = 256 (positive, orthogonal), median of ${[...new Set(machines.map((r) => r.reps ?? reps))].join(' or ')} calls after a warm-up; decode is bursts of 400 appends of one position after a 1,024-position prefill (FAVOR+ state or exact KV cache), every T's state in each round in turn, in tokens per second. In parentheses: the speed-up over one thread. The rows "T heads on T threads" scale the work with the threads (weak scaling): there the ratio is the time on one thread ÷ the time on T, 1.0× when each thread works as fast as one alone, and below it when threads slow each other (clocks, caches, memory, locks, or a host that shares the cores), a limit no split of the work can win back. onnxruntime-web runs its one-head graphs (bench/onnx) at \`env.wasm.numThreads = T\`, each T in a process of its own. Machines with many cores run the folder \`bash bench/threads-bundle.sh\` packs (the built package, this script, the peer's files) with a Node binary (\`bash bench/threads-device.sh\` packs both for a lent machine and runs them there), and their results are merged here with \`--merge\`.`,
+    `\`node bench/threads.mjs\` (part of \`npm run bench\`): the same calls at T = 1, 2, 4, … threads, each T a fresh \`loadFavor({ threads: T })\` of the relaxed-SIMD build in Node, d = dv = 64, FAVOR+ m = 256 (positive, orthogonal), median of ${[...new Set(machines.map((r) => r.reps ?? reps))].join(' or ')} calls after a warm-up (at least 3 calls and 200 ms); decode is bursts of 400 appends of one position after a 1,024-position prefill (FAVOR+ state or exact KV cache), every T's state in each round in turn, in tokens per second. In parentheses: the speed-up over one thread. The rows "T heads on T threads" scale the work with the threads (weak scaling): there the ratio is the time on one thread ÷ the time on T, 1.0× when each thread works as fast as one alone, and below it when threads slow each other (clocks, caches, memory, locks, or a host that shares the cores), a limit no split of the work can win back. onnxruntime-web runs its one-head graphs (bench/onnx) at \`env.wasm.numThreads = T\`, each T in a process of its own. Machines with many cores run the folder \`bash bench/threads-bundle.sh\` packs (the built package, this script, the peer's files) with a Node binary (\`bash bench/threads-device.sh\` packs both for a lent machine and runs them there), and their results are merged here with \`--merge\`.`,
     '', ...machines.flatMap((r) => [machineTable(r), '']), '<!-- /threads -->'].join('\n');
 }
 
