@@ -65,7 +65,7 @@ class Pool {
     std::unique_lock<std::mutex> one_job(job_mutex_, std::try_to_lock);
     if (!one_job) return false;
     const int helpers = std::min<int>(threads - 1, static_cast<int>(helpers_.size()));
-    job_.call = call, job_.context = context, job_.count = count;
+    job_.call = call, job_.context = context;
     const int indices = static_cast<int>(std::min<Index>(count, threads));
     job_.share = (threads + indices - 1) / indices;
     job_.in_flight.store(0, std::memory_order_relaxed);
@@ -104,7 +104,7 @@ class Pool {
   // run here as well; returns once every index has finished (false: no free slot, run it serially).
   bool run_nested(Index count, void (*call)(void*, Index), void* context) {
     Job job;
-    job.call = call, job.context = context, job.count = count, job.error_index.store(count, std::memory_order_relaxed);
+    job.call = call, job.context = context, job.error_index.store(count, std::memory_order_relaxed);
     Range all;
     all.end = count;
     job.range = &all;
@@ -180,7 +180,6 @@ class Pool {
   struct Job {
     void (*call)(void*, Index) = nullptr;
     void* context = nullptr;
-    Index count = 0;
     Range* range = nullptr;           // its ranges: one per thread invited (a nested job: one)
     int ranges = 1;
     std::atomic<Index> in_flight{0};  // indices taken and not finished
