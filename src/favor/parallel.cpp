@@ -1,6 +1,7 @@
 #include "favor/parallel.hpp"
 
 #include "favor/thread_plan.hpp"
+#include "favor/work_span.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -8,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <system_error>
 #include <utility>
@@ -30,6 +32,44 @@ thread_local bool t_in_parallel = false;  // inside a region: a nested one becom
 thread_local int t_share = 1;             // inside a region: its threads per index (>= 1)
 thread_local int t_limit = 0;             // a ThreadLimit's count for this thread's regions (0: none)
 std::atomic<int> g_threads_used{1};       // for take_threads_used()
+
+// measure_work_span: while it runs, the calling thread's regions run serially, each index timed.
+// A frame is the call or one index of a region: when it started, the time its nested regions
+// took and their spans.
+struct SpanFrame {
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  double nested_time = 0, nested_span = 0;
+  double span() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() - nested_time + nested_span;
+  }
+};
+thread_local std::vector<SpanFrame>* t_frames = nullptr;
+
+// A region's indices one after another on this thread, each seeing the share of threads it would
+// have (available_threads()), so that the call splits its work as it would on that many threads.
+void run_traced(Index count, void (*call)(void*, Index), void* context) {
+  struct Restore {  // also when an index throws
+    bool nested;
+    int share;
+    ~Restore() { t_in_parallel = nested, t_share = share; }
+  } const restore{t_in_parallel, t_share};
+  int index_share = 1;  // a nested region's indices get 1, as in the pool
+  if (!restore.nested) {
+    const int threads = available_threads(), indices = static_cast<int>(std::min<Index>(count, threads));
+    index_share = (threads + indices - 1) / indices;
+  }
+  const SpanFrame region;
+  double longest = 0;
+  for (Index i = 0; i < count; ++i) {
+    t_in_parallel = true, t_share = index_share;
+    t_frames->emplace_back();
+    call(context, i);
+    longest = std::max(longest, t_frames->back().span());
+    t_frames->pop_back();
+  }
+  t_frames->back().nested_time += region.span();
+  t_frames->back().nested_span += longest;
+}
 
 #ifndef FAVOR_SERIAL_ONLY
 // The C++ runtime sets a thread's exception-handling state up on its first caught exception (16
@@ -396,6 +436,23 @@ std::pair<Index, Index> home_range(Index count, int threads, int thread) {
   return {count * thread / threads, count * (thread + 1) / threads};
 }
 
+WorkSpan measure_work_span(int threads, const std::function<void()>& call) {
+  const int previous = g_max_threads.exchange(std::max(1, threads));
+  std::vector<SpanFrame> frames(1);
+  t_frames = &frames;
+  const auto restore = [&] { t_frames = nullptr, g_max_threads = previous; };
+  try {
+    call();
+  } catch (...) {
+    restore();
+    throw;
+  }
+  restore();
+  const SpanFrame& root = frames.back();
+  const double work = std::chrono::duration<double>(std::chrono::steady_clock::now() - root.start).count();
+  return {work, work - root.nested_time + root.nested_span};
+}
+
 ThreadLimit::ThreadLimit(int threads) : previous_(t_limit) { t_limit = std::max(1, threads); }
 ThreadLimit::~ThreadLimit() { t_limit = previous_; }
 
@@ -403,6 +460,7 @@ namespace detail {
 
 void run_parallel(Index count, void (*call)(void*, Index), void* context) {
   if (count <= 0) return;
+  if (t_frames) return run_traced(count, call, context);
 #ifndef FAVOR_SERIAL_ONLY
   if (t_in_parallel) {
     // Published also where the region has a thread per index: threads that finish their indices

@@ -1,0 +1,37 @@
+// The calls of the thread bench (bench/threads.mjs) and their inputs, also read by
+// bench/work-span.mjs, which measures the same calls' work and span natively.
+
+// Deterministic inputs: a head's rows are smooth functions of (row, column), scaled so that
+// FAVOR+'s weights stay in the range real heads have.
+export function tensor(dims, seed) {
+  const data = new Float32Array(dims.reduce((a, b) => a * b, 1));
+  let s = seed >>> 0;
+  for (let i = 0; i < data.length; ++i) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    data[i] = ((s >>> 8) / 16777216 - 0.5) * 1.2;
+  }
+  return { data, dims };
+}
+
+export const CASES = {
+  favor8: { label: 'FAVOR+, 8 heads, L = 4096', method: 'favor', H: 8, L: 4096 },
+  favor8causal: { label: 'FAVOR+ causal, 8 heads, L = 4096', method: 'favor', H: 8, L: 4096, causal: true },
+  favor8long: { label: 'FAVOR+, 8 heads, L = 16384', method: 'favor', H: 8, L: 16384 },
+  favor1: { label: 'FAVOR+, 1 head, L = 4096', method: 'favor', H: 1, L: 4096 },
+  favorSmall: { label: 'FAVOR+, 1 head, L = 128', method: 'favor', H: 1, L: 128 },
+  // Calls between the small and the standard one, where the threads a call takes (one per
+  // kWorkPerThread of its work, at most one per block of rows) start to pay or not.
+  favorMid: { label: 'FAVOR+, 1 head, L = 1024', method: 'favor', H: 1, L: 1024 },
+  exactMid: { label: 'exact, 1 head, L = 512', method: 'exact', H: 1, L: 512 },
+  favor1long: { label: 'FAVOR+, 1 head, L = 65536', method: 'favor', H: 1, L: 65536 },
+  favor1longOut: { label: 'the same into out', method: 'favor', H: 1, L: 65536, out: true },
+  exact8: { label: 'exact, 8 heads, L = 4096', method: 'exact', H: 8, L: 4096 },
+  exact1: { label: 'exact, 1 head, L = 4096', method: 'exact', H: 1, L: 4096 },
+  decode8: { label: 'FAVOR+ decode, 8 heads, tokens/s', method: 'decode', H: 8, L: 1024 },
+  decodeExact1: { label: 'exact decode, 1 head, tokens/s', method: 'decode', state: 'exact', H: 1, L: 1024 },
+  // Weak scaling: T heads on T threads, each head as much work as one head on one thread. Below
+  // 1.0x, each thread works slower when all run (clocks, caches, memory, locks, or a host that
+  // shares the cores), which no split of the work can win back.
+  favorWeak: { label: 'FAVOR+, T heads on T threads, L = 4096', method: 'favor', H: 'T', L: 4096, weak: true },
+  exactWeak: { label: 'exact, T heads on T threads, L = 2048', method: 'exact', H: 'T', L: 2048, weak: true },
+};

@@ -1,0 +1,185 @@
+// The work and span of calls natively, as their split into regions would be on T threads
+// (src/favor/work_span.hpp), and their time on 1 and on all of this machine's threads, for
+// bench/work-span.mjs (the calls of bench/threads.mjs, on the same inputs). d = dv = 64, FAVOR+
+// m = 256 positive orthogonal (seed 7). One JSON object on stdout.
+//
+//   work_span [--reps N] [--threads 1,2,4,8,16] --case ID:METHOD:HEADS:L:CAUSAL[:STATE] ...
+//     METHOD favor | exact | decode (400 appends of one position after a prefill of L; STATE
+//     favor or exact), CAUSAL 0 | 1
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "favor/favor.hpp"
+#include "favor/work_span.hpp"
+
+namespace {
+
+using favor::Index;
+
+constexpr Index kDim = 64, kFeatures = 256, kDecodeSteps = 400;
+
+struct Case {
+  std::string id, method, state;
+  Index heads = 0, length = 0;
+  bool causal = false;
+};
+
+std::vector<std::string> split(const std::string& s, char by) {
+  std::vector<std::string> parts;
+  std::istringstream in(s);
+  for (std::string part; std::getline(in, part, by);) parts.push_back(part);
+  return parts;
+}
+
+Case parse_case(const std::string& spec) {
+  const std::vector<std::string> f = split(spec, ':');
+  if (f.size() < 5 || (f[1] != "favor" && f[1] != "exact" && f[1] != "decode"))
+    throw std::invalid_argument("--case " + spec + ": expected ID:favor|exact|decode:HEADS:L:0|1[:favor|exact]");
+  Case c{f[0], f[1], f.size() > 5 ? f[5] : "favor", std::atol(f[2].c_str()), std::atol(f[3].c_str()), f[4] == "1"};
+  if (c.heads < 1 || c.length < 1) throw std::invalid_argument("--case " + spec + ": expected HEADS, L >= 1");
+  return c;
+}
+
+// bench/lib/thread-cases.mjs's tensor(): uniform in [-0.6, 0.6) from a linear congruential generator.
+std::vector<float> inputs(Index n, std::uint32_t seed) {
+  std::vector<float> x(static_cast<std::size_t>(n));
+  std::uint32_t s = seed;
+  for (float& e : x) {
+    s = s * 1664525u + 1013904223u;
+    e = static_cast<float>(((s >> 8) / 16777216.0 - 0.5) * 1.2);
+  }
+  return x;
+}
+
+double median(std::vector<double> x) {
+  std::sort(x.begin(), x.end());
+  return x[x.size() / 2];
+}
+
+// One case's call, on fixed inputs; for decode, kDecodeSteps appends of one position to a state
+// prefilled with `length` positions (remade before each measurement, so that every one starts
+// from the same length).
+class Call {
+ public:
+  Call(const Case& c, const favor::FeatureMap& map) : c_(c), map_(map) {
+    const Index n = c.heads * c.length * kDim;
+    q_ = inputs(n, 1), k_ = inputs(n, 2), v_ = inputs(n, 3), out_.resize(static_cast<std::size_t>(n));
+    if (c.method == "decode") step_ = inputs(c.heads * kDim, 4), step_out_.resize(static_cast<std::size_t>(c.heads * kDim));
+  }
+
+  // Before each measurement (not timed).
+  void prepare() {
+    if (c_.method != "decode") return;
+    favor::CausalStateOptions options;
+    options.method = c_.state == "exact" ? favor::StateMethod::exact : favor::StateMethod::favor;
+    if (c_.state != "exact") options.map = &map_;
+    state_ = std::make_unique<favor::CausalState>(options);
+    state_->append(view(q_), view(k_), view(v_), out());
+  }
+
+  void operator()() {
+    if (c_.method == "decode") {
+      const favor::ConstTensorView x{step_.data(), {c_.heads, 1, kDim}};  // q, k and v, as in the bench
+      const favor::TensorView out{step_out_.data(), {c_.heads, 1, kDim}};
+      for (Index s = 0; s < kDecodeSteps; ++s) state_->append(x, x, x, out);
+    } else if (c_.method == "exact") {
+      favor::AttentionOptions options;
+      options.causal = c_.causal;
+      favor::exact_attention(view(q_), view(k_), view(v_), out(), options);
+    } else {
+      favor::FavorOptions options;
+      options.causal = c_.causal;
+      favor::favor_attention(map_, view(q_), view(k_), view(v_), out(), options);
+    }
+  }
+
+ private:
+  favor::ConstTensorView view(const std::vector<float>& x) const { return {x.data(), {c_.heads, c_.length, kDim}}; }
+  favor::TensorView out() { return {out_.data(), {c_.heads, c_.length, kDim}}; }
+
+  const Case& c_;
+  const favor::FeatureMap& map_;
+  std::vector<float> q_, k_, v_, out_, step_, step_out_;
+  std::unique_ptr<favor::CausalState> state_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int reps = 5;
+  std::vector<int> plans = {1, 2, 4, 8, 16};
+  std::vector<Case> cases;
+  try {
+    for (int a = 1; a < argc; a += 2) {
+      const std::string flag = argv[a], value = a + 1 < argc ? argv[a + 1] : "";
+      if (flag == "--reps") {
+        reps = std::max(1, std::atoi(value.c_str()));
+      } else if (flag == "--threads") {
+        plans.clear();
+        for (const std::string& t : split(value, ',')) plans.push_back(std::max(1, std::atoi(t.c_str())));
+      } else if (flag == "--case") {
+        cases.push_back(parse_case(value));
+      } else {
+        throw std::invalid_argument("unknown flag " + flag);
+      }
+    }
+    if (cases.empty() || plans.empty()) throw std::invalid_argument("expected at least one --case");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "work_span: %s\n", e.what());
+    return 2;
+  }
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<int> timed = {1};
+  if (cores > 1) timed.push_back(cores);
+  const favor::FeatureMap map(favor::Kernel::positive,
+                              favor::sample_projection(kFeatures, kDim, favor::Sampling::orthogonal, 7));
+  std::printf("{\"cores\": %d, \"reps\": %d, \"steps\": %ld, \"cases\": [", cores, reps, static_cast<long>(kDecodeSteps));
+  bool first = true;
+  for (const Case& c : cases) {
+    Call call(c, map);
+    call.prepare();
+    call();  // first-touch of the output, the allocator's pools
+    std::printf("%s\n {\"id\": \"%s\", \"plans\": [", first ? "" : ",", c.id.c_str());
+    first = false;
+    for (std::size_t p = 0; p < plans.size(); ++p) {
+      std::vector<double> work, span;
+      for (int r = 0; r < reps; ++r) {
+        call.prepare();
+        const favor::WorkSpan ws = favor::measure_work_span(plans[p], std::ref(call));
+        work.push_back(ws.work), span.push_back(ws.span);
+      }
+      std::printf("%s{\"threads\": %d, \"work\": %.6g, \"span\": %.6g}", p ? ", " : "", plans[p], median(work), median(span));
+    }
+    // Each thread count in turn within a rep, so that a machine whose speed drifts (a shared
+    // host) moves them alike; the speed-up is the median of the reps' ratios.
+    std::vector<std::vector<double>> seconds(timed.size());
+    for (int r = -1; r < reps; ++r) {  // rep -1: a warm-up at each count
+      for (std::size_t t = 0; t < timed.size(); ++t) {
+        favor::set_max_threads(timed[t]);
+        call.prepare();
+        const auto t0 = std::chrono::steady_clock::now();
+        call();
+        if (r >= 0) seconds[t].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
+    }
+    std::printf("], \"timed\": [");
+    for (std::size_t t = 0; t < timed.size(); ++t) {
+      std::vector<double> ratio;
+      for (int r = 0; r < reps; ++r) ratio.push_back(seconds[0][r] / seconds[t][r]);
+      std::printf("%s{\"threads\": %d, \"seconds\": %.6g, \"speedup\": %.4g}", t ? ", " : "", timed[t], median(seconds[t]), median(ratio));
+    }
+    favor::set_max_threads(1);
+    std::printf("]}");
+    std::fflush(stdout);
+  }
+  std::printf("\n]}\n");
+  return 0;
+}

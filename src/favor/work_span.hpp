@@ -1,0 +1,23 @@
+// The work and the span of a call (internal; bench/native/work_span.cpp reports them), so that
+// how far a call's split into regions lets it scale can be read on a machine with few cores.
+#pragma once
+
+#include <functional>
+
+namespace favor {
+
+// In seconds. work: the call's time on one thread. span: its longest chain of steps that run one
+// after another, recursively the time outside its regions plus, for each region, its longest
+// index. On T threads that each run as fast as one alone, the call takes at least
+// max(work / T, span), and a scheduler that leaves no thread idle while an index waits takes at
+// most work / T + span (Brent's bound).
+struct WorkSpan {
+  double work = 0, span = 0;
+};
+
+// Runs call() on the calling thread with every region's indices one after another, each index
+// timed, while the call splits its work as it would on `threads` threads (max_threads() reads
+// `threads` meanwhile). No other thread may start a region while it runs.
+WorkSpan measure_work_span(int threads, const std::function<void()>& call);
+
+}  // namespace favor

@@ -1,0 +1,113 @@
+// measure_work_span (src/favor/work_span.hpp), which bench/work-span.mjs reads how far calls can
+// scale with: a call's regions split as on T threads but run on the calling thread, and its span
+// the longest chain. The timing checks are inequalities that hold whatever else the machine runs
+// (a preempted step only adds time to the work and to every chain through it), from steps that
+// spin for a set time.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include <favor/parallel.hpp>
+#include <favor/thread_plan.hpp>
+
+#include "favor/work_span.hpp"
+
+namespace {
+
+using favor::Index;
+
+void spin(double milliseconds) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double, std::milli>(milliseconds);
+  while (std::chrono::steady_clock::now() < end) {
+  }
+}
+
+TEST(WorkSpan, RegionsSplitAsOnTheirThreadsAndRunOnTheCaller) {
+  favor::set_max_threads(2);
+  const std::thread::id caller = std::this_thread::get_id();
+  int outer_threads = 0, worth = 0;
+  std::vector<int> index_threads, nested_threads;
+  std::vector<Index> order;
+  bool elsewhere = false;
+  favor::measure_work_span(8, [&] {
+    outer_threads = favor::available_threads();
+    worth = favor::threads_for_work(1e12);
+    favor::parallel_for(2, [&](Index i) {
+      index_threads.push_back(favor::available_threads());  // unsynchronized: one thread, or a failure
+      order.push_back(i);
+      elsewhere = elsewhere || std::this_thread::get_id() != caller;
+      favor::parallel_for(3, [&](Index j) {
+        nested_threads.push_back(favor::available_threads());
+        order.push_back(10 * (i + 1) + j);
+        elsewhere = elsewhere || std::this_thread::get_id() != caller;
+      });
+    });
+  });
+  EXPECT_EQ(outer_threads, 8);
+  EXPECT_EQ(worth, 8);  // the thread planning reads the traced count
+  EXPECT_EQ(index_threads, (std::vector<int>{4, 4}));  // 8 threads over 2 indices, as the pool shares them
+  EXPECT_EQ(nested_threads, (std::vector<int>(6, 1)));
+  EXPECT_EQ(order, (std::vector<Index>{0, 10, 11, 12, 1, 20, 21, 22}));  // in order, depth first
+  EXPECT_FALSE(elsewhere);
+  EXPECT_EQ(favor::max_threads(), 2);
+  EXPECT_EQ(favor::available_threads(), 2);
+  favor::set_max_threads(1);
+}
+
+TEST(WorkSpan, SpanIsTheLongestChainAndWorkTheWhole) {
+  // 2 ms alone, then a region: index 0 spins 1 ms and runs a nested region of 4 x 3 ms, index 1
+  // spins 2 ms. Work >= 2 + 1 + 12 + 2 = 17 ms. The longest chain passes the serial 2 ms and
+  // index 0's 1 ms and one nested index (>= 6 ms in all); it leaves out at least three nested
+  // indices and index 1 (9 + 2 ms), or all of index 0 (13 ms) if index 1 is the longer.
+  const favor::WorkSpan ws = favor::measure_work_span(4, [] {
+    spin(2);
+    favor::parallel_for(2, [](Index i) {
+      if (i == 1) return spin(2);
+      spin(1);
+      favor::parallel_for(4, [](Index) { spin(3); });
+    });
+  });
+  EXPECT_GE(ws.work, 0.017);
+  EXPECT_GE(ws.span, 0.006);
+  EXPECT_LE(ws.span, ws.work - 0.011);
+}
+
+TEST(WorkSpan, CallWithoutRegionsIsOneChain) {
+  const favor::WorkSpan ws = favor::measure_work_span(16, [] { spin(1); });
+  EXPECT_GE(ws.work, 0.001);
+  EXPECT_DOUBLE_EQ(ws.span, ws.work);
+}
+
+TEST(WorkSpan, ErrorsPassThroughAndLeaveThePoolAsItWas) {
+  favor::set_max_threads(2);
+  std::vector<Index> ran;
+  EXPECT_THROW(favor::measure_work_span(8, [&] {
+    favor::parallel_for(4, [&](Index i) {
+      ran.push_back(i);
+      favor::parallel_for(2, [&](Index j) {
+        if (i == 1 && j == 0) throw std::runtime_error("index 1");
+      });
+    });
+  }), std::runtime_error);
+  EXPECT_EQ(ran, (std::vector<Index>{0, 1}));  // the serial loop's error: nothing after it starts
+  EXPECT_EQ(favor::max_threads(), 2);
+  EXPECT_EQ(favor::available_threads(), 2);  // not left inside a region
+  // Regions run on the pool again: two indices that wait for each other finish only if they run
+  // at once (traced, one after the other, each would give up after 10 s).
+  std::atomic<int> arrived{0};
+  std::atomic<bool> together{true};
+  favor::parallel_for(2, [&](Index) {
+    arrived.fetch_add(1);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (arrived.load() < 2)
+      if (std::chrono::steady_clock::now() > give_up) return together.store(false);
+  });
+  EXPECT_TRUE(together.load());
+  favor::set_max_threads(1);
+}
+
+}  // namespace
