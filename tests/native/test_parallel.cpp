@@ -288,8 +288,9 @@ MatF favor_on_1_2_3_threads(const favor::FeatureMap& map, const MatF& q, const M
 // With more threads than segments, a segment's keys are folded by blocks of features in parallel
 // (every step of the fold acts on each feature alone): the bits of the one-thread fold, for
 // every kernel (with and without feature values), feature counts that are and are not multiples
-// of the block quantum, one and two segments, cross attention, a key mask, and v far from 1 (the
-// fold reads max |v| as it goes).
+// of the block quantum, one and two segments, cross attention, a key mask, v far from 1 (the
+// fold reads max |v| as it goes), and causal attention (whose folds keep each chunk's state and
+// features for the sweeps).
 TEST(Parallel, FavorFeatureBlocksSameBits) {
   std::mt19937 gen(23);
   const Index d = 8, dv = 5;
@@ -303,9 +304,10 @@ TEST(Parallel, FavorFeatureBlocksSameBits) {
         if (L == 300) v *= 1e7f;
         std::vector<std::uint8_t> mask(static_cast<std::size_t>(S), 1);
         for (Index j = 0; j < S; j += 7) mask[static_cast<std::size_t>(j)] = 0;
-        for (bool masked : {false, true}) {
+        for (const auto [masked, is_causal] : {std::pair{false, false}, {true, false}, {false, true}, {true, true}}) {
           favor::FavorOptions o;
           if (masked) o.key_mask = mask.data();
+          o.causal = is_causal;
           MatF one;
           {
             Threads t(1);
@@ -314,8 +316,8 @@ TEST(Parallel, FavorFeatureBlocksSameBits) {
           for (int threads : {2, 3, 5, 8}) {
             Threads t(threads);
             EXPECT_TRUE(same_bits(favor::favor_attention(map, q, k, v, o), one))
-                << favor::to_string(kernel) << " m " << m << " L " << L << " S " << S << " masked " << masked << ", "
-                << threads << " threads";
+                << favor::to_string(kernel) << " m " << m << " L " << L << " S " << S << " masked " << masked
+                << " causal " << is_causal << ", " << threads << " threads";
           }
         }
       }

@@ -7,6 +7,7 @@
 
 #include "favor/kernels/gemm.hpp"
 #include "favor/parallel.hpp"
+#include "favor/thread_plan.hpp"
 #include "favor/kernels/vector_math.hpp"
 
 namespace favor {
@@ -38,6 +39,33 @@ void fold_segment(SegmentKeys& segment, const FactorBlock& keys, Index features,
     segment.features.push_back(fold_chunk(state, k.log, k, v.middleRows(j0, n)));  // a copy of the log
   }
   segment.total = std::move(state);
+}
+
+// fold_segment by feature blocks (kFeatureQuantum), with more threads than segments: what a
+// block folds goes to its rows of the segment's states and its columns of the chunks' features,
+// which size_segment sizes for every feature first. The key chunks are made already.
+void size_segment(SegmentKeys& segment, Index features, Index dv) {
+  const auto state = [&] {
+    PrefixState p;
+    p.kv.resize(features, dv), p.k_sum.resize(features), p.shift.resize(features);
+    return p;
+  };
+  for (const KeyChunk& k : segment.chunks) {
+    segment.before.push_back(state());
+    segment.features.emplace_back(k.log.rows(), features);
+  }
+  segment.total = state();
+}
+
+void fold_segment_block(SegmentKeys& segment, Index r0, Index F, ConstMatrixRef v, Index chunk, Index begin) {
+  PrefixState state = empty_prefix_state(F, v.cols());
+  for (std::size_t c = 0; c < segment.chunks.size(); ++c) {
+    const Index j0 = begin + static_cast<Index>(c) * chunk, n = segment.chunks[c].log.rows();
+    KeyChunk k = key_columns(segment.chunks[c], r0, F);
+    set_feature_rows(segment.before[c], state, r0);
+    segment.features[c].middleCols(r0, F) = fold_chunk(state, std::move(k.log), k, v.middleRows(j0, n));
+  }
+  set_feature_rows(segment.total, state, r0);
 }
 
 // What the sweep of one chunk needs besides its queries: the chunk's keys, their features at the
@@ -290,7 +318,8 @@ void causal_factored_attention(const std::vector<QueryHead>& heads, const Factor
     return;
   }
   // Several threads: segments in waves, first the keys of the wave's segments in parallel (each
-  // keeping its chunks' states), then the prefixes in segment order, then the sweeps in parallel
+  // keeping its chunks' states; by feature blocks when the wave has fewer segments than threads),
+  // then the prefixes in segment order, then the sweeps in parallel
   // (over heads and pieces). Same bits for any thread count or wave size, and as the one pass.
   const Index segments = (L + segment - 1) / segment;
   const Index wave = causal_wave(threads, segment / chunk, chunk, features, v.cols());
@@ -318,9 +347,19 @@ void causal_factored_attention(const std::vector<QueryHead>& heads, const Factor
             key_chunk(aligned, features, j0, std::min(chunk, end - j0));
       });
     }
-    parallel_for(count, [&](Index s) {
-      fold_segment(ks[static_cast<std::size_t>(s)], aligned, features, va, chunk, rows(s).first, rows(s).second);
-    });
+    const FeatureBlocks plan = plan_feature_blocks(count, features, count < threads ? threads : 1, kFeatureQuantum);
+    if (const Index blocks = plan.count(); blocks > 1) {
+      for (SegmentKeys& k : ks) size_segment(k, features, v.cols());
+      parallel_for(count * blocks, [&](Index t) {
+        const Index b = t % blocks;
+        fold_segment_block(ks[static_cast<std::size_t>(t / blocks)], plan.starts[static_cast<std::size_t>(b)], plan.width(b),
+                           va, chunk, rows(t / blocks).first);
+      });
+    } else {
+      parallel_for(count, [&](Index s) {
+        fold_segment(ks[static_cast<std::size_t>(s)], aligned, features, va, chunk, rows(s).first, rows(s).second);
+      });
+    }
     std::vector<PrefixState> prefixes;
     for (const SegmentKeys& k : ks) {
       prefixes.push_back(prefix);

@@ -290,6 +290,21 @@ Matrix fold_chunk(PrefixState& state, Matrix log, const KeyChunk& k, ConstMatrix
   return kf;
 }
 
+KeyChunk key_columns(const KeyChunk& whole, Index r0, Index F) {
+  KeyChunk k;
+  k.log = whole.log.middleCols(r0, F);
+  if (whole.value.size()) k.value = whole.value.middleCols(r0, F);
+  k.column_max = whole.column_max.segment(r0, F);
+  return k;
+}
+
+void set_feature_rows(PrefixState& into, const PrefixState& block, Index r0) {
+  const Index F = block.shift.size();
+  into.kv.middleRows(r0, F) = block.kv;
+  into.k_sum.segment(r0, F) = block.k_sum;
+  into.shift.segment(r0, F) = block.shift;
+}
+
 float max_abs_rows(ConstMatrixRef x, Index begin, Index end) {
   float top = 0.0f;
   for (Index i = begin; i < end; ++i) top = std::max(top, vec::max_abs(x.row(i).data(), x.cols()));
@@ -338,15 +353,10 @@ namespace {
 // Rows up to which fold_range may hold every key chunk of the range at once (their logs: rows x M
 // floats) to fold them by feature blocks.
 constexpr Index kBlockedFoldRows = 16384;
-// Features per block are a multiple of this: blocks then start on whole vectors, so that each
-// feature's exponentials and sums run the same instructions as in the whole row.
-constexpr Index kFeatureQuantum = 16;
 
 // The states of the segments of [begin, end) (parts[s], tops[s]: max |v|), with more threads than
 // segments: the key chunks first, in parallel, then each segment folded by feature blocks in
-// parallel. Every step of the fold acts on each feature alone (its shift, its rescale, its
-// exponentials, its sums over the chunk's rows in order), so a block of features folded alone
-// gets the bits of the whole fold.
+// parallel (kFeatureQuantum).
 void fold_by_feature_blocks(const FactorBlock& keys, Index features, ConstMatrixRef v, Index chunk, Index segment,
                             Index begin, Index end, int threads, std::vector<PrefixState>& parts,
                             std::vector<float>* tops) {
@@ -371,16 +381,10 @@ void fold_by_feature_blocks(const FactorBlock& keys, Index features, ConstMatrix
     for (Index c = s * per_segment; c < std::min(chunks, (s + 1) * per_segment); ++c) {
       const KeyChunk& whole = ks[static_cast<std::size_t>(c)];
       const Index j0 = begin + c * chunk, n = whole.log.rows();
-      KeyChunk k;
-      k.log = whole.log.middleCols(r0, F);
-      if (whole.value.size()) k.value = whole.value.middleCols(r0, F);
-      k.column_max = whole.column_max.segment(r0, F);
+      KeyChunk k = key_columns(whole, r0, F);
       fold_chunk(block, std::move(k.log), k, v.middleRows(j0, n));
     }
-    PrefixState& part = parts[static_cast<std::size_t>(s)];
-    part.kv.middleRows(r0, F) = block.kv;
-    part.k_sum.segment(r0, F) = block.k_sum;
-    part.shift.segment(r0, F) = block.shift;
+    set_feature_rows(parts[static_cast<std::size_t>(s)], block, r0);
   });
 }
 

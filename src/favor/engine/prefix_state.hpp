@@ -93,6 +93,17 @@ struct KeyChunk {
 };
 KeyChunk key_chunk(const FactorBlock& keys, Index features, Index j0, Index n);
 
+// Folds with more threads than segments cut the features into blocks folded in parallel: every
+// step of a fold acts on each feature alone (its shift, its rescale, its exponentials, its sums
+// over the chunk's rows in order), so a block of features folded alone gets the bits of the whole
+// fold. Blocks are a multiple of this many features: they then start on whole vectors, so that
+// each feature's exponentials and sums run the same instructions as in the whole row.
+constexpr Index kFeatureQuantum = 16;
+// Features [r0, r0 + F) of a chunk.
+KeyChunk key_columns(const KeyChunk& whole, Index r0, Index F);
+// Rows [r0, r0 + F) of `into` (sized for every feature) set to `block`'s.
+void set_feature_rows(PrefixState& into, const PrefixState& block, Index r0);
+
 // A chunk's key features at the fold's running shift: the state's shift joined with the chunk's
 // column max (`shift`, set here). `log` is consumed.
 Matrix fold_features(const PrefixState& state, Matrix log, const KeyChunk& k, Vector& shift);
