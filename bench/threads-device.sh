@@ -5,12 +5,16 @@
 #
 # Here:   bash bench/threads-device.sh pack
 #   writes build/device/: favor-threads.tar.xz (bench/threads-bundle.sh: the built package, the
-#   bench, the peer's files) and node.xz (this project's Node 26, ~31 MB compressed), then prints
-#   the call to make.
+#   bench, the peer's files), node.xz (this project's Node 26, ~31 MB compressed), work_span.xz
+#   (bench/native/work_span.cpp linked statically) and work-span.args (the thread bench's calls
+#   for it), then prints the call to make.
 # There:  bash bench/threads-device.sh run [ARGS for bench/threads.mjs]
-#   unpacks both under /tmp and writes $OUT/threads.json (bench/threads.mjs --json), its log
-#   $OUT/threads.log and $OUT/cpu.txt (lscpu).
+#   unpacks them under /tmp and writes $OUT/threads.json (bench/threads.mjs --json), its log
+#   $OUT/threads.log, $OUT/cpu.txt (lscpu) and $OUT/cpuinfo, then the same calls natively:
+#   $OUT/work-span.json (their work and span, and their speed-ups on the machine's threads; given
+#   at most 180 s, after the wasm bench).
 # Back here: node bench/threads.mjs --merge FILES_AT/threads.json --out BENCHMARKS.md
+#            node bench/work-span.mjs --merge FILES_AT
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=build/device
@@ -25,19 +29,39 @@ case ${1:-} in
       xz -9e -T0 -c "$binary" >"$dir/node.xz.tmp"
       mv "$dir/node.xz.tmp" "$dir/node.xz"
     fi
+    # The native driver, static so that it runs whatever libraries the lent machine has.
+    static=build/bench-native-static
+    cmake -S bench/native -B "$static" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS=-msse4.2 -mno-avx" \
+      -DCMAKE_EXE_LINKER_FLAGS=-static >/dev/null
+    cmake --build "$static" -j"$(nproc)" --target work_span >/dev/null
+    xz -9 -c "$static/work_span" >"$dir/work_span.xz"
+    node bench/work-span.mjs --args >"$dir/work-span.args"
     du -h "$dir"/*
     echo "then: run(command='bash bench/threads-device.sh run', carry=['$dir'], timeout_s=540)"
     ;;
   run)
     shift
     out=${OUT:?run: \$OUT (the folder that comes back) is not set}
-    [[ -f $dir/node.xz && -f $dir/favor-threads.tar.xz ]] || { echo "run: $dir lacks node.xz or favor-threads.tar.xz; run 'bash bench/threads-device.sh pack' first and carry $dir" >&2; exit 1; }
+    for f in node.xz favor-threads.tar.xz work_span.xz work-span.args; do
+      [[ -f $dir/$f ]] || { echo "run: $dir lacks $f; run 'bash bench/threads-device.sh pack' first and carry $dir" >&2; exit 1; }
+    done
     work=$(mktemp -d)
     xz -dc "$dir/node.xz" >"$work/node"
     chmod +x "$work/node"
     tar -C "$work" -xJf "$dir/favor-threads.tar.xz"
+    xz -dc "$dir/work_span.xz" >"$work/work_span"
+    chmod +x "$work/work_span"
     lscpu >"$out/cpu.txt" 2>&1 || nproc >"$out/cpu.txt"
+    cp /proc/cpuinfo "$out/cpuinfo" || true
     "$work/node" "$work/favor-threads/bench/threads.mjs" --json "$out/threads.json" "$@" 2>&1 | tee "$out/threads.log"
+    cores=$(nproc)
+    counts=1
+    for t in 2 4 8 12 16 24 32 48 64; do
+      if ((t <= cores)); then counts+=",$t"; fi
+    done
+    # shellcheck disable=SC2046 # one argument per word of the file
+    timeout 180 "$work/work_span" --reps 3 --threads "$counts" --timed "$counts" $(cat "$dir/work-span.args") \
+      >"$out/work-span.json" 2>"$out/work-span.log" || echo "work_span: exit $? (see work-span.log)" | tee -a "$out/work-span.log"
     ;;
   *)
     echo "usage: bash bench/threads-device.sh pack | run [ARGS]" >&2

@@ -3,7 +3,9 @@
 // bench/work-span.mjs (the calls of bench/threads.mjs, on the same inputs). d = dv = 64, FAVOR+
 // m = 256 positive orthogonal (seed 7). One JSON object on stdout.
 //
-//   work_span [--reps N] [--threads 1,2,4,8,16] --case ID:METHOD:HEADS:L:CAUSAL[:STATE] ...
+//   work_span [--reps N] [--threads 1,2,4,8,16] [--timed 1,2,4,...] --case ID:METHOD:HEADS:L:CAUSAL[:STATE] ...
+//     --threads: the splits measured (work and span); --timed: the thread counts the calls are
+//     timed on (default: one and all of the machine's)
 //     METHOD favor | exact | decode (400 appends of one position after a prefill of L; STATE
 //     favor or exact), CAUSAL 0 | 1
 #include <algorithm>
@@ -16,6 +18,10 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "favor/favor.hpp"
 #include "favor/work_span.hpp"
@@ -115,7 +121,7 @@ class Call {
 
 int main(int argc, char** argv) {
   int reps = 5;
-  std::vector<int> plans = {1, 2, 4, 8, 16};
+  std::vector<int> plans = {1, 2, 4, 8, 16}, timed;
   std::vector<Case> cases;
   try {
     for (int a = 1; a < argc; a += 2) {
@@ -125,6 +131,8 @@ int main(int argc, char** argv) {
       } else if (flag == "--threads") {
         plans.clear();
         for (const std::string& t : split(value, ',')) plans.push_back(std::max(1, std::atoi(t.c_str())));
+      } else if (flag == "--timed") {
+        for (const std::string& t : split(value, ',')) timed.push_back(std::max(1, std::atoi(t.c_str())));
       } else if (flag == "--case") {
         cases.push_back(parse_case(value));
       } else {
@@ -136,9 +144,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "work_span: %s\n", e.what());
     return 2;
   }
+#ifdef __GLIBC__
+  // glibc maps blocks of 128 KiB and more (a key chunk's features) anew at each call and unmaps
+  // them when freed, which wasm's allocator never does (its heap only grows): from the heap, the
+  // native calls allocate as the wasm build does.
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<int> timed = {1};
-  if (cores > 1) timed.push_back(cores);
+  if (timed.empty()) timed.push_back(cores);
+  timed.erase(std::remove(timed.begin(), timed.end(), 1), timed.end());
+  timed.insert(timed.begin(), 1);  // the speed-ups are over one thread
   const favor::FeatureMap map(favor::Kernel::positive,
                               favor::sample_projection(kFeatures, kDim, favor::Sampling::orthogonal, 7));
   std::printf("{\"cores\": %d, \"reps\": %d, \"steps\": %ld, \"cases\": [", cores, reps, static_cast<long>(kDecodeSteps));
