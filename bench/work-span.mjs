@@ -1,13 +1,14 @@
 #!/usr/bin/env node
 // How far the thread bench's calls (bench/lib/thread-cases.mjs) can scale, as their split into
-// regions allows, read on any machine, few cores included: each call's work and span, natively
-// (bench/native/work_span.cpp on the core's SSE4.2 build, the closest to wasm's 128-bit SIMD),
-// with every region split as it would be on T threads but run on one (src/favor/work_span.hpp).
-// From them the speed-up over one thread that T threads allow if each runs as fast as one alone:
-// at most one-thread time / max(work / T, span), and at least one-thread time /
-// ((work - span) / T + span), which a scheduler that leaves no thread idle while an index waits
-// reaches (Brent's bound). Beside them, the speed-up the same native calls measured on the
-// machine's threads.
+// regions and the pool's way of dealing them out allow, read on any machine, few cores included.
+// bench/native/work_span.cpp runs each call natively (the core's SSE4.2 build, the closest to
+// wasm's 128-bit SIMD) with every region split as it would be on T threads but run on one, and
+// times every index (src/favor/work_span.hpp). From that trace:
+// - the pool model (bench/lib/pool-model.mjs): the time on T threads that each run as fast as one
+//   alone, the indices dealt out as the pool deals them;
+// - Brent's bounds from the call's work and span: at most one-thread time / max(work / T, span),
+//   at least one-thread time / ((work - span) / T + span);
+// beside the speed-up the same native calls measured on the machine's threads.
 //
 //   node bench/work-span.mjs [--quick] [--out FILE.md]   measure here
 //   node bench/work-span.mjs --merge DIR [--out FILE.md] add DIR/work-span.json and DIR/cpuinfo,
@@ -26,6 +27,7 @@ import { parseArgs } from 'node:util';
 import { cpuIdentity } from './lib/cpu-history.mjs';
 import { fmtMs } from './lib/format.mjs';
 import { writeSection } from './lib/sections.mjs';
+import { simulatePool } from './lib/pool-model.mjs';
 import { CASES } from './lib/thread-cases.mjs';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
@@ -33,7 +35,7 @@ const { values: args } = parseArgs({
   options: { quick: { type: 'boolean', default: false }, out: { type: 'string' }, merge: { type: 'string' }, args: { type: 'boolean', default: false } },
 });
 const reps = args.quick ? 3 : 7;
-const PLANS = [1, 2, 4, 8, 16];
+const PLANS = [1, 2, 4, 8, 12, 16];  // as the thread bench on a 16-core machine
 const RESULTS = `${repo}bench/work-span-results.json`;
 
 // Every call of the thread bench with a fixed shape ('the same into out' is the same call natively).
@@ -56,8 +58,8 @@ function machine(run, cpu, when) {
     const one = c.plans.find((p) => p.threads === 1).work;
     return {
       id: c.id, one,
-      plans: c.plans.map(({ threads: T, work, span }) => ({
-        threads: T, work, span,
+      plans: c.plans.map(({ threads: T, work, span, trace }) => ({
+        threads: T, work, span, model: Math.min(T, one / simulatePool(trace, T)),
         least: Math.min(T, one / ((work - span) / T + span)), most: Math.min(T, one / Math.max(work / T, span)),
       })),
       measured: Object.fromEntries(c.timed.filter((t) => t.threads > 1).map((t) => [t.threads, t.speedup])),
@@ -68,6 +70,10 @@ function machine(run, cpu, when) {
 
 let measured;
 if (args.merge) {
+  if (!existsSync(`${args.merge}/work-span.json`)) {
+    console.error(`work-span: ${args.merge}/work-span.json not found (bench/threads-device.sh run writes it into $OUT)`);
+    process.exit(1);
+  }
   const run = JSON.parse(readFileSync(`${args.merge}/work-span.json`, 'utf8'));
   const cpuinfo = existsSync(`${args.merge}/cpuinfo`) ? readFileSync(`${args.merge}/cpuinfo`, 'utf8') : '';
   measured = machine(run, cpuName(cpuinfo), run.date ?? date);
@@ -95,30 +101,29 @@ const x = (r) => `${r.toFixed(1)}×`;
 const label = (id) => (CASES[id]?.label ?? id).replace(', tokens/s', '');
 const md = [];
 md.push('<!-- work-span -->', '## What the split allows: work and span', '');
-md.push('`node bench/work-span.mjs` (part of `npm run bench`). The thread bench\'s calls natively ' +
-  '(the core built with `-O3 -msse4.2 -mno-avx`, the closest to wasm\'s 128-bit SIMD; the same inputs, d = dv = 64, FAVOR+ m = 256 positive orthogonal; ' +
-  'glibc\'s allocator kept from mapping large blocks anew at each call, as wasm\'s never does), ' +
-  'each region of the call split as it would be on T threads but its indices run one after another on one thread and timed (src/favor/work_span.hpp): ' +
-  'the call\'s *work* is the time that took, its *span* the longest chain of steps that must run in order (the time outside regions plus, in each region, its longest index, recursively). ' +
-  'Decode is 400 appends of one position after the prefill. ' +
-  'Each cell gives the speed-up over one thread that T threads allow if each runs as fast as one alone: at least one-thread time ÷ ((work − span) ÷ T + span), what a scheduler that leaves no thread idle while an index waits reaches (Brent\'s bound), ' +
-  'and at most one-thread time ÷ max(work ÷ T, span) (both at most T; work at T\'s split). ' +
-  'In parentheses, where the machine has the threads: the same native call timed on T threads (the median of the ratios of rounds that time one thread and T in turn), which the bounds have to bracket. ' +
-  'A speed-up below the first figure comes from the machine, not the split: threads slower together than alone (clocks, caches, memory, a shared host; the thread bench\'s weak-scaling rows) or the hand-offs between them. ' +
-  'The wasm calls of the thread bench also copy their inputs and output on the calling thread, which this leaves out.');
+md.push('`node bench/work-span.mjs` (part of `npm run bench`). How far the thread bench\'s calls can scale as their split into regions and the pool\'s way of dealing it out allow, read from one thread: ' +
+  'each call runs natively (the core built with `-O3 -msse4.2 -mno-avx`, the closest to wasm\'s 128-bit SIMD; the same inputs, d = dv = 64, FAVOR+ m = 256 positive orthogonal; ' +
+  'glibc\'s allocator kept from mapping large blocks anew at each call, as wasm\'s never does) with every region split as it would be on T threads but its indices run one after another on one thread, each timed (src/favor/work_span.hpp; the trace of the run of median work of ' +
+  `${[...new Set(machines.map((m) => m.reps))].join(' or ')}). Decode is 400 appends of one position after the prefill.`);
+md.push('');
+md.push('- **The pool model** (bench/lib/pool-model.mjs) replays the trace on T threads as src/favor/parallel.cpp deals the indices out (home ranges first, then the others\' ranges; a region inside an index published for the threads that have none left; its thread waiting for the indices taken), each thread as fast as one alone and every hand-off free. ' +
+  'The speed-up over one thread it gives is what the split allows; in parentheses, where the machine has the threads, the same native call timed on T threads (the median ratio of rounds that time one thread and T in turn). ' +
+  'A measured speed-up below the model\'s comes from the machine: threads slower together than alone (clocks, caches, memory, a shared host: the thread bench\'s weak-scaling rows), wake-ups and hand-offs. The wasm calls of the thread bench also copy their inputs and output on the calling thread, which this leaves out.');
+md.push('- **Brent\'s bounds**, from the call\'s *work* (the time on one thread at T\'s split) and *span* (its longest chain of steps that run in order: the time outside regions plus, in each region, its longest index, recursively): at least one-thread time ÷ ((work − span) ÷ T + span), what any scheduler that leaves no thread idle while an index waits reaches, and at most one-thread time ÷ max(work ÷ T, span). All figures at most T.');
 for (const m of machines) {
   const Ts = [...new Set([...m.rows[0].plans.map((p) => p.threads), ...Object.keys(m.rows[0].measured).map(Number)])].filter((T) => T > 1).sort((a, b) => a - b);
-  md.push('', `### ${m.cpu}, ${m.cores} cores (${m.date})`, '');
-  md.push(`| call | one thread | ${Ts.map((T) => `T = ${T}`).join(' | ')} |`);
-  md.push(`|---|---:|${Ts.map(() => '---:|').join('')}`);
-  for (const r of m.rows) {
-    const one = CASES[r.id]?.method === 'decode' ? `${(m.steps / r.one / 1000).toFixed(1)}k tokens/s` : `${fmtMs(r.one * 1000)} ms`;
-    const cells = Ts.map((T) => {
-      const p = r.plans.find((q) => q.threads === T), got = r.measured[T];
-      return [p ? `${x(p.least)}–${x(p.most)}` : '', got ? `(${x(got)})` : ''].filter(Boolean).join(' ') || '—';
-    });
-    md.push(`| ${label(r.id)} | ${one} | ${cells.join(' | ')} |`);
-  }
+  const table = (title, cell) => {
+    md.push('', title, '');
+    md.push(`| call | one thread | ${Ts.map((T) => `T = ${T}`).join(' | ')} |`);
+    md.push(`|---|---:|${Ts.map(() => '---:|').join('')}`);
+    for (const r of m.rows) {
+      const one = CASES[r.id]?.method === 'decode' ? `${(m.steps / r.one / 1000).toFixed(1)}k tokens/s` : `${fmtMs(r.one * 1000)} ms`;
+      md.push(`| ${label(r.id)} | ${one} | ${Ts.map((T) => cell(r, T, r.plans.find((q) => q.threads === T)) || '—').join(' | ')} |`);
+    }
+  };
+  md.push('', `### ${m.cpu}, ${m.cores} cores (${m.date})`);
+  table('The pool model (in parentheses: measured natively):', (r, T, p) => [p?.model ? x(p.model) : '', r.measured[T] ? `(${x(r.measured[T])})` : ''].filter(Boolean).join(' '));
+  table('Brent\'s bounds:', (r, T, p) => (p ? `${x(p.least)}–${x(p.most)}` : ''));
   const at16 = m.rows.map((r) => ({ r, p: r.plans.find((p) => p.threads === 16) })).filter(({ p }) => p);
   if (at16.length) {
     md.push('', `Span at T = 16, and the work it leaves each thread (work ÷ 16), ms: ${at16.map(({ r, p }) => `${label(r.id)}: ${fmtMs(p.span * 1000)} and ${fmtMs(p.work / 16 * 1000)}`).join('; ')}.`);

@@ -1,5 +1,6 @@
 // The work and span of calls natively, as their split into regions would be on T threads
-// (src/favor/work_span.hpp), and their time on 1 and on all of this machine's threads, for
+// (src/favor/work_span.hpp) with the trace they are read from, and their time on 1 and on more of
+// this machine's threads, for
 // bench/work-span.mjs (the calls of bench/threads.mjs, on the same inputs). d = dv = 64, FAVOR+
 // m = 256 positive orthogonal (seed 7). One JSON object on stdout.
 //
@@ -117,6 +118,22 @@ class Call {
   std::unique_ptr<favor::CausalState> state_;
 };
 
+// A trace (the rep of median work) as JSON, seconds: an index is [serial, region, serial, ...,
+// serial], a region {"t": threads invited, "i": [index, ...]}.
+void print_trace(const favor::TracedIndex& index) {
+  std::printf("[%.4g", index.serial[0]);
+  for (std::size_t r = 0; r < index.regions.size(); ++r) {
+    const favor::TracedRegion& region = index.regions[r];
+    std::printf(", {\"t\": %d, \"i\": [", region.threads);
+    for (std::size_t i = 0; i < region.indices.size(); ++i) {
+      if (i) std::printf(", ");
+      print_trace(region.indices[i]);
+    }
+    std::printf("]}, %.4g", index.serial[r + 1]);
+  }
+  std::printf("]");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -166,13 +183,19 @@ int main(int argc, char** argv) {
     std::printf("%s\n {\"id\": \"%s\", \"plans\": [", first ? "" : ",", c.id.c_str());
     first = false;
     for (std::size_t p = 0; p < plans.size(); ++p) {
-      std::vector<double> work, span;
+      std::vector<favor::WorkSpan> runs;
+      std::vector<double> span;
       for (int r = 0; r < reps; ++r) {
         call.prepare();
-        const favor::WorkSpan ws = favor::measure_work_span(plans[p], std::ref(call));
-        work.push_back(ws.work), span.push_back(ws.span);
+        runs.push_back(favor::measure_work_span(plans[p], std::ref(call)));
+        span.push_back(runs.back().span);
       }
-      std::printf("%s{\"threads\": %d, \"work\": %.6g, \"span\": %.6g}", p ? ", " : "", plans[p], median(work), median(span));
+      std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) { return a.work < b.work; });
+      const favor::WorkSpan& middle = runs[runs.size() / 2];
+      std::printf("%s{\"threads\": %d, \"work\": %.6g, \"span\": %.6g, \"trace\": ", p ? ", " : "", plans[p], middle.work,
+                  median(span));
+      print_trace(middle.call);
+      std::printf("}");
     }
     // Each thread count in turn within a rep, so that a machine whose speed drifts (a shared
     // host) moves them alike; the speed-up is the median of the reps' ratios.

@@ -33,42 +33,62 @@ thread_local int t_share = 1;             // inside a region: its threads per in
 thread_local int t_limit = 0;             // a ThreadLimit's count for this thread's regions (0: none)
 std::atomic<int> g_threads_used{1};       // for take_threads_used()
 
-// measure_work_span: while it runs, the calling thread's regions run serially, each index timed.
-// A frame is the call or one index of a region: when it started, the time its nested regions
-// took and their spans.
-struct SpanFrame {
-  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
-  double nested_time = 0, nested_span = 0;
-  double span() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() - nested_time + nested_span;
-  }
-};
-thread_local std::vector<SpanFrame>* t_frames = nullptr;
+// measure_work_span: while it runs, the calling thread's regions run serially, each index timed,
+// into the index being run (t_index) from the time its current serial stretch began (t_mark).
+thread_local TracedIndex* t_index = nullptr;
+thread_local std::chrono::steady_clock::time_point t_mark;
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
 
 // A region's indices one after another on this thread, each seeing the share of threads it would
 // have (available_threads()), so that the call splits its work as it would on that many threads.
 void run_traced(Index count, void (*call)(void*, Index), void* context) {
+  TracedIndex& parent = *t_index;
+  parent.serial.back() += seconds_since(t_mark);
   struct Restore {  // also when an index throws
     bool nested;
     int share;
-    ~Restore() { t_in_parallel = nested, t_share = share; }
-  } const restore{t_in_parallel, t_share};
-  int index_share = 1;  // a nested region's indices get 1, as in the pool
-  if (!restore.nested) {
-    const int threads = available_threads(), indices = static_cast<int>(std::min<Index>(count, threads));
-    index_share = (threads + indices - 1) / indices;
-  }
-  const SpanFrame region;
-  double longest = 0;
+    TracedIndex* index;
+    ~Restore() {
+      t_in_parallel = nested, t_share = share, t_index = index;
+      index->serial.push_back(0.0);
+      t_mark = std::chrono::steady_clock::now();
+    }
+  } const restore{t_in_parallel, t_share, &parent};
+  TracedRegion region;
+  region.threads = restore.nested ? 1 : available_threads();
+  const int indices = static_cast<int>(std::min<Index>(count, region.threads));
+  const int index_share = restore.nested ? 1 : (region.threads + indices - 1) / indices;  // as the pool shares them
+  region.indices.resize(static_cast<std::size_t>(count));
+  parent.regions.push_back(std::move(region));
   for (Index i = 0; i < count; ++i) {
     t_in_parallel = true, t_share = index_share;
-    t_frames->emplace_back();
+    t_index = &parent.regions.back().indices[static_cast<std::size_t>(i)];
+    t_mark = std::chrono::steady_clock::now();
     call(context, i);
-    longest = std::max(longest, t_frames->back().span());
-    t_frames->pop_back();
+    t_index->serial.back() += seconds_since(t_mark);
   }
-  t_frames->back().nested_time += region.span();
-  t_frames->back().nested_span += longest;
+}
+
+double work_of(const TracedIndex& index) {
+  double work = 0;
+  for (const double s : index.serial) work += s;
+  for (const TracedRegion& r : index.regions)
+    for (const TracedIndex& i : r.indices) work += work_of(i);
+  return work;
+}
+
+double span_of(const TracedIndex& index) {
+  double span = 0;
+  for (const double s : index.serial) span += s;
+  for (const TracedRegion& r : index.regions) {
+    double longest = 0;
+    for (const TracedIndex& i : r.indices) longest = std::max(longest, span_of(i));
+    span += longest;
+  }
+  return span;
 }
 
 #ifndef FAVOR_SERIAL_ONLY
@@ -438,19 +458,20 @@ std::pair<Index, Index> home_range(Index count, int threads, int thread) {
 
 WorkSpan measure_work_span(int threads, const std::function<void()>& call) {
   const int previous = g_max_threads.exchange(std::max(1, threads));
-  std::vector<SpanFrame> frames(1);
-  t_frames = &frames;
-  const auto restore = [&] { t_frames = nullptr, g_max_threads = previous; };
+  WorkSpan result;
+  t_index = &result.call;
+  t_mark = std::chrono::steady_clock::now();
+  const auto restore = [&] { t_index = nullptr, g_max_threads = previous; };
   try {
     call();
   } catch (...) {
     restore();
     throw;
   }
+  result.call.serial.back() += seconds_since(t_mark);
   restore();
-  const SpanFrame& root = frames.back();
-  const double work = std::chrono::duration<double>(std::chrono::steady_clock::now() - root.start).count();
-  return {work, work - root.nested_time + root.nested_span};
+  result.work = work_of(result.call), result.span = span_of(result.call);
+  return result;
 }
 
 ThreadLimit::ThreadLimit(int threads) : previous_(t_limit) { t_limit = std::max(1, threads); }
@@ -460,7 +481,7 @@ namespace detail {
 
 void run_parallel(Index count, void (*call)(void*, Index), void* context) {
   if (count <= 0) return;
-  if (t_frames) return run_traced(count, call, context);
+  if (t_index) return run_traced(count, call, context);
 #ifndef FAVOR_SERIAL_ONLY
   if (t_in_parallel) {
     // Published also where the region has a thread per index: threads that finish their indices

@@ -3,16 +3,34 @@
 #pragma once
 
 #include <functional>
+#include <vector>
 
 namespace favor {
 
-// In seconds. work: the call's time on one thread. span: its longest chain of steps that run one
-// after another, recursively the time outside its regions plus, for each region, its longest
-// index. On T threads that each run as fast as one alone, the call takes at least
-// max(work / T, span), and a scheduler that leaves no thread idle while an index waits takes at
-// most work / T + span (Brent's bound).
+struct TracedRegion;
+
+// What the call, or one index of a region, did in order, in seconds: serial[0], regions[0],
+// serial[1], ..., regions.back(), serial.back() (serial has one more entry than regions).
+struct TracedIndex {
+  std::vector<double> serial{0.0};
+  std::vector<TracedRegion> regions;
+};
+
+// A region: its indices, and the threads the pool would invite to it (available_threads() where
+// it starts; 1 for a nested region, which the threads of the region around it help with).
+struct TracedRegion {
+  int threads = 1;
+  std::vector<TracedIndex> indices;
+};
+
+// work: the call's time on one thread. span: its longest chain of steps that run one after
+// another, recursively the time outside its regions plus, for each region, its longest index. On
+// T threads that each run as fast as one alone, the call takes at least max(work / T, span), and
+// a scheduler that leaves no thread idle while an index waits takes at most
+// (work - span) / T + span (Brent's bound). call: the trace they are read from.
 struct WorkSpan {
   double work = 0, span = 0;
+  TracedIndex call;
 };
 
 // Runs call() on the calling thread with every region's indices one after another, each index

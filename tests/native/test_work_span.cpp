@@ -33,7 +33,7 @@ TEST(WorkSpan, RegionsSplitAsOnTheirThreadsAndRunOnTheCaller) {
   std::vector<int> index_threads, nested_threads;
   std::vector<Index> order;
   bool elsewhere = false;
-  favor::measure_work_span(8, [&] {
+  const favor::WorkSpan ws = favor::measure_work_span(8, [&] {
     outer_threads = favor::available_threads();
     worth = favor::threads_for_work(1e12);
     favor::parallel_for(2, [&](Index i) {
@@ -53,6 +53,20 @@ TEST(WorkSpan, RegionsSplitAsOnTheirThreadsAndRunOnTheCaller) {
   EXPECT_EQ(nested_threads, (std::vector<int>(6, 1)));
   EXPECT_EQ(order, (std::vector<Index>{0, 10, 11, 12, 1, 20, 21, 22}));  // in order, depth first
   EXPECT_FALSE(elsewhere);
+  // The trace has the same shape: the call's one region (8 threads invited), two indices of one
+  // nested region of three each, and a serial stretch around every region.
+  ASSERT_EQ(ws.call.regions.size(), 1u);
+  EXPECT_EQ(ws.call.serial.size(), 2u);
+  const favor::TracedRegion& outer = ws.call.regions[0];
+  EXPECT_EQ(outer.threads, 8);
+  ASSERT_EQ(outer.indices.size(), 2u);
+  for (const favor::TracedIndex& index : outer.indices) {
+    ASSERT_EQ(index.regions.size(), 1u);
+    EXPECT_EQ(index.serial.size(), 2u);
+    EXPECT_EQ(index.regions[0].threads, 1);
+    ASSERT_EQ(index.regions[0].indices.size(), 3u);
+    for (const favor::TracedIndex& inner : index.regions[0].indices) EXPECT_EQ(inner.serial.size(), 1u);
+  }
   EXPECT_EQ(favor::max_threads(), 2);
   EXPECT_EQ(favor::available_threads(), 2);
   favor::set_max_threads(1);
