@@ -1,8 +1,7 @@
-// The work and span of calls natively, as their split into regions would be on T threads
-// (src/favor/work_span.hpp) with the trace they are read from, and their time on 1 and on more of
-// this machine's threads, for
-// bench/work-span.mjs (the calls of bench/threads.mjs, on the same inputs). d = dv = 64, FAVOR+
-// m = 256 positive orthogonal (seed 7). One JSON object on stdout.
+// For bench/work-span.mjs: calls natively (those of bench/threads.mjs, on the same inputs), their
+// work, span and trace with the split they would have on T threads (src/favor/work_span.hpp), and
+// their time on one and on more of this machine's threads. d = dv = 64, FAVOR+ m = 256 positive
+// orthogonal (seed 7). One JSON object on stdout.
 //
 //   work_span [--reps N] [--threads 1,2,4,8,16] [--timed 1,2,4,...] --case ID:METHOD:HEADS:L:CAUSAL[:STATE] ...
 //     --threads: the splits measured (work and span); --timed: the thread counts the calls are
@@ -11,9 +10,11 @@
 //     favor or exact), CAUSAL 0 | 1
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <string>
