@@ -100,7 +100,7 @@ const machines = [...(saved.machines ?? []).filter((m) => key(m) !== key(measure
 const x = (r) => `${r.toFixed(1)}×`;
 const label = (id) => (CASES[id]?.label ?? id).replace(', tokens/s', '');
 const md = [];
-md.push('<!-- work-span -->', '## What the split allows: work and span', '');
+md.push('<!-- work-span -->', '## What the split allows: the pool model, work and span', '');
 md.push('`node bench/work-span.mjs` (part of `npm run bench`). How far the thread bench\'s calls can scale as their split into regions and the pool\'s way of dealing it out allow, read from one thread: ' +
   'each call runs natively (the core built with `-O3 -msse4.2 -mno-avx`, the closest to wasm\'s 128-bit SIMD; the same inputs, d = dv = 64, FAVOR+ m = 256 positive orthogonal; ' +
   'glibc\'s allocator kept from mapping large blocks anew at each call, as wasm\'s never does) with every region split as it would be on T threads but its indices run one after another on one thread, each timed (src/favor/work_span.hpp; the trace of the run of median work of ' +
