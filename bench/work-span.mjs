@@ -103,8 +103,8 @@ const md = [];
 md.push('<!-- work-span -->', '## What the split allows: the pool model, work and span', '');
 md.push('`node bench/work-span.mjs` (part of `npm run bench`). How far the thread bench\'s calls can scale as their split into regions and the pool\'s way of dealing it out allow, read from one thread: ' +
   'each call runs natively (the core built with `-O3 -msse4.2 -mno-avx`, the closest to wasm\'s 128-bit SIMD; the same inputs, d = dv = 64, FAVOR+ m = 256 positive orthogonal; ' +
-  'glibc\'s allocator kept from mapping large blocks anew at each call, as wasm\'s never does) with every region split as it would be on T threads but its indices run one after another on one thread, each timed (src/favor/work_span.hpp; the trace of the run of median work of ' +
-  `${[...new Set(machines.map((m) => m.reps))].join(' or ')}). Decode is 400 appends of one position after the prefill.`);
+  'glibc\'s allocator kept from mapping large blocks anew at each call, as wasm\'s never does) with every region split as it would be on T threads but its indices run one after another on one thread, each timed (src/favor/work_span.hpp; the trace of the fastest of ' +
+  `${[...new Set(machines.map((m) => m.reps))].join(' or ')} runs). Decode is 400 appends of one position after the prefill.`);
 md.push('');
 md.push('- **The pool model** (bench/lib/pool-model.mjs) replays the trace on T threads as src/favor/parallel.cpp deals the indices out (home ranges first, then the others\' ranges; a region inside an index published for the threads that have none left; its thread waiting for the indices taken), each thread as fast as one alone and every hand-off free. ' +
   'The speed-up over one thread it gives is what the split allows; in parentheses, where the machine has the threads, the same native call timed on T threads (the median ratio of rounds that time one thread and T in turn). ' +
