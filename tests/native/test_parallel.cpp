@@ -430,6 +430,48 @@ TEST(Parallel, TensorHeadsSameBitsForAnyThreadCount) {
   }
 }
 
+// A FAVOR+ causal state on one and on several threads: prefill pieces that continue the carried
+// state (2,400 rows make two segments: on 3 and 5 threads, fewer than the threads, each is folded
+// by blocks of features), decode steps, and a prefill after them. Every output and the state's
+// size, the same bits.
+TEST(Parallel, CausalStateAppendsSameBitsForAnyThreadCount) {
+  std::mt19937 gen(15);
+  const Index d = 8, dv = 3, m = 64;
+  const std::vector<Index> pieces = {700, 2400, 1, 1, 1, 300};
+  Index L = 0;
+  for (Index n : pieces) L += n;
+  const MatF q = ref::normal_matrix(L, d, gen), k = ref::normal_matrix(L, d, gen), v = ref::normal_matrix(L, dv, gen);
+  const favor::FeatureMap map(favor::Kernel::positive, ref::normal_matrix(m, d, gen));
+  favor::CausalStateOptions options;
+  options.method = favor::StateMethod::favor;
+  options.map = &map;
+  auto run = [&] {
+    favor::CausalState state(options);
+    MatF out(L, dv);
+    Index a = 0;
+    for (Index n : pieces) {
+      MatF o(n, dv);  // (rows of one head are contiguous in a row-major MatF)
+      state.append({q.data() + a * d, {1, n, d}}, {k.data() + a * d, {1, n, d}}, {v.data() + a * dv, {1, n, dv}},
+                   {o.data(), {1, n, dv}});
+      out.middleRows(a, n) = o;
+      a += n;
+    }
+    return std::pair{out, state.state_bytes()};
+  };
+  std::pair<MatF, std::size_t> one;
+  {
+    Threads t(1);
+    one = run();
+  }
+  EXPECT_TRUE(one.first.allFinite());
+  for (int threads : {2, 3, 5}) {
+    Threads t(threads);
+    const auto many = run();
+    EXPECT_TRUE(same_bits(many.first, one.first)) << threads << " threads";
+    EXPECT_EQ(many.second, one.second) << threads << " threads";
+  }
+}
+
 // OPRF's rho and FAVOR#'s parameters from 10,000 rows (three blocks of rows, summed in
 // parallel): the same bits on any number of threads.
 TEST(Parallel, DataDependentParametersSameBitsForAnyThreadCount) {
