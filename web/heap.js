@@ -90,6 +90,9 @@ export function createHeap(Module) {
       if (result === 0) throw coreError(fnName, Module.lastError());
       if (result?.error) throw coreError(fnName, result);
       return result;
+    } catch (e) {
+      Module.favorResultArray = undefined;  // made for a result that did not come
+      throw e;
     } finally {
       if (raw) Module._free(raw);
     }
@@ -99,14 +102,19 @@ export function createHeap(Module) {
   const outputHeaderBytes = (rank) => Math.ceil((8 * (rank + 1)) / CACHE_LINE) * CACHE_LINE;
 
   // Takes ownership of an output from the core (its data pointer, its dims before it): copy out
-  // (into out when given), free the block it starts.
+  // (into out when given, else into the array the calling thread made for it while the helper
+  // threads computed, bindings.cpp prepare_result_array, else into a new one), free the block it
+  // starts.
   function takeTensor(ptr, out) {
     const heap = heapF64(), rankAt = (ptr >>> 3) - 1, rank = heap[rankAt];
     const dims = new Array(rank);
     let count = 1;
     for (let i = 0; i < rank; ++i) count *= dims[i] = heap[rankAt - rank + i];
+    const prepared = Module.favorResultArray;
+    Module.favorResultArray = undefined;
     try {
       const data = heapF32().subarray(ptr >>> 2, (ptr >>> 2) + count);
+      if (!out && prepared?.length === count) out = prepared;
       return out ? writeOut(data, dims, out) : { data: data.slice(), dims };
     } finally {
       Module._free(ptr - outputHeaderBytes(rank));

@@ -4,6 +4,8 @@
 // Emscripten 3.1.6), so every entry point catches everything and returns either a result
 // object or { error, message } that web/api.js turns into a TypeError or RangeError.
 #include <emscripten/bind.h>
+#include <emscripten/em_js.h>
+#include <emscripten/em_macros.h>
 #include <emscripten/val.h>
 
 #include <cxxabi.h>
@@ -12,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <new>
@@ -21,7 +24,9 @@
 
 #include <favor/favor.hpp>
 // Internal headers, for what the C++ API leaves to the builds: the GEMM's tile rows and whether
-// this module fuses multiply-adds (loadFavor's tuning), and the dims helpers of the core's messages.
+// this module fuses multiply-adds (loadFavor's tuning), the dims helpers of the core's messages,
+// and the calling thread's task while the helpers start (with_output).
+#include <favor/caller_task.hpp>
 #include <favor/kernels/gemm.hpp>
 #include <favor/kernels/vector_math.hpp>
 #include <favor/tensor/shape.hpp>
@@ -29,6 +34,20 @@
 #include "thread_cached_malloc.hpp"
 
 using emscripten::val;
+
+// The array a result of `count` floats will be copied out into (web/heap.js takeTensor), made
+// with its pages written once, so that the system maps them in now. Called on the calling thread
+// while the helper threads compute (CallerTask); never throws: without memory for it now, the
+// result gets its array after the call.
+EM_JS(void, prepare_result_array, (double count), {
+  try {
+    const data = new Float32Array(count);
+    for (let i = 0; i < count; i += 1024) data[i] = 0;  // one store per 4 KiB page
+    Module.favorResultArray = data;
+  } catch {
+    Module.favorResultArray = undefined;
+  }
+});
 
 namespace {
 
@@ -163,16 +182,17 @@ favor::AttentionOptions attention_options(bool causal, double scale) {
 // result into it.
 template <class Compute>
 float* with_output(const std::vector<favor::Index>& dims, double out_length, Compute&& compute) {
-  if (!std::isnan(out_length)) {
-    double size = 1.0;
-    for (favor::Index d : dims) size *= static_cast<double>(d);
-    if (out_length != size)
-      favor::throw_range("out", "expected a Float32Array of " + std::to_string(static_cast<long long>(size)) +
-                                    " floats (the output's dims " + favor::dims_string(dims) + "), got one of " +
-                                    std::to_string(static_cast<long long>(out_length)) +
-                                    (out_length == 0 ? " (empty or detached)" : ""));
-  }
+  double size = 1.0;
+  for (favor::Index d : dims) size *= static_cast<double>(d);
+  if (!std::isnan(out_length) && out_length != size)
+    favor::throw_range("out", "expected a Float32Array of " + std::to_string(static_cast<long long>(size)) +
+                                  " floats (the output's dims " + favor::dims_string(dims) + "), got one of " +
+                                  std::to_string(static_cast<long long>(out_length)) +
+                                  (out_length == 0 ? " (empty or detached)" : ""));
   float* out = allocate_output(dims, "output");
+  // Without options.out the result is copied into a fresh array: made while the helpers compute.
+  const favor::CallerTask prepare(std::isnan(out_length) ? std::function<void()>([size] { prepare_result_array(size); })
+                                                          : std::function<void()>());
   try {
     compute(favor::TensorView{out, dims});
   } catch (...) {

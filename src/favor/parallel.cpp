@@ -1,5 +1,6 @@
 #include "favor/parallel.hpp"
 
+#include "favor/caller_task.hpp"
 #include "favor/thread_plan.hpp"
 #include "favor/work_span.hpp"
 
@@ -32,6 +33,7 @@ thread_local bool t_in_parallel = false;  // inside a region: a nested one becom
 thread_local int t_share = 1;             // inside a region: its threads per index (>= 1)
 thread_local int t_limit = 0;             // a ThreadLimit's count for this thread's regions (0: none)
 std::atomic<int> g_threads_used{1};       // for take_threads_used()
+thread_local std::function<void()>* t_caller_task = nullptr;  // a CallerTask's, until it runs
 
 // measure_work_span: while it runs, the calling thread's regions run serially, each index timed,
 // into the index being run (t_index) from the time its current serial stretch began (t_mark).
@@ -147,6 +149,7 @@ class Pool {
         std::lock_guard<std::mutex> lock(mutex_);
         sleep_[id].wake.notify_one();
       }
+    run_caller_task();
     work(job_, 0);
     help_until_done(job_);
     const auto none_working = [this] { return (active_.load() & kJoinedMask) == 0; };
@@ -265,6 +268,16 @@ class Pool {
     std::mutex mutex;
     std::atomic<Job*> job{nullptr};  // written under the mutex; read without it only as a hint
   };
+
+  // The calling thread's CallerTask, once: the helpers just woken take its range meanwhile.
+  static void run_caller_task() {
+    if (std::function<void()>* task = std::exchange(t_caller_task, nullptr)) {
+      try {
+        (*task)();
+      } catch (...) {
+      }
+    }
+  }
 
   // Whether done() held within `budget`.
   template <class Done>
@@ -473,6 +486,11 @@ WorkSpan measure_work_span(int threads, const std::function<void()>& call) {
   result.work = work_of(result.call), result.span = span_of(result.call);
   return result;
 }
+
+CallerTask::CallerTask(std::function<void()> task) : task_(std::move(task)), previous_(t_caller_task) {
+  t_caller_task = task_ ? &task_ : nullptr;
+}
+CallerTask::~CallerTask() { t_caller_task = previous_; }
 
 ThreadLimit::ThreadLimit(int threads) : previous_(t_limit) { t_limit = std::max(1, threads); }
 ThreadLimit::~ThreadLimit() { t_limit = previous_; }

@@ -200,6 +200,58 @@ test('outputs are bit-identical to the single-threaded SIMD module with 2 and 3 
   }
 });
 
+// A result without out is copied into an array the calling thread made while the helper threads
+// computed (bindings.cpp prepare_result_array, a CallerTask): its pages mapped in then rather
+// than after the call, where no thread shares the time. Seen through Module.favorResultArray,
+// where the array waits for web/heap.js: a setter on Object.prototype records what the module
+// puts there (a module loaded after it has no property of its own to bypass it).
+test('a result without out is the array the calling thread made while the helpers computed', async (t) => {
+  const made = [], held = new WeakMap();
+  let last;
+  Object.defineProperty(Object.prototype, 'favorResultArray', {
+    configurable: true,
+    get() { return held.get(this); },
+    set(value) {
+      held.set(this, value);
+      last = value;
+      if (value) made.push(value);
+    },
+  });
+  t.after(() => delete Object.prototype.favorResultArray);
+  const favor = await loadFavor({ threads: 2 });
+  t.after(() => favor.dispose());
+  favor.threadsUsed();
+  const exact = favor.exactAttention(q, k, v);
+  assert.equal(favor.threadsUsed(), 2);
+  assert.equal(made.length, 1);
+  assert.equal(exact.data, made[0], 'the result is the array made during the call');
+  assert.equal(last, undefined, 'and none is kept');
+  assertBitIdentical(exact.data, one.exactAttention(q, k, v).data, 'exact');
+  const map = favor.createFeatureMap({ dim: 16, features: 64, seed: 3 }), map1 = one.createFeatureMap({ dim: 16, features: 64, seed: 3 });
+  const approx = favor.favorAttention(q, k, v, { featureMap: map });
+  assert.equal(made.length, 2);
+  assert.equal(approx.data, made[1]);
+  assertBitIdentical(approx.data, one.favorAttention(q, k, v, { featureMap: map1 }).data, 'FAVOR+');
+  // With out, none is made; nor for a call on one thread.
+  const out = new Float32Array(exact.data.length);
+  assert.equal(favor.exactAttention(q, k, v, { out }).data, out);
+  assert.equal(favor.threadsUsed(), 2);
+  const tiny = normalTensor([1, 8, 4], 7);
+  favor.exactAttention(tiny, tiny, tiny);
+  assert.equal(favor.threadsUsed(), 1);
+  assert.equal(made.length, 2);
+  // A call that fails after its helpers started (an overflow in the last block) keeps none.
+  const big = normalTensor([1, 333, 8], 4);
+  big.data.fill(3e38, 330 * 8, 331 * 8);
+  assert.throws(() => favor.exactAttention(big, { data: big.data.slice(), dims: big.dims }, v1), RangeError);
+  assert.equal(made.length, 3, 'the failed call made one');
+  assert.equal(last, undefined, 'and did not keep it');
+  assertBitIdentical(favor.exactAttention(q, k, v).data, exact.data, 'after the error');
+  assert.equal(made.length, 4);
+  assert.equal(last, undefined);
+  map.dispose(), map1.dispose();
+});
+
 test('errors are still TypeError/RangeError naming the argument, and the instance keeps working', () => {
   const bad = normalTensor([3, 200, 16], 1);
   bad.data[2 * 200 * 16 + 5] = NaN;
