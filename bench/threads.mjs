@@ -220,7 +220,7 @@ function machineTable(r) {
   const copies = Object.entries(r.copies ?? {}).map(([id, { inputs, output, pages }]) => {
     const t1 = r.rows.find((x) => x.id === id && x.threads === 1)?.ours, T = Ts[Ts.length - 1], copy = inputs + output;
     const overlapped = pages === undefined ? '' : `, and ${fmt(pages)} ms writing a fresh array's pages while the helpers compute`;
-    return t1 ? `${CASES[id].label}: ${fmt(inputs)} ms in and ${fmt(output)} ms out${overlapped} (the copies ${((100 * copy) / t1).toFixed(1)}% of its time on one thread; with them serial, at most ${(t1 / (copy + (t1 - copy) / T)).toFixed(1)}× at T = ${T})` : null;
+    return t1 ? `${CASES[id].label}: ${fmt(inputs)} ms in and ${fmt(output)} ms out${overlapped} (the copies ${((100 * copy) / t1).toFixed(1)}% of its time on one thread; with them serial, at most ${[...new Set([T, 16])].map((n) => `${(t1 / (copy + (t1 - copy) / n)).toFixed(1)}× at T = ${n}`).join(' and ')})` : null;
   }).filter(Boolean);
   if (copies.length) {
     lines.push('', `What a call does on the calling thread alone, timed by itself: its inputs copied into a shared buffer and its output out into an array whose pages are mapped in already. The array of a result without \`out\` is made, its pages written once (the system maps them in as they are first written), while the helper threads compute, so that this part overlaps the call's work; the copies do not: ${copies.join('; ')}.`);
