@@ -29,6 +29,9 @@ const cores = availableParallelism();
 const threadCounts = args.threads
   ? String(args.threads).split(',').map(Number)
   : [1, 2, 4, 8, 12, 16, 24, 32, 48, 64].filter((t) => t <= cores);
+// Measured one thread first, then the most, then the rest: a run cut short by a lent machine's
+// time (its results are saved after every row) still has the columns that matter most.
+const measureOrder = [...new Set([threadCounts[0], threadCounts[threadCounts.length - 1], ...threadCounts])];
 const reps = Number(args.reps ?? (args.quick ? 3 : 5));
 const d = 64, dv = 64, m = 256;
 
@@ -88,8 +91,18 @@ function timeCopies(c) {
 function measureDecoders(decoders) {
   for (const s of decoders) {
     s.x = tensor([s.H, 1, d], 4);
+    // The engine compiles a function with its optimizing tier only once it has run a while, in
+    // the background (V8's dynamic tiering): until then a step ran up to twice as long, and
+    // 200 steps were not enough. A state of its own takes the 500 ms this needs, since an
+    // exact cache grows with every append.
+    const warm = s.favor.createCausalState(s.options);
+    for (let t0 = performance.now(); performance.now() - t0 < 500;) {
+      for (let n = 0; n < 100; ++n) warm.append(s.x, s.x, s.x);
+      warm.reset();
+    }
+    warm.dispose();
     s.favor.threadsUsed();
-    for (let i = 0; i < 200; ++i) s.state.append(s.x, s.x, s.x);
+    for (let n = 0; n < 200; ++n) s.state.append(s.x, s.x, s.x);
     s.used = s.favor.threadsUsed();
   }
   const rates = decoders.map(() => []);
@@ -152,12 +165,13 @@ async function measure() {
   console.log(`# thread scaling on ${results.cpu} (${cores} cores), Node ${process.version}`);
   const report = (row) => {
     results.rows.push(row);
+    if (args.json) writeFileSync(String(args.json), `${JSON.stringify({ ...results, partial: true }, null, 1)}\n`);
     const decode = CASES[row.id].method === 'decode';
     console.log(`T=${String(row.threads).padStart(2)}  ${row.label.padEnd(44)} ${decode ? `${(row.ours / 1000).toFixed(1)}k tok/s` : `${row.ours.toFixed(1)} ms`}  (took ${row.used})${row.peer ? `   ort ${row.peer.toFixed(1)} ms` : ''}`);
   };
   const decodeIds = caseIds.filter((id) => CASES[id].method === 'decode');
   const decoders = [];
-  for (const T of threadCounts) {
+  for (const T of measureOrder) {
     const favor = await loadFavor({ threads: T });
     const featureMap = favor.createFeatureMap({ dim: d, features: m, seed: 7 });
     const peers = peerTimes(T);
@@ -170,9 +184,10 @@ async function measure() {
     }
     if (decodeIds.length) {
       for (const id of decodeIds) {
-        const c = CASES[id], state = favor.createCausalState(c.state === 'exact' ? { method: 'exact' } : { method: 'favor', featureMap });
+        const c = CASES[id], options = c.state === 'exact' ? { method: 'exact' } : { method: 'favor', featureMap };
+        const state = favor.createCausalState(options);
         state.append(tensor([c.H, c.L, d], 1), tensor([c.H, c.L, d], 2), tensor([c.H, c.L, dv], 3));
-        decoders.push({ id, T, H: c.H, favor, state });
+        decoders.push({ id, T, H: c.H, favor, options, state });
       }
     } else {
       featureMap.dispose();
@@ -197,6 +212,7 @@ const fmt = (x, decode) => (decode ? `${(x / 1000).toFixed(1)}k` : x >= 100 ? x.
 function machineTable(r) {
   const Ts = [...new Set(r.rows.map((x) => x.threads))].sort((a, b) => a - b);
   const lines = [`### ${r.cpu}, ${r.cores} cores (Node ${r.node}, ${r.date})`, '', ...(r.note ? [r.note, ''] : []),
+    ...(r.partial ? ['This run ended before it finished (the rows it measured; the order was one thread, the most threads, then the rest, decode last).', ''] : []),
     `| call | ${Ts.map((t) => `T = ${t}`).join(' | ')} | best speed-up |`, `|---|${Ts.map(() => '---:').join('|')}|---:|`];
   for (const id of [...new Set(r.rows.map((x) => x.id))]) {
     const rows = Ts.map((t) => r.rows.find((x) => x.id === id && x.threads === t));
@@ -231,7 +247,7 @@ function machineTable(r) {
 function section(all) {
   const machines = Object.values(all).sort((a, b) => b.cores - a.cores);
   return ['<!-- threads -->', '## Thread scaling', '',
-    `\`node bench/threads.mjs\` (part of \`npm run bench\`): the same calls at T = 1, 2, 4, … threads, each T a fresh \`loadFavor({ threads: T })\` of the relaxed-SIMD build in Node, d = dv = 64, FAVOR+ m = 256 (positive, orthogonal), median of ${[...new Set(machines.map((r) => r.reps ?? reps))].join(' or ')} calls after a warm-up (at least 3 calls and 200 ms); decode is bursts of 400 appends of one position after a 1,024-position prefill (FAVOR+ state or exact KV cache), every T's state in each round in turn, in tokens per second. In parentheses: the speed-up over one thread. The rows "T heads on T threads" scale the work with the threads (weak scaling): there the ratio is the time on one thread ÷ the time on T, 1.0× when each thread works as fast as one alone, and below it when threads slow each other (clocks, caches, memory, locks, or a host that shares the cores), a limit no split of the work can win back. onnxruntime-web runs its one-head graphs (bench/onnx) at \`env.wasm.numThreads = T\`, each T in a process of its own. Machines with many cores run the folder \`bash bench/threads-bundle.sh\` packs (the built package, this script, the peer's files) with a Node binary (\`bash bench/threads-device.sh\` packs both for a lent machine and runs them there), and their results are merged here with \`--merge\`.`,
+    `\`node bench/threads.mjs\` (part of \`npm run bench\`): the same calls at T = 1, 2, 4, … threads, each T a fresh \`loadFavor({ threads: T })\` of the relaxed-SIMD build in Node, d = dv = 64, FAVOR+ m = 256 (positive, orthogonal), median of ${[...new Set(machines.map((r) => r.reps ?? reps))].join(' or ')} calls after a warm-up (at least 3 calls and 200 ms); decode is bursts of 400 appends of one position after a 1,024-position prefill (FAVOR+ state or exact KV cache) and 200 appends, every T's state in each round in turn, in tokens per second, each module's steps first warmed up for 500 ms on a state of its own (V8 compiles a wasm function with its optimizing tier only after it has run a while). In parentheses: the speed-up over one thread. The rows "T heads on T threads" scale the work with the threads (weak scaling): there the ratio is the time on one thread ÷ the time on T, 1.0× when each thread works as fast as one alone, and below it when threads slow each other (clocks, caches, memory, locks, or a host that shares the cores), a limit no split of the work can win back. onnxruntime-web runs its one-head graphs (bench/onnx) at \`env.wasm.numThreads = T\`, each T in a process of its own. Machines with many cores run the folder \`bash bench/threads-bundle.sh\` packs (the built package, this script, the peer's files) with a Node binary (\`bash bench/threads-device.sh\` packs both for a lent machine and runs them there), and their results are merged here with \`--merge\`.`,
     '', ...machines.flatMap((r) => [machineTable(r), '']), '<!-- /threads -->'].join('\n');
 }
 
