@@ -34,16 +34,18 @@ const threadCounts = args.threads
 const measureOrder = [...new Set([threadCounts[0], threadCounts[threadCounts.length - 1], ...threadCounts])];
 const reps = Number(args.reps ?? (args.quick ? 3 : 5));
 const d = 64, dv = 64, m = 256;
+const WARMUP_MS = 500;
 
 const caseIds = args.cases ? String(args.cases).split(',') : Object.keys(CASES);
 
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[s.length >> 1]; };
 
 function timeCall(call) {
-  // Warm-up, at least 3 calls and 200 ms: first-call allocations, the heap's growth, and the
-  // engine's optimizing compile of the code each thread runs (in a fresh pthreads build, the
-  // first few calls of a small size took 2-5x as long as the later ones).
-  for (let n = 0, t0 = performance.now(); n < 3 || performance.now() - t0 < 200; ++n) call();
+  // Warm-up, at least 3 calls and 500 ms: first-call allocations, the heap's growth, and the
+  // engine's optimizing compile of the code each thread runs, in the background (in a fresh
+  // pthreads build, the first calls of a small size took 2-5x as long as the later ones, and a
+  // one-head FAVOR+ call at L = 4096 took up to 1.8x for its first 300 ms).
+  for (let n = 0, t0 = performance.now(); n < 3 || performance.now() - t0 < WARMUP_MS; ++n) call();
   const times = [];
   for (let r = 0; r < reps; ++r) {
     const t0 = performance.now();
@@ -93,10 +95,10 @@ function measureDecoders(decoders) {
     s.x = tensor([s.H, 1, d], 4);
     // The engine compiles a function with its optimizing tier only once it has run a while, in
     // the background (V8's dynamic tiering): until then a step ran up to twice as long, and
-    // 200 steps were not enough. A state of its own takes the 500 ms this needs, since an
+    // 200 steps were not enough. A state of its own takes the warm-up this needs, since an
     // exact cache grows with every append.
     const warm = s.favor.createCausalState(s.options);
-    for (let t0 = performance.now(); performance.now() - t0 < 500;) {
+    for (let t0 = performance.now(); performance.now() - t0 < WARMUP_MS;) {
       for (let n = 0; n < 100; ++n) warm.append(s.x, s.x, s.x);
       warm.reset();
     }
@@ -161,7 +163,7 @@ function peerTimes(T) {
 const RESULTS = new URL('./threads-results.json', import.meta.url);
 
 async function measure() {
-  const results = { cpu: cpus()[0]?.model ?? 'unknown', cores, node: process.version, date: new Date().toISOString().slice(0, 10), reps, rows: [] };
+  const results = { cpu: cpus()[0]?.model ?? 'unknown', cores, node: process.version, date: new Date().toISOString().slice(0, 10), reps, warmupMs: WARMUP_MS, rows: [] };
   console.log(`# thread scaling on ${results.cpu} (${cores} cores), Node ${process.version}`);
   const report = (row) => {
     results.rows.push(row);
@@ -247,7 +249,7 @@ function machineTable(r) {
 function section(all) {
   const machines = Object.values(all).sort((a, b) => b.cores - a.cores);
   return ['<!-- threads -->', '## Thread scaling', '',
-    `\`node bench/threads.mjs\` (part of \`npm run bench\`): the same calls at T = 1, 2, 4, … threads, each T a fresh \`loadFavor({ threads: T })\` of the relaxed-SIMD build in Node, d = dv = 64, FAVOR+ m = 256 (positive, orthogonal), median of ${[...new Set(machines.map((r) => r.reps ?? reps))].join(' or ')} calls after a warm-up (at least 3 calls and 200 ms); decode is bursts of 400 appends of one position after a 1,024-position prefill (FAVOR+ state or exact KV cache) and 200 appends, every T's state in each round in turn, in tokens per second, each module's steps first warmed up for 500 ms on a state of its own (V8 compiles a wasm function with its optimizing tier only after it has run a while). In parentheses: the speed-up over one thread. The rows "T heads on T threads" scale the work with the threads (weak scaling): there the ratio is the time on one thread ÷ the time on T, 1.0× when each thread works as fast as one alone, and below it when threads slow each other (clocks, caches, memory, locks, or a host that shares the cores), a limit no split of the work can win back. onnxruntime-web runs its one-head graphs (bench/onnx) at \`env.wasm.numThreads = T\`, each T in a process of its own. Machines with many cores run the folder \`bash bench/threads-bundle.sh\` packs (the built package, this script, the peer's files) with a Node binary (\`bash bench/threads-device.sh\` packs both for a lent machine and runs them there), and their results are merged here with \`--merge\`.`,
+    `\`node bench/threads.mjs\` (part of \`npm run bench\`): the same calls at T = 1, 2, 4, … threads, each T a fresh \`loadFavor({ threads: T })\` of the relaxed-SIMD build in Node, d = dv = 64, FAVOR+ m = 256 (positive, orthogonal), median of ${[...new Set(machines.map((r) => r.reps ?? reps))].join(' or ')} calls after a warm-up (at least 3 calls and ${[...new Set(machines.map((r) => r.warmupMs ?? 200))].join(' or ')} ms); decode is bursts of 400 appends of one position after a 1,024-position prefill (FAVOR+ state or exact KV cache) and 200 appends, every T's state in each round in turn, in tokens per second, each module's steps first warmed up for 500 ms on a state of its own (V8 compiles a wasm function with its optimizing tier only after it has run a while). In parentheses: the speed-up over one thread. The rows "T heads on T threads" scale the work with the threads (weak scaling): there the ratio is the time on one thread ÷ the time on T, 1.0× when each thread works as fast as one alone, and below it when threads slow each other (clocks, caches, memory, locks, or a host that shares the cores), a limit no split of the work can win back. onnxruntime-web runs its one-head graphs (bench/onnx) at \`env.wasm.numThreads = T\`, each T in a process of its own. Machines with many cores run the folder \`bash bench/threads-bundle.sh\` packs (the built package, this script, the peer's files) with a Node binary (\`bash bench/threads-device.sh\` packs both for a lent machine and runs them there), and their results are merged here with \`--merge\`.`,
     '', ...machines.flatMap((r) => [machineTable(r), '']), '<!-- /threads -->'].join('\n');
 }
 
