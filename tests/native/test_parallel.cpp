@@ -472,6 +472,64 @@ TEST(Parallel, CausalStateAppendsSameBitsForAnyThreadCount) {
   }
 }
 
+// A FAVOR+ state's commits are deferred to each head's next use (factored_state.cpp): an append
+// that fails in one head's run (its values overflow in head 5), after some heads committed the previous
+// step and ran, and before others did, leaves the state that the appends before it made. A state
+// that never saw it gives the same bits afterwards, and the same size, on 1, 2, 3 and 5 threads.
+TEST(Parallel, FailedAppendAmongDeferredCommitsLeavesTheSameState) {
+  std::mt19937 gen(16);
+  const Index H = 8, d = 64, dv = 16, m = 256;
+  const favor::FeatureMap map(favor::Kernel::positive, ref::normal_matrix(m, d, gen) * 0.5f);
+  favor::CausalStateOptions options;
+  options.method = favor::StateMethod::favor;
+  options.map = &map;
+  const std::vector<Index> pieces = {40, 1, 1, 1, 1, 1, 1, 20};
+  std::vector<MatF> qs, ks, vs;  // [H * n, d] per piece, heads' rows contiguous
+  for (Index n : pieces) {
+    qs.push_back(ref::normal_matrix(H * n, d, gen) * 0.3f);
+    ks.push_back(ref::normal_matrix(H * n, d, gen) * 0.3f);
+    vs.push_back(ref::normal_matrix(H * n, dv, gen));
+  }
+  MatF huge = vs[1];
+  huge.row(5).setConstant(3e38f);  // head 5's value: its sums over the features overflow
+  const auto run = [&](bool with_failure, bool* threw) {
+    favor::CausalState state(options);
+    std::vector<float> out;
+    for (std::size_t p = 0; p < pieces.size(); ++p) {
+      const Index n = pieces[p];
+      MatF o(H * n, dv);
+      if (with_failure && p == 4) {
+        try {
+          state.append({qs[1].data(), {H, 1, d}}, {ks[1].data(), {H, 1, d}}, {huge.data(), {H, 1, dv}},
+                       {o.data(), {H, 1, dv}});
+        } catch (const favor::Error&) {
+          *threw = true;
+        }
+      }
+      state.append({qs[p].data(), {H, n, d}}, {ks[p].data(), {H, n, d}}, {vs[p].data(), {H, n, dv}},
+                   {o.data(), {H, n, dv}});
+      out.insert(out.end(), o.data(), o.data() + o.size());
+    }
+    return std::tuple{out, state.state_bytes(), state.length()};
+  };
+  std::tuple<std::vector<float>, std::size_t, Index> want;
+  {
+    Threads t(1);
+    want = run(false, nullptr);
+  }
+  for (int threads : {1, 2, 3, 5}) {
+    Threads t(threads);
+    bool threw = false;
+    favor::take_threads_used();
+    const auto got = run(true, &threw);
+    EXPECT_TRUE(threw) << threads << " threads";
+    if (threads > 1) EXPECT_EQ(favor::take_threads_used(), threads) << "the decode steps ran on every thread";
+    EXPECT_EQ(std::get<0>(got), std::get<0>(want)) << threads << " threads";
+    EXPECT_EQ(std::get<1>(got), std::get<1>(want)) << threads << " threads";
+    EXPECT_EQ(std::get<2>(got), std::get<2>(want)) << threads << " threads";
+  }
+}
+
 // OPRF's rho and FAVOR#'s parameters from 10,000 rows (three blocks of rows, summed in
 // parallel): the same bits on any number of threads.
 TEST(Parallel, DataDependentParametersSameBitsForAnyThreadCount) {

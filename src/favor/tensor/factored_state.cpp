@@ -67,36 +67,46 @@ class FactoredState final : public StateImpl {
     steps_ = std::vector<StateStep>(states_.begin(), states_.end());
   }
 
-  // Each part its features, then its heads.
+  // Each part its features, then its heads, each head's previous step committed first.
   void run(const AppendInput& in) override {
     parts_.each([&](Index part) {
       if (!stacked_.empty()) stack_features(in, part);
       const auto [kv0, kv1] = parts_.heads_of(part);
-      for (Index kv = kv0; kv < kv1; ++kv) run_head(in, kv);
+      for (Index kv = kv0; kv < kv1; ++kv) {
+        commit_deferred(kv);
+        run_head(in, kv);
+      }
     });
   }
 
-  // Commits cannot fail (they add what each head computed to its state). Each part commits its
-  // heads in a second region, so on the thread that ran them as a rule: a commit frees what its
-  // step allocated, and the pthreads build's caches of freed blocks serve the thread that frees.
-  // Committed on this thread, the helpers' blocks went to this thread's cache, and the helpers'
-  // next allocations missed theirs and went through dlmalloc's lock (16-35 a step at 8-16 heads).
+  // Commits cannot fail (they add what each head computed to its state), and they are deferred:
+  // each head's is made where its state is next used, by the next append's run on the thread that
+  // runs the head (as a rule the one that ran this step). Committed in a region of their own, a
+  // decode step took two regions, a fork and a join of every thread each; committed here, on
+  // this thread, the helpers' blocks went to this thread's cache of freed blocks (the pthreads
+  // build's), and the helpers' next allocations missed theirs and took dlmalloc's lock (16-35
+  // a step at 8-16 heads). The append counts from here on: the deferred commits are its own.
   void commit(const AppendInput&) override {
-    parts_.each([&](Index part) {
-      const auto [kv0, kv1] = parts_.heads_of(part);
-      for (Index kv = kv0; kv < kv1; ++kv) steps_[static_cast<std::size_t>(kv)].commit();
-      if (!stacked_.empty()) stacked_[static_cast<std::size_t>(part)] = FactoredFeatures{};
-    });
-    end_append();
+    deferred_.swap(steps_);
+    std::vector<StateStep>().swap(steps_);
   }
 
+  // The previous append's commits first, of the heads this one did not reach (all of them when
+  // prepare() failed): this one's steps undo only what they did after them.
   void rollback(const AppendInput& in) override {
-    for (StateStep& step : steps_) step.rollback();
+    const Index heads = static_cast<Index>(std::max(steps_.size(), deferred_.size()));
+    for (Index kv = 0; kv < heads; ++kv) {
+      commit_deferred(kv);
+      if (kv < static_cast<Index>(steps_.size())) steps_[static_cast<std::size_t>(kv)].rollback();
+    }
+    std::vector<StateStep>().swap(deferred_);
     if (in.first) states_.clear();
-    end_append();
+    std::vector<FactoredFeatures>().swap(stacked_);
+    std::vector<StateStep>().swap(steps_);
   }
 
-  std::size_t state_bytes() const override {
+  std::size_t state_bytes() override {
+    for (Index kv = 0; kv < static_cast<Index>(deferred_.size()); ++kv) commit_deferred(kv);
     std::size_t floats = 0;
     for (const PrefixState& p : states_)
       floats += static_cast<std::size_t>(p.kv.size() + p.k_sum.size() + p.shift.size() + p.pending_kf.size() +
@@ -105,6 +115,7 @@ class FactoredState final : public StateImpl {
   }
 
   void reset() override {
+    std::vector<StateStep>().swap(deferred_);
     states_.clear();
     states_.shrink_to_fit();
   }
@@ -153,14 +164,15 @@ class FactoredState final : public StateImpl {
     }
   }
 
-  // The append's steps and features go, on this thread.
-  void end_append() {
-    std::vector<FactoredFeatures>().swap(stacked_);
-    std::vector<StateStep>().swap(steps_);
+  // Head kv's step of the last append, if it has not been committed yet (a second commit of a
+  // step does nothing).
+  void commit_deferred(Index kv) {
+    if (kv < static_cast<Index>(deferred_.size())) deferred_[static_cast<std::size_t>(kv)].commit();
   }
 
   FactoredMethod method_;
   std::vector<PrefixState> states_;
+  std::vector<StateStep> deferred_;  // the last append's steps, committed head by head (commit())
   // An append's:
   std::vector<StateStep> steps_;
   Parts parts_;

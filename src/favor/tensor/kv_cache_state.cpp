@@ -235,7 +235,7 @@ class KvCacheState final : public StateImpl {
     std::vector<std::vector<Index>>().swap(starts_);
   }
 
-  std::size_t state_bytes() const override {
+  std::size_t state_bytes() override {
     std::size_t floats = 0;
     for (const KeyValueCache& c : caches_) floats += c.keys.capacity() + c.values.capacity();
     return 4 * floats;

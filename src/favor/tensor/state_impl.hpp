@@ -39,6 +39,8 @@ struct AppendInput {
 
 // The steps of an append: prepare() and run() may throw, and then rollback() leaves the state as it
 // was before prepare(); otherwise commit() makes the append count. Neither of those two fails.
+// commit() may leave the work of it to each head's next use of its state (the next append's run
+// or rollback, state_bytes): the append counts all the same.
 class StateImpl {
  public:
   virtual ~StateImpl() = default;
@@ -48,8 +50,8 @@ class StateImpl {
   virtual void run(const AppendInput& in) = 0;
   virtual void commit(const AppendInput& in) = 0;
   virtual void rollback(const AppendInput& in) = 0;
-  virtual std::size_t state_bytes() const = 0;  // of the per-head state
-  virtual void reset() = 0;                     // forget every head
+  virtual std::size_t state_bytes() = 0;  // of the per-head state, once what was deferred is done
+  virtual void reset() = 0;               // forget every head
 };
 
 }  // namespace favor
