@@ -35,6 +35,13 @@ thread_local int t_limit = 0;             // a ThreadLimit's count for this thre
 std::atomic<int> g_threads_used{1};       // for take_threads_used()
 thread_local std::function<void()>* t_caller_task = nullptr;  // a CallerTask's, until it runs
 
+// The threads each index of a region of `count` indices on `threads` threads is given
+// (available_threads() inside it): the threads shared out among at most `threads` indices.
+int threads_per_index(Index count, int threads) {
+  const int indices = static_cast<int>(std::min<Index>(count, threads));
+  return (threads + indices - 1) / indices;
+}
+
 // measure_work_span: while it runs, the calling thread's regions run serially, each index timed,
 // into the index being run (t_index) from the time its current serial stretch began (t_mark).
 thread_local TracedIndex* t_index = nullptr;
@@ -61,8 +68,7 @@ void run_traced(Index count, void (*call)(void*, Index), void* context) {
   } const restore{t_in_parallel, t_share, &parent};
   TracedRegion region;
   region.threads = restore.nested ? 1 : available_threads();
-  const int indices = static_cast<int>(std::min<Index>(count, region.threads));
-  const int index_share = restore.nested ? 1 : (region.threads + indices - 1) / indices;  // as the pool shares them
+  const int index_share = restore.nested ? 1 : threads_per_index(count, region.threads);
   region.indices.resize(static_cast<std::size_t>(count));
   parent.regions.push_back(std::move(region));
   for (Index i = 0; i < count; ++i) {
@@ -128,8 +134,7 @@ class Pool {
     if (!one_job) return false;
     const int helpers = std::min<int>(threads - 1, static_cast<int>(helpers_.size()));
     job_.call = call, job_.context = context;
-    const int indices = static_cast<int>(std::min<Index>(count, threads));
-    job_.share = (threads + indices - 1) / indices;
+    job_.share = threads_per_index(count, threads);
     job_.in_flight.store(0, std::memory_order_relaxed);
     job_.range = ranges_, job_.ranges = helpers + 1;
     for (int p = 0; p <= helpers; ++p) {
