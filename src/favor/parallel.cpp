@@ -148,11 +148,14 @@ class Pool {
     ticket_.store((sequence << kHelperBits) | static_cast<std::uint64_t>(helpers));
     // Wakes the invited helpers that sleep, and only those (the others sleep on): the ticket is
     // stored before each flag is read, and a helper sets its flag before it reads the ticket, so
-    // one of the two sees the other.
+    // one of the two sees the other. A helper sets its flag and waits under its own mutex, so
+    // once the caller has held that mutex the helper either waits or has seen the ticket; the
+    // notification comes after the mutex is released, and each woken helper relocks a mutex no
+    // other thread wants (with one mutex for all, helpers woken together queued for it).
     for (int id = 0; id < helpers; ++id)
-      if (sleep_[id].asleep.load()) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        sleep_[id].wake.notify_one();
+      if (Sleep& sleep = sleep_[id]; sleep.asleep.load()) {
+        { std::lock_guard<std::mutex> lock(sleep.mutex); }
+        sleep.wake.notify_one();
       }
     run_caller_task();
     work(job_, 0);
@@ -160,7 +163,7 @@ class Pool {
     const auto none_working = [this] { return (active_.load() & kJoinedMask) == 0; };
     if ((active_.fetch_or(kClosed) & kJoinedMask) && !spin_until(none_working, kCallerSpin)) {
       caller_sleeps_.store(true);
-      std::unique_lock<std::mutex> lock(mutex_);
+      std::unique_lock<std::mutex> lock(done_mutex_);
       done_.wait(lock, none_working);
       caller_sleeps_.store(false, std::memory_order_relaxed);
     }
@@ -262,10 +265,11 @@ class Pool {
   // region of fewer indices than threads (heads, say) still keeps every thread busy. Which thread
   // runs an index never changes what it computes.
   static constexpr int kSlots = 64;
-  // Helpers at most (a thread count's bound far above any machine's cores), each with the flag
-  // and condition variable it sleeps on.
+  // Helpers at most (a thread count's bound far above any machine's cores), each with the flag,
+  // mutex and condition variable it sleeps on.
   static constexpr int kHelperLimit = 255;
   struct alignas(64) Sleep {
+    std::mutex mutex;
     std::atomic<bool> asleep{false};
     std::condition_variable wake;
   };
@@ -309,7 +313,7 @@ class Pool {
       std::uint64_t ticket = seen;
       const auto fresh = [&] { return (ticket = ticket_.load(std::memory_order_acquire)) != seen; };
       if (!invited || !spin_until(fresh, kHelperSpin)) {
-        std::unique_lock<std::mutex> lock(mutex_);
+        std::unique_lock<std::mutex> lock(sleep.mutex);
         sleep.asleep.store(true);
         sleep.wake.wait(lock, [&] { return (ticket = ticket_.load()) != seen && id < static_cast<int>(ticket & kMaxHelpers); });
         sleep.asleep.store(false, std::memory_order_relaxed);
@@ -320,7 +324,7 @@ class Pool {
       work(job_, id + 1);
       help_until_done(job_);
       if (((active_.fetch_sub(1) - 1) & kJoinedMask) == 0 && caller_sleeps_.load()) {
-        { std::lock_guard<std::mutex> lock(mutex_); }
+        { std::lock_guard<std::mutex> lock(done_mutex_); }
         done_.notify_all();
       }
     }
@@ -406,7 +410,7 @@ class Pool {
     return false;
   }
 
-  std::mutex job_mutex_, mutex_, error_mutex_;
+  std::mutex job_mutex_, done_mutex_, error_mutex_;  // done_mutex_: the caller sleeping on done_
   std::condition_variable done_;
   std::vector<std::thread> helpers_;  // never joined: they wait for work until the process ends
   alignas(64) std::atomic<std::uint64_t> ticket_{0};

@@ -115,6 +115,32 @@ TEST(Parallel, HelperThreadsAreKeptAcrossRegions) {
   EXPECT_LE(distinct(), 2);
 }
 
+// Helpers that have gone to sleep between regions are woken for the next one, every one of
+// them every time. A lost wake-up would not hang: the caller would take the sleeper's indices
+// itself, only slower. So each region's indices wait for one another (up to 2 s): they meet only
+// if every invited helper woke and took its own index.
+TEST(Parallel, SleepingHelpersWakeForEveryRegion) {
+  constexpr int kThreads = 4;
+  Threads t(kThreads);
+  for (int round = 0; round < 20; ++round) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // past the helpers' spin: they sleep
+    std::atomic<int> arrived{0};
+    std::atomic<bool> met{true};
+    favor::parallel_for(kThreads, [&](Index) {
+      arrived.fetch_add(1);
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+      while (arrived.load() < kThreads) {
+        if (std::chrono::steady_clock::now() > give_up) {
+          met = false;
+          return;
+        }
+        std::this_thread::yield();
+      }
+    });
+    ASSERT_TRUE(met.load()) << "round " << round << ": an invited helper did not wake";
+  }
+}
+
 // Two threads of the caller's own calling parallel_for at once: each region covers its indices
 // once (the second runs on its caller alone while the helpers serve the first).
 TEST(Parallel, ConcurrentCallersEachGetEveryIndex) {
