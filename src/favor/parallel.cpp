@@ -460,6 +460,11 @@ int threads_for_parts(Index parts, double work_per_part) {
   return std::max(one_each, threads_for_work(static_cast<double>(parts) * work_per_part));
 }
 
+Index pieces_per_block(Index blocks, Index rows, int threads) {
+  if (blocks <= 0 || blocks >= threads) return 1;
+  return std::max<Index>(1, std::min<Index>((threads + blocks - 1) / blocks, rows / kPieceRows));
+}
+
 FeatureBlocks plan_feature_blocks(Index segments, Index features, int threads, Index quantum) {
   const Index quanta = std::max<Index>(1, features / quantum), parts = std::max<Index>(1, segments);
   const Index wanted = std::max<Index>(1, (threads + parts - 1) / parts);

@@ -37,6 +37,22 @@ struct FeatureBlocks {
 };
 FeatureBlocks plan_feature_blocks(Index segments, Index features, int threads, Index quantum);
 
+// Rows from which a block of rows (a chunk of keys, a block of queries) is cut into pieces made
+// on several threads when a call has fewer blocks than threads: smaller pieces would cost their
+// threads more in hand-overs than they save.
+constexpr Index kPieceRows = 32;
+
+// The pieces each of `blocks` blocks of (up to) `rows` rows is cut into on `threads` threads:
+// enough that every thread has one, where the rows allow pieces of kPieceRows; 1 when the blocks
+// alone are enough.
+Index pieces_per_block(Index blocks, Index rows, int threads);
+
+// Rows [begin, end) of piece p of a block of `rows` rows cut into `pieces`: in order, sizes within
+// one of each other.
+inline std::pair<Index, Index> piece_rows(Index rows, Index pieces, Index p) {
+  return {rows * p / pieces, rows * (p + 1) / pieces};
+}
+
 // The indices [begin, end) of a region of `count` that thread `thread` of `threads` (the caller
 // 0) takes first, before it helps with what is left of the others' ranges: contiguous, sizes
 // within one of each other, index t its own for thread t where there are fewer indices than

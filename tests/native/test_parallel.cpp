@@ -351,6 +351,71 @@ TEST(Parallel, FavorFeatureBlocksSameBits) {
   }
 }
 
+// A short call (fewer blocks of rows than threads) cuts its key chunks and query blocks into
+// pieces of rows made on several threads; every kernel and sampling's features, masks, a v that
+// is rescaled (1e7), grouped query heads and codebooks then still give the bits of one thread.
+// The lengths make one chunk of keys (S <= 128, a short last piece at S = 90), a chunk and a
+// short one (S = 150), and query blocks cut into 2-4 pieces.
+TEST(Parallel, ShortCallsCutIntoPiecesSameBits) {
+  std::mt19937 gen(31);
+  const Index d = 32, dv = 8;  // (work enough for several threads)
+  struct Map {
+    favor::Kernel kernel;
+    favor::Sampling sampling;
+  };
+  const std::vector<Map> maps = {{favor::Kernel::positive, favor::Sampling::orthogonal},
+                                 {favor::Kernel::positive, favor::Sampling::structured},
+                                 {favor::Kernel::hyperbolic, favor::Sampling::iid},
+                                 {favor::Kernel::trigonometric, favor::Sampling::orthogonal},
+                                 {favor::Kernel::relu, favor::Sampling::simplex},
+                                 {favor::Kernel::oprf, favor::Sampling::orthogonal},
+                                 {favor::Kernel::sderf, favor::Sampling::orthogonal},
+                                 {favor::Kernel::aderf, favor::Sampling::iid}};
+  for (const auto& lengths : {std::pair<Index, Index>{128, 128}, {100, 90}, {40, 150}, {200, 64}}) {
+    const Index L = lengths.first, S = lengths.second, H = 2;
+    const MatF q = 0.4f * ref::normal_matrix(2 * H * L, d, gen), k = 0.4f * ref::normal_matrix(H * S, d, gen);
+    MatF v = ref::normal_matrix(H * S, dv, gen);
+    if (L == 100) v *= 1e7f;
+    std::vector<std::uint8_t> mask(static_cast<std::size_t>(H * S), 1);
+    for (Index j = 3; j < H * S; j += 11) mask[static_cast<std::size_t>(j)] = 0;
+    const favor::ConstTensorView qt{q.data(), {2 * H, L, d}}, kt{k.data(), {H, S, d}}, vt{v.data(), {H, S, dv}};
+    const MatF codebook = ref::normal_matrix(24, d, gen);
+    auto run = [&] {
+      std::vector<MatF> outs;
+      for (const Map& m : maps) {
+        favor::FeatureMapOptions fo;
+        fo.dim = d, fo.features = 128, fo.kernel = m.kernel, fo.sampling = m.sampling, fo.seed = 9;
+        const favor::FeatureMap map(fo);
+        for (bool masked : {false, true}) {
+          const favor::ConstMaskView mv{masked ? mask.data() : nullptr, {H, S}};
+          MatF out(2 * H * L, dv);
+          favor::favor_attention(map, qt, kt, vt, {out.data(), {2 * H, L, dv}}, {}, mv);
+          outs.push_back(out);
+        }
+      }
+      for (favor::Assignment a : {favor::Assignment::hard, favor::Assignment::soft}) {
+        favor::CodebookOptions o;
+        o.assignment = a;
+        MatF out(2 * H * L, dv);
+        favor::codebook_attention({codebook.data(), {24, d}}, qt, kt, vt, {out.data(), {2 * H, L, dv}}, o);
+        outs.push_back(out);
+      }
+      return outs;
+    };
+    std::vector<MatF> one;
+    {
+      Threads t(1);
+      one = run();
+    }
+    for (int threads : {2, 3, 4, 8}) {
+      Threads t(threads);
+      const std::vector<MatF> many = run();
+      for (std::size_t i = 0; i < one.size(); ++i)
+        EXPECT_TRUE(same_bits(many[i], one[i])) << "L " << L << " S " << S << ", output " << i << ", " << threads << " threads";
+    }
+  }
+}
+
 // FAVOR+ runs in fixed segments of ~2048 rows (key states in parallel, merged in order; causal
 // segments from their prefix state): L = 4500 makes 3 segments (2 and 5 with the chunk sizes
 // below). Same bits for any thread count, and still the estimator: equal to the masked matrix

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include <favor/parallel.hpp>
@@ -44,6 +45,36 @@ TEST(ThreadPlan, FeatureBlocksCoverBalanceAndFeedEveryThread) {
         for (Index p = 0; p < parts; ++p) ++per_thread[static_cast<std::size_t>(p % threads)];
         const auto [few, many] = std::minmax_element(per_thread.begin(), per_thread.end());
         EXPECT_LE(*many - *few, 1) << at;
+      }
+    }
+  }
+}
+
+// A short call's blocks of rows cut into pieces: every thread up to 64 gets a piece where the rows
+// allow pieces of kPieceRows, no more pieces than that asks, none below kPieceRows rows (in a
+// whole block), and the pieces of a block cover its rows once, in order, within one row of each
+// other.
+TEST(ThreadPlan, RowPiecesFeedEveryThreadAndCoverTheRows) {
+  for (int threads = 1; threads <= 64; ++threads) {
+    for (Index blocks : {1, 2, 3, 7, 64}) {
+      for (Index rows : {1, 31, 32, 64, 100, 128, 1000}) {
+        const Index pieces = favor::pieces_per_block(blocks, rows, threads);
+        const std::string at = "T " + std::to_string(threads) + " blocks " + std::to_string(blocks) + " rows " +
+                               std::to_string(rows);
+        ASSERT_GE(pieces, 1) << at;
+        if (blocks >= threads) EXPECT_EQ(pieces, 1) << at;
+        EXPECT_TRUE(blocks * pieces >= threads || pieces == std::max<Index>(1, rows / favor::kPieceRows)) << at;
+        EXPECT_LE(pieces, std::max<Index>(1, (threads + blocks - 1) / blocks)) << at;
+        Index next = 0, small = rows, large = 0;
+        for (Index p = 0; p < pieces; ++p) {
+          const auto [begin, end] = favor::piece_rows(rows, pieces, p);
+          ASSERT_EQ(begin, next) << at << " piece " << p;
+          next = end;
+          small = std::min(small, end - begin), large = std::max(large, end - begin);
+        }
+        EXPECT_EQ(next, rows) << at;
+        EXPECT_LE(large - small, 1) << at;
+        if (pieces > 1) EXPECT_GE(small, favor::kPieceRows) << at;
       }
     }
   }

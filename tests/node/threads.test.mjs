@@ -73,16 +73,17 @@ test('threadsUsed() tells how many threads calls took since it was last asked', 
   assert.equal(one.threadsUsed(), 1, 'the single-threaded build');
   assert.equal(two.threadsUsed(), 1, 'instances count apart');
 
-  // At most one thread per block of rows the work splits into: one head of 128 rows is one block
-  // of the random-feature engine (its work, 8.4 million multiply-adds at m = 256, would be worth
-  // 16 threads), 256 rows are two; exact attention's blocks are 64 rows.
+  // At most one thread per block of rows the work splits into. The random-feature engine cuts a
+  // short call's blocks into pieces of 32 rows: one head of 32 rows is one piece (its work, 2.1
+  // million multiply-adds at m = 256, would be worth 4 threads), 64 rows are two. Exact
+  // attention's blocks are 64 rows: 64 rows are one, 128 two.
   const wide = two.createFeatureMap({ dim: 64, features: 256, seed: 2 });
-  for (const [L, favorThreads] of [[128, 1], [256, 2]]) {
+  for (const [L, favorThreads, exactThreads] of [[32, 1, 1], [64, 2, 1], [128, 2, 2]]) {
     const h = normalTensor([1, L, 64], 8);
     two.favorAttention(h, h, h, { featureMap: wide });
     assert.equal(two.threadsUsed(), favorThreads, `FAVOR+, one head of ${L} rows`);
     two.exactAttention(h, h, h);
-    assert.equal(two.threadsUsed(), 2, `exact, one head of ${L} rows`);
+    assert.equal(two.threadsUsed(), exactThreads, `exact, one head of ${L} rows`);
   }
   wide.dispose();
   // A structured W projects by transforms: 3 p log2 p = 1,152 multiply-adds a row for 64

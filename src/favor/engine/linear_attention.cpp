@@ -13,6 +13,7 @@
 #include "favor/parallel.hpp"
 #include "favor/engine/prefix_state.hpp"
 #include "favor/engine/validate.hpp"
+#include "favor/thread_plan.hpp"
 #include "favor/kernels/vector_math.hpp"
 
 namespace favor {
@@ -93,11 +94,16 @@ bool factored_attention(const std::vector<QueryHead>& heads, const FactorBlock& 
     fold_range(keys, features, v, chunk, segment, 0, S, state, rescalable ? &v_top : nullptr);
     if (rescalable)
       if (const int e = far_binary_exponent(v_top)) return with_v_scaled(heads, keys, features, v, causal, chunk, e);
-    const Index blocks = (L + chunk - 1) / chunk;
+    // Query blocks of `chunk` rows, cut into pieces when there are fewer (head, block) pairs
+    // than threads: a query row's output depends on its row alone, so any cut gives the same bits.
+    const Index blocks = (L + chunk - 1) / chunk, pieces = pieces_per_block(H * blocks, chunk, available_threads());
     std::atomic<bool> finite{true};
-    parallel_for(H * blocks, [&](Index hb) {
-      const QueryHead& head = heads[static_cast<std::size_t>(hb / blocks)];
-      const Index i0 = (hb % blocks) * chunk, n = std::min(chunk, L - i0);
+    parallel_for(H * blocks * pieces, [&](Index hbp) {
+      const QueryHead& head = heads[static_cast<std::size_t>(hbp / (blocks * pieces))];
+      const Index block0 = (hbp / pieces % blocks) * chunk;
+      const auto [r0, r1] = piece_rows(std::min(chunk, L - block0), pieces, hbp % pieces);
+      const Index i0 = block0 + r0, n = r1 - r0;
+      if (n <= 0) return;
       Matrix qf;
       if (!head.at_shift || !head.at_shift(i0, n, state.shift, qf)) {
         FactoredFeatures f = prepared(head.factors(i0, n), "q");

@@ -298,6 +298,30 @@ KeyChunk key_columns(const KeyChunk& whole, Index r0, Index F) {
   return k;
 }
 
+KeyChunk key_columns(const std::vector<KeyChunk>& pieces, Index r0, Index F) {
+  if (pieces.size() == 1) return key_columns(pieces[0], r0, F);
+  Index rows = 0;
+  bool values = false;
+  for (const KeyChunk& p : pieces) rows += p.log.rows(), values = values || p.value.size();
+  KeyChunk k;
+  k.log.resize(rows, F);
+  if (values) k.value.resize(rows, F);
+  k.column_max.setConstant(F, -std::numeric_limits<float>::infinity());
+  Index i = 0;
+  for (const KeyChunk& p : pieces) {
+    const Index n = p.log.rows();
+    if (!n) continue;  // an empty piece of a short chunk
+    k.log.middleRows(i, n) = p.log.middleCols(r0, F);
+    if (values) {
+      if (p.value.size()) k.value.middleRows(i, n) = p.value.middleCols(r0, F);
+      else k.value.middleRows(i, n).setOnes();  // (no values: every value 1)
+    }
+    k.column_max = k.column_max.cwiseMax(p.column_max.segment(r0, F));
+    i += n;
+  }
+  return k;
+}
+
 void set_feature_rows(PrefixState& into, const PrefixState& block, Index r0) {
   const Index F = block.shift.size();
   into.kv.middleRows(r0, F) = block.kv;
@@ -362,16 +386,23 @@ void fold_by_feature_blocks(const FactorBlock& keys, Index features, ConstMatrix
                             std::vector<float>* tops) {
   const Index count = static_cast<Index>(parts.size());
   const Index chunks = (end - begin + chunk - 1) / chunk, per_segment = segment / chunk;
-  std::vector<KeyChunk> ks(static_cast<std::size_t>(chunks));
-  std::vector<float> chunk_tops(static_cast<std::size_t>(chunks), 0.0f);
-  parallel_for(chunks, [&](Index c) {
-    const Index j0 = begin + c * chunk, n = std::min(chunk, end - j0);
-    ks[static_cast<std::size_t>(c)] = key_chunk(keys, features, j0, n);
-    if (tops) chunk_tops[static_cast<std::size_t>(c)] = max_abs_rows(v, j0, j0 + n);
+  // Fewer chunks than threads (a short call): each chunk made in pieces of rows.
+  const Index pieces = pieces_per_block(chunks, chunk, threads);
+  std::vector<std::vector<KeyChunk>> ks(static_cast<std::size_t>(chunks), std::vector<KeyChunk>(static_cast<std::size_t>(pieces)));
+  std::vector<float> chunk_tops(static_cast<std::size_t>(chunks * pieces), 0.0f);
+  parallel_for(chunks * pieces, [&](Index cp) {
+    const Index c = cp / pieces, chunk0 = begin + c * chunk;
+    const auto [r0, r1] = piece_rows(std::min(chunk, end - chunk0), pieces, cp % pieces);
+    const Index j0 = chunk0 + r0, n = r1 - r0;
+    if (n <= 0) return;  // (a short last chunk's)
+    ks[static_cast<std::size_t>(c)][static_cast<std::size_t>(cp % pieces)] = key_chunk(keys, features, j0, n);
+    if (tops) chunk_tops[static_cast<std::size_t>(cp)] = max_abs_rows(v, j0, j0 + n);
   });
   if (tops)
-    for (Index c = 0; c < chunks; ++c)
-      (*tops)[static_cast<std::size_t>(c / per_segment)] = std::max((*tops)[static_cast<std::size_t>(c / per_segment)], chunk_tops[static_cast<std::size_t>(c)]);
+    for (Index cp = 0; cp < chunks * pieces; ++cp) {
+      float& top = (*tops)[static_cast<std::size_t>(cp / pieces / per_segment)];
+      top = std::max(top, chunk_tops[static_cast<std::size_t>(cp)]);
+    }
   const FeatureBlocks plan = plan_feature_blocks(count, features, threads, kFeatureQuantum);
   const Index blocks = plan.count();
   for (PrefixState& part : parts) part = empty_prefix_state(features, v.cols());
@@ -379,9 +410,8 @@ void fold_by_feature_blocks(const FactorBlock& keys, Index features, ConstMatrix
     const Index s = t / blocks, r0 = plan.starts[static_cast<std::size_t>(t % blocks)], F = plan.width(t % blocks);
     PrefixState block = empty_prefix_state(F, v.cols());
     for (Index c = s * per_segment; c < std::min(chunks, (s + 1) * per_segment); ++c) {
-      const KeyChunk& whole = ks[static_cast<std::size_t>(c)];
-      const Index j0 = begin + c * chunk, n = whole.log.rows();
-      KeyChunk k = key_columns(whole, r0, F);
+      const Index j0 = begin + c * chunk, n = std::min(chunk, end - j0);
+      KeyChunk k = key_columns(ks[static_cast<std::size_t>(c)], r0, F);
       fold_chunk(block, std::move(k.log), k, v.middleRows(j0, n));
     }
     set_feature_rows(parts[static_cast<std::size_t>(s)], block, r0);

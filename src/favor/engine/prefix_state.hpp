@@ -101,6 +101,11 @@ KeyChunk key_chunk(const FactorBlock& keys, Index features, Index j0, Index n);
 constexpr Index kFeatureQuantum = 16;
 // Features [r0, r0 + F) of a chunk.
 KeyChunk key_columns(const KeyChunk& whole, Index r0, Index F);
+// The same of a chunk made in pieces of consecutive rows (its rows in order, its column max the
+// pieces' max): a key's log magnitudes and values depend on its row alone, so these are the bits
+// of the chunk made whole.
+KeyChunk key_columns(const std::vector<KeyChunk>& pieces, Index r0, Index F);
+
 // Rows [r0, r0 + F) of `into` (sized for every feature) set to `block`'s.
 void set_feature_rows(PrefixState& into, const PrefixState& block, Index r0);
 

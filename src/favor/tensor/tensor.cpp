@@ -38,11 +38,11 @@ Index rows_of(const std::vector<Index>& dims) { return dims[dims.size() - 2]; }
 double cols_of(const std::vector<Index>& dims) { return static_cast<double>(dims.back()); }
 
 // What a call's work splits into, for for_each_head: exact attention's query blocks of 64 rows,
-// and the random-feature and codebook engines' key chunks and query blocks of 128 (their default
-// chunk), in every query head.
+// and the random-feature and codebook engines' pieces of key chunks and query blocks, of
+// kPieceRows rows where a call has fewer blocks than threads, in every query head.
 Index exact_blocks(Index query_heads, const std::vector<Index>& q) { return query_heads * ((rows_of(q) + 63) / 64); }
 Index factored_blocks(Index query_heads, const std::vector<Index>& q, const std::vector<Index>& k) {
-  return query_heads * ((std::max(rows_of(q), rows_of(k)) + 127) / 128);
+  return query_heads * ((std::max(rows_of(q), rows_of(k)) + kPieceRows - 1) / kPieceRows);
 }
 
 using ConstMap = Eigen::Map<const Matrix>;
