@@ -461,8 +461,17 @@ int threads_for_parts(Index parts, double work_per_part) {
 }
 
 Index pieces_per_block(Index blocks, Index rows, int threads) {
-  if (blocks <= 0 || blocks >= threads) return 1;
-  return std::max<Index>(1, std::min<Index>((threads + blocks - 1) / blocks, rows / kPieceRows));
+  if (blocks <= 0 || threads <= 1) return 1;
+  // The fewest pieces with the least time per thread: ceil(blocks p / T) pieces of 1/p block each
+  // (8 blocks on 12 threads: 3 pieces each, 2 rounds of a third, rather than 2 of a half; 3
+  // blocks on 2 threads: 2 each, 3 rounds of a half, rather than 2 of a whole).
+  const Index most = std::min<Index>(threads, std::max<Index>(1, rows / kPieceRows));
+  Index best = 1, best_rounds = (blocks + threads - 1) / threads;
+  for (Index p = 2; p <= most; ++p) {
+    const Index rounds = (blocks * p + threads - 1) / threads;
+    if (rounds * best < best_rounds * p) best = p, best_rounds = rounds;
+  }
+  return best;
 }
 
 FeatureBlocks plan_feature_blocks(Index segments, Index features, int threads, Index quantum) {

@@ -37,14 +37,15 @@ struct FeatureBlocks {
 };
 FeatureBlocks plan_feature_blocks(Index segments, Index features, int threads, Index quantum);
 
-// Rows from which a block of rows (a chunk of keys, a block of queries) is cut into pieces made
-// on several threads when a call has fewer blocks than threads: smaller pieces would cost their
-// threads more in hand-overs than they save.
+// Rows from which a block of rows (a chunk of keys, a block of queries) may be cut into pieces
+// made on several threads, where the blocks alone would leave threads idle (fewer blocks than
+// threads, or a last round that not every thread has): smaller pieces would cost their threads
+// more in hand-overs than they save.
 constexpr Index kPieceRows = 32;
 
-// The pieces each of `blocks` blocks of (up to) `rows` rows is cut into on `threads` threads:
-// enough that every thread has one, where the rows allow pieces of kPieceRows; 1 when the blocks
-// alone are enough.
+// The pieces each of `blocks` blocks of (up to) `rows` rows is cut into on `threads` threads,
+// pieces of at least kPieceRows: the fewest that give each thread the least work, the pieces dealt
+// out one at a time (1 when the blocks share out evenly).
 Index pieces_per_block(Index blocks, Index rows, int threads);
 
 // Rows [begin, end) of piece p of a block of `rows` rows cut into `pieces`: in order, sizes within

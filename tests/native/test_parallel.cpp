@@ -353,9 +353,10 @@ TEST(Parallel, FavorFeatureBlocksSameBits) {
 
 // A short call (fewer blocks of rows than threads) cuts its key chunks and query blocks into
 // pieces of rows made on several threads; every kernel and sampling's features, masks, a v that
-// is rescaled (1e7), grouped query heads and codebooks then still give the bits of one thread.
-// The lengths make one chunk of keys (S <= 128, a short last piece at S = 90), a chunk and a
-// short one (S = 150), and query blocks cut into 2-4 pieces.
+// is rescaled (1e7), grouped query heads, codebooks and exact attention (bidirectional and
+// causal) then still give the bits of one thread. The lengths make one chunk of keys (S <= 128,
+// a short last piece at S = 90), a chunk and a short one (S = 150), and query blocks cut into
+// 2-4 pieces.
 TEST(Parallel, ShortCallsCutIntoPiecesSameBits) {
   std::mt19937 gen(31);
   const Index d = 32, dv = 8;  // (work enough for several threads)
@@ -393,6 +394,15 @@ TEST(Parallel, ShortCallsCutIntoPiecesSameBits) {
           outs.push_back(out);
         }
       }
+      for (bool c : {false, true}) {
+        if (c && L > S) continue;  // (causal: L <= S)
+        for (bool masked : {false, true}) {
+          MatF out(2 * H * L, dv);
+          favor::exact_attention(qt, kt, vt, {out.data(), {2 * H, L, dv}}, causal(c),
+                                 favor::ConstMaskView{masked ? mask.data() : nullptr, {H, S}});
+          outs.push_back(out);
+        }
+      }
       for (favor::Assignment a : {favor::Assignment::hard, favor::Assignment::soft}) {
         favor::CodebookOptions o;
         o.assignment = a;
@@ -412,6 +422,44 @@ TEST(Parallel, ShortCallsCutIntoPiecesSameBits) {
       const std::vector<MatF> many = run();
       for (std::size_t i = 0; i < one.size(); ++i)
         EXPECT_TRUE(same_bits(many[i], one[i])) << "L " << L << " S " << S << ", output " << i << ", " << threads << " threads";
+    }
+  }
+}
+
+// Exact attention's query blocks of 64 rows cut into pieces of 32 where one head's blocks are
+// fewer than the threads (L = 40: one short block; 128: two blocks; 200: four and a short one),
+// bidirectional and causal, with a key mask: the bits of one thread.
+TEST(Parallel, ExactQueryBlocksCutIntoPiecesSameBits) {
+  std::mt19937 gen(32);
+  const Index S = 512, d = 64, dv = 64;  // (work enough for 16 threads at L = 128)
+  const MatF k = 0.5f * ref::normal_matrix(S, d, gen), v = ref::normal_matrix(S, dv, gen);
+  std::vector<std::uint8_t> mask(static_cast<std::size_t>(S), 1);
+  for (Index j = 5; j < S; j += 13) mask[static_cast<std::size_t>(j)] = 0;
+  for (Index L : {40, 128, 200}) {
+    const MatF q = 0.5f * ref::normal_matrix(L, d, gen);
+    auto run = [&] {
+      std::vector<MatF> outs;
+      for (bool c : {false, true}) {
+        for (bool masked : {false, true}) {
+          MatF out(L, dv);
+          favor::exact_attention({q.data(), {1, L, d}}, {k.data(), {1, S, d}}, {v.data(), {1, S, dv}},
+                                 {out.data(), {1, L, dv}}, causal(c),
+                                 favor::ConstMaskView{masked ? mask.data() : nullptr, {1, S}});
+          outs.push_back(out);
+        }
+      }
+      return outs;
+    };
+    std::vector<MatF> one;
+    {
+      Threads t(1);
+      one = run();
+    }
+    for (int threads : {2, 3, 4, 8}) {
+      Threads t(threads);
+      const std::vector<MatF> many = run();
+      for (std::size_t i = 0; i < one.size(); ++i)
+        EXPECT_TRUE(same_bits(many[i], one[i])) << "L " << L << ", output " << i << ", " << threads << " threads";
     }
   }
 }

@@ -50,10 +50,11 @@ TEST(ThreadPlan, FeatureBlocksCoverBalanceAndFeedEveryThread) {
   }
 }
 
-// A short call's blocks of rows cut into pieces: every thread up to 64 gets a piece where the rows
-// allow pieces of kPieceRows, no more pieces than that asks, none below kPieceRows rows (in a
-// whole block), and the pieces of a block cover its rows once, in order, within one row of each
-// other.
+// Blocks of rows cut into pieces, for every T up to 64: none below kPieceRows rows
+// (in a whole block); the pieces of a block cover its rows once, in order, within one row of each
+// other; dealt out one at a time, the most pieces a thread gets (rounds, each 1/p of a block) is
+// as little as any cut allows, and no more pieces than that takes; where the rows allow a piece
+// per thread, every thread then has the same work.
 TEST(ThreadPlan, RowPiecesFeedEveryThreadAndCoverTheRows) {
   for (int threads = 1; threads <= 64; ++threads) {
     for (Index blocks : {1, 2, 3, 7, 64}) {
@@ -62,9 +63,16 @@ TEST(ThreadPlan, RowPiecesFeedEveryThreadAndCoverTheRows) {
         const std::string at = "T " + std::to_string(threads) + " blocks " + std::to_string(blocks) + " rows " +
                                std::to_string(rows);
         ASSERT_GE(pieces, 1) << at;
-        if (blocks >= threads) EXPECT_EQ(pieces, 1) << at;
-        EXPECT_TRUE(blocks * pieces >= threads || pieces == std::max<Index>(1, rows / favor::kPieceRows)) << at;
-        EXPECT_LE(pieces, std::max<Index>(1, (threads + blocks - 1) / blocks)) << at;
+        if (blocks % threads == 0) EXPECT_EQ(pieces, 1) << at;
+        // A thread's work in blocks: rounds(p) = ceil(blocks p / T) pieces of 1/p block, compared
+        // as rounds(a) / a against rounds(b) / b in integers.
+        const auto rounds = [&](Index p) { return (blocks * p + threads - 1) / threads; };
+        const Index most = std::min<Index>(threads, std::max<Index>(1, rows / favor::kPieceRows));
+        for (Index p = 1; p <= most; ++p) {
+          EXPECT_LE(rounds(pieces) * p, rounds(p) * pieces) << at << ": " << p << " pieces do better";
+          if (p < pieces) EXPECT_LT(rounds(pieces) * p, rounds(p) * pieces) << at << ": " << p << " pieces do as well";
+        }
+        if (rows / favor::kPieceRows >= threads) EXPECT_EQ(rounds(pieces) * threads, blocks * pieces) << at;
         Index next = 0, small = rows, large = 0;
         for (Index p = 0; p < pieces; ++p) {
           const auto [begin, end] = favor::piece_rows(rows, pieces, p);

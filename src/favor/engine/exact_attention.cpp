@@ -6,6 +6,7 @@
 
 #include "favor/engine/exact_block.hpp"
 #include "favor/parallel.hpp"
+#include "favor/thread_plan.hpp"
 #include "favor/engine/validate.hpp"
 #include "favor/kernels/vector_math.hpp"
 
@@ -37,14 +38,18 @@ void detail::exact_attention(ConstMatrixRef q, const kernel::Keys& k, ConstMatri
                                    detail::first_attending_key(options.key_mask, k.rows)};
 
   // Query blocks are independent: each writes only its rows of out, so any thread count gives
-  // the same bits. Scratch is per block, never shared between threads.
+  // the same bits. Scratch is per block, never shared between threads. Where the blocks would not
+  // share out evenly among the threads, they are cut into pieces (thread_plan.hpp): a row's
+  // output depends on its row alone, whatever rows share its block.
   // Causal blocks cost more the later they are: hand the costly ones out first.
   const Index blocks = (L + kQueryBlock - 1) / kQueryBlock;
-  parallel_for(blocks, [&](Index block) {
-    const Index q0 = (options.causal ? blocks - 1 - block : block) * kQueryBlock;
-    const Index nq = std::min(kQueryBlock, L - q0);
+  const Index pieces = pieces_per_block(blocks, kQueryBlock, available_threads());
+  parallel_for(blocks * pieces, [&](Index bp) {
+    const Index block = bp / pieces, b0 = (options.causal ? blocks - 1 - block : block) * kQueryBlock;
+    const auto [r0, r1] = piece_rows(std::min(kQueryBlock, L - b0), pieces, bp % pieces);
+    if (r1 <= r0) return;
     detail::ExactScratch scratch;
-    detail::exact_query_block(q, k, v, scale, visible, q0, nq, out, scratch);
+    detail::exact_query_block(q, k, v, scale, visible, b0 + r0, r1 - r0, out, scratch);
   });
   detail::check_result(out, "q, k, v");
 }

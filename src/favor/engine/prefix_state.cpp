@@ -386,7 +386,8 @@ void fold_by_feature_blocks(const FactorBlock& keys, Index features, ConstMatrix
                             std::vector<float>* tops) {
   const Index count = static_cast<Index>(parts.size());
   const Index chunks = (end - begin + chunk - 1) / chunk, per_segment = segment / chunk;
-  // Fewer chunks than threads (a short call): each chunk made in pieces of rows.
+  // Chunks that would not share out evenly among the threads (a short call's few) made in pieces
+  // of rows.
   const Index pieces = pieces_per_block(chunks, chunk, threads);
   std::vector<std::vector<KeyChunk>> ks(static_cast<std::size_t>(chunks), std::vector<KeyChunk>(static_cast<std::size_t>(pieces)));
   std::vector<float> chunk_tops(static_cast<std::size_t>(chunks * pieces), 0.0f);

@@ -37,10 +37,12 @@ void for_each_head(Index count, double multiply_adds, Index blocks, F&& fn) {
 Index rows_of(const std::vector<Index>& dims) { return dims[dims.size() - 2]; }
 double cols_of(const std::vector<Index>& dims) { return static_cast<double>(dims.back()); }
 
-// What a call's work splits into, for for_each_head: exact attention's query blocks of 64 rows,
-// and the random-feature and codebook engines' pieces of key chunks and query blocks, of
-// kPieceRows rows where a call has fewer blocks than threads, in every query head.
-Index exact_blocks(Index query_heads, const std::vector<Index>& q) { return query_heads * ((rows_of(q) + 63) / 64); }
+// What a call's work splits into, for for_each_head: exact attention's query blocks, and the
+// random-feature and codebook engines' key chunks and query blocks, each of which may be cut into
+// pieces of kPieceRows rows (thread_plan.hpp), in every query head.
+Index exact_blocks(Index query_heads, const std::vector<Index>& q) {
+  return query_heads * ((rows_of(q) + kPieceRows - 1) / kPieceRows);
+}
 Index factored_blocks(Index query_heads, const std::vector<Index>& q, const std::vector<Index>& k) {
   return query_heads * ((std::max(rows_of(q), rows_of(k)) + kPieceRows - 1) / kPieceRows);
 }
