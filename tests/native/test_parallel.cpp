@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -32,6 +33,23 @@ struct Threads {
 bool same_bits(const MatF& a, const MatF& b) {
   return a.rows() == b.rows() && a.cols() == b.cols() &&
          std::memcmp(a.data(), b.data(), sizeof(float) * static_cast<std::size_t>(a.size())) == 0;
+}
+
+// run() (a list of outputs) on one thread, then on each of `counts` threads: the same bits.
+template <class Run>
+void expect_same_bits_as_one_thread(const Run& run, std::initializer_list<int> counts, const std::string& what) {
+  std::vector<MatF> one;
+  {
+    Threads t(1);
+    one = run();
+  }
+  for (int threads : counts) {
+    Threads t(threads);
+    const std::vector<MatF> many = run();
+    ASSERT_EQ(many.size(), one.size());
+    for (std::size_t i = 0; i < one.size(); ++i)
+      EXPECT_TRUE(same_bits(many[i], one[i])) << what << ", output " << i << ", " << threads << " threads";
+  }
 }
 
 TEST(Parallel, MaxThreadsIsClamped) {
@@ -412,17 +430,7 @@ TEST(Parallel, ShortCallsCutIntoPiecesSameBits) {
       }
       return outs;
     };
-    std::vector<MatF> one;
-    {
-      Threads t(1);
-      one = run();
-    }
-    for (int threads : {2, 3, 4, 8}) {
-      Threads t(threads);
-      const std::vector<MatF> many = run();
-      for (std::size_t i = 0; i < one.size(); ++i)
-        EXPECT_TRUE(same_bits(many[i], one[i])) << "L " << L << " S " << S << ", output " << i << ", " << threads << " threads";
-    }
+    expect_same_bits_as_one_thread(run, {2, 3, 4, 8}, "L " + std::to_string(L) + " S " + std::to_string(S));
   }
 }
 
@@ -450,17 +458,7 @@ TEST(Parallel, ExactQueryBlocksCutIntoPiecesSameBits) {
       }
       return outs;
     };
-    std::vector<MatF> one;
-    {
-      Threads t(1);
-      one = run();
-    }
-    for (int threads : {2, 3, 4, 8}) {
-      Threads t(threads);
-      const std::vector<MatF> many = run();
-      for (std::size_t i = 0; i < one.size(); ++i)
-        EXPECT_TRUE(same_bits(many[i], one[i])) << "L " << L << ", output " << i << ", " << threads << " threads";
-    }
+    expect_same_bits_as_one_thread(run, {2, 3, 4, 8}, "L " + std::to_string(L));
   }
 }
 
@@ -557,16 +555,7 @@ TEST(Parallel, TensorHeadsSameBitsForAnyThreadCount) {
     }
     return outs;
   };
-  std::vector<MatF> one;
-  {
-    Threads t(1);
-    one = run();
-  }
-  for (int threads : {2, 3, 4}) {
-    Threads t(threads);
-    const std::vector<MatF> many = run();
-    for (std::size_t i = 0; i < one.size(); ++i) EXPECT_TRUE(same_bits(many[i], one[i])) << "output " << i << ", " << threads << " threads";
-  }
+  expect_same_bits_as_one_thread(run, {2, 3, 4}, "tensor heads");
 }
 
 // A FAVOR+ causal state on one and on several threads: prefill pieces that continue the carried
