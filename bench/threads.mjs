@@ -40,12 +40,16 @@ const caseIds = args.cases ? String(args.cases).split(',') : Object.keys(CASES);
 
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[s.length >> 1]; };
 
-function timeCall(call) {
-  // Warm-up, at least 3 calls and 500 ms: first-call allocations, the heap's growth, and the
-  // engine's optimizing compile of the code each thread runs, in the background (in a fresh
-  // pthreads build, the first calls of a small size took 2-5x as long as the later ones, and a
-  // one-head FAVOR+ call at L = 4096 took up to 1.8x for its first 300 ms).
+// Warm-up, at least 3 calls and 500 ms: first-call allocations, the heap's growth, and the
+// engine's optimizing compile of the code each thread runs, in the background (in a fresh
+// pthreads build, the first calls of a small size took 2-5x as long as the later ones, and a
+// one-head FAVOR+ call at L = 4096 took up to 1.8x for its first 300 ms).
+function warmUp(call) {
   for (let n = 0, t0 = performance.now(); n < 3 || performance.now() - t0 < WARMUP_MS; ++n) call();
+}
+
+function timeCall(call) {
+  warmUp(call);
   const times = [];
   for (let r = 0; r < reps; ++r) {
     const t0 = performance.now();
@@ -95,7 +99,7 @@ function timeWake(favor, featureMap) {
   const { L } = CASES.favorMid;
   const q = tensor([1, L, d], 1), k = tensor([1, L, d], 2), v = tensor([1, L, dv], 3), out = new Float32Array(L * dv);
   const call = () => favor.favorAttention(q, k, v, { featureMap, out });
-  timeCall(call);
+  warmUp(call);
   const after = { call: [], idle: [] };
   for (let r = 0; r < 200; ++r) {
     const idle = r % 2 === 1;
@@ -157,7 +161,7 @@ async function runPeers(T, ids) {
     const feeds = { q: t(q), k: t(k), v: t(v), ...(c.method === 'favor' && { w: t(w) }) };
     const file = fileURLToPath(new URL(`./onnx/${c.method}-bidirectional.onnx`, import.meta.url));
     const session = await ort.InferenceSession.create(file, { executionProviders: ['wasm'], graphOptimizationLevel: 'all' });
-    // The same warm-up as ours (timeCall): with one run, the first case in each process read up
+    // The same warm-up as ours (warmUp): with one run, the first case in each process read up
     // to twice its time while the engine was still compiling onnxruntime's code.
     for (let n = 0, t0 = performance.now(); n < 3 || performance.now() - t0 < WARMUP_MS; ++n) await session.run(feeds);
     const times = [];
