@@ -552,11 +552,14 @@ function redraw(t0, fresh = false) {
 
   // Caption and the note on entries that are not probabilities (trigonometric features).
   const cb = result.codebook;
-  $('#approx-caption').textContent = result.model ? `(${result.model.label})` : cb
+  const caption = result.model ? `(${result.model.label})` : cb
     ? `(${MODE_NAMES[params.kernel]}${cb.assignment === 'soft' ? `, T = ${fmtT(params.temperature)}` : ''}, ` +
       `${cb.assignment === 'gaussian' ? 'C = W/√scale, orthogonal-fixed' : 'k-means'}, m = ${cb.clusters}${cb.capped ? ' = L' : ''})`
     : `(${params.kernel}, ${params.sampling}, m = ${params.m})`;
-  $('#approx-caption').title = $('#approx-caption').textContent;
+  // Where the caption wraps, "m = 256" stays on one line.
+  $('#approx-caption').innerHTML = caption.replace(/&/g, '&amp;').replace(/</g, '&lt;')
+    .replace(/m = [^,)]+/, '<span class="nowrap">$&</span>');
+  $('#approx-caption').title = caption;
   const note = $('#negative-note');
   note.hidden = !(nonPositive || nonFinite);
   if (!note.hidden) {
@@ -685,19 +688,26 @@ function drawTimings(t, drawMs, latency, fresh, codebook) {
 }
 
 // Characters on the heatmaps' axes: all of them where they fit, else the inspected query and
-// the keys it weights most (exact on A and A − Â, approximated on Â).
-const strongest = (M, L, i, k) => {
+// the keys it weights most (exact on A and A − Â, approximated on Â), each at least `gap` keys
+// from a stronger one shown (neighbouring keys' labels would print over each other).
+const strongest = (M, L, i, k, gap) => {
   const row = [];
   for (let j = 0; j <= i; j++) row.push([M[i * L + j], j]);
-  return row.sort((a, b) => b[0] - a[0]).slice(0, k).map(([, j]) => j);
+  const kept = [];
+  for (const [, j] of row.sort((a, b) => b[0] - a[0])) {
+    if (kept.length === k) break;
+    if (kept.every((c) => Math.abs(c - j) >= gap)) kept.push(j);
+  }
+  return kept;
 };
 function drawAxisLabels(chars, i) {
   const { L, A, Ahat } = view;
   const show = (c) => (c === ' ' ? '␣' : c === '\n' ? '⏎' : c);
   const width = heatmaps.exact.root.getBoundingClientRect().width || 300;
   const all = width / L >= 8;
+  const gap = Math.ceil((10 * L) / width);  // keys per 10 px: a label's width
   for (const [name, M] of [['exact', A], ['approx', Ahat], ['diff', A]]) {
-    const keys = new Set(strongest(M, L, i, 4));
+    const keys = new Set(strongest(M, L, i, 4, gap));
     const idx = all ? [...chars].map((_, j) => j) : [...keys].sort((a, b) => a - b);
     heatmaps[name].labels({
       rows: (all ? idx : [i]).map((r) => [r, show(chars[r]), r === i ? 'query' : '']),
