@@ -213,14 +213,19 @@ export class LongView {
       series: [{ ...EXACT, points: exactRate, width: 1.8 }, { ...FAVOR, points: favorRate, width: 1.8 }],
       vlines, legendRoot: $('#long-legend'),
     });
+    // the memory curves start where the note's figures do: the states after the prompt's prefill
+    const memory = (which) => (blocks.length ? [[start.promptLength, start.stateBytes[which], `position ${n0(start.promptLength)} (the prompt): ${bytes(start.stateBytes[which])}`]] : [])
+      .concat(series('stateBytes', which, mem));
+    const exactMemory = memory('exact');
     drawPlot(memSvg, {
       x, y: { log: true, label: 'bytes, all layers (log)' },
-      series: [{ ...EXACT, points: series('stateBytes', 'exact', mem), width: 1.8 }, { ...FAVOR, points: series('stateBytes', 'favor', mem), width: 1.8 }],
+      series: [{ ...EXACT, points: exactMemory, width: 1.8 }, { ...FAVOR, points: memory('favor'), width: 1.8 }],
       vlines,
     });
     rateSvg.dataset.exactPoints = String(exactRate.length);
     rateSvg.dataset.favorPoints = String(favorRate.length);
-    memSvg.dataset.points = String(blocks.length);
+    memSvg.dataset.points = String(exactMemory.length);
+    memSvg.dataset.first = exactMemory.length ? `${exactMemory[0][0]} ${exactMemory[0][1]}` : '';
     this.drawNote();
   }
 

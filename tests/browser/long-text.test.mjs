@@ -43,6 +43,8 @@ test('long text: 2,000 characters with the exact cache and the FAVOR+ state, bot
       exact: document.querySelector('#long-exact .gen-text').textContent, favor: document.querySelector('#long-favor .gen-text').textContent,
       chars: [document.querySelector('#long-exact').dataset.chars, document.querySelector('#long-favor').dataset.chars],
       exactPoints: Number(rate.dataset.exactPoints), favorPoints: Number(rate.dataset.favorPoints),
+      memoryPoints: Number(memory.dataset.points), memoryFirst: memory.dataset.first.split(' ').map(Number),
+      start: [window.__favorDemo.long.start.promptLength, window.__favorDemo.long.start.stateBytes.exact],
       rateSeries: rate.querySelectorAll('path.series').length, memorySeries: memory.querySelectorAll('path.series').length,
       legend: document.querySelector('#long-legend').textContent, note: document.querySelector('#long-note').textContent,
       blocks: window.__favorDemo.long.blocks.map((b) => [b.position, b.exact.charsPerSecond, b.favor.charsPerSecond, b.exact.stateBytes, b.favor.stateBytes]),
@@ -57,6 +59,10 @@ test('long text: 2,000 characters with the exact cache and the FAVOR+ state, bot
   const blocks = Math.ceil(2000 / 64);
   assert.equal(r.exactPoints, blocks);
   assert.equal(r.favorPoints, blocks);
+  // the memory curves begin at the prompt, where the note's "went from … after the prompt" is read
+  assert.equal(r.memoryPoints, blocks + 1);
+  assert.deepEqual(r.memoryFirst, r.start);
+  assert.ok(r.start[1] > 0 && r.start[1] < r.blocks.at(-1)[3], `the cache after the prompt (${r.start[1]}) is smaller than at the end`);
   assert.equal(r.rateSeries, 2);
   assert.equal(r.memorySeries, 2);
   assert.match(r.legend, /exact.*FAVOR\+/);
