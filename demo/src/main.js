@@ -197,7 +197,7 @@ function writeControls() {
   document.querySelector('.panels').classList.toggle('with-grid', isModel());
   document.querySelector('.legends').classList.toggle('with-grid', isModel());
   $('#speed-settings').textContent =
-    `positive kernel (FAVOR+), d = ${state.d}, m = ${state.m}, ${state.sampling}, ${state.causal ? 'causal' : 'bidirectional'}; L = 128 … 65 536`;
+    `positive kernel (FAVOR+), d = ${state.d}, m = ${state.m}, ${state.sampling}, ${state.causal ? 'causal' : 'bidirectional'}; L = 128 … 65,536`;
 }
 
 // The controls that depend on the kernel menu: the sampling mode (not used by k-means codebooks,
@@ -1021,7 +1021,7 @@ function drawErrorStudy() {
   const svg = $('#study-plot');
   drawPlot(svg, {
     x: { log: true, domain: p ? [Math.min(...p.ms) / 1.2, Math.max(...p.ms) * 1.2] : [0.8, 1300],
-      label: hasCodebook ? 'features or codewords m (log)' : 'features m (log)', format: (v) => String(v) },
+      label: hasCodebook ? 'features or codewords m (log)' : 'features m (log)', format: (v) => v.toLocaleString('en-US') },
     y: { log: true, label: `${METRIC_LABELS[metric]} (log)` },
     series,
     empty: p ? 'computing…' : 'Run the study: the chosen kernels and sampling modes, several seeds per m.',
@@ -1113,7 +1113,7 @@ function drawSpeedStudy() {
   const vlines = cross ? [{ x: cross.L, label: cross.before ? `FAVOR+ faster from L = ${cross.L}` : `FAVOR+ faster from L ≈ ${Math.round(cross.L)}` }] : [];
   const svg = $('#speed-plot');
   drawPlot(svg, {
-    x: { log: true, domain: [100, 80000], label: 'sequence length L (log)', format: (v) => String(v) },
+    x: { log: true, domain: [100, 80000], label: 'sequence length L (log)', format: (v) => v.toLocaleString('en-US') },
     y: { log: true, label: 'time per call, ms (log)' },
     series, vlines,
     empty: p ? 'warming up…' : 'Run the speed study: both methods timed in the worker, median of several calls per L.',
@@ -1128,7 +1128,7 @@ function drawSpeedStudy() {
     if (cross) note += cross.before ? `FAVOR+ is already faster at the smallest L measured (${cross.L}). ` : `FAVOR+ overtakes exact attention at L ≈ ${Math.round(cross.L)}. `;
     const lastF = pts.at(-1);
     if (lastF && last && lastF.L > last[0]) {
-      note += `At L = ${lastF.L}: FAVOR+ ${duration(lastF.favor)}; exact would take ~${duration(last[1] * (lastF.L / last[0]) ** 2)} (extrapolated).`;
+      note += `At L = ${lastF.L.toLocaleString('en-US')}: FAVOR+ ${duration(lastF.favor)}; exact would take ~${duration(last[1] * (lastF.L / last[0]) ** 2)} (extrapolated).`;
     }
   }
   $('#speed-note').textContent = note;

@@ -34,7 +34,8 @@ function axis({ log, domain, pixels, format }) {
   if (log) {
     const span = hi - lo;
     const every = Math.max(1, Math.ceil(span / 7));
-    for (let e = Math.ceil(lo - 1e-9); e <= hi + 1e-9; e += every) ticks.push({ v: 10 ** e, label: pow10Label(e), major: true });
+    // An axis of counts (`format`) labels its powers of ten as it labels the ticks between them.
+    for (let e = Math.ceil(lo - 1e-9); e <= hi + 1e-9; e += every) ticks.push({ v: 10 ** e, label: format ? format(10 ** e) : pow10Label(e), major: true });
     if (span < 3) {
       for (let e = Math.floor(lo); e <= hi; e++) for (const f of [2, 5]) {
         const v = f * 10 ** e, t = Math.log10(v);
