@@ -60,6 +60,7 @@ const isModel = () => state.pattern === 'model';
 const nearest = (list, v) => list.reduce((best, x) => (Math.abs(Math.log(x / v)) < Math.abs(Math.log(best / v)) ? x : best));
 const intIn = (s, lo, hi) => { if (s === null || s === undefined || String(s).trim() === '') return undefined; const v = Number(s); return Number.isInteger(v) && v >= lo && v <= hi ? v : undefined; };
 
+const MODEL_KEYS = ['model', 'layer', 'head', 'text', 'tw', 'gen', 'long', 'sheads'];
 function parseUrl() {
   const q = new URLSearchParams(location.search);
   const s = { ...DEFAULTS };
@@ -75,7 +76,8 @@ function parseUrl() {
   }
   if (q.get('pattern') in PATTERNS || q.get('pattern') === 'model') s.pattern = q.get('pattern');
   // Links from before the page opened on a trained model name no pattern: they meant Gaussian.
-  else if ([...q.keys()].length) s.pattern = 'gaussian';
+  // A link without one that names what only a model has (a model, a layer, a text…) means the model.
+  else if ([...q.keys()].length) s.pattern = MODEL_KEYS.some((key) => q.has(key)) ? 'model' : 'gaussian';
   if (q.has('text')) s.text = q.get('text').slice(0, TEXT_LIMIT);
   if (/^[a-z][a-z0-9-]*$/.test(q.get('model') ?? '')) s.model = q.get('model');
   s.layer = intIn(q.get('layer'), 0, 63) ?? s.layer;

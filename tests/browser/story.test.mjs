@@ -254,6 +254,15 @@ test('links from before the page opened on a model restore their synthetic view'
   await named.page.waitForFunction(() => window.__favorDemo.idle && window.__favorDemo.shown?.pattern === 'model', null, { timeout: 60000 });
   assert.deepEqual(named.problems, []);
   await named.page.close();
+  // no pattern, but what only a model has: the model
+  const hand = await open('?model=performer&layer=1&head=3');
+  await hand.page.waitForFunction(() => window.__favorDemo.idle && window.__favorDemo.shown, null, { timeout: 60000 });
+  const h = await hand.page.evaluate(() => ({ shown: window.__favorDemo.shown, model: document.querySelector('#model').value,
+    layer: document.querySelector('#layer').value, head: document.querySelector('#head').value }));
+  assert.equal(h.shown.pattern, 'model');
+  assert.deepEqual([h.model, h.layer, h.head], ['performer', '1', '3']);
+  assert.deepEqual(hand.problems, []);
+  await hand.page.close();
 });
 
 test('studies and VQ at the model\'s defaults: mean row KL, a codebook smaller than the text', async () => {
