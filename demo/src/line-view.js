@@ -23,6 +23,21 @@ function charWidth() {
   return advance;
 }
 
+// Where each line of the drawn text starts: at most perLine characters a line, broken after a
+// newline or after the last space that fits, so that words stay whole (a word longer than a line
+// is cut).
+export function lineStarts(chars, L, perLine) {
+  const starts = [0];
+  for (let s = 0; L - s > perLine || chars.slice(s, L - 1).includes('\n');) {
+    let cut = Math.min(L, s + perLine);
+    const newline = chars.indexOf('\n', s);
+    if (newline >= 0 && newline < cut) cut = newline + 1;
+    else if (cut < L) for (let j = cut - 1; j > s; j--) if (chars[j] === ' ') { cut = j + 1; break; }
+    starts.push(s = cut);
+  }
+  return starts;
+}
+
 export class LineView {
   constructor(svg, legend) {
     this.svg = svg;
@@ -36,12 +51,15 @@ export class LineView {
     const svg = this.svg;
     const width = Math.max(240, svg.getBoundingClientRect().width || 600);
     const cw = charWidth(), perLine = Math.max(10, Math.floor((width - 8) / cw));
-    const lines = Math.ceil(L / perLine), lineH = 46, top = 22;
+    const starts = lineStarts(chars, L, perLine);
+    const lines = starts.length, lineH = 46, top = 22;
+    const line = new Int32Array(L);
+    for (let l = 0; l < lines; l++) line.fill(l, starts[l], starts[l + 1] ?? L);
     const height = top + lines * lineH + 4;
     svg.setAttribute('viewBox', `0 0 ${width} ${height}`);
     svg.style.height = `${height}px`;
     svg.replaceChildren();
-    const pos = (j) => [4 + (j % perLine) * cw + cw / 2, top + Math.floor(j / perLine) * lineH + 12];
+    const pos = (j) => [4 + (j - starts[line[j]]) * cw + cw / 2, top + line[j] * lineH + 12];
     const keys = [];
     let undrawn = 0;
     for (let j = 0; j <= i; j++) {
@@ -60,8 +78,9 @@ export class LineView {
     const text = el('g', { class: 'line-text' }, svg);
     for (let l = 0; l < lines; l++) {
       const t = el('text', { x: 4, y: top + l * lineH + 12 + 4, 'xml:space': 'preserve' }, text);
-      t.textContent = chars.slice(l * perLine, (l + 1) * perLine).replace(/\n/g, '⏎');
-      t.setAttribute('textLength', String(Math.min(perLine, L - l * perLine) * cw));
+      const end = starts[l + 1] ?? L;
+      t.textContent = chars.slice(starts[l], end).replace(/\n/g, '⏎');
+      t.setAttribute('textLength', String((end - starts[l]) * cw));
     }
     // arcs: exact above (from the top of the characters), approximated below
     const arcs = el('g', { class: 'arcs' }, svg);
