@@ -196,8 +196,19 @@ test('390×844: the heatmap fills the width, the settings are a drawer, nothing 
       cellsRight: Math.max(...cells.map((c) => c.right)),
       cellWidths: [...new Set(cells.map((c) => Math.round(c.width)))],
       drawerVisible: getComputedStyle(document.querySelector('#settings-drawer')).visibility,
+      // the boxes below the heatmaps, one above the other at the full width
+      boxes: [...document.querySelectorAll('.model-view > *, .below > *')].filter((e) => e.getClientRects().length)
+        .map((e) => ({ name: e.className || e.id, ...e.getBoundingClientRect().toJSON() })),
     };
   });
+  assert.ok(g.boxes.length >= 4, `${g.boxes.length} boxes below the heatmaps`);
+  for (const [i, a] of g.boxes.entries()) {
+    assert.ok(a.width >= 300, `${a.name}: ${a.width} px wide`);
+    for (const b of g.boxes.slice(i + 1)) {
+      const overlap = Math.min(a.right, b.right) - Math.max(a.left, b.left) > 1 && Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 1;
+      assert.ok(!overlap, `${a.name} and ${b.name} overlap`);
+    }
+  }
   assert.ok(g.hm >= 300, `heatmap ${g.hm} px wide`);
   assert.equal(g.scrollWidth, g.innerWidth);
   assert.ok(g.cellsRight <= g.innerWidth, `the grid's last column ends at ${g.cellsRight}`);
