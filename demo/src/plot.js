@@ -3,6 +3,9 @@
 import { fmt, pow10Label } from './colors.js';
 
 const NS = 'http://www.w3.org/2000/svg';
+// Widths of a character, in px, of the tick labels (10 px) and of the empty plot's message (12 px):
+// a little over the sans-serif digits' and letters' average, so that estimates err wide.
+const TICK_CHAR = 6.2, EMPTY_CHAR = 6.6;
 
 function el(name, attrs = {}, parent) {
   const node = document.createElementNS(NS, name);
@@ -109,12 +112,22 @@ export function drawPlot(svg, spec) {
   const clip = el('clipPath', { id: clipId }, defs);
   el('rect', { x: m.l, y: m.t, width: width - m.l - m.r, height: height - m.t - m.b }, clip);
 
-  // Grid and ticks.
+  // Grid and ticks. An x label that would touch one already placed is left out (the major ticks'
+  // first), so that a narrow plot shows fewer labels rather than labels printed over each other.
   const grid = el('g', { class: 'grid' }, plot);
+  const placed = [];
+  const fits = (x, label) => {
+    const half = (label.length * TICK_CHAR) / 2 + 3;
+    if (placed.some(([a, b]) => x - half < b && x + half > a)) return false;
+    placed.push([x - half, x + half]);
+    return true;
+  };
+  const labelled = new Set([...xa.ticks.filter((t) => t.major), ...xa.ticks.filter((t) => !t.major)]
+    .filter((t) => t.label && fits(xa.map(t.v), t.label)));
   for (const t of xa.ticks) {
     const x = xa.map(t.v);
     el('line', { x1: x, x2: x, y1: m.t, y2: height - m.b, class: t.major ? 'major' : 'minor' }, grid);
-    if (t.label) el('text', { x, y: height - m.b + 14, 'text-anchor': 'middle', class: 'tick' }, grid).textContent = t.label;
+    if (labelled.has(t)) el('text', { x, y: height - m.b + 14, 'text-anchor': 'middle', class: 'tick' }, grid).textContent = t.label;
   }
   for (const t of ya.ticks) {
     const y = ya.map(t.v);
@@ -171,7 +184,16 @@ export function drawPlot(svg, spec) {
     el('line', { x1: x, x2: x, y1: m.t, y2: height - m.b, class: 'cursor' }, body);
   }
   if (!series.length && spec.empty) {
-    el('text', { x: (m.l + width - m.r) / 2, y: (m.t + height - m.b) / 2, 'text-anchor': 'middle', class: 'empty' }, plot).textContent = spec.empty;
+    // in lines that fit the frame
+    const perLine = Math.max(12, Math.floor((width - m.l - m.r - 16) / EMPTY_CHAR));
+    const lines = spec.empty.split(' ').reduce((out, word) => {
+      if (out.length && `${out.at(-1)} ${word}`.length <= perLine) out[out.length - 1] += ` ${word}`;
+      else out.push(word);
+      return out;
+    }, []);
+    const cx = (m.l + width - m.r) / 2;
+    const text = el('text', { x: cx, y: (m.t + height - m.b) / 2 - ((lines.length - 1) * 16) / 2, 'text-anchor': 'middle', class: 'empty' }, plot);
+    lines.forEach((line, i) => { el('tspan', { x: cx, dy: i ? 16 : 0 }, text).textContent = line; });
   }
   if (spec.legendRoot) {
     spec.legendRoot.innerHTML = spec.series.filter((s) => s.legend !== false && (s.points.length || s.alwaysInLegend))

@@ -201,6 +201,20 @@ test('390×844: the heatmap fills the width, the settings are a drawer, nothing 
         .map((e) => ({ name: e.className || e.id, ...e.getBoundingClientRect().toJSON() })),
     };
   });
+  // the plots' tick labels apart, and an empty plot's message inside its frame
+  const plots = await page.evaluate(() => [...document.querySelectorAll('svg.plot')].filter((svg) => svg.getClientRects().length).map((svg) => {
+    const frame = svg.getBoundingClientRect();
+    const ticks = [...svg.querySelectorAll('text.tick')].map((t) => t.getBoundingClientRect()).filter((r) => r.top > frame.bottom - 40);
+    const empty = svg.querySelector('text.empty')?.getBoundingClientRect();
+    return { id: svg.id, left: frame.left, right: frame.right, ticks: ticks.map((r) => [r.left, r.right]).sort((a, b) => a[0] - b[0]),
+      empty: empty && [empty.left, empty.right] };
+  }));
+  assert.ok(plots.some((p) => p.id === 'speed-plot' && p.empty) && plots.some((p) => p.id === 'study-plot' && p.empty), 'the empty study plots are measured');
+  for (const p of plots) {
+    assert.ok(p.ticks.length >= 2, `${p.id}: ${p.ticks.length} x tick labels`);
+    p.ticks.forEach(([, right], i) => assert.ok(i === 0 || p.ticks[i - 1][1] <= p.ticks[i][0], `${p.id}: x tick labels ${i - 1} and ${i} overlap`));
+    if (p.empty) assert.ok(p.empty[0] >= p.left && p.empty[1] <= p.right, `${p.id}: its message [${p.empty}] leaves the plot [${p.left}, ${p.right}]`);
+  }
   assert.ok(g.boxes.length >= 4, `${g.boxes.length} boxes below the heatmaps`);
   for (const [i, a] of g.boxes.entries()) {
     assert.ok(a.width >= 300, `${a.name}: ${a.width} px wide`);
