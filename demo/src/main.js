@@ -303,9 +303,10 @@ $('#copy-link').addEventListener('click', async () => {
 // ---------------------------------------------------------------- status
 
 const statusEl = $('#status');
-let readyText = '';
-function setStatus(text, error = false) {
+let readyText = '', readyWhy = '';  // the build, and why it has one thread (if it has)
+function setStatus(text, error = false, title = '') {
   statusEl.textContent = text;
+  statusEl.title = title;
   statusEl.classList.toggle('error', error);
 }
 
@@ -384,8 +385,10 @@ function onComputeMessage(event) {
     computeLoad.loaded();
     metrics.ready = true;
     readyText = `WebAssembly ${msg.info.relaxedSimd ? 'relaxed SIMD (fused multiply-add)' : msg.info.simd ? 'SIMD' : '(no SIMD)'}, ${msg.info.threads} thread${msg.info.threads > 1 ? 's' : ''}, v${msg.info.version}`;
-    $('#build-info').textContent = readyText;
-    setStatus(`ready: ${readyText}`);
+    // Why one thread (not cross-origin isolated, one core…): in the footer and the status's tooltip.
+    readyWhy = msg.info.threads === 1 && msg.info.threadsReason ? `one thread: ${msg.info.threadsReason}` : '';
+    $('#build-info').textContent = readyWhy ? `${readyText}; ${readyWhy}` : readyText;
+    setStatus(`ready: ${readyText}`, false, readyWhy);
     return;
   }
   if (msg.type === 'fatal') {
@@ -634,7 +637,7 @@ function redraw(t0, fresh = false) {
   if (metrics.history.length > 2000) metrics.history.shift();
   document.body.dataset.updates = String(metrics.updates);
   requestAnimationFrame(() => setTimeout(() => { record.frame = performance.now() - t0; }, 0));
-  if (readyText) setStatus(`ready: ${readyText}`);  // a failure before clears with this success
+  if (readyText) setStatus(`ready: ${readyText}`, false, readyWhy);  // a failure before clears with this success
 }
 
 // The approximation in words for the synthetic headline, or null for random features.

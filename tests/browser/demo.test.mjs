@@ -500,6 +500,10 @@ test('the static build works from a plain file server under a sub-path (no speci
     try {
       const page = await openPage('?L=64&d=16&m=32', { url: `http://127.0.0.1:${server.address().port}/some/sub/dir/` });
       assert.equal(await page.evaluate(() => window.__favorDemo.shown.L), 64);
+      // without COOP/COEP the module has one thread, and the page says why
+      const why = await page.evaluate(() => [document.querySelector('#build-info').textContent, document.querySelector('#status').title]);
+      assert.match(why[0], /1 thread, .*; one thread: not cross-origin isolated/);
+      assert.match(why[1], /^one thread: not cross-origin isolated/);
       assert.deepEqual(problems, []);
       await page.close();
     } finally {
