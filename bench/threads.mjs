@@ -1,7 +1,8 @@
 // Thread scaling: the same calls at T = 1, 2, 4, … up to the machine's cores (and 12 where the
-// machine has 16), each T a fresh loadFavor({ threads: T }) of the relaxed-SIMD build, d = dv = 64,
-// m = 256 (positive, orthogonal), with onnxruntime-web's graphs at env.wasm.numThreads = T beside
-// them where its files are found. Prints a table and writes JSON (--json FILE).
+// machine has 16), each T a loadFavor({ threads: T }) of the relaxed-SIMD build, all loaded at
+// once and called in turn, d = dv = 64, m = 256 (positive, orthogonal), with onnxruntime-web's
+// graphs at env.wasm.numThreads = T beside them where its files are found. Prints a table and
+// writes JSON (--json FILE).
 //
 //   node bench/threads.mjs [--threads 1,2,4,8,16] [--cases favor8,exact8,...] [--reps 5] [--quick]
 //                          [--json FILE] [--no-peers] [--out BENCHMARKS.md] [--merge FILE.json]
@@ -29,9 +30,6 @@ const cores = availableParallelism();
 const threadCounts = args.threads
   ? String(args.threads).split(',').map(Number)
   : [1, 2, 4, 8, 12, 16, 24, 32, 48, 64].filter((t) => t <= cores);
-// Measured one thread first, then the most, then the rest: a run cut short by a lent machine's
-// time (its results are saved after every row) still has the columns that matter most.
-const measureOrder = [...new Set([threadCounts[0], threadCounts[threadCounts.length - 1], ...threadCounts])];
 const reps = Number(args.reps ?? (args.quick ? 3 : 5));
 const d = 64, dv = 64, m = 256;
 const WARMUP_MS = 500;
@@ -43,9 +41,13 @@ const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[s.len
 // Warm-up, at least 3 calls and 500 ms: first-call allocations, the heap's growth, and the
 // engine's optimizing compile of the code each thread runs, in the background (in a fresh
 // pthreads build, the first calls of a small size took 2-5x as long as the later ones, and a
-// one-head FAVOR+ call at L = 4096 took up to 1.8x for its first 300 ms).
+// one-head FAVOR+ call at L = 4096 took up to 1.8x for its first 300 ms). Returns the mean time
+// of a call, ms.
 function warmUp(call) {
-  for (let n = 0, t0 = performance.now(); n < 3 || performance.now() - t0 < WARMUP_MS; ++n) call();
+  const t0 = performance.now();
+  let n = 0;
+  for (; n < 3 || performance.now() - t0 < WARMUP_MS; ++n) call();
+  return (performance.now() - t0) / n;
 }
 
 function timeCall(call) {
@@ -59,12 +61,39 @@ function timeCall(call) {
   return median(times);
 }
 
-function runOurs(favor, c, featureMap, T) {
-  const H = c.H === 'T' ? T : c.H;
-  const q = tensor([H, c.L, d], 1), k = tensor([H, c.L, d], 2), v = tensor([H, c.L, dv], 3);
-  if (c.method === 'exact') return timeCall(() => favor.exactAttention(q, k, v, { causal: !!c.causal }));
-  const out = c.out ? new Float32Array(H * c.L * dv) : undefined;
-  return timeCall(() => favor.favorAttention(q, k, v, { featureMap, causal: !!c.causal, out }));
+// Case `c` on every module at once: each module's call warmed up, then `reps` rounds that call
+// every module in turn, the order rotating from round to round, so that a host whose speed drifts
+// (a shared machine: runs of the same build differed by 15-40% on a lent one) moves every T alike
+// and the speed-ups compare calls made within the same seconds. A call under SHORT_MS is made
+// once untimed right before its timed one: the module called before it has just filled the
+// caches with its own heap. Returns, per module, { ours: median ms, used: threads it took }.
+const SHORT_MS = 10;
+function runOurs(modules, c) {
+  const inputs = new Map();  // by head count: the modules share one set of arrays
+  const calls = modules.map(({ favor, featureMap, T }) => {
+    const H = c.H === 'T' ? T : c.H;
+    if (!inputs.has(H)) inputs.set(H, [tensor([H, c.L, d], 1), tensor([H, c.L, d], 2), tensor([H, c.L, dv], 3)]);
+    const [q, k, v] = inputs.get(H);
+    if (c.method === 'exact') return () => favor.exactAttention(q, k, v, { causal: !!c.causal });
+    const out = c.out ? new Float32Array(H * c.L * dv) : undefined;
+    return () => favor.favorAttention(q, k, v, { featureMap, causal: !!c.causal, out });
+  });
+  const warm = modules.map(({ favor }, i) => {
+    favor.threadsUsed();
+    const ms = warmUp(calls[i]);
+    return { short: ms < SHORT_MS, used: favor.threadsUsed() };
+  });
+  const times = modules.map(() => []);
+  for (let r = 0; r < reps; ++r) {
+    for (let j = 0; j < modules.length; ++j) {
+      const i = (j + r) % modules.length;
+      if (warm[i].short) calls[i]();
+      const t0 = performance.now();
+      calls[i]();
+      times[i].push(performance.now() - t0);
+    }
+  }
+  return modules.map((_, i) => ({ ours: median(times[i]), used: warm[i].used }));
 }
 
 // What each call of case `c` does on the calling thread alone, as web/heap.js does at every call:
@@ -191,7 +220,7 @@ function peerTimes(T) {
 const RESULTS = new URL('./threads-results.json', import.meta.url);
 
 async function measure() {
-  const results = { cpu: cpus()[0]?.model ?? 'unknown', cores, node: process.version, date: new Date().toISOString().slice(0, 10), reps, rows: [] };
+  const results = { cpu: cpus()[0]?.model ?? 'unknown', cores, node: process.version, date: new Date().toISOString().slice(0, 10), reps, interleaved: true, rows: [] };
   console.log(`# thread scaling on ${results.cpu} (${cores} cores), Node ${process.version}`);
   const save = () => { if (args.json) writeFileSync(String(args.json), `${JSON.stringify({ ...results, partial: true }, null, 1)}\n`); };
   const report = (row) => {
@@ -200,43 +229,43 @@ async function measure() {
     const decode = CASES[row.id].method === 'decode';
     console.log(`T=${String(row.threads).padStart(2)}  ${row.label.padEnd(44)} ${decode ? `${(row.ours / 1000).toFixed(1)}k tok/s` : `${row.ours.toFixed(1)} ms`}  (took ${row.used})${row.peer ? `   ort ${row.peer.toFixed(1)} ms` : ''}`);
   };
-  const decodeIds = caseIds.filter((id) => CASES[id].method === 'decode');
-  const decoders = [];
-  for (const T of measureOrder) {
+  // Every T's module at once (each keeps its helper threads asleep while another T runs).
+  const modules = [];
+  for (const T of threadCounts) {
     const favor = await loadFavor({ threads: T });
-    const featureMap = favor.createFeatureMap({ dim: d, features: m, seed: 7 });
-    const peers = peerTimes(T);
-    for (const id of caseIds) {
-      const c = CASES[id];
-      if (c.method === 'decode') continue;
-      favor.threadsUsed();
-      const ours = runOurs(favor, c, featureMap, T);
-      report({ id, label: c.label, threads: T, ours, used: favor.threadsUsed(), peer: peers[id] ?? null });
-    }
-    // The peer again, after ours: each cell keeps the faster of its two processes. A host that
-    // slows for a few seconds (a shared machine) once made one process of it read twice its
-    // time; the faster of two is the conservative figure for the ratio.
-    const again = Object.keys(peers).length ? peerTimes(T) : {};
+    modules.push({ T, favor, featureMap: favor.createFeatureMap({ dim: d, features: m, seed: 7 }) });
+  }
+  // The peer in a process per T, before ours and again after: each cell keeps the faster of its
+  // two processes. A host that slows for a few seconds (a shared machine) once made one process
+  // of it read twice its time; the faster of two is the conservative figure for the ratio.
+  const peers = Object.fromEntries(threadCounts.map((T) => [T, peerTimes(T)]));
+  for (const id of caseIds.filter((i) => CASES[i].method !== 'decode')) {
+    const c = CASES[id];
+    runOurs(modules, c).forEach(({ ours, used }, i) => {
+      const { T } = modules[i];
+      report({ id, label: c.label, threads: T, ours, used, peer: peers[T][id] ?? null });
+    });
+  }
+  for (const T of threadCounts) {
+    const again = Object.keys(peers[T]).length ? peerTimes(T) : {};
     for (const row of results.rows.filter((x) => x.threads === T && x.peer !== null && again[x.id] !== undefined)) {
       row.peerRuns = [row.peer, again[row.id]];
       row.peer = Math.min(...row.peerRuns);
       console.log(`T=${String(T).padStart(2)}  ${row.label.padEnd(44)} ort ${row.peerRuns.map((x) => x.toFixed(1)).join(' and ')} ms (before and after ours)`);
     }
-    save();
-    if (!args.cases) {
-      results.wake ??= {};
-      results.wake[T] = timeWake(favor, featureMap);
-    }
-    if (decodeIds.length) {
-      for (const id of decodeIds) {
-        const c = CASES[id], options = c.state === 'exact' ? { method: 'exact' } : { method: 'favor', featureMap };
-        const state = favor.createCausalState(options);
-        state.append(tensor([c.H, c.L, d], 1), tensor([c.H, c.L, d], 2), tensor([c.H, c.L, dv], 3));
-        decoders.push({ id, T, H: c.H, favor, options, state });
-      }
-    } else {
-      featureMap.dispose();
-      favor.dispose();
+  }
+  save();
+  if (!args.cases) {
+    results.wake = {};
+    for (const { T, favor, featureMap } of modules) results.wake[T] = timeWake(favor, featureMap);
+  }
+  const decoders = [];
+  for (const id of caseIds.filter((i) => CASES[i].method === 'decode')) {
+    for (const { T, favor, featureMap } of modules) {
+      const c = CASES[id], options = c.state === 'exact' ? { method: 'exact' } : { method: 'favor', featureMap };
+      const state = favor.createCausalState(options);
+      state.append(tensor([c.H, c.L, d], 1), tensor([c.H, c.L, d], 2), tensor([c.H, c.L, dv], 3));
+      decoders.push({ id, T, H: c.H, favor, options, state });
     }
   }
   results.copies = {};
@@ -246,7 +275,10 @@ async function measure() {
     report({ id: s.id, label: CASES[s.id].label, threads: s.T, ours: s.rate, used: s.used, peer: null });
     s.state.dispose();
   }
-  for (const favor of new Set(decoders.map((s) => s.favor))) favor.dispose();
+  for (const { favor, featureMap } of modules) {
+    featureMap.dispose();
+    favor.dispose();
+  }
   return results;
 }
 
@@ -257,7 +289,8 @@ const fmt = (x, decode) => (decode ? `${(x / 1000).toFixed(1)}k` : x >= 100 ? x.
 function machineTable(r) {
   const Ts = [...new Set(r.rows.map((x) => x.threads))].sort((a, b) => a - b);
   const lines = [`### ${r.cpu}, ${r.cores} cores (Node ${r.node}, ${r.date})`, '', ...(r.note ? [r.note, ''] : []),
-    ...(r.partial ? ['This run ended before it finished (the rows it measured; the order was one thread, the most threads, then the rest, decode last).', ''] : []),
+    ...(r.interleaved ? [] : ['Measured one T after another (all calls at one T, then the next), before the bench interleaved them.', '']),
+    ...(r.partial ? [`This run ended before it finished (the rows it measured; ${r.interleaved ? 'each call at every T, in the order of the table, decode last' : 'the order was one thread, the most threads, then the rest, decode last'}).`, ''] : []),
     `| call | ${Ts.map((t) => `T = ${t}`).join(' | ')} | best speed-up |`, `|---|${Ts.map(() => '---:').join('|')}|---:|`];
   for (const id of [...new Set(r.rows.map((x) => x.id))]) {
     const rows = Ts.map((t) => r.rows.find((x) => x.id === id && x.threads === t));
@@ -296,7 +329,7 @@ function machineTable(r) {
 function section(all) {
   const machines = Object.values(all).sort((a, b) => b.cores - a.cores);
   return ['<!-- threads -->', '## Thread scaling', '',
-    `\`node bench/threads.mjs\` (part of \`npm run bench\`): the same calls at T = 1, 2, 4, … threads, each T a fresh \`loadFavor({ threads: T })\` of the relaxed-SIMD build in Node, d = dv = 64, FAVOR+ m = 256 (positive, orthogonal), median of ${[...new Set(machines.map((r) => r.reps ?? reps))].join(' or ')} calls after a warm-up (at least 3 calls and ${WARMUP_MS} ms; a machine's note says where its run differed); decode is bursts of 400 appends of one position after a 1,024-position prefill (FAVOR+ state or exact KV cache) and 200 appends, every T's state in each round in turn, in tokens per second, each module's steps first warmed up for ${WARMUP_MS} ms on a state of its own (V8 compiles a wasm function with its optimizing tier only after it has run a while). In parentheses: the speed-up over one thread. The rows "T heads on T threads" scale the work with the threads (weak scaling): there the ratio is the time on one thread ÷ the time on T, 1.0× when each thread works as fast as one alone, and below it when threads slow each other (clocks, caches, memory, locks, or a host that shares the cores), a limit no split of the work can win back. onnxruntime-web runs its one-head graphs (bench/onnx) at \`env.wasm.numThreads = T\`, each T in a process of its own, with the same warm-up, twice (before ours at that T and after), the faster of the two kept. Machines with many cores run the folder \`bash bench/threads-bundle.sh\` packs (the built package, this script, the peer's files) with a Node binary (\`bash bench/threads-device.sh\` packs both for a lent machine and runs them there), and their results are merged here with \`--merge\`.`,
+    `\`node bench/threads.mjs\` (part of \`npm run bench\`): the same calls at T = 1, 2, 4, … threads, each T a \`loadFavor({ threads: T })\` of the relaxed-SIMD build in Node, d = dv = 64, FAVOR+ m = 256 (positive, orthogonal), median of ${[...new Set(machines.map((r) => r.reps ?? reps))].join(' or ')} calls after a warm-up (at least 3 calls and ${WARMUP_MS} ms; a machine's note says where its run differed). Every T's module is loaded at once and each call is made on every T in turn, in rounds that rotate the order, so that a host whose speed drifts moves every T alike (a call under ${SHORT_MS} ms is made once untimed right before its timed one, as the module before it has filled the caches with its own data); a machine's note says where its run measured one T after another; decode is bursts of 400 appends of one position after a 1,024-position prefill (FAVOR+ state or exact KV cache) and 200 appends, every T's state in each round in turn, in tokens per second, each module's steps first warmed up for ${WARMUP_MS} ms on a state of its own (V8 compiles a wasm function with its optimizing tier only after it has run a while). In parentheses: the speed-up over one thread. The rows "T heads on T threads" scale the work with the threads (weak scaling): there the ratio is the time on one thread ÷ the time on T, 1.0× when each thread works as fast as one alone, and below it when threads slow each other (clocks, caches, memory, locks, or a host that shares the cores), a limit no split of the work can win back. onnxruntime-web runs its one-head graphs (bench/onnx) at \`env.wasm.numThreads = T\`, each T in a process of its own, with the same warm-up, twice (before ours at that T and after), the faster of the two kept. Machines with many cores run the folder \`bash bench/threads-bundle.sh\` packs (the built package, this script, the peer's files) with a Node binary (\`bash bench/threads-device.sh\` packs both for a lent machine and runs them there), and their results are merged here with \`--merge\`.`,
     '', ...machines.flatMap((r) => [machineTable(r), '']), '<!-- /threads -->'].join('\n');
 }
 
