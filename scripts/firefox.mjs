@@ -170,6 +170,14 @@ export async function launchFirefox({ executablePath = FIREFOX, timeout = 60_000
           await new Promise((resolve) => setTimeout(resolve, 100));
         }
       },
+      // The viewport's size in CSS pixels, and a PNG (a Buffer) of what it shows.
+      async setViewport(width, height) {
+        await send('browsingContext.setViewport', { context, viewport: { width, height } });
+      },
+      async screenshot() {
+        const { data } = await send('browsingContext.captureScreenshot', { context });
+        return Buffer.from(data, 'base64');
+      },
       async close() {
         listeners.delete(listener);
         await send('browsingContext.close', { context }).catch(() => {});

@@ -7,7 +7,7 @@
 // per character, and generates text with exact and approximated attention; no console error.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -15,6 +15,7 @@ import { launchFirefox } from '../../scripts/firefox.mjs';
 import { startDemoServer } from './demo-server.mjs';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
+const shots = join(repo, 'build', 'screenshots');  // firefox-story.png: the first view at 1440 px
 const unmet = !existsSync(join(repo, 'dist/favor-simd.wasm')) ? 'the wasm is not built: run npm run build'
   : !existsSync(join(repo, 'train/models/manifest.json')) ? 'train/models/manifest.json is missing' : false;
 if (unmet) throw new Error(`Firefox page tests cannot run: ${unmet}`);
@@ -67,6 +68,14 @@ test('the first view: the default URL shows the softmax model on held-out text, 
   assert.equal(first.heads, 16);
   assert.ok(first.text.startsWith('During the most violent shocks of the Typhoon'), first.text);
   assert.equal(first.shown.pattern, 'model');
+  // At 1440 px the captions over the heatmaps wrap, and the heatmaps stay level (subgrid rows)
+  await page.setViewport(1440, 900);
+  await new Promise((resolve) => setTimeout(resolve, 500));  // the page redraws 100 ms after a resize
+  const tops = await page.evaluate(() => ['#heads-grid', '#hm-exact', '#hm-approx', '#hm-diff']
+    .map((sel) => Math.round(document.querySelector(sel).getBoundingClientRect().top)));
+  assert.ok(tops.every((t) => t === tops[0]), `the grid and the heatmaps start at ${tops}`);
+  mkdirSync(shots, { recursive: true });
+  writeFileSync(join(shots, 'firefox-story.png'), await page.screenshot());
   assert.deepEqual(page.errors, []);
   await page.close();
 });
