@@ -21,25 +21,20 @@ export const coreError = (fnName, e) => new (ERROR_TYPES[e.error] ?? Error)(`${f
  * pointers, takeTensor(ptr, out) takes an output back, heapF32() views the whole memory.
  */
 export function createHeap(Module) {
-  // A view of the whole wasm memory, made at each use: growth replaces the buffer, and in the
-  // pthreads build Module.HEAPF32 stays short when a worker thread grew the memory.
-  // The view is kept while the buffer stays: once a worker has grown the memory, Module.HEAPF32
-  // stays short for good, and a view made anew at each use cost a decode step ~0.3 µs.
-  let f32 = null;
-  const heapF32 = () => {
-    const buffer = Module.wasmMemory?.buffer;
-    if (!buffer || buffer === Module.HEAPF32.buffer) return Module.HEAPF32;
-    if (f32?.buffer !== buffer) f32 = new Float32Array(buffer);
-    return f32;
+  // Views of the whole wasm memory, each kept while the memory's buffer stays and made again once
+  // growth has replaced it. Module.HEAPF32 is not enough: in the pthreads build it stays short for
+  // good once a worker thread has grown the memory (and a view made at every use cost a decode
+  // step ~0.3 µs).
+  const buffer = () => Module.wasmMemory?.buffer ?? Module.HEAPF32.buffer;
+  const keptView = (Type) => {
+    let view = null;
+    return () => {
+      const current = buffer();
+      if (view?.buffer !== current) view = new Type(current);
+      return view;
+    };
   };
-
-  const heapU8 = () => new Uint8Array(heapF32().buffer);
-  let f64 = null;
-  const heapF64 = () => {
-    const buffer = heapF32().buffer;
-    if (f64?.buffer !== buffer) f64 = new Float64Array(buffer);
-    return f64;
-  };
+  const heapF32 = keptView(Float32Array), heapU8 = keptView(Uint8Array), heapF64 = keptView(Float64Array);
 
   // A tensor in the wasm heap carries its dims just before its data, as doubles: the rank at
   // data - 8, the dims before it (bindings.cpp dims_before). A pointer is then the whole argument:

@@ -562,8 +562,11 @@ function redraw(t0, fresh = false) {
       `${cb.assignment === 'gaussian' ? 'C = W/√scale, orthogonal-fixed' : 'k-means'}, m = ${cb.clusters}${cb.capped ? ' = L' : ''})`
     : `(${params.kernel}, ${params.sampling}, m = ${params.m})`;
   // Where the caption wraps, "m = 256" stays on one line.
-  $('#approx-caption').innerHTML = caption.replace(/&/g, '&amp;').replace(/</g, '&lt;')
-    .replace(/m = [^,)]+/, '<span class="nowrap">$&</span>');
+  const mPart = /m = [^,)]+/.exec(caption);
+  $('#approx-caption').replaceChildren(...(mPart
+    ? [caption.slice(0, mPart.index), Object.assign(document.createElement('span'), { className: 'nowrap', textContent: mPart[0] }),
+      caption.slice(mPart.index + mPart[0].length)]
+    : [caption]));
   $('#approx-caption').title = caption;
   const note = $('#negative-note');
   note.hidden = !(nonPositive || nonFinite);

@@ -212,7 +212,7 @@ test('390×844: the heatmap fills the width, the settings are a drawer, nothing 
   assert.ok(plots.some((p) => p.id === 'speed-plot' && p.empty) && plots.some((p) => p.id === 'study-plot' && p.empty), 'the empty study plots are measured');
   for (const p of plots) {
     assert.ok(p.ticks.length >= 2, `${p.id}: ${p.ticks.length} x tick labels`);
-    p.ticks.forEach(([, right], i) => assert.ok(i === 0 || p.ticks[i - 1][1] <= p.ticks[i][0], `${p.id}: x tick labels ${i - 1} and ${i} overlap`));
+    p.ticks.forEach((_, i) => assert.ok(i === 0 || p.ticks[i - 1][1] <= p.ticks[i][0], `${p.id}: x tick labels ${i - 1} and ${i} overlap`));
     if (p.empty) assert.ok(p.empty[0] >= p.left && p.empty[1] <= p.right, `${p.id}: its message [${p.empty}] leaves the plot [${p.left}, ${p.right}]`);
   }
   assert.ok(g.boxes.length >= 4, `${g.boxes.length} boxes below the heatmaps`);
