@@ -100,9 +100,10 @@ function runOurs(modules, c) {
 // copy its inputs into a shared buffer (the wasm heap's share of them), and its output out into
 // an array whose pages are already mapped in. The array of a result without `out` is made while
 // the helper threads compute (bindings.cpp prepare_result_array): writing a fresh array's pages,
-// which the system maps in as they are first written (`pages`), overlaps the call's work. The
-// copies no thread can share: with them serial, T threads speed a call whose one-thread time is
-// t1 up by at most t1 / (copies + (t1 - copies) / T).
+// which the system maps in as they are first written (`pages`), overlaps the call's work, as does
+// copying a large call's inputs in (they arrive piece by piece while the helpers start on them).
+// The copy out no thread can share: with it serial, T threads speed a call whose one-thread time
+// is t1 up by at most t1 / (copy + (t1 - copy) / T).
 function timeCopies(c) {
   const H = c.H, n = H * c.L * d, heap = new Float32Array(new SharedArrayBuffer(4 * 4 * n));
   const inputs = [tensor([H, c.L, d], 1), tensor([H, c.L, d], 2), tensor([H, c.L, dv], 3)];
@@ -220,7 +221,7 @@ function peerTimes(T) {
 const RESULTS = new URL('./threads-results.json', import.meta.url);
 
 async function measure() {
-  const results = { cpu: cpus()[0]?.model ?? 'unknown', cores, node: process.version, date: new Date().toISOString().slice(0, 10), reps, interleaved: true, rows: [] };
+  const results = { cpu: cpus()[0]?.model ?? 'unknown', cores, node: process.version, date: new Date().toISOString().slice(0, 10), reps, interleaved: true, inputsArrive: true, rows: [] };
   console.log(`# thread scaling on ${results.cpu} (${cores} cores), Node ${process.version}`);
   const save = () => { if (args.json) writeFileSync(String(args.json), `${JSON.stringify({ ...results, partial: true }, null, 1)}\n`); };
   const report = (row) => {
@@ -311,13 +312,19 @@ function machineTable(r) {
   if (top.length) {
     lines.push('', `Threads each call took at T = ${Ts[Ts.length - 1]} (\`favor.threadsUsed()\`): ${top.map((x) => `${x.label.replace(/, tokens\/s$/, '')}: ${x.used}`).join('; ')}.`);
   }
+  // Serial on the calling thread: the output's copy, and the inputs' too in runs made before they
+  // arrived while the call ran (web/heap.js call).
   const copies = Object.entries(r.copies ?? {}).map(([id, { inputs, output, pages }]) => {
-    const t1 = r.rows.find((x) => x.id === id && x.threads === 1)?.ours, T = Ts[Ts.length - 1], copy = inputs + output;
+    const t1 = r.rows.find((x) => x.id === id && x.threads === 1)?.ours, T = Ts[Ts.length - 1];
+    const copy = r.inputsArrive ? output : inputs + output;
     const overlapped = pages === undefined ? '' : `, and ${fmt(pages)} ms writing a fresh array's pages while the helpers compute`;
-    return t1 ? `${CASES[id].label}: ${fmt(inputs)} ms in and ${fmt(output)} ms out${overlapped} (the copies ${((100 * copy) / t1).toFixed(1)}% of its time on one thread; with them serial, at most ${[...new Set([T, 16])].map((n) => `${(t1 / (copy + (t1 - copy) / n)).toFixed(1)}× at T = ${n}`).join(' and ')})` : null;
+    return t1 ? `${CASES[id].label}: ${fmt(inputs)} ms in and ${fmt(output)} ms out${overlapped} (${r.inputsArrive ? 'the copy out' : 'the copies'} ${((100 * copy) / t1).toFixed(1)}% of its time on one thread; with ${r.inputsArrive ? 'it' : 'them'} serial, at most ${[...new Set([T, 16])].map((n) => `${(t1 / (copy + (t1 - copy) / n)).toFixed(1)}× at T = ${n}`).join(' and ')})` : null;
   }).filter(Boolean);
   if (copies.length) {
-    lines.push('', `What a call does on the calling thread alone, timed by itself: its inputs copied into a shared buffer and its output out into an array whose pages are mapped in already. The array of a result without \`out\` is made, its pages written once (the system maps them in as they are first written), while the helper threads compute, so that this part overlaps the call's work; the copies do not: ${copies.join('; ')}.`);
+    const overlap = r.inputsArrive
+      ? "The array of a result without `out` is made, its pages written once (the system maps them in as they are first written), and a large call's inputs are copied in piece by piece, while the helper threads compute (they start on the pieces already in), so that this part overlaps the call's work; the copy out does not"
+      : "The array of a result without `out` is made, its pages written once (the system maps them in as they are first written), while the helper threads compute, so that this part overlaps the call's work; the copies do not (this run came before a large call's inputs were copied in while it runs)";
+    lines.push('', `What a call does on the calling thread alone, timed by itself: its inputs copied into a shared buffer and its output out into an array whose pages are mapped in already. ${overlap}: ${copies.join('; ')}.`);
   }
   const wake = Object.entries(r.wake ?? {}).sort((a, b) => a[0] - b[0]);
   if (wake.length) {

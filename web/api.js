@@ -20,11 +20,16 @@ const SAMPLINGS = ['iid', 'orthogonal', 'orthogonal-fixed', 'simplex', 'structur
 const ASSIGNMENTS = ['hard', 'soft', 'gaussian'];
 const STATE_METHODS = ['exact', 'favor', 'codebook'];
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
+// Floats of q, k and v together from which an attention call copies them in while it runs.
+const ARRIVING_FLOATS = 2 ** 18;
 
 export function createApi(Module, { simd, threads = 1, threadsReason, terminate, tileRows: tileOption }) {
   const relaxedSimd = Module.relaxedSimd();
   const tileRows = Module.setTileRows(chooseTileRows(tileOption, { simd, relaxed: relaxedSimd }));
   const { heapF32, call, takeTensor } = createHeap(Module);
+  // Whether an attention call's q, k and v are copied in while it runs (heap.js call): with
+  // helper threads, and inputs large enough to be worth the pieces.
+  const arrives = ({ q, k, v }) => threads > 1 && q.data.length + k.data.length + v.data.length >= ARRIVING_FLOATS;
 
   const live = new FinalizationRegistry((handle) => handle.delete());
 
@@ -301,8 +306,9 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
 
     exactAttention(q, k, v, options) {
       const a = attentionArgs('exactAttention', q, k, v, options), { causal, scale, mask, out } = a;
+      const arriving = arrives(a);
       return takeTensor(call('exactAttention', [a.q, a.k, a.v, mask], (qp, kp, vp, mp) =>
-        Module.exactAttention(qp, kp, vp, causal, scale, mp, outLength(out))), out);
+        Module.exactAttention(qp, kp, vp, causal, scale, mp, outLength(out), arriving), arriving ? 3 : 0), out);
     },
 
     attentionMatrix(q, k, options) {
@@ -318,8 +324,10 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
       const map = featureMapOf(o);
       const chunkOption = o.chunk;
       const chunk = chunkOption === undefined ? NaN : checkInteger(chunkOption, 'chunk', 1, 1 << 20);
+      const arriving = arrives(a);
       return takeTensor(call('favorAttention', [a.q, a.k, a.v, mask], (qp, kp, vp, mp) =>
-        Module.favorAttention(map.handle('featureMap'), qp, kp, vp, causal, scale, chunk, mp, outLength(out))), out);
+        Module.favorAttention(map.handle('featureMap'), qp, kp, vp, causal, scale, chunk, mp, outLength(out), arriving),
+      arriving ? 3 : 0), out);
     },
 
     favorAttentionMatrix(q, k, options) {

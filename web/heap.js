@@ -53,7 +53,10 @@ export function createHeap(Module) {
   // The tensors are validate.js's snapshots: their dims are the call's own arrays, and their data
   // is checked against them again here, after every argument was read (a getter of a later
   // argument can still have resized or detached an earlier one's buffer).
-  function call(fnName, tensors, fn) {
+  // The first `arriving` tensors get only their dims here: the call copies their data in itself,
+  // piece by piece, through Module.favorArriving, while its helper threads start on the pieces
+  // already in (bindings.cpp copy_arriving_input).
+  function call(fnName, tensors, fn, arriving = 0) {
     // One allocation for all of them: each tensor's dims, then its data on a cache line.
     const offsets = [];
     let total = 0;
@@ -82,10 +85,15 @@ export function createHeap(Module) {
         if (at < 0) return 0;
         const ptr = base + at, t = tensors[i];
         writeDims(ptr, t.dims);
+        if (i < arriving) return ptr;
         if (t.data instanceof Uint8Array) heapU8().set(t.data, ptr);
         else heapF32().set(t.data, ptr >>> 2);
         return ptr;
       });
+      if (arriving) {
+        Module.favorArriving = (input, offset, count, to) =>
+          heapF32().set(tensors[input].data.subarray(offset, offset + count), to >>> 2);
+      }
       const result = fn(...pointers);
       if (result === 0) throw coreError(fnName, Module.lastError());
       if (result?.error) throw coreError(fnName, result);
@@ -94,6 +102,7 @@ export function createHeap(Module) {
       Module.favorResultArray = undefined;  // made for a result that did not come
       throw e;
     } finally {
+      Module.favorArriving = undefined;
       if (raw) Module._free(raw);
     }
   }

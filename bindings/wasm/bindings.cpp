@@ -27,6 +27,7 @@
 // this module fuses multiply-adds (loadFavor's tuning), the dims helpers of the core's messages,
 // and the calling thread's task while the helpers start (with_output).
 #include <favor/caller_task.hpp>
+#include <favor/input_arrival.hpp>
 #include <favor/kernels/gemm.hpp>
 #include <favor/kernels/vector_math.hpp>
 #include <favor/tensor/shape.hpp>
@@ -47,6 +48,12 @@ EM_JS(void, prepare_result_array, (double count), {
   } catch {
     Module.favorResultArray = undefined;
   }
+});
+
+// Copies floats [offset, offset + count) of the call's input `input` (web/heap.js, its tensors
+// still arriving) to `to` in the heap. Called on the calling thread only (InputArrival).
+EM_JS(void, copy_arriving_input, (int input, double offset, double count, float* to), {
+  Module.favorArriving(input, offset, count, to >>> 0);
 });
 
 namespace {
@@ -181,7 +188,8 @@ favor::AttentionOptions attention_options(bool causal, double scale) {
 // size before anything is computed or changed (a causal state's append included); JS copies the
 // result into it.
 template <class Compute>
-float* with_output(const std::vector<favor::Index>& dims, double out_length, Compute&& compute) {
+float* with_output(const std::vector<favor::Index>& dims, double out_length, Compute&& compute,
+                   favor::InputArrival* arriving = nullptr) {
   double size = 1.0;
   for (favor::Index d : dims) size *= static_cast<double>(d);
   if (!std::isnan(out_length) && out_length != size)
@@ -190,9 +198,14 @@ float* with_output(const std::vector<favor::Index>& dims, double out_length, Com
                                   std::to_string(static_cast<long long>(out_length)) +
                                   (out_length == 0 ? " (empty or detached)" : ""));
   float* out = allocate_output(dims, "output");
-  // Without options.out the result is copied into a fresh array: made while the helpers compute.
-  const favor::CallerTask prepare(std::isnan(out_length) ? std::function<void()>([size] { prepare_result_array(size); })
-                                                          : std::function<void()>());
+  // While the helpers compute: the inputs still arriving copied in, and, without options.out, the
+  // fresh array the result is copied into made.
+  const bool fresh = std::isnan(out_length);
+  const favor::CallerTask prepare(fresh || arriving ? std::function<void()>([size, fresh, arriving] {
+                                    if (arriving) arriving->copy_all();
+                                    if (fresh) prepare_result_array(size);
+                                  })
+                                                    : std::function<void()>());
   try {
     compute(favor::TensorView{out, dims});
   } catch (...) {
@@ -289,14 +302,32 @@ class FeatureMapHandle {
   std::unique_ptr<favor::FeatureMap> map_;
 };
 
+// With `arriving`, q, k and v hold only their dims yet: their data is copied in while the call
+// runs (web/heap.js call, favor/input_arrival.hpp), in pieces of a fold segment's rows.
+std::unique_ptr<favor::InputArrival> arriving_inputs(bool arriving, const favor::ConstTensorView& q,
+                                                     const favor::ConstTensorView& k, const favor::ConstTensorView& v) {
+  if (!arriving) return nullptr;
+  constexpr favor::Index kRows = 2048;
+  std::vector<float*> data{const_cast<float*>(q.data), const_cast<float*>(k.data), const_cast<float*>(v.data)};
+  return std::make_unique<favor::InputArrival>(
+      data,
+      std::vector<favor::Index>{favor::element_count(q.dims, "q"), favor::element_count(k.dims, "k"),
+                                favor::element_count(v.dims, "v")},
+      favor::attention_input_order(q.dims, k.dims, v.dims, kRows, favor::max_threads()), [data](const favor::InputPiece& p) {
+        copy_arriving_input(p.input, static_cast<double>(p.offset), static_cast<double>(p.count),
+                            data[static_cast<std::size_t>(p.input)] + p.offset);
+      });
+}
+
 double exact_attention(std::uintptr_t q, std::uintptr_t k, std::uintptr_t v, bool causal, double scale,
-                       std::uintptr_t mask, double out_length) {
+                       std::uintptr_t mask, double out_length, bool arriving) {
   return guarded_tensor([&] {
     const auto qv = view(q), kv = view(k), vv = view(v);
     const auto dims = favor::attention_output_dims(qv.dims, kv.dims, vv.dims, causal);
+    const auto inputs = arriving_inputs(arriving, qv, kv, vv);
     return with_output(dims, out_length, [&](const favor::TensorView& out) {
       favor::exact_attention(qv, kv, vv, out, attention_options(causal, scale), mask_view(mask));
-    });
+    }, inputs.get());
   });
 }
 
@@ -312,16 +343,17 @@ double attention_matrix(std::uintptr_t q, std::uintptr_t k, bool causal, double 
 }
 
 double favor_attention(const FeatureMapHandle& map, std::uintptr_t q, std::uintptr_t k, std::uintptr_t v,
-                       bool causal, double scale, double chunk, std::uintptr_t mask, double out_length) {
+                       bool causal, double scale, double chunk, std::uintptr_t mask, double out_length, bool arriving) {
   return guarded_tensor([&] {
     const auto qv = view(q), kv = view(k), vv = view(v);
     const auto dims = favor::attention_output_dims(qv.dims, kv.dims, vv.dims, causal);
     favor::FavorOptions o;
     static_cast<favor::AttentionOptions&>(o) = attention_options(causal, scale);
     if (!std::isnan(chunk)) o.chunk = static_cast<favor::Index>(chunk);
+    const auto inputs = arriving_inputs(arriving, qv, kv, vv);
     return with_output(dims, out_length, [&](const favor::TensorView& out) {
       favor::favor_attention(map.map(), qv, kv, vv, out, o, mask_view(mask));
-    });
+    }, inputs.get());
   });
 }
 

@@ -253,6 +253,78 @@ test('a result without out is the array the calling thread made while the helper
   map.dispose(), map1.dispose();
 });
 
+// Large inputs of exactAttention and favorAttention are copied in while the call runs, piece by
+// piece, as the helpers start on the pieces already in (web/heap.js call, bindings.cpp
+// copy_arriving_input, favor/input_arrival.hpp). Seen through Module.favorArriving, the function
+// the module calls for each piece, recorded by a setter on Object.prototype as above: the results
+// are the single-thread build's bits, errors its messages word for word (a NaN in the last head's
+// v, an infinity in the first head's q), and the function is gone after each call.
+test('large inputs arrive while the call runs: the same bits and errors as copied beforehand', async (t) => {
+  const pieces = [];
+  let current;
+  const held = new WeakMap();
+  Object.defineProperty(Object.prototype, 'favorArriving', {
+    configurable: true,
+    get() { return held.get(this); },
+    set(value) {
+      current = value;
+      held.set(this, value && ((...args) => { pieces.push(args); return value(...args); }));
+    },
+  });
+  t.after(() => delete Object.prototype.favorArriving);
+  const favor = await loadFavor({ threads: 2 });
+  t.after(() => favor.dispose());
+  const maps = [favor, one].map((f) => f.createFeatureMap({ dim: 32, features: 64, seed: 9 }));
+  const gq = normalTensor([2, 4, 1500, 32], 1), gk = normalTensor([2, 2, 2100, 32], 2), gv = normalTensor([2, 2, 2100, 16], 3);
+  const mask = { data: new Uint8Array(2 * 2100).map((_, i) => (i % 7 ? 1 : 0)), dims: [2, 1, 2100] };
+  const hq = normalTensor([4, 1024, 32], 4), hk = normalTensor([4, 1024, 32], 5), hv = normalTensor([4, 1024, 32], 6);
+  const one1 = normalTensor([1, 30000, 32], 7);
+  const calls = {
+    'FAVOR+, grouped, masked': (f, m) => f.favorAttention(gq, gk, gv, { featureMap: m, keyMask: mask }),
+    'FAVOR+, grouped, causal': (f, m) => f.favorAttention(gq, gk, gv, { featureMap: m, causal: true }),
+    'FAVOR+, one head': (f, m) => f.favorAttention(one1, one1, one1, { featureMap: m }),
+    'FAVOR+, into out': (f, m) => f.favorAttention(hq, hk, hv, { featureMap: m, out: new Float32Array(hq.data.length) }),
+    'exact, 4 heads': (f) => f.exactAttention(hq, hk, hv),
+    'exact, grouped, causal, masked': (f) => f.exactAttention(gq, gk, gv, { causal: true, keyMask: mask }),
+  };
+  for (const [name, call] of Object.entries(calls)) {
+    pieces.length = 0;
+    const got = call(favor, maps[0]);
+    assert.ok(pieces.length > 3, `${name}: its inputs arrived in pieces (${pieces.length})`);
+    assert.equal(current, undefined, `${name}: nothing kept after the call`);
+    assertBitIdentical(got.data, call(one, maps[1]).data, name);
+  }
+  // The same floats, once each: every piece's count summed is q, k and v's lengths.
+  pieces.length = 0;
+  calls['exact, 4 heads'](favor);
+  assert.equal(pieces.reduce((n, [, , count]) => n + count, 0), 3 * hq.data.length);
+  // Errors: the one a check beforehand gives, word for word.
+  const badV = { data: hv.data.slice(), dims: hv.dims }, badQ = { data: hq.data.slice(), dims: hq.dims };
+  badV.data[badV.data.length - 5] = NaN;
+  badQ.data[7] = Infinity;
+  for (const [name, call] of Object.entries({
+    exact: (f, m, a, b) => f.exactAttention(a, hk, b),
+    'FAVOR+': (f, m, a, b) => f.favorAttention(a, hk, b, { featureMap: m }),
+  })) {
+    for (const [a, b, what] of [[hq, badV, /v: expected finite values, found nan at index 131067$/], [badQ, badV, /q: expected finite values, found inf at index 7$/]]) {
+      let mine, theirs;
+      try { call(favor, maps[0], a, b); } catch (e) { mine = e; }
+      try { call(one, maps[1], a, b); } catch (e) { theirs = e; }
+      assert.ok(mine instanceof RangeError, `${name}: ${mine}`);
+      assert.match(mine.message, what);
+      assert.equal(mine.message, theirs.message, name);
+      assert.equal(current, undefined);
+    }
+  }
+  // Small calls copy their inputs beforehand, as does the one-thread build.
+  pieces.length = 0;
+  favor.exactAttention(q, k, v);
+  one.favorAttention(hq, hk, hv, { featureMap: maps[1] });
+  assert.equal(pieces.length, 0);
+  assertBitIdentical(favor.exactAttention(hq, hk, hv).data, one.exactAttention(hq, hk, hv).data, 'after the errors');
+  maps.forEach((m) => m.dispose());
+});
+
 test('errors are still TypeError/RangeError naming the argument, and the instance keeps working', () => {
   const bad = normalTensor([3, 200, 16], 1);
   bad.data[2 * 200 * 16 + 5] = NaN;

@@ -10,6 +10,7 @@
 
 #include "favor/engine/causal_sweep.hpp"
 #include "favor/exact_attention.hpp"
+#include "favor/input_arrival.hpp"
 #include "favor/parallel.hpp"
 #include "favor/engine/prefix_state.hpp"
 #include "favor/engine/validate.hpp"
@@ -23,6 +24,11 @@ namespace {
 // Rows of work per segment (rounded to whole chunks): threads fold the keys of whole segments,
 // and partial states are merged in segment order, so the thread count never changes the result.
 constexpr Index kSegmentRows = 2048;
+
+// Rows [i0, i0 + n) of x, where they are inputs still arriving (input_arrival.hpp).
+void await_rows(ConstMatrixRef x, Index i0, Index n) {
+  if (n > 0) await_input(x.data() + i0 * x.outerStride(), (n - 1) * x.outerStride() + x.cols());
+}
 
 void check_map(const FeatureMap& map, ConstMatrixRef q) {
   if (q.cols() != map.dim())
@@ -201,13 +207,17 @@ void favor_attention(const FeatureMap& map, const std::vector<ConstMatrixRef>& q
   const float root = root_of(scale);
   const Index M = map.num_features();
   // Rows of the caller's features from row0 on, or the map's features of x's rows.
+  // (A key block's rows of v are read after it, on its thread or after its region: awaited here.)
   const auto block = [&](const ConstMatrixRef& x, Index row0, const KernelParameters& params,
                          bool keys = false) -> FactorBlock {
     if (features) return [features, row0 = features_row0 + row0](Index i0, Index n) { return rows_of(*features, row0 + i0, n); };
-    return [&map, &x, &params, root, keys](Index i0, Index n) {
+    return [&map, &x, &v, &params, root, keys](Index i0, Index n) {
+      await_rows(x, i0, n);
+      if (keys) await_rows(v, i0, n);
       return map.factored(x.middleRows(i0, n), params, root, keys, keys ? Side::key : Side::query);
     };
   };
+  if (options.causal && !features) await_rows(v, 0, v.rows());  // the causal sweep reads v as it likes
   const Index L = qs[0].rows();
   bool finite = true;  // every output known finite as it was written
   const auto run = [&](std::vector<QueryHead> heads, const KernelParameters& params) {
@@ -224,6 +234,7 @@ void favor_attention(const FeatureMap& map, const std::vector<ConstMatrixRef>& q
       heads.push_back({query_block(h, params), outs[h]});
       if (!features)
         heads.back().at_shift = [&map, x = qs[h], root](Index i0, Index n, const Vector& shift, Matrix& qf) {
+          await_rows(x, i0, n);
           return map.queries_at_shift(x.middleRows(i0, n), root, shift, qf);
         };
     }

@@ -4,6 +4,8 @@
 #include <string>
 
 #include "favor/error.hpp"
+#include "favor/input_arrival.hpp"
+#include "favor/kernels/vector_math.hpp"
 #include "favor/parallel.hpp"
 #include "favor/tensor/head_groups.hpp"
 #include "favor/tensor/shape.hpp"
@@ -178,12 +180,27 @@ void exact_attention(const ConstTensorView& q, const ConstTensorView& k, const C
   resolve_scale(options, q.dims.back());
   const HeadGroups g = head_groups(q.dims, k.dims);
   const auto masks = key_mask_rows(key_mask, k.dims);
-  check_values(q, "q"), check_values(k, "k"), check_values(v, "v");
+  const auto check_inputs = [&] { check_values(q, "q"), check_values(k, "k"), check_values(v, "v"); };
+  if (!q.data || !k.data || !v.data) check_inputs();
   const double work = g.query_heads * exact_work(rows_of(q.dims), rows_of(k.dims), cols_of(q.dims), cols_of(v.dims), options.causal);
-  for_each_head(g.query_heads, work, exact_blocks(g.query_heads, q.dims), [&](Index h) {
-    const Index kv = g.kv_of(h);
-    exact_attention(head(q, h), head(k, kv), head(v, kv), head(out, h), for_kv_head(options, masks, kv));
-  });
+  // Each head's inputs checked by the thread that computes it, once they are in (inputs still
+  // arriving, input_arrival.hpp, are awaited head by head); on any error, every input is checked
+  // again in order: the error a check beforehand would give.
+  try {
+    for_each_head(g.query_heads, work, exact_blocks(g.query_heads, q.dims), [&](Index h) {
+      const Index kv = g.kv_of(h);
+      const auto qh = head(q, h), kh = head(k, kv), vh = head(v, kv);
+      await_input(kh.data(), kh.size()), await_input(vh.data(), vh.size()), await_input(qh.data(), qh.size());
+      if (!vec::all_finite(qh.data(), qh.size()) || !vec::all_finite(kh.data(), kh.size()) ||
+          !vec::all_finite(vh.data(), vh.size()))
+        throw_range("q, k, v", "expected finite values");  // (replaced by check_inputs' error)
+      exact_attention(qh, kh, vh, head(out, h), for_kv_head(options, masks, kv));
+    });
+  } catch (...) {  // (no typed catch: the pthreads build would skip it, see bindings.cpp)
+    await_all_inputs();
+    check_inputs();
+    throw;
+  }
 }
 
 void attention_matrix(const ConstTensorView& q, const ConstTensorView& k, const TensorView& out,
@@ -239,6 +256,9 @@ void favor_attention(const FeatureMap& map, const ConstTensorView& q, const Cons
   const Kernel kernel = map.kernel();
   const bool after = (kernel == Kernel::positive || kernel == Kernel::hyperbolic || kernel == Kernel::oprf) &&
                      element_count(out.dims, "out") > 0;
+  // Inputs still arriving (input_arrival.hpp) are awaited block by block by the engine where it
+  // reads them; a check beforehand, or parameters fitted to q and k, need all of them first.
+  if (!after || !map.data_independent()) await_all_inputs();
   if (!after) check_inputs();
   const double work = favor_work(map, g.query_heads * rows_of(q.dims) + g.kv_heads * rows_of(k.dims), cols_of(v.dims));
   try {
@@ -247,7 +267,10 @@ void favor_attention(const FeatureMap& map, const ConstTensorView& q, const Cons
       favor_attention(map, group.qs, head(k, kv), head(v, kv), group.outs, for_kv_head(options, masks, kv));
     });
   } catch (...) {  // (no typed catch: the pthreads build would skip it, see bindings.cpp)
-    if (after) check_inputs();
+    if (after) {
+      await_all_inputs();
+      check_inputs();
+    }
     throw;
   }
 }

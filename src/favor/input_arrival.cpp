@@ -1,0 +1,133 @@
+#include "favor/input_arrival.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "favor/error.hpp"
+#include "favor/tensor/shape.hpp"
+#include "favor/thread_plan.hpp"
+
+namespace favor {
+
+namespace {
+
+std::atomic<InputArrival*> g_arrival{nullptr};
+
+Index product(const std::vector<Index>& dims, std::size_t from, std::size_t to) {
+  Index p = 1;
+  for (std::size_t i = from; i < to; ++i) p *= dims[i];
+  return p;
+}
+
+}  // namespace
+
+// 0 .. n-1 in the order `threads` threads start on them when a region deals each its contiguous
+// range first (home_range): every helper's first index, then every helper's second, ...; the
+// calling thread's range, busy copying, last.
+std::vector<Index> home_order(Index n, int threads) {
+  threads = std::max(1, threads);
+  std::vector<Index> order;
+  order.reserve(static_cast<std::size_t>(n));
+  for (Index j = 0; static_cast<Index>(order.size()) < n - home_range(n, threads, 0).second; ++j)
+    for (int t = threads - 1; t >= 1; --t)
+      if (const auto [begin, end] = home_range(n, threads, t); begin + j < end) order.push_back(begin + j);
+  for (Index i = 0; i < home_range(n, threads, 0).second; ++i) order.push_back(i);
+  return order;
+}
+
+std::vector<InputPiece> attention_input_order(const std::vector<Index>& q, const std::vector<Index>& k,
+                                              const std::vector<Index>& v, Index rows, int threads) {
+  const Index heads = product(k, 0, k.size() - 2), S = k[k.size() - 2];
+  const Index query_rows = product(q, 0, q.size() - 1) / heads;  // a key/value head's query heads' rows
+  const Index d = q.back(), dv = v.back();
+  rows = std::max<Index>(1, rows);
+  const auto slices = [rows, threads](Index total, auto&& piece) {
+    for (const Index s : home_order((total + rows - 1) / rows, threads)) piece(s * rows, std::min(rows, total - s * rows));
+  };
+  std::vector<InputPiece> pieces;
+  for (const Index h : home_order(heads, threads)) {
+    slices(S, [&](Index r, Index n) {
+      pieces.push_back({1, (h * S + r) * d, n * d});
+      pieces.push_back({2, (h * S + r) * dv, n * dv});
+    });
+    slices(query_rows, [&](Index r, Index n) { pieces.push_back({0, (h * query_rows + r) * d, n * d}); });
+  }
+  return pieces;
+}
+
+InputArrival::InputArrival(std::vector<float*> inputs, std::vector<Index> counts, std::vector<InputPiece> pieces,
+                           std::function<void(const InputPiece&)> copy)
+    : inputs_(std::move(inputs)),
+      counts_(std::move(counts)),
+      pieces_(std::move(pieces)),
+      copy_(std::move(copy)),
+      by_offset_(inputs_.size()),
+      copier_(std::this_thread::get_id()) {
+  for (std::size_t p = 0; p < pieces_.size(); ++p) {
+    const InputPiece& piece = pieces_[p];
+    by_offset_[static_cast<std::size_t>(piece.input)].emplace_back(piece.offset + piece.count, static_cast<Index>(p));
+  }
+  for (auto& list : by_offset_) std::sort(list.begin(), list.end());
+  InputArrival* none = nullptr;
+  if (!g_arrival.compare_exchange_strong(none, this)) throw_type("inputs", "another call's inputs are still arriving");
+}
+
+InputArrival::~InputArrival() { g_arrival.store(nullptr); }
+
+void InputArrival::copy_until(Index piece_count) {
+  for (Index p = done_.load(std::memory_order_relaxed); p < piece_count; ++p) {
+    copy_(pieces_[static_cast<std::size_t>(p)]);
+    // Sequentially consistent, as is the waiter's count then read: one of the two sees the other.
+    done_.store(p + 1);
+    if (waiting_.load()) {
+      { std::lock_guard<std::mutex> lock(mutex_); }
+      arrived_.notify_all();
+    }
+  }
+}
+
+void InputArrival::copy_all() { await(nullptr, nullptr); }
+
+Index InputArrival::needed(const float* begin, const float* end) const {
+  if (!begin) return static_cast<Index>(pieces_.size());
+  Index last = -1;
+  for (std::size_t i = 0; i < inputs_.size(); ++i) {
+    const float* base = inputs_[i];
+    if (end <= base || begin >= base + counts_[i]) continue;
+    const Index b = std::max<Index>(0, begin - base), e = std::min<Index>(counts_[i], end - base);
+    // Pieces ending after b, in offset order, up to the first that starts at or after e.
+    const auto& list = by_offset_[i];
+    for (auto it = std::upper_bound(list.begin(), list.end(), std::make_pair(b, std::numeric_limits<Index>::max()));
+         it != list.end(); ++it) {
+      const InputPiece& piece = pieces_[static_cast<std::size_t>(it->second)];
+      if (piece.offset >= e) break;
+      if (piece.offset + piece.count > b) last = std::max(last, it->second);
+    }
+  }
+  return last + 1;
+}
+
+void InputArrival::await(const float* begin, const float* end) {
+  const Index need = needed(begin, end);
+  if (done_.load(std::memory_order_acquire) >= need) return;
+  if (std::this_thread::get_id() == copier_) {
+    copy_until(need);
+    return;
+  }
+  ++waiting_;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    arrived_.wait(lock, [&] { return done_.load() >= need; });
+  }
+  --waiting_;
+}
+
+void await_input(const float* data, Index count) {
+  if (InputArrival* a = g_arrival.load(std::memory_order_acquire)) a->await(data, data + count);
+}
+
+void await_all_inputs() {
+  if (InputArrival* a = g_arrival.load(std::memory_order_acquire)) a->copy_all();
+}
+
+}  // namespace favor
