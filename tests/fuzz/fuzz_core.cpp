@@ -38,6 +38,7 @@
 
 #include <favor/favor.hpp>
 #include <favor/features/factored.hpp>
+#include <favor/input_arrival.hpp>
 
 // Huge Eigen (malloc) requests return null, so Eigen throws std::bad_alloc as it does in wasm,
 // instead of ASan or libFuzzer treating a lazily mapped multi-GB allocation as a crash.
@@ -582,6 +583,48 @@ Eigen::Map<const Matrix> head(const Tensor& t, Index h, Index rows, Index cols) 
   return Eigen::Map<const Matrix>(t.data.data() + h * rows * cols, rows, cols);
 }
 
+// Exact or FAVOR+ attention (method 0 or 2) with its inputs arriving while it runs
+// (favor/input_arrival.hpp), into memory that holds NaN until each piece is in: the same bits
+// as on the inputs in place, or the same error. A read before its await would see the NaN.
+void check_arriving(int method, const favor::FeatureMap* map, const Tensor& q, const Tensor& k, const Tensor& v,
+                    const std::vector<Index>& out_dims, const favor::FavorOptions& fo, Index rows) {
+  try {
+    if (favor::attention_output_dims(q.dims, k.dims, v.dims, fo.causal) != out_dims) return;
+  } catch (...) {
+    return;
+  }
+  const auto call = [&](const Tensor& a, const Tensor& b, const Tensor& c, std::vector<float>& out) -> std::string {
+    try {
+      const favor::TensorView o{out.data(), out_dims};
+      if (method == 0) favor::exact_attention(a.view(), b.view(), c.view(), o, fo);
+      else favor::favor_attention(*map, a.view(), b.view(), c.view(), o, fo);
+      return "";
+    } catch (const std::exception& e) {
+      return std::string("error: ") + e.what();
+    }
+  };
+  std::vector<float> expected(count(out_dims)), got(count(out_dims));
+  const std::string expected_error = call(q, k, v, expected);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor hq{std::vector<float>(q.data.size(), nan), q.dims}, hk{std::vector<float>(k.data.size(), nan), k.dims},
+      hv{std::vector<float>(v.data.size(), nan), v.dims};
+  std::string error;
+  {
+    const std::vector<const Tensor*> from{&q, &k, &v};
+    const std::vector<Tensor*> to{&hq, &hk, &hv};
+    favor::InputArrival arrival(
+        {hq.data.data(), hk.data.data(), hv.data.data()},
+        {static_cast<Index>(q.data.size()), static_cast<Index>(k.data.size()), static_cast<Index>(v.data.size())},
+        favor::attention_input_order(q.dims, k.dims, v.dims, rows, 1), [&](const favor::InputPiece& p) {
+          std::memcpy(to[p.input]->data.data() + p.offset, from[p.input]->data.data() + p.offset, sizeof(float) * p.count);
+        });
+    error = call(hq, hk, hv, got);
+  }
+  if (error != expected_error) fail(std::string("arriving inputs: ") + (error.empty() ? "no error" : error) + " against " + (expected_error.empty() ? "no error" : expected_error));
+  if (error.empty() && std::memcmp(got.data(), expected.data(), sizeof(float) * got.size()) != 0)
+    fail("arriving inputs: other bits than the inputs in place");
+}
+
 void fuzz_tensor_attention(Decoder& in, int method) {
   // method: 0 exact, 1 exact matrix, 2 favor, 3 favor matrix, 4 codebook, 5 codebook matrix
   const bool causal = in.flag();
@@ -674,6 +717,7 @@ void fuzz_tensor_attention(Decoder& in, int method) {
   if (g_tracing && outcome == Outcome::ok)
     trace("out", Eigen::Map<const Matrix>(out.data(), static_cast<Index>((out.size() - 1) / static_cast<std::size_t>(out_dims.back())), out_dims.back()));
   if (out.back() != -7.0f) fail(std::string(what) + ": wrote past the end of its output");
+  if (method == 0 || method == 2) check_arriving(method, map.get(), q, k, v, out_dims, fo, 1 + in.pick(64));
   if (outcome != Outcome::ok) return;
 
   const std::size_t n = count(out_dims);
