@@ -10,7 +10,8 @@
 // Each machine's results are kept in bench/threads-results.json under its CPU and core count;
 // --out writes the section of BENCHMARKS.md (between <!-- threads --> markers) from all of them.
 // --merge adds a results file written elsewhere (--json on a machine with many cores, from the
-// folder bench/threads-bundle.sh packs) without measuring here.
+// folder bench/threads-bundle.sh packs) without measuring here; several runs of one machine
+// (--merge A.json,B.json) show as ranges.
 //
 // It imports only web/node.js, dist/, bench/lib/thread-cases.mjs and (for the peer) onnxruntime-web and bench/onnx/, so the
 // folder that `bash bench/threads-bundle.sh` packs runs it as is with a Node binary and no network.
@@ -286,25 +287,45 @@ async function measure() {
 const fmt = (x, decode) => (decode ? `${(x / 1000).toFixed(1)}k` : x >= 100 ? x.toFixed(0) : x >= 1 ? x.toFixed(1) : x.toFixed(2));
 
 // One machine's table: each case's time (tokens/s for decode) at every T, its speed-up over one
-// thread, and onnxruntime-web's time and ours ÷ its at the same T where it ran.
+// thread, and onnxruntime-web's time and ours ÷ its at the same T where it ran. A machine with
+// several runs (--merge A.json,B.json) shows each cell's range over them, every speed-up and ratio
+// taken within its own run.
 function machineTable(r) {
+  const runs = [r.rows, ...(r.runs ?? [])];
   const Ts = [...new Set(r.rows.map((x) => x.threads))].sort((a, b) => a - b);
   const lines = [`### ${r.cpu}, ${r.cores} cores (Node ${r.node}, ${r.date})`, '', ...(r.note ? [r.note, ''] : []),
     ...(r.interleaved ? [] : ['Measured one T after another (all calls at one T, then the next), before the bench interleaved them.', '']),
     ...(r.partial ? [`This run ended before it finished (the rows it measured; ${r.interleaved ? 'each call at every T, in the order of the table, decode last' : 'the order was one thread, the most threads, then the rest, decode last'}).`, ''] : []),
+    ...(runs.length > 1 ? [`Ranges over ${runs.length} runs of the same build; each speed-up and each ratio to onnxruntime-web taken within its run.`, ''] : []),
     `| call | ${Ts.map((t) => `T = ${t}`).join(' | ')} | best speed-up |`, `|---|${Ts.map(() => '---:').join('|')}|---:|`];
+  const range = (xs, f) => {
+    const lo = Math.min(...xs), hi = Math.max(...xs);
+    return f(lo) === f(hi) ? f(lo) : `${f(lo)}–${f(hi)}`;
+  };
+  const times = (x) => x.toFixed(1);
   for (const id of [...new Set(r.rows.map((x) => x.id))]) {
-    const rows = Ts.map((t) => r.rows.find((x) => x.id === id && x.threads === t));
     const decode = id.startsWith('decode');
-    const one = rows[0]?.ours;
-    const speed = (x) => (decode ? x / one : one / x);
-    const cells = rows.map((x) => (x ? `${fmt(x.ours, decode)} (${speed(x.ours).toFixed(1)}×)` : '—'));
-    const best = Math.max(...rows.filter(Boolean).map((x) => speed(x.ours)));
+    // Per run: its row at every T and each row's speed-up over that run's one thread.
+    const perRun = runs.map((rows) => {
+      const at = Ts.map((t) => rows.find((x) => x.id === id && x.threads === t));
+      const one = at[0]?.ours;
+      return at.map((x) => x && { ...x, speed: decode ? x.ours / one : one / x.ours });
+    }).filter((at) => at.some(Boolean));
+    const cell = (i) => {
+      const xs = perRun.map((at) => at[i]).filter(Boolean);
+      return xs.length ? `${range(xs.map((x) => x.ours), (v) => fmt(v, decode))} (${range(xs.map((x) => x.speed), times)}×)` : '—';
+    };
+    const best = perRun.map((at) => Math.max(...at.filter(Boolean).map((x) => x.speed)));
     // weak scaling: the time at 1 ÷ the time at T (1.0x: each thread as fast as one alone)
     const weak = CASES[id]?.weak;
-    lines.push(`| ${rows.find(Boolean).label}${decode ? '' : ', ms'} | ${cells.join(' | ')} | ${weak ? '—' : `${best.toFixed(1)}×`} |`);
-    if (rows.some((x) => x?.peer)) {
-      lines.push(`| onnxruntime-web, ms (its ÷ ours) | ${rows.map((x) => (x?.peer ? `${fmt(x.peer)} (${(x.peer / x.ours).toFixed(2)}×)` : '—')).join(' | ')} | |`);
+    const label = r.rows.find((x) => x.id === id).label;
+    lines.push(`| ${label}${decode ? '' : ', ms'} | ${Ts.map((_, i) => cell(i)).join(' | ')} | ${weak ? '—' : `${range(best, times)}×`} |`);
+    if (perRun.some((at) => at.some((x) => x?.peer))) {
+      const peer = (i) => {
+        const xs = perRun.map((at) => at[i]).filter((x) => x?.peer);
+        return xs.length ? `${range(xs.map((x) => x.peer), (v) => fmt(v))} (${range(xs.map((x) => x.peer / x.ours), (v) => v.toFixed(2))}×)` : '—';
+      };
+      lines.push(`| onnxruntime-web, ms (its ÷ ours) | ${Ts.map((_, i) => peer(i)).join(' | ')} | |`);
     }
   }
   // What threads: 'auto' did at the most threads: each call takes what its work is worth.
@@ -343,7 +364,12 @@ function section(all) {
 const all = existsSync(RESULTS) ? JSON.parse(readFileSync(RESULTS, 'utf8')) : {};
 const key = (r) => `${r.cpu} (${r.cores} cores)`;
 if (args.merge) {
-  const r = JSON.parse(readFileSync(String(args.merge), 'utf8'));
+  // One run, or several of one machine (A.json,B.json): the first's rows, the others' beside them.
+  const [r, ...others] = String(args.merge).split(',').map((f) => JSON.parse(readFileSync(f, 'utf8')));
+  for (const o of others) {
+    if (key(o) !== key(r)) throw new Error(`--merge: ${key(o)} is not ${key(r)}`);
+    (r.runs ??= []).push(o.rows);
+  }
   all[key(r)] = r;
 } else {
   const r = await measure();
