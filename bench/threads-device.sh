@@ -15,6 +15,9 @@
 #   at most 180 s, after the wasm bench, which is given at most 330 s).
 # Back here: node bench/threads.mjs --merge FILES_AT/threads.json --out BENCHMARKS.md
 #            node bench/work-span.mjs --merge FILES_AT
+# A lent machine's speed moves between runs by up to 2x at one thread: a 15-minute lease holds two
+# such calls (each ~6 minutes on 16 cores; the second right after the first, while the machine
+# is still warm), merged as ranges with --merge FIRST/threads.json,SECOND/threads.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=build/device
