@@ -27,8 +27,8 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
   const relaxedSimd = Module.relaxedSimd();
   const tileRows = Module.setTileRows(chooseTileRows(tileOption, { simd, relaxed: relaxedSimd }));
   const { heapF32, call, takeTensor } = createHeap(Module);
-  // Whether an attention call's q, k and v are copied in while it runs (heap.js call): with
-  // helper threads, and inputs large enough to be worth the pieces.
+  // Whether an attention call's q, k and v (its first three tensors in heap.js call) are copied in
+  // while it runs: with helper threads, and inputs large enough to be worth the pieces.
   const arrives = ({ q, k, v }) => threads > 1 && q.data.length + k.data.length + v.data.length >= ARRIVING_FLOATS;
 
   const live = new FinalizationRegistry((handle) => handle.delete());
@@ -342,8 +342,10 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
       const { codebook, assignment, temperature } = codebookArgs(o);
       const chunkOption = o.chunk;
       const chunk = chunkOption === undefined ? NaN : checkInteger(chunkOption, 'chunk', 1, 1 << 20);
-      return takeTensor(call('codebookAttention', [codebook, a.q, a.k, a.v, mask], (cp, qp, kp, vp, mp) =>
-        Module.codebookAttention(cp, qp, kp, vp, assignment, temperature, causal, scale, chunk, mp, outLength(out))), out);
+      const arriving = arrives(a);
+      return takeTensor(call('codebookAttention', [a.q, a.k, a.v, codebook, mask], (qp, kp, vp, cp, mp) =>
+        Module.codebookAttention(cp, qp, kp, vp, assignment, temperature, causal, scale, chunk, mp, outLength(out), arriving),
+      arriving ? 3 : 0), out);
     },
 
     codebookAttentionMatrix(q, k, options) {

@@ -406,14 +406,15 @@ favor::CodebookOptions codebook_options(const std::string& assignment, double te
 
 double codebook_attention(std::uintptr_t c, std::uintptr_t q, std::uintptr_t k, std::uintptr_t v,
                           std::string assignment, double temperature, bool causal, double scale, double chunk,
-                          std::uintptr_t mask, double out_length) {
+                          std::uintptr_t mask, double out_length, bool arriving) {
   return guarded_tensor([&] {
     const auto cv = view(c), qv = view(q), kv = view(k), vv = view(v);
     const auto o = codebook_options(assignment, temperature, causal, scale, chunk);
     const auto dims = favor::attention_output_dims(qv.dims, kv.dims, vv.dims, causal);
+    const auto inputs = arriving_inputs(arriving, qv, kv, vv);
     return with_output(dims, out_length, [&](const favor::TensorView& out) {
       favor::codebook_attention(cv, qv, kv, vv, out, o, mask_view(mask));
-    });
+    }, inputs.get());
   });
 }
 

@@ -28,6 +28,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <new>
@@ -583,21 +584,20 @@ Eigen::Map<const Matrix> head(const Tensor& t, Index h, Index rows, Index cols) 
   return Eigen::Map<const Matrix>(t.data.data() + h * rows * cols, rows, cols);
 }
 
-// Exact or FAVOR+ attention (method 0 or 2) with its inputs arriving while it runs
+// An attention call (exact, FAVOR+ or codebook) with its inputs arriving while it runs
 // (favor/input_arrival.hpp), into memory that holds NaN until each piece is in: the same bits
 // as on the inputs in place, or the same error. A read before its await would see the NaN.
-void check_arriving(int method, const favor::FeatureMap* map, const Tensor& q, const Tensor& k, const Tensor& v,
-                    const std::vector<Index>& out_dims, const favor::FavorOptions& fo, Index rows) {
+using AttentionCall = std::function<void(const Tensor& q, const Tensor& k, const Tensor& v, const favor::TensorView& out)>;
+void check_arriving(const AttentionCall& attend, const Tensor& q, const Tensor& k, const Tensor& v,
+                    const std::vector<Index>& out_dims, bool causal, Index rows) {
   try {
-    if (favor::attention_output_dims(q.dims, k.dims, v.dims, fo.causal) != out_dims) return;
+    if (favor::attention_output_dims(q.dims, k.dims, v.dims, causal) != out_dims) return;
   } catch (...) {
     return;
   }
   const auto call = [&](const Tensor& a, const Tensor& b, const Tensor& c, std::vector<float>& out) -> std::string {
     try {
-      const favor::TensorView o{out.data(), out_dims};
-      if (method == 0) favor::exact_attention(a.view(), b.view(), c.view(), o, fo);
-      else favor::favor_attention(*map, a.view(), b.view(), c.view(), o, fo);
+      attend(a, b, c, favor::TensorView{out.data(), out_dims});
       return "";
     } catch (const std::exception& e) {
       return std::string("error: ") + e.what();
@@ -717,7 +717,12 @@ void fuzz_tensor_attention(Decoder& in, int method) {
   if (g_tracing && outcome == Outcome::ok)
     trace("out", Eigen::Map<const Matrix>(out.data(), static_cast<Index>((out.size() - 1) / static_cast<std::size_t>(out_dims.back())), out_dims.back()));
   if (out.back() != -7.0f) fail(std::string(what) + ": wrote past the end of its output");
-  if (method == 0 || method == 2) check_arriving(method, map.get(), q, k, v, out_dims, fo, 1 + in.pick(64));
+  if (!matrix)
+    check_arriving([&](const Tensor& a, const Tensor& b, const Tensor& c, const favor::TensorView& o) {
+      if (method == 0) favor::exact_attention(a.view(), b.view(), c.view(), o, fo);
+      else if (method == 2) favor::favor_attention(*map, a.view(), b.view(), c.view(), o, fo);
+      else favor::codebook_attention(codebook.view(), a.view(), b.view(), c.view(), o, co);
+    }, q, k, v, out_dims, causal, 1 + in.pick(64));
   if (outcome != Outcome::ok) return;
 
   const std::size_t n = count(out_dims);

@@ -3,7 +3,7 @@
 // only once they are in; and a FAVOR+ call whose inputs arrive that way (into memory poisoned
 // with NaN, copied slowly) gives the same bits as the same call on inputs copied beforehand, for
 // every path the engine takes (bidirectional, causal, grouped heads, masks, kernels that check
-// or fit to the inputs first, errors).
+// or fit to the inputs first, errors), and for exact and codebook attention.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -172,7 +172,9 @@ struct Call {
   bool mask = false;
   float v_scale = 1.0f;
   const char* name;
-  bool exact = false;  // exact attention (the map unused)
+  bool exact = false;     // exact attention (the map unused)
+  bool codebook = false;  // codebook attention (the map unused)
+  bool codebook_per_query_head = false;
 };
 
 std::vector<float> random_floats(Index n, std::mt19937& gen, float scale) {
@@ -210,8 +212,21 @@ std::pair<std::vector<float>, std::string> run(const Call& c, const favor::Featu
     favor::ConstMaskView m;
     if (c.mask) m = {mask.data(), {c.k.begin(), c.k.end() - 1}};
     const favor::ConstTensorView qt{hq.data(), c.q}, kt{hk.data(), c.k}, vt{hv.data(), c.v};
-    if (c.exact) favor::exact_attention(qt, kt, vt, favor::TensorView{out.data(), out_dims}, o, m);
-    else favor::favor_attention(map, qt, kt, vt, favor::TensorView{out.data(), out_dims}, o, m);
+    if (c.exact) {
+      favor::exact_attention(qt, kt, vt, favor::TensorView{out.data(), out_dims}, o, m);
+    } else if (c.codebook) {
+      // 6 codes of d = 16, shared by every head or one set per query head
+      std::vector<Index> code_dims{6, 16};
+      if (c.codebook_per_query_head) code_dims.insert(code_dims.begin(), c.q.begin(), c.q.end() - 2);
+      std::vector<float> codes(static_cast<std::size_t>(count_of(code_dims)));
+      for (std::size_t i = 0; i < codes.size(); ++i) codes[i] = std::sin(0.7f * static_cast<float>(i));
+      favor::CodebookOptions co;
+      co.causal = c.causal;
+      favor::codebook_attention(favor::ConstTensorView{codes.data(), code_dims}, qt, kt, vt,
+                                favor::TensorView{out.data(), out_dims}, co, m);
+    } else {
+      favor::favor_attention(map, qt, kt, vt, favor::TensorView{out.data(), out_dims}, o, m);
+    }
   } catch (const favor::Error& e) {
     error = e.what();
   }
@@ -233,6 +248,9 @@ TEST(InputArrival, FavorAttentionGivesTheSameBitsAsOnInputsCopiedBeforehand) {
       {{3, 120, 16}, {3, 120, 16}, {3, 120, 8}, true, favor::Kernel::positive, {}, false, 1e9f, "causal, v far from 1"},
       {{4, 200, 16}, {4, 200, 16}, {4, 200, 8}, false, favor::Kernel::positive, {}, false, 1.0f, "exact, 4 heads", true},
       {{2, 4, 90, 16}, {2, 2, 130, 16}, {2, 2, 130, 8}, true, favor::Kernel::positive, {}, true, 1.0f, "exact, grouped, causal, masked", true},
+      {{4, 200, 16}, {4, 200, 16}, {4, 200, 8}, false, favor::Kernel::positive, {}, false, 1.0f, "codebook, 4 heads", false, true},
+      {{2, 4, 90, 16}, {2, 2, 130, 16}, {2, 2, 130, 8}, true, favor::Kernel::positive, {}, true, 1.0f, "codebook, grouped, causal, masked", false, true},
+      {{2, 4, 90, 16}, {2, 2, 130, 16}, {2, 2, 130, 8}, false, favor::Kernel::positive, {}, false, 1.0f, "codebook per query head, grouped", false, true, true},
   };
   std::mt19937 gen(11);
   for (const Call& c : calls) {
@@ -260,8 +278,8 @@ TEST(InputArrival, FavorAttentionGivesTheSameBitsAsOnInputsCopiedBeforehand) {
 
 TEST(InputArrival, AnInputsErrorIsTheOneACheckBeforehandGives) {
   // A NaN in the last head's v, and an infinity in the first head's q: the error names q.
-  for (const bool exact : {false, true}) {
-  const Call c{{4, 100, 16}, {4, 100, 16}, {4, 100, 8}, false, favor::Kernel::positive, {}, false, 1.0f, "errors", exact};
+  for (const int method : {0, 1, 2}) {  // FAVOR+, exact, codebook
+  const Call c{{4, 100, 16}, {4, 100, 16}, {4, 100, 8}, false, favor::Kernel::positive, {}, false, 1.0f, "errors", method == 1, method == 2};
   favor::FeatureMapOptions fo;
   fo.dim = 16, fo.features = 32, fo.seed = 5;
   const favor::FeatureMap map(fo);

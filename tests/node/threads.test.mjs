@@ -253,8 +253,8 @@ test('a result without out is the array the calling thread made while the helper
   map.dispose(), map1.dispose();
 });
 
-// Large inputs of exactAttention and favorAttention are copied in while the call runs, piece by
-// piece, as the helpers start on the pieces already in (web/heap.js call, bindings.cpp
+// Large inputs of the attention calls (exact, FAVOR+, codebook) are copied in while the call runs,
+// piece by piece, as the helpers start on the pieces already in (web/heap.js call, bindings.cpp
 // copy_arriving_input, favor/input_arrival.hpp). Seen through Module.favorArriving, the function
 // the module calls for each piece, recorded by a setter on Object.prototype as above: the results
 // are the single-thread build's bits, errors its messages word for word (a NaN in the last head's
@@ -286,6 +286,7 @@ test('large inputs arrive while the call runs: the same bits and errors as copie
     'FAVOR+, into out': (f, m) => f.favorAttention(hq, hk, hv, { featureMap: m, out: new Float32Array(hq.data.length) }),
     'exact, 4 heads': (f) => f.exactAttention(hq, hk, hv),
     'exact, grouped, causal, masked': (f) => f.exactAttention(gq, gk, gv, { causal: true, keyMask: mask }),
+    'codebook, grouped, causal': (f) => f.codebookAttention(gq, gk, gv, { codebook: normalTensor([16, 32], 8), causal: true }),
   };
   for (const [name, call] of Object.entries(calls)) {
     pieces.length = 0;
@@ -305,6 +306,7 @@ test('large inputs arrive while the call runs: the same bits and errors as copie
   for (const [name, call] of Object.entries({
     exact: (f, m, a, b) => f.exactAttention(a, hk, b),
     'FAVOR+': (f, m, a, b) => f.favorAttention(a, hk, b, { featureMap: m }),
+    codebook: (f, m, a, b) => f.codebookAttention(a, hk, b, { codebook: normalTensor([16, 32], 8) }),
   })) {
     for (const [a, b, what] of [[hq, badV, /v: expected finite values, found nan at index 131067$/], [badQ, badV, /q: expected finite values, found inf at index 7$/]]) {
       let mine, theirs;

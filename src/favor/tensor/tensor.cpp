@@ -83,6 +83,16 @@ std::pair<Index, Index> check_query_key(const std::vector<Index>& q, const std::
   return {L, S};
 }
 
+// A head's inputs (the `count` floats of its query heads from `q`, its k and v) once they are in
+// (inputs still arriving are awaited, input_arrival.hpp), checked finite on the thread that
+// computes the head. What it throws is replaced by the ordered check of every input (the error a
+// check beforehand would give), which the callers run on any error.
+void head_inputs_in(const float* q, Index count, const ConstMap& k, const ConstMap& v) {
+  await_input(k.data(), k.size()), await_input(v.data(), v.size()), await_input(q, count);
+  if (!vec::all_finite(q, count) || !vec::all_finite(k.data(), k.size()) || !vec::all_finite(v.data(), v.size()))
+    throw_range("q, k, v", "expected finite values");
+}
+
 // The one-head options of query head h: its key/value head's mask row.
 template <class Options>
 Options for_kv_head(const Options& options, const std::vector<const std::uint8_t*>& masks, Index kv) {
@@ -190,10 +200,7 @@ void exact_attention(const ConstTensorView& q, const ConstTensorView& k, const C
     for_each_head(g.query_heads, work, exact_blocks(g.query_heads, q.dims), [&](Index h) {
       const Index kv = g.kv_of(h);
       const auto qh = head(q, h), kh = head(k, kv), vh = head(v, kv);
-      await_input(kh.data(), kh.size()), await_input(vh.data(), vh.size()), await_input(qh.data(), qh.size());
-      if (!vec::all_finite(qh.data(), qh.size()) || !vec::all_finite(kh.data(), kh.size()) ||
-          !vec::all_finite(vh.data(), vh.size()))
-        throw_range("q, k, v", "expected finite values");  // (replaced by check_inputs' error)
+      head_inputs_in(qh.data(), qh.size(), kh, vh);
       exact_attention(qh, kh, vh, head(out, h), for_kv_head(options, masks, kv));
     });
   } catch (...) {  // (no typed catch: the pthreads build would skip it, see bindings.cpp)
@@ -327,23 +334,33 @@ void codebook_attention(const ConstTensorView& codebook, const ConstTensorView& 
   const CodebookLayout layout = check_codebook(codebook, q.dims, k.dims);
   const HeadGroups g = head_groups(q.dims, k.dims);
   const auto masks = key_mask_rows(key_mask, k.dims);
-  check_values(q, "q"), check_values(k, "k"), check_values(v, "v");
+  const auto check_inputs = [&] { check_values(q, "q"), check_values(k, "k"), check_values(v, "v"); };
+  if (!q.data || !k.data || !v.data) check_inputs();
   const double work = factored_work(g.query_heads * (rows_of(q.dims) + rows_of(k.dims)), rows_of(codebook.dims),
                                     cols_of(q.dims), cols_of(v.dims));
-  if (layout == CodebookLayout::per_query_head && g.group() > 1) {
-    // One codebook per query head: the keys' responsibilities differ per head, nothing to share.
-    for_each_head(g.query_heads, work, factored_blocks(g.query_heads, q.dims, k.dims), [&](Index h) {
-      const Index kv = g.kv_of(h);
-      codebook_attention(head(codebook, h), head(q, h), head(k, kv), head(v, kv), head(out, h),
-                         for_kv_head(options, masks, kv));
+  // As exact attention: each head's inputs awaited and checked on its thread, all in order on an error.
+  try {
+    if (layout == CodebookLayout::per_query_head && g.group() > 1) {
+      // One codebook per query head: the keys' responsibilities differ per head, nothing to share.
+      for_each_head(g.query_heads, work, factored_blocks(g.query_heads, q.dims, k.dims), [&](Index h) {
+        const Index kv = g.kv_of(h);
+        const auto qh = head(q, h);
+        head_inputs_in(qh.data(), qh.size(), head(k, kv), head(v, kv));
+        codebook_attention(head(codebook, h), qh, head(k, kv), head(v, kv), head(out, h), for_kv_head(options, masks, kv));
+      });
+      return;
+    }
+    for_each_head(g.kv_heads, work, factored_blocks(g.query_heads, q.dims, k.dims), [&](Index kv) {
+      const QueryGroup group = query_group(g, kv, q, out);
+      head_inputs_in(group.qs[0].data(), group.qs[0].size() * static_cast<Index>(group.qs.size()), head(k, kv), head(v, kv));
+      codebook_attention(head(codebook, layout == CodebookLayout::shared ? 0 : kv), group.qs, head(k, kv), head(v, kv),
+                         group.outs, for_kv_head(options, masks, kv));
     });
-    return;
+  } catch (...) {  // (no typed catch: the pthreads build would skip it, see bindings.cpp)
+    await_all_inputs();
+    check_inputs();
+    throw;
   }
-  for_each_head(g.kv_heads, work, factored_blocks(g.query_heads, q.dims, k.dims), [&](Index kv) {
-    const QueryGroup group = query_group(g, kv, q, out);
-    codebook_attention(head(codebook, layout == CodebookLayout::shared ? 0 : kv), group.qs, head(k, kv), head(v, kv),
-                       group.outs, for_kv_head(options, masks, kv));
-  });
 }
 
 void codebook_attention_matrix(const ConstTensorView& codebook, const ConstTensorView& q,
