@@ -2,14 +2,13 @@
 //
 // Why: the wasm bindings copy a call's inputs from JavaScript arrays into the heap, and only the
 // calling thread can (the arrays are not shared with the helper threads). Copied before the call,
-// that time is serial and caps how far threads speed a large call up (on a server core whose one
-// thread copies slowly, a fifth of a FAVOR+ call's time at 16 threads). Copied piece by piece on
-// the calling thread while the helpers start on the pieces already there (a CallerTask), it
-// overlaps the call's work.
+// that time is serial and caps how far threads speed a large call up, most on a server whose
+// single core copies slowly (docs/design.md §12). Copied piece by piece on the calling thread
+// while the helpers start on the pieces already there (a CallerTask), it overlaps the call's work.
 //
 // The contract: between an InputArrival's construction and its destruction, code that reads the
-// inputs' floats first calls await_input on them. Reads whose rows follow one awaited in the same
-// thread (or in a region already joined) are covered by that await.
+// inputs' floats first calls await_input on them. A read covered by an await made earlier on the
+// same thread, or before a region that has since been joined, needs none of its own.
 #pragma once
 
 #include <atomic>
