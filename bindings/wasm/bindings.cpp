@@ -51,9 +51,15 @@ EM_JS(void, prepare_result_array, (double count), {
 });
 
 // Copies floats [offset, offset + count) of the call's input `input` (web/heap.js, its tensors
-// still arriving) to `to` in the heap. Called on the calling thread only (InputArrival).
-EM_JS(void, copy_arriving_input, (int input, double offset, double count, float* to), {
-  Module.favorArriving(input, offset, count, to >>> 0);
+// still arriving) to `to` in the heap; false if that failed (a JS exception must not cross the
+// wasm frames). Called on the calling thread only (InputArrival).
+EM_JS(bool, copy_arriving_input, (int input, double offset, double count, float* to), {
+  try {
+    Module.favorArriving(input, offset, count, to >>> 0);
+    return true;
+  } catch {
+    return false;
+  }
 });
 
 namespace {
@@ -314,8 +320,9 @@ std::unique_ptr<favor::InputArrival> arriving_inputs(bool arriving, const favor:
       std::vector<favor::Index>{favor::element_count(q.dims, "q"), favor::element_count(k.dims, "k"),
                                 favor::element_count(v.dims, "v")},
       favor::attention_input_order(q.dims, k.dims, v.dims, kRows, favor::max_threads()), [data](const favor::InputPiece& p) {
-        copy_arriving_input(p.input, static_cast<double>(p.offset), static_cast<double>(p.count),
-                            data[static_cast<std::size_t>(p.input)] + p.offset);
+        if (!copy_arriving_input(p.input, static_cast<double>(p.offset), static_cast<double>(p.count),
+                                 data[static_cast<std::size_t>(p.input)] + p.offset))
+          favor::throw_range("q, k, v", "could not be copied into the WebAssembly heap");
       });
 }
 

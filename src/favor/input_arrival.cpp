@@ -76,7 +76,17 @@ InputArrival::~InputArrival() { g_arrival.store(nullptr); }
 
 void InputArrival::copy_until(Index piece_count) {
   for (Index p = done_.load(std::memory_order_relaxed); p < piece_count; ++p) {
-    copy_(pieces_[static_cast<std::size_t>(p)]);
+    try {
+      copy_(pieces_[static_cast<std::size_t>(p)]);
+    } catch (...) {
+      // Every wait ends, and every await from now on throws: no thread waits for a piece that
+      // will never come.
+      failed_.store(true);
+      done_.store(static_cast<Index>(pieces_.size()));
+      { std::lock_guard<std::mutex> lock(mutex_); }
+      arrived_.notify_all();
+      throw;
+    }
     // Sequentially consistent, as is the waiter's count then read: one of the two sees the other.
     done_.store(p + 1);
     if (waiting_.load()) {
@@ -84,6 +94,10 @@ void InputArrival::copy_until(Index piece_count) {
       arrived_.notify_all();
     }
   }
+}
+
+void InputArrival::check_not_failed() const {
+  if (failed_.load()) throw_range("q, k, v", "could not be copied into the WebAssembly heap");
 }
 
 void InputArrival::copy_all() { await(nullptr, nullptr); }
@@ -109,7 +123,7 @@ Index InputArrival::needed(const float* begin, const float* end) const {
 
 void InputArrival::await(const float* begin, const float* end) {
   const Index need = needed(begin, end);
-  if (done_.load(std::memory_order_acquire) >= need) return;
+  if (done_.load(std::memory_order_acquire) >= need) return check_not_failed();
   if (std::this_thread::get_id() == copier_) {
     copy_until(need);
     return;
@@ -120,6 +134,7 @@ void InputArrival::await(const float* begin, const float* end) {
     arrived_.wait(lock, [&] { return done_.load() >= need; });
   }
   --waiting_;
+  check_not_failed();
 }
 
 void await_input(const float* data, Index count) {

@@ -43,8 +43,8 @@ std::vector<InputPiece> attention_input_order(const std::vector<Index>& q, const
 class InputArrival {
  public:
   // Input i lives at inputs[i] (inputs_counts[i] floats); `pieces` arrive in order, each copied
-  // by copy(piece) on the thread that makes this. Every float of every input is in exactly one
-  // piece. Only one arrival lives at a time in a process.
+  // by copy(piece) on the thread that makes this, which may throw. Every float of every input is
+  // in exactly one piece. Only one arrival lives at a time in a process.
   InputArrival(std::vector<float*> inputs, std::vector<Index> counts, std::vector<InputPiece> pieces,
                std::function<void(const InputPiece&)> copy);
   ~InputArrival();
@@ -54,11 +54,13 @@ class InputArrival {
   // Copies every piece not yet in (on the thread that made this; elsewhere it waits for them).
   void copy_all();
   // Blocks until floats [begin, end) of the inputs are in: on the thread that made this, copies
-  // the pieces up to the last one they need; on another, waits for that thread to.
+  // the pieces up to the last one they need; on another, waits for that thread to. Once a copy
+  // has thrown, this throws (favor::Error naming q, k, v) on every thread, for every range.
   void await(const float* begin, const float* end);
 
  private:
   void copy_until(Index piece_count);
+  void check_not_failed() const;
   Index needed(const float* begin, const float* end) const;  // pieces to have [begin, end) in
 
   std::vector<float*> inputs_;
@@ -69,6 +71,7 @@ class InputArrival {
   std::vector<std::vector<std::pair<Index, Index>>> by_offset_;  // (offset + count, order)
   std::thread::id copier_;
   std::atomic<Index> done_{0};
+  std::atomic<bool> failed_{false};
   std::atomic<int> waiting_{0};
   std::mutex mutex_;
   std::condition_variable arrived_;

@@ -98,6 +98,7 @@ struct Arrival {
   std::vector<const float*> from;
   std::vector<float*> to;
   std::chrono::microseconds delay{0};
+  int fail_at = -1;  // the copy of this piece throws
   std::atomic<int> copies{0};
   std::thread::id copier = std::this_thread::get_id();
   bool wrong_thread = false;
@@ -105,6 +106,7 @@ struct Arrival {
   std::function<void(const favor::InputPiece&)> copy() {
     return [this](const favor::InputPiece& p) {
       if (std::this_thread::get_id() != copier) wrong_thread = true;
+      if (copies.load() == fail_at) favor::throw_range("q, k, v", "could not be copied (a test's copy failed)");
       std::memcpy(to[p.input] + p.offset, from[p.input] + p.offset, sizeof(float) * p.count);
       ++copies;
       if (delay.count()) std::this_thread::sleep_for(delay);
@@ -190,7 +192,7 @@ std::vector<float> random_floats(Index n, std::mt19937& gen, float scale) {
 std::pair<std::vector<float>, std::string> run(const Call& c, const favor::FeatureMap& map, const std::vector<float>& q,
                                                const std::vector<float>& k, const std::vector<float>& v,
                                                const std::vector<std::uint8_t>& mask, bool arriving, int* copies,
-                                               float poison = std::numeric_limits<float>::quiet_NaN()) {
+                                               float poison = std::numeric_limits<float>::quiet_NaN(), int fail_at = -1) {
   favor::FavorOptions o;
   o.causal = c.causal;
   const auto out_dims = favor::attention_output_dims(c.q, c.k, c.v, c.causal);
@@ -198,7 +200,7 @@ std::pair<std::vector<float>, std::string> run(const Call& c, const favor::Featu
   std::vector<float> hq(q.size(), poison), hk(k.size(), poison), hv(v.size(), poison);
   const bool in_place = !arriving;
   if (in_place) hq = q, hk = k, hv = v;
-  Arrival arrival{{q.data(), k.data(), v.data()}, {hq.data(), hk.data(), hv.data()}, std::chrono::microseconds(30)};
+  Arrival arrival{{q.data(), k.data(), v.data()}, {hq.data(), hk.data(), hv.data()}, std::chrono::microseconds(30), fail_at};
   std::string error;
   try {
     std::optional<favor::InputArrival> a;
@@ -299,6 +301,38 @@ TEST(InputArrival, AnInputsErrorIsTheOneACheckBeforehandGives) {
     EXPECT_EQ(run(c, map, q, k, v, {}, true, nullptr).second, v_error) << threads << " threads";
     q[5] = std::numeric_limits<float>::infinity();
   }
+  }
+}
+
+// A copy that throws (in wasm: a JS exception, caught in the bindings) ends the call with an error
+// on every thread count: the threads waiting for that piece or a later one throw too, none waits
+// for ever, and the next call's inputs arrive as before.
+TEST(InputArrival, ACopyThatFailsEndsTheCallWithAnErrorAndNoThreadWaits) {
+  const std::vector<Call> calls{
+      {{4, 200, 16}, {4, 200, 16}, {4, 200, 8}, false, favor::Kernel::positive, {}, false, 1.0f, "FAVOR+"},
+      {{1, 300, 16}, {1, 300, 16}, {1, 300, 8}, true, favor::Kernel::positive, {}, false, 1.0f, "FAVOR+ causal, 1 head"},
+      {{4, 200, 16}, {4, 200, 16}, {4, 200, 8}, false, favor::Kernel::positive, {}, false, 1.0f, "exact", true},
+      {{4, 200, 16}, {4, 200, 16}, {4, 200, 8}, false, favor::Kernel::positive, {}, false, 1.0f, "codebook", false, true},
+  };
+  favor::FeatureMapOptions fo;
+  fo.dim = 16, fo.features = 32, fo.seed = 5;
+  const favor::FeatureMap map(fo);
+  std::mt19937 gen(7);
+  for (const Call& c : calls) {
+    const auto q = random_floats(count_of(c.q), gen, 1.0f), k = random_floats(count_of(c.k), gen, 1.0f);
+    const auto v = random_floats(count_of(c.v), gen, 1.0f);
+    const auto expected = run(c, map, q, k, v, {}, false, nullptr).first;
+    for (int threads : {1, 2, 4})
+      for (int fail_at : {0, 5}) {
+        const Threads t(threads);
+        const std::string where = std::string(c.name) + ", " + std::to_string(threads) + " threads, piece " + std::to_string(fail_at);
+        EXPECT_EQ(run(c, map, q, k, v, {}, true, nullptr, 0.25f, fail_at).second,
+                  "q, k, v: could not be copied into the WebAssembly heap")
+            << where;
+        const auto [again, error] = run(c, map, q, k, v, {}, true, nullptr);
+        EXPECT_EQ(error, "") << where;
+        EXPECT_EQ(again, expected) << where;
+      }
   }
 }
 

@@ -261,14 +261,18 @@ test('a result without out is the array the calling thread made while the helper
 // v, an infinity in the first head's q), and the function is gone after each call.
 test('large inputs arrive while the call runs: the same bits and errors as copied beforehand', async (t) => {
   const pieces = [];
-  let current;
+  let current, failAt = -1;
   const held = new WeakMap();
   Object.defineProperty(Object.prototype, 'favorArriving', {
     configurable: true,
     get() { return held.get(this); },
     set(value) {
       current = value;
-      held.set(this, value && ((...args) => { pieces.push(args); return value(...args); }));
+      held.set(this, value && ((...args) => {
+        if (pieces.length === failAt) throw new Error('a copy that fails');
+        pieces.push(args);
+        return value(...args);
+      }));
     },
   });
   t.after(() => delete Object.prototype.favorArriving);
@@ -318,6 +322,19 @@ test('large inputs arrive while the call runs: the same bits and errors as copie
       assert.equal(current, undefined);
     }
   }
+  // A copy that fails (a JS exception in the copy) ends the call with an error naming the inputs,
+  // whichever piece it was; no thread is left waiting, and the next calls work.
+  for (const at of [0, 5]) {
+    failAt = at;
+    pieces.length = 0;
+    assert.throws(() => calls['FAVOR+, grouped, masked'](favor, maps[0]),
+      (e) => e instanceof RangeError && e.message === 'favorAttention: q, k, v: could not be copied into the WebAssembly heap');
+    pieces.length = 0;
+    assert.throws(() => calls['exact, 4 heads'](favor), /^RangeError: exactAttention: q, k, v: could not be copied/);
+    assert.equal(current, undefined);
+  }
+  failAt = -1;
+  assertBitIdentical(calls['FAVOR+, grouped, masked'](favor, maps[0]).data, calls['FAVOR+, grouped, masked'](one, maps[1]).data, 'after a failed copy');
   // Small calls copy their inputs beforehand, as does the one-thread build.
   pieces.length = 0;
   favor.exactAttention(q, k, v);
