@@ -286,6 +286,12 @@ async function measure() {
 
 const fmt = (x, decode) => (decode ? `${(x / 1000).toFixed(1)}k` : x >= 100 ? x.toFixed(0) : x >= 1 ? x.toFixed(1) : x.toFixed(2));
 
+// The values xs as "lo–hi" in the format f, or one value where both read alike.
+const range = (xs, f) => {
+  const lo = Math.min(...xs), hi = Math.max(...xs);
+  return f(lo) === f(hi) ? f(lo) : `${f(lo)}–${f(hi)}`;
+};
+
 // Slower by more than this with more threads (a time above the best at fewer threads, a rate
 // below it) counts against "more threads are never slower": the calls of one run vary by about as
 // much on a shared host.
@@ -298,11 +304,10 @@ function manyCoreTargets(runs, Ts) {
   const at = (rows, id, T) => rows.find((x) => x.id === id && x.threads === T);
   const label = (id) => CASES[id].label.replace(/, tokens\/s$/, '');
   const verdict = (ok) => (ok ? '**met**' : '**not met**');
-  const span = (xs, f) => (Math.min(...xs) === Math.max(...xs) ? f(xs[0]) : `${f(Math.min(...xs))}–${f(Math.max(...xs))}`);
   const lines = ['Against the many-core targets, each run on its own (met where every run meets it):'];
   for (const [id, T, want] of [['favor8long', 16, 10], ['favor1long', 16, 10], ['exact8', 16, 12], ['favor1', 8, 3]]) {
     const xs = runs.map((rows) => at(rows, id, 1) && at(rows, id, T) && at(rows, id, 1).ours / at(rows, id, T).ours).filter(Boolean);
-    if (xs.length) lines.push(`- ${label(id)}: ≥ ${want}× at T = ${T}: ${span(xs, (v) => v.toFixed(1))}×, ${verdict(xs.every((v) => v >= want))}.`);
+    if (xs.length) lines.push(`- ${label(id)}: ≥ ${want}× at T = ${T}: ${range(xs, (v) => v.toFixed(1))}×, ${verdict(xs.every((v) => v >= want))}.`);
   }
   const peerIds = [...new Set(runs.flat().filter((x) => x.peer).map((x) => x.id))];
   if (peerIds.length) {
@@ -341,10 +346,6 @@ function machineTable(r) {
     ...(r.partial ? [`This run ended before it finished (the rows it measured; ${r.interleaved ? 'each call at every T, in the order of the table, decode last' : 'the order was one thread, the most threads, then the rest, decode last'}).`, ''] : []),
     ...(runs.length > 1 ? [`Ranges over ${runs.length} runs of the same build; each speed-up and each ratio to onnxruntime-web taken within its run.`, ''] : []),
     `| call | ${Ts.map((t) => `T = ${t}`).join(' | ')} | best speed-up |`, `|---|${Ts.map(() => '---:').join('|')}|---:|`];
-  const range = (xs, f) => {
-    const lo = Math.min(...xs), hi = Math.max(...xs);
-    return f(lo) === f(hi) ? f(lo) : `${f(lo)}–${f(hi)}`;
-  };
   const times = (x) => x.toFixed(1);
   for (const id of [...new Set(r.rows.map((x) => x.id))]) {
     const decode = id.startsWith('decode');

@@ -13,12 +13,6 @@ namespace {
 
 std::atomic<InputArrival*> g_arrival{nullptr};
 
-Index product(const std::vector<Index>& dims, std::size_t from, std::size_t to) {
-  Index p = 1;
-  for (std::size_t i = from; i < to; ++i) p *= dims[i];
-  return p;
-}
-
 }  // namespace
 
 // 0 .. n-1 in the order `threads` threads start on them when a region deals each its contiguous
@@ -37,15 +31,15 @@ std::vector<Index> home_order(Index n, int threads) {
 
 std::vector<InputPiece> attention_input_order(const std::vector<Index>& q, const std::vector<Index>& k,
                                               const std::vector<Index>& v, Index rows, int threads) {
-  const Index heads = product(k, 0, k.size() - 2), S = k[k.size() - 2];
-  const Index query_rows = product(q, 0, q.size() - 1) / heads;  // a key/value head's query heads' rows
+  const Index kv_heads = heads(k), S = k[k.size() - 2];
+  const Index query_rows = heads(q) / kv_heads * q[q.size() - 2];  // a key/value head's query heads' rows
   const Index d = q.back(), dv = v.back();
   rows = std::max<Index>(1, rows);
   const auto slices = [rows, threads](Index total, auto&& piece) {
     for (const Index s : home_order((total + rows - 1) / rows, threads)) piece(s * rows, std::min(rows, total - s * rows));
   };
   std::vector<InputPiece> pieces;
-  for (const Index h : home_order(heads, threads)) {
+  for (const Index h : home_order(kv_heads, threads)) {
     slices(S, [&](Index r, Index n) {
       pieces.push_back({1, (h * S + r) * d, n * d});
       pieces.push_back({2, (h * S + r) * dv, n * dv});

@@ -83,6 +83,12 @@ std::pair<Index, Index> check_query_key(const std::vector<Index>& q, const std::
   return {L, S};
 }
 
+// q, k and v checked in that order, once all of them are in (inputs still arriving are awaited).
+void check_inputs(const ConstTensorView& q, const ConstTensorView& k, const ConstTensorView& v) {
+  await_all_inputs();
+  check_values(q, "q"), check_values(k, "k"), check_values(v, "v");
+}
+
 // A head's inputs (the `count` floats of its query heads from `q`, its k and v) once they are in
 // (inputs still arriving are awaited, input_arrival.hpp), checked finite on the thread that
 // computes the head. What it throws is replaced by the ordered check of every input (the error a
@@ -190,8 +196,7 @@ void exact_attention(const ConstTensorView& q, const ConstTensorView& k, const C
   resolve_scale(options, q.dims.back());
   const HeadGroups g = head_groups(q.dims, k.dims);
   const auto masks = key_mask_rows(key_mask, k.dims);
-  const auto check_inputs = [&] { check_values(q, "q"), check_values(k, "k"), check_values(v, "v"); };
-  if (!q.data || !k.data || !v.data) check_inputs();
+  if (!q.data || !k.data || !v.data) check_inputs(q, k, v);
   const double work = g.query_heads * exact_work(rows_of(q.dims), rows_of(k.dims), cols_of(q.dims), cols_of(v.dims), options.causal);
   // Each head's inputs checked by the thread that computes it, once they are in (inputs still
   // arriving, input_arrival.hpp, are awaited head by head); on any error, every input is checked
@@ -204,8 +209,7 @@ void exact_attention(const ConstTensorView& q, const ConstTensorView& k, const C
       exact_attention(qh, kh, vh, head(out, h), for_kv_head(options, masks, kv));
     });
   } catch (...) {  // (no typed catch: the pthreads build would skip it, see bindings.cpp)
-    await_all_inputs();
-    check_inputs();
+    check_inputs(q, k, v);
     throw;
   }
 }
@@ -252,7 +256,6 @@ void favor_attention(const FeatureMap& map, const ConstTensorView& q, const Cons
   resolve_scale(options, q.dims.back());
   const HeadGroups g = head_groups(q.dims, k.dims);
   const auto masks = key_mask_rows(key_mask, k.dims);
-  const auto check_inputs = [&] { check_values(q, "q"), check_values(k, "k"), check_values(v, "v"); };
   // The values are checked after the call where that is sound, sparing a pass over the inputs.
   // With exponential features a NaN or infinity in q or k makes the engine throw (every row's
   // squared norm is in its log, checked even where a key mask zeroes the row), and one in v makes
@@ -265,8 +268,8 @@ void favor_attention(const FeatureMap& map, const ConstTensorView& q, const Cons
                      element_count(out.dims, "out") > 0;
   // Inputs still arriving (input_arrival.hpp) are awaited block by block by the engine where it
   // reads them; a check beforehand, or parameters fitted to q and k, need all of them first.
-  if (!after || !map.data_independent()) await_all_inputs();
-  if (!after) check_inputs();
+  if (!after) check_inputs(q, k, v);
+  else if (!map.data_independent()) await_all_inputs();
   const double work = favor_work(map, g.query_heads * rows_of(q.dims) + g.kv_heads * rows_of(k.dims), cols_of(v.dims));
   try {
     for_each_head(g.kv_heads, work, factored_blocks(g.query_heads, q.dims, k.dims), [&](Index kv) {
@@ -274,10 +277,7 @@ void favor_attention(const FeatureMap& map, const ConstTensorView& q, const Cons
       favor_attention(map, group.qs, head(k, kv), head(v, kv), group.outs, for_kv_head(options, masks, kv));
     });
   } catch (...) {  // (no typed catch: the pthreads build would skip it, see bindings.cpp)
-    if (after) {
-      await_all_inputs();
-      check_inputs();
-    }
+    if (after) check_inputs(q, k, v);
     throw;
   }
 }
@@ -334,8 +334,7 @@ void codebook_attention(const ConstTensorView& codebook, const ConstTensorView& 
   const CodebookLayout layout = check_codebook(codebook, q.dims, k.dims);
   const HeadGroups g = head_groups(q.dims, k.dims);
   const auto masks = key_mask_rows(key_mask, k.dims);
-  const auto check_inputs = [&] { check_values(q, "q"), check_values(k, "k"), check_values(v, "v"); };
-  if (!q.data || !k.data || !v.data) check_inputs();
+  if (!q.data || !k.data || !v.data) check_inputs(q, k, v);
   const double work = factored_work(g.query_heads * (rows_of(q.dims) + rows_of(k.dims)), rows_of(codebook.dims),
                                     cols_of(q.dims), cols_of(v.dims));
   // As exact attention: each head's inputs awaited and checked on its thread, all in order on an error.
@@ -357,8 +356,7 @@ void codebook_attention(const ConstTensorView& codebook, const ConstTensorView& 
                          group.outs, for_kv_head(options, masks, kv));
     });
   } catch (...) {  // (no typed catch: the pthreads build would skip it, see bindings.cpp)
-    await_all_inputs();
-    check_inputs();
+    check_inputs(q, k, v);
     throw;
   }
 }
