@@ -13,7 +13,7 @@
 // folder bench/threads-bundle.sh packs) without measuring here; several runs of one machine
 // (--merge A.json,B.json) show as ranges.
 //
-// It imports only web/node.js, dist/, bench/lib/thread-cases.mjs and (for the peer) onnxruntime-web and bench/onnx/, so the
+// It imports only web/node.js, dist/, bench/lib/thread-cases.mjs, bench/lib/thread-targets.mjs and (for the peer) onnxruntime-web and bench/onnx/, so the
 // folder that `bash bench/threads-bundle.sh` packs runs it as is with a Node binary and no network.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -22,6 +22,7 @@ import { fileURLToPath } from 'node:url';
 
 import { loadFavor } from '../web/node.js';
 import { CASES, tensor } from './lib/thread-cases.mjs';
+import { manyCoreTargets, range } from './lib/thread-targets.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((pairs, a, i, all) => {
   if (a.startsWith('--')) pairs.push([a.slice(2), all[i + 1] && !all[i + 1].startsWith('--') ? all[i + 1] : true]);
@@ -38,6 +39,14 @@ const WARMUP_MS = 500;
 const caseIds = args.cases ? String(args.cases).split(',') : Object.keys(CASES);
 
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[s.length >> 1]; };
+// Per-round values kept in the results, to 4 digits.
+const kept = (xs) => xs.map((x) => Number(x.toPrecision(4)));
+
+// Rounds beyond `reps` for calls that take little time: up to MORE_ROUNDS x reps, as many as fit
+// in ROUNDS_MS of timed calls. On a shared host a short call's median of 9 read up to 1.7x apart
+// between two runs of the same build; a median of more calls costs these calls little.
+const MORE_ROUNDS = 5, ROUNDS_MS = 2000;
+const roundsFor = (roundMs) => Math.max(reps, Math.min(MORE_ROUNDS * reps, Math.floor(ROUNDS_MS / roundMs)));
 
 // Warm-up, at least 3 calls and 500 ms: first-call allocations, the heap's growth, and the
 // engine's optimizing compile of the code each thread runs, in the background (in a fresh
@@ -62,7 +71,7 @@ function timeCall(call) {
   return median(times);
 }
 
-// Case `c` on every module at once: each module's call warmed up, then `reps` rounds that call
+// Case `c` on every module at once: each module's call warmed up, then `reps` rounds or more (roundsFor) that call
 // every module in turn, the order rotating from round to round, so that a host whose speed drifts
 // (a shared machine: runs of the same build differed by 15-40% on a lent one) moves every T alike
 // and the speed-ups compare calls made within the same seconds. A call under SHORT_MS is made
@@ -82,10 +91,11 @@ function runOurs(modules, c) {
   const warm = modules.map(({ favor }, i) => {
     favor.threadsUsed();
     const ms = warmUp(calls[i]);
-    return { short: ms < SHORT_MS, used: favor.threadsUsed() };
+    return { ms, short: ms < SHORT_MS, used: favor.threadsUsed() };
   });
+  const rounds = roundsFor(warm.reduce((sum, w) => sum + w.ms, 0));
   const times = modules.map(() => []);
-  for (let r = 0; r < reps; ++r) {
+  for (let r = 0; r < rounds; ++r) {
     for (let j = 0; j < modules.length; ++j) {
       const i = (j + r) % modules.length;
       if (warm[i].short) calls[i]();
@@ -94,7 +104,7 @@ function runOurs(modules, c) {
       times[i].push(performance.now() - t0);
     }
   }
-  return modules.map((_, i) => ({ ours: median(times[i]), used: warm[i].used }));
+  return modules.map((_, i) => ({ ours: median(times[i]), samples: kept(times[i]), used: warm[i].used }));
 }
 
 // What each call of case `c` does on the calling thread alone, as web/heap.js does at every call:
@@ -173,7 +183,7 @@ function measureDecoders(decoders) {
       rates[i].push(steps / ((performance.now() - t0) / 1000));
     }
   }
-  decoders.forEach((s, i) => { s.rate = median(rates[i]); });
+  decoders.forEach((s, i) => { s.rate = median(rates[i]); s.samples = kept(rates[i]); });
 }
 
 // onnxruntime-web's MatMul graphs (bench/onnx/), one head. Its thread count is fixed when its
@@ -194,9 +204,11 @@ async function runPeers(T, ids) {
     const session = await ort.InferenceSession.create(file, { executionProviders: ['wasm'], graphOptimizationLevel: 'all' });
     // The same warm-up as ours (warmUp): with one run, the first case in each process read up
     // to twice its time while the engine was still compiling onnxruntime's code.
-    for (let n = 0, t0 = performance.now(); n < 3 || performance.now() - t0 < WARMUP_MS; ++n) await session.run(feeds);
-    const times = [];
-    for (let r = 0; r < reps; ++r) {
+    let n = 0;
+    const t0 = performance.now();
+    for (; n < 3 || performance.now() - t0 < WARMUP_MS; ++n) await session.run(feeds);
+    const times = [], rounds = roundsFor((performance.now() - t0) / n);
+    for (let r = 0; r < rounds; ++r) {
       const t0 = performance.now();
       await session.run(feeds);
       times.push(performance.now() - t0);
@@ -243,9 +255,9 @@ async function measure() {
   const peers = Object.fromEntries(threadCounts.map((T) => [T, peerTimes(T)]));
   for (const id of caseIds.filter((i) => CASES[i].method !== 'decode')) {
     const c = CASES[id];
-    runOurs(modules, c).forEach(({ ours, used }, i) => {
+    runOurs(modules, c).forEach(({ ours, samples, used }, i) => {
       const { T } = modules[i];
-      report({ id, label: c.label, threads: T, ours, used, peer: peers[T][id] ?? null });
+      report({ id, label: c.label, threads: T, ours, samples, used, peer: peers[T][id] ?? null });
     });
   }
   for (const T of threadCounts) {
@@ -274,7 +286,7 @@ async function measure() {
   for (const id of caseIds.filter((i) => ['favor8long', 'favor1long'].includes(i))) results.copies[id] = timeCopies(CASES[id]);
   measureDecoders(decoders);
   for (const s of decoders) {
-    report({ id: s.id, label: CASES[s.id].label, threads: s.T, ours: s.rate, used: s.used, peer: null });
+    report({ id: s.id, label: CASES[s.id].label, threads: s.T, ours: s.rate, samples: s.samples, used: s.used, peer: null });
     s.state.dispose();
   }
   for (const { favor, featureMap } of modules) {
@@ -286,54 +298,6 @@ async function measure() {
 
 const fmt = (x, decode) => (decode ? `${(x / 1000).toFixed(1)}k` : x >= 100 ? x.toFixed(0) : x >= 1 ? x.toFixed(1) : x.toFixed(2));
 
-// The values xs as "lo–hi" in the format f, or one value where both read alike.
-const range = (xs, f) => {
-  const lo = Math.min(...xs), hi = Math.max(...xs);
-  return f(lo) === f(hi) ? f(lo) : `${f(lo)}–${f(hi)}`;
-};
-
-// Slower by more than this with more threads (a time above the best at fewer threads, a rate
-// below it) counts against "more threads are never slower": the calls of one run vary by about as
-// much on a shared host.
-const NOISE = 1.1;
-
-// What a machine with 16 threads or more was asked for, each run judged on its own (met where
-// every run meets it): the speed-ups of the long calls, onnxruntime-web's time over ours at every
-// T, and no call slower with more threads.
-function manyCoreTargets(runs, Ts) {
-  const at = (rows, id, T) => rows.find((x) => x.id === id && x.threads === T);
-  const label = (id) => CASES[id].label.replace(/, tokens\/s$/, '');
-  const verdict = (ok) => (ok ? '**met**' : '**not met**');
-  const lines = ['Against the many-core targets, each run on its own (met where every run meets it):'];
-  for (const [id, T, want] of [['favor8long', 16, 10], ['favor1long', 16, 10], ['exact8', 16, 12], ['favor1', 8, 3]]) {
-    const xs = runs.map((rows) => at(rows, id, 1) && at(rows, id, T) && at(rows, id, 1).ours / at(rows, id, T).ours).filter(Boolean);
-    if (xs.length) lines.push(`- ${label(id)}: ≥ ${want}× at T = ${T}: ${range(xs, (v) => v.toFixed(1))}×, ${verdict(xs.every((v) => v >= want))}.`);
-  }
-  const peerIds = [...new Set(runs.flat().filter((x) => x.peer).map((x) => x.id))];
-  if (peerIds.length) {
-    const worst = peerIds.map((id) => {
-      const ratios = runs.flatMap((rows) => rows.filter((x) => x.id === id && x.peer).map((x) => ({ T: x.threads, v: x.peer / x.ours })));
-      const low = ratios.reduce((a, b) => (b.v < a.v ? b : a));
-      return { id, low, ok: ratios.every((x) => x.v >= 1.5) };
-    });
-    lines.push(`- onnxruntime-web's time ≥ 1.5× ours at every T, lowest ratio per call: ${worst.map(({ id, low }) => `${label(id)} ${low.v.toFixed(2)}× (T = ${low.T})`).join('; ')}; ${verdict(worst.every((w) => w.ok))}.`);
-  }
-  const slower = [];
-  for (const id of Object.keys(CASES).filter((i) => !CASES[i].weak)) {
-    const decode = CASES[id].method === 'decode';
-    for (const T of Ts.slice(1)) {
-      const worst = Math.max(...runs.map((rows) => {
-        const x = at(rows, id, T), before = Ts.filter((t) => t < T).map((t) => at(rows, id, t)?.ours).filter(Boolean);
-        if (!x || !before.length) return 0;
-        return decode ? Math.max(...before) / x.ours : x.ours / Math.min(...before);
-      }));
-      if (worst > NOISE) slower.push(`${label(id)} at T = ${T} (${worst.toFixed(2)}× slower than its best at fewer threads)`);
-    }
-  }
-  lines.push(`- More threads never slower (by more than ${Math.round((NOISE - 1) * 100)}%) in any run: ${slower.length ? `${slower.join('; ')}; ${verdict(false)}` : verdict(true)}.`);
-  return lines;
-}
-
 // One machine's table: each case's time (tokens/s for decode) at every T, its speed-up over one
 // thread, and onnxruntime-web's time and ours ÷ its at the same T where it ran. A machine with
 // several runs (--merge A.json,B.json) shows each cell's range over them, every speed-up and ratio
@@ -344,6 +308,7 @@ function machineTable(r) {
   const lines = [`### ${r.cpu}, ${r.cores} cores (Node ${r.node}, ${r.date})`, '', ...(r.note ? [r.note, ''] : []),
     ...(r.interleaved ? [] : ['Measured one T after another (all calls at one T, then the next), before the bench interleaved them.', '']),
     ...(r.partial ? [`This run ended before it finished (the rows it measured; ${r.interleaved ? 'each call at every T, in the order of the table, decode last' : 'the order was one thread, the most threads, then the rest, decode last'}).`, ''] : []),
+    ...(r.rows.some((x) => x.samples) ? [] : [`Every cell the median of ${r.reps ?? reps} calls: ${runs.length > 1 ? 'these runs' : 'this run'} came before calls that take little time got more rounds.`, '']),
     ...(runs.length > 1 ? [`Ranges over ${runs.length} runs of the same build; each speed-up and each ratio to onnxruntime-web taken within its run.`, ''] : []),
     `| call | ${Ts.map((t) => `T = ${t}`).join(' | ')} | best speed-up |`, `|---|${Ts.map(() => '---:').join('|')}|---:|`];
   const times = (x) => x.toFixed(1);
@@ -372,7 +337,7 @@ function machineTable(r) {
       lines.push(`| onnxruntime-web, ms (its ÷ ours) | ${Ts.map((_, i) => peer(i)).join(' | ')} | |`);
     }
   }
-  if (Ts.includes(16)) lines.push('', ...manyCoreTargets(runs, Ts));
+  if (Ts.includes(16)) lines.push('', ...manyCoreTargets(runs, Ts, CASES));
   // What threads: 'auto' did at the most threads: each call takes what its work is worth.
   const top = r.rows.filter((x) => x.threads === Ts[Ts.length - 1] && x.used !== undefined);
   if (top.length) {
@@ -402,7 +367,7 @@ function machineTable(r) {
 function section(all) {
   const machines = Object.values(all).sort((a, b) => b.cores - a.cores);
   return ['<!-- threads -->', '## Thread scaling', '',
-    `\`node bench/threads.mjs\` (part of \`npm run bench\`): the same calls at T = 1, 2, 4, … threads, each T a \`loadFavor({ threads: T })\` of the relaxed-SIMD build in Node, d = dv = 64, FAVOR+ m = 256 (positive, orthogonal), median of ${[...new Set(machines.map((r) => r.reps ?? reps))].join(' or ')} calls after a warm-up (at least 3 calls and ${WARMUP_MS} ms; a machine's note says where its run differed). Every T's module is loaded at once and each call is made on every T in turn, in rounds that rotate the order, so that a host whose speed drifts moves every T alike (a call under ${SHORT_MS} ms is made once untimed right before its timed one, as the module before it has filled the caches with its own data); a machine's note says where its run measured one T after another; decode is bursts of 400 appends of one position after a 1,024-position prefill (FAVOR+ state or exact KV cache) and 200 appends, every T's state in each round in turn, in tokens per second, each module's steps first warmed up for ${WARMUP_MS} ms on a state of its own (V8 compiles a wasm function with its optimizing tier only after it has run a while). In parentheses: the speed-up over one thread. The rows "T heads on T threads" scale the work with the threads (weak scaling): there the ratio is the time on one thread ÷ the time on T, 1.0× when each thread works as fast as one alone, and below it when threads slow each other (clocks, caches, memory, locks, or a host that shares the cores), a limit no split of the work can win back. onnxruntime-web runs its one-head graphs (bench/onnx) at \`env.wasm.numThreads = T\`, each T in a process of its own, with the same warm-up, twice (before ours at that T and after), the faster of the two kept. Machines with many cores run the folder \`bash bench/threads-bundle.sh\` packs (the built package, this script, the peer's files) with a Node binary (\`bash bench/threads-device.sh\` packs both for a lent machine and runs them there), and their results are merged here with \`--merge\`.`,
+    `\`node bench/threads.mjs\` (part of \`npm run bench\`): the same calls at T = 1, 2, 4, … threads, each T a \`loadFavor({ threads: T })\` of the relaxed-SIMD build in Node, d = dv = 64, FAVOR+ m = 256 (positive, orthogonal), median of ${[...new Set(machines.map((r) => r.reps ?? reps))].join(' or ')} calls after a warm-up (at least 3 calls and ${WARMUP_MS} ms; a machine's note says where its run differed), and of more where they take little time: as many rounds as fit in ${ROUNDS_MS / 1000} s of timed calls, up to ${MORE_ROUNDS}× as many (ours and onnxruntime-web's alike; bench/threads-results.json keeps each cell's calls, round by round; a machine's table says where its runs came before this). Every T's module is loaded at once and each call is made on every T in turn, in rounds that rotate the order, so that a host whose speed drifts moves every T alike (a call under ${SHORT_MS} ms is made once untimed right before its timed one, as the module before it has filled the caches with its own data); a machine's note says where its run measured one T after another; decode is bursts of 400 appends of one position after a 1,024-position prefill (FAVOR+ state or exact KV cache) and 200 appends, every T's state in each round in turn, in tokens per second, each module's steps first warmed up for ${WARMUP_MS} ms on a state of its own (V8 compiles a wasm function with its optimizing tier only after it has run a while). In parentheses: the speed-up over one thread. The rows "T heads on T threads" scale the work with the threads (weak scaling): there the ratio is the time on one thread ÷ the time on T, 1.0× when each thread works as fast as one alone, and below it when threads slow each other (clocks, caches, memory, locks, or a host that shares the cores), a limit no split of the work can win back. onnxruntime-web runs its one-head graphs (bench/onnx) at \`env.wasm.numThreads = T\`, each T in a process of its own, with the same warm-up, twice (before ours at that T and after), the faster of the two kept. Machines with many cores run the folder \`bash bench/threads-bundle.sh\` packs (the built package, this script, the peer's files) with a Node binary (\`bash bench/threads-device.sh\` packs both for a lent machine and runs them there), and their results are merged here with \`--merge\`.`,
     '', ...machines.flatMap((r) => [machineTable(r), '']), '<!-- /threads -->'].join('\n');
 }
 
