@@ -8,7 +8,9 @@
 //   alone, the indices dealt out as the pool deals them;
 // - Brent's bounds from the call's work and span: at most one-thread time / max(work / T, span),
 //   at least one-thread time / ((work - span) / T + span);
-// beside the speed-up the same native calls measured on the machine's threads.
+// beside the speed-up the same native calls measured on the machine's threads, and where those
+// threads' time went (src/favor/timeline.hpp): computing, and how much longer than one thread
+// alone, or waiting, and for what.
 //
 //   node bench/work-span.mjs [--quick] [--out FILE.md]   measure here
 //   node bench/work-span.mjs --merge DIR [--out FILE.md] add DIR/work-span.json and DIR/cpuinfo,
@@ -63,6 +65,10 @@ function machine(run, cpu, when) {
         least: Math.min(T, one / ((work - span) / T + span)), most: Math.min(T, one / Math.max(work / T, span)),
       })),
       measured: Object.fromEntries(c.timed.filter((t) => t.threads > 1).map((t) => [t.threads, t.speedup])),
+      // Where the threads' time went in the median timed call at each T (drivers since this was
+      // recorded), and the one-thread call's time.
+      oneTimed: c.timed.find((t) => t.threads === 1)?.seconds,
+      spent: Object.fromEntries(c.timed.filter((t) => t.threads > 1 && t.spent).map((t) => [t.threads, { seconds: t.seconds, regions: t.regions, ...t.spent }])),
     };
   });
   return { cpu, cores: run.cores, date: when, reps: run.reps, steps: run.steps, rows };
@@ -124,6 +130,20 @@ for (const m of machines) {
   md.push('', `### ${m.cpu}, ${m.cores} cores (${m.date})`);
   table('The pool model (in parentheses: measured natively):', (r, T, p) => [p?.model ? x(p.model) : '', r.measured[T] ? `(${x(r.measured[T])})` : ''].filter(Boolean).join(' '));
   table('Brent\'s bounds:', (r, T, p) => (p ? `${x(p.least)}–${x(p.most)}` : ''));
+  const spentTs = [...new Set(m.rows.flatMap((r) => Object.keys(r.spent ?? {}).map(Number)))].sort((a, b) => a - b);
+  for (const T of spentTs.filter((t) => t === spentTs[spentTs.length - 1] || (t === 8 && spentTs.includes(16)))) {
+    md.push('', `Where the threads' time went, measured natively on ${T} threads (the median of the timed calls; shares of ${T} × its time; "work grown": the time the threads computed, the calling thread's serial stretches included, ÷ one thread's time for the whole call, 1.0× where each thread computes as fast as one alone; the speed-up is ${T} × busy ÷ work grown):`, '');
+    md.push('| call | time | speed-up | busy | work grown | the caller alone: the others idle | waiting for a first index | between indices | after the last index | not invited |');
+    md.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+    const pct = (v, wall) => `${((100 * v) / (T * wall)).toFixed(0)}%`;
+    for (const r of m.rows) {
+      const s = r.spent?.[T];
+      if (!s || !r.oneTimed) continue;
+      const busy = s.work + s.serial, decode = CASES[r.id]?.method === 'decode';
+      const time = decode ? `${(m.steps / s.seconds / 1000).toFixed(1)}k tokens/s` : `${fmtMs(s.seconds * 1000)} ms`;
+      md.push(`| ${label(r.id)} | ${time} | ${x(r.oneTimed / s.seconds)} | ${pct(busy, s.seconds)} | ${(busy / r.oneTimed).toFixed(2)}× | ${pct(s.alone, s.seconds)} | ${pct(s.start, s.seconds)} | ${pct(s.between, s.seconds)} | ${pct(s.end, s.seconds)} | ${pct(s.uninvited, s.seconds)} |`);
+    }
+  }
   const at16 = m.rows.map((r) => ({ r, p: r.plans.find((p) => p.threads === 16) })).filter(({ p }) => p);
   if (at16.length) {
     md.push('', `Span at T = 16, and the work it leaves each thread (work ÷ 16), ms: ${at16.map(({ r, p }) => `${label(r.id)}: ${fmtMs(p.span * 1000)} and ${fmtMs(p.work / 16 * 1000)}`).join('; ')}.`);

@@ -26,6 +26,7 @@
 #endif
 
 #include "favor/favor.hpp"
+#include "favor/timeline.hpp"
 #include "favor/work_span.hpp"
 
 namespace {
@@ -197,22 +198,28 @@ int main(int argc, char** argv) {
       std::printf("}");
     }
     // Each thread count in turn within a rep, so that a machine whose speed drifts (a shared
-    // host) moves them alike; the speed-up is the median of the reps' ratios.
+    // host) moves them alike; the speed-up is the median of the reps' ratios. Each call's thread
+    // time is recorded too (two clock reads an index), and the median rep's is reported.
     std::vector<std::vector<double>> seconds(timed.size());
+    std::vector<std::vector<favor::ThreadTime>> spent(timed.size());
     for (int r = -1; r < reps; ++r) {  // rep -1: a warm-up at each count
       for (std::size_t t = 0; t < timed.size(); ++t) {
         favor::set_max_threads(timed[t]);
         call.prepare();
-        const auto t0 = std::chrono::steady_clock::now();
-        call();
-        if (r >= 0) seconds[t].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        const favor::ThreadTime time = favor::record_thread_time(std::ref(call));
+        if (r >= 0) seconds[t].push_back(time.wall), spent[t].push_back(time);
       }
     }
     std::printf("], \"timed\": [");
     for (std::size_t t = 0; t < timed.size(); ++t) {
       std::vector<double> ratio;
       for (int r = 0; r < reps; ++r) ratio.push_back(seconds[0][r] / seconds[t][r]);
-      std::printf("%s{\"threads\": %d, \"seconds\": %.6g, \"speedup\": %.4g}", t ? ", " : "", timed[t], median(seconds[t]), median(ratio));
+      const double mid = median(seconds[t]);
+      const favor::ThreadTime& s = *std::find_if(spent[t].begin(), spent[t].end(), [&](const favor::ThreadTime& x) { return x.wall == mid; });
+      std::printf("%s{\"threads\": %d, \"seconds\": %.6g, \"speedup\": %.4g, \"regions\": %d, \"spent\": {\"work\": %.6g, "
+                  "\"serial\": %.6g, \"alone\": %.6g, \"start\": %.6g, \"between\": %.6g, \"end\": %.6g, \"uninvited\": %.6g}}",
+                  t ? ", " : "", timed[t], mid, median(ratio), s.regions, s.work, s.serial, s.alone, s.start, s.between, s.end,
+                  s.uninvited);
     }
     favor::set_max_threads(1);
     std::printf("]}");

@@ -2,6 +2,7 @@
 
 #include "favor/caller_task.hpp"
 #include "favor/thread_plan.hpp"
+#include "favor/timeline.hpp"
 #include "favor/work_span.hpp"
 
 #include <algorithm>
@@ -34,6 +35,8 @@ thread_local int t_share = 1;             // inside a region: its threads per in
 thread_local int t_limit = 0;             // a ThreadLimit's count for this thread's regions (0: none)
 std::atomic<int> g_threads_used{1};       // for take_threads_used()
 thread_local std::function<void()>* t_caller_task = nullptr;  // a CallerTask's, until it runs
+thread_local int t_pool_thread = 0;  // 0: a thread that starts regions; h + 1: the pool's helper h
+thread_local int t_index_depth = 0;  // indices of the pool's jobs this thread is inside
 
 // The threads each index of a region of `count` indices on `threads` threads is given
 // (available_threads() inside it): the threads shared out among at most `threads` indices.
@@ -143,6 +146,8 @@ class Pool {
       ranges_[p].end = end;
     }
     job_.error_index.store(count, std::memory_order_relaxed), job_.error = nullptr;
+    detail::Recording* const recording = detail::recording();
+    if (recording) detail::note_region(*recording, true, helpers + 1);
     const std::uint64_t sequence = (ticket_.load(std::memory_order_relaxed) >> kHelperBits) + 1;
     active_.store(sequence << kSequenceShift, std::memory_order_relaxed);  // open, none joined
     ticket_.store((sequence << kHelperBits) | static_cast<std::uint64_t>(helpers));
@@ -167,6 +172,7 @@ class Pool {
       done_.wait(lock, none_working);
       caller_sleeps_.store(false, std::memory_order_relaxed);
     }
+    if (recording) detail::note_region(*recording, false, helpers + 1);
     if (std::exception_ptr error = std::exchange(job_.error, nullptr)) std::rethrow_exception(error);
     return true;
   }
@@ -306,6 +312,7 @@ class Pool {
   void helper(int id) {
     prepare_exception_state();
     t_in_parallel = true;
+    t_pool_thread = id + 1;
     Sleep& sleep = sleep_[id];
     std::uint64_t seen = 0;
     bool invited = true;
@@ -359,6 +366,9 @@ class Pool {
           job.in_flight.fetch_sub(1);
           break;
         }
+        detail::Recording* const recording = t_index_depth ? nullptr : detail::recording();
+        const auto start = recording ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+        ++t_index_depth;
         try {
           job.call(job.context, i);
         } catch (...) {
@@ -366,6 +376,8 @@ class Pool {
           if (i < job.error_index.load(std::memory_order_relaxed))
             job.error_index.store(i, std::memory_order_relaxed), job.error = std::current_exception();
         }
+        --t_index_depth;
+        if (recording) detail::note_index(*recording, t_pool_thread, start, std::chrono::steady_clock::now());
         job.in_flight.fetch_sub(1);
       }
     }

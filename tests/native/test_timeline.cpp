@@ -1,0 +1,85 @@
+// record_thread_time (src/favor/timeline.hpp): a call's thread-seconds on T threads split into
+// work, the caller alone, and waiting, on calls whose parts are known (sleeps), checked to add up
+// to T x wall and each part to be at least what the call was built to spend there.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+
+#include "favor/parallel.hpp"
+#include "favor/thread_plan.hpp"
+#include "favor/timeline.hpp"
+
+namespace {
+
+using favor::Index;
+using favor::ThreadTime;
+
+void sleep_ms(double ms) { std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms)); }
+
+double total(const ThreadTime& t) { return t.work + t.serial + t.alone + t.start + t.between + t.end + t.uninvited; }
+
+struct Threads {
+  explicit Threads(int n) { favor::set_max_threads(n); }
+  ~Threads() { favor::set_max_threads(1); }
+};
+
+// Rounding aside, the parts are the threads' whole time.
+constexpr double kSum = 1e-9;
+
+TEST(ThreadTime, PartsAddUpToThreadsTimesWallAndEachHoldsWhatWasSpentThere) {
+  const Threads threads(2);
+  const ThreadTime t = favor::record_thread_time([] {
+    sleep_ms(2);                                                // the caller alone
+    favor::parallel_for(2, [](Index) { sleep_ms(3); });         // an index each (or both on one)
+    favor::parallel_for(1, [](Index) { sleep_ms(2); });         // the helper invited, nothing to do
+  });
+  EXPECT_EQ(t.threads, 2);
+  EXPECT_EQ(t.regions, 2);
+  EXPECT_NEAR(total(t), 2 * t.wall, kSum);
+  EXPECT_GE(t.serial, 2e-3);
+  EXPECT_DOUBLE_EQ(t.alone, t.serial);
+  EXPECT_GE(t.work, 8e-3);
+  EXPECT_GE(t.start, 2e-3);  // the helper through the one-index region
+  EXPECT_EQ(t.uninvited, 0.0);
+}
+
+TEST(ThreadTime, ThreadsARegionDoesNotInviteAreCountedApart) {
+  const Threads threads(4);
+  const ThreadTime t = favor::record_thread_time([] {
+    const favor::ThreadLimit limit(2);
+    favor::parallel_for(2, [](Index) { sleep_ms(2); });
+  });
+  EXPECT_EQ(t.threads, 4);
+  EXPECT_EQ(t.regions, 1);
+  EXPECT_NEAR(total(t), 4 * t.wall, kSum);
+  EXPECT_GE(t.uninvited, 2 * 2e-3);  // two threads through the whole region
+  EXPECT_GE(t.work, 4e-3);
+}
+
+TEST(ThreadTime, NestedIndicesCountOnceInsideTheirIndex) {
+  const Threads threads(2);
+  const ThreadTime t = favor::record_thread_time([] {
+    favor::parallel_for(2, [](Index) { favor::parallel_for(4, [](Index) { sleep_ms(1); }); });
+  });
+  EXPECT_EQ(t.regions, 1);
+  // Counted twice, the nested indices would take the parts past the threads' whole time.
+  EXPECT_NEAR(total(t), 2 * t.wall, kSum);
+  EXPECT_GE(t.work, 8e-3);
+  EXPECT_LE(t.work, 2 * t.wall);
+}
+
+TEST(ThreadTime, OneThreadIsAllSerialAndRecordingsDoNotNest) {
+  const Threads threads(1);
+  const ThreadTime t = favor::record_thread_time([] { favor::parallel_for(3, [](Index) { sleep_ms(1); }); });
+  EXPECT_EQ(t.regions, 0);
+  EXPECT_DOUBLE_EQ(t.serial, t.wall);
+  EXPECT_EQ(t.work + t.alone + t.start + t.between + t.end + t.uninvited, 0.0);
+  EXPECT_THROW(favor::record_thread_time([] { favor::record_thread_time([] {}); }), std::logic_error);
+  // A call that throws ends its recording: the next one records.
+  EXPECT_THROW(favor::record_thread_time([] { throw std::runtime_error("x"); }), std::runtime_error);
+  EXPECT_NO_THROW(favor::record_thread_time([] {}));
+}
+
+}  // namespace
