@@ -232,11 +232,13 @@ function peerTimes(T) {
 }
 
 const RESULTS = new URL('./threads-results.json', import.meta.url);
+// JSON with one line per array of numbers (a cell's calls), not one per number.
+const toJson = (x) => `${JSON.stringify(x, null, 1).replace(/\[\s+(-?[\d.e+-]+(?:,\s+-?[\d.e+-]+)*)\s+\]/g, (_, list) => `[${list.split(/,\s+/).join(', ')}]`)}\n`;
 
 async function measure() {
   const results = { cpu: cpus()[0]?.model ?? 'unknown', cores, node: process.version, date: new Date().toISOString().slice(0, 10), reps, interleaved: true, inputsArrive: true, rows: [] };
   console.log(`# thread scaling on ${results.cpu} (${cores} cores), Node ${process.version}`);
-  const save = () => { if (args.json) writeFileSync(String(args.json), `${JSON.stringify({ ...results, partial: true }, null, 1)}\n`); };
+  const save = () => { if (args.json) writeFileSync(String(args.json), toJson({ ...results, partial: true })); };
   const report = (row) => {
     results.rows.push(row);
     save();
@@ -383,11 +385,11 @@ if (args.merge) {
   all[key(r)] = r;
 } else {
   const r = await measure();
-  if (args.json) writeFileSync(String(args.json), `${JSON.stringify(r, null, 1)}\n`);
+  if (args.json) writeFileSync(String(args.json), toJson(r));
   if (!args.json || args.out) all[key(r)] = r;
 }
 if (args.out || args.merge) {
-  writeFileSync(RESULTS, `${JSON.stringify(all, null, 1)}\n`);
+  writeFileSync(RESULTS, toJson(all));
   if (args.out) {
     const { writeSection } = await import('./lib/sections.mjs');
     writeSection(String(args.out), 'threads', section(all));
