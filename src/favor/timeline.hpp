@@ -13,15 +13,15 @@ namespace favor {
 
 // Thread-seconds of one call on `threads` threads; they add up to threads x wall.
 struct ThreadTime {
-  int threads = 1;      // max_threads() during the call
-  int regions = 0;      // the regions that ran on the pool
-  double wall = 0;      // seconds, the call
-  double work = 0;      // in an index (a thread's outermost one: nested indices run inside it)
-  double serial = 0;    // the calling thread outside regions
-  double alone = 0;     // the other threads meanwhile
-  double start = 0;     // a region's invited thread before its first index (all of it if none)
-  double between = 0;   // ... between its indices (waiting for nested work to help with)
-  double end = 0;       // ... after its last index, until the region ends
+  int threads = 1;       // max_threads() during the call
+  int regions = 0;       // the regions that ran on the pool
+  double wall = 0;       // seconds, the call
+  double work = 0;       // in an index (a thread's outermost one: nested indices run inside it)
+  double serial = 0;     // the calling thread outside regions
+  double alone = 0;      // the other threads meanwhile
+  double start = 0;      // a region's invited thread before its first index (all of it if none)
+  double between = 0;    // ... between its indices (waiting for nested work to help with)
+  double end = 0;        // ... after its last index, until the region ends
   double uninvited = 0;  // threads a region did not invite (it was worth fewer), all of it
 };
 
