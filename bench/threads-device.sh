@@ -11,8 +11,9 @@
 # There:  bash bench/threads-device.sh run [ARGS for bench/threads.mjs]
 #   unpacks them under /tmp and writes $OUT/threads.json (bench/threads.mjs --json), its log
 #   $OUT/threads.log, $OUT/cpu.txt (lscpu) and $OUT/cpuinfo, then the same calls natively:
-#   $OUT/work-span.json (their work and span, and their speed-ups on the machine's threads; given
-#   at most 180 s, after the wasm bench, which is given at most 330 s).
+#   $OUT/work-span.json (their work and span, their speed-ups on the machine's threads, and where
+#   those threads' time went; given at most 180 s, after the wasm bench, which is given at most
+#   330 s).
 # Back here: node bench/threads.mjs --merge FILES_AT/threads.json --out BENCHMARKS.md
 #            node bench/work-span.mjs --merge FILES_AT
 # A lent machine's speed moves between runs by up to 2x at one thread: a 15-minute lease holds two
