@@ -71,12 +71,13 @@ function timeCall(call) {
   return median(times);
 }
 
-// Case `c` on every module at once: each module's call warmed up, then `reps` rounds or more (roundsFor) that call
-// every module in turn, the order rotating from round to round, so that a host whose speed drifts
-// (a shared machine: runs of the same build differed by 15-40% on a lent one) moves every T alike
-// and the speed-ups compare calls made within the same seconds. A call under SHORT_MS is made
-// once untimed right before its timed one: the module called before it has just filled the
-// caches with its own heap. Returns, per module, { ours: median ms, used: threads it took }.
+// Case `c` on every module at once: each module's call warmed up, then `reps` rounds or more
+// (roundsFor) that call every module in turn, the order rotating from round to round, so that a
+// host whose speed drifts (a shared machine: runs of the same build differed by 15-40% on a lent
+// one) moves every T alike and the speed-ups compare calls made within the same seconds. A call
+// under SHORT_MS is made once untimed right before its timed one: the module called before it has
+// just filled the caches with its own heap. Returns, per module, { ours: median ms, samples: each
+// round's ms, used: threads it took }.
 const SHORT_MS = 10;
 function runOurs(modules, c) {
   const inputs = new Map();  // by head count: the modules share one set of arrays
@@ -154,7 +155,8 @@ function timeWake(favor, featureMap) {
 }
 
 // Decode: a prefill of L positions, then bursts of 400 appends of one position, in tokens per
-// second. Every T's state at once, the bursts of a round in turn (the order rotating), so that a
+// second, `reps` rounds (not more: an exact cache grows with every burst, and 45 rounds took its
+// rate from 38k to 12k tokens/s). Every T's state at once, the bursts of a round in turn (the order rotating), so that a
 // machine whose speed drifts (a shared host) moves every T alike. Each decoder's rate, and the
 // threads its steps took (in the warm-up), are set on it.
 function measureDecoders(decoders) {
