@@ -43,7 +43,7 @@ const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[s.len
 const kept = (xs) => xs.map((x) => Number(x.toPrecision(4)));
 
 // Rounds beyond `reps` for calls that take little time: up to MORE_ROUNDS x reps, as many as fit
-// in ROUNDS_MS of timed calls. On a shared host a short call's median of 9 read up to 1.7x apart
+// in ROUNDS_MS of timed calls. On a shared host a short call's median of 9 read up to 2.8x apart
 // between two runs of the same build; a median of more calls costs these calls little.
 const MORE_ROUNDS = 5, ROUNDS_MS = 2000;
 const roundsFor = (roundMs) => Math.max(reps, Math.min(MORE_ROUNDS * reps, Math.floor(ROUNDS_MS / roundMs)));
