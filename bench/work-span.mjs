@@ -71,7 +71,7 @@ function machine(run, cpu, when) {
       spent: Object.fromEntries(c.timed.filter((t) => t.threads > 1 && t.spent).map((t) => [t.threads, { seconds: t.seconds, regions: t.regions, ...t.spent }])),
     };
   });
-  return { cpu, cores: run.cores, date: when, reps: run.reps, steps: run.steps, rows };
+  return { cpu, cores: run.cores, date: when, reps: run.reps, steps: run.steps, warmed: run.warmed ?? false, rows };
 }
 
 let measured;
@@ -113,7 +113,7 @@ md.push('`node bench/work-span.mjs` (part of `npm run bench`). How far the threa
   `${[...new Set(machines.map((m) => m.reps))].join(' or ')} runs). Decode is 400 appends of one position after the prefill.`);
 md.push('');
 md.push('- **The pool model** (bench/lib/pool-model.mjs) replays the trace on T threads as src/favor/parallel.cpp deals the indices out (home ranges first, then the others\' ranges; a region inside an index published for the threads that have none left; its thread waiting for the indices taken), each thread as fast as one alone and every hand-off free. ' +
-  'The speed-up over one thread it gives is what the split allows; in parentheses, where the machine has the threads, the same native call timed on T threads (the median ratio of rounds that time one thread and T in turn). ' +
+  'The speed-up over one thread it gives is what the split allows; in parentheses, where the machine has the threads, the same native call timed on T threads (the median ratio of rounds that time one thread and T in turn; as in the thread bench, a call under 10 ms on one thread is made once untimed right before each timed one on more, so that its helpers, asleep since the count before, are awake). ' +
   'A measured speed-up below the model\'s comes from the machine: threads slower together than alone (clocks, caches, memory, a shared host: the thread bench\'s weak-scaling rows), wake-ups and hand-offs. The wasm calls of the thread bench also copy their inputs and output on the calling thread, which this leaves out.');
 md.push('- **Brent\'s bounds**, from the call\'s *work* (the time on one thread at T\'s split) and *span* (its longest chain of steps that run in order: the time outside regions plus, in each region, its longest index, recursively): at least one-thread time ÷ ((work − span) ÷ T + span), what any scheduler that leaves no thread idle while an index waits reaches, and at most one-thread time ÷ max(work ÷ T, span). All figures at most T.');
 for (const m of machines) {
@@ -128,6 +128,7 @@ for (const m of machines) {
     }
   };
   md.push('', `### ${m.cpu}, ${m.cores} cores (${m.date})`);
+  if (!m.warmed) md.push('', 'Its native timings came before a short call was made once untimed right before each timed one: on more than one thread, each such call began with its helpers asleep.');
   table('The pool model (in parentheses: measured natively):', (r, T, p) => [p?.model ? x(p.model) : '', r.measured[T] ? `(${x(r.measured[T])})` : ''].filter(Boolean).join(' '));
   table('Brent\'s bounds:', (r, T, p) => (p ? `${x(p.least)}–${x(p.most)}` : ''));
   const spentTs = [...new Set(m.rows.flatMap((r) => Object.keys(r.spent ?? {}).map(Number)))].sort((a, b) => a - b);
