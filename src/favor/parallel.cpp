@@ -147,7 +147,7 @@ class Pool {
     }
     job_.error_index.store(count, std::memory_order_relaxed), job_.error = nullptr;
     detail::Recording* const recording = detail::recording();
-    if (recording) detail::note_region(*recording, true, helpers + 1);
+    if (recording) detail::region_started(*recording, helpers + 1);
     const std::uint64_t sequence = (ticket_.load(std::memory_order_relaxed) >> kHelperBits) + 1;
     active_.store(sequence << kSequenceShift, std::memory_order_relaxed);  // open, none joined
     ticket_.store((sequence << kHelperBits) | static_cast<std::uint64_t>(helpers));
@@ -172,7 +172,7 @@ class Pool {
       done_.wait(lock, none_working);
       caller_sleeps_.store(false, std::memory_order_relaxed);
     }
-    if (recording) detail::note_region(*recording, false, helpers + 1);
+    if (recording) detail::region_ended(*recording);
     if (std::exception_ptr error = std::exchange(job_.error, nullptr)) std::rethrow_exception(error);
     return true;
   }
@@ -353,6 +353,8 @@ class Pool {
     const int share = t_share;
     t_in_parallel = true;
     t_share = job.share;
+    // A recording (timeline.hpp) notes this thread's outermost indices only.
+    detail::Recording* const recording = t_index_depth ? nullptr : detail::recording();
     for (int r = 0; r < job.ranges; ++r) {
       Range& range = job.range[(self + r) % job.ranges];
       for (;;) {
@@ -366,7 +368,6 @@ class Pool {
           job.in_flight.fetch_sub(1);
           break;
         }
-        detail::Recording* const recording = t_index_depth ? nullptr : detail::recording();
         const auto start = recording ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
         ++t_index_depth;
         try {

@@ -30,10 +30,9 @@ std::atomic<Recording*> g_recording{nullptr};
 
 Recording* recording() { return g_recording.load(std::memory_order_acquire); }
 
-void note_region(Recording& r, bool start, int invited) {
-  if (start) r.regions.push_back({{Clock::now(), {}}, invited});
-  else r.regions.back().first.end = Clock::now();
-}
+void region_started(Recording& r, int invited) { r.regions.push_back({{Clock::now(), {}}, invited}); }
+
+void region_ended(Recording& r) { r.regions.back().first.end = Clock::now(); }
 
 void note_index(Recording& r, int thread, Clock::time_point start, Clock::time_point end) {
   if (thread < static_cast<int>(r.indices.size())) r.indices[static_cast<std::size_t>(thread)].push_back({start, end});

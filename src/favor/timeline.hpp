@@ -32,12 +32,13 @@ ThreadTime record_thread_time(const std::function<void()>& call);
 
 namespace detail {
 
-// The pool's hooks while a recording runs (recording() is null otherwise): a region starts and
-// ends on the calling thread; an index's interval is noted by the thread that ran it (`thread`:
-// 0 the caller, h + 1 helper h), outermost indices only.
+// The pool's hooks while a recording runs (recording() is null otherwise): a region starts (with
+// the threads it invites) and ends on the calling thread; an index's interval is noted by the
+// thread that ran it (`thread`: 0 the caller, h + 1 helper h), outermost indices only.
 struct Recording;
 Recording* recording();
-void note_region(Recording& r, bool start, int invited);
+void region_started(Recording& r, int invited);
+void region_ended(Recording& r);
 void note_index(Recording& r, int thread, std::chrono::steady_clock::time_point start,
                 std::chrono::steady_clock::time_point end);
 
