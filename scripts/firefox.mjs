@@ -136,7 +136,7 @@ export async function launchFirefox({ executablePath = FIREFOX, timeout = 60_000
         else if (params.level === 'error') errors.push(`console.error: ${params.text}`);
       } else if (method === 'network.responseCompleted' && (!params.context || params.context === context)) {
         const { url, status, mimeType = '' } = params.response;
-        responses.push({ url, status, type: mimeType });
+        responses.push({ url, status, type: mimeType, at: Date.now() });
         if (status >= 400) errors.push(`HTTP ${status} for ${url}`);
       }
     };

@@ -253,7 +253,7 @@ export async function launchChromium() {
 /**
  * Opens url in a fresh page, waits for #result[data-status] and returns { result, errors,
  * responses }: the parsed JSON in #result, every console error / page error / failed request,
- * and the responses (url, status, content type).
+ * and the responses (url, status, content type, and when it came: Date.now()).
  */
 export async function openResultPage(browser, url, { timeout = 60_000 } = {}) {
   if (browser.engine === 'firefox') return openFirefoxResultPage(browser, url, { timeout });
@@ -267,7 +267,7 @@ export async function openResultPage(browser, url, { timeout = 60_000 } = {}) {
   page.on('pageerror', (error) => errors.push(`page error: ${error.stack ?? error.message}`));
   page.on('requestfailed', (request) => errors.push(`request failed: ${request.url()} ${request.failure()?.errorText ?? ''}`));
   page.on('response', (response) => {
-    responses.push({ url: response.url(), status: response.status(), type: response.headers()['content-type'] ?? '' });
+    responses.push({ url: response.url(), status: response.status(), type: response.headers()['content-type'] ?? '', at: Date.now() });
     if (response.status() >= 400) errors.push(`HTTP ${response.status()} for ${response.url()}`);
   });
   try {
