@@ -134,9 +134,10 @@ function timeCopies(c) {
 
 // What waking the helpers costs a call: FAVOR+ of one head at L = 1024 with `out`, timed right
 // after the same call (its helpers still spinning) and after 1 ms of nothing (they have gone to
-// sleep: a helper sleeps after ~100 us without a job), in alternation. The caller wakes each
-// sleeping helper the call invites, and they join as they wake; the difference of the medians
-// is what that costs at T threads (a call that takes T threads after an idle moment pays it).
+// sleep: a helper sleeps after ~100 us without a job), in alternation. The call wakes its
+// sleeping helpers before it copies its inputs in (src/favor/rouse.hpp), and they join as they
+// wake; the difference of the medians is what waking still costs at T threads (a call that takes
+// T threads after an idle moment pays it).
 function timeWake(favor, featureMap) {
   const { L } = CASES.favorMid;
   const q = tensor([1, L, d], 1), k = tensor([1, L, d], 2), v = tensor([1, L, dv], 3), out = new Float32Array(L * dv);
@@ -238,7 +239,7 @@ const RESULTS = new URL('./threads-results.json', import.meta.url);
 const toJson = (x) => `${JSON.stringify(x, null, 1).replace(/\[\s+(-?[\d.e+-]+(?:,\s+-?[\d.e+-]+)*)\s+\]/g, (_, list) => `[${list.split(/,\s+/).join(', ')}]`)}\n`;
 
 async function measure() {
-  const results = { cpu: cpus()[0]?.model ?? 'unknown', cores, node: process.version, date: new Date().toISOString().slice(0, 10), reps, interleaved: true, inputsArrive: true, rows: [] };
+  const results = { cpu: cpus()[0]?.model ?? 'unknown', cores, node: process.version, date: new Date().toISOString().slice(0, 10), reps, interleaved: true, inputsArrive: true, roused: true, rows: [] };
   console.log(`# thread scaling on ${results.cpu} (${cores} cores), Node ${process.version}`);
   const save = () => { if (args.json) writeFileSync(String(args.json), toJson({ ...results, partial: true })); };
   const report = (row) => {
@@ -363,7 +364,8 @@ function machineTable(r) {
   }
   const wake = Object.entries(r.wake ?? {}).sort((a, b) => a[0] - b[0]);
   if (wake.length) {
-    lines.push('', `Waking the helpers: ${CASES.favorMid.label}, with \`out\`, right after the same call (its helpers still spinning) and after 1 ms of nothing (they have gone to sleep), in alternation, median µs: ${wake.map(([T, w]) => `T = ${T}: ${(1000 * w.afterCall).toFixed(0)} and ${(1000 * w.afterIdle).toFixed(0)}`).join('; ')}.`);
+    const asleep = r.roused ? 'they have gone to sleep, and the call wakes them before it copies its inputs in' : 'they have gone to sleep; this run came before a call woke them while it copies its inputs in';
+    lines.push('', `Waking the helpers: ${CASES.favorMid.label}, with \`out\`, right after the same call (its helpers still spinning) and after 1 ms of nothing (${asleep}), in alternation, median µs: ${wake.map(([T, w]) => `T = ${T}: ${(1000 * w.afterCall).toFixed(0)} and ${(1000 * w.afterIdle).toFixed(0)}`).join('; ')}.`);
   }
   return lines.join('\n');
 }

@@ -27,7 +27,7 @@ cmake -S . -B build/tsan -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug "
   -DCMAKE_CXX_FLAGS=-fsanitize=thread -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread \
   -DFAVOR_BUILD_TESTS=ON -DFAVOR_INSTALL=OFF >/dev/null
 cmake --build build/tsan -j"$(nproc)" --target favor_tests
-TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1} build/tsan/tests/native/favor_tests --gtest_filter='Parallel.*:CallerTask.*:InputArrival.*:ThreadTime.*' --gtest_brief=1
+TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1} build/tsan/tests/native/favor_tests --gtest_filter='Parallel.*:CallerTask.*:InputArrival.*:ThreadTime.*:Rouse.*' --gtest_brief=1
 
 echo "== libFuzzer over the core for ${fuzz_seconds} s (build/asan/fuzz_core)"
 mkdir -p build/asan/fuzz-corpus build/asan/fuzz-crashes

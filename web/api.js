@@ -27,9 +27,16 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
   const relaxedSimd = Module.relaxedSimd();
   const tileRows = Module.setTileRows(chooseTileRows(tileOption, { simd, relaxed: relaxedSimd }));
   const { heapF32, call, takeTensor } = createHeap(Module);
-  // Whether an attention call's q, k and v (its first three tensors in heap.js call) are copied in
-  // while it runs: with helper threads, and inputs large enough to be worth the pieces.
-  const arrives = ({ q, k, v }) => threads > 1 && q.data.length + k.data.length + v.data.length >= ARRIVING_FLOATS;
+  // Before an attention call copies its q, k and v (its first three tensors in heap.js call) in,
+  // with helper threads: whether they are copied in while it runs (inputs large enough to be worth
+  // the pieces); if not, the helpers it will take are woken first, so that they wake while the
+  // inputs are copied rather than when the call starts (src/favor/rouse.hpp).
+  const prepareCall = ({ q, k, v }) => {
+    if (threads < 2) return false;
+    if (q.data.length + k.data.length + v.data.length >= ARRIVING_FLOATS) return true;
+    Module.rouseThreads();
+    return false;
+  };
 
   const live = new FinalizationRegistry((handle) => handle.delete());
 
@@ -306,7 +313,7 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
 
     exactAttention(q, k, v, options) {
       const a = attentionArgs('exactAttention', q, k, v, options), { causal, scale, mask, out } = a;
-      const arriving = arrives(a);
+      const arriving = prepareCall(a);
       return takeTensor(call('exactAttention', [a.q, a.k, a.v, mask], (qp, kp, vp, mp) =>
         Module.exactAttention(qp, kp, vp, causal, scale, mp, outLength(out), arriving), arriving ? 3 : 0), out);
     },
@@ -324,7 +331,7 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
       const map = featureMapOf(o);
       const chunkOption = o.chunk;
       const chunk = chunkOption === undefined ? NaN : checkInteger(chunkOption, 'chunk', 1, 1 << 20);
-      const arriving = arrives(a);
+      const arriving = prepareCall(a);
       return takeTensor(call('favorAttention', [a.q, a.k, a.v, mask], (qp, kp, vp, mp) =>
         Module.favorAttention(map.handle('featureMap'), qp, kp, vp, causal, scale, chunk, mp, outLength(out), arriving),
       arriving ? 3 : 0), out);
@@ -342,7 +349,7 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
       const { codebook, assignment, temperature } = codebookArgs(o);
       const chunkOption = o.chunk;
       const chunk = chunkOption === undefined ? NaN : checkInteger(chunkOption, 'chunk', 1, 1 << 20);
-      const arriving = arrives(a);
+      const arriving = prepareCall(a);
       return takeTensor(call('codebookAttention', [a.q, a.k, a.v, codebook, mask], (qp, kp, vp, cp, mp) =>
         Module.codebookAttention(cp, qp, kp, vp, assignment, temperature, causal, scale, chunk, mp, outLength(out), arriving),
       arriving ? 3 : 0), out);

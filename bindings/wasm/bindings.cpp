@@ -28,6 +28,7 @@
 // and the calling thread's task while the helpers start (with_output).
 #include <favor/caller_task.hpp>
 #include <favor/input_arrival.hpp>
+#include <favor/rouse.hpp>
 #include <favor/kernels/gemm.hpp>
 #include <favor/kernels/vector_math.hpp>
 #include <favor/tensor/shape.hpp>
@@ -329,6 +330,7 @@ std::unique_ptr<favor::InputArrival> arriving_inputs(bool arriving, const favor:
 double exact_attention(std::uintptr_t q, std::uintptr_t k, std::uintptr_t v, bool causal, double scale,
                        std::uintptr_t mask, double out_length, bool arriving) {
   return guarded_tensor([&] {
+    const favor::RousedCall roused;
     const auto qv = view(q), kv = view(k), vv = view(v);
     const auto dims = favor::attention_output_dims(qv.dims, kv.dims, vv.dims, causal);
     const auto inputs = arriving_inputs(arriving, qv, kv, vv);
@@ -352,6 +354,7 @@ double attention_matrix(std::uintptr_t q, std::uintptr_t k, bool causal, double 
 double favor_attention(const FeatureMapHandle& map, std::uintptr_t q, std::uintptr_t k, std::uintptr_t v,
                        bool causal, double scale, double chunk, std::uintptr_t mask, double out_length, bool arriving) {
   return guarded_tensor([&] {
+    const favor::RousedCall roused;
     const auto qv = view(q), kv = view(k), vv = view(v);
     const auto dims = favor::attention_output_dims(qv.dims, kv.dims, vv.dims, causal);
     favor::FavorOptions o;
@@ -415,6 +418,7 @@ double codebook_attention(std::uintptr_t c, std::uintptr_t q, std::uintptr_t k, 
                           std::string assignment, double temperature, bool causal, double scale, double chunk,
                           std::uintptr_t mask, double out_length, bool arriving) {
   return guarded_tensor([&] {
+    const favor::RousedCall roused;
     const auto cv = view(c), qv = view(q), kv = view(k), vv = view(v);
     const auto o = codebook_options(assignment, temperature, causal, scale, chunk);
     const auto dims = favor::attention_output_dims(qv.dims, kv.dims, vv.dims, causal);
@@ -640,6 +644,7 @@ EMSCRIPTEN_BINDINGS(favor_attention) {
   emscripten::function("lastError", &last_error);
   emscripten::function("heapUsed", &heap_used);
   emscripten::function("threadsUsed", &favor::take_threads_used);
+  emscripten::function("rouseThreads", &favor::rouse_threads);
   emscripten::function("setMaxThreads", &set_max_threads);
   emscripten::function("relaxedSimd", &relaxed_simd);
   emscripten::function("setTileRows", &set_tile_rows);

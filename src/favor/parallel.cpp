@@ -1,6 +1,7 @@
 #include "favor/parallel.hpp"
 
 #include "favor/caller_task.hpp"
+#include "favor/rouse.hpp"
 #include "favor/thread_plan.hpp"
 #include "favor/timeline.hpp"
 #include "favor/work_span.hpp"
@@ -35,8 +36,13 @@ thread_local int t_share = 1;             // inside a region: its threads per in
 thread_local int t_limit = 0;             // a ThreadLimit's count for this thread's regions (0: none)
 std::atomic<int> g_threads_used{1};       // for take_threads_used()
 thread_local std::function<void()>* t_caller_task = nullptr;  // a CallerTask's, until it runs
+#ifndef FAVOR_SERIAL_ONLY
 thread_local int t_pool_thread = 0;  // 0: a thread that starts regions; h + 1: the pool's helper h
 thread_local int t_index_depth = 0;  // indices of the pool's jobs this thread is inside
+#endif
+thread_local int t_call_threads = 0;  // a RousedCall's threads so far (0: none lives)
+std::atomic<int> g_rouse_threads{1};  // the last RousedCall's, for rouse_threads()
+std::atomic<long long> g_rousings{0};
 
 // The threads each index of a region of `count` indices on `threads` threads is given
 // (available_threads() inside it): the threads shared out among at most `threads` indices.
@@ -232,6 +238,31 @@ class Pool {
         const_cast<void*>(static_cast<const void*>(&barrier)));
   }
 
+  // Helpers started, and how many of them sleep now (for tests).
+  std::pair<int, int> sleeping() {
+    std::lock_guard<std::mutex> lock(job_mutex_);
+    int asleep = 0;
+    for (std::size_t id = 0; id < helpers_.size(); ++id) asleep += sleep_[id].asleep.load() ? 1 : 0;
+    return {static_cast<int>(helpers_.size()), asleep};
+  }
+
+  // Wakes the first `helpers` helpers that sleep, to spin for a job about to come (rouse.hpp).
+  // Only a helper still asleep under its mutex is marked roused, so a mark is never left for a
+  // helper that woke meanwhile (it would spin for nothing at its next sleep).
+  void rouse(int helpers) {
+    helpers = std::min<int>(helpers, static_cast<int>(helpers_.size()));
+    for (int id = 0; id < helpers; ++id) {
+      Sleep& sleep = sleep_[id];
+      if (!sleep.asleep.load()) continue;
+      {
+        std::lock_guard<std::mutex> lock(sleep.mutex);
+        if (!sleep.asleep.load(std::memory_order_relaxed)) continue;
+        sleep.roused = true;
+      }
+      sleep.wake.notify_one();
+    }
+  }
+
  private:
   // The job's sequence number and its number of helpers in one word, so that a helper that
   // wakes late reads both of the same job.
@@ -247,6 +278,9 @@ class Pool {
   // of the process may need (on a machine with fewer cores than threads; on this project's
   // 2-vCPU VM, when the host runs both vCPUs on one core).
   static constexpr std::chrono::microseconds kHelperSpin{100}, kCallerSpin{100}, kHelperNap{50};
+  // How long a helper woken by rouse() spins for the job it was woken for: the caller is still
+  // preparing it (copying its inputs in: 1 MB took up to 200 us on a lent VM).
+  static constexpr std::chrono::microseconds kRousedSpin{500};
 
   // A share of a job's indices: [next, end) left to take.
   struct alignas(64) Range {
@@ -277,6 +311,7 @@ class Pool {
   struct alignas(64) Sleep {
     std::mutex mutex;
     std::atomic<bool> asleep{false};
+    bool roused = false;  // under the mutex: woken by rouse(), not by a job
     std::condition_variable wake;
   };
   struct alignas(64) Slot {
@@ -305,25 +340,35 @@ class Pool {
     }
   }
 
-  // A helper spins between jobs only after one it was invited to (the next is likely alike);
-  // one that a job passed over sleeps until a job invites it. Spinning helpers that no call
-  // invites (a decode loop's steps use few threads) only load the ticket's line the invited ones
-  // read, and slowed them.
+  // A helper spins between jobs only after one it was invited to (the next is likely alike), or
+  // once roused; one that a job passed over sleeps until a job invites it or it is roused.
+  // Spinning helpers that no call invites (a decode loop's steps use few threads) only load the
+  // ticket's line the invited ones read, and slowed them.
   void helper(int id) {
     prepare_exception_state();
     t_in_parallel = true;
     t_pool_thread = id + 1;
     Sleep& sleep = sleep_[id];
     std::uint64_t seen = 0;
-    bool invited = true;
+    bool invited = true, roused = false;
     for (;;) {
       std::uint64_t ticket = seen;
       const auto fresh = [&] { return (ticket = ticket_.load(std::memory_order_acquire)) != seen; };
-      if (!invited || !spin_until(fresh, kHelperSpin)) {
+      const bool spin = invited || roused;
+      const auto budget = roused ? kRousedSpin : kHelperSpin;
+      roused = false;
+      if (!spin || !spin_until(fresh, budget)) {
         std::unique_lock<std::mutex> lock(sleep.mutex);
         sleep.asleep.store(true);
-        sleep.wake.wait(lock, [&] { return (ticket = ticket_.load()) != seen && id < static_cast<int>(ticket & kMaxHelpers); });
+        sleep.wake.wait(lock, [&] {
+          return sleep.roused || ((ticket = ticket_.load()) != seen && id < static_cast<int>(ticket & kMaxHelpers));
+        });
         sleep.asleep.store(false, std::memory_order_relaxed);
+        if (std::exchange(sleep.roused, false)) {
+          g_rousings.fetch_add(1, std::memory_order_relaxed);
+          roused = true;
+          continue;  // spins for the job (or sees the one that woke it too)
+        }
       }
       seen = ticket;
       invited = id < static_cast<int>(ticket & kMaxHelpers);
@@ -523,6 +568,30 @@ WorkSpan measure_work_span(int threads, const std::function<void()>& call) {
   return result;
 }
 
+void rouse_threads() {
+#ifndef FAVOR_SERIAL_ONLY
+  const int threads = std::min(g_rouse_threads.load(std::memory_order_relaxed), max_threads());
+  if (threads > 1) pool().rouse(threads - 1);
+#endif
+}
+
+RousedCall::RousedCall() : previous_(t_call_threads) { t_call_threads = 1; }
+RousedCall::~RousedCall() {
+  g_rouse_threads.store(t_call_threads, std::memory_order_relaxed);
+  t_call_threads = previous_ ? std::max(previous_, t_call_threads) : 0;
+}
+
+namespace detail {
+long long rousings() { return g_rousings.load(); }
+std::pair<int, int> sleeping_helpers() {
+#ifdef FAVOR_SERIAL_ONLY
+  return {0, 0};
+#else
+  return pool().sleeping();
+#endif
+}
+}  // namespace detail
+
 CallerTask::CallerTask(std::function<void()> task) : task_(std::move(task)), previous_(t_caller_task) {
   t_caller_task = task_ ? &task_ : nullptr;
 }
@@ -547,6 +616,7 @@ void run_parallel(Index count, void (*call)(void*, Index), void* context) {
     // with the nested regions of the others.
     const int threads = available_threads();
     if (threads > 1 && pool().run(count, threads, call, context)) {
+      if (t_call_threads) t_call_threads = std::max(t_call_threads, threads);
       for (int used = g_threads_used.load(std::memory_order_relaxed);
            used < threads && !g_threads_used.compare_exchange_weak(used, threads, std::memory_order_relaxed);) {
       }

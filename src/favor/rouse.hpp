@@ -1,0 +1,40 @@
+// Waking a call's helper threads before the call starts (internal).
+//
+// Why: a helper that has gone to sleep (after ~100 us without a job) takes a while to run again
+// once woken: a few microseconds on a quiet machine, up to a few hundred where a virtual machine
+// wakes idle virtual CPUs, and each region waits for it. A call made from JS first copies its
+// inputs into the wasm heap on the calling thread; woken before that copy, the helpers wake
+// while it runs, and are spinning, ready, when the call's first region starts.
+#pragma once
+
+#include <utility>
+
+namespace favor {
+
+// Wakes as many sleeping helpers as the last RousedCall took threads, less the caller (none
+// before the first such call: a call of the same kind and shape usually comes next). A helper
+// woken so waits for a job spinning a while (long enough for a copy of a few MB) before it sleeps
+// again; one already awake is left as it is. Does nothing in a build without threads.
+void rouse_threads();
+
+// While it lives, the most threads this thread's regions take are counted; when it ends, they are
+// what rouse_threads() wakes next.
+class RousedCall {
+ public:
+  RousedCall();
+  ~RousedCall();
+  RousedCall(const RousedCall&) = delete;
+  RousedCall& operator=(const RousedCall&) = delete;
+
+ private:
+  int previous_;
+};
+
+namespace detail {
+// For tests: helpers woken by rouse_threads() so far; the helpers started, and how many of them
+// sleep now.
+long long rousings();
+std::pair<int, int> sleeping_helpers();
+}  // namespace detail
+
+}  // namespace favor

@@ -1,0 +1,102 @@
+// rouse_threads: it wakes, of the helpers that sleep, as many as the last RousedCall's regions
+// took threads less the caller, no more; a helper woken so goes back to sleep when no job comes;
+// and regions after a rousing compute what they compute without one.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "favor/parallel.hpp"
+#include "favor/rouse.hpp"
+#include "favor/thread_plan.hpp"
+
+namespace {
+
+using favor::Index;
+
+struct Threads {
+  explicit Threads(int n) { favor::set_max_threads(n); }
+  ~Threads() { favor::set_max_threads(1); }
+};
+
+// Waits (at most 20 s, so that a failure cannot hang the test) until `done()`; returns done().
+template <class Done>
+bool eventually(Done done) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!done() && std::chrono::steady_clock::now() < give_up) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return done();
+}
+
+bool all_asleep() {
+  const auto [helpers, asleep] = favor::detail::sleeping_helpers();
+  return asleep == helpers;
+}
+
+// A RousedCall whose one region runs on up to `limit` threads.
+void roused_call(int limit) {
+  const favor::RousedCall call;
+  const favor::ThreadLimit threads(limit);
+  favor::parallel_for(8, [](Index) { std::this_thread::sleep_for(std::chrono::microseconds(200)); });
+}
+
+// The helpers rouse_threads() wakes once every helper sleeps, counted after they have all gone
+// back to sleep (so that a second waking of one would be counted too).
+long long rousings_from_sleep() {
+  EXPECT_TRUE(eventually(all_asleep)) << "the helpers did not all go to sleep";
+  const long long before = favor::detail::rousings();
+  favor::rouse_threads();
+  // Every roused helper has woken once it no longer sleeps...
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // ...and sleeps again after its spin.
+  EXPECT_TRUE(eventually(all_asleep)) << "roused helpers did not go back to sleep";
+  return favor::detail::rousings() - before;
+}
+
+TEST(Rouse, WakesAsManyHelpersAsTheLastRousedCallTook) {
+  Threads t(4);
+  ASSERT_GE(favor::detail::sleeping_helpers().first, 3);
+  roused_call(4);
+  EXPECT_EQ(rousings_from_sleep(), 3);
+  roused_call(2);
+  EXPECT_EQ(rousings_from_sleep(), 1);
+  roused_call(1);
+  EXPECT_EQ(rousings_from_sleep(), 0);
+  // Calls that are not RousedCalls leave the count as the last one set it.
+  roused_call(3);
+  {
+    const favor::ThreadLimit threads(1);
+    favor::parallel_for(8, [](Index) {});
+  }
+  EXPECT_EQ(rousings_from_sleep(), 2);
+}
+
+TEST(Rouse, NeverPastTheThreadsSetNow) {
+  {
+    Threads t(4);
+    roused_call(4);
+  }
+  Threads t(2);  // the last RousedCall took 4: only 1 helper may be woken now
+  EXPECT_EQ(rousings_from_sleep(), 1);
+}
+
+TEST(Rouse, RegionsAfterARousingComputeTheSame) {
+  Threads t(4);
+  roused_call(4);
+  std::vector<double> serial(1000), rousedRun(1000);
+  for (std::size_t i = 0; i < serial.size(); ++i) serial[i] = static_cast<double>(i) * 0.5 + 1.0;
+  for (int round = 0; round < 20; ++round) {
+    if (round % 2) std::this_thread::sleep_for(std::chrono::milliseconds(2));  // helpers asleep
+    favor::rouse_threads();
+    if (round % 4 == 1) std::this_thread::sleep_for(std::chrono::microseconds(300));  // spinning
+    const favor::RousedCall call;
+    favor::parallel_for(static_cast<Index>(rousedRun.size()), [&](Index i) {
+      rousedRun[static_cast<std::size_t>(i)] = static_cast<double>(i) * 0.5 + 1.0;
+    });
+    ASSERT_EQ(rousedRun, serial) << "round " << round;
+    std::fill(rousedRun.begin(), rousedRun.end(), 0.0);
+  }
+}
+
+}  // namespace
