@@ -238,18 +238,20 @@ class Pool {
         const_cast<void*>(static_cast<const void*>(&barrier)));
   }
 
-  // Helpers started, and how many of them sleep now (for tests).
-  std::pair<int, int> sleeping() {
+  // Whether each helper started sleeps now (for tests).
+  std::vector<bool> asleep() {
     std::lock_guard<std::mutex> lock(job_mutex_);
-    int asleep = 0;
-    for (std::size_t id = 0; id < helpers_.size(); ++id) asleep += sleep_[id].asleep.load() ? 1 : 0;
-    return {static_cast<int>(helpers_.size()), asleep};
+    std::vector<bool> result(helpers_.size());
+    for (std::size_t id = 0; id < helpers_.size(); ++id) result[id] = sleep_[id].asleep.load();
+    return result;
   }
 
-  // Wakes the first `helpers` helpers that sleep, to spin for a job about to come (rouse.hpp).
-  // Only a helper still asleep under its mutex is marked roused, so a mark is never left for a
-  // helper that woke meanwhile (it would spin for nothing at its next sleep).
+  // Announces a job about to come (rouse.hpp): helpers spinning keep spinning until
+  // kRousedSpin from now, and the first `helpers` helpers that sleep wake to spin too. Only a
+  // helper still asleep under its mutex is marked roused, so a mark is never left for a helper
+  // that woke meanwhile (it would spin for nothing at its next sleep).
   void rouse(int helpers) {
+    roused_until_.store((std::chrono::steady_clock::now() + kRousedSpin).time_since_epoch().count());
     helpers = std::min<int>(helpers, static_cast<int>(helpers_.size()));
     for (int id = 0; id < helpers; ++id) {
       Sleep& sleep = sleep_[id];
@@ -278,8 +280,8 @@ class Pool {
   // of the process may need (on a machine with fewer cores than threads; on this project's
   // 2-vCPU VM, when the host runs both vCPUs on one core).
   static constexpr std::chrono::microseconds kHelperSpin{100}, kCallerSpin{100}, kHelperNap{50};
-  // How long a helper woken by rouse() spins for the job it was woken for: the caller is still
-  // preparing it (copying its inputs in: 1 MB took up to 200 us on a lent VM).
+  // How long after rouse() helpers spin for the job it announced, those it woke and those awake:
+  // the caller is still preparing it (copying its inputs in: 1 MB took up to 200 us on a lent VM).
   static constexpr std::chrono::microseconds kRousedSpin{500};
 
   // A share of a job's indices: [next, end) left to take.
@@ -340,6 +342,18 @@ class Pool {
     }
   }
 
+  // Whether a job came (fresh()) within kHelperSpin, or before the time the last rouse() set.
+  template <class Fresh>
+  bool spin_for_job(Fresh fresh) const {
+    const auto end = std::chrono::steady_clock::now() + kHelperSpin;
+    for (;;) {
+      for (int i = 0; i < 256; ++i)
+        if (fresh()) return true;
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= end && now.time_since_epoch().count() >= roused_until_.load(std::memory_order_relaxed)) return false;
+    }
+  }
+
   // A helper spins between jobs only after one it was invited to (the next is likely alike), or
   // once roused; one that a job passed over sleeps until a job invites it or it is roused.
   // Spinning helpers that no call invites (a decode loop's steps use few threads) only load the
@@ -355,9 +369,8 @@ class Pool {
       std::uint64_t ticket = seen;
       const auto fresh = [&] { return (ticket = ticket_.load(std::memory_order_acquire)) != seen; };
       const bool spin = invited || roused;
-      const auto budget = roused ? kRousedSpin : kHelperSpin;
       roused = false;
-      if (!spin || !spin_until(fresh, budget)) {
+      if (!spin || !spin_for_job(fresh)) {
         std::unique_lock<std::mutex> lock(sleep.mutex);
         sleep.asleep.store(true);
         sleep.wake.wait(lock, [&] {
@@ -473,6 +486,7 @@ class Pool {
   std::vector<std::thread> helpers_;  // never joined: they wait for work until the process ends
   alignas(64) std::atomic<std::uint64_t> ticket_{0};
   alignas(64) std::atomic<std::uint64_t> active_{0};
+  alignas(64) std::atomic<std::chrono::steady_clock::rep> roused_until_{0};  // rouse(): spin until then
   std::atomic<bool> caller_sleeps_{false};
   Job job_;
   Range ranges_[kHelperLimit + 1];
@@ -583,11 +597,11 @@ RousedCall::~RousedCall() {
 
 namespace detail {
 long long rousings() { return g_rousings.load(); }
-std::pair<int, int> sleeping_helpers() {
+std::vector<bool> helpers_asleep() {
 #ifdef FAVOR_SERIAL_ONLY
-  return {0, 0};
+  return {};
 #else
-  return pool().sleeping();
+  return pool().asleep();
 #endif
 }
 }  // namespace detail
