@@ -246,12 +246,10 @@ class Pool {
     return result;
   }
 
-  // Announces a job about to come (rouse.hpp): helpers spinning keep spinning until
-  // kRousedSpin from now, and the first `helpers` helpers that sleep wake to spin too. Only a
-  // helper still asleep under its mutex is marked roused, so a mark is never left for a helper
-  // that woke meanwhile (it would spin for nothing at its next sleep).
+  // Wakes the first `helpers` helpers that sleep, to spin for a job about to come (rouse.hpp).
+  // Only a helper still asleep under its mutex is marked roused, so a mark is never left for a
+  // helper that woke meanwhile (it would spin for nothing at its next sleep).
   void rouse(int helpers) {
-    roused_until_.store((std::chrono::steady_clock::now() + kRousedSpin).time_since_epoch().count());
     helpers = std::min<int>(helpers, static_cast<int>(helpers_.size()));
     for (int id = 0; id < helpers; ++id) {
       Sleep& sleep = sleep_[id];
@@ -280,8 +278,11 @@ class Pool {
   // of the process may need (on a machine with fewer cores than threads; on this project's
   // 2-vCPU VM, when the host runs both vCPUs on one core).
   static constexpr std::chrono::microseconds kHelperSpin{100}, kCallerSpin{100}, kHelperNap{50};
-  // How long after rouse() helpers spin for the job it announced, those it woke and those awake:
-  // the caller is still preparing it (copying its inputs in: 1 MB took up to 200 us on a lent VM).
+  // How long a helper woken by rouse() spins for the job it was woken for: the caller is still
+  // preparing it (copying its inputs in: 1 MB took up to 200 us on a lent VM). Only those woken:
+  // keeping the helpers still spinning after a call spinning as long too made calls in a loop
+  // 15-20% slower where threads outnumber cores (4 on this project's 2 vCPUs), the spinners
+  // holding cores the working threads needed.
   static constexpr std::chrono::microseconds kRousedSpin{500};
 
   // A share of a job's indices: [next, end) left to take.
@@ -342,18 +343,6 @@ class Pool {
     }
   }
 
-  // Whether a job came (fresh()) within kHelperSpin, or before the time the last rouse() set.
-  template <class Fresh>
-  bool spin_for_job(Fresh fresh) const {
-    const auto end = std::chrono::steady_clock::now() + kHelperSpin;
-    for (;;) {
-      for (int i = 0; i < 256; ++i)
-        if (fresh()) return true;
-      const auto now = std::chrono::steady_clock::now();
-      if (now >= end && now.time_since_epoch().count() >= roused_until_.load(std::memory_order_relaxed)) return false;
-    }
-  }
-
   // A helper spins between jobs only after one it was invited to (the next is likely alike), or
   // once roused; one that a job passed over sleeps until a job invites it or it is roused.
   // Spinning helpers that no call invites (a decode loop's steps use few threads) only load the
@@ -369,8 +358,9 @@ class Pool {
       std::uint64_t ticket = seen;
       const auto fresh = [&] { return (ticket = ticket_.load(std::memory_order_acquire)) != seen; };
       const bool spin = invited || roused;
+      const auto budget = roused ? kRousedSpin : kHelperSpin;
       roused = false;
-      if (!spin || !spin_for_job(fresh)) {
+      if (!spin || !spin_until(fresh, budget)) {
         std::unique_lock<std::mutex> lock(sleep.mutex);
         sleep.asleep.store(true);
         sleep.wake.wait(lock, [&] {
@@ -486,7 +476,6 @@ class Pool {
   std::vector<std::thread> helpers_;  // never joined: they wait for work until the process ends
   alignas(64) std::atomic<std::uint64_t> ticket_{0};
   alignas(64) std::atomic<std::uint64_t> active_{0};
-  alignas(64) std::atomic<std::chrono::steady_clock::rep> roused_until_{0};  // rouse(): spin until then
   std::atomic<bool> caller_sleeps_{false};
   Job job_;
   Range ranges_[kHelperLimit + 1];

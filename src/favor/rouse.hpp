@@ -11,11 +11,10 @@
 
 namespace favor {
 
-// Announces a call about to start: wakes as many sleeping helpers as the last RousedCall took
-// threads, less the caller (none before the first such call: a call of the same kind and shape
-// usually comes next), and they, and the helpers still spinning after a job, spin for the next
-// job for a while (long enough for a copy of a few MB) before they sleep. Does nothing in a build
-// without threads.
+// Wakes as many sleeping helpers as the last RousedCall took threads, less the caller (none
+// before the first such call: a call of the same kind and shape usually comes next). A helper
+// woken so waits for a job spinning a while (long enough for a copy of a few MB) before it sleeps
+// again; one already awake is left as it is. Does nothing in a build without threads.
 void rouse_threads();
 
 // While it lives, the most threads this thread's regions take are counted; when it ends, they are
