@@ -37,6 +37,7 @@ const d = 64, dv = 64, m = 256;
 const WARMUP_MS = 500;
 
 const caseIds = args.cases ? String(args.cases).split(',') : Object.keys(CASES);
+for (const id of caseIds) if (!CASES[id]) throw new RangeError(`--cases: no case '${id}' (the cases: ${Object.keys(CASES).join(', ')})`);
 
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[s.length >> 1]; };
 // Per-round values kept in the results, to 4 digits.
