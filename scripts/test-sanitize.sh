@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The native GoogleTest suite under AddressSanitizer + UndefinedBehaviorSanitizer (clang, any
-# report aborts), its thread tests (Parallel.*: the thread pool, threaded attention) under
-# ThreadSanitizer in build/tsan, then the libFuzzer target over the core (tests/fuzz/fuzz_core.cpp)
+# report aborts), its thread tests (favor_thread_tests: the thread pool, threaded attention, the
+# calling thread's tasks, inputs arriving, rousing, thread time) under ThreadSanitizer in build/tsan, then the libFuzzer target over the core (tests/fuzz/fuzz_core.cpp)
 # for a bounded time. The ASan tests and the fuzzer link one build of the core in build/asan:
 # sanitizers, libFuzzer coverage, and a 32-bit Eigen::Index as in wasm32 (CMake option FAVOR_FUZZ).
 # FUZZ_SECONDS (default 60) sets the fuzzing time; the corpus grows in build/asan/fuzz-corpus,
@@ -26,8 +26,8 @@ echo "== thread tests with TSan (build/tsan)"
 cmake -S . -B build/tsan -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g" \
   -DCMAKE_CXX_FLAGS=-fsanitize=thread -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread \
   -DFAVOR_BUILD_TESTS=ON -DFAVOR_INSTALL=OFF >/dev/null
-cmake --build build/tsan -j"$(nproc)" --target favor_tests
-TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1} build/tsan/tests/native/favor_tests --gtest_filter='Parallel.*:CallerTask.*:InputArrival.*:ThreadTime.*:Rouse.*' --gtest_brief=1
+cmake --build build/tsan -j"$(nproc)" --target favor_thread_tests
+TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1} build/tsan/tests/native/favor_thread_tests --gtest_brief=1
 
 echo "== libFuzzer over the core for ${fuzz_seconds} s (build/asan/fuzz_core)"
 mkdir -p build/asan/fuzz-corpus build/asan/fuzz-crashes
