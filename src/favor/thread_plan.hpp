@@ -44,9 +44,9 @@ FeatureBlocks plan_feature_blocks(Index segments, Index features, int threads, I
 constexpr Index kPieceRows = 32;
 
 // The pieces each of `blocks` blocks of (up to) `rows` rows is cut into on `threads` threads,
-// pieces of at least kPieceRows: the fewest that give each thread the least work, the pieces dealt
+// pieces of at least `min_rows`: the fewest that give each thread the least work, the pieces dealt
 // out one at a time (1 when the blocks share out evenly).
-Index pieces_per_block(Index blocks, Index rows, int threads);
+Index pieces_per_block(Index blocks, Index rows, int threads, Index min_rows = kPieceRows);
 
 // Rows [begin, end) of piece p of a block of `rows` rows cut into `pieces`: in order, sizes within
 // one of each other.

@@ -21,6 +21,11 @@ double resolve_scale(const AttentionOptions& options, Index dim) {
 
 namespace {
 constexpr Index kQueryBlock = 64;
+// Exact attention's blocks may be cut finer than kPieceRows: in halves only, 8 blocks on 12
+// threads take 2 rounds of a half, as on 8 threads; thirds (21 rows) take 2 of a third. The
+// threads a call wakes follow its work (thread_plan.hpp), not its pieces: finer pieces share the
+// rows among the same threads, a piece taking a thread two atomic increments.
+constexpr Index kExactPieceRows = 16;
 }  // namespace
 
 void exact_attention(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v, MatrixRef out,
@@ -43,7 +48,7 @@ void detail::exact_attention(ConstMatrixRef q, const kernel::Keys& k, ConstMatri
   // output depends on its row alone, whatever rows share its block.
   // Causal blocks cost more the later they are: hand the costly ones out first.
   const Index blocks = (L + kQueryBlock - 1) / kQueryBlock;
-  const Index pieces = pieces_per_block(blocks, kQueryBlock, available_threads());
+  const Index pieces = pieces_per_block(blocks, kQueryBlock, available_threads(), kExactPieceRows);
   parallel_for(blocks * pieces, [&](Index bp) {
     const Index block = bp / pieces, b0 = (options.causal ? blocks - 1 - block : block) * kQueryBlock;
     const auto [r0, r1] = piece_rows(std::min(kQueryBlock, L - b0), pieces, bp % pieces);
