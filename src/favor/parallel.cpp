@@ -526,7 +526,7 @@ Index pieces_per_block(Index blocks, Index rows, int threads, Index min_rows) {
   // The fewest pieces with the least time per thread: ceil(blocks p / T) pieces of 1/p block each
   // (8 blocks on 12 threads: 3 pieces each, 2 rounds of a third, rather than 2 of a half; 3
   // blocks on 2 threads: 2 each, 3 rounds of a half, rather than 2 of a whole).
-  const Index most = std::min<Index>(threads, std::max<Index>(1, rows / std::max<Index>(1, min_rows)));
+  const Index most = std::min<Index>(threads, std::max<Index>(1, rows / min_rows));
   Index best = 1, best_rounds = (blocks + threads - 1) / threads;
   for (Index p = 2; p <= most; ++p) {
     const Index rounds = (blocks * p + threads - 1) / threads;

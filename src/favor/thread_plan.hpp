@@ -40,12 +40,18 @@ FeatureBlocks plan_feature_blocks(Index segments, Index features, int threads, I
 // Rows from which a block of rows (a chunk of keys, a block of queries) may be cut into pieces
 // made on several threads, where the blocks alone would leave threads idle (fewer blocks than
 // threads, or a last round that not every thread has): smaller pieces would cost their threads
-// more in hand-overs than they save.
+// more in hand-overs than they save. A call wakes at most one thread per kPieceRows rows.
 constexpr Index kPieceRows = 32;
 
+// Exact attention's least piece: its 64-row query blocks in halves only would leave 8 blocks on
+// 12 threads 2 rounds of a half, as on 8 threads; thirds (21 rows) take 2 of a third. An exact row
+// costs S (d + dv) multiply-adds, and the threads a call wakes still follow its work and
+// kPieceRows: finer pieces share the rows among the same threads.
+constexpr Index kExactPieceRows = 16;
+
 // The pieces each of `blocks` blocks of (up to) `rows` rows is cut into on `threads` threads,
-// pieces of at least `min_rows`: the fewest that give each thread the least work, the pieces dealt
-// out one at a time (1 when the blocks share out evenly).
+// pieces of at least `min_rows` (>= 1): the fewest that give each thread the least work, the
+// pieces dealt out one at a time (1 when the blocks share out evenly).
 Index pieces_per_block(Index blocks, Index rows, int threads, Index min_rows = kPieceRows);
 
 // Rows [begin, end) of piece p of a block of `rows` rows cut into `pieces`: in order, sizes within

@@ -51,39 +51,42 @@ TEST(ThreadPlan, FeatureBlocksCoverBalanceAndFeedEveryThread) {
 }
 
 // Blocks of rows cut into pieces, for every T up to 64 and the two least piece sizes the engines
-// use (kPieceRows, and exact attention's 16): none below the least (in a whole block); the pieces of a block cover its rows once, in order, within one row of each
-// other; dealt out one at a time, the most pieces a thread gets (rounds, each 1/p of a block) is
-// as little as any cut allows, and no more pieces than that takes; where the rows allow a piece
-// per thread, every thread then has the same work.
+// use (kPieceRows, kExactPieceRows): none below the least (in a whole block); the pieces of a
+// block cover its rows once, in order, within one row of each other; dealt out one at a time, the
+// most pieces a thread gets (rounds, each 1/p of a block) is as little as any cut allows, and no
+// more pieces than that takes; where the rows allow a piece per thread, every thread then has the
+// same work.
 TEST(ThreadPlan, RowPiecesFeedEveryThreadAndCoverTheRows) {
   for (int threads = 1; threads <= 64; ++threads) {
     for (Index blocks : {1, 2, 3, 7, 64}) {
-      for (Index rows : {1, 31, 32, 64, 100, 128, 1000})
-      for (Index least : {favor::kPieceRows, Index{16}}) {
-        const Index pieces = favor::pieces_per_block(blocks, rows, threads, least);
-        const std::string at = "T " + std::to_string(threads) + " blocks " + std::to_string(blocks) + " rows " +
-                               std::to_string(rows) + " least " + std::to_string(least);
-        ASSERT_GE(pieces, 1) << at;
-        if (blocks % threads == 0) EXPECT_EQ(pieces, 1) << at;
-        // A thread's work in blocks: rounds(p) = ceil(blocks p / T) pieces of 1/p block, compared
-        // as rounds(a) / a against rounds(b) / b in integers.
-        const auto rounds = [&](Index p) { return (blocks * p + threads - 1) / threads; };
-        const Index most = std::min<Index>(threads, std::max<Index>(1, rows / least));
-        for (Index p = 1; p <= most; ++p) {
-          EXPECT_LE(rounds(pieces) * p, rounds(p) * pieces) << at << ": " << p << " pieces do better";
-          if (p < pieces) EXPECT_LT(rounds(pieces) * p, rounds(p) * pieces) << at << ": " << p << " pieces do as well";
+      for (Index rows : {1, 31, 32, 64, 100, 128, 1000}) {
+        for (Index least : {favor::kPieceRows, favor::kExactPieceRows}) {
+          const Index pieces = favor::pieces_per_block(blocks, rows, threads, least);
+          const std::string at = "T " + std::to_string(threads) + " blocks " + std::to_string(blocks) + " rows " +
+                                 std::to_string(rows) + " least " + std::to_string(least);
+          ASSERT_GE(pieces, 1) << at;
+          if (blocks % threads == 0) EXPECT_EQ(pieces, 1) << at;
+          // A thread's work in blocks: rounds(p) = ceil(blocks p / T) pieces of 1/p block, compared
+          // as rounds(a) / a against rounds(b) / b in integers.
+          const auto rounds = [&](Index p) { return (blocks * p + threads - 1) / threads; };
+          const Index most = std::min<Index>(threads, std::max<Index>(1, rows / least));
+          for (Index p = 1; p <= most; ++p) {
+            EXPECT_LE(rounds(pieces) * p, rounds(p) * pieces) << at << ": " << p << " pieces do better";
+            if (p < pieces)
+              EXPECT_LT(rounds(pieces) * p, rounds(p) * pieces) << at << ": " << p << " pieces do as well";
+          }
+          if (rows / least >= threads) EXPECT_EQ(rounds(pieces) * threads, blocks * pieces) << at;
+          Index next = 0, small = rows, large = 0;
+          for (Index p = 0; p < pieces; ++p) {
+            const auto [begin, end] = favor::piece_rows(rows, pieces, p);
+            ASSERT_EQ(begin, next) << at << " piece " << p;
+            next = end;
+            small = std::min(small, end - begin), large = std::max(large, end - begin);
+          }
+          EXPECT_EQ(next, rows) << at;
+          EXPECT_LE(large - small, 1) << at;
+          if (pieces > 1) EXPECT_GE(small, least) << at;
         }
-        if (rows / least >= threads) EXPECT_EQ(rounds(pieces) * threads, blocks * pieces) << at;
-        Index next = 0, small = rows, large = 0;
-        for (Index p = 0; p < pieces; ++p) {
-          const auto [begin, end] = favor::piece_rows(rows, pieces, p);
-          ASSERT_EQ(begin, next) << at << " piece " << p;
-          next = end;
-          small = std::min(small, end - begin), large = std::max(large, end - begin);
-        }
-        EXPECT_EQ(next, rows) << at;
-        EXPECT_LE(large - small, 1) << at;
-        if (pieces > 1) EXPECT_GE(small, least) << at;
       }
     }
   }

@@ -21,11 +21,6 @@ double resolve_scale(const AttentionOptions& options, Index dim) {
 
 namespace {
 constexpr Index kQueryBlock = 64;
-// Exact attention's blocks may be cut finer than kPieceRows: in halves only, 8 blocks on 12
-// threads take 2 rounds of a half, as on 8 threads; thirds (21 rows) take 2 of a third. The
-// threads a call wakes follow its work (thread_plan.hpp), not its pieces: finer pieces share the
-// rows among the same threads, a piece taking a thread two atomic increments.
-constexpr Index kExactPieceRows = 16;
 }  // namespace
 
 void exact_attention(ConstMatrixRef q, ConstMatrixRef k, ConstMatrixRef v, MatrixRef out,
