@@ -1,7 +1,7 @@
 // The thread planning of thread_plan.hpp, for machines this 2-core one cannot be: every thread
 // count up to 64. Feature blocks cover every feature once, in whole quanta, within 2x of each
-// other in width, with at least as many parts as threads where the features allow it, so that
-// parts dealt out one at a time leave no thread idle while another has more than one left. A
+// other in width, as many as give each thread the least work, so that where the features allow
+// it, parts dealt out one at a time leave no thread idle while another has more than one left. A
 // region's home ranges give every index to one thread, in order and evenly. And the threads a
 // call uses grow with its work and never pass the threads there are.
 #include <gtest/gtest.h>
@@ -19,7 +19,7 @@ using favor::Index;
 
 TEST(ThreadPlan, FeatureBlocksCoverBalanceAndFeedEveryThread) {
   for (int threads = 1; threads <= 64; ++threads) {
-    for (Index segments : {1, 2, 3, 7, 64}) {
+    for (Index segments : {1, 2, 3, 7, 16, 64}) {
       for (Index features : {16, 33, 64, 100, 256, 512, 1000}) {
         const Index quantum = 16;
         const favor::FeatureBlocks plan = favor::plan_feature_blocks(segments, features, threads, quantum);
@@ -35,16 +35,18 @@ TEST(ThreadPlan, FeatureBlocksCoverBalanceAndFeedEveryThread) {
           narrow = std::min(narrow, plan.width(b)), wide = std::max(wide, plan.width(b));
         }
         EXPECT_LE(wide, 2 * narrow) << at;
-        const Index parts = segments * plan.count(), quanta = std::max<Index>(1, features / quantum);
-        // As many parts as threads, unless every block is already one quantum wide.
-        EXPECT_TRUE(parts >= threads || plan.count() == quanta) << at << ": " << parts << " parts";
-        // Not needlessly many: one block per segment more than the threads ask would be waste.
-        EXPECT_LE(plan.count(), std::max<Index>(1, (threads + segments - 1) / segments)) << at;
-        // Dealt out one at a time, thread t gets parts t, t + T, ...: counts differ by one at most.
-        std::vector<Index> per_thread(static_cast<std::size_t>(threads), 0);
-        for (Index p = 0; p < parts; ++p) ++per_thread[static_cast<std::size_t>(p % threads)];
-        const auto [few, many] = std::minmax_element(per_thread.begin(), per_thread.end());
-        EXPECT_LE(*many - *few, 1) << at;
+        // Dealt out one at a time, a thread gets rounds(p) = ceil(segments p / T) parts of 1/p
+        // segment: the plan's blocks give the least of that any count of blocks up to the quanta
+        // gives (compared in integers), and no more blocks than that takes.
+        const Index blocks = plan.count(), quanta = std::max<Index>(1, features / quantum);
+        const auto rounds = [&](Index p) { return (segments * p + threads - 1) / threads; };
+        for (Index p = 1; p <= std::min<Index>(quanta, threads); ++p) {
+          EXPECT_LE(rounds(blocks) * p, rounds(p) * blocks) << at << ": " << p << " blocks do better";
+          if (p < blocks) EXPECT_LT(rounds(blocks) * p, rounds(p) * blocks) << at << ": " << p << " blocks do as well";
+        }
+        // Where the quanta allow a block per thread, no thread is idle while another has more
+        // than one part left: every thread gets the same number.
+        if (quanta >= threads) EXPECT_EQ(rounds(blocks) * threads, segments * blocks) << at;
       }
     }
   }
