@@ -13,11 +13,14 @@ scripts/build-wasm.sh
 # thread never runs (nodejs/node#54918; seen here in ~1 of 4 runs of a test file on a loaded 2-core
 # machine, none in 60 with this flag): compile on the main thread instead.
 node_flags=--no-concurrent-recompilation
+# A test file at a time by default on 2 cores (the cores less one); the files wait on compiling
+# modules and on their workers as much as they compute, and two at a time took 1.6 min, not 2.5.
+files_at_once=--test-concurrency=$(nproc)
 echo "== Node (node --test; --expose-gc for the FinalizationRegistry test)"
-node --expose-gc $node_flags --test --test-reporter=spec tests/node/
+node --expose-gc $node_flags --test $files_at_once --test-reporter=spec tests/node/
 echo "== Node 22 (relaxed SIMD by default: loadFavor() picks favor-relaxed.wasm)"
 node22=$(scripts/ensure-node.sh 22)
-"$node22" --expose-gc --test --test-reporter=dot tests/node/*.test.mjs
+"$node22" --expose-gc --test $files_at_once --test-reporter=dot tests/node/*.test.mjs
 echo "== browser and package (headless Chromium and Firefox, npm pack)"
 scripts/ensure-deps.sh browser
 # scripts/firefox.mjs drives Firefox over WebDriver BiDi with the global WebSocket (Node 20: a flag).
