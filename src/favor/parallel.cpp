@@ -33,7 +33,6 @@ std::atomic<int> g_max_threads{1};
 thread_local bool t_in_parallel = false;  // inside a region: a nested one becomes a job that idle
                                           // threads of the region help with
 thread_local int t_share = 1;             // inside a region: its threads per index (>= 1)
-thread_local RegionShape t_region{1, 1};  // inside a region: its indices and threads (region_shape())
 thread_local int t_limit = 0;             // a ThreadLimit's count for this thread's regions (0: none)
 std::atomic<int> g_threads_used{1};       // for take_threads_used()
 thread_local std::function<void()>* t_caller_task = nullptr;  // a CallerTask's, until it runs
@@ -69,22 +68,20 @@ void run_traced(Index count, void (*call)(void*, Index), void* context) {
   struct Restore {  // also when an index throws
     bool nested;
     int share;
-    RegionShape shape;
     TracedIndex* index;
     ~Restore() {
-      t_in_parallel = nested, t_share = share, t_region = shape, t_index = index;
+      t_in_parallel = nested, t_share = share, t_index = index;
       index->serial.push_back(0.0);
       t_mark = std::chrono::steady_clock::now();
     }
-  } const restore{t_in_parallel, t_share, t_region, &parent};
+  } const restore{t_in_parallel, t_share, &parent};
   TracedRegion region;
   region.threads = restore.nested ? 1 : available_threads();
   const int index_share = restore.nested ? 1 : threads_per_index(count, region.threads);
   region.indices.resize(static_cast<std::size_t>(count));
   parent.regions.push_back(std::move(region));
-  const RegionShape shape{count, region.threads};
   for (Index i = 0; i < count; ++i) {
-    t_in_parallel = true, t_share = index_share, t_region = shape;
+    t_in_parallel = true, t_share = index_share;
     t_index = &parent.regions.back().indices[static_cast<std::size_t>(i)];
     t_mark = std::chrono::steady_clock::now();
     call(context, i);
@@ -147,7 +144,6 @@ class Pool {
     const int helpers = std::min<int>(threads - 1, static_cast<int>(helpers_.size()));
     job_.call = call, job_.context = context;
     job_.share = threads_per_index(count, threads);
-    job_.shape = {count, threads};
     job_.in_flight.store(0, std::memory_order_relaxed);
     job_.range = ranges_, job_.ranges = helpers + 1;
     for (int p = 0; p <= helpers; ++p) {
@@ -192,7 +188,6 @@ class Pool {
   bool run_nested(Index count, void (*call)(void*, Index), void* context) {
     Job job;
     job.call = call, job.context = context, job.error_index.store(count, std::memory_order_relaxed);
-    job.shape = {count, 1};
     Range all;
     all.end = count;
     job.range = &all;
@@ -304,7 +299,6 @@ class Pool {
     std::atomic<Index> in_flight{0};  // indices taken and not finished
     std::atomic<int> joined{0};       // a nested job's helpers still in it
     int share = 1;                    // threads per index, for available_threads() inside
-    RegionShape shape{1, 1};          // for region_shape() inside
     std::atomic<Index> error_index{0};  // the lowest index that threw (count: none), under error_mutex_
     std::exception_ptr error;
   };
@@ -405,10 +399,8 @@ class Pool {
   void work(Job& job, int self) {
     const bool nested = t_in_parallel;
     const int share = t_share;
-    const RegionShape shape = t_region;
     t_in_parallel = true;
     t_share = job.share;
-    t_region = job.shape;
     // A recording (timeline.hpp) notes this thread's outermost indices only.
     detail::Recording* const recording = t_index_depth ? nullptr : detail::recording();
     for (int r = 0; r < job.ranges; ++r) {
@@ -440,7 +432,6 @@ class Pool {
     }
     t_in_parallel = nested;
     t_share = share;
-    t_region = shape;
   }
 
   // Until every index of `job` has finished: helps with the nested jobs its indices publish.
@@ -516,8 +507,6 @@ int max_threads() {
 }
 
 int available_threads() { return t_in_parallel ? t_share : t_limit ? std::min(t_limit, max_threads()) : max_threads(); }
-
-RegionShape region_shape() { return t_in_parallel ? t_region : RegionShape{1, available_threads()}; }
 
 int take_threads_used() { return g_threads_used.exchange(1); }
 

@@ -26,23 +26,12 @@ constexpr double kWorkPerPart = 16384.0;
 // beyond the parts help with their inner loops); at most max_threads().
 int threads_for_parts(Index parts, double work_per_part);
 
-// The region whose index this thread runs: its indices and the threads it invited (a region
-// nested in an index: 1). Outside any region a call is a region of one index on
-// available_threads(). A part of a call inside an index (a head's segments among 8 heads) is cut
-// so that the region's parts, its sibling indices' alike, share out evenly among the region's
-// threads, which the index's own share of threads (threads / indices, rounded up) cannot tell.
-struct RegionShape {
-  Index indices;
-  int threads;
-};
-RegionShape region_shape();
-
-// A segment's features cut into blocks folded in parallel, `segments` segments at once (every
-// index's of the region, alike) on `threads` threads: the fewest blocks per segment that give
-// each thread the least work, the parts (segments x blocks) dealt out one at a time
-// (pieces_per_block, in quanta), each block a whole number of `quantum` features (the last also
-// takes features % quantum), block widths within 2x of each other. starts[b] is block b's first
-// feature; starts.back() = features.
+// A segment's features cut into blocks folded in parallel, `segments` segments at once, on
+// `threads` threads: the fewest blocks per segment that give each thread the least work, the
+// parts (segments x blocks) dealt out one at a time (pieces_per_block, in quanta: 2 segments on
+// 3 threads take 3 blocks each, 2 rounds of a third, rather than 2 of a half); each block a whole
+// number of `quantum` features (the last also takes features % quantum), block widths within 2x
+// of each other. starts[b] is block b's first feature; starts.back() = features.
 struct FeatureBlocks {
   std::vector<Index> starts;
   Index count() const { return static_cast<Index>(starts.size()) - 1; }

@@ -17,7 +17,6 @@
 
 #include <favor/thread_plan.hpp>
 
-#include "favor/work_span.hpp"
 #include "reference.hpp"
 
 namespace {
@@ -239,15 +238,9 @@ TEST(Parallel, NestedRegionsAreHelpedByIdleThreads) {
   std::mutex m;
   std::vector<int> ids;
   std::vector<std::atomic<int>> hits(2 * 64);
-  EXPECT_EQ(favor::region_shape().indices, 1) << "a call on its own: a region of one index";
-  EXPECT_EQ(favor::region_shape().threads, 4);
   favor::parallel_for(2, [&](Index outer) {
     EXPECT_EQ(favor::available_threads(), 2) << "4 threads over 2 indices";
-    EXPECT_EQ(favor::region_shape().indices, 2);
-    EXPECT_EQ(favor::region_shape().threads, 4);
     favor::parallel_for(64, [&](Index i) {
-      EXPECT_EQ(favor::region_shape().indices, 64);
-      EXPECT_EQ(favor::region_shape().threads, 1) << "a nested region: helped, with no threads of its own";
       ++hits[static_cast<std::size_t>(outer * 64 + i)];
       std::this_thread::sleep_for(std::chrono::microseconds(200));
       std::lock_guard<std::mutex> lock(m);
@@ -564,44 +557,6 @@ TEST(Parallel, TensorHeadsSameBitsForAnyThreadCount) {
     return outs;
   };
   expect_same_bits_as_one_thread(run, {2, 3, 4}, "tensor heads");
-}
-
-// A head among 8 on 12 threads has a share of 2 threads, and its 2 segments alone would fold whole
-// on them: 16 folds on 12 threads, 2 rounds where the work is worth 1.33. Its folds are cut by
-// the region's threads instead, into 3 feature blocks each (48 parts, 4 rounds of a third),
-// bidirectional and causal; the bits stay those of one thread. The split is read from the traced
-// call (work_span.hpp): each head's fold is a region of 6 indices.
-TEST(Parallel, HeadsAmongSiblingsFoldByTheRegionsThreads) {
-  std::mt19937 gen(41);
-  const Index H = 8, L = 2100, d = 8, dv = 4;
-  const MatF q = 0.5f * ref::normal_matrix(H * L, d, gen), k = 0.5f * ref::normal_matrix(H * L, d, gen),
-             v = ref::normal_matrix(H * L, dv, gen);
-  favor::FeatureMapOptions fo;
-  fo.dim = d, fo.features = 96, fo.seed = 5;  // 6 quanta: 3 blocks of 32
-  const favor::FeatureMap map(fo);
-  const favor::ConstTensorView qt{q.data(), {H, L, d}}, kt{k.data(), {H, L, d}}, vt{v.data(), {H, L, dv}};
-  for (bool c : {false, true}) {
-    favor::FavorOptions o;
-    o.causal = c;
-    auto run = [&] {
-      MatF out(H * L, dv);
-      favor::favor_attention(map, qt, kt, vt, {out.data(), {H, L, dv}}, o);
-      return std::vector<MatF>{out};
-    };
-    expect_same_bits_as_one_thread(run, {12}, c ? "causal" : "bidirectional");
-    const favor::WorkSpan ws = favor::measure_work_span(12, [&] { run(); });
-    ASSERT_EQ(ws.call.regions.size(), 1u);
-    const favor::TracedRegion& heads = ws.call.regions[0];
-    EXPECT_EQ(heads.threads, 12);
-    ASSERT_EQ(heads.indices.size(), static_cast<std::size_t>(H));
-    for (const favor::TracedIndex& head : heads.indices) {
-      // Both forms make the key chunks first (a region of 2100 / 64 = 33 chunks), then fold.
-      std::vector<std::size_t> sizes;
-      for (const favor::TracedRegion& r : head.regions) sizes.push_back(r.indices.size());
-      EXPECT_NE(std::find(sizes.begin(), sizes.end(), 2u * 3u), sizes.end())
-          << (c ? "causal" : "bidirectional") << ": no fold of 2 segments x 3 feature blocks";
-    }
-  }
 }
 
 // A FAVOR+ causal state on one and on several threads: prefill pieces that continue the carried

@@ -41,7 +41,7 @@ void fold_segment(SegmentKeys& segment, const FactorBlock& keys, Index features,
   segment.total = std::move(state);
 }
 
-// fold_segment by feature blocks (kFeatureQuantum), where whole segments would leave threads idle: what a
+// fold_segment by feature blocks (kFeatureQuantum), with more threads than segments: what a
 // block folds goes to its rows of the segment's states and its columns of the chunks' features,
 // which size_segment sizes for every feature first. The key chunks are made already.
 void size_segment(SegmentKeys& segment, Index features, Index dv) {
@@ -318,7 +318,7 @@ void causal_factored_attention(const std::vector<QueryHead>& heads, const Factor
     return;
   }
   // Several threads: segments in waves, first the keys of the wave's segments in parallel (each
-  // keeping its chunks' states; by feature blocks where whole segments would not share out evenly),
+  // keeping its chunks' states; by feature blocks when the wave has fewer segments than threads),
   // then the prefixes in segment order, then the sweeps in parallel
   // (over heads and pieces). Same bits for any thread count or wave size, and as the one pass.
   const Index segments = (L + segment - 1) / segment;
@@ -336,14 +336,9 @@ void causal_factored_attention(const std::vector<QueryHead>& heads, const Factor
     std::vector<SegmentKeys> ks(static_cast<std::size_t>(count));
     for (Index s = 0; s < count; ++s)
       ks[static_cast<std::size_t>(s)].chunks.resize(static_cast<std::size_t>((rows(s).second - rows(s).first + chunk - 1) / chunk));
-    // Folded by feature blocks where whole folds would not share out evenly among the region's
-    // threads (fewer segments than threads, or 2 segments of each of 8 heads on 12 threads).
-    const RegionShape region = region_shape();
-    const FeatureBlocks plan = plan_feature_blocks(count * region.indices, features, region.threads, kFeatureQuantum);
-    const Index blocks = plan.count();
-    if (blocks > 1) {
-      // The key chunks first, in parallel across chunks. Otherwise each fold makes its chunks as it
-      // goes, while they are in cache.
+    if (count < threads) {
+      // Fewer segments than threads (short inputs): the key chunks first, in parallel across
+      // chunks. Otherwise each fold makes its chunks as it goes, while they are in cache.
       const auto key_chunks = starts(chunk);
       parallel_for(static_cast<Index>(key_chunks.size()), [&](Index i) {
         const auto [s, j0] = key_chunks[static_cast<std::size_t>(i)];
@@ -352,7 +347,8 @@ void causal_factored_attention(const std::vector<QueryHead>& heads, const Factor
             key_chunk(aligned, features, j0, std::min(chunk, end - j0));
       });
     }
-    if (blocks > 1) {
+    const FeatureBlocks plan = plan_feature_blocks(count, features, count < threads ? threads : 1, kFeatureQuantum);
+    if (const Index blocks = plan.count(); blocks > 1) {
       for (SegmentKeys& k : ks) size_segment(k, features, v.cols());
       parallel_for(count * blocks, [&](Index t) {
         const Index b = t % blocks;

@@ -378,12 +378,12 @@ namespace {
 // floats) to fold them by feature blocks.
 constexpr Index kBlockedFoldRows = 16384;
 
-// The states of the segments of [begin, end) (parts[s], tops[s]: max |v|), where whole segments
-// would leave threads idle: the key chunks first, in parallel, then each segment folded by the
-// feature blocks of `plan` in parallel.
+// The states of the segments of [begin, end) (parts[s], tops[s]: max |v|), with more threads than
+// segments: the key chunks first, in parallel, then each segment folded by feature blocks in
+// parallel (kFeatureQuantum).
 void fold_by_feature_blocks(const FactorBlock& keys, Index features, ConstMatrixRef v, Index chunk, Index segment,
-                            Index begin, Index end, int threads, const FeatureBlocks& plan,
-                            std::vector<PrefixState>& parts, std::vector<float>* tops) {
+                            Index begin, Index end, int threads, std::vector<PrefixState>& parts,
+                            std::vector<float>* tops) {
   const Index count = static_cast<Index>(parts.size());
   const Index chunks = (end - begin + chunk - 1) / chunk, per_segment = segment / chunk;
   // Chunks that would not share out evenly among the threads (a short call's few) made in pieces
@@ -404,6 +404,7 @@ void fold_by_feature_blocks(const FactorBlock& keys, Index features, ConstMatrix
       float& top = (*tops)[static_cast<std::size_t>(cp / pieces / per_segment)];
       top = std::max(top, chunk_tops[static_cast<std::size_t>(cp)]);
     }
+  const FeatureBlocks plan = plan_feature_blocks(count, features, threads, kFeatureQuantum);
   const Index blocks = plan.count();
   for (PrefixState& part : parts) part = empty_prefix_state(features, v.cols());
   parallel_for(count * blocks, [&](Index t) {
@@ -427,14 +428,8 @@ void fold_range(const FactorBlock& keys, Index features, ConstMatrixRef v, Index
   std::vector<PrefixState> parts(count);
   std::vector<float> tops(count, 0.0f);
   const int threads = available_threads();
-  // By feature blocks where whole segments would not share out evenly among the region's threads
-  // (fewer segments than threads, or 2 segments of each of 8 heads on 12 threads).
-  const RegionShape region = region_shape();
-  const FeatureBlocks plan =
-      plan_feature_blocks(static_cast<Index>(count) * region.indices, features, region.threads, kFeatureQuantum);
-  if (threads > 1 && plan.count() > 1 && end - begin <= kBlockedFoldRows && features >= 2 * kFeatureQuantum) {
-    fold_by_feature_blocks(keys, features, v, chunk, segment, begin, end, threads, plan, parts,
-                           v_top ? &tops : nullptr);
+  if (static_cast<Index>(count) < threads && end - begin <= kBlockedFoldRows && features >= 2 * kFeatureQuantum) {
+    fold_by_feature_blocks(keys, features, v, chunk, segment, begin, end, threads, parts, v_top ? &tops : nullptr);
   } else {
     parallel_for(static_cast<Index>(count), [&](Index s) {
       const Index b = begin + s * segment;
