@@ -17,6 +17,19 @@ namespace {
 
 using favor::Index;
 
+// Dealt out one at a time on `threads` threads, `units` units (segments, blocks of rows) cut into
+// p parts each give a thread rounds(p) = ceil(units p / T) parts of 1/p unit: `chosen` parts
+// give the least of that any p up to `most` gives (rounds(a) / a against rounds(b) / b, compared
+// in integers), and no fewer parts give as little. Returns rounds(chosen).
+Index expect_least_rounds(Index chosen, Index units, int threads, Index most, const std::string& at) {
+  const auto rounds = [&](Index p) { return (units * p + threads - 1) / threads; };
+  for (Index p = 1; p <= most; ++p) {
+    EXPECT_LE(rounds(chosen) * p, rounds(p) * chosen) << at << ": " << p << " parts do better";
+    if (p < chosen) EXPECT_LT(rounds(chosen) * p, rounds(p) * chosen) << at << ": " << p << " parts do as well";
+  }
+  return rounds(chosen);
+}
+
 TEST(ThreadPlan, FeatureBlocksCoverBalanceAndFeedEveryThread) {
   for (int threads = 1; threads <= 64; ++threads) {
     for (Index segments : {1, 2, 3, 7, 16, 64}) {
@@ -35,18 +48,12 @@ TEST(ThreadPlan, FeatureBlocksCoverBalanceAndFeedEveryThread) {
           narrow = std::min(narrow, plan.width(b)), wide = std::max(wide, plan.width(b));
         }
         EXPECT_LE(wide, 2 * narrow) << at;
-        // Dealt out one at a time, a thread gets rounds(p) = ceil(segments p / T) parts of 1/p
-        // segment: the plan's blocks give the least of that any count of blocks up to the quanta
-        // gives (compared in integers), and no more blocks than that takes.
+        // The least work per thread of any count of blocks up to the quanta, with the fewest blocks.
         const Index blocks = plan.count(), quanta = std::max<Index>(1, features / quantum);
-        const auto rounds = [&](Index p) { return (segments * p + threads - 1) / threads; };
-        for (Index p = 1; p <= std::min<Index>(quanta, threads); ++p) {
-          EXPECT_LE(rounds(blocks) * p, rounds(p) * blocks) << at << ": " << p << " blocks do better";
-          if (p < blocks) EXPECT_LT(rounds(blocks) * p, rounds(p) * blocks) << at << ": " << p << " blocks do as well";
-        }
+        const Index rounds = expect_least_rounds(blocks, segments, threads, std::min<Index>(quanta, threads), at);
         // Where the quanta allow a block per thread, no thread is idle while another has more
         // than one part left: every thread gets the same number.
-        if (quanta >= threads) EXPECT_EQ(rounds(blocks) * threads, segments * blocks) << at;
+        if (quanta >= threads) EXPECT_EQ(rounds * threads, segments * blocks) << at;
       }
     }
   }
@@ -68,16 +75,9 @@ TEST(ThreadPlan, RowPiecesFeedEveryThreadAndCoverTheRows) {
                                  std::to_string(rows) + " least " + std::to_string(least);
           ASSERT_GE(pieces, 1) << at;
           if (blocks % threads == 0) EXPECT_EQ(pieces, 1) << at;
-          // A thread's work in blocks: rounds(p) = ceil(blocks p / T) pieces of 1/p block, compared
-          // as rounds(a) / a against rounds(b) / b in integers.
-          const auto rounds = [&](Index p) { return (blocks * p + threads - 1) / threads; };
           const Index most = std::min<Index>(threads, std::max<Index>(1, rows / least));
-          for (Index p = 1; p <= most; ++p) {
-            EXPECT_LE(rounds(pieces) * p, rounds(p) * pieces) << at << ": " << p << " pieces do better";
-            if (p < pieces)
-              EXPECT_LT(rounds(pieces) * p, rounds(p) * pieces) << at << ": " << p << " pieces do as well";
-          }
-          if (rows / least >= threads) EXPECT_EQ(rounds(pieces) * threads, blocks * pieces) << at;
+          const Index rounds = expect_least_rounds(pieces, blocks, threads, most, at);
+          if (rows / least >= threads) EXPECT_EQ(rounds * threads, blocks * pieces) << at;
           Index next = 0, small = rows, large = 0;
           for (Index p = 0; p < pieces; ++p) {
             const auto [begin, end] = favor::piece_rows(rows, pieces, p);
