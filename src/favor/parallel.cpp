@@ -521,17 +521,17 @@ int threads_for_parts(Index parts, double work_per_part) {
   return std::max(one_each, threads_for_work(static_cast<double>(parts) * work_per_part));
 }
 
-Index pieces_per_block(Index blocks, Index rows, int threads, Index min_rows) {
+Index pieces_per_block(Index blocks, Index units, int threads, Index min_units) {
   if (blocks <= 0 || threads <= 1) return 1;
-  // The fewest pieces with the least time per thread: ceil(blocks p / T) pieces of 1/p block each
-  // (8 blocks on 12 threads: 3 pieces each, 2 rounds of a third, rather than 2 of a half; 3
-  // blocks on 2 threads: 2 each, 3 rounds of a half, rather than 2 of a whole).
-  const Index most = std::min<Index>(threads, std::max<Index>(1, rows / min_rows));
-  Index best = 1, best_rounds = (blocks + threads - 1) / threads;
-  for (Index p = 2; p <= most; ++p) {
-    const Index rounds = (blocks * p + threads - 1) / threads;
-    if (rounds * best < best_rounds * p) best = p, best_rounds = rounds;
-  }
+  // The fewest pieces with the least time per thread: ceil(blocks p / T) pieces of at most
+  // ceil(units / p) units each (8 blocks on 12 threads: 3 pieces each, 2 rounds of a third,
+  // rather than 2 of a half; 3 blocks on 2 threads: 2 each, 3 rounds of a half, rather than 2 of
+  // a whole). Pieces are whole units, so 8 units in thirds take 3 per round, not 2.67.
+  const Index most = std::min<Index>(threads, std::max<Index>(1, units / min_units));
+  const auto cost = [&](Index p) { return (blocks * p + threads - 1) / threads * ((units + p - 1) / p); };
+  Index best = 1;
+  for (Index p = 2; p <= most; ++p)
+    if (cost(p) < cost(best)) best = p;
   return best;
 }
 

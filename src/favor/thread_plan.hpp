@@ -46,15 +46,19 @@ FeatureBlocks plan_feature_blocks(Index segments, Index features, int threads, I
 constexpr Index kPieceRows = 32;
 
 // Exact attention's least piece: its 64-row query blocks in halves only would leave 8 blocks on
-// 12 threads 2 rounds of a half, as on 8 threads; thirds (21 rows) take 2 of a third. An exact row
-// costs S (d + dv) multiply-adds, and the threads a call wakes still follow its work and
-// kPieceRows: finer pieces share the rows among the same threads.
+// 12 threads 2 rounds of a half, as on 8 threads; thirds take 2 of a third (3, 3 and 2 strips of
+// queries: exact attention computes whole strips, so its pieces are whole strips too, and a piece
+// of 21 rows would cost as much as one of 24). An exact row costs S (d + dv) multiply-adds, and
+// the threads a call wakes still follow its work and kPieceRows: finer pieces share the rows
+// among the same threads.
 constexpr Index kExactPieceRows = 16;
 
-// The pieces each of `blocks` blocks of (up to) `rows` rows is cut into on `threads` threads,
-// pieces of at least `min_rows` (>= 1): the fewest that give each thread the least work, the
-// pieces dealt out one at a time (1 when the blocks share out evenly).
-Index pieces_per_block(Index blocks, Index rows, int threads, Index min_rows = kPieceRows);
+// The pieces each of `blocks` blocks of (up to) `units` units (rows, or strips of rows where a
+// kernel computes whole strips) is cut into on `threads` threads, pieces of whole units and at
+// least `min_units` (>= 1): the fewest that give each thread the least work, ceil(blocks p / T)
+// pieces of at most ceil(units / p) units, the pieces dealt out one at a time (1 when the blocks
+// share out evenly).
+Index pieces_per_block(Index blocks, Index units, int threads, Index min_units = kPieceRows);
 
 // Rows [begin, end) of piece p of a block of `rows` rows cut into `pieces`: in order, sizes within
 // one of each other.

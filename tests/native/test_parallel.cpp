@@ -434,10 +434,10 @@ TEST(Parallel, ShortCallsCutIntoPiecesSameBits) {
   }
 }
 
-// Exact attention's query blocks of 64 rows cut into pieces of 16 rows or more where one head's
-// blocks would not share out evenly among the threads (L = 40: one short block; 128: two blocks,
-// in thirds of 21-22 rows on 3 threads; 200: four and a short one), bidirectional and causal,
-// with a key mask: the bits of one thread.
+// Exact attention's query blocks of 64 rows cut into pieces of whole strips, 16 rows or more,
+// where one head's blocks would not share out evenly among the threads (L = 40: one short block;
+// 128: two blocks, in thirds of 16, 24 and 24 rows on 3 threads; 200: four and a short one),
+// bidirectional and causal, with a key mask: the bits of one thread.
 TEST(Parallel, ExactQueryBlocksCutIntoPiecesSameBits) {
   std::mt19937 gen(32);
   const Index S = 512, d = 64, dv = 64;  // (work enough for 16 threads at L = 128)

@@ -17,17 +17,27 @@ namespace {
 
 using favor::Index;
 
-// Dealt out one at a time on `threads` threads, `units` units (segments, blocks of rows) cut into
-// p parts each give a thread rounds(p) = ceil(units p / T) parts of 1/p unit: `chosen` parts
-// give the least of that any p up to `most` gives (rounds(a) / a against rounds(b) / b, compared
-// in integers), and no fewer parts give as little. Returns rounds(chosen).
-Index expect_least_rounds(Index chosen, Index units, int threads, Index most, const std::string& at) {
-  const auto rounds = [&](Index p) { return (units * p + threads - 1) / threads; };
+// Dealt out one at a time on `threads` threads, `blocks` blocks (segments, blocks of rows) of
+// `units` units (quanta of features, rows, strips of rows) cut into p pieces of whole units each
+// give a thread rounds(p) = ceil(blocks p / T) pieces of at most ceil(units / p) units: `chosen`
+// pieces give the least of that any p up to `most` gives, and no fewer pieces give as little.
+// Returns rounds(chosen).
+Index expect_least_rounds(Index chosen, Index blocks, Index units, int threads, Index most, const std::string& at) {
+  const auto rounds = [&](Index p) { return (blocks * p + threads - 1) / threads; };
+  const auto cost = [&](Index p) { return rounds(p) * ((units + p - 1) / p); };
   for (Index p = 1; p <= most; ++p) {
-    EXPECT_LE(rounds(chosen) * p, rounds(p) * chosen) << at << ": " << p << " parts do better";
-    if (p < chosen) EXPECT_LT(rounds(chosen) * p, rounds(p) * chosen) << at << ": " << p << " parts do as well";
+    EXPECT_LE(cost(chosen), cost(p)) << at << ": " << p << " pieces do better";
+    if (p < chosen) EXPECT_LT(cost(chosen), cost(p)) << at << ": " << p << " pieces do as well";
   }
   return rounds(chosen);
+}
+
+// The time of `sizes` (units of work, in order) dealt out one at a time on `threads` threads, each
+// thread taking the next part when it is free: the most units any thread gets.
+Index dealt_time(const std::vector<Index>& sizes, int threads) {
+  std::vector<Index> busy(static_cast<std::size_t>(threads), 0);
+  for (Index size : sizes) *std::min_element(busy.begin(), busy.end()) += size;
+  return *std::max_element(busy.begin(), busy.end());
 }
 
 TEST(ThreadPlan, FeatureBlocksCoverBalanceAndFeedEveryThread) {
@@ -50,41 +60,51 @@ TEST(ThreadPlan, FeatureBlocksCoverBalanceAndFeedEveryThread) {
         EXPECT_LE(wide, 2 * narrow) << at;
         // The least work per thread of any count of blocks up to the quanta, with the fewest blocks.
         const Index blocks = plan.count(), quanta = std::max<Index>(1, features / quantum);
-        const Index rounds = expect_least_rounds(blocks, segments, threads, std::min<Index>(quanta, threads), at);
-        // Where the quanta allow a block per thread, no thread is idle while another has more
-        // than one part left: every thread gets the same number.
-        if (quanta >= threads) EXPECT_EQ(rounds * threads, segments * blocks) << at;
+        expect_least_rounds(blocks, segments, quanta, threads, std::min<Index>(quanta, threads), at);
+        // Dealt out, the parts end as soon as that promises, and where the quanta allow a block
+        // per thread, as soon as every segment cut in T blocks would: a thread left without a
+        // part in the last round is one that finer blocks would not have ended sooner.
+        std::vector<Index> sizes;
+        for (Index s = 0; s < segments; ++s)
+          for (Index b = 0; b < blocks; ++b) sizes.push_back(quanta / blocks + (b < quanta % blocks ? 1 : 0));
+        const Index time = dealt_time(sizes, threads);
+        EXPECT_LE(time, (segments * blocks + threads - 1) / threads * ((quanta + blocks - 1) / blocks)) << at;
+        if (quanta >= threads) EXPECT_LE(time, segments * ((quanta + threads - 1) / threads)) << at;
       }
     }
   }
 }
 
-// Blocks of rows cut into pieces, for every T up to 64 and the two least piece sizes the engines
-// use (kPieceRows, kExactPieceRows): none below the least (in a whole block); the pieces of a
-// block cover its rows once, in order, within one row of each other; dealt out one at a time, the
-// most pieces a thread gets (rounds, each 1/p of a block) is as little as any cut allows, and no
-// more pieces than that takes; where the rows allow a piece per thread, every thread then has the
-// same work.
+// Blocks of rows cut into pieces, for every T up to 64 and the least piece sizes the engines use
+// (kPieceRows rows; exact attention's kExactPieceRows, in strips of 8 or 16 rows): none below the
+// least (in a whole block); the pieces of a block cover its units once, in order, within one of
+// each other; dealt out one at a time, the most work a thread gets (rounds of at most
+// ceil(units / p) units) is as little as any cut allows, and no more pieces than that take it;
+// where the units allow a piece per thread, the work ends as soon as with every block cut in T.
 TEST(ThreadPlan, RowPiecesFeedEveryThreadAndCoverTheRows) {
   for (int threads = 1; threads <= 64; ++threads) {
     for (Index blocks : {1, 2, 3, 7, 64}) {
-      for (Index rows : {1, 31, 32, 64, 100, 128, 1000}) {
-        for (Index least : {favor::kPieceRows, favor::kExactPieceRows}) {
+      for (Index rows : {1, 4, 8, 31, 32, 64, 100, 128, 1000}) {
+        for (Index least : {favor::kPieceRows, favor::kExactPieceRows, favor::kExactPieceRows / 8,
+                            favor::kExactPieceRows / 16}) {
           const Index pieces = favor::pieces_per_block(blocks, rows, threads, least);
           const std::string at = "T " + std::to_string(threads) + " blocks " + std::to_string(blocks) + " rows " +
                                  std::to_string(rows) + " least " + std::to_string(least);
           ASSERT_GE(pieces, 1) << at;
           if (blocks % threads == 0) EXPECT_EQ(pieces, 1) << at;
           const Index most = std::min<Index>(threads, std::max<Index>(1, rows / least));
-          const Index rounds = expect_least_rounds(pieces, blocks, threads, most, at);
-          if (rows / least >= threads) EXPECT_EQ(rounds * threads, blocks * pieces) << at;
+          expect_least_rounds(pieces, blocks, rows, threads, most, at);
           Index next = 0, small = rows, large = 0;
+          std::vector<Index> sizes;
           for (Index p = 0; p < pieces; ++p) {
             const auto [begin, end] = favor::piece_rows(rows, pieces, p);
             ASSERT_EQ(begin, next) << at << " piece " << p;
             next = end;
             small = std::min(small, end - begin), large = std::max(large, end - begin);
           }
+          for (Index b = 0; b < blocks; ++b)
+            for (Index p = 0; p < pieces; ++p) sizes.push_back(favor::piece_rows(rows, pieces, p).second - favor::piece_rows(rows, pieces, p).first);
+          if (rows / least >= threads) EXPECT_LE(dealt_time(sizes, threads), blocks * ((rows + threads - 1) / threads)) << at;
           EXPECT_EQ(next, rows) << at;
           EXPECT_LE(large - small, 1) << at;
           if (pieces > 1) EXPECT_GE(small, least) << at;

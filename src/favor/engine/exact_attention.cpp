@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "favor/engine/exact_block.hpp"
+#include "favor/kernels/attention_kernel.hpp"
 #include "favor/parallel.hpp"
 #include "favor/thread_plan.hpp"
 #include "favor/engine/validate.hpp"
@@ -42,11 +43,16 @@ void detail::exact_attention(ConstMatrixRef q, const kernel::Keys& k, ConstMatri
   // share out evenly among the threads, they are cut into pieces (thread_plan.hpp): a row's
   // output depends on its row alone, whatever rows share its block.
   // Causal blocks cost more the later they are: hand the costly ones out first.
+  // The pieces are whole strips of queries, the rows exact_query_block computes at once.
+  using kernel::kStrip;
   const Index blocks = (L + kQueryBlock - 1) / kQueryBlock;
-  const Index pieces = pieces_per_block(blocks, kQueryBlock, available_threads(), kExactPieceRows);
+  const Index pieces = pieces_per_block(blocks, kQueryBlock / kStrip, available_threads(),
+                                        std::max<Index>(1, kExactPieceRows / kStrip));
   parallel_for(blocks * pieces, [&](Index bp) {
     const Index block = bp / pieces, b0 = (options.causal ? blocks - 1 - block : block) * kQueryBlock;
-    const auto [r0, r1] = piece_rows(std::min(kQueryBlock, L - b0), pieces, bp % pieces);
+    const Index rows = std::min(kQueryBlock, L - b0);
+    const auto [s0, s1] = piece_rows((rows + kStrip - 1) / kStrip, pieces, bp % pieces);
+    const Index r0 = s0 * kStrip, r1 = std::min(rows, s1 * kStrip);
     if (r1 <= r0) return;
     detail::ExactScratch scratch;
     detail::exact_query_block(q, k, v, scale, visible, b0 + r0, r1 - r0, out, scratch);
