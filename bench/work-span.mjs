@@ -16,6 +16,7 @@
 //   node bench/work-span.mjs --merge DIR [--out FILE.md] add DIR/work-span.json and DIR/cpuinfo,
 //                                                        written on a lent machine by
 //                                                        bench/threads-device.sh run
+//   node bench/work-span.mjs --report-only [--out FILE.md] the section from the saved results
 //   node bench/work-span.mjs --args                      the driver's arguments for the
 //                                                        thread bench's calls (threads-device.sh)
 //
@@ -34,7 +35,10 @@ import { CASES } from './lib/thread-cases.mjs';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const { values: args } = parseArgs({
-  options: { quick: { type: 'boolean', default: false }, out: { type: 'string' }, merge: { type: 'string' }, args: { type: 'boolean', default: false } },
+  options: {
+    quick: { type: 'boolean', default: false }, out: { type: 'string' }, merge: { type: 'string' }, args: { type: 'boolean', default: false },
+    'report-only': { type: 'boolean', default: false },
+  },
 });
 const reps = args.quick ? 3 : 7;
 const PLANS = [1, 2, 4, 8, 12, 16];  // as the thread bench on a 16-core machine
@@ -74,8 +78,10 @@ function machine(run, cpu, when) {
   return { cpu, cores: run.cores, date: when, reps: run.reps, steps: run.steps, warmed: run.warmed ?? false, rows };
 }
 
-let measured;
-if (args.merge) {
+let measured = null;
+if (args['report-only']) {
+  // the section rewritten from the saved results, nothing measured
+} else if (args.merge) {
   if (!existsSync(`${args.merge}/work-span.json`)) {
     console.error(`work-span: ${args.merge}/work-span.json not found (bench/threads-device.sh run writes it into $OUT)`);
     process.exit(1);
@@ -101,7 +107,8 @@ if (args.merge) {
 
 const key = (m) => `${m.cpu} (${m.cores} cores)`;
 const saved = existsSync(RESULTS) ? JSON.parse(readFileSync(RESULTS, 'utf8')) : { machines: [] };
-const machines = [...(saved.machines ?? []).filter((m) => key(m) !== key(measured)), measured].sort((a, b) => b.cores - a.cores);
+const machines = [...(saved.machines ?? []).filter((m) => !measured || key(m) !== key(measured)), ...(measured ? [measured] : [])]
+  .sort((a, b) => b.cores - a.cores);
 
 const x = (r) => `${r.toFixed(1)}×`;
 const label = (id) => (CASES[id]?.label ?? id).replace(', tokens/s', '');
@@ -131,6 +138,10 @@ for (const m of machines) {
   if (!m.warmed) md.push('', 'Its native timings came before a short call was made once untimed right before each timed one: on more than one thread, each such call began with its helpers asleep.');
   table('The pool model (in parentheses: measured natively):', (r, T, p) => [p?.model ? x(p.model) : '', r.measured[T] ? `(${x(r.measured[T])})` : ''].filter(Boolean).join(' '));
   table('Brent\'s bounds:', (r, T, p) => (p ? `${x(p.least)}–${x(p.most)}` : ''));
+  // What a split costs beyond the work itself (pieces, states kept for a later pass, blocks of
+  // features) shows here first: a piece that computed rows it then dropped read 1.13x.
+  table('The work of T\'s split ÷ the work of one thread\'s (1.00× where splitting costs nothing; the timings vary by about 2%, more on a busy host, where a split timed while the host was slow reads high at its T alone):',
+    (r, T, p) => (p ? `${(p.work / r.one).toFixed(2)}×` : ''));
   const spentTs = [...new Set(m.rows.flatMap((r) => Object.keys(r.spent ?? {}).map(Number)))].sort((a, b) => a - b);
   for (const T of spentTs.filter((t) => t === spentTs[spentTs.length - 1] || (t === 8 && spentTs.includes(16)))) {
     md.push('', `Where the threads' time went, measured natively on ${T} threads (the median of the timed calls; shares of ${T} × its time; "work grown": the time the threads computed, the calling thread's serial stretches included, ÷ one thread's time for the whole call, 1.0× where each thread computes as fast as one alone; the speed-up is ${T} × busy ÷ work grown):`, '');
