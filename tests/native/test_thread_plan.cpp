@@ -95,15 +95,16 @@ TEST(ThreadPlan, RowPiecesFeedEveryThreadAndCoverTheRows) {
           const Index most = std::min<Index>(threads, std::max<Index>(1, rows / least));
           expect_least_rounds(pieces, blocks, rows, threads, most, at);
           Index next = 0, small = rows, large = 0;
-          std::vector<Index> sizes;
+          std::vector<Index> block;  // its pieces' sizes
           for (Index p = 0; p < pieces; ++p) {
             const auto [begin, end] = favor::piece_rows(rows, pieces, p);
             ASSERT_EQ(begin, next) << at << " piece " << p;
             next = end;
             small = std::min(small, end - begin), large = std::max(large, end - begin);
+            block.push_back(end - begin);
           }
-          for (Index b = 0; b < blocks; ++b)
-            for (Index p = 0; p < pieces; ++p) sizes.push_back(favor::piece_rows(rows, pieces, p).second - favor::piece_rows(rows, pieces, p).first);
+          std::vector<Index> sizes;
+          for (Index b = 0; b < blocks; ++b) sizes.insert(sizes.end(), block.begin(), block.end());
           if (rows / least >= threads) EXPECT_LE(dealt_time(sizes, threads), blocks * ((rows + threads - 1) / threads)) << at;
           EXPECT_EQ(next, rows) << at;
           EXPECT_LE(large - small, 1) << at;
