@@ -10,15 +10,14 @@
 // (between <!-- feature-maps --> markers) or --out FILE, and bench/feature-maps-results.json.
 //
 //   node bench/feature-maps.mjs [--quick] [--out FILE.md]
-import { readFileSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 import { loadFavor } from 'favor-attention';
 
-import { cpuIdentity } from './lib/cpu-history.mjs';
+import { thisCpuName } from './lib/cpu-history.mjs';
 import { fmtMs, fmtRatio } from './lib/format.mjs';
 import { difference, gaussian, median } from './lib/inputs.mjs';
 import { writeSection } from './lib/sections.mjs';
@@ -34,11 +33,7 @@ const repo = fileURLToPath(new URL('..', import.meta.url));
 const { values: args } = parseArgs({ options: { quick: { type: 'boolean', default: false }, out: { type: 'string' } } });
 const rounds = args.quick ? 9 : 15;
 const L = 4096, d = 64, dv = 64, m = 256, seed = 42, sigma = 0.5;
-// The CPU: its model name (as os.cpus() gives it) with its core, family and model from /proc/cpuinfo.
-let cpu = os.cpus()[0]?.model?.trim() ?? 'unknown CPU';
-try {
-  cpu = cpuIdentity(readFileSync('/proc/cpuinfo', 'utf8')).name;
-} catch { /* no /proc/cpuinfo: the model name alone */ }
+const cpu = thisCpuName();
 
 const favor = await loadFavor({ threads: 1 });
 const q = { data: gaussian(L * d, 1, sigma), dims: [L, d] };

@@ -17,11 +17,11 @@
 // folder that `bash bench/threads-bundle.sh` packs runs it as is with a Node binary and no network.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { availableParallelism, cpus } from 'node:os';
+import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
 import { loadFavor } from '../web/node.js';
-import { cpuIdentity } from './lib/cpu-history.mjs';
+import { thisCpuName } from './lib/cpu-history.mjs';
 import { CASES, tensor } from './lib/thread-cases.mjs';
 import { manyCoreTargets, range } from './lib/thread-targets.mjs';
 
@@ -240,18 +240,8 @@ const RESULTS = new URL('./threads-results.json', import.meta.url);
 // JSON with one line per array of numbers (a cell's calls), not one per number.
 const toJson = (x) => `${JSON.stringify(x, null, 1).replace(/\[\s+(-?[\d.e+-]+(?:,\s+-?[\d.e+-]+)*)\s+\]/g, (_, list) => `[${list.split(/,\s+/).join(', ')}]`)}\n`;
 
-// The CPU by name and, where /proc/cpuinfo gives them, its family and model (and AMD's core):
-// machines that all call themselves "AMD EPYC" are Zen 2, Zen 4 or Zen 5, each its own entry.
-function cpuName() {
-  try {
-    return cpuIdentity(readFileSync('/proc/cpuinfo', 'utf8')).name;
-  } catch {
-    return cpus()[0]?.model ?? 'unknown';
-  }
-}
-
 async function measure() {
-  const results = { cpu: cpuName(), cores, node: process.version, date: new Date().toISOString().slice(0, 10), reps, interleaved: true, inputsArrive: true, roused: true, rows: [] };
+  const results = { cpu: thisCpuName(), cores, node: process.version, date: new Date().toISOString().slice(0, 10), reps, interleaved: true, inputsArrive: true, roused: true, rows: [] };
   console.log(`# thread scaling on ${results.cpu} (${cores} cores), Node ${process.version}`);
   const save = () => { if (args.json) writeFileSync(String(args.json), toJson({ ...results, partial: true })); };
   const report = (row) => {

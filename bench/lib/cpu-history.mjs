@@ -3,6 +3,7 @@
 // separate multiplies and adds already run at the fused rate; on Zen 3 they do not), so the report
 // shows the latest run of each CPU beside this one's.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
 
 // AMD's families by microarchitecture (the hypervisor here hides the model name: "AMD EPYC").
 function amdCore(family, model) {
@@ -27,6 +28,16 @@ export function cpuIdentity(cpuinfo) {
     name: `${model}${core ? ` (${core})` : ''}${id ? `, ${id}` : ''}`,
     flags,
   };
+}
+
+// This machine's CPU by name: from /proc/cpuinfo (with its family and model, and AMD's core: the
+// machines here all call themselves "AMD EPYC"), or os.cpus()'s model name where it cannot be read.
+export function thisCpuName() {
+  try {
+    return cpuIdentity(readFileSync('/proc/cpuinfo', 'utf8')).name;
+  } catch {
+    return cpus()[0]?.model?.trim() ?? 'unknown CPU';
+  }
 }
 
 export function readHistory(file) {

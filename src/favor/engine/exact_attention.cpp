@@ -6,6 +6,7 @@
 
 #include "favor/engine/exact_block.hpp"
 #include "favor/kernels/attention_kernel.hpp"
+#include "favor/kernels/gemm.hpp"
 #include "favor/parallel.hpp"
 #include "favor/thread_plan.hpp"
 #include "favor/engine/validate.hpp"
@@ -51,7 +52,7 @@ void detail::exact_attention(ConstMatrixRef q, const kernel::Keys& k, ConstMatri
   parallel_for(blocks * pieces, [&](Index bp) {
     const Index block = bp / pieces, b0 = (options.causal ? blocks - 1 - block : block) * kQueryBlock;
     const Index rows = std::min(kQueryBlock, L - b0);
-    const auto [s0, s1] = piece_rows((rows + kStrip - 1) / kStrip, pieces, bp % pieces);
+    const auto [s0, s1] = piece_rows(gemm::strips(rows), pieces, bp % pieces);
     const Index r0 = s0 * kStrip, r1 = std::min(rows, s1 * kStrip);
     if (r1 <= r0) return;
     detail::ExactScratch scratch;
