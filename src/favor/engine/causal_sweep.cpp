@@ -20,7 +20,7 @@ namespace {
 // all its keys. Computing these once, rather than once for the prefixes and again in the sweep,
 // is what lets causal attention use several threads without doing more work.
 struct SegmentKeys {
-  std::vector<KeyChunk> chunks;
+  std::vector<KeyChunk> chunks;  // after the fold, the first whole, the others their column max alone
   std::vector<Matrix> features;  // at the fold's running shift: the sweep's usual shift in the first segment
   std::vector<PrefixState> before;
   PrefixState total;
@@ -28,6 +28,10 @@ struct SegmentKeys {
 
 // Folds the keys [begin, end) of a segment in order (segment.chunks sized to its chunks),
 // keeping what the sweep needs; makes each key chunk as it goes unless it was made already.
+// The sweep reads a chunk's logs only where its per-row path runs: in the call's first chunk
+// (nothing carried before it), or where keys jump far above those before them. So the first
+// chunk of a segment keeps them, and the others only their column max (a third of what the
+// segment keeps), the rare chunk that needs more making it again (ChunkKeys).
 void fold_segment(SegmentKeys& segment, const FactorBlock& keys, Index features, ConstMatrixRef v, Index chunk,
                   Index begin, Index end) {
   PrefixState state = empty_prefix_state(features, v.cols());
@@ -36,7 +40,12 @@ void fold_segment(SegmentKeys& segment, const FactorBlock& keys, Index features,
     KeyChunk& k = segment.chunks[c];
     if (!k.column_max.size()) k = key_chunk(keys, features, j0, n);
     segment.before.push_back(state);
-    segment.features.push_back(fold_chunk(state, k.log, k, v.middleRows(j0, n)));  // a copy of the log
+    if (c == 0) {
+      segment.features.push_back(fold_chunk(state, k.log, k, v.middleRows(j0, n)));  // a copy of the log
+    } else {
+      segment.features.push_back(fold_chunk(state, std::move(k.log), k, v.middleRows(j0, n)));
+      k.log.resize(0, 0), k.value.resize(0, 0);
+    }
   }
   segment.total = std::move(state);
 }
@@ -68,14 +77,17 @@ void fold_segment_block(SegmentKeys& segment, Index r0, Index F, ConstMatrixRef 
   set_feature_rows(segment.total, state, r0);
 }
 
-// What the sweep of one chunk needs besides its queries: the chunk's keys, their features at the
-// fold's running shift (`kept`), the state of the segment's own keys before the chunk (`own`)
-// and that of every key before the segment (`prefix`).
+// What the sweep of one chunk needs besides its queries: the chunk's keys (their column max, and
+// their logs and values unless the fold dropped them: then `source` makes them again, the same
+// bits, in the rare chunk that needs them), their features at the fold's running shift (`kept`),
+// the state of the segment's own keys before the chunk (`own`) and that of every key before the
+// segment (`prefix`).
 struct ChunkKeys {
   const KeyChunk& keys;
   const Matrix& kept;
   const PrefixState& own;
   const PrefixState& prefix;
+  const FactorBlock& source;
 };
 
 // A sweep's scratch, reused from chunk to chunk.
@@ -90,11 +102,11 @@ struct SweepScratch {
 // Causal segments per wave, with several threads (one thread folds and sweeps a segment at a
 // time): up to four per thread, so that a thread slowed down (by another process on its core)
 // does not hold up the wave's end.
-// Bounded by what their stored keys take (SegmentKeys: ~8 MiB each at m = 256, dv = 64), never
-// fewer than one per thread.
+// Bounded by what their stored keys take (SegmentKeys: ~4 MiB each at m = 256, dv = 64: each
+// chunk's state and features), never fewer than one per thread.
 Index causal_wave(int threads, Index chunks, Index chunk, Index features, Index dv) {
   constexpr double kBudgetBytes = 128.0 * (1 << 20);
-  const double segment_bytes = 4.0 * chunks * (features * (dv + 2.0) + 3.0 * chunk * features);
+  const double segment_bytes = 4.0 * chunks * (features * (dv + 2.0) + chunk * features);
   const Index fit = static_cast<Index>(kBudgetBytes / segment_bytes);
   return std::clamp<Index>(fit, threads, 4 * static_cast<Index>(threads));
 }
@@ -164,7 +176,12 @@ void sweep_chunk(const FactorBlock& queries, const ChunkKeys& keys, Index featur
   constexpr float kNear = kMaxGap / 2;
   constexpr float kUnderflow = 1e-30f;  // a denominator below this has lost its digits
   const auto vs = v.middleRows(i0, n);
-  const Matrix &key_log = keys.keys.log, &key_value = keys.keys.value;
+  KeyChunk made;
+  const auto whole_keys = [&]() -> const KeyChunk& {
+    if (keys.keys.log.size()) return keys.keys;
+    if (!made.log.size()) made = key_chunk(keys.source, features, i0, n);
+    return made;
+  };
   const Vector& chunk_shift = keys.keys.column_max;
   const PrefixState &own = keys.own, &prefix = keys.prefix;
   PrefixState& state = s.state;
@@ -188,7 +205,10 @@ void sweep_chunk(const FactorBlock& queries, const ChunkKeys& keys, Index featur
   auto key_features = [&](const Vector& shift) -> const Matrix& {
     const Matrix& kept = keys.kept;
     if (shift == fold_shift) return kept;
-    if ((shift.array() < fold_shift.array()).any()) return recomputed = shifted_keys(key_log, shift, key_value);
+    if ((shift.array() < fold_shift.array()).any()) {
+      const KeyChunk& k = whole_keys();
+      return recomputed = shifted_keys(k.log, shift, k.value);
+    }
     Vector factor(shift.size());
     vec::rescale_factors(factor.data(), fold_shift.data(), shift.data(), shift.size());
     recomputed.resize(kept.rows(), kept.cols());
@@ -226,6 +246,7 @@ void sweep_chunk(const FactorBlock& queries, const ChunkKeys& keys, Index featur
   if (qfac.value.size() || !qfac.exponent.size())
     masked = log_magnitude(qfac.exponent, Vector::Zero(n), qfac.value, features);
   const Matrix& query_log = masked.size() ? masked : qfac.exponent;
+  const Matrix &key_log = whole_keys().log, &key_value = whole_keys().value;
   Vector prefix_max = Vector::Constant(features, kNegInf);
   VectorD weights;
   for (Index i = 0; i < n; ++i) {
@@ -269,12 +290,13 @@ void sweep_chunk(const FactorBlock& queries, const ChunkKeys& keys, Index featur
 
 // Rows [begin, end) of causal attention (whole chunks of the segment that starts at
 // segment_begin), chunk by chunk, from the keys the segment's fold kept.
-void causal_sweep(const FactorBlock& queries, const SegmentKeys& keys, Index features, ConstMatrixRef v,
-                  MatrixRef out, Index chunk, Index segment_begin, Index begin, Index end, const PrefixState& prefix) {
+void causal_sweep(const FactorBlock& queries, const SegmentKeys& keys, const FactorBlock& source, Index features,
+                  ConstMatrixRef v, MatrixRef out, Index chunk, Index segment_begin, Index begin, Index end,
+                  const PrefixState& prefix) {
   SweepScratch scratch(chunk, v.cols());
   for (Index i0 = begin; i0 < end; i0 += chunk) {
     const std::size_t c = static_cast<std::size_t>((i0 - segment_begin) / chunk);
-    sweep_chunk(queries, {keys.chunks[c], keys.features[c], keys.before[c], prefix}, features, v, out, i0,
+    sweep_chunk(queries, {keys.chunks[c], keys.features[c], keys.before[c], prefix, source}, features, v, out, i0,
                 std::min(chunk, end - i0), scratch);
   }
 }
@@ -297,7 +319,7 @@ void causal_factored_attention(const std::vector<QueryHead>& heads, const Factor
   if (threads == 1) {
     // Each segment starts from the state of every key before it (the prefix). One thread: each
     // segment's keys folded and swept in one pass, chunk by chunk, so that nothing is kept per
-    // chunk (SegmentKeys, ~8 MiB a segment at m = 256, and its trips through memory). The same
+    // chunk (SegmentKeys, ~4 MiB a segment at m = 256, and its trips through memory). The same
     // operations on the same values: the same bits.
     SweepScratch scratch(chunk, v.cols());
     for (Index begin = 0; begin < L; begin += segment) {
@@ -309,7 +331,7 @@ void causal_factored_attention(const std::vector<QueryHead>& heads, const Factor
         Vector shift;
         const Matrix kf = fold_features(own, k.log, k, shift);  // a copy of the log
         for (const QueryHead& head : heads)
-          sweep_chunk(head.factors, {k, kf, own, prefix}, features, va, head.out, j0, n, scratch);
+          sweep_chunk(head.factors, {k, kf, own, prefix, aligned}, features, va, head.out, j0, n, scratch);
         fold_into(own, kf, shift, va.middleRows(j0, n));
       }
       merge(prefix, own);
@@ -375,7 +397,7 @@ void causal_factored_attention(const std::vector<QueryHead>& heads, const Factor
       const QueryHead& head = heads[static_cast<std::size_t>(hp / P)];
       const auto [s, b] = pieces[static_cast<std::size_t>(hp % P)];
       const auto [begin, end] = rows(s);
-      causal_sweep(head.factors, ks[static_cast<std::size_t>(s)], features, va, head.out, chunk, begin, b,
+      causal_sweep(head.factors, ks[static_cast<std::size_t>(s)], aligned, features, va, head.out, chunk, begin, b,
                    std::min(end, b + piece), prefixes[static_cast<std::size_t>(s)]);
     });
   }
