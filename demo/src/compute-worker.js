@@ -7,6 +7,7 @@ import { makeInputs } from './inputs.js';
 import { principalAxes, project, nearestCodewords } from './pca.js';
 import { HEATMAP_WINDOW, LONG_MODEL, computeModel, cropWindow, generate, generateBlock, loadManifest, loadModel, startLongGeneration } from './model-view.js';
 import { heartbeat } from './load-watch.js';
+import { CODEBOOK_MODES } from './modes.js';
 
 let favor = null;
 const ready = loadFavor().then(
@@ -24,8 +25,6 @@ function timed(fn) {
   return [value, performance.now() - t0];
 }
 
-// The codebook modes of the kernel menu and their assignment.
-const CODEBOOK_MODES = { vq: 'hard', 'soft-vq': 'soft', 'performer-vq': 'gaussian' };
 
 function compute(p) {
   const { L, d, m, kernel, sampling, causal, scale, pattern, seed, dataSeed } = p;

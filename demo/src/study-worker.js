@@ -5,12 +5,10 @@ import { makeInputs } from './inputs.js';
 import { samplePairs, theoryConstants, unnormalizedMSE, codebookKernelMSE } from './estimators.js';
 import { loadModel, readable } from './model-view.js';
 import { heartbeat } from './load-watch.js';
+import { CODEBOOK_MODES } from './modes.js';
 
 const favorReady = loadFavor();
 heartbeat(favorReady);
-
-// The codebook curves: a k-means codebook per seed, hard or soft assignment (no sampling mode).
-const CODEBOOK = { vq: 'hard', 'soft-vq': 'soft' };
 
 // Error vs m: every m and series { kernel, sampling } over `seeds` feature seeds, all error
 // measures; for the codebook kernels (sampling 'k-means') every m < L over `seeds` k-means seeds.
@@ -52,13 +50,13 @@ async function errorStudy(p) {
 
   const cost = (m, kernel) => inputs.length * ((kernel === 'hyperbolic' || kernel === 'trigonometric' ? 2 : 1) * m * (L * L + 2 * L * d) + 64);
   const codebookCost = (m) => inputs.length * (m * (L * L + 2 * L * d + 12 * L * d) + 64);  // k-means: ~25 Lloyd steps of L·m·d
-  const runs = (m, kernel) => (CODEBOOK[kernel] ? (m < L ? seeds * codebookCost(m) : 0) : seeds * cost(m, kernel));
+  const runs = (m, kernel) => (CODEBOOK_MODES[kernel] ? (m < L ? seeds * codebookCost(m) : 0) : seeds * cost(m, kernel));
   let total = 0, done = 0;
   for (const m of ms) for (const { kernel } of series) total += runs(m, kernel);
   const t0 = performance.now();
   for (const m of ms) {
     for (const { kernel, sampling } of series) {
-      const assignment = CODEBOOK[kernel];
+      const assignment = CODEBOOK_MODES[kernel];
       if (assignment) {
         if (m >= L) continue;  // k-means has at most L codewords, and at m = L every key is one: exact
         const values = { mse: [], relFrobenius: [], maxAbs: [], meanRowKL: [], outputRelError: [], kernelMSE: [] };
