@@ -388,9 +388,11 @@ void causal_factored_attention(const std::vector<QueryHead>& heads, const Factor
       merge(prefix, k.total);
     }
     // Then the sweeps, in parallel, in pieces of whole chunks: segments are cut when the wave has
-    // fewer than 4 per thread (short inputs, the last wave), so that every thread has work.
-    const Index cuts = threads > 1 ? (4 * threads + count * H - 1) / (count * H) : 1;
-    const Index piece = chunk * std::max<Index>(1, (segment / chunk + cuts - 1) / cuts);
+    // fewer than 4 per thread (short inputs, the last wave), so that every thread has work. The
+    // cuts are of the rows there are: a short input's one segment is shorter than `segment`.
+    const Index cuts = (4 * threads + count * H - 1) / (count * H);
+    const Index longest = (rows(0).second - rows(0).first + chunk - 1) / chunk;  // chunks of the wave's first segment
+    const Index piece = chunk * std::max<Index>(1, (longest + cuts - 1) / cuts);
     const auto pieces = starts(piece);
     const Index P = static_cast<Index>(pieces.size());
     parallel_for(H * P, [&](Index hp) {
