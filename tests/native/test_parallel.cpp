@@ -17,6 +17,7 @@
 
 #include <favor/thread_plan.hpp>
 
+#include "favor/work_span.hpp"
 #include "reference.hpp"
 
 namespace {
@@ -528,6 +529,27 @@ TEST(Parallel, CausalFavorOnePassEqualsWaves) {
     o.key_mask = mask.data();
     const MatF one = favor_on_1_2_3_threads(map, q, k, v, o, "one pass vs waves, chunk " + std::to_string(chunk));
     EXPECT_TRUE(one.allFinite());
+  }
+}
+
+// A causal input shorter than a segment is swept in pieces of its own chunks, up to 4 per thread
+// (so that a thread slowed down leaves the others work): the call's last region, traced as on T
+// threads, has min(chunks, 4 T) pieces. (Sized from a whole segment, L = 512 on 2 threads had 2.)
+TEST(Parallel, ShortCausalInputsSweepInPiecesOfTheirChunks) {
+  std::mt19937 gen(14);
+  const Index d = 8, dv = 4, m = 32, chunk = 64;
+  const favor::FeatureMap map(favor::Kernel::positive, ref::normal_matrix(m, d, gen));
+  for (Index L : {Index{256}, Index{512}, Index{1024}}) {
+    const MatF q = ref::normal_matrix(L, d, gen), k = ref::normal_matrix(L, d, gen), v = ref::normal_matrix(L, dv, gen);
+    favor::FavorOptions o;
+    o.causal = true;
+    o.chunk = chunk;
+    for (int threads : {2, 4}) {
+      const favor::WorkSpan ws = favor::measure_work_span(threads, [&] { favor::favor_attention(map, q, k, v, o); });
+      ASSERT_FALSE(ws.call.regions.empty());
+      EXPECT_EQ(static_cast<Index>(ws.call.regions.back().indices.size()), std::min<Index>(L / chunk, 4 * threads))
+          << "L = " << L << ", " << threads << " threads";
+    }
   }
 }
 
