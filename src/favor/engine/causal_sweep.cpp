@@ -30,8 +30,8 @@ struct SegmentKeys {
 // keeping what the sweep needs; makes each key chunk as it goes unless it was made already.
 // The sweep reads a chunk's logs only where its per-row path runs: in the call's first chunk
 // (nothing carried before it), or where keys jump far above those before them. So the first
-// chunk of a segment keeps them, and the others only their column max (a third of what the
-// segment keeps), the rare chunk that needs more making it again (ChunkKeys).
+// chunk of a segment keeps them and the others only their column max (the logs were a third of
+// what a segment kept); the rare chunk that needs more makes them again (ChunkKeys).
 void fold_segment(SegmentKeys& segment, const FactorBlock& keys, Index features, ConstMatrixRef v, Index chunk,
                   Index begin, Index end) {
   PrefixState state = empty_prefix_state(features, v.cols());
