@@ -138,8 +138,8 @@ for (const m of machines) {
   if (!m.warmed) md.push('', 'Its native timings came before a short call was made once untimed right before each timed one: on more than one thread, each such call began with its helpers asleep.');
   table('The pool model (in parentheses: measured natively):', (r, T, p) => [p?.model ? x(p.model) : '', r.measured[T] ? `(${x(r.measured[T])})` : ''].filter(Boolean).join(' '));
   table('Brent\'s bounds:', (r, T, p) => (p ? `${x(p.least)}–${x(p.most)}` : ''));
-  // What a split costs beyond the work itself (pieces, states kept for a later pass, blocks of
-  // features) shows here first: a piece that computed rows it then dropped read 1.13x.
+  // What a split costs beyond the work itself (pieces that compute rows they drop, states kept
+  // for a later pass, blocks of features) shows here first.
   table('The work of T\'s split ÷ the work of one thread\'s (1.00× where splitting costs nothing; the timings vary by about 2%, more on a busy host, where a split timed while the host was slow reads high at its T alone):',
     (r, T, p) => (p ? `${(p.work / r.one).toFixed(2)}×` : ''));
   const spentTs = [...new Set(m.rows.flatMap((r) => Object.keys(r.spent ?? {}).map(Number)))].sort((a, b) => a - b);

@@ -246,7 +246,8 @@ void sweep_chunk(const FactorBlock& queries, const ChunkKeys& keys, Index featur
   if (qfac.value.size() || !qfac.exponent.size())
     masked = log_magnitude(qfac.exponent, Vector::Zero(n), qfac.value, features);
   const Matrix& query_log = masked.size() ? masked : qfac.exponent;
-  const Matrix &key_log = whole_keys().log, &key_value = whole_keys().value;
+  const KeyChunk& whole = whole_keys();
+  const Matrix &key_log = whole.log, &key_value = whole.value;
   Vector prefix_max = Vector::Constant(features, kNegInf);
   VectorD weights;
   for (Index i = 0; i < n; ++i) {
