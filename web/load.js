@@ -4,8 +4,11 @@
 // threaded build may take to start.
 import { checkBoolean, checkInteger, checkOptions, describe } from './validate.js';
 
-// A 1-function module using one SIMD instruction: validates only where wasm SIMD exists.
-const SIMD_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 10, 1, 8, 0, 65, 0, 253, 15, 253, 98, 11]);
+// A 1-function module with a memory, using memory.copy (0xfc 0x0a) and two SIMD instructions:
+// validates only where wasm SIMD and bulk memory exist, both of which the SIMD builds use. (Every
+// engine with SIMD has bulk memory; the probe makes sure, so that such an engine takes scalar.)
+const SIMD_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 5, 3, 1, 0, 0,
+  10, 20, 1, 18, 0, 65, 0, 65, 0, 65, 0, 252, 10, 0, 0, 65, 0, 253, 15, 253, 98, 11]);
 // () -> v128: f32x4.relaxed_madd (0xfd 0x85 0x02) of three v128.const zeros, the instruction the
 // relaxed build is made for. Code section: 61 bytes, one body of 59.
 const ZERO_V128 = [253, 12, ...new Array(16).fill(0)];
@@ -30,7 +33,7 @@ export function chooseBuild(option) {
     throw new RangeError("simd: 'relaxed' was requested but this engine does not validate relaxed SIMD (f32x4.relaxed_madd: Chromium >= 114, Firefox >= 146, Node >= 22)");
   }
   if ((option === true || option === 'fixed') && !simd) {
-    throw new RangeError(`simd: ${option === true ? 'true' : "'fixed'"} was requested but this engine does not support WebAssembly SIMD`);
+    throw new RangeError(`simd: ${option === true ? 'true' : "'fixed'"} was requested but this engine does not support WebAssembly SIMD (with bulk memory)`);
   }
   if (option === 'fixed') return 'simd';
   return relaxed ? 'relaxed' : simd ? 'simd' : 'scalar';

@@ -2,10 +2,13 @@
 // assertion helpers. Test inputs are deterministic so that a failure reproduces exactly.
 import assert from 'node:assert/strict';
 
-// What this engine validates: wasm SIMD (v128.const; i8x16.popcnt) and relaxed SIMD
-// (f32x4.relaxed_madd of three zero vectors), each a one-function module, written here apart from
-// web/load.js's probes so that a wrong probe there fails the tests that expect a build.
-export const SIMD_SUPPORTED = WebAssembly.validate(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 10, 1, 8, 0, 65, 0, 253, 15, 253, 98, 11]));
+// What this engine validates: wasm SIMD (i8x16.splat; i8x16.popcnt) with bulk memory
+// (memory.copy: the SIMD builds use both) and relaxed SIMD (f32x4.relaxed_madd of three zero
+// vectors), one-function modules written here apart from web/load.js's probes so that a wrong
+// probe there fails the tests that expect a build.
+const BULK_MEMORY = WebAssembly.validate(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 4, 1, 96, 0, 0, 3, 2, 1, 0, 5, 3, 1, 0, 0,
+  10, 14, 1, 12, 0, 65, 0, 65, 0, 65, 0, 252, 10, 0, 0, 11]));
+export const SIMD_SUPPORTED = BULK_MEMORY && WebAssembly.validate(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 10, 1, 8, 0, 65, 0, 253, 15, 253, 98, 11]));
 const V128_ZERO = [253, 12, ...new Array(16).fill(0)];
 export const RELAXED_SIMD_SUPPORTED = WebAssembly.validate(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0,
   10, 61, 1, 59, 0, ...V128_ZERO, ...V128_ZERO, ...V128_ZERO, 253, 133, 2, 11]));
