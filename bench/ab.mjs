@@ -1,0 +1,114 @@
+#!/usr/bin/env node
+// Two builds of the package side by side in one process: each call made on A and on B in turn,
+// in rounds that alternate which goes first, so that a host whose speed drifts (a shared VM's
+// second vCPU) moves both alike. Prints each call's median time on A and B, A ÷ B, and whether
+// their outputs are the same bits. A and B are package roots (folders with web/node.js and a
+// built dist/): a second checkout, a copy of an older dist/, or this one (an A/A run, which shows
+// how far two instances of the same build differ on this machine).
+//
+//   node bench/ab.mjs --a ../old-checkout [--b .] [--threads 1] [--simd auto] [--rounds 24]
+//                     [--cases favor,favor-causal,exact,exact-causal,codebook,decode,exact-decode,window-decode]
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+
+import { gaussian, median } from './lib/inputs.mjs';
+
+const d = 64, m = 256, H = 8, context = 1024;
+// Each case: the L of its input, and a call of (favor, its feature map, the input, its states).
+export const CASES = {
+  favor: { L: 4096, label: 'favorAttention, 1 head, L = 4096', call: (f, s, t) => f.favorAttention(t, t, t, { featureMap: s.map }) },
+  'favor-causal': { L: 4096, label: 'favorAttention causal, 1 head, L = 4096', call: (f, s, t) => f.favorAttention(t, t, t, { featureMap: s.map, causal: true }) },
+  exact: { L: 1024, label: 'exactAttention, 1 head, L = 1024', call: (f, s, t) => f.exactAttention(t, t, t) },
+  'exact-causal': { L: 1024, label: 'exactAttention causal, 1 head, L = 1024', call: (f, s, t) => f.exactAttention(t, t, t, { causal: true }) },
+  codebook: { L: 4096, label: 'codebookAttention, 64 codes, 1 head, L = 4096', call: (f, s, t) => f.codebookAttention(t, t, t, { codebook: s.codebook }) },
+  decode: { steps: 100, label: `FAVOR+ decode, ${H} heads, 100 steps after ${context}`, call: (f, s) => steps(s.favorState, s.step, 100) },
+  'exact-decode': { steps: 20, label: `exact decode, ${H} heads, 20 steps (cache of ${context}+)`, call: (f, s) => steps(s.exactState, s.step, 20) },
+  'window-decode': { steps: 20, label: `exact decode, ${H} heads, window ${context}, 20 steps`, call: (f, s) => steps(s.windowState, s.step, 20) },
+};
+
+function steps(state, x, n) {
+  let out;
+  for (let i = 0; i < n; ++i) out = state.append(x, x, x);
+  return out;
+}
+
+// What every case of one instance needs: its map, codebook and causal states, prefilled once.
+function setUp(favor) {
+  const map = favor.createFeatureMap({ dim: d, features: m, seed: 1 });
+  const prefill = { data: gaussian(H * context * d, 3, 0.5), dims: [H, context, d] };
+  const state = (options) => {
+    const s = favor.createCausalState(options);
+    s.append(prefill, prefill, prefill);
+    return s;
+  };
+  return {
+    map,
+    codebook: { data: gaussian(64 * d, 2, 0.5), dims: [64, d] },
+    step: { data: gaussian(H * d, 4, 0.5), dims: [H, 1, d] },
+    favorState: state({ method: 'favor', featureMap: map }),
+    exactState: state({ method: 'exact' }),
+    windowState: state({ method: 'exact', window: context }),
+  };
+}
+
+const sameBits = (a, b) => a.length === b.length && a.every((x, i) => Object.is(x, b[i]));
+
+/** Runs the cases on instances [A, B]; returns one row per case: { id, label, a, b, same } (ms). */
+export function compare(instances, ids, { rounds = 24, log = () => {} } = {}) {
+  const setups = instances.map(setUp);
+  const rows = [];
+  for (const id of ids) {
+    const c = CASES[id];
+    if (!c) throw new RangeError(`--cases: no case '${id}' (have ${Object.keys(CASES).join(', ')})`);
+    const input = c.L && { data: gaussian(c.L * d, 7, 0.5), dims: [1, c.L, d] };
+    const run = (i) => {
+      const t0 = performance.now();
+      const out = c.call(instances[i], setups[i], input);
+      return { ms: performance.now() - t0, data: out.data };
+    };
+    for (let w = 0; w < 3; ++w) run(0), run(1);  // warm-up: V8's optimizing tier, caches
+    const times = [[], []];
+    // Outputs compared in each round: the decode cases' states move on, step for step alike.
+    let same = true;
+    for (let r = 0; r < rounds; ++r) {
+      const out = [];
+      for (const i of r % 2 ? [1, 0] : [0, 1]) {
+        out[i] = run(i);
+        times[i].push(out[i].ms);
+      }
+      same &&= sameBits(out[0].data, out[1].data);
+    }
+    const row = { id, label: c.label, a: median(times[0]), b: median(times[1]), same };
+    log(row);
+    rows.push(row);
+  }
+  return rows;
+}
+
+const isMain = process.argv[1] && pathToFileURL(path.resolve(process.argv[1])).href === import.meta.url;
+if (isMain) {
+  const { values: args } = parseArgs({
+    options: {
+      a: { type: 'string' },
+      b: { type: 'string', default: '.' },
+      threads: { type: 'string', default: '1' },
+      simd: { type: 'string', default: 'auto' },
+      rounds: { type: 'string', default: '24' },
+      cases: { type: 'string', default: Object.keys(CASES).join(',') },
+    },
+  });
+  if (!args.a) throw new TypeError('--a: expected the package root of build A (e.g. a second checkout)');
+  const load = async (root) => {
+    const { loadFavor } = await import(pathToFileURL(path.resolve(root, 'web/node.js')).href);
+    return loadFavor({ threads: Number(args.threads), simd: args.simd === 'true' ? true : args.simd === 'false' ? false : args.simd });
+  };
+  const instances = [await load(args.a), await load(args.b)];
+  console.log(`A ${path.resolve(args.a)}  ${JSON.stringify(instances[0].info)}`);
+  console.log(`B ${path.resolve(args.b)}  ${JSON.stringify(instances[1].info)}`);
+  compare(instances, args.cases.split(','), {
+    rounds: Number(args.rounds),
+    log: (r) => console.log(`${r.label.padEnd(48)} A ${r.a.toFixed(3)} ms  B ${r.b.toFixed(3)} ms  A/B ${(r.a / r.b).toFixed(3)}  ${r.same ? 'same bits' : 'outputs differ'}`),
+  });
+  process.exit(0);  // (threaded instances' workers)
+}
