@@ -157,17 +157,9 @@ class Pool {
     const std::uint64_t sequence = (ticket_.load(std::memory_order_relaxed) >> kHelperBits) + 1;
     active_.store(sequence << kSequenceShift, std::memory_order_relaxed);  // open, none joined
     ticket_.store((sequence << kHelperBits) | static_cast<std::uint64_t>(helpers));
-    // Wakes the invited helpers that sleep, and only those (the others sleep on): the ticket is
-    // stored before each flag is read, and a helper sets its flag before it reads the ticket, so
-    // one of the two sees the other. A helper sets its flag and waits under its own mutex, so
-    // once the caller has held that mutex the helper either waits or has seen the ticket; the
-    // notification comes after the mutex is released, and each woken helper relocks a mutex no
-    // other thread wants (with one mutex for all, helpers woken together queued for it).
-    for (int id = 0; id < helpers; ++id)
-      if (Sleep& sleep = sleep_[id]; sleep.asleep.load()) {
-        { std::lock_guard<std::mutex> lock(sleep.mutex); }
-        sleep.wake.notify_one();
-      }
+    // The wave after the ticket: whoever takes a helper of it has seen the ticket stored before it
+    // reads the helper's flag, as wake() needs.
+    spread_wave(start_wave(helpers, false), kHelperLimit);
     run_caller_task();
     work(job_, 0);
     help_until_done(job_);
@@ -247,20 +239,18 @@ class Pool {
   }
 
   // Wakes the first `helpers` helpers that sleep, to spin for a job about to come (rouse.hpp).
-  // Only a helper still asleep under its mutex is marked roused, so a mark is never left for a
-  // helper that woke meanwhile (it would spin for nothing at its next sleep).
+  // Not while a job runs (its helpers are awake or being woken for it; a rousing wave would stop
+  // that job's wave).
   void rouse(int helpers) {
     helpers = std::min<int>(helpers, static_cast<int>(helpers_.size()));
-    for (int id = 0; id < helpers; ++id) {
-      Sleep& sleep = sleep_[id];
-      if (!sleep.asleep.load()) continue;
-      {
-        std::lock_guard<std::mutex> lock(sleep.mutex);
-        if (!sleep.asleep.load(std::memory_order_relaxed)) continue;
-        sleep.roused = true;
-      }
-      sleep.wake.notify_one();
+    if (helpers < 1) return;
+    std::uint64_t wave;
+    {
+      std::unique_lock<std::mutex> no_job(job_mutex_, std::try_to_lock);
+      if (!no_job) return;
+      wave = start_wave(helpers, true);
     }
+    spread_wave(wave, kRouserWakes);
   }
 
  private:
@@ -272,6 +262,63 @@ class Pool {
   // helpers that joined and are not done yet (the low bits).
   static constexpr int kSequenceShift = 32;
   static constexpr std::uint64_t kClosed = std::uint64_t{1} << 31, kJoinedMask = kClosed - 1;
+  // Sleeping helpers are woken in waves (start_wave): the thread that starts one takes them in
+  // turn and wakes those that sleep, and so does each helper it wakes, until none is left. A
+  // wake-up costs the thread that makes it several microseconds (tens on a VM that wakes a
+  // sleeping virtual CPU through its host), so a caller waking 15 helpers one after another spent
+  // hundreds of microseconds before its own work, and the last helper started that late; in a
+  // wave, the threads waking the others double every wake-up's time. A job's caller wakes helpers
+  // until none is left (never later than alone); rouse() wakes kRouserWakes and returns, so that
+  // the caller copies its inputs while the helpers it woke wake the rest.
+  static constexpr int kRouserWakes = 2;
+  // wave_: the wave's number (the high 32 bits), whether it rouses (bit 31) rather than wakes
+  // for the job whose ticket is out, how many helpers it is for (bits 16-30) and the next one to
+  // look at (the low 16 bits).
+  static constexpr std::uint64_t kWaveRouses = std::uint64_t{1} << 31;
+
+  // A new wave for helpers [0, helpers); returns its number.
+  std::uint64_t start_wave(int helpers, bool rouses) {
+    std::uint64_t wave = wave_.load(std::memory_order_relaxed), next;
+    do {
+      next = ((wave >> 32) + 1) << 32 | (rouses ? kWaveRouses : 0) | static_cast<std::uint64_t>(helpers) << 16;
+    } while (!wave_.compare_exchange_weak(wave, next));
+    return next >> 32;
+  }
+
+  // Takes the helpers of wave `number` in turn and wakes those that sleep, until it has none left,
+  // a newer wave has begun, or `most` have been woken here. Each helper is taken once, by one
+  // thread: it is woken at most once by a wave.
+  void spread_wave(std::uint64_t number, int most) {
+    std::uint64_t wave = wave_.load();
+    while ((wave >> 32) == number && (wave & 0xffff) < ((wave >> 16) & 0x7fff)) {
+      if (!wave_.compare_exchange_weak(wave, wave + 1)) continue;
+      if (wake(static_cast<int>(wave & 0xffff), wave & kWaveRouses) && --most == 0) return;
+      wave = wave_.load();
+    }
+  }
+
+  // Wakes helper `id` if it sleeps; whether it did. For a job: the ticket is stored before the
+  // flag is read (before the wave begins), and a helper sets its flag before it reads the ticket,
+  // so one of the two sees the other; a helper sets its flag and waits under its own mutex, so once the waker has held
+  // that mutex the helper either waits or has seen the ticket. The notification comes after the
+  // mutex is released, and the helper relocks a mutex no other thread wants (with one mutex for
+  // all, helpers woken together queued for it). Roused: marked so under its mutex only while it
+  // still sleeps, so a mark is never left for a helper that woke meanwhile (it would spin for
+  // nothing at its next sleep).
+  bool wake(int id, bool rouses) {
+    Sleep& sleep = sleep_[id];
+    if (!sleep.asleep.load()) return false;
+    {
+      std::lock_guard<std::mutex> lock(sleep.mutex);
+      if (rouses) {
+        if (!sleep.asleep.load(std::memory_order_relaxed)) return false;
+        sleep.roused = true;
+      }
+    }
+    sleep.wake.notify_one();
+    return true;
+  }
+
   // How long a thread spins before it sleeps: a helper between jobs (a decode loop calls again
   // within tens of microseconds), the caller waiting for the helpers that joined (they finish
   // within an index's time). Short, because a spinning thread holds a core that another thread
@@ -361,13 +408,19 @@ class Pool {
       const auto budget = roused ? kRousedSpin : kHelperSpin;
       roused = false;
       if (!spin || !spin_until(fresh, budget)) {
-        std::unique_lock<std::mutex> lock(sleep.mutex);
-        sleep.asleep.store(true);
-        sleep.wake.wait(lock, [&] {
-          return sleep.roused || ((ticket = ticket_.load()) != seen && id < static_cast<int>(ticket & kMaxHelpers));
-        });
-        sleep.asleep.store(false, std::memory_order_relaxed);
-        if (std::exchange(sleep.roused, false)) {
+        bool woken_roused;
+        {
+          std::unique_lock<std::mutex> lock(sleep.mutex);
+          sleep.asleep.store(true);
+          sleep.wake.wait(lock, [&] {
+            return sleep.roused || ((ticket = ticket_.load()) != seen && id < static_cast<int>(ticket & kMaxHelpers));
+          });
+          sleep.asleep.store(false, std::memory_order_relaxed);
+          woken_roused = std::exchange(sleep.roused, false);
+        }
+        // Woken by a wave: goes on with it (holding no mutex: it takes the others').
+        spread_wave(wave_.load() >> 32, kHelperLimit);
+        if (woken_roused) {
           g_rousings.fetch_add(1, std::memory_order_relaxed);
           roused = true;
           continue;  // spins for the job (or sees the one that woke it too)
@@ -476,6 +529,7 @@ class Pool {
   std::vector<std::thread> helpers_;  // never joined: they wait for work until the process ends
   alignas(64) std::atomic<std::uint64_t> ticket_{0};
   alignas(64) std::atomic<std::uint64_t> active_{0};
+  alignas(64) std::atomic<std::uint64_t> wave_{0};
   std::atomic<bool> caller_sleeps_{false};
   Job job_;
   Range ranges_[kHelperLimit + 1];

@@ -1,6 +1,8 @@
 // rouse_threads: it wakes, of the helpers that sleep, as many as the last RousedCall's regions
-// took threads less the caller, no more; a helper woken so goes back to sleep when no job comes;
-// and regions after a rousing compute what they compute without one.
+// took threads less the caller, no more, each once (also when the helpers it wakes wake the
+// rest); a helper woken so goes back to sleep when no job comes; a rousing while a region runs
+// leaves every helper that region invited to come to it; and regions after a rousing compute
+// what they compute without one.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,6 +14,7 @@
 #include "favor/parallel.hpp"
 #include "favor/rouse.hpp"
 #include "favor/thread_plan.hpp"
+#include "helpers_meet.hpp"
 
 namespace {
 
@@ -71,6 +74,39 @@ TEST(Rouse, WakesAsManyHelpersAsTheLastRousedCallTook) {
     favor::parallel_for(8, [](Index) {});
   }
   EXPECT_EQ(rousings_from_sleep(), 2);
+}
+
+// The caller wakes two and returns; the helpers it woke wake the others, each once.
+TEST(Rouse, WakesEveryHelperOnceWhenTheWokenWakeTheRest) {
+  Threads t(8);
+  ASSERT_GE(favor::detail::helpers_asleep().size(), 7u);
+  roused_call(8);
+  for (int round = 0; round < 5; ++round) EXPECT_EQ(rousings_from_sleep(), 7) << "round " << round;
+  roused_call(6);
+  EXPECT_EQ(rousings_from_sleep(), 5);
+}
+
+// Rousings from another thread while regions of 8 threads start with their helpers asleep: each
+// region still gets every helper it invited (a rousing of one helper must not take over the
+// waking of the seven).
+TEST(Rouse, RousingWhileARegionRunsLeavesItsHelpersComing) {
+  Threads t(8);
+  roused_call(2);  // rouse_threads() wakes one helper
+  std::atomic<bool> done{false};
+  std::thread rouser([&] {
+    while (!done.load()) {
+      favor::rouse_threads();
+      std::this_thread::sleep_for(std::chrono::microseconds(10));
+    }
+  });
+  int round = 0;
+  for (; round < 100; ++round) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    if (!every_helper_came(8)) break;
+  }
+  done = true;
+  rouser.join();
+  EXPECT_EQ(round, 100) << "round " << round << ": an invited helper did not wake";
 }
 
 TEST(Rouse, NeverPastTheThreadsSetNow) {
