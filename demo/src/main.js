@@ -1,126 +1,35 @@
-// The interactive page: controls ⇄ URL, a compute worker for the matrices, heatmaps with a
-// linked crosshair, the row inspector, error measures and timings, the PCA view of keys and
-// codewords (codebook modes); the two studies under them are studies.js.
+// The interactive page: the controls (the settings and their URL are settings.js), a compute
+// worker for the matrices, heatmaps with a linked crosshair, the row inspector, error measures
+// and timings, the PCA view of keys and codewords (codebook modes); the two studies under them
+// are studies.js.
 import { Heatmap, drawLegend } from './heatmap.js';
 import { sequentialScale, divergingScale, quantile, fmt } from './colors.js';
 import { drawPlot } from './plot.js';
 import { PATTERNS } from './inputs.js';
 import { PcaView } from './pca-view.js';
-import { DEFAULT_TEXT, ModelPanel } from './model-panel.js';
+import { ModelPanel } from './model-panel.js';
 import { LineView } from './line-view.js';
 import { rowKL } from './row-kl.js';
-import { LONG_LIMITS, LongView } from './long-view.js';
+import { LongView } from './long-view.js';
 import { loadWatch } from './load-watch.js';
-import { KERNELS, MODE_NAMES, SAMPLINGS, STUDY_KERNELS, fmtT, isCodebook, temperatureOf } from './modes.js';
+import { MODE_NAMES, fmtT, isCodebook, temperatureOf } from './modes.js';
+import { LISTS, MODE_DEFAULTS, TEMP_RANGE, intIn, parseSettings, settingsQuery } from './settings.js';
 import { setUpStudies } from './studies.js';
 
 // ---------------------------------------------------------------- settings and the URL
 
-const LISTS = {
-  L: [8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024],
-  d: [4, 8, 12, 16, 24, 32, 48, 64, 96, 128],
-  m: [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048],
-};
-// Temperature of soft VQ on a log slider: T = 10^(n/10), n = −20 … 10 (T = 0.01 … 10).
-const TEMP_RANGE = [-20, 10];
-// The error study's curves: each checked kernel with each checked sampling mode ('grid'), or the
-// preset that compares FAVOR+'s successors and W's sampling modes ('compare', studies.js).
-const STUDY_SAMPLINGS = SAMPLINGS;
-const STUDY_SETS = ['grid', 'compare'];
-const STUDY_METRICS = ['kernelMSE', 'mse', 'relFrobenius', 'maxAbs', 'meanRowKL', 'outputRelError'];
-// log, studyMetric, studySeeds and studyMmax are null until chosen: then they follow the mode
-// (a trained model: log colors, mean row KL, a study that finishes in seconds; synthetic inputs:
-// linear colors and the kernel MSE of Lemma 2). rowFollow: the inspected row is the text's last
-// character, so the predictions are what comes next.
-const DEFAULTS = {
-  L: 256, d: 64, m: 256, kernel: 'positive', sampling: 'orthogonal', tempStep: 0, causal: false, scale: 0.5,
-  pattern: 'model', seed: 1, dataSeed: 0, log: null, row: 128, rowFollow: true,
-  studyKernels: ['positive'], studySamplings: ['iid', 'orthogonal', 'orthogonal-fixed'], studySet: 'grid', studySeeds: null, studyMmax: null, studyMetric: null, studyHeads: 'all', genN: 60,
-  text: DEFAULT_TEXT, model: 'softmax', layer: 2, head: 1, trainedW: true, longN: LONG_LIMITS.default,
-};
-const MODE_DEFAULTS = {
-  model: { log: true, studyMetric: 'meanRowKL', studySeeds: 3, studyMmax: 256 },
-  synthetic: { log: false, studyMetric: 'kernelMSE', studySeeds: 6, studyMmax: 1024 },
-};
 const setting = (key) => state[key] ?? MODE_DEFAULTS[isModel() ? 'model' : 'synthetic'][key];
-const TEXT_LIMIT = 1024;  // the box and the URL; the model reads the last 256 characters
 const MODEL_TITLE = 'a trained character-level transformer (train/): Q and K of the chosen layer and head on the text below';
 const isModel = () => state.pattern === 'model';
-
-const nearest = (list, v) => list.reduce((best, x) => (Math.abs(Math.log(x / v)) < Math.abs(Math.log(best / v)) ? x : best));
-const intIn = (s, lo, hi) => { if (s === null || s === undefined || String(s).trim() === '') return undefined; const v = Number(s); return Number.isInteger(v) && v >= lo && v <= hi ? v : undefined; };
-
-const MODEL_KEYS = ['model', 'layer', 'head', 'text', 'tw', 'gen', 'long', 'sheads'];
-function parseUrl() {
-  const q = new URLSearchParams(location.search);
-  const s = { ...DEFAULTS };
-  for (const key of ['L', 'd', 'm']) {
-    const v = Number(q.get(key));
-    if (q.has(key) && Number.isFinite(v) && v > 0) s[key] = nearest(LISTS[key], v);
-  }
-  if (KERNELS.includes(q.get('kernel'))) s.kernel = q.get('kernel');
-  if (SAMPLINGS.includes(q.get('sampling'))) s.sampling = q.get('sampling');
-  const temp = Number(q.get('temp'));
-  if (q.has('temp') && temp > 0 && Number.isFinite(temp)) {
-    s.tempStep = Math.max(TEMP_RANGE[0], Math.min(TEMP_RANGE[1], Math.round(10 * Math.log10(temp))));
-  }
-  if (q.get('pattern') in PATTERNS || q.get('pattern') === 'model') s.pattern = q.get('pattern');
-  // Links from before the page opened on a trained model name no pattern: they meant Gaussian.
-  // A link without one that names what only a model has (a model, a layer, a text…) means the model.
-  else if ([...q.keys()].length) s.pattern = MODEL_KEYS.some((key) => q.has(key)) ? 'model' : 'gaussian';
-  if (q.has('text')) s.text = q.get('text').slice(0, TEXT_LIMIT);
-  if (/^[a-z][a-z0-9-]*$/.test(q.get('model') ?? '')) s.model = q.get('model');
-  s.layer = intIn(q.get('layer'), 0, 63) ?? s.layer;
-  s.head = intIn(q.get('head'), 0, 63) ?? s.head;
-  if (q.has('tw')) s.trainedW = q.get('tw') !== '0';
-  if (q.has('causal')) s.causal = q.get('causal') === '1' || q.get('causal') === 'true';
-  if (q.has('log')) s.log = q.get('log') === '1' || q.get('log') === 'true';
-  const scale = Number(q.get('scale'));
-  if (q.has('scale') && scale >= 0.05 && scale <= 1.5) s.scale = Math.round(scale * 20) / 20;
-  s.seed = intIn(q.get('seed'), 0, 999999) ?? s.seed;
-  s.dataSeed = intIn(q.get('data'), 0, 999999) ?? s.dataSeed;
-  const row = intIn(q.get('row'), 0, s.pattern === 'model' ? 255 : s.L - 1);
-  s.row = row ?? Math.min(DEFAULTS.row, s.L >> 1);
-  s.rowFollow = s.pattern === 'model' && row === undefined;
-  const sk = (q.get('skernels') ?? '').split(',').filter((k) => STUDY_KERNELS.includes(k));
-  if (sk.length) s.studyKernels = sk;
-  const ss = (q.get('ssamplings') ?? '').split(',').filter((x) => STUDY_SAMPLINGS.includes(x));
-  if (ss.length) s.studySamplings = ss;
-  if (STUDY_SETS.includes(q.get('sset'))) s.studySet = q.get('sset');
-  s.studySeeds = intIn(q.get('sseeds'), 2, 32) ?? null;
-  if (['all', 'selected'].includes(q.get('sheads'))) s.studyHeads = q.get('sheads');
-  s.genN = intIn(q.get('gen'), 1, 255) ?? s.genN;
-  s.longN = intIn(q.get('long'), LONG_LIMITS.min, LONG_LIMITS.max) ?? s.longN;
-  const mmax = intIn(q.get('smax'), 1, 2048);
-  if (mmax && [64, 256, 512, 1024, 2048].includes(mmax)) s.studyMmax = mmax;
-  if (STUDY_METRICS.includes(q.get('smetric'))) s.studyMetric = q.get('smetric');
-  return s;
-}
 
 // The URL follows the settings, written after the panels are drawn (replaceState costs ~1–2 ms).
 let urlTimer = 0;
 function writeUrl() {
   clearTimeout(urlTimer);
-  urlTimer = setTimeout(writeUrlNow, 0);
-}
-function writeUrlNow() {
-  const s = state;
-  const model = s.pattern === 'model';
-  const q = new URLSearchParams({
-    pattern: s.pattern,
-    ...(model && { model: s.model, layer: s.layer, head: s.head }),
-    m: s.m, kernel: s.kernel, sampling: s.sampling, temp: fmtT(temperatureOf(s.tempStep)),
-    ...(!model && { L: s.L, d: s.d, causal: s.causal ? 1 : 0, scale: s.scale.toFixed(2), data: s.dataSeed }),
-    seed: s.seed, ...(s.log !== null && { log: s.log ? 1 : 0 }), ...(!(model && s.rowFollow) && { row: s.row }),
-    skernels: s.studyKernels.join(','), ssamplings: s.studySamplings.join(','), sset: s.studySet, ...(s.studySeeds !== null && { sseeds: s.studySeeds }),
-    ...(s.studyMmax !== null && { smax: s.studyMmax }), ...(s.studyMetric !== null && { smetric: s.studyMetric }),
-    ...(model && { tw: s.trainedW ? 1 : 0, sheads: s.studyHeads, gen: s.genN, ...(s.longN !== DEFAULTS.longN && { long: s.longN }) }),
-    ...(model && s.text !== DEFAULT_TEXT && { text: s.text }),
-  });
-  history.replaceState(null, '', `${location.pathname}?${q}${location.hash}`);
+  urlTimer = setTimeout(() => history.replaceState(null, '', `${location.pathname}?${settingsQuery(state)}${location.hash}`), 0);
 }
 
-const state = parseUrl();
+const state = parseSettings(location.search);
 const $ = (sel) => document.querySelector(sel);
 // The inspected row as drawn: on a trained model, the last character unless a row was picked.
 function shownRow() {

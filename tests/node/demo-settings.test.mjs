@@ -1,0 +1,83 @@
+// The page's settings and its URL (demo/src/settings.js): a link with no query opens on the
+// trained model with the defaults; every setting read from a query string is one the page can
+// show (anything unknown or out of range falls back to its default); and the query string
+// written for some settings gives those settings back, so a copied link reopens the same page.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { DEFAULTS, LISTS, TEXT_LIMIT, parseSettings, settingsQuery } from '../../demo/src/settings.js';
+import { KERNELS, SAMPLINGS, STUDY_KERNELS } from '../../demo/src/modes.js';
+import { rng } from './helpers.mjs';
+
+test('no query: the trained model and the defaults; its URL gives them back', () => {
+  const s = parseSettings('');
+  assert.deepEqual(s, { ...DEFAULTS, rowFollow: true });
+  assert.equal(s.pattern, 'model');
+  const q = new URLSearchParams(settingsQuery(s));
+  assert.equal(q.get('pattern'), 'model');
+  assert.equal(q.has('text'), false, 'the default text is not written into the URL');
+  assert.equal(q.has('row'), false, 'a row that follows the text is not written');
+  assert.deepEqual(parseSettings(settingsQuery(s)), s);
+});
+
+test('values out of range or unknown fall back to their defaults; sizes snap to the nearest offered', () => {
+  const s = parseSettings('?pattern=gaussian&L=1000&d=3&m=300&kernel=softmax&sampling=sobol&temp=0.3&scale=9&seed=-1&row=5000&sseeds=99&smax=100&smetric=nope&skernels=relu,bogus');
+  assert.equal(s.pattern, 'gaussian');
+  assert.equal(s.L, 1024);
+  assert.equal(s.d, 4);
+  assert.equal(s.m, 256);
+  assert.equal(s.kernel, DEFAULTS.kernel);
+  assert.equal(s.sampling, DEFAULTS.sampling);
+  assert.equal(s.tempStep, -5);  // T = 10^(-5/10) ≈ 0.32, the slider's nearest step to 0.3
+  assert.equal(s.scale, DEFAULTS.scale);
+  assert.equal(s.seed, DEFAULTS.seed);
+  assert.equal(s.row, 128, 'a row past L falls back to min(128, L/2)');
+  assert.equal(s.studySeeds, null);
+  assert.equal(s.studyMmax, null);
+  assert.equal(s.studyMetric, null);
+  assert.deepEqual(s.studyKernels, ['relu']);
+  assert.equal(parseSettings(`?text=${'a'.repeat(TEXT_LIMIT + 50)}`).text.length, TEXT_LIMIT);
+});
+
+test('links without a pattern: Gaussian (links from before the model), unless they name what only a model has', () => {
+  assert.equal(parseSettings('?L=64&kernel=relu').pattern, 'gaussian');
+  assert.equal(parseSettings('?layer=1&kernel=relu').pattern, 'model');
+  assert.equal(parseSettings('?text=Call%20me%20Ishmael').pattern, 'model');
+});
+
+test('random settings: their URL gives them back', () => {
+  const g = rng(5);
+  const pick = (list) => list[Math.floor(g.uniform() * list.length)];
+  // A random nonempty part of a list.
+  const some = (list) => { const part = list.filter(() => g.uniform() < 0.5); return part.length ? part : [pick(list)]; };
+  const patterns = ['model', 'gaussian', 'clustered', 'banded'];
+  for (let trial = 0; trial < 300; trial++) {
+    const pattern = pick(patterns);
+    const L = pick(LISTS.L);
+    const s = parseSettings(`?pattern=${pattern}`);
+    Object.assign(s, {
+      L, d: pick(LISTS.d), m: pick(LISTS.m), kernel: pick(KERNELS), sampling: pick(SAMPLINGS),
+      tempStep: Math.floor(g.uniform() * 31) - 20, seed: Math.floor(g.uniform() * 1e6), dataSeed: Math.floor(g.uniform() * 1e6),
+      scale: Math.round((0.05 + g.uniform() * 1.45) * 20) / 20, causal: g.uniform() < 0.5, log: pick([null, true, false]),
+      studyKernels: some(STUDY_KERNELS), studySamplings: some(SAMPLINGS),
+      studySet: pick(['grid', 'compare']), studySeeds: pick([null, 2, 7, 32]), studyMmax: pick([null, 64, 2048]),
+      studyMetric: pick([null, 'mse', 'meanRowKL']),
+    });
+    if (pattern === 'model') {
+      Object.assign(s, { layer: Math.floor(g.uniform() * 4), head: Math.floor(g.uniform() * 4), trainedW: g.uniform() < 0.5,
+        text: g.uniform() < 0.5 ? s.text : 'Call me Ishmael. & = ? #', genN: 1 + Math.floor(g.uniform() * 255),
+        longN: pick([64, 2000, 16384]), studyHeads: pick(['all', 'selected']) });
+      s.rowFollow = g.uniform() < 0.5;
+      s.row = s.rowFollow ? DEFAULTS.row : Math.floor(g.uniform() * 256);
+    } else {
+      s.row = Math.floor(g.uniform() * L);
+    }
+    const back = parseSettings(settingsQuery(s));
+    // What the mode does not use is not written: those settings come back as their defaults.
+    const used = pattern === 'model'
+      ? { ...s, L: DEFAULTS.L, d: DEFAULTS.d, causal: DEFAULTS.causal, scale: DEFAULTS.scale, dataSeed: DEFAULTS.dataSeed }
+      : { ...s, layer: DEFAULTS.layer, head: DEFAULTS.head, model: DEFAULTS.model, trainedW: DEFAULTS.trainedW, text: DEFAULTS.text,
+        genN: DEFAULTS.genN, longN: DEFAULTS.longN, studyHeads: DEFAULTS.studyHeads };
+    assert.deepEqual(back, used, `trial ${trial}: ${settingsQuery(s)}`);
+  }
+});
