@@ -2,7 +2,7 @@
 # The native GoogleTest suite under AddressSanitizer + UndefinedBehaviorSanitizer (clang, any
 # report aborts), its thread tests (favor_thread_tests: the thread pool, threaded attention, the
 # calling thread's tasks, inputs arriving, rousing, thread time) under ThreadSanitizer in
-# build/tsan, then the libFuzzer target over the core (tests/fuzz/fuzz_core.cpp) for a bounded
+# build/tsan, then the libFuzzer target over the core (tests/fuzz/, entered at fuzz_core.cpp) for a bounded
 # time. The ASan tests and the fuzzer link one build of the core in build/asan:
 # sanitizers, libFuzzer coverage, and a 32-bit Eigen::Index as in wasm32 (CMake option FAVOR_FUZZ).
 # FUZZ_SECONDS (default 60) sets the fuzzing time; the corpus grows in build/asan/fuzz-corpus,

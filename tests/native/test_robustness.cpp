@@ -1,4 +1,4 @@
-// Regression tests for the bugs found by the fuzzer (tests/fuzz/fuzz_core.cpp) and the Node
+// Regression tests for the bugs found by the fuzzer (tests/fuzz/) and the Node
 // extremes tests (tests/node/robustness.test.mjs): each input below used to crash, return NaN, or return a wrong row.
 #include <gtest/gtest.h>
 
