@@ -54,8 +54,9 @@ function setUp(favor) {
 
 const sameBits = (a, b) => a.length === b.length && a.every((x, i) => Object.is(x, b[i]));
 
-/** Runs the cases on instances [A, B]; returns one row per case: { id, label, a, b, same } (ms). */
-export function compare(instances, ids, { rounds = 24, log = () => {} } = {}) {
+/** Runs the cases on instances [A, B] (each warmed up first for warmupMs); returns one row per
+ * case: { id, label, a, b, same } (ms). */
+export function compare(instances, ids, { rounds = 24, warmupMs = 500, log = () => {} } = {}) {
   const setups = instances.map(setUp);
   const rows = [];
   for (const id of ids) {
@@ -67,7 +68,10 @@ export function compare(instances, ids, { rounds = 24, log = () => {} } = {}) {
       const out = c.call(instances[i], setups[i], input);
       return { ms: performance.now() - t0, data: out.data };
     };
-    for (let w = 0; w < 3; ++w) run(0), run(1);  // warm-up: V8's optimizing tier, caches
+    // Warm-up, at least 3 calls each and warmupMs: V8 runs a wasm function on its baseline tier
+    // until it has run a while, and two builds tier up apart (a decode case read up to 1.5x
+    // slower on whichever was B after 3 calls; the same build twice shares its compiled code).
+    for (let w = 0, end = performance.now() + warmupMs; w < 3 || performance.now() < end; ++w) run(0), run(1);
     const times = [[], []];
     // Outputs compared in each round: the decode cases' states move on, step for step alike.
     let same = true;
