@@ -276,13 +276,13 @@ class Pool {
   // look at (the low 16 bits).
   static constexpr std::uint64_t kWaveRouses = std::uint64_t{1} << 31;
 
-  // A new wave for helpers [0, helpers); returns its number.
+  // A new wave for helpers [0, helpers); returns its number. Under job_mutex_, so one thread at a
+  // time starts waves (the number is one past the last); a claim on the older wave that comes
+  // after the store fails, as the word has changed.
   std::uint64_t start_wave(int helpers, bool rouses) {
-    std::uint64_t wave = wave_.load(std::memory_order_relaxed), next;
-    do {
-      next = ((wave >> 32) + 1) << 32 | (rouses ? kWaveRouses : 0) | static_cast<std::uint64_t>(helpers) << 16;
-    } while (!wave_.compare_exchange_weak(wave, next));
-    return next >> 32;
+    const std::uint64_t number = (wave_.load(std::memory_order_relaxed) >> 32) + 1;
+    wave_.store(number << 32 | (rouses ? kWaveRouses : 0) | static_cast<std::uint64_t>(helpers) << 16);
+    return number;
   }
 
   // Takes the helpers of wave `number` in turn and wakes those that sleep, until it has none left,
