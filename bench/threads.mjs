@@ -137,7 +137,7 @@ function timeCopies(c) {
 // What waking the helpers costs a call: FAVOR+ of one head at L = 1024 with `out`, timed right
 // after the same call (its helpers still spinning) and after 1 ms of nothing (they have gone to
 // sleep: a helper sleeps after ~100 us without a job), in alternation. The call wakes its
-// sleeping helpers before it copies its inputs in (src/favor/rouse.hpp), and they join as they
+// sleeping helpers before it copies its inputs in (src/favor/threads/rouse.hpp), and they join as they
 // wake; the difference of the medians is what waking still costs at T threads (a call that takes
 // T threads after an idle moment pays it).
 function timeWake(favor, featureMap) {

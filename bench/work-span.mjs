@@ -3,13 +3,13 @@
 // regions and the pool's way of dealing them out allow, read on any machine, few cores included.
 // bench/native/work_span.cpp runs each call natively (the core's SSE4.2 build, the closest to
 // wasm's 128-bit SIMD) with every region split as it would be on T threads but run on one, and
-// times every index (src/favor/work_span.hpp). From that trace:
+// times every index (src/favor/threads/work_span.hpp). From that trace:
 // - the pool model (bench/lib/pool-model.mjs): the time on T threads that each run as fast as one
 //   alone, the indices dealt out as the pool deals them;
 // - Brent's bounds from the call's work and span: at most one-thread time / max(work / T, span),
 //   at least one-thread time / ((work - span) / T + span);
 // beside the speed-up the same native calls measured on the machine's threads, and where those
-// threads' time went (src/favor/timeline.hpp): computing, and how much longer than one thread
+// threads' time went (src/favor/threads/timeline.hpp): computing, and how much longer than one thread
 // alone, or waiting, and for what.
 //
 //   node bench/work-span.mjs [--quick] [--out FILE.md]   measure here
@@ -116,10 +116,10 @@ const md = [];
 md.push('<!-- work-span -->', '## What the split allows: the pool model, work and span', '');
 md.push('`node bench/work-span.mjs` (part of `npm run bench`). How far the thread bench\'s calls can scale as their split into regions and the pool\'s way of dealing it out allow, read from one thread: ' +
   'each call runs natively (the core built with `-O3 -msse4.2 -mno-avx`, the closest to wasm\'s 128-bit SIMD; the same inputs, d = dv = 64, FAVOR+ m = 256 positive orthogonal; ' +
-  'glibc\'s allocator kept from mapping large blocks anew at each call, as wasm\'s never does) with every region split as it would be on T threads but its indices run one after another on one thread, each timed (src/favor/work_span.hpp; the trace of the fastest of ' +
+  'glibc\'s allocator kept from mapping large blocks anew at each call, as wasm\'s never does) with every region split as it would be on T threads but its indices run one after another on one thread, each timed (src/favor/threads/work_span.hpp; the trace of the fastest of ' +
   `${[...new Set(machines.map((m) => m.reps))].join(' or ')} runs). Decode is 400 appends of one position after the prefill.`);
 md.push('');
-md.push('- **The pool model** (bench/lib/pool-model.mjs) replays the trace on T threads as src/favor/parallel.cpp deals the indices out (home ranges first, then the others\' ranges; a region inside an index published for the threads that have none left; its thread waiting for the indices taken), each thread as fast as one alone and every hand-off free. ' +
+md.push('- **The pool model** (bench/lib/pool-model.mjs) replays the trace on T threads as src/favor/threads/pool.cpp deals the indices out (home ranges first, then the others\' ranges; a region inside an index published for the threads that have none left; its thread waiting for the indices taken), each thread as fast as one alone and every hand-off free. ' +
   'The speed-up over one thread it gives is what the split allows; in parentheses, where the machine has the threads, the same native call timed on T threads (the median ratio of rounds that time one thread and T in turn; as in the thread bench, a call under 10 ms on one thread is made once untimed right before each timed one on more, so that its helpers, asleep since the count before, are awake). ' +
   'A measured speed-up below the model\'s comes from the machine: threads slower together than alone (clocks, caches, memory, a shared host: the thread bench\'s weak-scaling rows), wake-ups and hand-offs. The wasm calls of the thread bench also copy their inputs and output on the calling thread, which this leaves out.');
 md.push('- **Brent\'s bounds**, from the call\'s *work* (the time on one thread at T\'s split) and *span* (its longest chain of steps that run in order: the time outside regions plus, in each region, its longest index, recursively): at least one-thread time ÷ ((work − span) ÷ T + span), what any scheduler that leaves no thread idle while an index waits reaches, and at most one-thread time ÷ max(work ÷ T, span). All figures at most T.');

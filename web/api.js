@@ -30,7 +30,7 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
   // Before an attention call copies its q, k and v (its first three tensors in heap.js call) in,
   // with helper threads: whether they are copied in while it runs (inputs large enough to be worth
   // the pieces); if not, the helpers it will take are woken first, so that they wake while the
-  // inputs are copied rather than when the call starts (src/favor/rouse.hpp).
+  // inputs are copied rather than when the call starts (src/favor/threads/rouse.hpp).
   const prepareCall = ({ q, k, v }) => {
     if (threads < 2) return false;
     if (q.data.length + k.data.length + v.data.length >= ARRIVING_FLOATS) return true;

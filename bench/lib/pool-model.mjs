@@ -1,4 +1,4 @@
-// The thread pool of src/favor/parallel.cpp as a model: how long a traced call (bench/native/work_span.cpp's
+// The thread pool of src/favor/threads/pool.cpp as a model: how long a traced call (bench/native/work_span.cpp's
 // trace: an index is [serial, region, serial, ..., serial] in seconds, a region { t: threads
 // invited, i: [index, ...] }) takes on T threads that each run as fast as one alone and hand work
 // over for free, when its indices are dealt out as the pool deals them:

@@ -1,5 +1,5 @@
 // For bench/work-span.mjs: calls natively (those of bench/threads.mjs, on the same inputs), their
-// work, span and trace with the split they would have on T threads (src/favor/work_span.hpp), and
+// work, span and trace with the split they would have on T threads (src/favor/threads/work_span.hpp), and
 // their time on one and on more of this machine's threads. d = dv = 64, FAVOR+ m = 256 positive
 // orthogonal (seed 7). One JSON object on stdout.
 //
@@ -26,8 +26,8 @@
 #endif
 
 #include "favor/favor.hpp"
-#include "favor/timeline.hpp"
-#include "favor/work_span.hpp"
+#include "favor/threads/timeline.hpp"
+#include "favor/threads/work_span.hpp"
 
 namespace {
 

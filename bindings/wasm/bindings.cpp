@@ -26,9 +26,9 @@
 // Internal headers, for what the C++ API leaves to the builds: the GEMM's tile rows and whether
 // this module fuses multiply-adds (loadFavor's tuning), the dims helpers of the core's messages,
 // and the calling thread's task while the helpers start (with_output).
-#include <favor/caller_task.hpp>
-#include <favor/input_arrival.hpp>
-#include <favor/rouse.hpp>
+#include <favor/threads/caller_task.hpp>
+#include <favor/threads/input_arrival.hpp>
+#include <favor/threads/rouse.hpp>
 #include <favor/kernels/gemm.hpp>
 #include <favor/kernels/vector_math.hpp>
 #include <favor/tensor/shape.hpp>

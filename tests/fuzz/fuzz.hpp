@@ -22,7 +22,7 @@
 
 #include <favor/favor.hpp>
 #include <favor/features/factored.hpp>
-#include <favor/input_arrival.hpp>
+#include <favor/threads/input_arrival.hpp>
 
 namespace fuzz {
 

@@ -9,9 +9,9 @@
 #include <thread>
 #include <vector>
 
-#include "favor/caller_task.hpp"
+#include "favor/threads/caller_task.hpp"
 #include "favor/parallel.hpp"
-#include "favor/thread_plan.hpp"
+#include "favor/threads/thread_plan.hpp"
 
 namespace {
 

@@ -17,12 +17,12 @@
 #include <thread>
 #include <vector>
 
-#include "favor/caller_task.hpp"
+#include "favor/threads/caller_task.hpp"
 #include "favor/error.hpp"
-#include "favor/input_arrival.hpp"
+#include "favor/threads/input_arrival.hpp"
 #include "favor/parallel.hpp"
 #include "favor/tensor.hpp"
-#include "favor/thread_plan.hpp"
+#include "favor/threads/thread_plan.hpp"
 
 namespace {
 

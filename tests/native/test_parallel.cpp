@@ -15,9 +15,9 @@
 #include <thread>
 #include <vector>
 
-#include <favor/thread_plan.hpp>
+#include <favor/threads/thread_plan.hpp>
 
-#include "favor/work_span.hpp"
+#include "favor/threads/work_span.hpp"
 #include "helpers_meet.hpp"
 #include "reference.hpp"
 

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "favor/parallel.hpp"
-#include "favor/rouse.hpp"
-#include "favor/thread_plan.hpp"
+#include "favor/threads/rouse.hpp"
+#include "favor/threads/thread_plan.hpp"
 #include "helpers_meet.hpp"
 
 namespace {

@@ -1,4 +1,4 @@
-// record_thread_time (src/favor/timeline.hpp): a call's thread-seconds on T threads split into
+// record_thread_time (src/favor/threads/timeline.hpp): a call's thread-seconds on T threads split into
 // work, the caller alone, and waiting, on calls whose parts are known (sleeps), checked to add up
 // to T x wall and each part to be at least what the call was built to spend there.
 #include <gtest/gtest.h>
@@ -8,8 +8,8 @@
 #include <thread>
 
 #include "favor/parallel.hpp"
-#include "favor/thread_plan.hpp"
-#include "favor/timeline.hpp"
+#include "favor/threads/thread_plan.hpp"
+#include "favor/threads/timeline.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// measure_work_span (src/favor/work_span.hpp), which bench/work-span.mjs reads how far calls can
+// measure_work_span (src/favor/threads/work_span.hpp), which bench/work-span.mjs reads how far calls can
 // scale with: a call's regions split as on T threads but run on the calling thread, and its span
 // the longest chain. The timing checks are inequalities that hold whatever else the machine runs
 // (a preempted step only adds time to the work and to every chain through it), from steps that
@@ -12,9 +12,9 @@
 #include <vector>
 
 #include <favor/parallel.hpp>
-#include <favor/thread_plan.hpp>
+#include <favor/threads/thread_plan.hpp>
 
-#include "favor/work_span.hpp"
+#include "favor/threads/work_span.hpp"
 
 namespace {
 

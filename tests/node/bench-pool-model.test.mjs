@@ -1,5 +1,5 @@
 // The pool model of bench/work-span.mjs (bench/lib/pool-model.mjs) on small traces whose time on
-// T threads follows by hand from how src/favor/parallel.cpp deals indices out: home ranges first,
+// T threads follows by hand from how src/favor/threads/pool.cpp deals indices out: home ranges first,
 // then the others' ranges; regions inside an index helped by the threads with none left; the
 // caller alone outside regions; a region's threads capped by its invitation.
 import assert from 'node:assert/strict';

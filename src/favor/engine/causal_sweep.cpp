@@ -7,7 +7,7 @@
 
 #include "favor/kernels/gemm.hpp"
 #include "favor/parallel.hpp"
-#include "favor/thread_plan.hpp"
+#include "favor/threads/thread_plan.hpp"
 #include "favor/kernels/vector_math.hpp"
 
 namespace favor {

@@ -8,7 +8,7 @@
 #include "favor/kernels/attention_kernel.hpp"
 #include "favor/kernels/gemm.hpp"
 #include "favor/parallel.hpp"
-#include "favor/thread_plan.hpp"
+#include "favor/threads/thread_plan.hpp"
 #include "favor/engine/validate.hpp"
 #include "favor/kernels/vector_math.hpp"
 

@@ -10,11 +10,11 @@
 
 #include "favor/engine/causal_sweep.hpp"
 #include "favor/exact_attention.hpp"
-#include "favor/input_arrival.hpp"
+#include "favor/threads/input_arrival.hpp"
 #include "favor/parallel.hpp"
 #include "favor/engine/prefix_state.hpp"
 #include "favor/engine/validate.hpp"
-#include "favor/thread_plan.hpp"
+#include "favor/threads/thread_plan.hpp"
 #include "favor/kernels/vector_math.hpp"
 
 namespace favor {

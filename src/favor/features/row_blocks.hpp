@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "favor/parallel.hpp"
-#include "favor/thread_plan.hpp"
+#include "favor/threads/thread_plan.hpp"
 
 namespace favor {
 

@@ -5,7 +5,7 @@
 
 #include "favor/engine/factored_attention.hpp"
 #include "favor/parallel.hpp"
-#include "favor/thread_plan.hpp"
+#include "favor/threads/thread_plan.hpp"
 #include "favor/tensor/work.hpp"
 #include "favor/engine/prefix_state.hpp"
 #include "favor/tensor.hpp"

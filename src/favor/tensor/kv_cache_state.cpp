@@ -11,7 +11,7 @@
 #include "favor/kernels/attention_kernel.hpp"
 #include "favor/kernels/gemm.hpp"
 #include "favor/parallel.hpp"
-#include "favor/thread_plan.hpp"
+#include "favor/threads/thread_plan.hpp"
 
 namespace favor {
 

@@ -5,7 +5,7 @@
 #include "favor/error.hpp"
 #include "favor/kernels/gemm.hpp"
 #include "favor/parallel.hpp"
-#include "favor/thread_plan.hpp"
+#include "favor/threads/thread_plan.hpp"
 #include "favor/tensor/shape.hpp"
 #include "favor/kernels/vector_math.hpp"
 

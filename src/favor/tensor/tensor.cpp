@@ -4,14 +4,14 @@
 #include <string>
 
 #include "favor/error.hpp"
-#include "favor/input_arrival.hpp"
+#include "favor/threads/input_arrival.hpp"
 #include "favor/kernels/vector_math.hpp"
 #include "favor/parallel.hpp"
 #include "favor/tensor/head_groups.hpp"
 #include "favor/tensor/shape.hpp"
 #include "favor/engine/factored_attention.hpp"
 #include "favor/engine/codebook_state.hpp"
-#include "favor/thread_plan.hpp"
+#include "favor/threads/thread_plan.hpp"
 #include "favor/tensor/work.hpp"
 
 namespace favor {

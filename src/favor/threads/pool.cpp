@@ -1,27 +1,22 @@
-#include "favor/parallel.hpp"
+#include "favor/threads/pool.hpp"
 
-#include "favor/caller_task.hpp"
-#include "favor/rouse.hpp"
-#include "favor/thread_plan.hpp"
-#include "favor/timeline.hpp"
-#include "favor/work_span.hpp"
+#include "favor/threads/caller_task.hpp"
+#include "favor/threads/region.hpp"
+#include "favor/threads/rouse.hpp"
+#include "favor/threads/thread_plan.hpp"
+#include "favor/threads/timeline.hpp"
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cmath>
 #include <cstdint>
 #include <exception>
 #include <functional>
 #include <mutex>
-#include <system_error>
 #include <utility>
 #include <vector>
 
-// Emscripten without -pthread has no std::thread: compile to a serial loop.
-#if defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
-#define FAVOR_SERIAL_ONLY 1
-#else
+#ifndef FAVOR_SERIAL_ONLY
 #include <condition_variable>
 #include <thread>
 #endif
@@ -29,86 +24,17 @@
 namespace favor {
 
 namespace {
-std::atomic<int> g_max_threads{1};
-thread_local bool t_in_parallel = false;  // inside a region: a nested one becomes a job that idle
-                                          // threads of the region help with
-thread_local int t_share = 1;             // inside a region: its threads per index (>= 1)
-thread_local int t_limit = 0;             // a ThreadLimit's count for this thread's regions (0: none)
-std::atomic<int> g_threads_used{1};       // for take_threads_used()
-thread_local std::function<void()>* t_caller_task = nullptr;  // a CallerTask's, until it runs
-#ifndef FAVOR_SERIAL_ONLY
-thread_local int t_pool_thread = 0;  // 0: a thread that starts regions; h + 1: the pool's helper h
-thread_local int t_index_depth = 0;  // indices of the pool's jobs this thread is inside
-#endif
-thread_local int t_call_threads = 0;  // a RousedCall's threads so far (0: none lives)
-std::atomic<int> g_rouse_threads{1};  // the last RousedCall's, for rouse_threads()
+FAVOR_THREAD_LOCAL std::function<void()>* t_caller_task = nullptr;  // a CallerTask's, until it runs
 std::atomic<long long> g_rousings{0};
 
-// The threads each index of a region of `count` indices on `threads` threads is given
-// (available_threads() inside it): the threads shared out among at most `threads` indices.
-int threads_per_index(Index count, int threads) {
-  const int indices = static_cast<int>(std::min<Index>(count, threads));
-  return (threads + indices - 1) / indices;
-}
-
-// measure_work_span: while it runs, the calling thread's regions run serially, each index timed,
-// into the index being run (t_index) from the time its current serial stretch began (t_mark).
-thread_local TracedIndex* t_index = nullptr;
-thread_local std::chrono::steady_clock::time_point t_mark;
-
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
-
-// A region's indices one after another on this thread, each seeing the share of threads it would
-// have (available_threads()), so that the call splits its work as it would on that many threads.
-void run_traced(Index count, void (*call)(void*, Index), void* context) {
-  TracedIndex& parent = *t_index;
-  parent.serial.back() += seconds_since(t_mark);
-  struct Restore {  // also when an index throws
-    bool nested;
-    int share;
-    TracedIndex* index;
-    ~Restore() {
-      t_in_parallel = nested, t_share = share, t_index = index;
-      index->serial.push_back(0.0);
-      t_mark = std::chrono::steady_clock::now();
-    }
-  } const restore{t_in_parallel, t_share, &parent};
-  TracedRegion region;
-  region.threads = restore.nested ? 1 : available_threads();
-  const int index_share = restore.nested ? 1 : threads_per_index(count, region.threads);
-  region.indices.resize(static_cast<std::size_t>(count));
-  parent.regions.push_back(std::move(region));
-  for (Index i = 0; i < count; ++i) {
-    t_in_parallel = true, t_share = index_share;
-    t_index = &parent.regions.back().indices[static_cast<std::size_t>(i)];
-    t_mark = std::chrono::steady_clock::now();
-    call(context, i);
-    t_index->serial.back() += seconds_since(t_mark);
-  }
-}
-
-double work_of(const TracedIndex& index) {
-  double work = 0;
-  for (const double s : index.serial) work += s;
-  for (const TracedRegion& r : index.regions)
-    for (const TracedIndex& i : r.indices) work += work_of(i);
-  return work;
-}
-
-double span_of(const TracedIndex& index) {
-  double span = 0;
-  for (const double s : index.serial) span += s;
-  for (const TracedRegion& r : index.regions) {
-    double longest = 0;
-    for (const TracedIndex& i : r.indices) longest = std::max(longest, span_of(i));
-    span += longest;
-  }
-  return span;
-}
-
 #ifndef FAVOR_SERIAL_ONLY
+FAVOR_THREAD_LOCAL int t_pool_thread = 0;  // 0: a thread that starts regions; h + 1: the pool's helper h
+FAVOR_THREAD_LOCAL int t_index_depth = 0;  // indices of the pool's jobs this thread is inside
+
+using detail::t_in_parallel;
+using detail::t_share;
+using detail::threads_per_index;
+
 // The C++ runtime sets a thread's exception-handling state up on its first caught exception (16
 // bytes per thread in the pthreads wasm build, kept while the thread lives): the pool's threads
 // and the thread that starts them set it up at once, so that a first error later allocates
@@ -545,142 +471,32 @@ Pool& pool() {
 #endif
 }  // namespace
 
-void set_max_threads(int threads) {
-  g_max_threads = std::max(1, threads);
-#ifndef FAVOR_SERIAL_ONLY
-  if (g_max_threads > 1) pool().reserve(g_max_threads - 1);
-#endif
+CallerTask::CallerTask(std::function<void()> task) : task_(std::move(task)), previous_(t_caller_task) {
+  t_caller_task = task_ ? &task_ : nullptr;
 }
-
-int max_threads() {
-#ifdef FAVOR_SERIAL_ONLY
-  return 1;
-#else
-  return g_max_threads;
-#endif
-}
-
-int available_threads() { return t_in_parallel ? t_share : t_limit ? std::min(t_limit, max_threads()) : max_threads(); }
-
-int take_threads_used() { return g_threads_used.exchange(1); }
-
-int threads_for_work(double multiply_adds) {
-  const double wanted = std::floor(multiply_adds / kWorkPerThread);
-  return static_cast<int>(std::clamp(wanted, 1.0, static_cast<double>(max_threads())));
-}
-
-int threads_for_parts(Index parts, double work_per_part) {
-  if (parts < 2 || work_per_part < kWorkPerPart) return 1;
-  const int one_each = static_cast<int>(std::min<Index>(parts, max_threads()));
-  return std::max(one_each, threads_for_work(static_cast<double>(parts) * work_per_part));
-}
-
-Index pieces_per_block(Index blocks, Index units, int threads, Index min_units) {
-  if (blocks <= 0 || threads <= 1) return 1;
-  // The fewest pieces with the least time per thread: ceil(blocks p / T) pieces of at most
-  // ceil(units / p) units each (8 blocks on 12 threads: 3 pieces each, 2 rounds of a third,
-  // rather than 2 of a half; 3 blocks on 2 threads: 2 each, 3 rounds of a half, rather than 2 of
-  // a whole). Pieces are whole units, so 8 units in thirds take 3 per round, not 2.67.
-  const Index most = std::min<Index>(threads, std::max<Index>(1, units / min_units));
-  const auto cost = [&](Index p) { return (blocks * p + threads - 1) / threads * ((units + p - 1) / p); };
-  Index best = 1;
-  for (Index p = 2; p <= most; ++p)
-    if (cost(p) < cost(best)) best = p;
-  return best;
-}
-
-FeatureBlocks plan_feature_blocks(Index segments, Index features, int threads, Index quantum) {
-  const Index quanta = std::max<Index>(1, features / quantum);
-  const Index blocks = pieces_per_block(std::max<Index>(1, segments), quanta, threads, 1);
-  FeatureBlocks plan;
-  plan.starts.push_back(0);
-  // The first quanta % blocks blocks take one quantum more; the last, the features left over.
-  for (Index b = 0; b < blocks; ++b)
-    plan.starts.push_back(plan.starts.back() + (quanta / blocks + (b < quanta % blocks ? 1 : 0)) * quantum);
-  plan.starts.back() = features;
-  return plan;
-}
-
-std::pair<Index, Index> home_range(Index count, int threads, int thread) {
-  if (count < threads) return {std::min<Index>(thread, count), std::min<Index>(thread + 1, count)};
-  return {count * thread / threads, count * (thread + 1) / threads};
-}
-
-WorkSpan measure_work_span(int threads, const std::function<void()>& call) {
-  const int previous = g_max_threads.exchange(std::max(1, threads));
-  WorkSpan result;
-  t_index = &result.call;
-  t_mark = std::chrono::steady_clock::now();
-  const auto restore = [&] { t_index = nullptr, g_max_threads = previous; };
-  try {
-    call();
-  } catch (...) {
-    restore();
-    throw;
-  }
-  result.call.serial.back() += seconds_since(t_mark);
-  restore();
-  result.work = work_of(result.call), result.span = span_of(result.call);
-  return result;
-}
-
-void rouse_threads() {
-#ifndef FAVOR_SERIAL_ONLY
-  const int threads = std::min(g_rouse_threads.load(std::memory_order_relaxed), max_threads());
-  if (threads > 1) pool().rouse(threads - 1);
-#endif
-}
-
-RousedCall::RousedCall() : previous_(t_call_threads) { t_call_threads = 1; }
-RousedCall::~RousedCall() {
-  g_rouse_threads.store(t_call_threads, std::memory_order_relaxed);
-  t_call_threads = previous_ ? std::max(previous_, t_call_threads) : 0;
-}
+CallerTask::~CallerTask() { t_caller_task = previous_; }
 
 namespace detail {
+
+#ifndef FAVOR_SERIAL_ONLY
+bool pool_run(Index count, int threads, void (*call)(void*, Index), void* context) {
+  return pool().run(count, threads, call, context);
+}
+bool pool_run_nested(Index count, void (*call)(void*, Index), void* context) {
+  return pool().run_nested(count, call, context);
+}
+void pool_reserve(int helpers) { pool().reserve(helpers); }
+void pool_rouse(int helpers) { pool().rouse(helpers); }
+#endif
+
 long long rousings() { return g_rousings.load(); }
+
 std::vector<bool> helpers_asleep() {
 #ifdef FAVOR_SERIAL_ONLY
   return {};
 #else
   return pool().asleep();
 #endif
-}
-}  // namespace detail
-
-CallerTask::CallerTask(std::function<void()> task) : task_(std::move(task)), previous_(t_caller_task) {
-  t_caller_task = task_ ? &task_ : nullptr;
-}
-CallerTask::~CallerTask() { t_caller_task = previous_; }
-
-ThreadLimit::ThreadLimit(int threads) : previous_(t_limit) { t_limit = std::max(1, threads); }
-ThreadLimit::~ThreadLimit() { t_limit = previous_; }
-
-namespace detail {
-
-void run_parallel(Index count, void (*call)(void*, Index), void* context) {
-  if (count <= 0) return;
-  if (t_index) return run_traced(count, call, context);
-#ifndef FAVOR_SERIAL_ONLY
-  if (t_in_parallel) {
-    // Published also where the region has a thread per index: threads that finish their indices
-    // first then help the others' inner loops, which keeps them busy when indices take unequal
-    // times (causal heads, a core shared with another process or VM).
-    if (count > 1 && pool().run_nested(count, call, context)) return;
-  } else {
-    // Every thread the call may use is invited, also past `count`: the ones without an index help
-    // with the nested regions of the others.
-    const int threads = available_threads();
-    if (threads > 1 && pool().run(count, threads, call, context)) {
-      if (t_call_threads) t_call_threads = std::max(t_call_threads, threads);
-      for (int used = g_threads_used.load(std::memory_order_relaxed);
-           used < threads && !g_threads_used.compare_exchange_weak(used, threads, std::memory_order_relaxed);) {
-      }
-      return;
-    }
-  }
-#endif
-  for (Index i = 0; i < count; ++i) call(context, i);
 }
 
 }  // namespace detail

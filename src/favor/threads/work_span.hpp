@@ -5,6 +5,8 @@
 #include <functional>
 #include <vector>
 
+#include "favor/types.hpp"
+
 namespace favor {
 
 struct TracedRegion;
@@ -37,5 +39,13 @@ struct WorkSpan {
 // timed, while the call splits its work as it would on `threads` threads (max_threads() reads
 // `threads` meanwhile). No other thread may start a region while it runs.
 WorkSpan measure_work_span(int threads, const std::function<void()>& call);
+
+namespace detail {
+// Whether measure_work_span is tracing this thread's call; if so, run_parallel hands each region
+// to run_traced, which runs its indices here one after another, each as it would run among
+// available_threads() threads, and times them.
+bool tracing();
+void run_traced(Index count, void (*call)(void*, Index), void* context);
+}  // namespace detail
 
 }  // namespace favor

@@ -1,4 +1,4 @@
-#include "favor/timeline.hpp"
+#include "favor/threads/timeline.hpp"
 
 #include <algorithm>
 #include <atomic>

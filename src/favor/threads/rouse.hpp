@@ -13,7 +13,7 @@ namespace favor {
 
 // Wakes as many sleeping helpers as the last RousedCall took threads, less the caller (none
 // before the first such call: a call of the same kind and shape usually comes next). The caller
-// wakes two and returns; those wake the others (parallel.cpp, waves). A helper woken so waits for
+// wakes two and returns; those wake the others (pool.cpp, waves). A helper woken so waits for
 // a job spinning a while (long enough for a copy of a few MB) before it sleeps again; one already
 // awake is left as it is. Does nothing in a build without threads, or while a job runs.
 void rouse_threads();

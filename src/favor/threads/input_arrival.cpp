@@ -1,11 +1,11 @@
-#include "favor/input_arrival.hpp"
+#include "favor/threads/input_arrival.hpp"
 
 #include <algorithm>
 #include <limits>
 
 #include "favor/error.hpp"
 #include "favor/tensor/shape.hpp"
-#include "favor/thread_plan.hpp"
+#include "favor/threads/thread_plan.hpp"
 
 namespace favor {
 
