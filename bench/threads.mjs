@@ -113,7 +113,7 @@ function runOurs(modules, c) {
 // What each call of case `c` does on the calling thread alone, as web/heap.js does at every call:
 // copy its inputs into a shared buffer (the wasm heap's share of them), and its output out into
 // an array whose pages are already mapped in. The array of a result without `out` is made while
-// the helper threads compute (bindings.cpp prepare_result_array): writing a fresh array's pages,
+// the helper threads compute (bindings/wasm/heap.cpp prepare_result_array): writing a fresh array's pages,
 // which the system maps in as they are first written (`pages`), overlaps the call's work, as does
 // copying a large call's inputs in (they arrive piece by piece while the helpers start on them).
 // The copy out no thread can share: with it serial, T threads speed a call whose one-thread time

@@ -1,4 +1,4 @@
-// The wasm side of a call, mirroring bindings/wasm/bindings.cpp: inputs copied into the heap with
+// The wasm side of a call, mirroring bindings/wasm/heap.cpp: inputs copied into the heap with
 // their dims in a header before the data, outputs taken back out of it, views of the memory made
 // again after it grows, and the core's errors (returned as values, never thrown through wasm)
 // turned into TypeError/RangeError.
@@ -37,7 +37,7 @@ export function createHeap(Module) {
   const heapF32 = keptView(Float32Array), heapU8 = keptView(Uint8Array), heapF64 = keptView(Float64Array);
 
   // A tensor in the wasm heap carries its dims just before its data, as doubles: the rank at
-  // data - 8, the dims before it (bindings.cpp dims_before). A pointer is then the whole argument:
+  // data - 8, the dims before it (bindings/wasm/heap.cpp dims_before). A pointer is then the whole argument:
   // a dims array read through Embind cost a crossing per element, much of a small call's time.
   function writeDims(ptr, dims) {
     const heap = heapF64(), rankAt = (ptr >>> 3) - 1;
@@ -55,7 +55,7 @@ export function createHeap(Module) {
   // argument can still have resized or detached an earlier one's buffer).
   // The first `arriving` tensors get only their dims here: the call copies their data in itself,
   // piece by piece, through Module.favorArriving, while its helper threads start on the pieces
-  // already in (bindings.cpp copy_arriving_input).
+  // already in (bindings/wasm/heap.cpp copy_arriving_input).
   function call(fnName, tensors, fn, arriving = 0) {
     // One allocation for all of them: each tensor's dims, then its data on a cache line.
     const offsets = [];
@@ -107,12 +107,12 @@ export function createHeap(Module) {
     }
   }
 
-  // The whole cache lines before an output's data that hold its dims (bindings.cpp header_bytes).
+  // The whole cache lines before an output's data that hold its dims (bindings/wasm/heap.cpp header_bytes).
   const outputHeaderBytes = (rank) => Math.ceil((8 * (rank + 1)) / CACHE_LINE) * CACHE_LINE;
 
   // Takes ownership of an output from the core (its data pointer, its dims before it): copy out
   // (into out when given, else into the array the calling thread made for it while the helper
-  // threads computed, bindings.cpp prepare_result_array, else into a new one), free the block it
+  // threads computed, bindings/wasm/heap.cpp prepare_result_array, else into a new one), free the block it
   // starts.
   function takeTensor(ptr, out) {
     const heap = heapF64(), rankAt = (ptr >>> 3) - 1, rank = heap[rankAt];

@@ -1,225 +1,39 @@
-// Embind glue: heap pointers and dims in, core calls, errors out as values.
-//
-// No exception may unwind through wasm frames into JS (it leaks the shadow stack in
-// Emscripten 3.1.6), so every entry point catches everything and returns either a result
-// object or { error, message } that web/api.js turns into a TypeError or RangeError.
+// Embind glue: the entry points JS calls, each a core call between the heap's tensors
+// (heap.hpp) and errors returned as values (error_values.hpp).
 #include <emscripten/bind.h>
-#include <emscripten/em_js.h>
-#include <emscripten/em_macros.h>
 #include <emscripten/val.h>
 
-#include <cxxabi.h>
 #include <malloc.h>
 
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
-#include <functional>
-#include <limits>
 #include <memory>
-#include <new>
 #include <string>
-#include <typeinfo>
 #include <vector>
 
 #include <favor/favor.hpp>
 // Internal headers, for what the C++ API leaves to the builds: the GEMM's tile rows and whether
-// this module fuses multiply-adds (loadFavor's tuning), the dims helpers of the core's messages,
-// and the calling thread's task while the helpers start (with_output).
-#include <favor/threads/caller_task.hpp>
-#include <favor/threads/input_arrival.hpp>
-#include <favor/threads/rouse.hpp>
+// this module fuses multiply-adds (loadFavor's tuning), waking the helpers before a call, and the
+// dims helpers of the core's messages.
 #include <favor/kernels/gemm.hpp>
 #include <favor/kernels/vector_math.hpp>
 #include <favor/tensor/shape.hpp>
+#include <favor/threads/rouse.hpp>
 
+#include "error_values.hpp"
+#include "heap.hpp"
 #include "thread_cached_malloc.hpp"
 
 using emscripten::val;
-
-// The array a result of `count` floats will be copied out into (web/heap.js takeTensor), made
-// with its pages written once, so that the system maps them in now. Called on the calling thread
-// while the helper threads compute (CallerTask); never throws: without memory for it now, the
-// result gets its array after the call.
-EM_JS(void, prepare_result_array, (double count), {
-  try {
-    const data = new Float32Array(count);
-    for (let i = 0; i < count; i += 1024) data[i] = 0;  // one store per 4 KiB page
-    Module.favorResultArray = data;
-  } catch {
-    Module.favorResultArray = undefined;
-  }
-});
-
-// Copies floats [offset, offset + count) of the call's input `input` (web/heap.js, its tensors
-// still arriving) to `to` in the heap; false if that failed (a JS exception must not cross the
-// wasm frames). Called on the calling thread only (InputArrival).
-EM_JS(bool, copy_arriving_input, (int input, double offset, double count, float* to), {
-  try {
-    Module.favorArriving(input, offset, count, to >>> 0);
-    return true;
-  } catch {
-    return false;
-  }
-});
+using namespace favor_wasm;
 
 namespace {
-
-// One wasm allocation cannot reach 2 GiB (see docs/toolchain.md §3).
-constexpr double kMaxAllocationBytes = 2147483647.0 - 65536.0;
-
-// A tensor in the heap carries its dims just before its data (web/api.js writes them for its
-// inputs, allocate_output for outputs): its rank as a double at data - 8, its dims as the `rank`
-// doubles before that. A pointer alone then describes a tensor: reading a JS dims array through
-// Embind's val took a crossing per element and per property, much of a small call's time.
-std::vector<favor::Index> dims_before(std::uintptr_t data) {
-  const double* rank_at = reinterpret_cast<const double*>(data) - 1;
-  const auto rank = static_cast<std::size_t>(*rank_at);
-  const double* first = rank_at - rank;
-  std::vector<favor::Index> dims(rank);
-  for (std::size_t i = 0; i < rank; ++i) dims[i] = static_cast<favor::Index>(first[i]);
-  return dims;
-}
-
-struct ErrorValue {
-  const char* kind;
-  std::string message;
-};
-
-val error(const ErrorValue& e) {
-  val v = val::object();
-  v.set("error", e.kind);
-  v.set("message", e.message);
-  return v;
-}
-
-// The exception being handled, as an error value. Looked up by its exact type rather than by
-// typed catch clauses: in the pthreads build, clang 14's wasm exceptions match only catch (...)
-// (typed clauses are skipped), while the type of the exception in hand is reported correctly.
-ErrorValue current_error() {
-  const std::type_info* type = abi::__cxa_current_exception_type();
-  void* object = abi::__cxa_current_primary_exception();  // the thrown object; counted, released below
-  const auto is = [type](const std::type_info& t) { return type && *type == t; };
-  ErrorValue e;
-  if (is(typeid(favor::Error))) {
-    const auto* x = static_cast<const favor::Error*>(object);
-    e = {x->kind() == favor::Error::Kind::type ? "TypeError" : "RangeError", x->what()};
-  } else if (is(typeid(std::bad_alloc)) || is(typeid(std::bad_array_new_length)) || is(typeid(std::length_error))) {
-    e = {"RangeError", "out of memory: the request does not fit in the WebAssembly heap"};
-  } else {
-    e = {"Error", std::string("unknown internal error") + (type ? std::string(" (") + type->name() + ")" : "")};
-  }
-  if (object) abi::__cxa_decrement_exception_refcount(object);
-  return e;
-}
-
-template <class Fn>
-val guarded(Fn&& fn) {
-  try {
-    return fn();
-  } catch (...) {
-    return error(current_error());
-  }
-}
-
-// The error of the last call that returned a tensor pointer of 0, kept until lastError() takes it.
-ErrorValue g_last_error{"Error", ""};
-
-// Calls that make a tensor return its data pointer (a plain number, no val to build), or 0 after
-// an error, which last_error() then returns as { error, message }.
-template <class Fn>
-double guarded_tensor(Fn&& fn) {
-  try {
-    return static_cast<double>(reinterpret_cast<std::uintptr_t>(fn()));
-  } catch (...) {
-    g_last_error = current_error();
-    return 0.0;
-  }
-}
-
-val last_error() {
-  val e = error(g_last_error);
-  g_last_error = {"Error", std::string()};  // the message's memory goes back now
-  return e;
-}
-
-constexpr std::size_t kLine = 64;
-
-// Bytes before an output's data that hold its dims (dims_before): whole cache lines, so that the
-// data starts on one. web/api.js frees data - header_bytes(rank) after copying the output out.
-std::size_t header_bytes(std::size_t rank) { return (8 * (rank + 1) + kLine - 1) / kLine * kLine; }
-
-// A float buffer of `dims` owned by JS from here on, its dims written before it (dims_before).
-float* allocate_output(const std::vector<favor::Index>& dims, const char* what) {
-  double bytes = 4.0;
-  for (favor::Index d : dims) bytes *= static_cast<double>(d);
-  const std::size_t header = header_bytes(dims.size());
-  if (bytes + static_cast<double>(header) > kMaxAllocationBytes)
-    favor::throw_range(what, "the result would take " + std::to_string(bytes / 1073741824.0) +
-                                 " GiB, more than one WebAssembly allocation can hold (2 GiB)");
-  // On a cache line, as the inputs (web/api.js): malloc only guarantees 8 bytes here.
-  const std::size_t size = (static_cast<std::size_t>(bytes) + kLine - 1) / kLine * kLine;
-  auto* block = static_cast<unsigned char*>(std::aligned_alloc(kLine, header + (size ? size : kLine)));
-  if (!block) throw std::bad_alloc();
-  auto* out = reinterpret_cast<float*>(block + header);
-  double* first = reinterpret_cast<double*>(out) - 1 - dims.size();  // dims, then the rank
-  for (std::size_t i = 0; i < dims.size(); ++i) first[i] = static_cast<double>(dims[i]);
-  first[dims.size()] = static_cast<double>(dims.size());
-  return out;
-}
-
-// Frees an output allocate_output made (when the call that made it fails).
-void free_output(float* out, std::size_t rank) {
-  std::free(reinterpret_cast<unsigned char*>(out) - header_bytes(rank));
-}
-
-favor::ConstTensorView view(std::uintptr_t ptr) {
-  return {reinterpret_cast<const float*>(ptr), dims_before(ptr)};
-}
-
-// A key mask (bytes) from JS: ptr 0 means none.
-favor::ConstMaskView mask_view(std::uintptr_t ptr) {
-  if (!ptr) return {};
-  return {reinterpret_cast<const std::uint8_t*>(ptr), dims_before(ptr)};
-}
 
 favor::AttentionOptions attention_options(bool causal, double scale) {
   favor::AttentionOptions o;
   o.causal = causal;
   if (!std::isnan(scale)) o.scale = scale;  // NaN from JS means "not given"
   return o;
-}
-
-// Runs `compute(out)` into a freshly allocated output of `dims`, freeing it on failure.
-// out_length: the length of the caller's options.out (NaN: none), checked against the output's
-// size before anything is computed or changed (a causal state's append included); JS copies the
-// result into it.
-template <class Compute>
-float* with_output(const std::vector<favor::Index>& dims, double out_length, Compute&& compute,
-                   favor::InputArrival* arriving = nullptr) {
-  double size = 1.0;
-  for (favor::Index d : dims) size *= static_cast<double>(d);
-  if (!std::isnan(out_length) && out_length != size)
-    favor::throw_range("out", "expected a Float32Array of " + std::to_string(static_cast<long long>(size)) +
-                                  " floats (the output's dims " + favor::dims_string(dims) + "), got one of " +
-                                  std::to_string(static_cast<long long>(out_length)) +
-                                  (out_length == 0 ? " (empty or detached)" : ""));
-  float* out = allocate_output(dims, "output");
-  // While the helpers compute: the inputs still arriving copied in, and, without options.out, the
-  // fresh array the result is copied into made.
-  const bool fresh = std::isnan(out_length);
-  const favor::CallerTask prepare(fresh || arriving ? std::function<void()>([size, fresh, arriving] {
-                                    if (arriving) arriving->copy_all();
-                                    if (fresh) prepare_result_array(size);
-                                  })
-                                                    : std::function<void()>());
-  try {
-    compute(favor::TensorView{out, dims});
-  } catch (...) {
-    free_output(out, dims.size());
-    throw;
-  }
-  return out;
 }
 
 // The JS-facing feature map: constructing it cannot fail; init() reports errors as values.
@@ -308,24 +122,6 @@ class FeatureMapHandle {
 
   std::unique_ptr<favor::FeatureMap> map_;
 };
-
-// With `arriving`, q, k and v hold only their dims yet: their data is copied in while the call
-// runs (web/heap.js call, favor/input_arrival.hpp), in pieces of a fold segment's rows.
-std::unique_ptr<favor::InputArrival> arriving_inputs(bool arriving, const favor::ConstTensorView& q,
-                                                     const favor::ConstTensorView& k, const favor::ConstTensorView& v) {
-  if (!arriving) return nullptr;
-  constexpr favor::Index kRows = 2048;
-  std::vector<float*> data{const_cast<float*>(q.data), const_cast<float*>(k.data), const_cast<float*>(v.data)};
-  return std::make_unique<favor::InputArrival>(
-      data,
-      std::vector<favor::Index>{favor::element_count(q.dims, "q"), favor::element_count(k.dims, "k"),
-                                favor::element_count(v.dims, "v")},
-      favor::attention_input_order(q.dims, k.dims, v.dims, kRows, favor::max_threads()), [data](const favor::InputPiece& p) {
-        if (!copy_arriving_input(p.input, static_cast<double>(p.offset), static_cast<double>(p.count),
-                                 data[static_cast<std::size_t>(p.input)] + p.offset))
-          favor::throw_range("q, k, v", "could not be copied into the WebAssembly heap");
-      });
-}
 
 double exact_attention(std::uintptr_t q, std::uintptr_t k, std::uintptr_t v, bool causal, double scale,
                        std::uintptr_t mask, double out_length, bool arriving) {

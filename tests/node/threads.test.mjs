@@ -202,7 +202,7 @@ test('outputs are bit-identical to the single-threaded SIMD module with 2 and 3 
 });
 
 // A result without out is copied into an array the calling thread made while the helper threads
-// computed (bindings.cpp prepare_result_array, a CallerTask): its pages mapped in then rather
+// computed (bindings/wasm/heap.cpp prepare_result_array, a CallerTask): its pages mapped in then rather
 // than after the call, where no thread shares the time. Seen through Module.favorResultArray,
 // where the array waits for web/heap.js: a setter on Object.prototype records what the module
 // puts there (a module loaded after it has no property of its own to bypass it).
@@ -254,7 +254,7 @@ test('a result without out is the array the calling thread made while the helper
 });
 
 // Large inputs of the attention calls (exact, FAVOR+, codebook) are copied in while the call runs,
-// piece by piece, as the helpers start on the pieces already in (web/heap.js call, bindings.cpp
+// piece by piece, as the helpers start on the pieces already in (web/heap.js call, bindings/wasm/heap.cpp
 // copy_arriving_input, favor/input_arrival.hpp). Seen through Module.favorArriving, the function
 // the module calls for each piece, recorded by a setter on Object.prototype as above: the results
 // are the single-thread build's bits, errors its messages word for word (a NaN in the last head's
@@ -359,7 +359,7 @@ test('errors are still TypeError/RangeError naming the argument, and the instanc
 });
 
 // The pthreads build runs on wasm exceptions, whose typed catch clauses clang 14 skips there: the
-// bindings look the exception's type up instead (bindings.cpp, current_error). The same errors,
+// bindings look the exception's type up instead (bindings/wasm/error_values.cpp, current_error). The same errors,
 // word for word, as the single-thread build, thrown on the calling thread and on a helper; and
 // no catch clause in the C++ sources may name a type, since it would silently never match.
 test('errors carry the single-thread build\'s messages word for word, out of memory included', () => {

@@ -208,7 +208,7 @@ void exact_attention(const ConstTensorView& q, const ConstTensorView& k, const C
       head_inputs_in(qh.data(), qh.size(), kh, vh);
       exact_attention(qh, kh, vh, head(out, h), for_kv_head(options, masks, kv));
     });
-  } catch (...) {  // (no typed catch: the pthreads build would skip it, see bindings.cpp)
+  } catch (...) {  // (no typed catch: the pthreads build would skip it, see bindings/wasm/error_values.cpp)
     check_inputs(q, k, v);
     throw;
   }
@@ -276,7 +276,7 @@ void favor_attention(const FeatureMap& map, const ConstTensorView& q, const Cons
       const QueryGroup group = query_group(g, kv, q, out);
       favor_attention(map, group.qs, head(k, kv), head(v, kv), group.outs, for_kv_head(options, masks, kv));
     });
-  } catch (...) {  // (no typed catch: the pthreads build would skip it, see bindings.cpp)
+  } catch (...) {  // (no typed catch: the pthreads build would skip it, see bindings/wasm/error_values.cpp)
     if (after) check_inputs(q, k, v);
     throw;
   }
@@ -355,7 +355,7 @@ void codebook_attention(const ConstTensorView& codebook, const ConstTensorView& 
       codebook_attention(head(codebook, layout == CodebookLayout::shared ? 0 : kv), group.qs, head(k, kv), head(v, kv),
                          group.outs, for_kv_head(options, masks, kv));
     });
-  } catch (...) {  // (no typed catch: the pthreads build would skip it, see bindings.cpp)
+  } catch (...) {  // (no typed catch: the pthreads build would skip it, see bindings/wasm/error_values.cpp)
     check_inputs(q, k, v);
     throw;
   }
