@@ -1,7 +1,7 @@
 // The interactive page: the controls (the settings and their URL are settings.js), a compute
 // worker for the matrices, heatmaps with a linked crosshair, the row inspector, error measures
-// and timings, the PCA view of keys and codewords (codebook modes); the two studies under them
-// are studies.js.
+// and timings, the PCA view of keys and codewords (codebook modes); what the panels say is
+// captions.js, the two studies under them studies.js.
 import { Heatmap, drawLegend } from './heatmap.js';
 import { sequentialScale, divergingScale, quantile, fmt } from './colors.js';
 import { drawPlot } from './plot.js';
@@ -12,9 +12,13 @@ import { LineView } from './line-view.js';
 import { rowKL } from './row-kl.js';
 import { LongView } from './long-view.js';
 import { loadWatch } from './load-watch.js';
-import { MODE_NAMES, fmtT, isCodebook, temperatureOf } from './modes.js';
+import { fmtT, isCodebook, temperatureOf } from './modes.js';
 import { LISTS, MODE_DEFAULTS, TEMP_RANGE, intIn, parseSettings, settingsQuery } from './settings.js';
 import { setUpStudies } from './studies.js';
+import {
+  approxCaption, captionParts, diffLegend, featuresNote, negativeNote, sharedLegend, storyKernelNote, syntheticHeadline,
+  timingRows, windowNote,
+} from './captions.js';
 
 // ---------------------------------------------------------------- settings and the URL
 
@@ -31,6 +35,11 @@ function writeUrl() {
 
 const state = parseSettings(location.search);
 const $ = (sel) => document.querySelector(sel);
+// A note shown with `text`, or hidden where there is none (null).
+function setNote(element, text) {
+  element.hidden = text === null;
+  if (text !== null) element.textContent = text;
+}
 // The inspected row as drawn: on a trained model, the last character unless a row was picked.
 function shownRow() {
   if (!isModel()) return state.row;
@@ -427,83 +436,38 @@ function redraw(t0, fresh = false) {
   heatmaps.diff.draw(diff, L, L, dscale, causal);
   view = { L, causal, A, Ahat, diff, params, ranges, total: model?.shown?.total ?? L };
   // A text longer than the heatmaps' window: they show its last positions, and say so.
-  const shown = model?.shown, windowNote = $('#window-note');
-  windowNote.hidden = !(shown?.offset > 0);
-  if (shown?.offset > 0) {
-    const n = (x) => x.toLocaleString('en-US');
-    windowNote.textContent = `The model reads ${n(shown.total)} characters; the heatmaps, the line view and the row inspector show the last ${n(shown.size)} ` +
-      `(positions ${n(shown.offset)}–${n(shown.total - 1)}, numbered 0–${n(shown.size - 1)} here) against the keys among them. ` +
-      'The grid\'s pictures and frames, the error measures and the inspector\'s KL cover the whole text.';
-  }
+  setNote($('#window-note'), windowNote(model?.shown));
   const row = shownRow();
   if (controls.row.value !== String(row)) controls.row.value = String(row);
   controls.row.max = String(L - 1);
-  const scaleName = `${log ? 'log' : 'linear'} scale${log ? ` ${fmt(shared.vmin, 1)} … ${fmt(vmax, 2)}` : ` 0 … ${fmt(vmax, 2)}`}`;
-  drawLegend($('#legend-shared'), shared, model
-    ? `A, Â and every head in the grid: one fixed ${scaleName}${ranges.over ? `; ${ranges.over} Â entries above 1 saturate` : ''}; grey: masked (j > i)`
-    : `A and Â: A's ${scaleName}${ranges.over ? `; ${ranges.over} Â entries above A's top saturate` : ''}${causal ? '; grey: masked (j > i)' : ''}`);
-  drawLegend($('#legend-diff'), dscale, `A − Â, diverging at 0${log ? ' (symmetric log)' : ''}${ranges.dover ? `; ${ranges.dover} beyond ± saturate` : ''}`);
+  drawLegend($('#legend-shared'), shared, sharedLegend({ model, causal, log, scale: shared, ranges }));
+  drawLegend($('#legend-diff'), dscale, diffLegend({ log, ranges }));
   if (model) {
     modelPanel.draw(model, params, row, fresh, shared);
     drawAxisLabels(model.chars, row);
     lineView.draw({ chars: model.chars, A, Ahat, L, i: row, label: model.label, before: model.rows?.before[row] });
   } else {
     for (const h of Object.values(heatmaps)) h.labels(null);
-    const how = cbCaption(params) ?? `${params.kernel}, ${params.sampling}, m = ${params.m}`;
-    $('#headline').innerHTML = `Synthetic ${params.pattern} Q and K (L = ${L}, d = ${params.d}, input scale ${params.scale.toFixed(2)}${causal ? ', causal' : ''}): ` +
-      `mean row KL(A‖Â) <b class="num approx">${fmt(errors.meanRowKL)}</b> with ${how}`;
+    $('#headline').innerHTML = syntheticHeadline(params, errors, result.codebook);
   }
 
   // Caption and the note on entries that are not probabilities (trigonometric features).
   const cb = result.codebook;
-  const caption = result.model ? `(${result.model.label})` : cb
-    ? `(${MODE_NAMES[params.kernel]}${cb.assignment === 'soft' ? `, T = ${fmtT(params.temperature)}` : ''}, ` +
-      `${cb.assignment === 'gaussian' ? 'C = W/√scale, orthogonal-fixed' : 'k-means'}, m = ${cb.clusters}${cb.capped ? ' = L' : ''})`
-    : `(${params.kernel}, ${params.sampling}, m = ${params.m})`;
-  // Where the caption wraps, "m = 256" stays on one line.
-  const mPart = /m = [^,)]+/.exec(caption);
+  const caption = approxCaption(params, result);
+  const [before, mPart, after] = captionParts(caption);
   $('#approx-caption').replaceChildren(...(mPart
-    ? [caption.slice(0, mPart.index), Object.assign(document.createElement('span'), { className: 'nowrap', textContent: mPart[0] }),
-      caption.slice(mPart.index + mPart[0].length)]
+    ? [before, Object.assign(document.createElement('span'), { className: 'nowrap', textContent: mPart }), after]
     : [caption]));
   $('#approx-caption').title = caption;
-  const note = $('#negative-note');
-  note.hidden = !(nonPositive || nonFinite);
-  if (!note.hidden) {
-    note.textContent = `⚠ ${nonPositive + nonFinite} entries of Â ≤ 0 (why?)`;
-    note.title = `${nonPositive} entries of Â are ≤ 0${nonFinite ? ` and ${nonFinite} are not finite` : ''}: ` +
-      'the trigonometric (sin/cos) estimator is unbiased but not positive, so normalized rows can hold negative ' +
-      'or very large weights (the Performer paper\'s motivating failure). The heatmaps draw them as 0 on the linear ' +
-      'scale and at the floor of the log scale; the readout shows the true value; the KL treats them as 1e-12 and ' +
-      'renormalizes the row.';
+  const negative = negativeNote(nonPositive, nonFinite), note = $('#negative-note');
+  note.hidden = !negative;
+  if (negative) {
+    note.textContent = negative.text;
+    note.title = negative.title;
     note.setAttribute('aria-label', note.title);
   }
-
-  const KERNEL_NOTES = {
-    positive: 'unbiased, positive',
-    hyperbolic: 'unbiased, positive, lower variance',
-    trigonometric: 'unbiased, not positive',
-    relu: 'not a softmax estimator: a different kernel',
-    oprf: 'unbiased, positive, A, B, D fitted to the inputs',
-    sderf: 'unbiased, positive, per-direction A fitted to the inputs\' second moments',
-    aderf: 'unbiased, positive, queries and keys rebalanced by Ψ, then OPRF',
-  };
-  $('#features-note').textContent = result.model
-    ? `Layer ${params.layer}, head ${params.head} of the model on the text: its real q and k (exact forward pass), Â by ${result.model.label}` +
-      `${KERNEL_NOTES[params.kernel] && !/exported W/.test(result.model.label) ? ` (${KERNEL_NOTES[params.kernel]})` : ''}.`
-    : cb ? codebookNote(params, cb) : `φ(x) has M = ${result.numFeatures} features (${KERNEL_NOTES[params.kernel]}).`;
-  // The story's paragraph is about FAVOR+: say what the grid and Â show when it is another approximation.
-  const STORY_NOTES = {
-    oprf: 'FAVOR++, positive features with A, B, D fitted to each head\'s q and k',
-    sderf: 'FAVOR#\'s symmetric features, OPRF\'s coefficient along each principal direction of the head\'s q̃ + k̃',
-    aderf: 'FAVOR#\'s asymmetric features, queries and keys rebalanced by a matrix fitted to the head, then OPRF',
-  };
-  const otherKernel = Boolean(result.model) && !/exported W/.test(result.model.label) && (cb || params.kernel !== 'positive');
-  $('#story-kernel').hidden = !otherKernel;
-  if (otherKernel) {
-    $('#story-kernel').textContent = `Here the grid and Â show ${result.model.label} instead` +
-      `${STORY_NOTES[params.kernel] && !cb ? ` (${STORY_NOTES[params.kernel]})` : ''}: the frames are its errors.`;
-  }
+  $('#features-note').textContent = featuresNote(params, result);
+  setNote($('#story-kernel'), storyKernelNote(params, result));
   const identity = $('#identity-note');
   identity.hidden = !cb?.identity;
   if (cb?.identity) {
@@ -542,53 +506,8 @@ function redraw(t0, fresh = false) {
   if (readyText) setStatus(`ready: ${readyText}`, false, readyWhy);  // a failure before clears with this success
 }
 
-// The approximation in words for the synthetic headline, or null for random features.
-function cbCaption(p) {
-  const cb = result?.codebook;
-  return cb ? `${MODE_NAMES[p.kernel]}, m = ${cb.clusters}` : null;
-}
-
-// What the codebook modes computed, under the error measures.
-function codebookNote(p, cb) {
-  if (cb.assignment === 'gaussian') {
-    return `Codebook C = W/√scale of an orthogonal-fixed positive feature map (m = ${cb.clusters}, seed ${p.seed}); ` +
-      'responsibilities exp(−‖k̃ − c̃‖²/2), not normalized.';
-  }
-  const how = cb.assignment === 'hard' ? 'each key replaced by its nearest codeword'
-    : `responsibilities softmax(−‖k̃ − c̃‖²/2T), T = ${fmtT(p.temperature)}`;
-  return `k-means codebook of ${cb.clusters} codewords fitted to the keys (k-means++ seed ${p.seed}, ≤ 25 Lloyd iterations)` +
-    `${cb.capped ? `, m capped at L = ${p.L}` : ''}; ${how}.`;
-}
-
 function drawTimings(t, drawMs, latency, fresh, codebook) {
-  const rows = result?.model ? [
-    ['model, exact attention', t.inputs, t.forwardCached ? 'cached' : '', 'the forward pass on the text with exact attention in every layer, keeping each layer\'s q, k, v (dense layers by favor.matmul)'],
-    ['model, approximation', t.approxModel, '', 'the forward pass with the approximation substituted in every layer'],
-    ['every head: A, Â, errors', t.overview, '', 'attentionMatrix and the approximate matrix of every layer (4 heads per call), compare per head'],
-    ['selected head: outputs', t.headOutput, '', 'exactAttention and the approximation on the selected head, output relative error'],
-    ['draw every panel', drawMs],
-  ] : codebook ? [
-    ['inputs Q, K, V (JS)', t.inputs, t.inputs === 0 ? 'cached' : ''],
-    codebook.assignment === 'gaussian' ? ['W, C = W/√scale', t.featureMap, t.mapCached ? 'cached' : '']
-      : ['C (kmeans)', t.featureMap, t.mapCached ? 'cached' : ''],
-    ['A (attentionMatrix)', t.exactMatrix],
-    ['Â (codebook matrix)', t.approxMatrix, '', 'codebookAttentionMatrix'],
-    ['out (exactAttention)', t.exactOutput],
-    ['out (codebook)', t.favorOutput, '', 'codebookAttention'],
-    ['compare, output error', t.errors],
-    ...(codebook.identity ? [['FAVOR+ check (Â, out)', t.identity, '', 'favorAttentionMatrix and favorAttention with the same W, and the max differences']] : []),
-    ['PCA, nearest codeword', t.pca, '', 'top-2 principal axes of the keys (JS, cached per input), projections, nearest codeword of every key (JS, or one attentionMatrix call when large)'],
-    ['draw every panel', drawMs],
-  ] : [
-    ['inputs Q, K, V (JS)', t.inputs, t.inputs === 0 ? 'cached' : ''],
-    ['W (createFeatureMap)', t.featureMap, t.mapCached ? 'cached' : ''],
-    ['A (attentionMatrix)', t.exactMatrix],
-    ['Â (favorAttentionMatrix)', t.approxMatrix],
-    ['out (exactAttention)', t.exactOutput],
-    ['out (favorAttention)', t.favorOutput],
-    ['compare, output error', t.errors],
-    ['draw every panel', drawMs],
-  ];
+  const rows = timingRows(t, drawMs, { model: result?.model, codebook });
   const cell = ([name, v, note, title]) => `<tr><th scope="row"${title ? ` title="${title}"` : ''}>${name}</th><td class="${note ? 'cached' : ''}">${note || v.toFixed(v < 10 ? 2 : 1)}</td></tr>`;
   $('#timings').innerHTML = rows.map(cell).join('') +
     `<tr class="total"><th scope="row" title="from the control change to every panel drawn (worker round trip included)">${fresh ? 'change → all panels' : 'redraw → all panels'}</th><td data-latency="${latency}">${latency.toFixed(1)}</td></tr>`;

@@ -1,0 +1,157 @@
+// What the matrix panels say: the headline, the caption under Â, the notes beside the panels, the
+// legends and the timings table, as pure functions of what was computed (the compute worker's
+// result and its parameters). main.js puts them on the page; tests/node/demo-captions.test.mjs
+// reads each sentence against what it describes.
+import { fmt } from './colors.js';
+import { MODE_NAMES, fmtT } from './modes.js';
+
+// What each feature kernel's estimate is, in a few words.
+export const KERNEL_NOTES = {
+  positive: 'unbiased, positive',
+  hyperbolic: 'unbiased, positive, lower variance',
+  trigonometric: 'unbiased, not positive',
+  relu: 'not a softmax estimator: a different kernel',
+  oprf: 'unbiased, positive, A, B, D fitted to the inputs',
+  sderf: 'unbiased, positive, per-direction A fitted to the inputs\' second moments',
+  aderf: 'unbiased, positive, queries and keys rebalanced by Ψ, then OPRF',
+};
+
+// The story's paragraph is about FAVOR+: what the grid and Â show under another kernel.
+export const STORY_NOTES = {
+  oprf: 'FAVOR++, positive features with A, B, D fitted to each head\'s q and k',
+  sderf: 'FAVOR#\'s symmetric features, OPRF\'s coefficient along each principal direction of the head\'s q̃ + k̃',
+  aderf: 'FAVOR#\'s asymmetric features, queries and keys rebalanced by a matrix fitted to the head, then OPRF',
+};
+
+// A count as people read it: 32,241.
+const count = (n) => n.toLocaleString('en-US');
+
+// A model run whose Â is the trained model's own (its exported W): the story's FAVOR+ itself.
+const exportedW = (model) => /exported W/.test(model.label);
+
+// The caption under Â: the model's approximation, or the codebook mode, or the feature map.
+export function approxCaption(params, { model, codebook: cb }) {
+  if (model) return `(${model.label})`;
+  if (cb) {
+    return `(${MODE_NAMES[params.kernel]}${cb.assignment === 'soft' ? `, T = ${fmtT(params.temperature)}` : ''}, ` +
+      `${cb.assignment === 'gaussian' ? 'C = W/√scale, orthogonal-fixed' : 'k-means'}, m = ${cb.clusters}${cb.capped ? ' = L' : ''})`;
+  }
+  return `(${params.kernel}, ${params.sampling}, m = ${params.m})`;
+}
+
+// A caption cut around its "m = …", which the page keeps on one line: [before, m, after], or
+// [caption] where it has none.
+export function captionParts(caption) {
+  const m = /m = [^,)]+/.exec(caption);
+  return m ? [caption.slice(0, m.index), m[0], caption.slice(m.index + m[0].length)] : [caption];
+}
+
+// The synthetic inputs' headline (HTML: the mean row KL in bold).
+export function syntheticHeadline(params, errors, cb) {
+  const how = cb ? `${MODE_NAMES[params.kernel]}, m = ${cb.clusters}` : `${params.kernel}, ${params.sampling}, m = ${params.m}`;
+  return `Synthetic ${params.pattern} Q and K (L = ${params.L}, d = ${params.d}, input scale ${params.scale.toFixed(2)}${params.causal ? ', causal' : ''}): ` +
+    `mean row KL(A‖Â) <b class="num approx">${fmt(errors.meanRowKL)}</b> with ${how}`;
+}
+
+// What the codebook modes computed.
+export function codebookNote(params, cb) {
+  if (cb.assignment === 'gaussian') {
+    return `Codebook C = W/√scale of an orthogonal-fixed positive feature map (m = ${cb.clusters}, seed ${params.seed}); ` +
+      'responsibilities exp(−‖k̃ − c̃‖²/2), not normalized.';
+  }
+  const how = cb.assignment === 'hard' ? 'each key replaced by its nearest codeword'
+    : `responsibilities softmax(−‖k̃ − c̃‖²/2T), T = ${fmtT(params.temperature)}`;
+  return `k-means codebook of ${cb.clusters} codewords fitted to the keys (k-means++ seed ${params.seed}, ≤ 25 Lloyd iterations)` +
+    `${cb.capped ? `, m capped at L = ${params.L}` : ''}; ${how}.`;
+}
+
+// Under the error measures: what Â is.
+export function featuresNote(params, { model, codebook: cb, numFeatures }) {
+  if (model) {
+    const note = KERNEL_NOTES[params.kernel] && !exportedW(model) ? ` (${KERNEL_NOTES[params.kernel]})` : '';
+    return `Layer ${params.layer}, head ${params.head} of the model on the text: its real q and k (exact forward pass), Â by ${model.label}${note}.`;
+  }
+  return cb ? codebookNote(params, cb) : `φ(x) has M = ${numFeatures} features (${KERNEL_NOTES[params.kernel]}).`;
+}
+
+// Beside the story, on a model run whose Â is not the story's FAVOR+: what the grid and Â show
+// instead; null where they show FAVOR+.
+export function storyKernelNote(params, { model, codebook: cb }) {
+  if (!model || exportedW(model) || (!cb && params.kernel === 'positive')) return null;
+  const what = STORY_NOTES[params.kernel] && !cb ? ` (${STORY_NOTES[params.kernel]})` : '';
+  return `Here the grid and Â show ${model.label} instead${what}: the frames are its errors.`;
+}
+
+// Entries of Â that are not probabilities (the trigonometric estimator): { text, title }, or
+// null where there are none.
+export function negativeNote(nonPositive, nonFinite) {
+  if (!nonPositive && !nonFinite) return null;
+  return {
+    text: `⚠ ${count(nonPositive + nonFinite)} entries of Â ≤ 0 (why?)`,
+    title: `${count(nonPositive)} entries of Â are ≤ 0${nonFinite ? ` and ${count(nonFinite)} are not finite` : ''}: ` +
+      'the trigonometric (sin/cos) estimator is unbiased but not positive, so normalized rows can hold negative ' +
+      'or very large weights (the Performer paper\'s motivating failure). The heatmaps draw them as 0 on the linear ' +
+      'scale and at the floor of the log scale; the readout shows the true value; the KL treats them as 1e-12 and ' +
+      'renormalizes the row.',
+  };
+}
+
+// A text longer than the heatmaps' window ({ total, size, offset }): which positions they show;
+// null where they show all of it.
+export function windowNote(shown) {
+  if (!(shown?.offset > 0)) return null;
+  return `The model reads ${count(shown.total)} characters; the heatmaps, the line view and the row inspector show the last ${count(shown.size)} ` +
+    `(positions ${count(shown.offset)}–${count(shown.total - 1)}, numbered 0–${count(shown.size - 1)} here) against the keys among them. ` +
+    'The grid\'s pictures and frames, the error measures and the inspector\'s KL cover the whole text.';
+}
+
+// The legends under the heatmaps. scale: the shared scale ({ vmin }); ranges: { vmax, over, dover }.
+export function sharedLegend({ model, causal, log, scale, ranges }) {
+  const { vmax, over } = ranges;
+  const name = `${log ? 'log' : 'linear'} scale${log ? ` ${fmt(scale.vmin, 1)} … ${fmt(vmax, 2)}` : ` 0 … ${fmt(vmax, 2)}`}`;
+  return model
+    ? `A, Â and every head in the grid: one fixed ${name}${over ? `; ${count(over)} Â entries above 1 saturate` : ''}; grey: masked (j > i)`
+    : `A and Â: A's ${name}${over ? `; ${count(over)} Â entries above A's top saturate` : ''}${causal ? '; grey: masked (j > i)' : ''}`;
+}
+
+export function diffLegend({ log, ranges }) {
+  return `A − Â, diverging at 0${log ? ' (symmetric log)' : ''}${ranges.dover ? `; ${count(ranges.dover)} beyond ± saturate` : ''}`;
+}
+
+// The timings table's rows: [name, milliseconds, note ('cached' or ''), title].
+export function timingRows(t, drawMs, { model, codebook }) {
+  if (model) {
+    return [
+      ['model, exact attention', t.inputs, t.forwardCached ? 'cached' : '', 'the forward pass on the text with exact attention in every layer, keeping each layer\'s q, k, v (dense layers by favor.matmul)'],
+      ['model, approximation', t.approxModel, '', 'the forward pass with the approximation substituted in every layer'],
+      ['every head: A, Â, errors', t.overview, '', 'attentionMatrix and the approximate matrix of every layer (4 heads per call), compare per head'],
+      ['selected head: outputs', t.headOutput, '', 'exactAttention and the approximation on the selected head, output relative error'],
+      ['draw every panel', drawMs],
+    ];
+  }
+  if (codebook) {
+    return [
+      ['inputs Q, K, V (JS)', t.inputs, t.inputs === 0 ? 'cached' : ''],
+      codebook.assignment === 'gaussian' ? ['W, C = W/√scale', t.featureMap, t.mapCached ? 'cached' : '']
+        : ['C (kmeans)', t.featureMap, t.mapCached ? 'cached' : ''],
+      ['A (attentionMatrix)', t.exactMatrix],
+      ['Â (codebook matrix)', t.approxMatrix, '', 'codebookAttentionMatrix'],
+      ['out (exactAttention)', t.exactOutput],
+      ['out (codebook)', t.favorOutput, '', 'codebookAttention'],
+      ['compare, output error', t.errors],
+      ...(codebook.identity ? [['FAVOR+ check (Â, out)', t.identity, '', 'favorAttentionMatrix and favorAttention with the same W, and the max differences']] : []),
+      ['PCA, nearest codeword', t.pca, '', 'top-2 principal axes of the keys (JS, cached per input), projections, nearest codeword of every key (JS, or one attentionMatrix call when large)'],
+      ['draw every panel', drawMs],
+    ];
+  }
+  return [
+    ['inputs Q, K, V (JS)', t.inputs, t.inputs === 0 ? 'cached' : ''],
+    ['W (createFeatureMap)', t.featureMap, t.mapCached ? 'cached' : ''],
+    ['A (attentionMatrix)', t.exactMatrix],
+    ['Â (favorAttentionMatrix)', t.approxMatrix],
+    ['out (exactAttention)', t.exactOutput],
+    ['out (favorAttention)', t.favorOutput],
+    ['compare, output error', t.errors],
+    ['draw every panel', drawMs],
+  ];
+}

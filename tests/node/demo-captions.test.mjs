@@ -1,0 +1,170 @@
+// What the page's matrix panels say (demo/src/captions.js), read against what they describe:
+// every kernel and codebook mode the menu offers gets its own words (never "undefined"), the
+// numbers in a sentence are the computation's own, and a note appears exactly when there is
+// something to say.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import {
+  KERNEL_NOTES, STORY_NOTES, approxCaption, captionParts, codebookNote, diffLegend, featuresNote, negativeNote,
+  sharedLegend, storyKernelNote, syntheticHeadline, timingRows, windowNote,
+} from '../../demo/src/captions.js';
+import { fmt } from '../../demo/src/colors.js';
+import { CODEBOOK_MODES, FEATURE_KERNELS, KERNELS, MODE_NAMES, SAMPLINGS, fmtT } from '../../demo/src/modes.js';
+
+const noGaps = (text) => assert.doesNotMatch(text, /undefined|NaN|null|\[object/, text);
+
+const synthetic = (kernel, over = {}) => ({
+  pattern: 'clustered', L: 64, d: 16, m: 32, kernel, sampling: 'orthogonal', scale: 0.5, causal: false, seed: 7,
+  temperature: 0.25, layer: 0, head: 0, ...over,
+});
+const codebookOf = (kernel, over = {}) => ({ assignment: CODEBOOK_MODES[kernel], clusters: 32, capped: false, ...over });
+
+test('every kernel and codebook mode of the menu has its words', () => {
+  for (const k of FEATURE_KERNELS) assert.ok(KERNEL_NOTES[k], `KERNEL_NOTES.${k}`);
+  for (const k of Object.keys(CODEBOOK_MODES)) assert.ok(MODE_NAMES[k], `MODE_NAMES.${k}`);
+  assert.deepEqual([...FEATURE_KERNELS, ...Object.keys(CODEBOOK_MODES)].sort(), [...KERNELS].sort());
+  for (const k of Object.keys(STORY_NOTES)) assert.ok(FEATURE_KERNELS.includes(k), `STORY_NOTES.${k} is a kernel`);
+});
+
+test('random features: the caption, headline and note name the kernel, the sampling, m and M', () => {
+  for (const kernel of FEATURE_KERNELS) {
+    for (const sampling of SAMPLINGS) {
+      for (const m of [1, 32, 1024]) {
+        const p = synthetic(kernel, { sampling, m });
+        const caption = approxCaption(p, {});
+        assert.equal(caption, `(${kernel}, ${sampling}, m = ${m})`);
+        const parts = captionParts(caption);
+        assert.equal(parts.join(''), caption);
+        assert.equal(parts[1], `m = ${m}`, 'm and its value stay on one line');
+        const note = featuresNote(p, { numFeatures: 2 * m });
+        noGaps(note);
+        assert.ok(note.includes(`M = ${2 * m} features`) && note.includes(KERNEL_NOTES[kernel]), note);
+        const head = syntheticHeadline(p, { meanRowKL: 0.0123 }, null);
+        noGaps(head);
+        assert.ok(head.includes(`with ${kernel}, ${sampling}, m = ${m}`), head);
+        assert.ok(head.includes(`<b class="num approx">${fmt(0.0123)}</b>`), head);
+        assert.equal(storyKernelNote(p, {}), null, 'no story note without a model');
+      }
+    }
+  }
+  const head = syntheticHeadline(synthetic('positive', { L: 256, d: 64, scale: 0.333, causal: true }), { meanRowKL: 1 }, null);
+  assert.ok(head.startsWith('Synthetic clustered Q and K (L = 256, d = 64, input scale 0.33, causal): '), head);
+  assert.ok(!syntheticHeadline(synthetic('positive'), { meanRowKL: 1 }, null).includes('causal'));
+});
+
+test('codebook modes: the mode, its temperature where soft, its m and whether m was capped at L', () => {
+  for (const kernel of Object.keys(CODEBOOK_MODES)) {
+    for (const capped of [false, true]) {
+      const p = synthetic(kernel, { temperature: 0.0316 });
+      const cb = codebookOf(kernel, { capped, clusters: capped ? p.L : 32 });
+      const caption = approxCaption(p, { codebook: cb });
+      noGaps(caption);
+      assert.ok(caption.startsWith(`(${MODE_NAMES[kernel]}`), caption);
+      assert.equal(caption.includes(`T = ${fmtT(0.0316)}`), cb.assignment === 'soft', caption);
+      const parts = captionParts(caption);
+      assert.equal(parts.join(''), caption);
+      assert.equal(parts[1], capped ? `m = ${p.L} = L` : 'm = 32');
+      const note = featuresNote(p, { codebook: cb });
+      assert.equal(note, codebookNote(p, cb));
+      noGaps(note);
+      if (cb.assignment === 'gaussian') {
+        assert.ok(note.includes('C = W/√scale') && note.includes(`seed ${p.seed}`), note);
+      } else {
+        assert.ok(note.includes(`k-means codebook of ${cb.clusters} codewords`), note);
+        assert.equal(note.includes(`m capped at L = ${p.L}`), capped, note);
+        assert.equal(note.includes('nearest codeword'), cb.assignment === 'hard', note);
+        assert.equal(note.includes(`T = ${fmtT(0.0316)}`), cb.assignment === 'soft', note);
+      }
+      const head = syntheticHeadline(p, { meanRowKL: 0.5 }, cb);
+      assert.ok(head.endsWith(`with ${MODE_NAMES[kernel]}, m = ${cb.clusters}`), head);
+    }
+  }
+});
+
+test('a trained model: its label; the story note only where Â is not its FAVOR+', () => {
+  const model = (label) => ({ label, shown: { total: 100, size: 100, offset: 0 } });
+  const own = model('FAVOR+, the exported W (m = 64)');
+  for (const kernel of KERNELS) {
+    const p = synthetic(kernel, { layer: 1, head: 3 });
+    const cb = kernel in CODEBOOK_MODES ? codebookOf(kernel) : undefined;
+    const other = model(`${kernel}, m = 64`);
+    assert.equal(approxCaption(p, { model: other, codebook: cb }), `(${other.label})`);
+    const note = featuresNote(p, { model: other, codebook: cb });
+    noGaps(note);
+    assert.ok(note.startsWith(`Layer 1, head 3 of the model on the text:`) && note.includes(`Â by ${other.label}`), note);
+    assert.equal(note.includes(`(${KERNEL_NOTES[kernel]})`), Boolean(KERNEL_NOTES[kernel]), note);
+    assert.ok(!featuresNote(p, { model: own, codebook: cb }).includes('(unbiased'), 'no kernel note on the exported W');
+    const story = storyKernelNote(p, { model: other, codebook: cb });
+    if (kernel === 'positive') {
+      assert.equal(story, null, 'positive random features are the story\'s FAVOR+');
+    } else {
+      noGaps(story);
+      assert.ok(story.startsWith(`Here the grid and Â show ${other.label} instead`), story);
+      assert.equal(story.includes(`(${STORY_NOTES[kernel]})`), Boolean(STORY_NOTES[kernel]) && !cb, story);
+    }
+    assert.equal(storyKernelNote(p, { model: own, codebook: cb }), null, 'the exported W is the story\'s own');
+  }
+});
+
+test('the note on entries of Â that are not probabilities appears only when there are some', () => {
+  assert.equal(negativeNote(0, 0), null);
+  const only = negativeNote(5, 0);
+  assert.equal(only.text, '⚠ 5 entries of Â ≤ 0 (why?)');
+  assert.ok(only.title.startsWith('5 entries of Â are ≤ 0: '), only.title);
+  const both = negativeNote(5, 2);
+  assert.equal(both.text, '⚠ 7 entries of Â ≤ 0 (why?)');
+  assert.ok(both.title.startsWith('5 entries of Â are ≤ 0 and 2 are not finite: '), both.title);
+  assert.ok(negativeNote(0, 3).title.startsWith('0 entries of Â are ≤ 0 and 3 are not finite'));
+  assert.equal(negativeNote(32241, 0).text, '⚠ 32,241 entries of Â ≤ 0 (why?)', 'counts with thousands separators');
+});
+
+test('a text past the heatmaps\' window: the positions shown are the last ones, numbered from 0', () => {
+  assert.equal(windowNote(undefined), null);
+  assert.equal(windowNote({ total: 500, size: 500, offset: 0 }), null);
+  const text = windowNote({ total: 5000, size: 1024, offset: 3976 });
+  assert.ok(text.startsWith('The model reads 5,000 characters; the heatmaps, the line view and the row inspector show the last 1,024 '), text);
+  assert.ok(text.includes('(positions 3,976–4,999, numbered 0–1,023 here)'), text);
+});
+
+test('legends: the scale and its range as drawn; saturation and masking only where there is some', () => {
+  const scale = { vmin: 1e-4 };
+  const ranges = { vmax: 0.5, over: 0, dover: 0 };
+  assert.equal(sharedLegend({ model: null, causal: false, log: false, scale, ranges }), 'A and Â: A\'s linear scale 0 … 0.50');
+  assert.equal(sharedLegend({ model: null, causal: true, log: true, scale, ranges: { ...ranges, over: 3 } }),
+    `A and Â: A's log scale ${fmt(1e-4, 1)} … 0.50; 3 Â entries above A's top saturate; grey: masked (j > i)`);
+  assert.equal(sharedLegend({ model: {}, causal: true, log: false, scale, ranges: { ...ranges, vmax: 1 } }),
+    'A, Â and every head in the grid: one fixed linear scale 0 … 1.0; grey: masked (j > i)');
+  assert.equal(diffLegend({ log: false, ranges }), 'A − Â, diverging at 0');
+  assert.equal(diffLegend({ log: true, ranges: { ...ranges, dover: 4 } }), 'A − Â, diverging at 0 (symmetric log); 4 beyond ± saturate');
+  assert.ok(sharedLegend({ model: null, causal: false, log: false, scale, ranges: { ...ranges, over: 3847 } }).includes('; 3,847 Â entries'));
+  assert.ok(diffLegend({ log: false, ranges: { ...ranges, dover: 12000 } }).endsWith('; 12,000 beyond ± saturate'));
+});
+
+test('timings: a row per step of what was computed, each with its time or "cached"', () => {
+  const t = {
+    inputs: 1.5, featureMap: 2, exactMatrix: 3, approxMatrix: 4, exactOutput: 5, favorOutput: 6, errors: 7, identity: 8,
+    pca: 9, approxModel: 10, overview: 11, headOutput: 12, forwardCached: false, mapCached: false,
+  };
+  const check = (rows, names) => {
+    assert.deepEqual(rows.map((r) => r[0]), names);
+    assert.equal(new Set(names).size, names.length, 'names are distinct');
+    for (const [name, ms, note] of rows) assert.ok((Number.isFinite(ms) && ms >= 0) || note === 'cached', name);
+    assert.equal(rows.at(-1)[1], 0.25, 'the drawing time last');
+  };
+  check(timingRows(t, 0.25, {}), ['inputs Q, K, V (JS)', 'W (createFeatureMap)', 'A (attentionMatrix)', 'Â (favorAttentionMatrix)',
+    'out (exactAttention)', 'out (favorAttention)', 'compare, output error', 'draw every panel']);
+  check(timingRows(t, 0.25, { model: {} }), ['model, exact attention', 'model, approximation', 'every head: A, Â, errors',
+    'selected head: outputs', 'draw every panel']);
+  for (const identity of [null, { matrix: 0, output: 0 }]) {
+    for (const assignment of ['hard', 'soft', 'gaussian']) {
+      const rows = timingRows(t, 0.25, { codebook: { assignment, identity } });
+      check(rows, ['inputs Q, K, V (JS)', assignment === 'gaussian' ? 'W, C = W/√scale' : 'C (kmeans)', 'A (attentionMatrix)',
+        'Â (codebook matrix)', 'out (exactAttention)', 'out (codebook)', 'compare, output error',
+        ...(identity ? ['FAVOR+ check (Â, out)'] : []), 'PCA, nearest codeword', 'draw every panel']);
+    }
+  }
+  const cached = timingRows({ ...t, inputs: 0, mapCached: true }, 0.25, {});
+  assert.deepEqual(cached.slice(0, 2).map((r) => r[2]), ['cached', 'cached']);
+  assert.equal(timingRows({ ...t, forwardCached: true }, 0.25, { model: {} })[0][2], 'cached');
+});
