@@ -65,8 +65,16 @@ class Pool {
  public:
   // False if another thread's job is running (the caller then runs its loop itself).
   bool run(Index count, int threads, void (*call)(void*, Index), void* context) {
-    std::unique_lock<std::mutex> one_job(job_mutex_, std::try_to_lock);
-    if (!one_job) return false;
+    bool idle = false;
+    if (!job_running_.compare_exchange_strong(idle, true)) return false;
+    struct JobEnds {
+      std::atomic<bool>& running;
+      ~JobEnds() { running.store(false); }
+    } const job_ends{job_running_};
+    detail::Recording* const recording = detail::recording();
+    // Set up under the pool's mutex, which a rousing holds only to start its wave: the caller waits
+    // for it rather than running its loop alone.
+    std::unique_lock<std::mutex> setup(pool_mutex_);
     const int helpers = std::min<int>(threads - 1, static_cast<int>(helpers_.size()));
     job_.call = call, job_.context = context;
     job_.share = threads_per_index(count, threads);
@@ -78,14 +86,15 @@ class Pool {
       ranges_[p].end = end;
     }
     job_.error_index.store(count, std::memory_order_relaxed), job_.error = nullptr;
-    detail::Recording* const recording = detail::recording();
     if (recording) detail::region_started(*recording, helpers + 1);
     const std::uint64_t sequence = (ticket_.load(std::memory_order_relaxed) >> kHelperBits) + 1;
     active_.store(sequence << kSequenceShift, std::memory_order_relaxed);  // open, none joined
     ticket_.store((sequence << kHelperBits) | static_cast<std::uint64_t>(helpers));
     // The wave after the ticket: whoever takes a helper of it has seen the ticket stored before it
     // reads the helper's flag, as wake() needs.
-    spread_wave(start_wave(helpers, false), kHelperLimit);
+    const std::uint64_t wave = start_wave(helpers, false);
+    setup.unlock();
+    spread_wave(wave, kHelperLimit);
     run_caller_task();
     work(job_, 0);
     help_until_done(job_);
@@ -138,7 +147,7 @@ class Pool {
     prepare_exception_state();
     int threads;
     {
-      std::lock_guard<std::mutex> lock(job_mutex_);
+      std::lock_guard<std::mutex> lock(pool_mutex_);
       try {
         while (static_cast<int>(helpers_.size()) < std::min(wanted, kHelperLimit))
           helpers_.emplace_back([this, id = static_cast<int>(helpers_.size())] { helper(id); });
@@ -152,13 +161,15 @@ class Pool {
       while (arrived.load() < threads) {
       }
     };
-    run(threads, threads, [](void* b, Index i) { (*static_cast<decltype(barrier)*>(b))(i); },
-        const_cast<void*>(static_cast<const void*>(&barrier)));
+    // Never run alone (the barrier would wait for ever): after another thread's job, if one runs.
+    while (!run(threads, threads, [](void* b, Index i) { (*static_cast<decltype(barrier)*>(b))(i); },
+                const_cast<void*>(static_cast<const void*>(&barrier))))
+      std::this_thread::yield();
   }
 
   // Whether each helper started sleeps now (for tests).
   std::vector<bool> asleep() {
-    std::lock_guard<std::mutex> lock(job_mutex_);
+    std::lock_guard<std::mutex> lock(pool_mutex_);
     std::vector<bool> result(helpers_.size());
     for (std::size_t id = 0; id < helpers_.size(); ++id) result[id] = sleep_[id].asleep.load();
     return result;
@@ -166,14 +177,14 @@ class Pool {
 
   // Wakes the first `helpers` helpers that sleep, to spin for a job about to come (rouse.hpp).
   // Not while a job runs (its helpers are awake or being woken for it; a rousing wave would stop
-  // that job's wave).
+  // that job's wave), nor while the pool's mutex is held (a job being set up, or helpers started).
   void rouse(int helpers) {
-    helpers = std::min<int>(helpers, static_cast<int>(helpers_.size()));
-    if (helpers < 1) return;
     std::uint64_t wave;
     {
-      std::unique_lock<std::mutex> no_job(job_mutex_, std::try_to_lock);
-      if (!no_job) return;
+      std::unique_lock<std::mutex> lock(pool_mutex_, std::try_to_lock);
+      if (!lock || job_running_.load()) return;
+      helpers = std::min<int>(helpers, static_cast<int>(helpers_.size()));
+      if (helpers < 1) return;
       wave = start_wave(helpers, true);
     }
     spread_wave(wave, kRouserWakes);
@@ -202,7 +213,7 @@ class Pool {
   // look at (the low 16 bits).
   static constexpr std::uint64_t kWaveRouses = std::uint64_t{1} << 31;
 
-  // A new wave for helpers [0, helpers); returns its number. Under job_mutex_, so one thread at a
+  // A new wave for helpers [0, helpers); returns its number. Under pool_mutex_, so one thread at a
   // time starts waves (the number is one past the last); a claim on the older wave that comes
   // after the store fails, as the word has changed.
   std::uint64_t start_wave(int helpers, bool rouses) {
@@ -450,7 +461,10 @@ class Pool {
     return false;
   }
 
-  std::mutex job_mutex_, done_mutex_, error_mutex_;  // done_mutex_: the caller sleeping on done_
+  // pool_mutex_: starting helpers and waves, and setting a job up; done_mutex_: the caller sleeping
+  // on done_.
+  std::mutex pool_mutex_, done_mutex_, error_mutex_;
+  std::atomic<bool> job_running_{false};  // one job at a time
   std::condition_variable done_;
   std::vector<std::thread> helpers_;  // never joined: they wait for work until the process ends
   alignas(64) std::atomic<std::uint64_t> ticket_{0};
