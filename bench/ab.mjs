@@ -7,7 +7,7 @@
 // how far two instances of the same build differ on this machine).
 //
 //   node bench/ab.mjs --a ../old-checkout [--b .] [--threads 1] [--simd auto] [--rounds 24]
-//                     [--cases favor,favor-causal,exact,exact-causal,codebook,decode,exact-decode,window-decode]
+//                     [--cases favor,favor-causal,favor-structured,exact,exact-causal,codebook,decode,exact-decode,window-decode]
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -19,6 +19,7 @@ const d = 64, m = 256, H = 8, context = 1024;
 export const CASES = {
   favor: { L: 4096, label: 'favorAttention, 1 head, L = 4096', call: (f, s, t) => f.favorAttention(t, t, t, { featureMap: s.map }) },
   'favor-causal': { L: 4096, label: 'favorAttention causal, 1 head, L = 4096', call: (f, s, t) => f.favorAttention(t, t, t, { featureMap: s.map, causal: true }) },
+  'favor-structured': { L: 4096, label: 'favorAttention, structured W, 1 head, L = 4096', call: (f, s, t) => f.favorAttention(t, t, t, { featureMap: s.structuredMap }) },
   exact: { L: 1024, label: 'exactAttention, 1 head, L = 1024', call: (f, s, t) => f.exactAttention(t, t, t) },
   'exact-causal': { L: 1024, label: 'exactAttention causal, 1 head, L = 1024', call: (f, s, t) => f.exactAttention(t, t, t, { causal: true }) },
   codebook: { L: 4096, label: 'codebookAttention, 64 codes, 1 head, L = 4096', call: (f, s, t) => f.codebookAttention(t, t, t, { codebook: s.codebook }) },
@@ -44,6 +45,7 @@ function setUp(favor) {
   };
   return {
     map,
+    structuredMap: favor.createFeatureMap({ dim: d, features: m, seed: 1, sampling: 'structured' }),
     codebook: { data: gaussian(64 * d, 2, 0.5), dims: [64, d] },
     step: { data: gaussian(H * d, 4, 0.5), dims: [H, 1, d] },
     favorState: state({ method: 'favor', featureMap: map }),

@@ -175,6 +175,50 @@ TEST(StructuredProjection, EpilogueAddsAndTakesMaximaAsTheGemmDoes) {
   }
 }
 
+// Every other combination of the epilogue's parts (the feature maps use only those above) gives
+// the same: each entry its scaled projection + row_add[i] + column_add[j], and the maxima those
+// of the stored entries.
+TEST(StructuredProjection, EveryEpilogueCombinationAddsAndTakesMaxima) {
+  std::mt19937 gen(16);
+  const Index d = 24, m = 60, rows = 11;
+  const favor::FloatBuffer signs = favor::structured::signs(m, d, 9);
+  const MatF x = ref::normal_matrix(rows, d, gen);
+  MatF plain(rows, m);
+  favor::structured::project(x, m, signs.data(), 0.7f, plain.data(), m);
+  const MatF adds = ref::normal_matrix(2, std::max(rows, m), gen);
+  for (int flags = 1; flags < 16; ++flags) {
+    SCOPED_TRACE(::testing::Message() << "flags " << flags);
+    std::vector<float> column_max(static_cast<std::size_t>(m), -std::numeric_limits<float>::infinity());
+    std::vector<float> row_max(static_cast<std::size_t>(rows * favor::gemm::kLanes), std::numeric_limits<float>::lowest());
+    favor::gemm::Epilogue out;
+    if (flags & 1) out.row_add = adds.row(0).data();
+    if (flags & 2) out.column_max = column_max.data();
+    if (flags & 4) out.column_add = adds.row(1).data();
+    if (flags & 8) out.row_max = row_max.data();
+    MatF c(rows, m);
+    favor::structured::project(x, m, signs.data(), 0.7f, c.data(), m, out);
+    std::vector<float> expected_column_max(static_cast<std::size_t>(m), -std::numeric_limits<float>::infinity());
+    for (Index i = 0; i < rows; ++i) {
+      float expected_top = std::numeric_limits<float>::lowest();
+      for (Index j = 0; j < m; ++j) {
+        float e = plain(i, j);
+        if (flags & 1) e = e + adds(0, i);
+        if (flags & 4) e = e + adds(1, j);
+        ASSERT_EQ(c(i, j), e) << "entry " << i << ", " << j;
+        expected_top = std::max(expected_top, e);
+        expected_column_max[j] = std::max(expected_column_max[j], e);
+      }
+      if (flags & 8) {
+        float top = std::numeric_limits<float>::lowest();
+        for (Index l = 0; l < favor::gemm::kLanes; ++l) top = std::max(top, row_max[i * favor::gemm::kLanes + l]);
+        EXPECT_EQ(top, expected_top) << "row " << i;
+      }
+    }
+    if (flags & 2)
+      for (Index j = 0; j < m; ++j) EXPECT_EQ(column_max[j], expected_column_max[j]) << "column " << j;
+  }
+}
+
 // Rows are transformed independently of the batch they share: any split of the rows (as threads
 // and chunks make) gives the same bits.
 TEST(StructuredProjection, RowsGiveTheSameBitsHoweverTheyAreSplit) {

@@ -114,19 +114,46 @@ void project_rows(ConstMatrixRef x, Index m, const float* signs, float root, flo
   }
 }
 
-template <int... F>
-void dispatch(int flags, std::integer_sequence<int, F...>, ConstMatrixRef x, Index m, const float* signs, float root,
-              float* c, Index ldc, const gemm::Epilogue& out) {
-  ((flags == F ? project_rows<F>(x, m, signs, root, c, ldc, out) : void()), ...);
+// Any other epilogue, after a projection without one: the same operations in the same order as
+// the write-out loops (the same bits), in a second pass over c.
+void add_epilogue(Index rows, Index m, float* c, Index ldc, const gemm::Epilogue& out) {
+  for (Index r = 0; r < rows; ++r) {
+    float top = std::numeric_limits<float>::lowest();
+    for (Index j = 0; j < m; ++j) {
+      float e = c[r * ldc + j];
+      if (out.row_add) e = e + out.row_add[r];
+      if (out.column_add) e = e + out.column_add[j];
+      c[r * ldc + j] = e;
+      if (out.column_max) out.column_max[j] = e > out.column_max[j] ? e : out.column_max[j];
+      top = e > top ? e : top;
+    }
+    if (out.row_max) {
+      float& rm = out.row_max[r * gemm::kLanes];
+      rm = top > rm ? top : rm;
+    }
+  }
 }
 
 }  // namespace
 
+// The epilogues the feature maps use have write-out loops of their own: none, keys' (row_add and
+// column_max) and queries' at a shift (column_add and row_max). All 16 combinations made 13 copies
+// of these loops that no caller takes, a large part of the wasm module.
 void project(ConstMatrixRef x, Index features, const float* signs, float root, float* c, Index ldc,
              const gemm::Epilogue& out) {
   const int flags = (out.row_add ? kRowAdd : 0) | (out.column_max ? kColumnMax : 0) |
                     (out.column_add ? kColumnAdd : 0) | (out.row_max ? kRowMax : 0);
-  dispatch(flags, std::make_integer_sequence<int, 16>{}, x, features, signs, root, c, ldc, out);
+  switch (flags) {
+    case 0:
+      return project_rows<0>(x, features, signs, root, c, ldc, out);
+    case kRowAdd | kColumnMax:
+      return project_rows<kRowAdd | kColumnMax>(x, features, signs, root, c, ldc, out);
+    case kColumnAdd | kRowMax:
+      return project_rows<kColumnAdd | kRowMax>(x, features, signs, root, c, ldc, out);
+    default:
+      project_rows<0>(x, features, signs, root, c, ldc, {});
+      add_epilogue(x.rows(), features, c, ldc, out);
+  }
 }
 
 }  // namespace favor::structured
