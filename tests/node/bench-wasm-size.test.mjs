@@ -6,28 +6,18 @@ import { existsSync, readFileSync } from 'node:fs';
 import { test } from 'node:test';
 
 import { functionSizes } from '../../bench/wasm-size.mjs';
+import { uleb, wasmSection } from './helpers.mjs';
 
-const uleb = (n) => {
-  const out = [];
-  do {
-    let byte = n & 0x7f;
-    n >>>= 7;
-    if (n) byte |= 0x80;
-    out.push(byte);
-  } while (n);
-  return out;
-};
 const str = (s) => [...uleb(s.length), ...new TextEncoder().encode(s)];
-const section = (id, body) => [id, ...uleb(body.length), ...body];
 
 test('a module written by hand: each defined function its body\'s bytes and its name', () => {
-  const type = section(1, [1, 0x60, 0, 0]);                                  // () -> ()
-  const imports = section(2, [2, ...str('env'), ...str('f'), 0, 0,           // an imported function
-    ...str('env'), ...str('memory'), 2, 1, 1, 2]);                           // and a memory, limits 1..2
-  const functions = section(3, [3, 0, 0, 0]);
-  const long = [0, ...Array(200).fill(0x01), 0x0b];                          // 200 nops: a body past 127 bytes
-  const code = section(10, [3, ...uleb(2), 0, 0x0b, ...uleb(long.length), ...long, ...uleb(3), 0, 0x01, 0x0b]);
-  const names = section(0, [...str('name'), 1, ...uleb(1 + 2 * 1 + 6 + 8), 2, 1, ...str('small'), 2, ...str('longer!')]);
+  const type = wasmSection(1, [1, 0x60, 0, 0]);                          // () -> ()
+  const imports = wasmSection(2, [2, ...str('env'), ...str('f'), 0, 0,   // an imported function
+    ...str('env'), ...str('memory'), 2, 1, 1, 2]);                       // and a memory, limits 1..2
+  const functions = wasmSection(3, [3, 0, 0, 0]);
+  const long = [0, ...Array(200).fill(0x01), 0x0b];                      // 200 nops: a body past 127 bytes
+  const code = wasmSection(10, [3, ...uleb(2), 0, 0x0b, ...uleb(long.length), ...long, ...uleb(3), 0, 0x01, 0x0b]);
+  const names = wasmSection(0, [...str('name'), 1, ...uleb(1 + 1 + 6 + 1 + 8), 2, 1, ...str('small'), 2, ...str('longer!')]);
   const bytes = new Uint8Array([0, 0x61, 0x73, 0x6d, 1, 0, 0, 0, ...type, ...imports, ...functions, ...code, ...names]);
   assert.deepEqual(functionSizes(bytes), [
     { index: 1, name: 'small', bytes: 2 },

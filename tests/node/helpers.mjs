@@ -21,6 +21,21 @@ export const RELAXED_TILE_ROWS = (() => {
 /** ... and the build 'auto' loads here (the plain SIMD build takes 2 rows; the scalar build 4). */
 export const AUTO_TILE_ROWS = RELAXED_SIMD_SUPPORTED ? RELAXED_TILE_ROWS : 2;
 
+/** An unsigned LEB128, as wasm writes its counts and sizes; for modules written byte by byte. */
+export function uleb(n) {
+  const out = [];
+  do {
+    let byte = n & 0x7f;
+    n >>>= 7;
+    if (n) byte |= 0x80;
+    out.push(byte);
+  } while (n);
+  return out;
+}
+
+/** A wasm section: its id, its size and its bytes. */
+export const wasmSection = (id, bytes) => [id, ...uleb(bytes.length), ...bytes];
+
 /** mulberry32: a small seeded uniform generator in [0, 1). */
 export function rng(seed) {
   let a = seed >>> 0;

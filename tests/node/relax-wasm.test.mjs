@@ -7,31 +7,21 @@ import { readFile } from 'node:fs/promises';
 import { test } from 'node:test';
 
 import { relaxWasm, validates, vectorConstants } from '../../scripts/relax-wasm.mjs';
+import { uleb, wasmSection } from './helpers.mjs';
 
 const FMA_BYTES = [0xfd, 0xaf, 0x01];
 const MADD_BYTES = [0xfd, 0x85, 0x02];
 
-function leb(n) {
-  const out = [];
-  do {
-    let b = n & 0x7f;
-    n >>>= 7;
-    if (n) b |= 0x80;
-    out.push(b);
-  } while (n);
-  return out;
-}
-const section = (id, bytes) => [id, ...leb(bytes.length), ...bytes];
 
 // One function () -> result whose body is `instructions` (then end), and an optional custom section.
 function module(instructions, { result = 0x7b, custom } = {}) {
   const body = [0, ...instructions, 0x0b];
   return new Uint8Array([
     0, 0x61, 0x73, 0x6d, 1, 0, 0, 0,
-    ...section(1, [1, 0x60, 0, 1, result]),
-    ...section(3, [1, 0]),
-    ...section(10, [1, ...leb(body.length), ...body]),
-    ...(custom ? section(0, [4, ...Buffer.from('note'), ...custom]) : []),
+    ...wasmSection(1, [1, 0x60, 0, 1, result]),
+    ...wasmSection(3, [1, 0]),
+    ...wasmSection(10, [1, ...uleb(body.length), ...body]),
+    ...(custom ? wasmSection(0, [4, ...Buffer.from('note'), ...custom]) : []),
   ]);
 }
 // v128.const whose 16 immediate bytes contain fd af 01 (not an instruction).
@@ -78,7 +68,7 @@ test('refuses what it cannot rewrite or decode', () => {
   const v = [...v128WithPattern, ...v128WithPattern, ...v128WithPattern];
   assert.throws(() => relaxWasm(module([...v, 0xfd, 0xb0, 0x01])), /pre-standard f32x4\.relaxed_fms \(0xfd 176\) has no rewrite/);
   assert.throws(() => relaxWasm(module([...v128WithPattern, 0xfd, 0xa2, 0x01])), /i8x16\.relaxed_swizzle/);
-  assert.throws(() => relaxWasm(module([0xfd, ...leb(400)])), /unknown SIMD opcode 400/);
+  assert.throws(() => relaxWasm(module([0xfd, ...uleb(400)])), /unknown SIMD opcode 400/);
   assert.throws(() => relaxWasm(module([0xf5])), /unknown opcode 0xf5/);
   // a body whose size ends it inside the v128.const immediate
   const short = module([...v128WithPattern]);
