@@ -10,84 +10,50 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
-// An unsigned LEB128 at bytes[at]: [value, the offset after it].
-function leb(bytes, at) {
-  let value = 0, shift = 0, byte;
-  do {
-    byte = bytes[at++];
-    value += (byte & 0x7f) * 2 ** shift;
-    shift += 7;
-  } while (byte & 0x80);
-  return [value, at];
-}
+import { Reader, sections } from '../scripts/wasm-reader.mjs';
 
-function name(bytes, at) {
-  const [length, start] = leb(bytes, at);
-  return [new TextDecoder().decode(bytes.subarray(start, start + length)), start + length];
-}
-
-// Skips an import's description (what follows its kind byte).
-function skipImport(bytes, kind, at) {
-  if (kind === 0) return leb(bytes, at)[1];                       // function: type index
-  if (kind === 1) at += 1;                                          // table: element type, then limits
-  if (kind === 1 || kind === 2) {                                   // memory: limits
-    const flags = bytes[at++];
-    at = leb(bytes, at)[1];
-    return flags & 1 ? leb(bytes, at)[1] : at;
-  }
-  if (kind === 3) return at + 2;                                    // global: value type, mutability
-  if (kind === 4) return leb(bytes, at + 1)[1];                     // tag: attribute, type index
-  throw new RangeError(`import kind ${kind} unknown`);
+// Skips an import's description (what follows its kind byte); whether it imports a function.
+function skipImport(r, kind) {
+  if (kind === 0) r.u32();                                      // function: type index
+  else if (kind === 1 || kind === 2) {                          // table (element type, limits), memory (limits)
+    if (kind === 1) r.byte();
+    const flags = r.byte();
+    r.u32();
+    if (flags & 1) r.u32();
+  } else if (kind === 3) r.skip(2);                             // global: value type, mutability
+  else if (kind === 4) { r.byte(); r.u32(); }                   // tag: attribute, type index
+  else throw new RangeError(`import kind ${kind} unknown`);
+  return kind === 0;
 }
 
 /** Every function defined in the module: { index, name (null without a name section), bytes }. */
 export function functionSizes(bytes) {
-  if (bytes[0] !== 0 || bytes[1] !== 0x61 || bytes[2] !== 0x73 || bytes[3] !== 0x6d) throw new TypeError('not a wasm module');
   let imported = 0;
-  let bodies = [];
+  const bodies = [];
   const names = new Map();
-  for (let at = 8; at < bytes.length;) {
-    const id = bytes[at];
-    const [size, start] = leb(bytes, at + 1);
-    const end = start + size;
+  for (const { id, start, end } of sections(bytes)) {
+    const r = new Reader(bytes, start, end);
     if (id === 2) {
-      let [count, p] = leb(bytes, start);
-      for (; count > 0; --count) {
-        p = name(bytes, p)[1];
-        p = name(bytes, p)[1];
-        const kind = bytes[p];
-        if (kind === 0) imported++;
-        p = skipImport(bytes, kind, p + 1);
+      for (let count = r.u32(); count > 0; --count) {
+        r.name();
+        r.name();
+        if (skipImport(r, r.byte())) imported++;
       }
     } else if (id === 10) {
-      let [count, p] = leb(bytes, start);
-      for (; count > 0; --count) {
-        const [length, body] = leb(bytes, p);
+      for (let count = r.u32(); count > 0; --count) {
+        const length = r.u32();
         bodies.push(length);
-        p = body + length;
+        r.skip(length);
       }
-    } else if (id === 0) {
-      let [section, p] = name(bytes, start);
-      while (section === 'name' && p < end) {
-        const kind = bytes[p];
-        const [length, sub] = leb(bytes, p + 1);
-        if (kind === 1) {
-          let [count, q] = leb(bytes, sub);
-          for (; count > 0; --count) {
-            let index;
-            [index, q] = leb(bytes, q);
-            let text;
-            [text, q] = name(bytes, q);
-            names.set(index, text);
-          }
-        }
-        p = sub + length;
+    } else if (id === 0 && r.name() === 'name') {
+      while (r.pos < end) {
+        const kind = r.byte(), length = r.u32(), next = r.pos + length;
+        if (kind === 1) for (let count = r.u32(); count > 0; --count) names.set(r.u32(), r.name());
+        r.pos = next;
       }
     }
-    at = end;
   }
-  bodies = bodies.map((length, i) => ({ index: imported + i, name: names.get(imported + i) ?? null, bytes: length }));
-  return bodies;
+  return bodies.map((length, i) => ({ index: imported + i, name: names.get(imported + i) ?? null, bytes: length }));
 }
 
 function demangle(list) {

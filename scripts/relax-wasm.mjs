@@ -15,6 +15,8 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 
+import { Reader, sections } from './wasm-reader.mjs';
+
 const PRESTANDARD_FMA_F32X4 = 175;   // 0xfd 0xaf 0x01 (clang 14: f32x4.relaxed_fma)
 const RELAXED_MADD_F32X4 = 261;      // 0xfd 0x85 0x02 (the standard f32x4.relaxed_madd)
 
@@ -31,34 +33,8 @@ const PRESTANDARD_RELAXED = new Map([
 
 const VALTYPES = new Set([0x7f, 0x7e, 0x7d, 0x7c, 0x7b, 0x70, 0x6f]);
 
-class Reader {
-  constructor(bytes, pos, end) {
-    this.bytes = bytes;
-    this.pos = pos;
-    this.end = end;
-  }
-  byte() {
-    if (this.pos >= this.end) throw new Error(`unexpected end at byte ${this.pos}`);
-    return this.bytes[this.pos++];
-  }
-  skip(n) {
-    if (this.pos + n > this.end) throw new Error(`unexpected end at byte ${this.pos}`);
-    this.pos += n;
-  }
-  // An unsigned or signed LEB128 number of at most `bits` bits: its value (unsigned, up to 2^32)
-  // and how many bytes it took.
-  leb(bits = 32) {
-    const start = this.pos;
-    let value = 0, scale = 1, b;
-    do {
-      b = this.byte();
-      if (this.pos - start > Math.ceil(bits / 7)) throw new Error(`LEB128 longer than ${bits} bits at byte ${start}`);
-      value += (b & 0x7f) * scale;
-      scale *= 128;
-    } while (b & 0x80);
-    return { value, length: this.pos - start };
-  }
-  u32() { return this.leb(32).value; }
+// The code's own reads on the shared reader: a memory access's immediates, a block's type.
+class CodeReader extends Reader {
   memarg() { this.u32(); this.u32(); }
   blocktype() {
     const b = this.bytes[this.pos];
@@ -143,22 +119,14 @@ function instruction(r, onSimd) {
  * byte length of its LEB128 opcode, the function's index). Returns how many bodies it decoded.
  */
 export function walkCode(bytes, onSimd) {
-  if (bytes.length < 8 || bytes[0] !== 0 || bytes[1] !== 0x61 || bytes[2] !== 0x73 || bytes[3] !== 0x6d) {
-    throw new Error('not a WebAssembly module');
-  }
   let functions = 0;
-  const top = new Reader(bytes, 8, bytes.length);
-  while (top.pos < bytes.length) {
-    const id = top.byte();
-    const size = top.u32();
-    const start = top.pos;
-    top.skip(size);
+  for (const { id, start, end } of sections(bytes)) {
     if (id !== 10) continue;
-    const code = new Reader(bytes, start, start + size);
+    const code = new CodeReader(bytes, start, end);
     const count = code.u32();
     for (let f = 0; f < count; f++, functions++) {
       const bodySize = code.u32();
-      const body = new Reader(bytes, code.pos, code.pos + bodySize);
+      const body = new CodeReader(bytes, code.pos, code.pos + bodySize);
       code.skip(bodySize);
       const groups = body.u32();
       for (let g = 0; g < groups; g++) {

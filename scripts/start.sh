@@ -15,7 +15,7 @@ for f in dist/favor-simd.js dist/favor-simd.wasm dist/favor-scalar.wasm dist/fav
          dist/favor-simd-threads.js dist/favor-simd-threads.wasm dist/favor-relaxed-threads.wasm; do
   [[ -f $f ]] || { stale=1; break; }
 done
-if [[ $stale -eq 0 ]] && [[ -n $(find src bindings CMakeLists.txt cmake scripts/relax-wasm.mjs -newer dist/favor-simd.wasm -type f 2>/dev/null | head -n 1) ]]; then
+if [[ $stale -eq 0 ]] && [[ -n $(find src bindings CMakeLists.txt cmake scripts/relax-wasm.mjs scripts/wasm-reader.mjs -newer dist/favor-simd.wasm -type f 2>/dev/null | head -n 1) ]]; then
   stale=1
 fi
 if [[ $stale -eq 1 ]]; then
