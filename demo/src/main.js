@@ -454,10 +454,8 @@ function redraw(t0, fresh = false) {
   // Caption and the note on entries that are not probabilities (trigonometric features).
   const cb = result.codebook;
   const caption = approxCaption(params, result);
-  const [before, mPart, after] = captionParts(caption);
-  $('#approx-caption').replaceChildren(...(mPart
-    ? [before, Object.assign(document.createElement('span'), { className: 'nowrap', textContent: mPart }), after]
-    : [caption]));
+  $('#approx-caption').replaceChildren(...captionParts(caption).map((part, i) =>
+    (i === 1 ? Object.assign(document.createElement('span'), { className: 'nowrap', textContent: part }) : part)));
   $('#approx-caption').title = caption;
   const negative = negativeNote(nonPositive, nonFinite), note = $('#negative-note');
   note.hidden = !negative;

@@ -236,12 +236,12 @@ class Pool {
 
   // Wakes helper `id` if it sleeps; whether it did. For a job: the ticket is stored before the
   // flag is read (before the wave begins), and a helper sets its flag before it reads the ticket,
-  // so one of the two sees the other; a helper sets its flag and waits under its own mutex, so once the waker has held
-  // that mutex the helper either waits or has seen the ticket. The notification comes after the
-  // mutex is released, and the helper relocks a mutex no other thread wants (with one mutex for
-  // all, helpers woken together queued for it). Roused: marked so under its mutex only while it
-  // still sleeps, so a mark is never left for a helper that woke meanwhile (it would spin for
-  // nothing at its next sleep).
+  // so one of the two sees the other; a helper sets its flag and waits under its own mutex, so
+  // once the waker has held that mutex the helper either waits or has seen the ticket. The
+  // notification comes after the mutex is released, and the helper relocks a mutex no other
+  // thread wants (with one mutex for all, helpers woken together queued for it). Roused: marked
+  // so under its mutex only while it still sleeps, so a mark is never left for a helper that woke
+  // meanwhile (it would spin for nothing at its next sleep).
   bool wake(int id, bool rouses) {
     Sleep& sleep = sleep_[id];
     if (!sleep.asleep.load()) return false;
