@@ -1,15 +1,19 @@
 // The interactive page: the controls (the settings and their URL are settings.js), a compute
-// worker for the matrices, heatmaps with a linked crosshair, the row inspector, error measures
-// and timings, the PCA view of keys and codewords (codebook modes); what the panels say is
-// captions.js, the two studies under them studies.js.
+// worker for the matrices, and the panels drawn from its answer: heatmaps with a linked
+// crosshair (their colour ranges heatmap-ranges.js, axis characters axis-labels.js, the hovered
+// entry readout.js), the row inspector (row-inspector.js), error measures and timings, the PCA
+// view of keys and codewords (codebook modes). What the panels say is captions.js, the two
+// studies under them studies.js.
 import { Heatmap, drawLegend } from './heatmap.js';
-import { sequentialScale, divergingScale, quantile, fmt } from './colors.js';
-import { drawPlot } from './plot.js';
+import { sequentialScale, divergingScale, fmt } from './colors.js';
 import { PATTERNS } from './inputs.js';
 import { PcaView } from './pca-view.js';
 import { ModelPanel } from './model-panel.js';
 import { LineView } from './line-view.js';
-import { rowKL } from './row-kl.js';
+import { RowInspector } from './row-inspector.js';
+import { readoutHtml } from './readout.js';
+import { axisLabels } from './axis-labels.js';
+import { difference, heatmapRanges } from './heatmap-ranges.js';
 import { LongView } from './long-view.js';
 import { loadWatch } from './load-watch.js';
 import { fmtT, isCodebook, temperatureOf } from './modes.js';
@@ -376,6 +380,7 @@ heatmaps.exact = new Heatmap($('#hm-exact'), { onHover, onSelect, name: 'A' });
 heatmaps.approx = new Heatmap($('#hm-approx'), { onHover, onSelect, name: 'Â' });
 heatmaps.diff = new Heatmap($('#hm-diff'), { onHover, onSelect, name: 'A − Â' });
 const pcaView = new PcaView($('#pca-plot'), $('#pca-note'));
+const inspector = new RowInspector({ svg: $('#row-plot'), sub: $('#inspector-sub'), legend: $('#row-legend'), onHover: (h) => setHover(h) });
 const modelPanel = new ModelPanel({
   onSelect: (layer, head) => {
     state.layer = layer;
@@ -402,30 +407,13 @@ let view = null;  // what is drawn: { L, causal, A, Ahat, diff, params, ranges }
 function redraw(t0, fresh = false) {
   const tDraw = performance.now();
   const { A, Ahat, params, errors, timings, nonPositive, nonFinite } = result;
-  const L = params.L, n = L * L, causal = params.causal;
+  const L = params.L, causal = params.causal;
   let ranges = view?.ranges;
   let diff = view?.diff;
   const model = result.model;
   if (fresh || !view) {
-    diff = new Float32Array(n);
-    for (let x = 0; x < n; x++) diff[x] = A[x] - Ahat[x];
-    // A keeps its colors whatever the approximation: on a trained model one fixed scale for
-    // every head (weights are probabilities: 10⁻⁴ … 1 on the log scale, 0 … 1 linear); on
-    // synthetic inputs the range of A. Â is drawn on A's scale, its entries above the top
-    // saturate (the legend counts them). |A − Â| ends at its maximum unless that is a spike far
-    // above its 99.9th percentile.
-    let maxA = 0, minPos = Infinity;
-    for (let x = 0; x < n; x++) { const a = A[x]; if (a > maxA) maxA = a; if (a > 0 && a < minPos) minPos = a; }
-    const top = (values, abs) => {
-      const q = quantile(values, 0.999, abs), max = quantile(values, 1, abs);
-      return max > 1.5 * q ? q : max;
-    };
-    const vmax = model ? 1 : Math.min(1, maxA);
-    const floor = model ? 1e-4 : Math.max(vmax * 1e-6, Number.isFinite(minPos) ? minPos : vmax * 1e-6);
-    const dmax = top(diff, true);
-    let over = 0, dover = 0;
-    for (let x = 0; x < n; x++) { if (Ahat[x] > vmax * 1.0001) over++; if (Math.abs(diff[x]) > dmax) dover++; }
-    ranges = { vmax, floor, dmax, over, dover };
+    diff = difference(A, Ahat);
+    ranges = heatmapRanges({ A, Ahat, diff, model });
   }
   const { vmax, floor, dmax } = ranges;
   const log = setting('log');
@@ -444,7 +432,8 @@ function redraw(t0, fresh = false) {
   drawLegend($('#legend-diff'), dscale, diffLegend({ log, ranges }));
   if (model) {
     modelPanel.draw(model, params, row, fresh, shared);
-    drawAxisLabels(model.chars, row);
+    const labels = axisLabels({ chars: model.chars, L, A, Ahat, i: row, width: heatmaps.exact.root.getBoundingClientRect().width || 300 });
+    for (const [name, spec] of Object.entries(labels)) heatmaps[name].labels(spec);
     lineView.draw({ chars: model.chars, A, Ahat, L, i: row, label: model.label, before: model.rows?.before[row] });
   } else {
     for (const h of Object.values(heatmaps)) h.labels(null);
@@ -511,117 +500,20 @@ function drawTimings(t, drawMs, latency, fresh, codebook) {
     `<tr class="total"><th scope="row" title="from the control change to every panel drawn (worker round trip included)">${fresh ? 'change → all panels' : 'redraw → all panels'}</th><td data-latency="${latency}">${latency.toFixed(1)}</td></tr>`;
 }
 
-// Characters on the heatmaps' axes: all of them where they fit, else the inspected query and
-// the keys it weights most (exact on A and A − Â, approximated on Â), each at least `gap` keys
-// from a stronger one shown (neighbouring keys' labels would print over each other).
-const strongest = (M, L, i, k, gap) => {
-  const row = [];
-  for (let j = 0; j <= i; j++) row.push([M[i * L + j], j]);
-  const kept = [];
-  for (const [, j] of row.sort((a, b) => b[0] - a[0])) {
-    if (kept.length === k) break;
-    if (kept.every((c) => Math.abs(c - j) >= gap)) kept.push(j);
-  }
-  return kept;
-};
-function drawAxisLabels(chars, i) {
-  const { L, A, Ahat } = view;
-  const show = (c) => (c === ' ' ? '␣' : c === '\n' ? '⏎' : c);
-  const width = heatmaps.exact.root.getBoundingClientRect().width || 300;
-  const all = width / L >= 8;
-  const gap = Math.ceil((10 * L) / width);  // keys per 10 px: a label's width
-  for (const [name, M] of [['exact', A], ['approx', Ahat], ['diff', A]]) {
-    const keys = new Set(strongest(M, L, i, 4, gap));
-    const idx = all ? [...chars].map((_, j) => j) : [...keys].sort((a, b) => a - b);
-    heatmaps[name].labels({
-      rows: (all ? idx : [i]).map((r) => [r, show(chars[r]), r === i ? 'query' : '']),
-      cols: idx.map((j) => [j, show(chars[j]), keys.has(j) ? 'key' : '']),
-    });
-  }
-}
-
 function drawInspector() {
   if (!view) return;
-  const { L, A, Ahat, causal } = view;
-  const i = Math.min(shownRow(), L - 1);
-  const S = causal ? i + 1 : L;
-  const exact = [], approx = [];
-  let { kl, nonPositive: nonPos } = rowKL(A, Ahat, i * L, S);
-  for (let j = 0; j < S; j++) {
-    const a = A[i * L + j], b = Ahat[i * L + j];
-    exact.push([j, a, `j = ${j}: A = ${fmt(a)}`]);
-    approx.push([j, b, `j = ${j}: Â = ${fmt(b)}`]);
-  }
-  // In a window of a longer text the KL is of the whole row (computed in the worker); the plot has the window's keys.
-  const rows = result?.model?.rows, total = view.total;
-  if (rows) kl = rows.kl[i];
-  $('#inspector-sub').textContent = `query i = ${i}: KL(A_i ‖ Â_i) = ${fmt(kl)}${rows ? ` over all ${total.toLocaleString('en-US')} keys; plotted: the last ${L}` : ''}` +
-    `${nonPos ? `, ${nonPos} weights ≤ 0 (off the log axis)` : ''}`;
-  const svg = $('#row-plot');
-  const geom = drawPlot(svg, {
-    x: { log: false, domain: [-0.5, Math.max(S, 2) - 0.5], label: causal ? `key j (causal: j ≤ ${i})` : 'key j', format: (v) => String(Math.round(v)) },
-    y: { log: setting('log'), label: 'weight' },
-    series: [
-      { label: `exact A[${i}, :]`, color: '#1d2330', points: exact, width: 1.6 },
-      { label: `approximate Â[${i}, :]`, color: '#e0711a', points: approx, width: 1.4 },
-    ],
-    cursorX: hover ? hover[1] : null,
-    legendRoot: $('#row-legend'),
-    margin: { b: 30 },
-  });
-  svg.onpointermove = (e) => {
-    const r = svg.getBoundingClientRect();
-    const px = ((e.clientX - r.left) / r.width) * geom.width;
-    const t = (px - geom.margin.l) / (geom.width - geom.margin.l - geom.margin.r);
-    const j = Math.round(geom.x.lo + t * (geom.x.hi - geom.x.lo));
-    if (j >= 0 && j < S) setHover([i, j]);
-  };
-  svg.onpointerleave = () => setHover(null);
-  inspectorCursor = svg.querySelector('.cursor');
-  inspectorGeom = { ...geom, S };
+  const i = Math.min(shownRow(), view.L - 1);
+  inspector.draw({ view, i, log: setting('log'), rows: result?.model?.rows, j: hover ? hover[1] : null });
 }
-let inspectorCursor = null, inspectorGeom = null;
 
 function setHover(h, fromRedraw = false) {
   const changed = !fromRedraw && (h?.[0] !== hover?.[0] || h?.[1] !== hover?.[1]);
   hover = h;
   for (const map of Object.values(heatmaps)) map.setCursor(h ? h[0] : null, h ? h[1] : null);
   if (result?.codebook) pcaView.highlight(h ? h[1] : null);
-  const out = $('#readout');
   if (!view) return;
-  if (!h) {
-    out.innerHTML = 'Hover a heatmap (or focus one and use the arrow keys) to read (i, j), A, Â and the error; click to inspect a row.';
-  } else {
-    const [i, j] = h;
-    const L = view.L;
-    if (view.causal && j > i) {
-      out.innerHTML = `(i, j) = (<b>${i}</b>, <b>${j}</b>): masked (causal: key j > query i)`;
-    } else {
-      const a = view.A[i * L + j], b = view.Ahat[i * L + j], e = a - b;
-      const rel = a > 0 ? ` (${fmt((100 * e) / a, 2)} % of A)` : '';
-      const cb = result?.codebook;
-      const code = cb && j < cb.view.assign.length ? ` &nbsp; key ${j} → codeword ${cb.view.assign[j]}${cb.assignment === 'hard' ? '' : ' (nearest)'}` : '';
-      const chars = result?.model?.chars;
-      const show = (c) => (c === undefined ? '' : JSON.stringify(c).slice(1, -1).replace(/</g, '&lt;'));
-      const text = chars ? ` &nbsp; query <code>${show(chars[i])}</code> → key <code>${show(chars[j])}</code>` : '';
-      out.innerHTML = `(i, j) = (<b>${i}</b>, <b>${j}</b>)${text} &nbsp; A = <b>${fmt(a)}</b> &nbsp; Â = <b>${fmt(b)}</b>` +
-        `${b <= 0 ? ' <span class="err-pos">(≤ 0)</span>' : ''} &nbsp; A − Â = <b class="${e >= 0 ? 'err-pos' : 'err-neg'}">${fmt(e)}</b>${rel}${code}`;
-    }
-  }
-  // Move the inspector's cursor without redrawing the plot.
-  if (changed && inspectorGeom) {
-    const svg = $('#row-plot');
-    inspectorCursor?.remove();
-    inspectorCursor = null;
-    if (h && h[1] < inspectorGeom.S) {
-      const g = inspectorGeom;
-      const x = g.margin.l + ((h[1] - g.x.lo) / (g.x.hi - g.x.lo)) * (g.width - g.margin.l - g.margin.r);
-      const line = document.createElementNS('http://www.w3.org/2000/svg', 'line');
-      for (const [k, v] of Object.entries({ x1: x, x2: x, y1: g.margin.t, y2: g.height - g.margin.b, class: 'cursor' })) line.setAttribute(k, v);
-      svg.appendChild(line);
-      inspectorCursor = line;
-    }
-  }
+  $('#readout').innerHTML = readoutHtml(view, h, { codebook: result?.codebook, chars: result?.model?.chars });
+  if (changed) inspector.setCursor(h ? h[1] : null);
 }
 
 // ---------------------------------------------------------------- studies (studies.js)
