@@ -1,9 +1,9 @@
 // The interactive page: the controls (the settings and their URL are settings.js), a compute
-// worker for the matrices, and the panels drawn from its answer: heatmaps with a linked
-// crosshair (their colour ranges heatmap-ranges.js, axis characters axis-labels.js, the hovered
-// entry readout.js), the row inspector (row-inspector.js), error measures and timings, the PCA
-// view of keys and codewords (codebook modes). What the panels say is captions.js, the two
-// studies under them studies.js.
+// worker for the matrices (compute-client.js), and the panels drawn from its answer: heatmaps
+// with a linked crosshair (their colour ranges heatmap-ranges.js, axis characters
+// axis-labels.js, the hovered entry readout.js), the row inspector (row-inspector.js), error
+// measures and timings, the PCA view of keys and codewords (codebook modes). What the panels say
+// is captions.js, the two studies under them studies.js.
 import { Heatmap, drawLegend } from './heatmap.js';
 import { sequentialScale, divergingScale, fmt } from './colors.js';
 import { PATTERNS } from './inputs.js';
@@ -15,7 +15,7 @@ import { readoutHtml } from './readout.js';
 import { axisLabels } from './axis-labels.js';
 import { difference, heatmapRanges } from './heatmap-ranges.js';
 import { LongView } from './long-view.js';
-import { loadWatch } from './load-watch.js';
+import { ComputeClient } from './compute-client.js';
 import { fmtT, isCodebook, temperatureOf } from './modes.js';
 import { LISTS, MODE_DEFAULTS, TEMP_RANGE, intIn, parseSettings, settingsQuery } from './settings.js';
 import { setUpStudies } from './studies.js';
@@ -227,32 +227,50 @@ function setStatus(text, error = false, title = '') {
 const metrics = { updates: 0, history: [], ready: false, errors: [], restarts: 0 };
 window.__favorDemo = metrics;
 
-function startComputeWorker() {
-  const worker = new Worker(new URL('./compute-worker.js', import.meta.url), { type: 'module' });
-  worker.onmessage = onComputeMessage;
-  worker.onerror = onComputeError;
-  return worker;
-}
-
-let computeWorker = startComputeWorker();
-let nextId = 0, inFlight = null, pending = null, result = null;
-const computeLoad = loadWatch({
-  replace: (n) => {
+let result = null;  // the worker's last answer drawn
+const compute = new ComputeClient({
+  ready: (msg) => {
+    metrics.ready = true;
+    readyText = `WebAssembly ${msg.info.relaxedSimd ? 'relaxed SIMD (fused multiply-add)' : msg.info.simd ? 'SIMD' : '(no SIMD)'}, ${msg.info.threads} thread${msg.info.threads > 1 ? 's' : ''}, v${msg.info.version}`;
+    // Why one thread (not cross-origin isolated, one core…): in the footer and the status's tooltip.
+    readyWhy = msg.info.threads === 1 && msg.info.threadsReason ? `one thread: ${msg.info.threadsReason}` : '';
+    $('#build-info').textContent = readyWhy ? `${readyText}; ${readyWhy}` : readyText;
+    setStatus(`ready: ${readyText}`, false, readyWhy);
+  },
+  fatal: (msg) => {
+    setStatus(msg.message, true);
+    console.error(`favor-attention demo: ${msg.message}`);
+  },
+  progress: (msg) => (msg.purpose === 'long' ? longView.progress(msg) : modelPanel.progress(msg)),
+  manifest: (msg) => {
+    manifestModels = msg.models;
+    modelPanel.setModels(msg.models, state.model);
+    modelPanel.setShape(msg.layers, msg.heads, state.layer, state.head);
+    longView.setModels(msg.models);
+    textSub();
+  },
+  long: (msg) => {
+    longView.message(msg);
+    metrics.long = longView.run;
+  },
+  generated: (msg) => {
+    modelPanel.generated(msg, generationKey());
+    metrics.generated = (metrics.generated ?? 0) + 1;
+  },
+  settled: onComputed,
+  busy: markPending,
+  restarted: (n) => {
     console.warn(`favor-attention demo: the compute worker stopped answering while it loaded; starting another (${n})`);
     metrics.restarts = n;
-    computeWorker.terminate();
-    computeWorker = startComputeWorker();
-    if (inFlight) send(inFlight);
   },
-  giveUp: () => {
-    computeWorker.terminate();
+  gaveUp: () => {
     setStatus('the compute worker stopped answering while it loaded, three times: reload the page', true);
     console.error('favor-attention demo: the compute worker stopped answering while it loaded, three times');
   },
 });
 
 // For tests and benchmarks: idle = no computation in flight or queued; shown = the drawn settings.
-Object.defineProperty(metrics, 'idle', { get: () => !inFlight && !pending });
+Object.defineProperty(metrics, 'idle', { get: () => compute.idle });
 Object.defineProperty(metrics, 'shown', { get: () => view?.params ?? null });
 
 function computeParams() {
@@ -272,68 +290,13 @@ function markPending(on) {
 }
 
 function requestCompute(t0 = performance.now()) {
-  const req = { id: ++nextId, params: computeParams(), t0 };
-  if (isModel()) modelPanel.invalidate(generationKey(req.params));
-  markPending(true);
-  if (inFlight) {
-    req.t0 = Math.min(t0, pending?.t0 ?? Infinity);  // latency counts from the oldest unserved change
-    pending = req;
-    return;
-  }
-  send(req);
+  const params = computeParams();
+  if (isModel()) modelPanel.invalidate(generationKey(params));
+  compute.request(params, t0);
 }
 
-function send(req) {
-  inFlight = req;
-  req.sent = performance.now();
-  computeWorker.postMessage({ id: req.id, params: req.params });
-}
-
-function onComputeMessage(event) {
-  const msg = event.data;
-  computeLoad.heard();
-  if (msg.type === 'alive') return;
-  if (msg.type === 'ready') {
-    computeLoad.loaded();
-    metrics.ready = true;
-    readyText = `WebAssembly ${msg.info.relaxedSimd ? 'relaxed SIMD (fused multiply-add)' : msg.info.simd ? 'SIMD' : '(no SIMD)'}, ${msg.info.threads} thread${msg.info.threads > 1 ? 's' : ''}, v${msg.info.version}`;
-    // Why one thread (not cross-origin isolated, one core…): in the footer and the status's tooltip.
-    readyWhy = msg.info.threads === 1 && msg.info.threadsReason ? `one thread: ${msg.info.threadsReason}` : '';
-    $('#build-info').textContent = readyWhy ? `${readyText}; ${readyWhy}` : readyText;
-    setStatus(`ready: ${readyText}`, false, readyWhy);
-    return;
-  }
-  if (msg.type === 'fatal') {
-    computeLoad.loaded();
-    setStatus(msg.message, true);
-    console.error(msg.message);
-    return;
-  }
-  if (msg.type === 'progress') {
-    if (msg.purpose === 'long') longView.progress(msg);
-    else modelPanel.progress(msg);
-    return;
-  }
-  if (msg.type === 'manifest') {
-    manifestModels = msg.models;
-    modelPanel.setModels(msg.models, state.model);
-    modelPanel.setShape(msg.layers, msg.heads, state.layer, state.head);
-    longView.setModels(msg.models);
-    textSub();
-    return;
-  }
-  if (msg.type === 'long-start' || msg.type === 'long-block' || msg.type === 'long-done') {
-    longView.message(msg);
-    metrics.long = longView.run;
-    return;
-  }
-  if (msg.type === 'generated') {
-    modelPanel.generated(msg, generationKey());
-    metrics.generated = (metrics.generated ?? 0) + 1;
-    return;
-  }
-  const req = inFlight;
-  inFlight = null;
+// The worker's answer to a request: the matrices of its settings, or why there are none.
+function onComputed(msg, req) {
   if (msg.type === 'error' && msg.field === 'text') {
     // Not a failure: a text too short to predict from. Said at the box; the panels keep the
     // last text they showed, dimmed, until the next one.
@@ -349,7 +312,6 @@ function onComputeMessage(event) {
     if (msg.model) textNote(msg.model.window, false);
     redraw(req.t0, true);
   }
-  if (pending) { const p = pending; pending = null; send(p); } else markPending(false);
 }
 // Above the text box: how much of it the selected model reads (its context, from the manifest).
 let manifestModels = null;
@@ -363,10 +325,6 @@ function textNote(text, error) {
   note.title = text;
   note.classList.toggle('error', error);
   controls.text.setAttribute('aria-invalid', String(error));
-}
-function onComputeError(e) {
-  setStatus(`the compute worker failed: ${e.message ?? e}`, true);
-  console.error('favor-attention demo: compute worker', e.message ?? e);
 }
 
 // ---------------------------------------------------------------- drawing the panels
@@ -389,10 +347,10 @@ const modelPanel = new ModelPanel({
     writeUrl();
     requestCompute();
   },
-  onGenerate: (n) => computeWorker.postMessage({ kind: 'generate', id: ++nextId, params: computeParams(), n, key: generationKey() }),
+  onGenerate: (n) => compute.post({ kind: 'generate', id: compute.nextId(), params: computeParams(), n, key: generationKey() }),
 });
 const longView = new LongView({
-  post: (message) => computeWorker.postMessage(message),
+  post: (message) => compute.post(message),
   onN: (n) => { state.longN = n; writeUrl(); },
 });
 
