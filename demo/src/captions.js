@@ -118,6 +118,14 @@ export function diffLegend({ log, ranges }) {
   return `A − Â, diverging at 0${log ? ' (symmetric log)' : ''}${ranges.dover ? `; ${count(ranges.dover)} beyond ± saturate` : ''}`;
 }
 
+// The timings' last row, [label, title]: from what to every panel drawn, for the page's first
+// view (loading included), a change that computed, or one that only redrew.
+export function latencyLabel({ first, fresh }) {
+  if (first) return ['page start → all panels', 'from the page\'s first request to the compute worker to every panel drawn: loading the WebAssembly module and a model\'s weights included'];
+  if (fresh) return ['change → all panels', 'from the control change to every panel drawn (worker round trip included)'];
+  return ['redraw → all panels', 'from the control change to every panel redrawn (nothing computed again)'];
+}
+
 // The timings table's rows: [name, milliseconds, note ('cached' or ''), title].
 export function timingRows(t, drawMs, { model, codebook }) {
   if (model) {

@@ -20,8 +20,8 @@ import { fmtT, isCodebook, temperatureOf } from './modes.js';
 import { LISTS, MODE_DEFAULTS, TEMP_RANGE, intIn, parseSettings, settingsQuery } from './settings.js';
 import { setUpStudies } from './studies.js';
 import {
-  approxCaption, captionParts, diffLegend, featuresNote, negativeNote, sharedLegend, storyKernelNote, syntheticHeadline,
-  timingRows, windowNote,
+  approxCaption, captionParts, diffLegend, featuresNote, latencyLabel, negativeNote, sharedLegend, storyKernelNote,
+  syntheticHeadline, timingRows, windowNote,
 } from './captions.js';
 
 // ---------------------------------------------------------------- settings and the URL
@@ -453,9 +453,10 @@ function redraw(t0, fresh = false) {
 
 function drawTimings(t, drawMs, latency, fresh, codebook) {
   const rows = timingRows(t, drawMs, { model: result?.model, codebook });
+  const total = latencyLabel({ first: metrics.updates === 0, fresh });
   const cell = ([name, v, note, title]) => `<tr><th scope="row"${title ? ` title="${title}"` : ''}>${name}</th><td class="${note ? 'cached' : ''}">${note || v.toFixed(v < 10 ? 2 : 1)}</td></tr>`;
   $('#timings').innerHTML = rows.map(cell).join('') +
-    `<tr class="total"><th scope="row" title="from the control change to every panel drawn (worker round trip included)">${fresh ? 'change → all panels' : 'redraw → all panels'}</th><td data-latency="${latency}">${latency.toFixed(1)}</td></tr>`;
+    `<tr class="total"><th scope="row" title="${total[1]}">${total[0]}</th><td data-latency="${latency}">${latency.toFixed(1)}</td></tr>`;
 }
 
 function drawInspector() {

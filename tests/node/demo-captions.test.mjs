@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import {
-  KERNEL_NOTES, STORY_NOTES, approxCaption, captionParts, codebookNote, diffLegend, featuresNote, negativeNote,
+  KERNEL_NOTES, STORY_NOTES, approxCaption, captionParts, codebookNote, diffLegend, featuresNote, latencyLabel, negativeNote,
   sharedLegend, storyKernelNote, syntheticHeadline, timingRows, windowNote,
 } from '../../demo/src/captions.js';
 import { fmt } from '../../demo/src/colors.js';
@@ -167,4 +167,15 @@ test('timings: a row per step of what was computed, each with its time or "cache
   const cached = timingRows({ ...t, inputs: 0, mapCached: true }, 0.25, {});
   assert.deepEqual(cached.slice(0, 2).map((r) => r[2]), ['cached', 'cached']);
   assert.equal(timingRows({ ...t, forwardCached: true }, 0.25, { model: {} })[0][2], 'cached');
+});
+
+test('the timings\' total says from what it counts: the page\'s start (loading included), a change, or a redraw', () => {
+  const first = latencyLabel({ first: true, fresh: true });
+  assert.equal(first[0], 'page start → all panels');
+  assert.match(first[1], /loading the WebAssembly module/);
+  assert.deepEqual(latencyLabel({ first: false, fresh: true })[0], 'change → all panels');
+  assert.match(latencyLabel({ first: false, fresh: true })[1], /worker round trip/);
+  assert.equal(latencyLabel({ first: false, fresh: false })[0], 'redraw → all panels');
+  assert.match(latencyLabel({ first: false, fresh: false })[1], /nothing computed again/);
+  for (const first of [true, false]) for (const fresh of [true, false]) assert.doesNotMatch(latencyLabel({ first, fresh })[1], /"/, 'a title attribute\'s text');
 });
