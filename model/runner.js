@@ -2,7 +2,9 @@
 // favor.matmul (the library's wasm SIMD GEMM), attention only through exactAttention /
 // favorAttention / codebookAttention (whole texts) and createCausalState (generation). The model
 // format is train/models/manifest.json (one record per model) with its float16 weights file;
-// train/model.py is the same network in PyTorch. Types: model/runner.d.ts.
+// train/model.py is the same network in PyTorch. Types: model/runner.d.ts. The weights file's
+// checks are weights.js, the network's plain-JS pieces (layer norm, GELU, rotary positions…)
+// layers.js.
 //
 // Positions: learned embeddings that end at `context` (texts longer than it run in windows), or
 // rotary positions (architecture.rotary: q and k of every head rotated by their absolute position
@@ -19,183 +21,19 @@
 //                                                              (k-means codebooks per head, fitted on
 //                                                              each layer's keys of the text itself)
 
-/** float16 (IEEE binary16, little-endian) to float32. */
-export function halfToFloat(bytes) {
-  const u16 = new Uint16Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >> 1);
-  const out = new Float32Array(u16.length);
-  for (let i = 0; i < u16.length; i++) {
-    const h = u16[i], s = h & 0x8000 ? -1 : 1, e = (h >> 10) & 0x1f, f = h & 0x3ff;
-    out[i] = e === 0 ? s * f * 2 ** -24 : e === 31 ? (f ? NaN : s * Infinity) : s * (1 + f / 1024) * 2 ** (e - 15);
-  }
-  return out;
-}
+import { RotaryTable, geluTanh, layerNorm, logSoftmax, mergeHeads, oprfRho, rng, splitHeads } from './layers.js';
+import { halfToFloat, modelSizeError } from './weights.js';
+
+export { halfToFloat, modelSizeError, verifyModelFile } from './weights.js';
+export { logSoftmax, oprfRho } from './layers.js';
 
 const tensor = (data, dims) => ({ data, dims });
-
-/** The error for a weights file of `received` bytes where the manifest says record.bytes. */
-export function modelSizeError(record, received, file = record.file) {
-  const why = received < record.bytes ? 'cut short, or a different file' : 'a different file';
-  return new RangeError(`model file ${file}: ${received} bytes, but the manifest's record '${record.name}' says ${record.bytes} (${why})`);
-}
-
-// SHA-256 as lowercase hex by SubtleCrypto: the page's (secure contexts only: https, localhost)
-// and Node's globalThis.crypto alike.
-async function subtleSha256(bytes) {
-  const subtle = globalThis.crypto?.subtle;
-  if (!subtle) throw new Error('SubtleCrypto is not available here (a page served over http from another host than localhost is not a secure context)');
-  const digest = new Uint8Array(await subtle.digest('SHA-256', bytes));
-  return Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('');
-}
-
-/**
- * Checks a weights file against its manifest record before anything runs on it: its size
- * (record.bytes), then its SHA-256 (record.sha256). A damaged or truncated file would otherwise
- * give plausible but wrong logits. file: how the errors name it (record.file by default);
- * sha256(bytes): its hex digest, or a Promise of it (SubtleCrypto by default; Node passes
- * node:crypto's). Resolves to bytes; rejects with a RangeError naming the file.
- */
-export async function verifyModelFile(record, bytes, { file = record.file, sha256 = subtleSha256 } = {}) {
-  if (bytes.byteLength !== record.bytes) throw modelSizeError(record, bytes.byteLength, file);
-  let digest;
-  try {
-    digest = await sha256(bytes);
-  } catch (e) {
-    throw new Error(`model file ${file}: its SHA-256 could not be computed to check it: ${e?.message ?? e}`, { cause: e });
-  }
-  if (digest !== record.sha256) {
-    throw new RangeError(`model file ${file}: SHA-256 ${digest}, but the manifest's record '${record.name}' says ${record.sha256} (a damaged or different file)`);
-  }
-  return bytes;
-}
-
-// [L, H * hd] rows -> [H, L, hd] heads, taking columns [offset, offset + H hd) of a [L, stride] matrix.
-function splitHeads(x, L, stride, offset, H, hd) {
-  const out = new Float32Array(H * L * hd);
-  for (let i = 0; i < L; i++)
-    for (let h = 0; h < H; h++) out.set(x.subarray(i * stride + offset + h * hd, i * stride + offset + (h + 1) * hd), (h * L + i) * hd);
-  return tensor(out, [H, L, hd]);
-}
-
-// [H, L, hd] -> [L, H hd]
-function mergeHeads(y, L, H, hd) {
-  const out = new Float32Array(L * H * hd);
-  for (let h = 0; h < H; h++)
-    for (let i = 0; i < L; i++) out.set(y.subarray((h * L + i) * hd, (h * L + i + 1) * hd), i * H * hd + h * hd);
-  return out;
-}
-
-// Rotary positions (train/model.py's `rotary`): the halves (x1, x2) of each head vector become
-// (x1 cos - x2 sin, x1 sin + x2 cos) at angles p base^(-2i/d); angles, cos and sin in double.
-class RotaryTable {
-  constructor(dim, base) {
-    this.half = dim >> 1;
-    this.inv = Float64Array.from({ length: this.half }, (_, i) => base ** (-2 * i / dim));
-    this.cos = new Float32Array(0);
-    this.sin = new Float32Array(0);
-  }
-
-  // cos and sin for positions [0, end)
-  reach(end) {
-    const have = this.cos.length / this.half;
-    if (end <= have) return;
-    const size = Math.max(end, 2 * have, 1024), half = this.half;
-    const cos = new Float32Array(size * half), sin = new Float32Array(size * half);
-    cos.set(this.cos), sin.set(this.sin);
-    for (let p = have; p < size; p++) {
-      for (let i = 0; i < half; i++) {
-        const a = p * this.inv[i];
-        cos[p * half + i] = Math.cos(a);
-        sin[p * half + i] = Math.sin(a);
-      }
-    }
-    this.cos = cos, this.sin = sin;
-  }
-
-  // x [H, L, d] in place, row i at position position0 + i
-  rotate(x, position0) {
-    const [H, L, d] = x.dims, half = this.half, data = x.data;
-    this.reach(position0 + L);
-    for (let h = 0; h < H; h++) {
-      for (let i = 0; i < L; i++) {
-        const row = (h * L + i) * d, t = (position0 + i) * half;
-        for (let c = 0; c < half; c++) {
-          const x1 = data[row + c], x2 = data[row + half + c], cs = this.cos[t + c], sn = this.sin[t + c];
-          data[row + c] = x1 * cs - x2 * sn;
-          data[row + half + c] = x1 * sn + x2 * cs;
-        }
-      }
-    }
-    return x;
-  }
-}
-
-function layerNorm(x, rows, width, weight, bias, eps) {
-  const out = new Float32Array(x.length);
-  for (let i = 0; i < rows; i++) {
-    let mean = 0;
-    for (let c = 0; c < width; c++) mean += x[i * width + c];
-    mean /= width;
-    let variance = 0;
-    for (let c = 0; c < width; c++) variance += (x[i * width + c] - mean) ** 2;
-    const inv = 1 / Math.sqrt(variance / width + eps);
-    for (let c = 0; c < width; c++) out[i * width + c] = (x[i * width + c] - mean) * inv * weight[c] + bias[c];
-  }
-  return out;
-}
-
-// GELU, tanh form: 0.5 v (1 + tanh u) written as v sigmoid(2u), which needs one Math.exp where
-// Math.tanh took half as long again, and keeps its digits where tanh u is near -1.
-function geluTanh(x) {
-  const k = 2 * Math.sqrt(2 / Math.PI);
-  for (let i = 0; i < x.length; i++) {
-    const v = x[i];
-    x[i] = v / (1 + Math.exp(-k * (v + 0.044715 * v * v * v)));
-  }
-  return x;
-}
-
-/** log-softmax of one row of logits, in double. */
-export function logSoftmax(row) {
-  let top = -Infinity;
-  for (const x of row) top = Math.max(top, x);
-  let sum = 0;
-  for (const x of row) sum += Math.exp(x - top);
-  const lse = top + Math.log(sum);
-  return Float64Array.from(row, (x) => x - lse);
-}
-
-/** mulberry32: the seeded generator of sampling. */
-function rng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const mapOf = (spec, layer) => {
   const map = spec.featureMaps ? spec.featureMaps[layer] : spec.featureMap;
   if (!map) throw new RangeError(`attention: method 'favor' needs featureMaps (one per layer) or featureMap`);
   return map;
 };
-
-/** OPRF's rho = mean over (i, j) of |q~_i + k~_j|^2 (x~ = x scale^1/2), averaged over heads; q, k [H, n, d]. */
-export function oprfRho(q, k, scale = 1 / Math.sqrt(q.dims.at(-1))) {
-  const [H, n, d] = [q.dims[0], q.dims[1], q.dims[2]], S = k.dims[1];
-  let rho = 0;
-  for (let h = 0; h < H; h++) {
-    const mq = new Float64Array(d), mk = new Float64Array(d);
-    let sq = 0, sk = 0;
-    for (let i = 0; i < n; i++) for (let c = 0; c < d; c++) { const x = q.data[(h * n + i) * d + c]; sq += x * x; mq[c] += x / n; }
-    for (let j = 0; j < S; j++) for (let c = 0; c < d; c++) { const x = k.data[(h * S + j) * d + c]; sk += x * x; mk[c] += x / S; }
-    let dot = 0;
-    for (let c = 0; c < d; c++) dot += mq[c] * mk[c];
-    rho += scale * (sq / n + sk / S + 2 * dot);
-  }
-  return rho / H;
-}
 
 export class CharModel {
   /** record: a manifest record; bytes: its weights file (Uint8Array of float16). */
