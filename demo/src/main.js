@@ -17,7 +17,7 @@ import { difference, heatmapRanges } from './heatmap-ranges.js';
 import { LongView } from './long-view.js';
 import { ComputeClient } from './compute-client.js';
 import { fmtT, isCodebook, temperatureOf } from './modes.js';
-import { LISTS, MODE_DEFAULTS, TEMP_RANGE, intIn, parseSettings, settingsQuery } from './settings.js';
+import { LISTS, MODE_DEFAULTS, TEMP_RANGE, applyControl, intIn, parseSettings, settingsQuery } from './settings.js';
 import { setUpStudies } from './studies.js';
 import {
   approxCaption, captionParts, diffLegend, featuresNote, latencyLabel, negativeNote, sharedLegend, storyKernelNote,
@@ -143,30 +143,10 @@ function writeModeControls() {
   $('#about-model').hidden = !isModel();
 }
 
-// Reads one control into the state; returns 'compute' (new matrices needed) or 'draw'.
-function readControl(key) {
-  const c = controls[key];
-  if (key === 'L' || key === 'd' || key === 'm') state[key] = LISTS[key][Number(c.value)];
-  else if (key === 'temperature') state.tempStep = Math.round(Number(c.value));
-  else if (key === 'scale') state.scale = Math.round(Number(c.value) * 20) / 20;
-  else if (key === 'causal' || key === 'log' || key === 'trainedW') state[key] = c.checked;
-  else if (key === 'text') { state.text = c.value; state.rowFollow = true; }
-  else if (key === 'layer' || key === 'head') state[key] = Number(c.value);
-  else if (key === 'seed' || key === 'dataSeed' || key === 'row') {
-    const v = Math.floor(Number(c.value));
-    if (!Number.isFinite(v) || v < 0) return null;
-    state[key] = key === 'row' ? Math.min(v, (isModel() && view ? view.L : state.L) - 1) : Math.min(v, 999999);
-    if (key === 'row') state.rowFollow = false;
-  } else state[key] = c.value;
-  // A codebook as large as the text gives every key its own codeword (exact): start smaller.
-  if (key === 'kernel' && isModel() && (state.kernel === 'vq' || state.kernel === 'soft-vq') && state.m >= (view?.L ?? 256) / 2) state.m = 32;
-  if (key === 'L') state.row = Math.min(state.row, state.L - 1);
-  return key === 'log' || key === 'row' ? 'draw' : 'compute';
-}
-
 function onControl(key, event) {
   const t0 = Math.min(performance.now(), event?.timeStamp > 0 ? event.timeStamp : Infinity);
-  const what = readControl(key);
+  const c = controls[key];
+  const what = applyControl(state, key, { value: c.value, checked: c.checked }, { modelL: view?.L ?? null });
   if (!what) return;
   writeControls();
   writeUrl();

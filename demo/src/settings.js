@@ -1,6 +1,7 @@
 // The page's settings and its URL: what each setting may be and its default, the settings a
-// query string gives (anything out of range or unknown falls back to its default) and the query
-// string that gives them back. Pure functions of strings and objects, so that Node tests them.
+// query string gives (anything out of range or unknown falls back to its default), the query
+// string that gives them back, and a control's new value into them. Pure functions of strings
+// and objects, so that Node tests them.
 import { PATTERNS } from './inputs.js';
 import { DEFAULT_TEXT } from './model-panel.js';
 import { LONG_LIMITS } from './long-view.js';
@@ -102,4 +103,28 @@ export function settingsQuery(s) {
     ...(model && { tw: s.trainedW ? 1 : 0, sheads: s.studyHeads, gen: s.genN, ...(s.longN !== DEFAULTS.longN && { long: s.longN }) }),
     ...(model && s.text !== DEFAULT_TEXT && { text: s.text }),
   }));
+}
+
+// A control's new value into the settings `s`: input is the control's { value, checked };
+// modelL the length of the model's drawn text (null when none is drawn). Returns 'draw' where
+// the panels only need drawing again (the log scale, the inspected row), 'compute' where they
+// need new matrices, or null for a value the settings cannot take (the control is left as typed).
+export function applyControl(s, key, input, { modelL = null } = {}) {
+  const model = s.pattern === 'model';
+  if (key === 'L' || key === 'd' || key === 'm') s[key] = LISTS[key][Number(input.value)];
+  else if (key === 'temperature') s.tempStep = Math.round(Number(input.value));
+  else if (key === 'scale') s.scale = Math.round(Number(input.value) * 20) / 20;
+  else if (key === 'causal' || key === 'log' || key === 'trainedW') s[key] = input.checked;
+  else if (key === 'text') { s.text = input.value; s.rowFollow = true; }
+  else if (key === 'layer' || key === 'head') s[key] = Number(input.value);
+  else if (key === 'seed' || key === 'dataSeed' || key === 'row') {
+    const v = Math.floor(Number(input.value));
+    if (!Number.isFinite(v) || v < 0) return null;
+    s[key] = key === 'row' ? Math.min(v, (model && modelL ? modelL : s.L) - 1) : Math.min(v, 999999);
+    if (key === 'row') s.rowFollow = false;
+  } else s[key] = input.value;
+  // A codebook as large as the text gives every key its own codeword (exact): start smaller.
+  if (key === 'kernel' && model && (s.kernel === 'vq' || s.kernel === 'soft-vq') && s.m >= (modelL ?? 256) / 2) s.m = 32;
+  if (key === 'L') s.row = Math.min(s.row, s.L - 1);
+  return key === 'log' || key === 'row' ? 'draw' : 'compute';
 }

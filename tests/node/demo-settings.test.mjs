@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { DEFAULTS, LISTS, TEXT_LIMIT, parseSettings, settingsQuery } from '../../demo/src/settings.js';
+import { DEFAULTS, LISTS, TEXT_LIMIT, applyControl, parseSettings, settingsQuery } from '../../demo/src/settings.js';
 import { KERNELS, SAMPLINGS, STUDY_KERNELS } from '../../demo/src/modes.js';
 import { rng } from './helpers.mjs';
 
@@ -80,4 +80,57 @@ test('random settings: their URL gives them back', () => {
         genN: DEFAULTS.genN, longN: DEFAULTS.longN, studyHeads: DEFAULTS.studyHeads };
     assert.deepEqual(back, used, `trial ${trial}: ${settingsQuery(s)}`);
   }
+});
+
+test('a control into the settings: what it changes, what it clamps, what it refuses, and whether to compute', () => {
+  const synthetic = () => parseSettings('?pattern=gaussian&L=256&row=100');
+  const apply = (s, key, input, ctx) => [applyControl(s, key, input, ctx), s];
+
+  // Sliders hold indices into their lists; the scale snaps to 0.05.
+  let [what, s] = apply(synthetic(), 'm', { value: String(LISTS.m.indexOf(64)) });
+  assert.equal(what, 'compute');
+  assert.equal(s.m, 64);
+  [, s] = apply(synthetic(), 'scale', { value: '0.73' });
+  assert.equal(s.scale, 0.75);
+  // A shorter L pulls the inspected row inside it.
+  [, s] = apply(synthetic(), 'L', { value: String(LISTS.L.indexOf(64)) });
+  assert.equal(s.L, 64);
+  assert.equal(s.row, 63);
+  // The row: clamped to L (or the model's drawn text), no longer following the text; only a redraw.
+  [what, s] = apply(synthetic(), 'row', { value: '9999' });
+  assert.deepEqual([what, s.row, s.rowFollow], ['draw', 255, false]);
+  [what, s] = apply(parseSettings(''), 'row', { value: '300' }, { modelL: 180 });
+  assert.deepEqual([what, s.row, s.rowFollow], ['draw', 179, false]);
+  // Seeds: whole, at most 999999; a negative or non-number is refused and changes nothing.
+  [, s] = apply(synthetic(), 'seed', { value: '12.9' });
+  assert.equal(s.seed, 12);
+  [, s] = apply(synthetic(), 'dataSeed', { value: '5000000' });
+  assert.equal(s.dataSeed, 999999);
+  for (const value of ['-1', 'abc', 'NaN']) {
+    const before = synthetic();
+    const after = structuredClone(before);
+    assert.equal(applyControl(after, 'seed', { value }), null, `seed '${value}'`);
+    assert.deepEqual(after, before);
+  }
+  // Checkboxes read `checked`; the log scale only redraws.
+  [what, s] = apply(synthetic(), 'log', { checked: true });
+  assert.deepEqual([what, s.log], ['draw', true]);
+  [what, s] = apply(synthetic(), 'causal', { checked: true });
+  assert.deepEqual([what, s.causal], ['compute', true]);
+  // Editing the text returns the row to its last character.
+  s = parseSettings('?row=10');
+  assert.equal(s.rowFollow, false);
+  applyControl(s, 'text', { value: 'Call me Ishmael.' });
+  assert.deepEqual([s.text, s.rowFollow], ['Call me Ishmael.', true]);
+  // A k-means codebook on a model's text starts at 32 codewords where m was half the text or more,
+  // and keeps a smaller m; synthetic inputs keep theirs.
+  [, s] = apply(parseSettings(''), 'kernel', { value: 'vq' }, { modelL: 256 });
+  assert.deepEqual([s.kernel, s.m], ['vq', 32]);
+  s = parseSettings('?m=16');
+  applyControl(s, 'kernel', { value: 'soft-vq' }, { modelL: 256 });
+  assert.equal(s.m, 16);
+  [, s] = apply(synthetic(), 'kernel', { value: 'vq' });
+  assert.equal(s.m, DEFAULTS.m);
+  [, s] = apply(parseSettings(''), 'kernel', { value: 'relu' }, { modelL: 256 });
+  assert.equal(s.m, DEFAULTS.m, 'random features keep m');
 });

@@ -103,6 +103,23 @@ export function threadCount() {
   return Number(/^Threads:\s+(\d+)/m.exec(readFileSync('/proc/self/status', 'utf8'))[1]);
 }
 
+/**
+ * The process's thread count once it has stopped changing (the same over `quietMs`, polled for
+ * at most ms): a baseline to count a worker's threads from. A worker whose terminate() has
+ * resolved may keep its OS thread a moment longer, under load for longer than a test's next
+ * line; counted into a baseline, it ends later and reads as a thread the test's worker lacks.
+ */
+export async function settledThreadCount(quietMs = 300, ms = 5000) {
+  const end = Date.now() + ms;
+  let count = threadCount(), since = Date.now();
+  while (Date.now() - since < quietMs && Date.now() < end) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const now = threadCount();
+    if (now !== count) [count, since] = [now, Date.now()];
+  }
+  return count;
+}
+
 /** Polls until done() holds (or ms pass); resolves to done(). */
 export async function eventually(done, ms = 5000) {
   const end = Date.now() + ms;

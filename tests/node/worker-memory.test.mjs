@@ -14,7 +14,7 @@ import { loadFavor } from 'favor-attention';
 
 import { normalTensor } from './helpers.mjs';
 import { asyncRun, HOSTILE_CASES } from './hostile-cases.mjs';
-import { eventually, outcome, threadCount } from './worker-helpers.mjs';
+import { eventually, outcome, settledThreadCount, threadCount } from './worker-helpers.mjs';
 
 const skip = typeof globalThis.gc !== 'function' && 'needs node --expose-gc (scripts/test.sh passes it)';
 
@@ -108,19 +108,22 @@ test('feature maps, states and packed matrices dropped without dispose() are fre
 });
 
 test('dispose() ends the worker thread and resolves once it has ended; the pthreads inside end with it', async () => {
-  const base = threadCount();
+  const base = await settledThreadCount();
   for (const threads of [1, 2]) {
     const favor = await loadFavor({ worker: true, threads });
-    assert.equal(favor.info.threads, threads);
-    assert.ok(threadCount() >= base + threads, `a worker (${threads} thread(s) of wasm) adds threads: ${threadCount()} vs ${base}`);
-    await favor.exactAttention(q, k, v);
-    await favor.dispose();
+    try {  // a failure here must not leave the worker running into the next test's count
+      assert.equal(favor.info.threads, threads);
+      assert.ok(threadCount() >= base + threads, `a worker (${threads} thread(s) of wasm) adds threads: ${threadCount()} vs ${base}`);
+      await favor.exactAttention(q, k, v);
+    } finally {
+      await favor.dispose();
+    }
     assert.ok(await eventually(() => threadCount() === base), `threads after dispose(): ${threadCount()}, before the load: ${base}`);
   }
 });
 
 test('an instance dropped without dispose() ends its worker once collected, after its pending call settles', { skip }, async () => {
-  const base = threadCount();
+  const base = await settledThreadCount();
   const pending = await (async () => {
     const favor = await loadFavor({ worker: true, threads: 1 });
     const map = await favor.createFeatureMap({ dim: d, features: 16 });
@@ -135,7 +138,7 @@ test('an instance dropped without dispose() ends its worker once collected, afte
 });
 
 test('a proxy kept alive keeps its instance (and worker) alive though the instance itself was dropped', { skip }, async () => {
-  const base = threadCount();
+  const base = await settledThreadCount();
   const map = await (async () => {
     const favor = await loadFavor({ worker: true, threads: 1 });
     return favor.createFeatureMap({ dim: d, features: 16, seed: 3 });

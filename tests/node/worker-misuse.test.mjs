@@ -14,7 +14,7 @@ import { loadFavor } from 'favor-attention';
 import { OBJECTS, OPERATIONS } from '../../web/operations.js';
 import { cloneTensor, filledTensor, normalTensor, withValue } from './helpers.mjs';
 import { asyncRun, failingRows } from './hostile-cases.mjs';
-import { assertSameOutcome, eventually, outcome, strict, threadCount, within } from './worker-helpers.mjs';
+import { assertSameOutcome, eventually, outcome, settledThreadCount, strict, threadCount, within } from './worker-helpers.mjs';
 
 const LIMIT_MS = 20_000;  // a worker call that has not settled by then hangs
 let sync, worker, otherSync, otherWorker;
@@ -448,7 +448,7 @@ test('arguments structured clone cannot carry give the synchronous errors; tenso
 const wasmBytes = await readFile(new URL('../../dist/favor-scalar.wasm', import.meta.url));
 
 test('failed loads reject as the synchronous load does and leave no worker running; unknown options reject', async () => {
-  const base = threadCount();
+  const base = await settledThreadCount();
   const corrupt = Uint8Array.from(wasmBytes.subarray(0, 64));  // starts with \0asm, then ends
   for (const [label, options] of [
     ['a wasmUrl that does not exist', { wasmUrl: '/nonexistent/favor.wasm', threads: 1 }],
