@@ -88,21 +88,12 @@ function writeControls() {
   modelPanel.show(isModel());
   if (isModel()) controls.row.max = String((view?.L ?? 256) - 1);
   writeModeControls();
-  for (const box of document.querySelectorAll('input[name=study-kernel]')) box.checked = state.studyKernels.includes(box.value);
-  for (const box of document.querySelectorAll('input[name=study-sampling]')) box.checked = state.studySamplings.includes(box.value);
-  $('#study-set').value = state.studySet;
-  $('#study-kernels').disabled = $('#study-samplings').disabled = state.studySet === 'compare';
-  $('#study-set-note').hidden = state.studySet !== 'compare';
-  $('#study-seeds').value = String(setting('studySeeds'));
-  $('#study-heads').value = state.studyHeads;
   $('#gen-n').value = String(state.genN);
+  studies.writeControls();
   longView.show(isModel());
   longView.set({ n: state.longN, text: state.text, seed: state.seed });
   $('#nav-long').hidden = !isModel();
   textSub();
-  $('#study-heads-wrap').hidden = !isModel();
-  $('#study-mmax').value = String(setting('studyMmax'));
-  $('#study-metric').value = setting('studyMetric');
   for (const b of [$('#mode-model'), $('#mode-synthetic')]) b.setAttribute('aria-pressed', String((b.id === 'mode-model') === isModel()));
   $('#story-model').hidden = $('#text-wrap').hidden = !isModel();
   $('#story-synthetic').hidden = isModel();
@@ -110,8 +101,6 @@ function writeControls() {
   $('#grid-panel').hidden = $('#legend-grid').hidden = !isModel();
   document.querySelector('.panels').classList.toggle('with-grid', isModel());
   document.querySelector('.legends').classList.toggle('with-grid', isModel());
-  $('#speed-settings').textContent =
-    `positive kernel (FAVOR+), d = ${state.d}, m = ${state.m}, ${state.sampling}, ${state.causal ? 'causal' : 'bidirectional'}; L = 128 … 65,536`;
 }
 
 // The controls that depend on the kernel menu: the sampling mode (not used by k-means codebooks,
@@ -333,6 +322,11 @@ const longView = new LongView({
   post: (message) => compute.post(message),
   onN: (n) => { state.longN = n; writeUrl(); },
 });
+// The generation's length (the model panel's box, a setting of the URL).
+$('#gen-n').addEventListener('change', (e) => {
+  const v = intIn(e.target.value, 1, 255);
+  if (v) { state.genN = v; writeUrl(); } else e.target.value = String(state.genN);
+});
 
 // The readout speaks for keyboard users while a heatmap has focus (not on every mouse move).
 for (const hm of document.querySelectorAll('.hm')) {
@@ -457,29 +451,7 @@ function setHover(h, fromRedraw = false) {
 
 // ---------------------------------------------------------------- studies (studies.js)
 
-const studies = setUpStudies({ state, setting, isModel, modelRows: () => view?.total ?? 256, metrics });
-for (const [name, key] of [['study-kernel', 'studyKernels'], ['study-sampling', 'studySamplings']]) {
-  for (const box of document.querySelectorAll(`input[name=${name}]`)) {
-    box.addEventListener('change', () => {
-      const chosen = [...document.querySelectorAll(`input[name=${name}]:checked`)].map((b) => b.value);
-      if (!chosen.length) { box.checked = true; return; }
-      state[key] = chosen;
-      writeUrl();
-    });
-  }
-}
-$('#study-set').addEventListener('change', (e) => { state.studySet = e.target.value; writeControls(); writeUrl(); });
-$('#study-seeds').addEventListener('change', (e) => {
-  const v = intIn(e.target.value, 2, 32);
-  if (v) { state.studySeeds = v; writeUrl(); } else e.target.value = String(setting('studySeeds'));
-});
-$('#gen-n').addEventListener('change', (e) => {
-  const v = intIn(e.target.value, 1, 255);
-  if (v) { state.genN = v; writeUrl(); } else e.target.value = String(state.genN);
-});
-$('#study-heads').addEventListener('change', (e) => { state.studyHeads = e.target.value; writeUrl(); });
-$('#study-mmax').addEventListener('change', (e) => { state.studyMmax = Number(e.target.value); writeUrl(); });
-$('#study-metric').addEventListener('change', (e) => { state.studyMetric = e.target.value; writeUrl(); studies.drawError(); });
+const studies = setUpStudies({ state, setting, isModel, modelRows: () => view?.total ?? 256, metrics, writeUrl });
 
 // ---------------------------------------------------------------- start
 

@@ -5,6 +5,7 @@ import { fmt } from './colors.js';
 import { loadWatch } from './load-watch.js';
 import { MODE_NAMES, fmtT, isCodebook, temperatureOf } from './modes.js';
 import { drawPlot, swatch } from './plot.js';
+import { intIn } from './settings.js';
 
 const $ = (sel) => document.querySelector(sel);
 
@@ -58,9 +59,11 @@ function crossover(points) {
 }
 
 // The page's side: its settings (`state`, `setting` for those that follow the mode), whether a
-// trained model is shown, the rows of text the model reads, and the test hooks (`metrics`).
-// Returns what the page calls as its settings change: drawError (the metric), draw (a resize).
-export function setUpStudies({ state, setting, isModel, modelRows, metrics }) {
+// trained model is shown, the rows of text the model reads, the test hooks (`metrics`) and
+// writeUrl() for a study setting changed here. Returns what the page calls as its settings
+// change: writeControls (the studies' controls from the settings), drawError (the metric), draw
+// (a resize).
+export function setUpStudies({ state, setting, isModel, modelRows, metrics, writeUrl }) {
   let studyWorker = null;
   let running = null;  // 'error' | 'speed' | null
   const errorStudy = { params: null, theory: null, points: new Map(), pairs: 0, done: false };
@@ -329,5 +332,39 @@ export function setUpStudies({ state, setting, isModel, modelRows, metrics }) {
   drawErrorStudy();
   drawSpeedStudy();
   studyButtons();
-  return { drawError: drawErrorStudy, draw: () => { drawErrorStudy(); drawSpeedStudy(); } };
+  // The studies' controls: written from the settings, and read into them as they change.
+  function writeControls() {
+    for (const box of document.querySelectorAll('input[name=study-kernel]')) box.checked = state.studyKernels.includes(box.value);
+    for (const box of document.querySelectorAll('input[name=study-sampling]')) box.checked = state.studySamplings.includes(box.value);
+    $('#study-set').value = state.studySet;
+    $('#study-kernels').disabled = $('#study-samplings').disabled = state.studySet === 'compare';
+    $('#study-set-note').hidden = state.studySet !== 'compare';
+    $('#study-seeds').value = String(setting('studySeeds'));
+    $('#study-heads').value = state.studyHeads;
+    $('#study-heads-wrap').hidden = !isModel();
+    $('#study-mmax').value = String(setting('studyMmax'));
+    $('#study-metric').value = setting('studyMetric');
+    $('#speed-settings').textContent =
+      `positive kernel (FAVOR+), d = ${state.d}, m = ${state.m}, ${state.sampling}, ${state.causal ? 'causal' : 'bidirectional'}; L = 128 … 65,536`;
+  }
+  for (const [name, key] of [['study-kernel', 'studyKernels'], ['study-sampling', 'studySamplings']]) {
+    for (const box of document.querySelectorAll(`input[name=${name}]`)) {
+      box.addEventListener('change', () => {
+        const chosen = [...document.querySelectorAll(`input[name=${name}]:checked`)].map((b) => b.value);
+        if (!chosen.length) { box.checked = true; return; }  // at least one of each stays checked
+        state[key] = chosen;
+        writeUrl();
+      });
+    }
+  }
+  $('#study-set').addEventListener('change', (e) => { state.studySet = e.target.value; writeControls(); writeUrl(); });
+  $('#study-seeds').addEventListener('change', (e) => {
+    const v = intIn(e.target.value, 2, 32);
+    if (v) { state.studySeeds = v; writeUrl(); } else e.target.value = String(setting('studySeeds'));
+  });
+  $('#study-heads').addEventListener('change', (e) => { state.studyHeads = e.target.value; writeUrl(); });
+  $('#study-mmax').addEventListener('change', (e) => { state.studyMmax = Number(e.target.value); writeUrl(); });
+  $('#study-metric').addEventListener('change', (e) => { state.studyMetric = e.target.value; writeUrl(); drawErrorStudy(); });
+
+  return { writeControls, drawError: drawErrorStudy, draw: () => { drawErrorStudy(); drawSpeedStudy(); } };
 }
