@@ -9,6 +9,12 @@
 
 #include "types.hpp"
 
+// Emscripten without -pthread has no std::thread: every region is a serial loop, and the thread
+// counts below are the constant 1, so that each caller's code for several threads folds away.
+#if defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
+#define FAVOR_SERIAL_ONLY 1
+#endif
+
 namespace favor {
 
 // Threads used by later parallel_for calls (the caller's thread included); clamped to >= 1.
@@ -16,9 +22,14 @@ namespace favor {
 // ends, and serve one parallel_for at a time (another thread's call meanwhile runs serially).
 // Not meant to be changed while a parallel_for runs.
 void set_max_threads(int threads);
-int max_threads();
 // The threads a parallel_for started here would use: 1 inside a parallel region.
+#ifdef FAVOR_SERIAL_ONLY
+inline int max_threads() { return 1; }
+inline int available_threads() { return 1; }
+#else
+int max_threads();
 int available_threads();
+#endif
 // The most threads a parallel_for has been given since the previous call (1 if none had more):
 // each call takes as many as its work is worth (thread_plan.hpp), at most max_threads().
 int take_threads_used();

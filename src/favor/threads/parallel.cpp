@@ -31,15 +31,11 @@ void set_max_threads(int threads) {
 #endif
 }
 
-int max_threads() {
-#ifdef FAVOR_SERIAL_ONLY
-  return 1;
-#else
-  return g_max_threads;
-#endif
-}
+#ifndef FAVOR_SERIAL_ONLY
+int max_threads() { return g_max_threads; }
 
 int available_threads() { return t_in_parallel ? t_share : t_limit ? std::min(t_limit, max_threads()) : max_threads(); }
+#endif
 
 int take_threads_used() { return g_threads_used.exchange(1); }
 

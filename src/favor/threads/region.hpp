@@ -5,12 +5,8 @@
 #include <algorithm>
 #include <atomic>
 
+#include "favor/parallel.hpp"  // FAVOR_SERIAL_ONLY: a build without threads
 #include "favor/types.hpp"
-
-// Emscripten without -pthread has no std::thread: regions compile to a serial loop.
-#if defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
-#define FAVOR_SERIAL_ONLY 1
-#endif
 
 // A thread's own variable; in a build without threads, a plain one. wasm-ld refuses thread-local
 // storage in a module without atomics, and the compiler lowers a file's thread-locals to plain
