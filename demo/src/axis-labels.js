@@ -1,8 +1,7 @@
 // Characters on the heatmaps' axes: all of them where they fit, else the inspected query and the
 // keys it weights most (exact on A and A − Â, approximated on Â), each at least a label's width
 // from a stronger one shown (neighbouring keys' labels would print over each other).
-
-const show = (c) => (c === ' ' ? '␣' : c === '\n' ? '⏎' : c);
+import { shownChar } from './text.js';
 
 // The `k` keys j ≤ i with the largest M[i, j], strongest first, each at least `gap` keys from
 // every stronger one kept.
@@ -27,8 +26,8 @@ export function axisLabels({ chars, L, A, Ahat, i, width }) {
     const keys = new Set(strongestKeys(M, L, i, 4, gap));
     const idx = all ? [...chars].map((_, j) => j) : [...keys].sort((a, b) => a - b);
     labels[name] = {
-      rows: (all ? idx : [i]).map((r) => [r, show(chars[r]), r === i ? 'query' : '']),
-      cols: idx.map((j) => [j, show(chars[j]), keys.has(j) ? 'key' : '']),
+      rows: (all ? idx : [i]).map((r) => [r, shownChar(chars[r]), r === i ? 'query' : '']),
+      cols: idx.map((j) => [j, shownChar(chars[j]), keys.has(j) ? 'key' : '']),
     };
   }
   return labels;

@@ -1,6 +1,7 @@
 // A canvas heatmap of an L×S matrix with a crosshair, a marker for the inspected row, mouse and
 // keyboard cursors (arrow keys move, Enter inspects the row), and a color legend.
 import { MASKED_COLOR, INVALID_COLOR, lutToCss, fmt, pow10Label } from './colors.js';
+import { escapeHtml } from './text.js';
 
 export class Heatmap {
   constructor(root, { onHover, onSelect, name }) {
@@ -100,7 +101,7 @@ export class Heatmap {
     const put = (el, items, vertical) => {
       el.innerHTML = (items ?? []).map(([k, text, cls]) => {
         const at = (((k + 0.5) / (vertical ? this.rows : this.cols)) * 100).toFixed(3);
-        const safe = text.replace(/&/g, '&amp;').replace(/</g, '&lt;');
+        const safe = escapeHtml(text);
         return `<span class="${cls}" style="${vertical ? 'top' : 'left'}:${at}%">${safe}</span>`;
       }).join('');
     };

@@ -3,6 +3,7 @@
 // exact attention above the text line, the approximation below it, in two colors. Keys under
 // 1 % in both are left out (the subtitle says how much weight that leaves undrawn).
 import { fmt } from './colors.js';
+import { shownChar } from './text.js';
 
 const NS = 'http://www.w3.org/2000/svg';
 const el = (name, attrs, parent) => {
@@ -98,8 +99,7 @@ export class LineView {
     }
     svg.dataset.keys = String(keys.length);
     svg.dataset.query = String(i);
-    const show = (c) => (c === ' ' ? '␣' : c === '\n' ? '⏎' : c);
-    document.getElementById('line-query').textContent = `${i} “${show(chars[i])}”`;
+    document.getElementById('line-query').textContent = `${i} “${shownChar(chars[i])}”`;
     document.getElementById('line-sub').textContent = `${keys.length} keys drawn; undrawn exact weight ${fmt(undrawn, 2)}` +
       `${before === undefined ? '' : ` in the window, ${fmt(before, 2)} on keys before it`}`;
   }

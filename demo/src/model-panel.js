@@ -2,6 +2,7 @@
 // every head (exact A, framed by the approximation's error), the effect on the model (bits per
 // character, next-character predictions) and generation side by side.
 import { MASKED_COLOR, fmt } from './colors.js';
+import { escapeHtml, shownChar } from './text.js';
 
 // A held-out passage: the first 256 characters of chapter 123 (the models never saw chapters
 // 122-135 and the epilogue), the models' whole context.
@@ -19,7 +20,7 @@ function frameColor(err) {
 
 // At most four characters, so that a cell's label never outgrows it.
 const short = (x) => (!(x >= 0.01) ? '<.01' : x < 1 ? x.toFixed(2).slice(1) : x < 10 ? x.toFixed(1) : x < 1000 ? x.toFixed(0) : '≥1k');
-const show = (c) => (c === ' ' ? '␣' : c === '\n' ? '⏎' : c.replace(/&/g, '&amp;').replace(/</g, '&lt;'));
+const show = (c) => escapeHtml(shownChar(c));
 const quote = (chars, row) => chars.slice(Math.max(0, row - 15), row + 1).replace(/\n/g, '⏎');
 
 export class ModelPanel {

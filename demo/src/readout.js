@@ -1,10 +1,11 @@
 // The line under the heatmaps that reads the hovered entry (i, j): A, Â, their difference, the
 // characters of a trained model's query and key, and a key's codeword in codebook modes.
 import { fmt } from './colors.js';
+import { escapeHtml } from './text.js';
 
 export const READOUT_HINT = 'Hover a heatmap (or focus one and use the arrow keys) to read (i, j), A, Â and the error; click to inspect a row.';
 
-const code = (c) => (c === undefined ? '' : JSON.stringify(c).slice(1, -1).replace(/&/g, '&amp;').replace(/</g, '&lt;'));
+const code = (c) => (c === undefined ? '' : escapeHtml(JSON.stringify(c).slice(1, -1)));
 
 // HTML for the entry h = [i, j] (or null) of `view` ({ L, causal, A, Ahat }); `codebook` is the
 // computation's ({ view: { assign }, assignment }) or absent, `chars` the model's text or absent.

@@ -105,9 +105,10 @@ export function threadCount() {
 
 /**
  * The process's thread count once it has stopped changing (the same over `quietMs`, polled for
- * at most ms): a baseline to count a worker's threads from. A worker whose terminate() has
- * resolved may keep its OS thread a moment longer, under load for longer than a test's next
- * line; counted into a baseline, it ends later and reads as a thread the test's worker lacks.
+ * at most ms): a baseline to count a worker's threads from. A thread of the process that is
+ * ending when the baseline is read (seen once in a loaded CI run; not a worker's: Node joins a
+ * worker's thread before terminate() resolves) ends later and reads as a thread the test's
+ * worker lacks.
  */
 export async function settledThreadCount(quietMs = 300, ms = 5000) {
   const end = Date.now() + ms;
