@@ -16,7 +16,8 @@ import { axisLabels } from './axis-labels.js';
 import { difference, heatmapRanges } from './heatmap-ranges.js';
 import { LongView } from './long-view.js';
 import { ComputeClient } from './compute-client.js';
-import { fmtT, isCodebook, temperatureOf } from './modes.js';
+import { temperatureOf } from './modes.js';
+import { modeControls } from './mode-controls.js';
 import { LISTS, MODE_DEFAULTS, TEMP_RANGE, applyControl, intIn, parseSettings, settingsQuery } from './settings.js';
 import { setUpStudies } from './studies.js';
 import {
@@ -85,51 +86,43 @@ function writeControls() {
   controls.model.value = state.model;
   controls.layer.value = String(state.layer);
   controls.head.value = String(state.head);
-  modelPanel.show(isModel());
   if (isModel()) controls.row.max = String((view?.L ?? 256) - 1);
   writeModeControls();
   $('#gen-n').value = String(state.genN);
   studies.writeControls();
-  longView.show(isModel());
   longView.set({ n: state.longN, text: state.text, seed: state.seed });
-  $('#nav-long').hidden = !isModel();
   textSub();
-  for (const b of [$('#mode-model'), $('#mode-synthetic')]) b.setAttribute('aria-pressed', String((b.id === 'mode-model') === isModel()));
-  $('#story-model').hidden = $('#text-wrap').hidden = !isModel();
-  $('#story-synthetic').hidden = isModel();
-  $('#story').classList.toggle('synthetic', !isModel());
-  $('#grid-panel').hidden = $('#legend-grid').hidden = !isModel();
-  document.querySelector('.panels').classList.toggle('with-grid', isModel());
-  document.querySelector('.legends').classList.toggle('with-grid', isModel());
+  showMode(isModel());
 }
 
-// The controls that depend on the kernel menu: the sampling mode (not used by k-means codebooks,
-// fixed to orthogonal-fixed for Performer as soft VQ), the temperature (soft VQ only), the
-// meaning of m and its cap at L, and the text on what is drawn.
+// The page by mode: a trained model has its text, its grid of heads, the model panel and the
+// long-text view; synthetic inputs have none of these.
+function showMode(model) {
+  modelPanel.show(model);
+  longView.show(model);
+  $('#nav-long').hidden = !model;
+  for (const b of [$('#mode-model'), $('#mode-synthetic')]) b.setAttribute('aria-pressed', String((b.id === 'mode-model') === model));
+  $('#story-model').hidden = $('#text-wrap').hidden = !model;
+  $('#story-synthetic').hidden = model;
+  $('#story').classList.toggle('synthetic', !model);
+  $('#grid-panel').hidden = $('#legend-grid').hidden = !model;
+  document.querySelector('.panels').classList.toggle('with-grid', model);
+  document.querySelector('.legends').classList.toggle('with-grid', model);
+}
+
+// The form's parts that depend on the kernel menu and the input (mode-controls.js).
 function writeModeControls() {
-  const mode = state.kernel;
-  const codebook = isCodebook(mode);
-  const sampling = controls.sampling;
-  const samplingNote = $('#sampling-note');
-  sampling.disabled = codebook;
-  sampling.value = mode === 'performer-vq' ? 'orthogonal-fixed' : state.sampling;
-  samplingNote.hidden = !codebook;
-  samplingNote.textContent = mode === 'performer-vq'
-    ? 'Fixed: with every ‖ω‖ = √d, FAVOR+ is exactly this codebook attention.'
-    : codebook ? 'Not used: k-means codebook of the keys (seed: the feature seed).' : '';
-  $('#temperature-row').hidden = mode !== 'soft-vq';
-  const T = temperatureOf(state.tempStep);
-  controls.temperature.value = String(state.tempStep);
-  controls.temperature.setAttribute('aria-valuetext', `T = ${fmtT(T)}`);
-  $('#temperature-out').textContent = fmtT(T);
-  $('#m-label').textContent = codebook ? 'codewords m' : 'features m';
-  const capped = codebook && mode !== 'performer-vq' && state.m > state.L;
-  const mNote = $('#m-note');
-  mNote.hidden = !capped;
-  mNote.textContent = capped ? `m = ${state.m} > L: k-means uses m = L = ${state.L} codewords (at most one per key).` : '';
-  $('#about-features').hidden = codebook || isModel();
-  $('#about-vq').hidden = !codebook || isModel();
-  $('#about-model').hidden = !isModel();
+  const f = modeControls(state);
+  controls.sampling.disabled = f.sampling.disabled;
+  controls.sampling.value = f.sampling.value;
+  setNote($('#sampling-note'), f.samplingNote);
+  $('#temperature-row').hidden = !f.temperature.shown;
+  controls.temperature.value = String(f.temperature.step);
+  controls.temperature.setAttribute('aria-valuetext', `T = ${f.temperature.text}`);
+  $('#temperature-out').textContent = f.temperature.text;
+  $('#m-label').textContent = f.mLabel;
+  setNote($('#m-note'), f.mNote);
+  for (const about of ['features', 'vq', 'model']) $(`#about-${about}`).hidden = about !== f.about;
 }
 
 function onControl(key, event) {

@@ -151,6 +151,7 @@ export class ModelPanel {
     $('#gen-note').textContent = '';
     if (msg.error) {
       $('#gen-exact').textContent = `generation failed: ${msg.error}`;
+      $('#gen-approx').textContent = '—';
       return;
     }
     this.genKey = key;

@@ -7,6 +7,7 @@ import { test } from 'node:test';
 
 import { DEFAULTS, LISTS, TEXT_LIMIT, applyControl, parseSettings, settingsQuery } from '../../demo/src/settings.js';
 import { KERNELS, SAMPLINGS, STUDY_KERNELS } from '../../demo/src/modes.js';
+import { modeControls } from '../../demo/src/mode-controls.js';
 import { rng } from './helpers.mjs';
 
 test('no query: the trained model and the defaults; its URL gives them back', () => {
@@ -133,4 +134,26 @@ test('a control into the settings: what it changes, what it clamps, what it refu
   assert.equal(s.m, DEFAULTS.m);
   [, s] = apply(parseSettings(''), 'kernel', { value: 'relu' }, { modelL: 256 });
   assert.equal(s.m, DEFAULTS.m, 'random features keep m');
+});
+
+test('the form by mode: sampling, temperature, m and the text on what is drawn follow the kernel and the input', () => {
+  for (const pattern of ['model', 'gaussian']) {
+    for (const kernel of KERNELS) {
+      const s = parseSettings(`?pattern=${pattern}&kernel=${kernel}&sampling=simplex&L=64&m=128&temp=0.3`);
+      const f = modeControls(s);
+      const codebook = ['vq', 'soft-vq', 'performer-vq'].includes(kernel);
+      assert.equal(f.sampling.disabled, codebook, `${kernel}: sampling is used by feature maps only`);
+      assert.equal(f.sampling.value, kernel === 'performer-vq' ? 'orthogonal-fixed' : 'simplex', kernel);
+      assert.equal(f.samplingNote === null, !codebook, `${kernel}: a disabled menu says why`);
+      assert.equal(f.temperature.shown, kernel === 'soft-vq', kernel);
+      assert.equal(f.mLabel, codebook ? 'codewords m' : 'features m', kernel);
+      assert.equal(f.about, pattern === 'model' ? 'model' : codebook ? 'vq' : 'features', `${pattern} ${kernel}`);
+      // k-means has at most one codeword per key; Performer as soft VQ samples its m codewords
+      if (kernel === 'vq' || kernel === 'soft-vq') assert.match(f.mNote, /^m = 128 > L: k-means uses m = L = 64 codewords/);
+      else assert.equal(f.mNote, null, kernel);
+    }
+  }
+  const soft = modeControls(parseSettings('?pattern=gaussian&kernel=soft-vq&temp=0.3&L=256&m=64'));
+  assert.deepEqual(soft.temperature, { shown: true, step: -5, text: '0.32' });
+  assert.equal(soft.mNote, null, 'm <= L is not capped');
 });
