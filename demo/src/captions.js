@@ -53,6 +53,25 @@ export function syntheticHeadline(params, errors, cb) {
     `mean row KL(A‖Â) <b class="num approx">${fmt(errors.meanRowKL)}</b> with ${how}`;
 }
 
+// The synthetic story's suggestion (after "Try:"), by the kernel menu and the input pattern:
+// what to change to see how this estimator behaves (HTML). tests/node/demo-captions.test.mjs
+// measures what each one claims.
+export function syntheticTry(kernel, pattern) {
+  const clustered = pattern === 'clustered' ? '' : 'choose clustered keys and ';
+  if (kernel === 'performer-vq') {
+    return `${clustered}switch to hard VQ at the same m: codewords that k-means fits to the keys beat these random ` +
+      'directions by ten times and more in mean row KL.';
+  }
+  if (kernel === 'vq' || kernel === 'soft-vq') {
+    return `${clustered}raise the codewords m: the error falls steeply until there is a codeword for each of the ` +
+      '8 centres, then levels off (what is left is the keys\' spread around their centre, which weighs more as the ' +
+      'input scale s grows) until m = L, where every key is its own codeword and hard VQ is exact.' +
+      (kernel === 'soft-vq' ? ' Lower T: soft VQ tends to hard VQ.' : '');
+  }
+  return 'raise the input scale s: the estimators\' variance grows like e<sup>‖q̃+k̃‖²</sup>, so sharper attention ' +
+    'needs far more features; the trigonometric kernel even gives negative weights.';
+}
+
 // What the codebook modes computed.
 export function codebookNote(params, cb) {
   if (cb.assignment === 'gaussian') {

@@ -22,7 +22,7 @@ import { LISTS, MODE_DEFAULTS, TEMP_RANGE, applyControl, intIn, parseSettings, s
 import { setUpStudies } from './studies.js';
 import {
   approxCaption, captionParts, diffLegend, featuresNote, latencyLabel, negativeNote, sharedLegend, storyKernelNote,
-  syntheticHeadline, timingRows, windowNote,
+  syntheticHeadline, syntheticTry, timingRows, windowNote,
 } from './captions.js';
 
 // ---------------------------------------------------------------- settings and the URL
@@ -93,6 +93,7 @@ function writeControls() {
   longView.set({ n: state.longN, text: state.text, seed: state.seed });
   textSub();
   showMode(isModel());
+  $('#story-try-synthetic').innerHTML = syntheticTry(state.kernel, state.pattern);
 }
 
 // The page by mode: a trained model has its text, its grid of heads, the model panel and the

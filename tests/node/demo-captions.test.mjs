@@ -7,9 +7,12 @@ import { test } from 'node:test';
 
 import {
   KERNEL_NOTES, STORY_NOTES, approxCaption, captionParts, codebookNote, diffLegend, featuresNote, latencyLabel, negativeNote,
-  sharedLegend, storyKernelNote, syntheticHeadline, timingRows, windowNote,
+  sharedLegend, storyKernelNote, syntheticHeadline, syntheticTry, timingRows, windowNote,
 } from '../../demo/src/captions.js';
 import { fmt } from '../../demo/src/colors.js';
+import { makeInputs } from '../../demo/src/inputs.js';
+import { loadFavor } from 'favor-attention';
+import { attentionMatrix, compare } from './reference.mjs';
 import { CODEBOOK_MODES, FEATURE_KERNELS, KERNELS, MODE_NAMES, SAMPLINGS, fmtT } from '../../demo/src/modes.js';
 
 const noGaps = (text) => assert.doesNotMatch(text, /undefined|NaN|null|\[object/, text);
@@ -178,4 +181,58 @@ test('the timings\' total says from what it counts: the page\'s start (loading i
   assert.equal(latencyLabel({ first: false, fresh: false })[0], 'redraw → all panels');
   assert.match(latencyLabel({ first: false, fresh: false })[1], /nothing computed again/);
   for (const first of [true, false]) for (const fresh of [true, false]) assert.doesNotMatch(latencyLabel({ first, fresh })[1], /"/, 'a title attribute\'s text');
+});
+
+// The synthetic story's "Try:", measured here as the page computes it: the library's Â on the
+// page's inputs (L = 256, d = 64, its default input seed), against a float64 A.
+test('the synthetic story\'s suggestion holds for each kernel menu entry', async () => {
+  const favor = await loadFavor();
+  const L = 256, d = 64;
+  const inputs = (pattern, scale) => {
+    const { q, k } = makeInputs({ L, d, pattern, scale, dataSeed: 1 });
+    const Q = { data: q, dims: [L, d] }, K = { data: k, dims: [L, d] };
+    return { Q, K, A: attentionMatrix(Q, K) };
+  };
+  const kl = ({ A }, Ahat) => compare(A, Ahat).meanRowKL;
+  const vq = (x, m, assignment = 'hard', temperature = undefined) => kl(x, favor.codebookAttentionMatrix(x.Q, x.K, {
+    codebook: favor.kmeans(x.K, { clusters: m, seed: 1 }), assignment, ...(temperature ? { temperature } : {}),
+  }));
+  for (const kernel of KERNELS) {
+    for (const pattern of ['gaussian', 'clustered']) {
+      const text = syntheticTry(kernel, pattern);
+      noGaps(text);
+      assert.equal(/^choose clustered keys/.test(text), kernel in CODEBOOK_MODES && pattern !== 'clustered', `${kernel} on ${pattern}`);
+      assert.equal(/Lower T/.test(text), kernel === 'soft-vq', kernel);
+    }
+  }
+  const plateau = {};
+  for (const scale of [0.5, 1]) {
+    const x = inputs('clustered', scale);
+    const e = Object.fromEntries([4, 16, 64, L].map((m) => [m, vq(x, m)]));
+    assert.ok(e[4] > 10 * e[16], `s = ${scale}: falls steeply up to a codeword per centre (${e[4]} → ${e[16]})`);
+    assert.ok(e[64] > 0.5 * e[16], `s = ${scale}: then levels off (${e[16]} → ${e[64]})`);
+    assert.ok(e[L] < 1e-4, `s = ${scale}: exact at m = L (${e[L]})`);
+    plateau[scale] = e[64];
+    const soft = [10, 1, 0.1].map((T) => vq(x, 16, 'soft', T));
+    assert.ok(soft[0] > soft[1] && soft[1] > soft[2], `s = ${scale}: soft VQ's error falls with T (${soft})`);
+    assert.ok(Math.abs(soft[2] - e[16]) < 0.1 * e[16] + 1e-3, `s = ${scale}: T = 0.1 is close to hard VQ (${soft[2]} vs ${e[16]})`);
+    for (const m of [16, 64, 256]) {
+      const map = favor.createFeatureMap({ dim: d, features: m, kernel: 'positive', sampling: 'orthogonal-fixed', seed: 1 });
+      const performer = kl(x, favor.codebookAttentionMatrix(x.Q, x.K, { codebook: favor.codebookFromFeatureMap(map), assignment: 'gaussian' }));
+      map.dispose();
+      assert.ok(performer >= 10 * vq(x, m), `s = ${scale}, m = ${m}: k-means ten times better (${performer} vs ${vq(x, m)})`);
+    }
+  }
+  assert.ok(plateau[1] > 5 * plateau[0.5], `the level weighs more as s grows (${plateau[0.5]} → ${plateau[1]})`);
+  // feature kernels: the error grows with s at a fixed m; the trigonometric kernel gives weights <= 0
+  const favorKL = (scale, kernel) => {
+    const x = inputs('gaussian', scale);
+    const map = favor.createFeatureMap({ dim: d, features: 256, kernel, sampling: 'orthogonal', seed: 1 });
+    const Ahat = favor.favorAttentionMatrix(x.Q, x.K, { featureMap: map });
+    map.dispose();
+    return { kl: kl(x, Ahat), negative: Ahat.data.some((w) => !(w > 0)) };
+  };
+  const [low, high] = [0.5, 1.5].map((s) => favorKL(s, 'positive'));
+  assert.ok(high.kl > 10 * low.kl, `positive: s = 0.5 → 1.5 (${low.kl} → ${high.kl})`);
+  assert.ok(favorKL(1, 'trigonometric').negative, 'trigonometric: some weights <= 0');
 });
