@@ -186,17 +186,21 @@ int main(int argc, char** argv) {
     call();  // first-touch of the output, the allocator's pools
     std::printf("%s\n {\"id\": \"%s\", \"plans\": [", first ? "" : ",", c.id.c_str());
     first = false;
-    for (std::size_t p = 0; p < plans.size(); ++p) {
-      // The fastest run: the one least disturbed by the rest of the machine.
-      favor::WorkSpan fastest;
-      for (int r = 0; r < reps; ++r) {
+    // Each plan's fastest run, the one least disturbed by the rest of the machine; every plan in
+    // turn within a rep, so that a slow spell (a shared host's, the first seconds of a process's)
+    // slows a rep of every plan rather than every rep of the first.
+    std::vector<favor::WorkSpan> fastest(plans.size());
+    for (int r = 0; r < reps; ++r) {
+      for (std::size_t p = 0; p < plans.size(); ++p) {
         call.prepare();
         favor::WorkSpan ws = favor::measure_work_span(plans[p], std::ref(call));
-        if (r == 0 || ws.work < fastest.work) fastest = std::move(ws);
+        if (r == 0 || ws.work < fastest[p].work) fastest[p] = std::move(ws);
       }
-      std::printf("%s{\"threads\": %d, \"work\": %.6g, \"span\": %.6g, \"trace\": ", p ? ", " : "", plans[p], fastest.work,
-                  fastest.span);
-      print_trace(fastest.call);
+    }
+    for (std::size_t p = 0; p < plans.size(); ++p) {
+      std::printf("%s{\"threads\": %d, \"work\": %.6g, \"span\": %.6g, \"trace\": ", p ? ", " : "", plans[p],
+                  fastest[p].work, fastest[p].span);
+      print_trace(fastest[p].call);
       std::printf("}");
     }
     // Each thread count in turn within a rep, so that a machine whose speed drifts (a shared
