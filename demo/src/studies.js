@@ -1,62 +1,20 @@
 // The two studies under the matrices, in a second worker (started on the first run and kept; Cancel
 // terminates it, the results so far stay): the error against m of the chosen kernels and sampling
-// modes, and the time of exact attention and FAVOR+ against L; their plots, keys and notes.
-import { fmt } from './colors.js';
+// modes, and the time of exact attention and FAVOR+ against L; their controls and plots (what the
+// plots draw and their notes: study-plots.js).
 import { loadWatch } from './load-watch.js';
-import { MODE_NAMES, fmtT, isCodebook, temperatureOf } from './modes.js';
+import { isCodebook, temperatureOf } from './modes.js';
 import { drawPlot, swatch } from './plot.js';
 import { intIn } from './settings.js';
+import {
+  KERNEL_STYLE, METRIC_LABELS, SAMPLING_COLORS, STUDY_KERNEL_NAMES, errorNote, errorSeries, speedNote, speedSeries,
+} from './study-plots.js';
 
 const $ = (sel) => document.querySelector(sel);
 
 // The preset that compares FAVOR+'s successors and W's sampling modes ('compare').
 const COMPARE_SERIES = [['positive', 'orthogonal'], ['positive', 'simplex'], ['positive', 'structured'],
   ['oprf', 'orthogonal'], ['sderf', 'orthogonal'], ['aderf', 'orthogonal']];
-
-// In the error study colour is the sampling mode and line and marker the kernel (VQ: its own colour).
-const SAMPLING_COLORS = { iid: '#c0392b', orthogonal: '#2f5fb3', 'orthogonal-fixed': '#2a9d55', simplex: '#e07b00', structured: '#17a2b8' };
-const KERNEL_STYLE = {
-  positive: { dash: null, marker: 'circle' },
-  hyperbolic: { dash: '7 3', marker: 'square' },
-  trigonometric: { dash: '2 3', marker: 'triangle' },
-  relu: { dash: '9 3 2 3', marker: 'diamond' },
-  oprf: { dash: '4 2', marker: 'cross' },
-  sderf: { dash: '1 2', marker: 'square' },
-  aderf: { dash: '8 2 1 2', marker: 'triangle' },
-  vq: { dash: null, marker: 'diamond', color: '#8e44ad' },
-  'soft-vq': { dash: '6 2', marker: 'triangle', color: '#b8860b' },
-};
-const STUDY_KERNEL_NAMES = { positive: 'positive (FAVOR+)', oprf: 'oprf (FAVOR++)', sderf: 'sderf (FAVOR#)', aderf: 'aderf (FAVOR#)' };
-const METRIC_LABELS = {
-  kernelMSE: 'MSE of φ(q̃)·φ(k̃) vs exp(q̃·k̃)',
-  mse: 'MSE of Â', relFrobenius: '‖A − Â‖ / ‖A‖', maxAbs: 'max |A − Â|', meanRowKL: 'mean row KL(A‖Â)',
-  outputRelError: 'output relative error',
-};
-
-function stats(values) {
-  const v = values.filter(Number.isFinite);
-  if (!v.length) return null;
-  const mean = v.reduce((a, b) => a + b, 0) / v.length;
-  const sd = Math.sqrt(v.reduce((a, b) => a + (b - mean) ** 2, 0) / Math.max(1, v.length - 1));
-  const min = Math.min(...v);
-  return { mean, lo: mean - sd > 0 ? mean - sd : min, hi: mean + sd, n: v.length };
-}
-
-const duration = (ms) => (ms < 1000 ? `${fmt(ms)} ms` : ms < 120000 ? `${fmt(ms / 1000)} s` : `${fmt(ms / 60000, 2)} min`);
-
-function crossover(points) {
-  const both = points.filter((p) => p.exact !== null);
-  for (let k = 0; k < both.length; k++) {
-    const r = Math.log(both[k].exact / both[k].favor);
-    if (r >= 0) {
-      if (k === 0) return { L: both[0].L, before: true };
-      const r0 = Math.log(both[k - 1].exact / both[k - 1].favor);
-      const t = -r0 / (r - r0);
-      return { L: Math.exp(Math.log(both[k - 1].L) + t * (Math.log(both[k].L) - Math.log(both[k - 1].L))) };
-    }
-  }
-  return null;
-}
 
 // The page's side: its settings (`state`, `setting` for those that follow the mode), whether a
 // trained model is shown, the rows of text the model reads, the test hooks (`metrics`) and
@@ -196,83 +154,19 @@ export function setUpStudies({ state, setting, isModel, modelRows, metrics, writ
   function drawErrorStudy() {
     const metric = setting('studyMetric');
     const p = errorStudy.params;
-    const hasCodebook = Boolean(p?.kernels.some(isCodebook));
-    const series = [];
-    if (p) {
-      for (const { kernel, sampling } of p.series) {
-        const codebook = isCodebook(kernel);
-        const pts = errorStudy.points.get(`${kernel}|${sampling}`) ?? [];
-        const line = [], band = [];
-        const name = codebook ? `${MODE_NAMES[kernel]}${kernel === 'soft-vq' ? ` (T = ${fmtT(p.temperature)})` : ''}, k-means`
-          : `${STUDY_KERNEL_NAMES[kernel] ?? kernel}, ${sampling}`;
-        for (const { m, values } of pts) {
-          const s = stats(values[metric]);
-          if (!s) continue;
-          line.push([m, s.mean, `${name}, m = ${m}: mean ${fmt(s.mean)} over ${s.n} seeds (±1 s.d. ${fmt(s.lo)} … ${fmt(s.hi)})`]);
-          band.push([m, s.lo, s.hi]);
-        }
-        series.push({ label: name, color: SAMPLING_COLORS[sampling], points: line, band,
-          ...KERNEL_STYLE[kernel], width: 1.7 });
-      }
-      if (metric === 'kernelMSE' && errorStudy.theory) {
-        const theoryLine = (c) => p.ms.map((m) => [m, c / m]);
-        const th = errorStudy.theory;
-        if (p.kernels.includes('positive') && Number.isFinite(th.positive)) {
-          series.push({ label: 'Lemma 2, positive, iid: (1/m)·mean exp(‖x+y‖²)·SM(x,y)²·(1 − exp(−‖x+y‖²))', color: '#111', points: theoryLine(th.positive), width: 2.4, dash: null });
-        }
-        if (p.kernels.includes('hyperbolic') && Number.isFinite(th.hyperbolic)) {
-          series.push({ label: 'Lemma 2, hyperbolic, iid', color: '#111', points: theoryLine(th.hyperbolic), width: 1.4, dash: '7 3' });
-        }
-        if (p.kernels.includes('trigonometric') && Number.isFinite(th.trigonometric)) {
-          series.push({ label: 'Lemma 2, trigonometric, iid', color: '#111', points: theoryLine(th.trigonometric), width: 1.4, dash: '2 3' });
-        }
-      }
-    }
     const svg = $('#study-plot');
     drawPlot(svg, {
       x: { log: true, domain: p ? [Math.min(...p.ms) / 1.2, Math.max(...p.ms) * 1.2] : [0.8, 1300],
-        label: hasCodebook ? 'features or codewords m (log)' : 'features m (log)', format: (v) => v.toLocaleString('en-US') },
+        label: p?.kernels.some(isCodebook) ? 'features or codewords m (log)' : 'features m (log)', format: (v) => v.toLocaleString('en-US') },
       y: { log: true, label: `${METRIC_LABELS[metric]} (log)` },
-      series,
+      series: errorSeries(errorStudy, metric),
       empty: p ? 'computing…' : 'Run the study: the chosen kernels and sampling modes, several seeds per m.',
       legendRoot: $('#study-legend'),
     });
     drawStudyKey(p);
     svg.dataset.points = String([...errorStudy.points.values()].reduce((a, v) => a + v.length, 0));
     svg.dataset.done = String(errorStudy.done);
-    let note = '';
-    if (p) {
-      const fitted = p.kernels.filter((k) => ['oprf', 'sderf', 'aderf'].includes(k));
-      const theoryKernels = p.kernels.filter((k) => ['positive', 'hyperbolic', 'trigonometric'].includes(k));
-      const setting = p.pattern === 'model'
-        ? (Array.isArray(p.heads) ? `layer ${p.heads[0]}, head ${p.heads[1]} of the model ${p.model} on the text (L = ${p.L}, d = ${p.d}, causal)`
-          : `every head (${errorStudy.heads ?? 16}) of the model ${p.model} on the text (L = ${p.L}, d = ${p.d}, causal); no Lemma 2 line (it belongs to one input)`)
-        : `L = ${p.L}, d = ${p.d}, input scale ${p.scale.toFixed(2)}, ${p.pattern}, ${p.causal ? 'causal' : 'bidirectional'}, input seed ${p.dataSeed}`;
-      const over = p.pattern === 'model' && !Array.isArray(p.heads) ? `${p.seeds} feature seeds × every head` : `${p.seeds} feature seeds`;
-      note = `Settings of this run: ${setting}. Line: mean over ${over}; band: ±1 standard deviation ` +
-        '(its lower edge drops to the smallest value where mean − s.d. ≤ 0, to stay on the log axis). ';
-      if (metric === 'kernelMSE') {
-        note += `Plotted: the MSE of the unnormalized kernel estimate φ(q̃ᵢ)·φ(k̃ⱼ) against exp(q̃ᵢ·k̃ⱼ), averaged over ${errorStudy.pairs} ` +
-          `(i, j) pairs (${errorStudy.queryRows ?? '…'} query rows × ${errorStudy.keyRows ?? '…'} key rows${p.causal ? ', j ≤ i' : ''}), ` +
-          'recomputed in float64 from each feature map\'s W' +
-          (fitted.length ? ` (${fitted.join(', ')}: with the parameters the library fits to all of q̃ and k̃ in each call, recomputed in JS)` : '') +
-          ' — not the normalized matrix Â. ' +
-          (theoryKernels.length && (errorStudy.theory || p.pattern !== 'model') ? `Black: Lemma 2 for iid features (${theoryKernels.join(', ')}), averaged over the same pairs ` +
-          '(orthogonal and simplex features should sit at or below it). The squared error is heavy-tailed (variance ∝ e^{2‖x+y‖²}): at larger input scales a few seeds ' +
-          'rarely draw the large errors, so the measured mean can fall below the theory. ' : '') +
-          (p.kernels.includes('relu') ? 'relu is not a softmax estimator and has no curve here. ' : '') +
-          (fitted.length ? `No theory curve for ${fitted.join(', ')}: Lemma 2 is derived for the positive, hyperbolic and trigonometric features only. ` : '') +
-          (hasCodebook ? ' For VQ the estimate is Σ_y R_jy exp(q̃ᵢ·c̃_y) (hard: exp(q̃ᵢ·c̃) of the nearest codeword).' : '');
-      } else {
-        note += `Plotted: ${METRIC_LABELS[metric]} of the normalized matrix Â (or of the output), measured by the library.`;
-      }
-      if (hasCodebook) {
-        note += ` VQ curves: a k-means codebook of the keys per seed (m codewords), not random features; only m < L = ${p.L} ` +
-          '(at m = L every key is its own codeword and hard VQ is exact). ' +
-          'Performer as soft VQ is not drawn separately: it is the positive, orthogonal-fixed curve.';
-      }
-    }
-    $('#study-note').textContent = note;
+    $('#study-note').textContent = errorNote(errorStudy, metric);
   }
 
   // Above the study's legend: which colour is which sampling mode and which line and marker which
@@ -291,42 +185,17 @@ export function setUpStudies({ state, setting, isModel, modelRows, metrics, writ
 
 
   function drawSpeedStudy() {
-    const p = speedStudy.params;
-    const pts = speedStudy.points;
-    const exact = pts.filter((q) => q.exact !== null).map((q) => [q.L, q.exact, `L = ${q.L}: exact ${fmt(q.exact)} ms`]);
-    const favor = pts.map((q) => [q.L, q.favor, `L = ${q.L}: FAVOR+ ${fmt(q.favor)} ms`]);
-    const series = [
-      { label: 'exact attention (online softmax, O(L²d))', color: '#1d2330', points: exact, marker: 'circle', width: 2 },
-      { label: `FAVOR+ (O(L·m·d), m = ${p?.m ?? state.m})`, color: '#e0711a', points: favor, marker: 'square', width: 2 },
-    ];
-    const last = exact.at(-1);
-    if (last && speedStudy.done && p && last[0] < p.Ls.at(-1)) {
-      const ext = p.Ls.filter((L) => L >= last[0]).map((L) => [L, last[1] * (L / last[0]) ** 2]);
-      series.push({ label: 'exact, extrapolated ∝ L²', color: '#888', points: ext, dash: '5 4', width: 1.4 });
-    }
-    const cross = crossover(pts);
-    const vlines = cross ? [{ x: cross.L, label: cross.before ? `FAVOR+ faster from L = ${cross.L}` : `FAVOR+ faster from L ≈ ${Math.round(cross.L)}` }] : [];
+    const { series, vlines } = speedSeries(speedStudy, state.m);
     const svg = $('#speed-plot');
     drawPlot(svg, {
       x: { log: true, domain: [100, 80000], label: 'sequence length L (log)', format: (v) => v.toLocaleString('en-US') },
       y: { log: true, label: 'time per call, ms (log)' },
       series, vlines,
-      empty: p ? 'warming up…' : 'Run the speed study: both methods timed in the worker, median of several calls per L.',
+      empty: speedStudy.params ? 'warming up…' : 'Run the speed study: both methods timed in the worker, median of several calls per L.',
       legendRoot: $('#speed-legend'),
     });
-    svg.dataset.points = String(pts.length);
-    let note = '';
-    if (p) {
-      note = `Positive kernel (FAVOR+), d = ${p.d}, m = ${p.m}, ${p.sampling}, ${p.causal ? 'causal' : 'bidirectional'}; q, k, v of L×d, one head. ` +
-        'Each point is the median of several calls of the JS API (copies in and out of the wasm heap included). ' +
-        'Exact attention stops once its next size would exceed ~3 s. ';
-      if (cross) note += cross.before ? `FAVOR+ is already faster at the smallest L measured (${cross.L}). ` : `FAVOR+ overtakes exact attention at L ≈ ${Math.round(cross.L)}. `;
-      const lastF = pts.at(-1);
-      if (lastF && last && lastF.L > last[0]) {
-        note += `At L = ${lastF.L.toLocaleString('en-US')}: FAVOR+ ${duration(lastF.favor)}; exact would take ~${duration(last[1] * (lastF.L / last[0]) ** 2)} (extrapolated).`;
-      }
-    }
-    $('#speed-note').textContent = note;
+    svg.dataset.points = String(speedStudy.points.length);
+    $('#speed-note').textContent = speedNote(speedStudy);
   }
 
   drawErrorStudy();
