@@ -115,7 +115,7 @@ export function errorNote({ params: p, theory, pairs, queryRows, keyRows, heads 
       (fitted.length ? ` (${fitted.join(', ')}: with the parameters the library fits to all of q̃ and k̃ in each call, recomputed in JS)` : '') +
       ' — not the normalized matrix Â. ' +
       (theoryKernels.length && (theory || !model) ? `Black: Lemma 2 for iid features (${theoryKernels.join(', ')}), averaged over the same pairs ` +
-      '(orthogonal and simplex features should sit at or below it). The squared error is heavy-tailed (variance ∝ e^{2‖x+y‖²}): at larger input scales a few seeds ' +
+      '(orthogonal and simplex features should sit at or below it). The squared error is heavy-tailed (variance ∝ exp(2‖x+y‖²)): at larger input scales a few seeds ' +
       'rarely draw the large errors, so the measured mean can fall below the theory. ' : '') +
       (p.kernels.includes('relu') ? 'relu is not a softmax estimator and has no curve here. ' : '') +
       (fitted.length ? `No theory curve for ${fitted.join(', ')}: Lemma 2 is derived for the positive, hyperbolic and trigonometric features only. ` : '') +
