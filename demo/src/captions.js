@@ -93,6 +93,14 @@ export function featuresNote(params, { model, codebook: cb, numFeatures }) {
   return cb ? codebookNote(params, cb) : `φ(x) has M = ${numFeatures} features (${KERNEL_NOTES[params.kernel]}).`;
 }
 
+// Performer as soft VQ beside FAVOR+ with the same W, measured in the same computation (HTML):
+// { matrix, output } the largest differences of Â and of the outputs.
+export function identityNote({ matrix, output }) {
+  return '<span title="Â from codebookAttentionMatrix (Gaussian responsibilities, C = W/√scale) against favorAttentionMatrix ' +
+    'with the same W, measured now; the outputs likewise">= FAVOR+ positive with this W:<br>' +
+    `max |Â − Â<sub>FAVOR+</sub>| = <b>${fmt(matrix, 2)}</b><br>max |out − out<sub>FAVOR+</sub>| = <b>${fmt(output, 2)}</b></span>`;
+}
+
 // Beside the story, on a model run whose Â is not the story's FAVOR+: what the grid and Â show
 // instead; null where they show FAVOR+.
 export function storyKernelNote(params, { model, codebook: cb }) {

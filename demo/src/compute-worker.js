@@ -5,7 +5,8 @@
 import { loadFavor } from '../../web/browser.js';
 import { makeInputs } from './inputs.js';
 import { principalAxes, project, nearestCodewords } from './pca.js';
-import { HEATMAP_WINDOW, LONG_MODEL, computeModel, cropWindow, generate, generateBlock, loadManifest, loadModel, startLongGeneration } from './model-view.js';
+import { LONG_MODEL } from './long-model.js';
+import { HEATMAP_WINDOW, computeModel, cropWindow, generate, generateBlock, loadManifest, loadModel, startLongGeneration } from './model-view.js';
 import { heartbeat } from './load-watch.js';
 import { CODEBOOK_MODES } from './modes.js';
 

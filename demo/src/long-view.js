@@ -6,12 +6,11 @@
 // (model/long-results.json, written by `npm run eval:long`, fetched by a static URL so that a
 // build copies it). Every sentence about the measurements is derived from them.
 import { fmt } from './colors.js';
+import { LONG_LIMITS, LONG_MODEL } from './long-model.js';
 import { drawPlot } from './plot.js';
 
 // A static URL, so that a build copies the file (as the model files in model-view.js).
 const RESULTS_URL = new URL('../../model/long-results.json', import.meta.url);
-export const LONG_MODEL = 'long-performer';
-export const LONG_LIMITS = { min: 64, max: 16384, default: 2000 };
 const BLOCK = 64;  // characters per method between progress messages
 const EXACT = { color: '#1d2330', label: 'exact: key/value cache' };
 const FAVOR = { color: '#e0711a', label: 'FAVOR+: running state (its exported W)' };

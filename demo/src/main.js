@@ -21,8 +21,8 @@ import { modeControls } from './mode-controls.js';
 import { LISTS, MODE_DEFAULTS, TEMP_RANGE, applyControl, intIn, parseSettings, settingsQuery } from './settings.js';
 import { setUpStudies } from './studies.js';
 import {
-  approxCaption, captionParts, diffLegend, featuresNote, latencyLabel, negativeNote, sharedLegend, storyKernelNote,
-  syntheticHeadline, syntheticTry, timingRows, windowNote,
+  approxCaption, captionParts, diffLegend, featuresNote, identityNote, latencyLabel, negativeNote, sharedLegend,
+  storyKernelNote, syntheticHeadline, syntheticTry, timingRows, windowNote,
 } from './captions.js';
 
 // ---------------------------------------------------------------- settings and the URL
@@ -385,8 +385,7 @@ function redraw(t0, fresh = false) {
   identity.hidden = !cb?.identity;
   if (cb?.identity) {
     const { matrix, output } = cb.identity;
-    identity.innerHTML = `<span title="Â from codebookAttentionMatrix (Gaussian responsibilities, C = W/√scale) against favorAttentionMatrix with the same W, measured now; the outputs likewise">` +
-      `= FAVOR+ positive with this W:<br>max |Â − Â<sub>FAVOR+</sub>| = <b>${fmt(matrix, 2)}</b><br>max |out − out<sub>FAVOR+</sub>| = <b>${fmt(output, 2)}</b></span>`;
+    identity.innerHTML = identityNote(cb.identity);
     identity.dataset.value = String(matrix);
     identity.dataset.output = String(output);
   }

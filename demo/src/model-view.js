@@ -234,7 +234,6 @@ export function generate(favor, model, p, n) {
 // The long-text view: long-performer continues the text (its last `context` readable characters)
 // with its exact key/value cache and with its FAVOR+ state (its exported W), the same prompt and
 // the same sampling seed. { prompt, exact, favor (Generations), label, prefillMs, dispose() }.
-export const LONG_MODEL = 'long-performer';
 export function startLongGeneration(model, p) {
   const text = readable(model, p.text);
   const maps = model.exportedFeatureMaps();

@@ -4,7 +4,7 @@
 // and objects, so that Node tests them.
 import { PATTERNS } from './inputs.js';
 import { DEFAULT_TEXT } from './model-panel.js';
-import { LONG_LIMITS } from './long-view.js';
+import { LONG_LIMITS } from './long-model.js';
 import { KERNELS, SAMPLINGS, STUDY_KERNELS, fmtT, temperatureOf } from './modes.js';
 
 export const LISTS = {

@@ -6,8 +6,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import {
-  KERNEL_NOTES, STORY_NOTES, approxCaption, captionParts, codebookNote, diffLegend, featuresNote, latencyLabel, negativeNote,
-  sharedLegend, storyKernelNote, syntheticHeadline, syntheticTry, timingRows, windowNote,
+  KERNEL_NOTES, STORY_NOTES, approxCaption, captionParts, codebookNote, diffLegend, featuresNote, identityNote, latencyLabel,
+  negativeNote, sharedLegend, storyKernelNote, syntheticHeadline, syntheticTry, timingRows, windowNote,
 } from '../../demo/src/captions.js';
 import { fmt } from '../../demo/src/colors.js';
 import { makeInputs } from '../../demo/src/inputs.js';
@@ -239,4 +239,12 @@ test('the synthetic story\'s suggestion holds for each kernel menu entry', async
   const [low, high] = [0.5, 1.5].map((s) => favorKL(s, 'positive'));
   assert.ok(high.kl > 10 * low.kl, `positive: s = 0.5 → 1.5 (${low.kl} → ${high.kl})`);
   assert.ok(favorKL(1, 'trigonometric').negative, 'trigonometric: some weights <= 0');
+});
+
+test('Performer as soft VQ beside FAVOR+: the two measured differences, each in its place', () => {
+  const html = identityNote({ matrix: 1.25e-7, output: 3.5e-6 });
+  noGaps(html);
+  assert.ok(html.includes(`max |Â − Â<sub>FAVOR+</sub>| = <b>${fmt(1.25e-7, 2)}</b>`), html);
+  assert.ok(html.includes(`max |out − out<sub>FAVOR+</sub>| = <b>${fmt(3.5e-6, 2)}</b>`), html);
+  assert.match(html, /^<span title="[^"]*">[^"]*<\/span>$/, 'one title attribute, closed');
 });
