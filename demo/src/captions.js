@@ -60,12 +60,12 @@ export function syntheticTry(kernel, pattern) {
   const clustered = pattern === 'clustered' ? '' : 'choose clustered keys and ';
   if (kernel === 'performer-vq') {
     return `${clustered}switch to hard VQ at the same m: codewords that k-means fits to the keys beat these random ` +
-      'directions by ten times and more in mean row KL.';
+      'directions in mean row KL, by ten times and more at the default L, d and input scale, and by less as s grows.';
   }
   if (kernel === 'vq' || kernel === 'soft-vq') {
-    return `${clustered}raise the codewords m: the error falls steeply until there is a codeword for each of the ` +
-      '8 centres, then levels off (what is left is the keys\' spread around their centre, which weighs more as the ' +
-      'input scale s grows) until m = L, where every key is its own codeword and hard VQ is exact.' +
+    return `${clustered}raise the codewords m: up to an input scale of about 1, the error falls steeply until there ` +
+      'is a codeword for each of the 8 centres, then levels off (what is left is the keys\' spread around their centre, ' +
+      'which weighs more as s grows) until m = L, where every key is its own codeword and hard VQ is exact.' +
       (kernel === 'soft-vq' ? ' Lower T: soft VQ tends to hard VQ.' : '');
   }
   return 'raise the input scale s: the estimators\' variance grows like e<sup>‖q̃+k̃‖²</sup>, so sharper attention ' +

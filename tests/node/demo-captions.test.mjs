@@ -189,7 +189,7 @@ test('the timings\' total says from what it counts: the page\'s start (loading i
 // default feature seed), against a float64 A.
 test('the synthetic story\'s suggestion holds for each kernel menu entry', async () => {
   const favor = await loadFavor();
-  const L = 256, d = 64;
+  const { L, d } = DEFAULTS;  // 256, 64
   const inputs = (pattern, scale, dataSeed) => {
     const { q, k } = makeInputs({ L, d, pattern, scale, dataSeed });
     const Q = { data: q, dims: [L, d] }, K = { data: k, dims: [L, d] };
@@ -208,7 +208,7 @@ test('the synthetic story\'s suggestion holds for each kernel menu entry', async
     }
   }
   for (const dataSeed of [DEFAULTS.dataSeed, 1, 2]) {
-    const plateau = {};
+    const plateau = {}, ratio = {};
     for (const scale of [0.5, 1]) {
       const x = inputs('clustered', scale, dataSeed);
       const e = Object.fromEntries([4, 16, 64, L].map((m) => [m, vq(x, m)]));
@@ -224,9 +224,11 @@ test('the synthetic story\'s suggestion holds for each kernel menu entry', async
         const performer = kl(x, favor.codebookAttentionMatrix(x.Q, x.K, { codebook: favor.codebookFromFeatureMap(map), assignment: 'gaussian' }));
         map.dispose();
         assert.ok(performer >= 10 * vq(x, m), `input seed ${dataSeed}, s = ${scale}, m = ${m}: k-means ten times better (${performer} vs ${vq(x, m)})`);
+        if (m < L) ratio[`${scale}|${m}`] = performer / vq(x, m);
       }
     }
     assert.ok(plateau[1] > 5 * plateau[0.5], `input seed ${dataSeed}: the level weighs more as s grows (${plateau[0.5]} → ${plateau[1]})`);
+    for (const m of [16, 64]) assert.ok(ratio[`1|${m}`] < ratio[`0.5|${m}`], `input seed ${dataSeed}, m = ${m}: k-means' lead shrinks as s grows`);
   }
   // feature kernels: the error grows with s at a fixed m; the trigonometric kernel gives weights <= 0
   const favorKL = (scale, kernel) => {
