@@ -261,6 +261,7 @@ async function codebookView(page) {
     sampling: document.querySelector('#sampling').value,
     samplingNote: document.querySelector('#sampling-note').hidden ? '' : document.querySelector('#sampling-note').textContent,
     mNote: document.querySelector('#m-note').hidden ? '' : document.querySelector('#m-note').textContent,
+    tryText: document.querySelector('#story-try-synthetic').textContent,
     identity: document.querySelector('#identity-note').hidden ? null
       : { matrix: Number(document.querySelector('#identity-note').dataset.value), output: Number(document.querySelector('#identity-note').dataset.output) },
     timings: document.querySelector('#timings').textContent,
@@ -283,6 +284,7 @@ test('codebook modes: hard VQ, soft VQ and Performer as soft VQ update every pan
   const v0 = await codebookView(page);
   assert.equal(v0.pcaHidden, true, 'no PCA view for random features');
   assert.equal(v0.samplingDisabled, false);
+  assert.match(v0.tryText, /^raise the input scale s/, 'the story suggests what this estimator shows');
 
   // Hard VQ: a k-means codebook of 16 ≥ 8 clusters is close to exact.
   await page.selectOption('#kernel', 'vq');
@@ -306,6 +308,7 @@ test('codebook modes: hard VQ, soft VQ and Performer as soft VQ update every pan
   assert.equal(v1.temperatureShown, false, 'no temperature for hard VQ');
   assert.equal(v1.samplingDisabled, true);
   assert.match(v1.samplingNote, /k-means/);
+  assert.match(v1.tryText, /^raise the codewords m: .* hard VQ is exact\.$/, 'clustered keys are shown already');
   assert.match(v1.timings, /C \(kmeans\)/);
   assert.match(v1.timings, /codebook matrix/);
   assert.match(v1.url, /kernel=vq/);
@@ -326,6 +329,7 @@ test('codebook modes: hard VQ, soft VQ and Performer as soft VQ update every pan
   const v2 = await codebookView(page);
   assert.equal(v2.temperatureShown, true);
   assert.match(v2.caption, /soft VQ, T = 1, k-means, m = 16/);
+  assert.match(v2.tryText, /Lower T: soft VQ tends to hard VQ\.$/);
   assert.notEqual(soft1.approx, hard.approx);
   assert.match(v2.url, /kernel=soft-vq&sampling=orthogonal&temp=1&/);
   await page.focus('#temperature');
@@ -351,6 +355,7 @@ test('codebook modes: hard VQ, soft VQ and Performer as soft VQ update every pan
   assert.equal(v4.samplingDisabled, true);
   assert.equal(v4.sampling, 'orthogonal-fixed');
   assert.match(v4.samplingNote, /orthogonal|‖ω‖/);
+  assert.match(v4.tryText, /^switch to hard VQ at the same m/);
   assert.equal(v4.temperatureShown, false);
   assert.ok(v4.identity, 'the identity check is shown');
   assert.ok(v4.identity.matrix < 1e-5, `max |Â − Â_FAVOR+| = ${v4.identity.matrix}`);
