@@ -104,7 +104,8 @@ function showMode(model) {
   $('#nav-long').hidden = !model;
   for (const b of [$('#mode-model'), $('#mode-synthetic')]) b.setAttribute('aria-pressed', String((b.id === 'mode-model') === model));
   $('#story-model').hidden = $('#text-wrap').hidden = !model;
-  $('#story-synthetic').hidden = model;
+  $('#story-synthetic').hidden = $('#footer-synthetic').hidden = model;
+  $('#footer-model').hidden = !model;
   $('#story').classList.toggle('synthetic', !model);
   $('#grid-panel').hidden = $('#legend-grid').hidden = !model;
   document.querySelector('.panels').classList.toggle('with-grid', model);

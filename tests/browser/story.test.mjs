@@ -267,6 +267,10 @@ test('links from before the page opened on a model restore their synthetic view'
   assert.equal(v.causal, true);
   assert.equal(v.row, '10');
   assert.equal(v.storyHidden, true);
+  // the footer says where Q and K come from, for the inputs shown
+  const footer = (page) => page.evaluate(() => document.querySelector('footer').innerText);
+  assert.match(await footer(old.page), /Q, K are the chosen pattern times s; V ~ N\(0, 1\); scores use scale/);
+  assert.doesNotMatch(await footer(old.page), /forward pass/);
   assert.deepEqual(old.problems, []);
   await old.page.close();
   const named = await open('?L=128&d=32&m=16&kernel=vq&pattern=clustered&scale=0.5');
@@ -277,6 +281,8 @@ test('links from before the page opened on a model restore their synthetic view'
   // one click back to the trained model
   await named.page.click('#mode-model');
   await named.page.waitForFunction(() => window.__favorDemo.idle && window.__favorDemo.shown?.pattern === 'model', null, { timeout: 60000 });
+  assert.match(await footer(named.page), /Q and K are the chosen head's, from the model's exact forward pass; scores use scale/);
+  assert.doesNotMatch(await footer(named.page), /pattern times s/);
   assert.deepEqual(named.problems, []);
   await named.page.close();
   // no pattern, but what only a model has: the model
