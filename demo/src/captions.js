@@ -53,6 +53,16 @@ export function syntheticHeadline(params, errors, cb) {
     `mean row KL(A‖Â) <b class="num approx">${fmt(errors.meanRowKL)}</b> with ${how}`;
 }
 
+// The model story's suggestion (after "Try:"): the other model of the pair that shows most,
+// trained with FAVOR+ or with exact attention. Its claims are about the default settings (FAVOR+,
+// m = 256, the default text), which tests/browser/story.test.mjs reads off the grid.
+export function modelTry(model) {
+  const other = model === 'performer'
+    ? 'the softmax model in the settings: trained with exact attention, most of its heads reach a KL of 1 with FAVOR+'
+    : 'the performer model in the settings: trained with FAVOR+, none of its heads reaches a KL of 1';
+  return `type at the end of the text (the predictions are what comes next), click a head in the grid, or choose ${other}.`;
+}
+
 // The synthetic story's suggestion (after "Try:"), by the kernel menu and the input pattern:
 // what to change to see how this estimator behaves (HTML). tests/node/demo-captions.test.mjs
 // measures what each one claims.
@@ -132,7 +142,7 @@ export function windowNote(shown) {
     'The grid\'s pictures and frames, the error measures and the inspector\'s KL cover the whole text.';
 }
 
-// The legends under the heatmaps. scale: the shared scale ({ vmin }); ranges: { vmax, over, dover }.
+// The legends under the heatmaps. scale: the shared scale ({ vmin }); ranges: { vmax, over, dmax, dover }.
 export function sharedLegend({ model, causal, log, scale, ranges }) {
   const { vmax, over } = ranges;
   const name = `${log ? 'log' : 'linear'} scale${log ? ` ${fmt(scale.vmin, 1)} … ${fmt(vmax, 2)}` : ` 0 … ${fmt(vmax, 2)}`}`;
@@ -142,7 +152,8 @@ export function sharedLegend({ model, causal, log, scale, ranges }) {
 }
 
 export function diffLegend({ log, ranges }) {
-  return `A − Â, diverging at 0${log ? ' (symmetric log)' : ''}${ranges.dover ? `; ${count(ranges.dover)} beyond ± saturate` : ''}`;
+  const { dover, dmax } = ranges;
+  return `A − Â, diverging at 0${log ? ' (symmetric log)' : ''}${dover ? `; ${count(dover)} entries beyond ±${fmt(dmax, 2)} saturate` : ''}`;
 }
 
 // The timings' last row, [label, title]: from what to every panel drawn, for the page's first

@@ -21,8 +21,8 @@ import { modeControls } from './mode-controls.js';
 import { LISTS, MODE_DEFAULTS, TEMP_RANGE, applyControl, intIn, parseSettings, settingsQuery } from './settings.js';
 import { setUpStudies } from './studies.js';
 import {
-  approxCaption, captionParts, diffLegend, featuresNote, identityNote, latencyLabel, negativeNote, sharedLegend,
-  storyKernelNote, syntheticHeadline, syntheticTry, timingRows, windowNote,
+  approxCaption, captionParts, diffLegend, featuresNote, identityNote, latencyLabel, modelTry, negativeNote,
+  sharedLegend, storyKernelNote, syntheticHeadline, syntheticTry, timingRows, windowNote,
 } from './captions.js';
 
 // ---------------------------------------------------------------- settings and the URL
@@ -94,6 +94,7 @@ function writeControls() {
   textSub();
   showMode(isModel());
   $('#story-try-synthetic').innerHTML = syntheticTry(state.kernel, state.pattern);
+  $('#story-try-model').textContent = modelTry(state.model);
 }
 
 // The page by mode: a trained model has its text, its grid of heads, the model panel and the

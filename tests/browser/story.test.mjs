@@ -53,6 +53,14 @@ const read = (page) => page.evaluate(() => ({
   stale: document.body.classList.contains('stale'),
 }));
 
+// How many heads the grid frames as KL >= 1, read from its title: "(N of 16 with KL ≥ 1)".
+async function headsAboveOne(page) {
+  const title = await page.evaluate(() => document.querySelector('#grid-panel').innerText.split('\n')[0]);
+  const n = /\((\d+) of 16 with KL ≥ 1\)/.exec(title);
+  assert.ok(n, title);
+  return Number(n[1]);
+}
+
 test('the default URL opens on the softmax model on held-out text: headline, every head, no console error', async () => {
   const { page, problems } = await open('');
   await page.waitForFunction(() => Number.isFinite(Number(document.querySelector('#headline').dataset.approx)), null, { timeout: 60000 });
@@ -73,6 +81,9 @@ test('the default URL opens on the softmax model on held-out text: headline, eve
   assert.match(await page.textContent('#legend-shared'), /one fixed log scale/);
   // FAVOR+ is what the paragraph explains and what the grid shows: no note on another kernel
   assert.equal(await page.$eval('#story-kernel', (el) => el.hidden), true);
+  // the suggestion names the performer model, and what it says of the softmax model holds here
+  assert.match(await page.textContent('#story-try-model'), /choose the performer model .* none of its heads reaches a KL of 1\.$/);
+  assert.ok(await headsAboveOne(page) > 8, 'most of the softmax model\'s heads reach a KL of 1 with FAVOR+');
   mkdirSync(shots, { recursive: true });
   await page.screenshot({ path: join(shots, 'demo-story.png') });
   assert.deepEqual(problems, []);
@@ -292,6 +303,10 @@ test('links from before the page opened on a model restore their synthetic view'
     layer: document.querySelector('#layer').value, head: document.querySelector('#head').value }));
   assert.equal(h.shown.pattern, 'model');
   assert.deepEqual([h.model, h.layer, h.head], ['performer', '1', '3']);
+  // what the softmax model's suggestion said of this one, at the defaults; and its own suggestion
+  await hand.page.waitForFunction(() => Number.isFinite(Number(document.querySelector('#headline').dataset.approx)), null, { timeout: 60000 });
+  assert.equal(await headsAboveOne(hand.page), 0, 'none of the performer model\'s heads reaches a KL of 1');
+  assert.match(await hand.page.textContent('#story-try-model'), /choose the softmax model .* most of its heads reach a KL of 1 with FAVOR\+\.$/);
   assert.deepEqual(hand.problems, []);
   await hand.page.close();
 });

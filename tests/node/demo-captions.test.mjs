@@ -7,7 +7,7 @@ import { test } from 'node:test';
 
 import {
   KERNEL_NOTES, STORY_NOTES, approxCaption, captionParts, codebookNote, diffLegend, featuresNote, identityNote, latencyLabel,
-  negativeNote, sharedLegend, storyKernelNote, syntheticHeadline, syntheticTry, timingRows, windowNote,
+  modelTry, negativeNote, sharedLegend, storyKernelNote, syntheticHeadline, syntheticTry, timingRows, windowNote,
 } from '../../demo/src/captions.js';
 import { fmt } from '../../demo/src/colors.js';
 import { makeInputs } from '../../demo/src/inputs.js';
@@ -133,16 +133,16 @@ test('a text past the heatmaps\' window: the positions shown are the last ones, 
 
 test('legends: the scale and its range as drawn; saturation and masking only where there is some', () => {
   const scale = { vmin: 1e-4 };
-  const ranges = { vmax: 0.5, over: 0, dover: 0 };
+  const ranges = { vmax: 0.5, over: 0, dmax: 0.4, dover: 0 };
   assert.equal(sharedLegend({ model: null, causal: false, log: false, scale, ranges }), 'A and Â: A\'s linear scale 0 … 0.50');
   assert.equal(sharedLegend({ model: null, causal: true, log: true, scale, ranges: { ...ranges, over: 3 } }),
     `A and Â: A's log scale ${fmt(1e-4, 1)} … 0.50; 3 Â entries above A's top saturate; grey: masked (j > i)`);
   assert.equal(sharedLegend({ model: {}, causal: true, log: false, scale, ranges: { ...ranges, vmax: 1 } }),
     'A, Â and every head in the grid: one fixed linear scale 0 … 1.0; grey: masked (j > i)');
   assert.equal(diffLegend({ log: false, ranges }), 'A − Â, diverging at 0');
-  assert.equal(diffLegend({ log: true, ranges: { ...ranges, dover: 4 } }), 'A − Â, diverging at 0 (symmetric log); 4 beyond ± saturate');
+  assert.equal(diffLegend({ log: true, ranges: { ...ranges, dover: 4 } }), `A − Â, diverging at 0 (symmetric log); 4 entries beyond ±${fmt(0.4, 2)} saturate`);
   assert.ok(sharedLegend({ model: null, causal: false, log: false, scale, ranges: { ...ranges, over: 3847 } }).includes('; 3,847 Â entries'));
-  assert.ok(diffLegend({ log: false, ranges: { ...ranges, dover: 12000 } }).endsWith('; 12,000 beyond ± saturate'));
+  assert.ok(diffLegend({ log: false, ranges: { ...ranges, dover: 12000 } }).endsWith(`; 12,000 entries beyond ±${fmt(0.4, 2)} saturate`));
 });
 
 test('timings: a row per step of what was computed, each with its time or "cached"', () => {
@@ -249,4 +249,13 @@ test('Performer as soft VQ beside FAVOR+: the two measured differences, each in 
   assert.ok(html.includes(`max |Â − Â<sub>FAVOR+</sub>| = <b>${fmt(1.25e-7, 2)}</b>`), html);
   assert.ok(html.includes(`max |out − out<sub>FAVOR+</sub>| = <b>${fmt(3.5e-6, 2)}</b>`), html);
   assert.match(html, /^<span title="[^"]*">[^"]*<\/span>$/, 'one title attribute, closed');
+});
+
+test('the model story\'s suggestion names the other model of the pair, never the one shown', () => {
+  for (const model of ['softmax', 'performer', 'finetune', 'long-softmax', 'long-performer']) {
+    const text = modelTry(model);
+    noGaps(text);
+    assert.match(text, /^type at the end of the text/);
+    assert.match(text, model === 'performer' ? /choose the softmax model/ : /choose the performer model/);
+  }
 });
