@@ -56,10 +56,15 @@ export class LongView {
     }
     $('#long-run').addEventListener('click', () => this.start());
     $('#long-cancel').addEventListener('click', () => this.cancel());
+    // A length typed in is the next run's at once (generate may be the click that ends the typing).
     $('#long-n').addEventListener('change', (e) => {
       const v = Math.round(Number(e.target.value));
-      if (Number.isFinite(v) && v >= LONG_LIMITS.min && v <= LONG_LIMITS.max) onN(v);
-      else e.target.value = String(this.n);
+      if (Number.isFinite(v) && v >= LONG_LIMITS.min && v <= LONG_LIMITS.max) {
+        this.n = v;
+        onN(v);
+      } else {
+        e.target.value = String(this.n);
+      }
     });
     this.n = LONG_LIMITS.default;
     this.text = '';

@@ -154,3 +154,22 @@ test('a long-context model on a text longer than the heatmaps\' window: the last
   assert.deepEqual(problems, []);
   await page.close();
 });
+
+test('long text: a length typed into the box is the one generated, and the URL keeps it', { timeout: 120000 }, async () => {
+  const page = await open('?pattern=model&model=softmax');
+  await page.waitForFunction(() => !document.querySelector('#long-run').disabled, null, { timeout: 60000 });
+  await page.fill('#long-n', '128');
+  await page.click('#long-run');  // the click that ends the typing
+  await page.waitForFunction(() => ['done', 'error'].includes(document.querySelector('#long-text').dataset.state), null, { timeout: 90000 });
+  const r = await page.evaluate(() => ({ status: document.querySelector('#long-status').textContent,
+    chars: [document.querySelector('#long-exact').dataset.chars, document.querySelector('#long-favor').dataset.chars] }));
+  assert.deepEqual(r.chars, ['128', '128'], r.status);
+  assert.match(r.status, /^done: 128 characters with each/);
+  await page.waitForFunction(() => location.search.includes('long=128'));
+  // out of range: the box shows the length it will generate
+  await page.fill('#long-n', '10');
+  await page.press('#long-n', 'Tab');
+  assert.equal(await page.inputValue('#long-n'), '128');
+  assert.deepEqual(problems, []);
+  await page.close();
+});
