@@ -38,7 +38,7 @@ export class RowInspector {
     // In a window of a longer text the KL is of the whole row (computed in the worker); the plot has the window's keys.
     if (rows) kl = rows.kl[i];
     this.sub.textContent = `query i = ${i}: KL(A_i ‖ Â_i) = ${fmt(kl)}${rows ? ` over all ${total.toLocaleString('en-US')} keys; plotted: the last ${L}` : ''}` +
-      `${nonPositive ? `, ${nonPositive} weights ≤ 0 (off the log axis)` : ''}`;
+      `${nonPositive ? `, ${nonPositive} weights ≤ 0${log ? ' (off the log axis)' : ''}` : ''}`;
     const geom = drawPlot(this.svg, {
       x: { log: false, domain: [-0.5, Math.max(S, 2) - 0.5], label: causal ? `key j (causal: j ≤ ${i})` : 'key j', format: (v) => String(Math.round(v)) },
       y: { log, label: 'weight' },

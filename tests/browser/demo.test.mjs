@@ -213,6 +213,11 @@ test('trigonometric features: negative weights are explained and nothing shows N
   const readout = await page.textContent('#readout');
   assert.match(readout, /\(i, j\) = \(\d+, \d+\)/);
   assert.doesNotMatch(readout, /NaN/);
+  // the inspected row's weights <= 0: off a log axis; on a linear one they are drawn below 0
+  assert.match(await page.textContent('#inspector-sub'), /, \d+ weights ≤ 0 \(off the log axis\)$/);
+  await page.click('#log');
+  await page.waitForFunction(() => !document.querySelector('#log').checked && window.__favorDemo.idle);
+  assert.match(await page.textContent('#inspector-sub'), /, \d+ weights ≤ 0$/);
   assert.deepEqual(problems, []);
   await page.close();
 });
