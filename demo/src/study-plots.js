@@ -131,11 +131,11 @@ export function errorNote({ params: p, theory, pairs, queryRows, keyRows, heads 
   return note;
 }
 
-// The speed study's exact time extrapolated ∝ L² past its last measured L, once the run is done.
-function exactExtrapolation({ params: p, points, done }) {
-  const exact = points.filter((q) => q.exact !== null);
-  const last = exact.at(-1);
-  if (!last || !done || !p || last.L >= p.Ls.at(-1)) return null;
+// The speed study's exact time extrapolated ∝ L² from its last measured L, where exact attention
+// stopped before the run's largest L; null otherwise.
+function exactExtrapolation({ params: p, points }) {
+  const last = points.filter((q) => q.exact !== null).at(-1);
+  if (!last || !p || last.L >= p.Ls.at(-1)) return null;
   return { from: last, at: (L) => last.exact * (L / last.L) ** 2 };
 }
 
@@ -149,7 +149,7 @@ export function speedSeries(study, m) {
     { label: 'exact attention (online softmax, O(L²d))', color: '#1d2330', points: exact, marker: 'circle', width: 2 },
     { label: `FAVOR+ (O(L·m·d), m = ${p?.m ?? m})`, color: '#e0711a', points: favor, marker: 'square', width: 2 },
   ];
-  const ext = exactExtrapolation(study);
+  const ext = study.done && exactExtrapolation(study);  // drawn once the run is done
   if (ext) {
     const at = p.Ls.filter((L) => L >= ext.from.L).map((L) => [L, ext.at(L)]);
     series.push({ label: 'exact, extrapolated ∝ L²', color: '#888', points: at, dash: '5 4', width: 1.4 });
@@ -169,7 +169,7 @@ export function speedNote(study) {
   const cross = crossover(points);
   if (cross) note += cross.before ? `FAVOR+ is already faster at the smallest L measured (${cross.L}). ` : `FAVOR+ overtakes exact attention at L ≈ ${Math.round(cross.L)}. `;
   const lastF = points.at(-1);
-  const ext = exactExtrapolation({ ...study, done: true });
+  const ext = exactExtrapolation(study);
   if (lastF && ext && lastF.L > ext.from.L) {
     note += `At L = ${lastF.L.toLocaleString('en-US')}: FAVOR+ ${duration(lastF.favor)}; exact would take ~${duration(ext.at(lastF.L))} (extrapolated).`;
   }
