@@ -39,6 +39,13 @@ export function lineStarts(chars, L, perLine) {
   return starts;
 }
 
+// How much larger than 12 px a short text is drawn: as large as fits on one line, at most 2.5×,
+// so that a few characters and their arcs are not a speck in the corner of a wide panel.
+export const MAX_ZOOM = 2.5;
+export function textZoom(L, width, cw) {
+  return Math.max(1, Math.min(MAX_ZOOM, (width - 8) / (Math.max(1, L) * cw)));
+}
+
 export class LineView {
   constructor(svg, legend) {
     this.svg = svg;
@@ -51,16 +58,18 @@ export class LineView {
   draw({ chars, A, Ahat, L, i, before }) {
     const svg = this.svg;
     const width = Math.max(240, svg.getBoundingClientRect().width || 600);
-    const cw = charWidth(), perLine = Math.max(10, Math.floor((width - 8) / cw));
+    const z = textZoom(L, width, charWidth()), cw = charWidth() * z;
+    const perLine = Math.max(10, Math.floor((width - 8) / cw));
     const starts = lineStarts(chars, L, perLine);
-    const lines = starts.length, lineH = 46, top = 22;
+    const lines = starts.length, lineH = 46 * z, top = 22 * z;
     const line = new Int32Array(L);
     for (let l = 0; l < lines; l++) line.fill(l, starts[l], starts[l + 1] ?? L);
     const height = top + lines * lineH + 4;
     svg.setAttribute('viewBox', `0 0 ${width} ${height}`);
     svg.style.height = `${height}px`;
     svg.replaceChildren();
-    const pos = (j) => [4 + (j - starts[line[j]]) * cw + cw / 2, top + line[j] * lineH + 12];
+    // (x, y) of character j: the middle of its cell, on the line's baseline minus 4 (× zoom)
+    const pos = (j) => [4 + (j - starts[line[j]]) * cw + cw / 2, top + line[j] * lineH + 12 * z];
     const keys = [];
     let undrawn = 0;
     for (let j = 0; j <= i; j++) {
@@ -71,14 +80,15 @@ export class LineView {
     const marks = el('g', {}, svg);
     for (const [j, a] of keys) {
       const [x, y] = pos(j);
-      el('rect', { x: x - cw / 2, y: y - 11, width: cw, height: 15, fill: `rgba(29, 35, 48, ${Math.min(0.35, 0.05 + a).toFixed(3)})` }, marks);
+      el('rect', { x: x - cw / 2, y: y - 11 * z, width: cw, height: 15 * z, fill: `rgba(29, 35, 48, ${Math.min(0.35, 0.05 + a).toFixed(3)})` }, marks);
     }
     const [qx, qy] = pos(i);
-    el('rect', { x: qx - cw / 2 - 1, y: qy - 12, width: cw + 2, height: 17, class: 'query-mark' }, marks);
+    el('rect', { x: qx - cw / 2 - 1, y: qy - 12 * z, width: cw + 2, height: 17 * z, class: 'query-mark' }, marks);
     // the text, one <text> per line
     const text = el('g', { class: 'line-text' }, svg);
+    if (z > 1) text.style.fontSize = `${(12 * z).toFixed(1)}px`;
     for (let l = 0; l < lines; l++) {
-      const t = el('text', { x: 4, y: top + l * lineH + 12 + 4, 'xml:space': 'preserve' }, text);
+      const t = el('text', { x: 4, y: top + l * lineH + 16 * z, 'xml:space': 'preserve' }, text);
       const end = starts[l + 1] ?? L;
       t.textContent = chars.slice(starts[l], end).replace(/\n/g, '⏎');
       t.setAttribute('textLength', String((end - starts[l]) * cw));
@@ -89,8 +99,8 @@ export class LineView {
       const [x, y] = pos(j);
       for (const [w, dir, cls] of [[a, -1, 'exact'], [b, 1, 'approx']]) {
         if (!(w >= MIN_WEIGHT / 4)) continue;
-        const y0 = dir < 0 ? y - 11 : y + 5, y1 = dir < 0 ? qy - 11 : qy + 5;
-        const lift = Math.min(lineH / 2 - 2, 6 + Math.abs(qx - x) / 12 + Math.abs(qy - y) / 4);
+        const y0 = dir < 0 ? y - 11 * z : y + 5 * z, y1 = dir < 0 ? qy - 11 * z : qy + 5 * z;
+        const lift = Math.min(lineH / 2 - 2, 6 * z + Math.abs(qx - x) / 12 + Math.abs(qy - y) / 4);
         const cy = (dir < 0 ? Math.min(y0, y1) : Math.max(y0, y1)) + dir * lift;
         el('path', { d: `M${qx.toFixed(1)},${y1} Q${((x + qx) / 2).toFixed(1)},${cy.toFixed(1)} ${x.toFixed(1)},${y0}`,
           class: cls, 'stroke-width': (0.6 + 9 * Math.min(1, w)).toFixed(2) }, arcs).appendChild(

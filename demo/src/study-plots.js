@@ -24,6 +24,14 @@ export const METRIC_LABELS = {
   mse: 'MSE of Â', relFrobenius: '‖A − Â‖ / ‖A‖', maxAbs: 'max |A − Â|', meanRowKL: 'mean row KL(A‖Â)',
   outputRelError: 'output relative error',
 };
+// What each measure of the normalized matrices is, in the note's words.
+const MEASURED = {
+  mse: 'the mean of (A − Â)² over the entries of the L × L matrix',
+  relFrobenius: 'the relative Frobenius error ‖A − Â‖ / ‖A‖',
+  maxAbs: 'the largest |A − Â| of any entry',
+  meanRowKL: 'the mean over query rows i of KL(Aᵢ ‖ Âᵢ)',
+  outputRelError: 'the relative error of the output, ‖ÂV − AV‖ / ‖AV‖',
+};
 const FITTED = ['oprf', 'sderf', 'aderf'];
 const WITH_THEORY = ['positive', 'hyperbolic', 'trigonometric'];
 
@@ -121,7 +129,7 @@ export function errorNote({ params: p, theory, pairs, queryRows, keyRows, heads 
       (fitted.length ? `No theory curve for ${fitted.join(', ')}: Lemma 2 is derived for the positive, hyperbolic and trigonometric features only. ` : '') +
       (hasCodebook ? ' For VQ the estimate is Σ_y R_jy exp(q̃ᵢ·c̃_y) (hard: exp(q̃ᵢ·c̃) of the nearest codeword).' : '');
   } else {
-    note += `Plotted: ${METRIC_LABELS[metric]} of the normalized matrix Â (or of the output), measured by the library.`;
+    note += `Plotted: ${MEASURED[metric]}, measured by the library (favor.${metric === 'outputRelError' ? 'outputRelativeError' : 'compare'}).`;
   }
   if (hasCodebook) {
     note += ` VQ curves: a k-means codebook of the keys per seed (m codewords), not random features; only m < L = ${p.L} ` +

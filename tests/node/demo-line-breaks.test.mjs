@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { lineStarts } from '../../demo/src/line-view.js';
+import { MAX_ZOOM, lineStarts, textZoom } from '../../demo/src/line-view.js';
 import { rng } from './helpers.mjs';
 
 const linesOf = (text, perLine) => {
@@ -38,4 +38,20 @@ test('random texts: every character once, in order; lines fit; breaks only where
       assert.ok(!line.slice(1).includes(' '), `line ${l} could have broken at a space: ${JSON.stringify(line)}`);
     }
   }
+});
+
+test('a short text is drawn larger, on one line that fits; a long one at its own size', () => {
+  const cw = 7.2;
+  for (const width of [240, 390, 700, 1100]) {
+    for (let L = 1; L <= 400; L++) {
+      const z = textZoom(L, width, cw);
+      assert.ok(z >= 1 && z <= MAX_ZOOM, `zoom ${z}`);
+      // zoomed only when the whole text fits one line at that zoom
+      if (z > 1) assert.ok(4 + L * cw * z <= width - 4 + 1e-9, `L ${L} width ${width}: ${4 + L * cw * z} px`);
+      // and as large as fits, up to the cap
+      if (z < MAX_ZOOM && L * cw < width - 8) assert.ok(Math.abs(4 + L * cw * z - (width - 4)) < 1e-9);
+    }
+  }
+  assert.equal(textZoom(256, 1100, cw), 1);
+  assert.equal(textZoom(2, 1100, cw), MAX_ZOOM);
 });

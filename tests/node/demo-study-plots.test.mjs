@@ -74,8 +74,16 @@ test('the error study\'s note says what the run had, and only that', () => {
       const fitted = kernels.filter((k) => ['oprf', 'sderf', 'aderf'].includes(k));
       assert.equal(text.includes(`No theory curve for ${fitted.join(', ')}`), mse && fitted.length > 0, `${kernels} ${metric}`);
       assert.equal(/VQ curves: a k-means codebook/.test(text), kernels.some((k) => k.endsWith('vq')), `${kernels} ${metric}`);
-      assert.equal(/mean row KL/.test(text), !mse);
+      assert.equal(/KL\(Aᵢ ‖ Âᵢ\), measured by the library \(favor\.compare\)/.test(text), !mse);
     }
+  }
+  // each measure of the normalized matrices named for what it is
+  for (const [metric, says] of [['mse', /the mean of \(A − Â\)² over the entries .*favor\.compare/], ['relFrobenius', /‖A − Â‖ \/ ‖A‖.*favor\.compare/],
+    ['maxAbs', /the largest \|A − Â\| .*favor\.compare/], ['outputRelError', /the output, ‖ÂV − AV‖ \/ ‖AV‖.*favor\.outputRelativeError/]]) {
+    const text = note(['positive'], metric);
+    noGaps(text);
+    assert.match(text, says, metric);
+    assert.doesNotMatch(text, /Lemma 2|undefined/, metric);
   }
   const model = note(['positive'], 'kernelMSE', { pattern: 'model', model: 'softmax', heads: 'all', L: 256, d: 32 });
   assert.match(model, /every head \(16\) of the model softmax on the text \(L = 256, d = 32, causal\); no Lemma 2 line/);
