@@ -207,6 +207,9 @@ test('390×844: the heatmap fills the width, the settings are a drawer, nothing 
       cellsRight: Math.max(...cells.map((c) => c.right)),
       cellWidths: [...new Set(cells.map((c) => Math.round(c.width)))],
       drawerVisible: getComputedStyle(document.querySelector('#settings-drawer')).visibility,
+      // top to bottom in one column: each matrix, then the legend that reads it
+      column: ['#hm-exact', '#hm-approx', '#legend-shared', '#hm-diff', '#legend-diff', '#legend-grid', '#heads-grid']
+        .map((sel) => [sel, box(sel).top, box(sel).bottom]),
       // the boxes below the heatmaps, one above the other at the full width
       boxes: [...document.querySelectorAll('.model-view > *, .below > *')].filter((e) => e.getClientRects().length)
         .map((e) => ({ name: e.className || e.id, ...e.getBoundingClientRect().toJSON() })),
@@ -233,6 +236,11 @@ test('390×844: the heatmap fills the width, the settings are a drawer, nothing 
       const overlap = Math.min(a.right, b.right) - Math.max(a.left, b.left) > 1 && Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 1;
       assert.ok(!overlap, `${a.name} and ${b.name} overlap`);
     }
+  }
+  for (let i = 1; i < g.column.length; i++) {
+    const [sel, top] = g.column[i], [before, , bottom] = g.column[i - 1];
+    assert.ok(top >= bottom - 1, `${sel} (top ${top}) comes after ${before} (bottom ${bottom})`);
+    if (sel === '#legend-diff') assert.ok(top - bottom < 40, `the A − Â legend ${top - bottom} px under its matrix`);
   }
   assert.ok(g.hm >= 300, `heatmap ${g.hm} px wide`);
   assert.equal(g.scrollWidth, g.innerWidth);
