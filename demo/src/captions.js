@@ -53,14 +53,33 @@ export function syntheticHeadline(params, errors, cb) {
     `mean row KL(A‖Â) <b class="num approx">${fmt(errors.meanRowKL)}</b> with ${how}`;
 }
 
-// The model story's suggestion (after "Try:"): the other model of the pair that shows most,
-// trained with FAVOR+ or with exact attention. Its claims are about the default settings (FAVOR+,
-// m = 256, the default text), which tests/browser/story.test.mjs reads off the grid.
-export function modelTry(model) {
-  const other = model === 'performer'
-    ? 'the softmax model in the settings: trained with exact attention, most of its heads reach a KL of 1 with FAVOR+'
-    : 'the performer model in the settings: trained with FAVOR+, none of its heads reaches a KL of 1';
-  return `type at the end of the text (the predictions are what comes next), click a head in the grid, or choose ${other}.`;
+// The model story's suggestion (after "Try:"), by the model and the kernel menu: the other model
+// of the pair that shows most (trained with FAVOR+, or with exact attention) and what its grid
+// shows under the same kernel, or, for kernels no model makes easy, what to change instead. Its
+// claims are about the default settings with that kernel (m = 256, the default text), which
+// tests/node/demo-model-try.test.mjs measures on the models.
+const TRY_NAMES = { positive: 'FAVOR+', hyperbolic: 'hyperbolic features', oprf: 'OPRF (FAVOR++)', sderf: 'SDERF (FAVOR#)',
+  aderf: 'ADERF (FAVOR#)', 'performer-vq': 'Performer as soft VQ' };
+export function modelTry(model, kernel = 'positive') {
+  const start = 'type at the end of the text (the predictions are what comes next), click a head in the grid, or ';
+  if (kernel === 'vq' || kernel === 'soft-vq') {
+    return `${start}raise the codewords m: at m = L every key is its own codeword and hard VQ is exact` +
+      `${kernel === 'soft-vq' ? '; lower T and soft VQ tends to hard VQ' : ''}.`;
+  }
+  if (kernel === 'trigonometric' || kernel === 'relu') {
+    return `${start}switch the kernel to positive (FAVOR+): ${kernel === 'relu' ? 'relu features estimate another kernel, not softmax' : 'trigonometric features give negative weights'}, ` +
+      'and most heads of every model, the Performer\'s too, reach a KL of 1 with them.';
+  }
+  const name = TRY_NAMES[kernel];
+  if (model !== 'performer') {
+    return `${start}choose the performer model in the settings: trained with FAVOR+, none of its heads reaches a KL of 1 ` +
+      `${kernel === 'positive' ? 'with it' : `with ${name} either`}.`;
+  }
+  if (kernel === 'sderf') {
+    return `${start}choose the softmax model in the settings: trained with exact attention, most of its heads reach a KL of 1 with FAVOR+, ` +
+      'but not with SDERF, whose features are fitted to each head\'s q and k.';
+  }
+  return `${start}choose the softmax model in the settings: trained with exact attention, most of its heads reach a KL of 1 with ${name}.`;
 }
 
 // The synthetic story's suggestion (after "Try:"), by the kernel menu and the input pattern:

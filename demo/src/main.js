@@ -39,6 +39,7 @@ function writeUrl() {
 }
 
 const state = parseSettings(location.search);
+let manifestModels = null;  // the models' names, titles, attention and context, once the worker has read them
 const $ = (sel) => document.querySelector(sel);
 // A note shown with `text`, or hidden where there is none (null).
 function setNote(element, text) {
@@ -94,7 +95,7 @@ function writeControls() {
   textSub();
   showMode(isModel());
   $('#story-try-synthetic').innerHTML = syntheticTry(state.kernel, state.pattern);
-  $('#story-try-model').textContent = modelTry(state.model);
+  $('#story-try-model').textContent = modelTry(state.model, state.kernel);
 }
 
 // The page by mode: a trained model has its text, its grid of heads, the model panel and the
@@ -115,10 +116,18 @@ function showMode(model) {
 
 // The form's parts that depend on the kernel menu and the input (mode-controls.js).
 function writeModeControls() {
-  const f = modeControls(state);
+  const f = modeControls(state, { hasExported: manifestModels?.find((m) => m.name === state.model)?.attention === 'favor' });
+  controls.trainedW.disabled = f.trainedW.disabled;
+  controls.trainedW.closest('.row').classList.toggle('disabled', f.trainedW.disabled);
+  setNote($('#trainedW-note'), f.trainedW.note);
   controls.sampling.disabled = f.sampling.disabled;
   controls.sampling.value = f.sampling.value;
   setNote($('#sampling-note'), f.samplingNote);
+  for (const c of [controls.m, controls.seed, $('#redraw')]) c.disabled = f.features.disabled;
+  controls.m.value = String(LISTS.m.indexOf(f.features.m));
+  controls.m.setAttribute('aria-valuetext', String(f.features.m));
+  $('#m-out').textContent = String(f.features.m);
+  for (const id of ['#m', '#seed']) $(id).closest('.row').classList.toggle('disabled', f.features.disabled);
   $('#temperature-row').hidden = !f.temperature.shown;
   controls.temperature.value = String(f.temperature.step);
   controls.temperature.setAttribute('aria-valuetext', `T = ${f.temperature.text}`);
@@ -213,6 +222,7 @@ const compute = new ComputeClient({
     modelPanel.setShape(msg.layers, msg.heads, state.layer, state.head);
     longView.setModels(msg.models);
     textSub();
+    writeModeControls();
   },
   long: (msg) => {
     longView.message(msg);
@@ -279,7 +289,6 @@ function onComputed(msg, req) {
   }
 }
 // Above the text box: how much of it the selected model reads (its context, from the manifest).
-let manifestModels = null;
 function textSub() {
   const context = manifestModels?.find((m) => m.name === state.model)?.context ?? 256;
   $('#text-sub').textContent = `the model reads its last ${context.toLocaleString('en-US')} characters; characters outside the book's alphabet are dropped`;

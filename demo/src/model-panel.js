@@ -82,10 +82,6 @@ export class ModelPanel {
     const { overview, heads, layers, chars } = model;
     this.setModels(model.models, params.model);
     this.setShape(layers, heads, params.layer, params.head);
-    const record = model.models.find((m) => m.name === params.model);
-    const trained = record?.attention === 'favor';
-    $('#trainedW').disabled = !trained;
-    $('#trainedW').closest('.row').classList.toggle('disabled', !trained);
     this.grid.style.setProperty('--heads', String(heads));
     const gridL = model.shown?.total ?? chars.length;  // the grid pictures the whole text, the heatmaps its last window
     if (this.cells.length !== overview.length) {

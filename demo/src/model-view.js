@@ -5,6 +5,7 @@
 // exact attention and with the approximation in every layer; generation side by side; and the
 // long-text view's generation (exact cache and FAVOR+ state of long-performer, block by block).
 import { CharModel, modelSizeError, verifyModelFile } from '../../model/runner.js';
+import { usesExportedW } from './modes.js';
 import { rowKL } from './row-kl.js';
 
 // Static URLs, so that a build copies the files (a URL computed at run time would not be).
@@ -100,7 +101,7 @@ function approximation(favor, model, p) {
     return { spec: { method: 'codebook', clusters: p.m, assignment: p.kernel === 'vq' ? 'hard' : 'soft', temperature: p.temperature, seed: p.seed },
       label: `${p.kernel === 'vq' ? 'hard' : 'soft'} VQ, k-means m = ${p.m} per head` };
   }
-  const trained = p.trainedW && model.projections.length > 0;
+  const trained = usesExportedW(p, model.projections.length > 0);
   const kernel = p.kernel === 'performer-vq' ? 'positive' : p.kernel;
   const sampling = p.kernel === 'performer-vq' ? 'orthogonal-fixed' : p.sampling;
   const key = JSON.stringify([model.record.name, trained, kernel, sampling, p.m, p.seed]);

@@ -11,3 +11,9 @@ export const SAMPLINGS = ['iid', 'orthogonal', 'orthogonal-fixed', 'simplex', 's
 export const fmtT = (t) => String(Number(t.toPrecision(2)));
 // On a log slider: T = 10^(n/10).
 export const temperatureOf = (n) => Number(fmtT(10 ** (n / 10)));
+
+// A Performer's exported W (its last training draw: positive, orthogonal, m = 64) stands in for
+// random features when its box is ticked and the kernel is the one it was trained with; the other
+// kernels, and Performer as soft VQ (fixed-norm rows), draw their own W.
+export const EXPORTED_W = { kernel: 'positive', sampling: 'orthogonal', m: 64 };
+export const usesExportedW = (p, hasExported) => p.pattern === 'model' && p.trainedW && hasExported && p.kernel === EXPORTED_W.kernel;

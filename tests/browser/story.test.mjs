@@ -82,7 +82,7 @@ test('the default URL opens on the softmax model on held-out text: headline, eve
   // FAVOR+ is what the paragraph explains and what the grid shows: no note on another kernel
   assert.equal(await page.$eval('#story-kernel', (el) => el.hidden), true);
   // the suggestion names the performer model, and what it says of the softmax model holds here
-  assert.match(await page.textContent('#story-try-model'), /choose the performer model .* none of its heads reaches a KL of 1\.$/);
+  assert.match(await page.textContent('#story-try-model'), /choose the performer model .* none of its heads reaches a KL of 1 with it\.$/);
   assert.ok(await headsAboveOne(page) > 8, 'most of the softmax model\'s heads reach a KL of 1 with FAVOR+');
   mkdirSync(shots, { recursive: true });
   await page.screenshot({ path: join(shots, 'demo-story.png') });

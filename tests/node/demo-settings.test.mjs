@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { DEFAULTS, LISTS, TEXT_LIMIT, applyControl, parseSettings, settingsQuery } from '../../demo/src/settings.js';
-import { KERNELS, SAMPLINGS, STUDY_KERNELS } from '../../demo/src/modes.js';
+import { KERNELS, SAMPLINGS, STUDY_KERNELS, isCodebook } from '../../demo/src/modes.js';
 import { modeControls } from '../../demo/src/mode-controls.js';
 import { rng } from './helpers.mjs';
 
@@ -153,7 +153,38 @@ test('the form by mode: sampling, temperature, m and the text on what is drawn f
       else assert.equal(f.mNote, null, kernel);
     }
   }
+  // without an exported W the box is off and the features are the controls'
+  for (const kernel of KERNELS) {
+    const f = modeControls(parseSettings(`?pattern=model&model=softmax&kernel=${kernel}`), { hasExported: false });
+    assert.equal(f.trainedW.disabled, true, kernel);
+    assert.equal(f.trainedW.note, null, kernel);
+    assert.equal(f.features.disabled, false, kernel);
+  }
   const soft = modeControls(parseSettings('?pattern=gaussian&kernel=soft-vq&temp=0.3&L=256&m=64'));
   assert.deepEqual(soft.temperature, { shown: true, step: -5, text: '0.32' });
   assert.equal(soft.mNote, null, 'm <= L is not capped');
+});
+
+test('the Performer\'s exported W: used with the positive kernel only; while used, sampling, m and the seed are not', () => {
+  for (const kernel of KERNELS) {
+    for (const tw of [0, 1]) {
+      const s = parseSettings(`?pattern=model&model=performer&kernel=${kernel}&sampling=simplex&tw=${tw}`);
+      const f = modeControls(s, { hasExported: true });
+      const used = kernel === 'positive' && tw === 1;
+      assert.equal(f.trainedW.disabled, kernel !== 'positive', `${kernel}: the box is the positive kernel's`);
+      assert.equal(f.trainedW.note !== null, kernel !== 'positive' && tw === 1, `${kernel} tw=${tw}: a ticked box that is not used says so`);
+      assert.equal(f.features.disabled, used, `${kernel} tw=${tw}`);
+      assert.equal(f.features.m, used ? 64 : s.m, `${kernel} tw=${tw}: the m shown is the m used`);
+      assert.equal(f.sampling.disabled, used || isCodebook(kernel), `${kernel} tw=${tw}`);
+      if (used) {
+        assert.equal(f.sampling.value, 'orthogonal', 'the exported W\'s sampling is shown');
+        assert.match(f.samplingNote, /^Not used, nor m and the feature seed: the Performer's exported W is its last training draw \(orthogonal, m = 64\)/);
+      } else if (!isCodebook(kernel)) {
+        assert.equal(f.sampling.value, 'simplex', kernel);
+        assert.equal(f.samplingNote, null, kernel);
+      }
+    }
+  }
+  // synthetic inputs never use it
+  assert.equal(modeControls(parseSettings('?pattern=gaussian&kernel=positive&tw=1'), { hasExported: true }).features.disabled, false);
 });

@@ -1,0 +1,90 @@
+// The model story's "Try:" line (demo/src/captions.js modelTry) makes a claim about what another
+// model's grid shows, or what every model's grid shows, under the kernel chosen. Each claim is
+// measured here on the page's own computation (demo/src/model-view.js computeModel, the function
+// the compute worker runs) at the page's defaults with that kernel: the default text, m = 256,
+// seed 1, the Performer's exported W ticked. A head "reaches a KL of 1" when its mean row
+// KL(A‖Â) over the whole text is >= 1, as the grid frames it; "most" is more than half of the
+// 16 heads. The counts are far from the thresholds (0 against 1; 11–16 against 9), so a claim
+// only fails for a real change of the models or the estimators.
+import assert from 'node:assert/strict';
+import { before, test } from 'node:test';
+
+import { loadFavor } from 'favor-attention';
+
+import { loadModel } from '../../model/node.js';
+import { modelTry } from '../../demo/src/captions.js';
+import { computeModel } from '../../demo/src/model-view.js';
+import { temperatureOf } from '../../demo/src/modes.js';
+import { DEFAULTS } from '../../demo/src/settings.js';
+
+const MODELS = ['softmax', 'performer', 'finetune', 'long-softmax', 'long-performer'];
+const KERNELS = ['positive', 'hyperbolic', 'trigonometric', 'relu', 'oprf', 'sderf', 'aderf', 'vq', 'soft-vq', 'performer-vq'];
+
+let favor;
+const models = new Map();
+before(async () => {
+  favor = await loadFavor({ threads: 1 });
+  for (const name of MODELS) models.set(name, await loadModel(favor, name));
+});
+
+const counted = new Map();
+// How many of the model's heads reach a KL of 1 with the kernel, at the page's defaults.
+function headsAboveOne(model, kernel) {
+  const key = `${model} ${kernel}`;
+  if (!counted.has(key)) {
+    const s = { ...DEFAULTS, pattern: 'model', model, kernel };
+    const p = { ...s, temperature: temperatureOf(s.tempStep) };
+    const r = computeModel(favor, models.get(model), p, {});
+    counted.set(key, r.extras.overview.filter((o) => o.errors.meanRowKL >= 1).length);
+  }
+  return counted.get(key);
+}
+const most = (n) => n > 8;
+
+test('every "Try:" claim of the model story holds on the models, for every model and kernel', { timeout: 600000 }, () => {
+  for (const model of MODELS) {
+    for (const kernel of KERNELS) {
+      const text = modelTry(model, kernel);
+      const where = `${model}, ${kernel}: "${text}"`;
+      assert.match(text, /^type at the end of the text \(the predictions are what comes next\), click a head in the grid, or /, where);
+      assert.doesNotMatch(text, /undefined|\s{2}/, where);
+      let claims = 0;
+      if (/choose the performer model in the settings: trained with FAVOR\+, none of its heads reaches a KL of 1 with (it|.* either)\./.test(text)) {
+        assert.notEqual(model, 'performer', where);
+        assert.equal(headsAboveOne('performer', kernel), 0, where);
+        claims++;
+      }
+      if (/choose the softmax model in the settings: trained with exact attention, most of its heads reach a KL of 1 with /.test(text)) {
+        assert.equal(model, 'performer', where);
+        const named = /with FAVOR\+, but not with SDERF/.test(text) ? 'positive' : kernel;
+        assert.ok(most(headsAboveOne('softmax', named)), `${where}: ${headsAboveOne('softmax', named)} heads`);
+        if (named !== kernel) assert.ok(!most(headsAboveOne('softmax', kernel)), `${where}: ${headsAboveOne('softmax', kernel)} heads with ${kernel}`);
+        claims++;
+      }
+      if (/most heads of every model, the Performer's too, reach a KL of 1 with them/.test(text)) {
+        for (const m of MODELS) assert.ok(most(headsAboveOne(m, kernel)), `${where}: ${m} has ${headsAboveOne(m, kernel)} heads`);
+        claims++;
+      }
+      if (/raise the codewords m: at m = L every key is its own codeword and hard VQ is exact/.test(text)) {
+        assert.ok(kernel === 'vq' || kernel === 'soft-vq', where);
+        // at m = L the page's hard VQ is A itself
+        const s = { ...DEFAULTS, pattern: 'model', model, kernel: 'vq', m: 1024 };
+        const r = computeModel(favor, models.get(model), { ...s, temperature: temperatureOf(s.tempStep) }, {});
+        assert.ok(r.extras.overview.every((o) => o.errors.maxAbs < 1e-5), `${where}: hard VQ at m ≥ L is exact`);
+        claims++;
+      }
+      assert.equal(claims, 1, `${where}: one measured claim`);
+    }
+  }
+});
+
+test('the exported W stands in for the positive kernel only', () => {
+  // the Performer under its own W has none of its heads at a KL of 1 with FAVOR+; with the
+  // trigonometric kernel ticked on the same box, the page draws trigonometric features instead
+  assert.equal(headsAboveOne('performer', 'positive'), 0);
+  assert.ok(most(headsAboveOne('performer', 'trigonometric')));
+  const s = { ...DEFAULTS, pattern: 'model', model: 'performer' };
+  const label = (kernel) => computeModel(favor, models.get('performer'), { ...s, kernel, temperature: 1 }, {}).label;
+  assert.match(label('positive'), /exported W/);
+  for (const kernel of ['hyperbolic', 'oprf', 'performer-vq']) assert.doesNotMatch(label(kernel), /exported W/, kernel);
+});
