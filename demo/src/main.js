@@ -343,90 +343,112 @@ let view = null;  // what is drawn: { L, causal, A, Ahat, diff, params, ranges }
 
 function redraw(t0, fresh = false) {
   const tDraw = performance.now();
-  const { A, Ahat, params, errors, timings, nonPositive, nonFinite } = result;
+  const { params, errors, timings } = result;
+  const shared = drawMatrices(fresh);
+  const row = shownRow();
+  if (controls.row.value !== String(row)) controls.row.value = String(row);
+  controls.row.max = String(view.L - 1);
+  if (result.model) drawModel(result.model, params, row, fresh, shared);
+  else {
+    for (const h of Object.values(heatmaps)) h.labels(null);
+    $('#headline').innerHTML = syntheticHeadline(params, errors, result.codebook);
+  }
+  drawNotes(params, result);
+  drawCodebook(result.codebook, view.L);
+  drawErrors(errors);
+  for (const h of Object.values(heatmaps)) h.setRow(row);
+  drawInspector();
+  setHover(hover, true);
+
+  const tDone = performance.now();
+  drawTimings(timings, tDone - tDraw, tDone - t0, fresh, result.codebook);
+  recordUpdate({ latency: tDone - t0, drawMs: tDone - tDraw, fresh, worker: timings.worker }, t0);
+  if (readyText) setStatus(`ready: ${readyText}`, false, readyWhy);  // a failure before clears with this success
+}
+
+// A, Â and A − Â with their legends; the colour ranges are kept until a fresh result (a redraw
+// for another row or the log scale keeps them). Sets `view`; returns the shared scale.
+function drawMatrices(fresh) {
+  const { A, Ahat, params, model } = result;
   const L = params.L, causal = params.causal;
-  let ranges = view?.ranges;
-  let diff = view?.diff;
-  const model = result.model;
+  let { ranges, diff } = view ?? {};
   if (fresh || !view) {
     diff = difference(A, Ahat);
     ranges = heatmapRanges({ A, Ahat, diff, model });
   }
-  const { vmax, floor, dmax } = ranges;
   const log = setting('log');
-  const shared = sequentialScale({ vmax, log, floor });
-  const dscale = divergingScale({ vmax: dmax, log });
+  const shared = sequentialScale({ vmax: ranges.vmax, log, floor: ranges.floor });
+  const dscale = divergingScale({ vmax: ranges.dmax, log });
   heatmaps.exact.draw(A, L, L, shared, causal);
   heatmaps.approx.draw(Ahat, L, L, shared, causal);
   heatmaps.diff.draw(diff, L, L, dscale, causal);
   view = { L, causal, A, Ahat, diff, params, ranges, total: model?.shown?.total ?? L };
   // A text longer than the heatmaps' window: they show its last positions, and say so.
   setNote($('#window-note'), windowNote(model?.shown));
-  const row = shownRow();
-  if (controls.row.value !== String(row)) controls.row.value = String(row);
-  controls.row.max = String(L - 1);
   drawLegend($('#legend-shared'), shared, sharedLegend({ model, causal, log, scale: shared, ranges }));
   drawLegend($('#legend-diff'), dscale, diffLegend({ log, ranges }));
-  if (model) {
-    modelPanel.draw(model, params, row, fresh, shared);
-    const labels = axisLabels({ chars: model.chars, L, A, Ahat, i: row, width: heatmaps.exact.root.getBoundingClientRect().width || 300 });
-    for (const [name, spec] of Object.entries(labels)) heatmaps[name].labels(spec);
-    lineView.draw({ chars: model.chars, A, Ahat, L, i: row, label: model.label, before: model.rows?.before[row] });
-  } else {
-    for (const h of Object.values(heatmaps)) h.labels(null);
-    $('#headline').innerHTML = syntheticHeadline(params, errors, result.codebook);
-  }
+  return shared;
+}
 
-  // Caption and the note on entries that are not probabilities (trigonometric features).
-  const cb = result.codebook;
-  const caption = approxCaption(params, result);
+// A trained model: the grid and the model panel, the characters on the axes, the line view.
+function drawModel(model, params, row, fresh, shared) {
+  const { A, Ahat, L } = view;
+  modelPanel.draw(model, params, row, fresh, shared);
+  const labels = axisLabels({ chars: model.chars, L, A, Ahat, i: row, width: heatmaps.exact.root.getBoundingClientRect().width || 300 });
+  for (const [name, spec] of Object.entries(labels)) heatmaps[name].labels(spec);
+  lineView.draw({ chars: model.chars, A, Ahat, L, i: row, label: model.label, before: model.rows?.before[row] });
+}
+
+// For tests and benchmarks (window.__favorDemo): each update's latency, and when its frame showed.
+function recordUpdate(record, t0) {
+  metrics.updates++;
+  if (metrics.updates === 1) metrics.firstView = performance.now();  // from navigation start
+  const r = { id: metrics.updates, ...record, frame: null };
+  metrics.history.push(r);
+  if (metrics.history.length > 2000) metrics.history.shift();
+  document.body.dataset.updates = String(metrics.updates);
+  requestAnimationFrame(() => setTimeout(() => { r.frame = performance.now() - t0; }, 0));
+}
+
+// What the panels say beside the matrices: the caption under Â, the badge on entries that are not
+// probabilities (trigonometric features), the features note, the story's kernel note and, for
+// Performer as soft VQ, its measured identity with FAVOR+.
+function drawNotes(params, r) {
+  const caption = approxCaption(params, r);
   $('#approx-caption').replaceChildren(...captionParts(caption).map((part, i) =>
     (i === 1 ? Object.assign(document.createElement('span'), { className: 'nowrap', textContent: part }) : part)));
   $('#approx-caption').title = caption;
-  const negative = negativeNote(nonPositive, nonFinite), note = $('#negative-note');
+  const negative = negativeNote(r.nonPositive, r.nonFinite), note = $('#negative-note');
   note.hidden = !negative;
   if (negative) {
     note.textContent = negative.text;
     note.title = negative.title;
     note.setAttribute('aria-label', note.title);
   }
-  $('#features-note').textContent = featuresNote(params, result);
-  setNote($('#story-kernel'), storyKernelNote(params, result));
-  const identity = $('#identity-note');
-  identity.hidden = !cb?.identity;
-  if (cb?.identity) {
-    const { matrix, output } = cb.identity;
-    identity.innerHTML = identityNote(cb.identity);
-    identity.dataset.value = String(matrix);
-    identity.dataset.output = String(output);
+  $('#features-note').textContent = featuresNote(params, r);
+  setNote($('#story-kernel'), storyKernelNote(params, r));
+  const identity = $('#identity-note'), id = r.codebook?.identity;
+  identity.hidden = !id;
+  if (id) {
+    identity.innerHTML = identityNote(id);
+    identity.dataset.value = String(id.matrix);
+    identity.dataset.output = String(id.output);
   }
-  // The PCA view of keys and codewords.
+}
+
+// Codebook modes: the PCA view of keys and codewords beside the inspector.
+function drawCodebook(cb, L) {
   $('#pca').hidden = !cb;
   document.querySelector('.below').classList.toggle('with-pca', Boolean(cb));
   if (cb && pcaView.view !== cb.view) pcaView.draw(cb.view, { L, clusters: cb.clusters, assignment: cb.assignment });
+}
 
-  // Error measures.
+function drawErrors(errors) {
   for (const td of document.querySelectorAll('#metrics td')) {
     const v = errors[td.dataset.metric];
     td.textContent = fmt(v);
     td.dataset.value = String(v);
   }
-  for (const h of Object.values(heatmaps)) h.setRow(row);
-  drawInspector();
-  setHover(hover, true);
-
-  const tDone = performance.now();
-  const drawMs = tDone - tDraw;
-  const latency = tDone - t0;
-  drawTimings(timings, drawMs, latency, fresh, cb);
-  metrics.updates++;
-  if (metrics.updates === 1) metrics.firstView = performance.now();  // from navigation start
-  const record = { id: metrics.updates, latency, drawMs, fresh, worker: timings.worker, frame: null };
-  metrics.history.push(record);
-  if (metrics.history.length > 2000) metrics.history.shift();
-  document.body.dataset.updates = String(metrics.updates);
-  requestAnimationFrame(() => setTimeout(() => { record.frame = performance.now() - t0; }, 0));
-  if (readyText) setStatus(`ready: ${readyText}`, false, readyWhy);  // a failure before clears with this success
 }
 
 function drawTimings(t, drawMs, latency, fresh, codebook) {
