@@ -89,6 +89,9 @@ export function fmt(x, digits = 3) {
   return s.replace(/^-/, '−').replace(/e\+?(-?)(\d+)$/, (_, sign, e) => `·10${superscript(Number(sign + e))}`);
 }
 
+// A rate (characters per second): whole numbers with separators from 100 on (1,050, not 1.05·10³).
+export const fmtRate = (x) => (x >= 100 ? Math.round(x).toLocaleString('en-US') : fmt(x, 3));
+
 // Sequential scale on [0, vmax], or log10 on [floor, vmax]; non-positive values go to the bottom.
 export function sequentialScale({ vmax, log, floor }) {
   const top = vmax > 0 ? vmax : 1;

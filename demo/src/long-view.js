@@ -5,7 +5,7 @@
 // against position; and the evaluation's bits per character against position
 // (model/long-results.json, written by `npm run eval:long`, fetched by a static URL so that a
 // build copies it). Every sentence about the measurements is derived from them.
-import { fmt } from './colors.js';
+import { fmt, fmtRate } from './colors.js';
 import { LONG_LIMITS, LONG_MODEL } from './long-model.js';
 import { drawPlot } from './plot.js';
 
@@ -25,7 +25,6 @@ const CURVE_STYLE = {
 const $ = (sel) => document.querySelector(sel);
 const n0 = (x) => Math.round(x).toLocaleString('en-US');
 const bytes = (b) => (b >= 1e6 ? `${fmt(b / 1e6, 3)} MB` : b >= 1e3 ? `${fmt(b / 1e3, 3)} kB` : `${n0(b)} B`);
-const rate = (x) => (x >= 100 ? n0(x) : fmt(x, 3));  // characters per second
 const ms = (x) => (x >= 100 ? `${n0(x)} ms` : `${fmt(x, 2)} ms`);
 const short = (x) => (x >= 1024 ? `${x / 1024}k` : String(x));
 // "a is R× as fast as b" where they differ by more than 10 %, else "about as fast".
@@ -204,7 +203,7 @@ export class LongView {
     // drawn before they were laid out: again at their size
     if (!shown && blocks.length) requestAnimationFrame(() => setTimeout(() => this.drawRuns(), 0));
     const series = (key, which, title) => blocks.map((b) => [b.position, b[which][key], title(b, b[which])]);
-    const rateOf = (b, x) => `position ${n0(b.position)}: ${rate(x.charsPerSecond)} characters/s (${x.text.length} in ${ms(x.ms)})`;
+    const rateOf = (b, x) => `position ${n0(b.position)}: ${fmtRate(x.charsPerSecond)} characters/s (${x.text.length} in ${ms(x.ms)})`;
     const mem = (b, x) => `position ${n0(b.position)}: ${bytes(x.stateBytes)}`;
     const context = start?.context ?? this.record?.context;
     const x = { log: false, label: 'position in the text (prompt + generated characters)', format: (v) => n0(v),
@@ -263,8 +262,8 @@ export class LongView {
       const span = (list) => `characters ${n0(list[0].from + 1)}–${n0(list.at(-1).position)}`;
       const [ef, ff, el, fl] = [over(first, 'exact'), over(first, 'favor'), over(last, 'exact'), over(last, 'favor')];
       if (blocks.length >= 2) {
-        parts.push(`First ${k} blocks (${span(first)}): exact ${rate(ef)}, FAVOR+ ${rate(ff)} characters/s (${compareRates(ff, ef, 'FAVOR+', 'exact')}); ` +
-          `last ${k} (${span(last)}): exact ${rate(el)}, FAVOR+ ${rate(fl)} (${compareRates(fl, el, 'FAVOR+', 'exact')}).`);
+        parts.push(`First ${k} blocks (${span(first)}): exact ${fmtRate(ef)}, FAVOR+ ${fmtRate(ff)} characters/s (${compareRates(ff, ef, 'FAVOR+', 'exact')}); ` +
+          `last ${k} (${span(last)}): exact ${fmtRate(el)}, FAVOR+ ${fmtRate(fl)} (${compareRates(fl, el, 'FAVOR+', 'exact')}).`);
       }
       // where FAVOR+ stays faster than exact to the end (at least three blocks)
       let from = blocks.length;
@@ -282,8 +281,8 @@ export class LongView {
         `${fmin === fmax ? `stayed at ${bytes(fmin)}` : `stayed between ${bytes(fmin)} and ${bytes(fmax)}`}` +
         `${e1 > fmax ? `; at the end the cache holds ${fmt(e1 / fmax, 3)}× the state's bytes` : ''}.`);
       const lastBlock = blocks.at(-1);
-      $('#long-exact-info').textContent = `${n0(run.exact.length)} characters; last block ${rate(lastBlock.exact.charsPerSecond)} characters/s, cache ${bytes(lastBlock.exact.stateBytes)}`;
-      $('#long-favor-info').textContent = `${n0(run.favor.length)} characters; last block ${rate(lastBlock.favor.charsPerSecond)} characters/s, state ${bytes(lastBlock.favor.stateBytes)}`;
+      $('#long-exact-info').textContent = `${n0(run.exact.length)} characters; last block ${fmtRate(lastBlock.exact.charsPerSecond)} characters/s, cache ${bytes(lastBlock.exact.stateBytes)}`;
+      $('#long-favor-info').textContent = `${n0(run.favor.length)} characters; last block ${fmtRate(lastBlock.favor.charsPerSecond)} characters/s, state ${bytes(lastBlock.favor.stateBytes)}`;
     }
     $('#long-note').textContent = parts.join(' ');
   }
@@ -344,7 +343,7 @@ export class LongView {
     if (g?.favor?.length && g?.exact?.length) {
       const lastOf = (list) => list.at(-1);
       gen = ` The same evaluation generated ${n0(g.characters)} characters in Node after a ${n0(g.prompt)}-character prompt (blocks of ${g.block}, one method after the other): ` +
-        `in the last block, exact ${rate(lastOf(g.exact).charsPerSecond)} and FAVOR+ ${rate(lastOf(g.favor).charsPerSecond)} characters/s ` +
+        `in the last block, exact ${fmtRate(lastOf(g.exact).charsPerSecond)} and FAVOR+ ${fmtRate(lastOf(g.favor).charsPerSecond)} characters/s ` +
         `(${compareRates(lastOf(g.favor).charsPerSecond, lastOf(g.exact).charsPerSecond, 'FAVOR+', 'exact')}), with ${bytes(lastOf(g.exact).stateBytes)} of cache against ${bytes(lastOf(g.favor).stateBytes)} of state.`;
     }
     $('#long-bpc-note').textContent = `Precomputed by npm run eval:long (model/eval-long.mjs, the JS runner on favor-attention; ${r.cpu}, Node ${r.node}, ` +

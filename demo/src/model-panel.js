@@ -1,7 +1,7 @@
 // Model mode on the main thread: its controls (text, model, layer, head, exported W), the grid of
 // every head (exact A, framed by the approximation's error), the effect on the model (bits per
 // character, next-character predictions) and generation side by side.
-import { MASKED_COLOR, fmt } from './colors.js';
+import { MASKED_COLOR, fmt, fmtRate } from './colors.js';
 import { escapeHtml, shownChar } from './text.js';
 
 // A held-out passage: the first 256 characters of chapter 123 (the models never saw chapters
@@ -162,8 +162,8 @@ export class ModelPanel {
     };
     put($('#gen-exact'), msg.exact.text);
     put($('#gen-approx'), msg.approx.text);
-    $('#gen-exact-speed').textContent = `${fmt(msg.exact.charsPerSecond, 3)} characters/s`;
-    $('#gen-approx-speed').textContent = `${msg.label}: ${fmt(msg.approx.charsPerSecond, 3)} characters/s`;
+    $('#gen-exact-speed').textContent = `${fmtRate(msg.exact.charsPerSecond)} characters/s`;
+    $('#gen-approx-speed').textContent = `${msg.label}: ${fmtRate(msg.approx.charsPerSecond)} characters/s`;
   }
 }
 

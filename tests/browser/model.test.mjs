@@ -66,7 +66,12 @@ test('screenshot: docs/demo-model.png (a sharp head of the softmax model under F
     { width: 1366, height: 1000 });
   await page.click('#gen-run');
   await page.waitForFunction(() => document.querySelector('#gen-approx .gen-text')?.textContent.length === 60, null, { timeout: 60000 });
-  const box = await page.$eval('#hm-approx', (el) => { const r = el.getBoundingClientRect(); return { x: r.left + r.width * 0.55, y: r.top + r.height * 0.75 }; });
+  // the model view at the bottom of the window, under the lower part of the heatmaps; hover there
+  await page.$eval('#model-view', (el) => el.scrollIntoView({ block: 'end' }));
+  const box = await page.$eval('#hm-approx', (el) => {
+    const r = el.getBoundingClientRect(), top = Math.max(0, r.top);
+    return { x: r.left + r.width * 0.55, y: top + (r.bottom - top) * 0.6 };
+  });
   await page.mouse.move(box.x, box.y);
   await page.waitForFunction(() => /query .* → key /.test(document.querySelector('#readout').textContent));
   mkdirSync(shots, { recursive: true });

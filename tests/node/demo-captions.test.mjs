@@ -9,7 +9,7 @@ import {
   KERNEL_NOTES, STORY_NOTES, approxCaption, captionParts, codebookNote, diffLegend, featuresNote, identityNote, latencyLabel,
   modelTry, negativeNote, sharedLegend, storyKernelNote, syntheticHeadline, syntheticTry, timingRows, windowNote,
 } from '../../demo/src/captions.js';
-import { fmt } from '../../demo/src/colors.js';
+import { fmt, fmtRate } from '../../demo/src/colors.js';
 import { makeInputs } from '../../demo/src/inputs.js';
 import { DEFAULTS } from '../../demo/src/settings.js';
 import { loadFavor } from 'favor-attention';
@@ -259,4 +259,12 @@ test('the model story\'s suggestion names the other model of the pair, never the
     assert.match(text, /^type at the end of the text/);
     assert.match(text, model === 'performer' ? /choose the softmax model/ : /choose the performer model/);
   }
+});
+
+test('rates read as whole numbers from 100 on, never in powers of ten', () => {
+  assert.equal(fmtRate(1050.4), '1,050');
+  assert.equal(fmtRate(23456.7), '23,457');
+  assert.equal(fmtRate(100), '100');
+  assert.equal(fmtRate(99.46), '99.5');
+  assert.equal(fmtRate(4.2), '4.20');
 });
