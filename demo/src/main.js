@@ -109,7 +109,7 @@ function showMode(model) {
   $('#story-synthetic').hidden = $('#footer-synthetic').hidden = model;
   $('#footer-model').hidden = !model;
   $('#story').classList.toggle('synthetic', !model);
-  $('#grid-panel').hidden = $('#legend-grid').hidden = !model;
+  $('#grid-panel').hidden = $('#legend-grid').hidden = $('#hint-grid').hidden = !model;
   document.querySelector('.panels').classList.toggle('with-grid', model);
   document.querySelector('.legends').classList.toggle('with-grid', model);
 }

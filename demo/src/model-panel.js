@@ -23,11 +23,27 @@ const short = (x) => (!(x >= 0.01) ? '<.01' : x < 1 ? x.toFixed(2).slice(1) : x 
 const show = (c) => escapeHtml(shownChar(c));
 const quote = (chars, row) => chars.slice(Math.max(0, row - 15), row + 1).replace(/\n/g, '⏎');
 
+// The grid is one tab stop (the selected head's cell); arrow keys, Home and End move the focus
+// between cells as they are laid out (`columns` a row), Enter or Space inspects the focused head.
+// Returns the cell to focus, or null for a key that does not move.
+export function gridMove(index, key, { count, columns }) {
+  const to = { ArrowLeft: index - 1, ArrowRight: index + 1, ArrowUp: index - columns, ArrowDown: index + columns, Home: 0, End: count - 1 }[key];
+  return to === undefined ? null : Math.max(0, Math.min(count - 1, to));
+}
+
 export class ModelPanel {
   constructor({ onSelect, onGenerate }) {
     this.onSelect = onSelect;
     this.grid = $('#heads-grid');
     this.cells = [];
+    this.grid.addEventListener('keydown', (e) => {
+      const at = this.cells.indexOf(document.activeElement);
+      const to = at < 0 ? null : gridMove(at, e.key, { count: this.cells.length, columns: Number(this.grid.style.getPropertyValue('--heads')) || 4 });
+      if (to === null) return;
+      e.preventDefault();
+      this.cells.forEach((c, x) => { c.tabIndex = x === to ? 0 : -1; });
+      this.cells[to].focus();
+    });
     this.models = null;
     this.genKey = null;  // the settings the shown continuation was generated with
     $('#gen-run').addEventListener('click', () => {
@@ -95,9 +111,13 @@ export class ModelPanel {
         return b;
       });
     }
+    const focused = this.cells.indexOf(document.activeElement);
     overview.forEach((o, x) => {
       const b = this.cells[x], err = headError(o.errors);
-      b.setAttribute('aria-pressed', String(o.layer === params.layer && o.head === params.head));
+      const selected = o.layer === params.layer && o.head === params.head;
+      b.setAttribute('aria-pressed', String(selected));
+      // one tab stop: the focused cell while the focus is in the grid, else the selected head's
+      b.tabIndex = (focused >= 0 ? x === focused : selected) ? 0 : -1;
       b.style.borderColor = frameColor(err);
       b.title = `layer ${o.layer}, head ${o.head}: mean row KL(A‖Â) ${fmt(err)}, rel. Frobenius ${fmt(o.errors.relFrobenius)}; click to inspect it`;
       b.dataset.error = String(err);

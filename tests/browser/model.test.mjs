@@ -111,6 +111,21 @@ test('typing changes the heatmaps and the bits per character; layer and head sel
   // and by clicking a cell of the grid
   await page.click('#heads-grid button:nth-child(6)');
   await page.waitForFunction(() => window.__favorDemo.idle && document.querySelector('#layer').value === '1' && document.querySelector('#head').value === '1');
+  // and by the keyboard: the grid is one tab stop, the selected head's; arrows move, Enter inspects
+  const tabStops = await page.$$eval('#heads-grid button', (bs) => bs.map((b) => b.tabIndex));
+  assert.deepEqual(tabStops.map((t, x) => [x, t]).filter(([, t]) => t === 0), [[5, 0]], 'one tab stop: L1 H1');
+  await page.focus('#text');
+  await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate(() => document.activeElement.textContent.slice(0, 5)), 'L1 H1', 'Tab from the text enters the grid at the selected head');
+  for (const key of ['ArrowRight', 'ArrowRight', 'ArrowDown']) await page.keyboard.press(key);
+  assert.equal(await page.evaluate(() => document.activeElement.textContent.slice(0, 5)), 'L2 H3');
+  const n = await page.evaluate(() => window.__favorDemo.updates);
+  assert.equal(await page.evaluate(() => document.querySelector('#head').value), '1', 'moving the focus does not select');
+  await page.keyboard.press('Enter');
+  await settled(page, n);
+  await page.waitForFunction(() => document.querySelector('#layer').value === '2' && document.querySelector('#head').value === '3');
+  await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'hm-exact', 'Tab leaves the grid for the heatmaps');
   // the hover readout names the characters at (i, j)
   const box = await page.$eval('#hm-exact', (el) => { const r = el.getBoundingClientRect(); return { x: r.left + r.width * 0.6, y: r.top + r.height * 0.8 }; });
   await page.mouse.move(box.x, box.y);
