@@ -21,7 +21,15 @@ function frameColor(err) {
 // At most four characters, so that a cell's label never outgrows it.
 const short = (x) => (!(x >= 0.01) ? '<.01' : x < 1 ? x.toFixed(2).slice(1) : x < 10 ? x.toFixed(1) : x < 1000 ? x.toFixed(0) : '≥1k');
 const show = (c) => escapeHtml(shownChar(c));
-const quote = (chars, row) => chars.slice(Math.max(0, row - 15), row + 1).replace(/\n/g, '⏎');
+// The last characters up to the row, about 16, from the start of a word ("…because some play",
+// not "…ecause some play"), with an ellipsis where the text goes on before them.
+export function quote(chars, row) {
+  let start = Math.max(0, row - 15);
+  // the nearest word start at or before it: after a space or a newline, or the text's start
+  const word = start > 0 ? Math.max(chars.lastIndexOf(' ', start - 1), chars.lastIndexOf('\n', start - 1)) + 1 : 0;
+  if (start - word <= 8) start = word;
+  return `${start > 0 ? '…' : ''}${chars.slice(start, row + 1).replace(/\n/g, '⏎')}`;
+}
 
 // The grid is one tab stop (the selected head's cell); arrow keys, Home and End move the focus
 // between cells as they are laid out (`columns` a row), Enter or Space inspects the focused head.
@@ -146,7 +154,7 @@ export class ModelPanel {
     $('#bpc-approx').textContent = fmt(model.bpc.approx, 3);
     $('#bpc-exact').dataset.value = String(model.bpc.exact);
     $('#bpc-approx').dataset.value = String(model.bpc.approx);
-    $('#top-title').textContent = row === chars.length - 1 ? `what comes next after “…${quote(chars, row)}”` : `next after “…${quote(chars, row)}” (row ${row})`;
+    $('#top-title').textContent = row === chars.length - 1 ? `what comes next after “${quote(chars, row)}”` : `next after “${quote(chars, row)}” (row ${row})`;
     $('#top-title').dataset.row = String(row);
     const list = (top) => top.map((t) => `<code>${show(t.char)}</code> ${fmt(100 * t.p, 2)}%`).join('<br>');
     $('#top-exact').innerHTML = list(model.top.exact[row]);
