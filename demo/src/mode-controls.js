@@ -15,13 +15,13 @@ export function modeControls(state, { hasExported = false } = {}) {
   return {
     trainedW: {
       disabled: !hasExported || mode !== EXPORTED_W.kernel,
-      note: hasExported && state.trainedW && mode !== EXPORTED_W.kernel ? 'Not used: the exported W is for the positive kernel, the one the Performer was trained with.' : null,
+      note: hasExported && state.trainedW && mode !== EXPORTED_W.kernel ? 'Not used: the exported W is for the positive kernel, the one the model was trained with.' : null,
     },
     sampling: { disabled: codebook || exported, value: mode === 'performer-vq' ? 'orthogonal-fixed' : exported ? EXPORTED_W.sampling : state.sampling },
     samplingNote: mode === 'performer-vq'
       ? 'Fixed: with every ‖ω‖ = √d, FAVOR+ is exactly this codebook attention.'
       : codebook ? 'Not used: k-means codebook of the keys (seed: the feature seed).'
-        : exported ? `Not used, nor m and the feature seed: the Performer's exported W is its last training draw (${EXPORTED_W.sampling}, m = ${EXPORTED_W.m}); untick it above to draw features here.` : null,
+        : exported ? `Not used, nor m and the feature seed: the model's exported W is its last training draw (${EXPORTED_W.sampling}, m = ${EXPORTED_W.m}); untick it above to draw features here.` : null,
     // while the exported W is used, the m it has (the slider keeps the m it would draw)
     features: { disabled: exported, m: exported ? EXPORTED_W.m : state.m },
     temperature: { shown: mode === 'soft-vq', step: state.tempStep, text: fmtT(temperatureOf(state.tempStep)) },

@@ -112,7 +112,8 @@ function approximation(favor, model, p) {
       : Array.from({ length: layers }, (_, l) => favor.createFeatureMap({ dim: hd, features: p.m, kernel, sampling, seed: p.seed * layers + l })));
   }
   return { spec: { method: 'favor', featureMaps: mapCache.get(key) },
-    label: trained ? 'FAVOR+ with the exported W (the last training draw; positive, m = 64)' : `${kernel}, ${sampling}, m = ${p.m}` };
+    label: trained ? 'FAVOR+ with the exported W (the last training draw; positive, m = 64)'
+      : p.kernel === 'performer-vq' ? `Performer as soft VQ, C = W/√scale, orthogonal-fixed, m = ${p.m}` : `${kernel}, ${sampling}, m = ${p.m}` };
 }
 
 function bits(model, logits, ids) {

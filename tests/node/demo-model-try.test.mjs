@@ -87,4 +87,7 @@ test('the exported W stands in for the positive kernel only', () => {
   const label = (kernel) => computeModel(favor, models.get('performer'), { ...s, kernel, temperature: 1 }, {}).label;
   assert.match(label('positive'), /exported W/);
   for (const kernel of ['hyperbolic', 'oprf', 'performer-vq']) assert.doesNotMatch(label(kernel), /exported W/, kernel);
+  // and each approximation is named for what was chosen
+  assert.equal(label('hyperbolic'), 'hyperbolic, orthogonal, m = 256');
+  assert.equal(label('performer-vq'), 'Performer as soft VQ, C = W/√scale, orthogonal-fixed, m = 256');
 });

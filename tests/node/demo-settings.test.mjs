@@ -178,7 +178,7 @@ test('the Performer\'s exported W: used with the positive kernel only; while use
       assert.equal(f.sampling.disabled, used || isCodebook(kernel), `${kernel} tw=${tw}`);
       if (used) {
         assert.equal(f.sampling.value, 'orthogonal', 'the exported W\'s sampling is shown');
-        assert.match(f.samplingNote, /^Not used, nor m and the feature seed: the Performer's exported W is its last training draw \(orthogonal, m = 64\)/);
+        assert.match(f.samplingNote, /^Not used, nor m and the feature seed: the model's exported W is its last training draw \(orthogonal, m = 64\)/);
       } else if (!isCodebook(kernel)) {
         assert.equal(f.sampling.value, 'simplex', kernel);
         assert.equal(f.samplingNote, null, kernel);
