@@ -141,7 +141,7 @@ function onControl(key, event) {
   const t0 = Math.min(performance.now(), event?.timeStamp > 0 ? event.timeStamp : Infinity);
   const c = controls[key];
   const what = applyControl(state, key, { value: c.value, checked: c.checked }, { modelL: view?.L ?? null });
-  if (!what) return;
+  if (!what) { writeControls(); return; }  // a value it cannot take: the control shows the setting again
   writeControls();
   writeUrl();
   if (what === 'compute') requestCompute(t0);

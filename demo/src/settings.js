@@ -108,7 +108,9 @@ export function settingsQuery(s) {
 // A control's new value into the settings `s`: input is the control's { value, checked };
 // modelL the length of the model's drawn text (null when none is drawn). Returns 'draw' where
 // the panels only need drawing again (the log scale, the inspected row), 'compute' where they
-// need new matrices, or null for a value the settings cannot take (the control is left as typed).
+// need new matrices, or null for a value the settings cannot take (the page then writes the
+// control back as it was). The row is clamped into the text; on a model an empty row box goes back
+// to following the text's last character.
 export function applyControl(s, key, input, { modelL = null } = {}) {
   const model = s.pattern === 'model';
   if (key === 'L' || key === 'd' || key === 'm') s[key] = LISTS[key][Number(input.value)];
@@ -117,10 +119,11 @@ export function applyControl(s, key, input, { modelL = null } = {}) {
   else if (key === 'causal' || key === 'log' || key === 'trainedW') s[key] = input.checked;
   else if (key === 'text') { s.text = input.value; s.rowFollow = true; }
   else if (key === 'layer' || key === 'head') s[key] = Number(input.value);
+  else if (key === 'row' && model && String(input.value).trim() === '') s.rowFollow = true;
   else if (key === 'seed' || key === 'dataSeed' || key === 'row') {
-    const v = Math.floor(Number(input.value));
-    if (!Number.isFinite(v) || v < 0) return null;
-    s[key] = key === 'row' ? Math.min(v, (model && modelL ? modelL : s.L) - 1) : Math.min(v, 999999);
+    const v = String(input.value).trim() === '' ? NaN : Math.floor(Number(input.value));
+    if (!Number.isFinite(v) || (v < 0 && key !== 'row')) return null;
+    s[key] = key === 'row' ? Math.max(0, Math.min(v, (model && modelL ? modelL : s.L) - 1)) : Math.min(v, 999999);
     if (key === 'row') s.rowFollow = false;
   } else s[key] = input.value;
   // A codebook as large as the text gives every key its own codeword (exact): start smaller.

@@ -249,6 +249,14 @@ test('keyboard: heatmap cursor, row inspection, and settings restored from the U
   assert.equal(restored.shown.causal, true);
   assert.equal(restored.row, '2');
   assert.equal(restored.m, '32');
+  // a value the settings cannot take is written back as it was; a row past either end is clamped
+  for (const [sel, typed, shown] of [['#seed', '-3', '1'], ['#seed', '', '1'], ['#row', '-4', '0'], ['#row', '500', '63']]) {
+    await again.fill(sel, typed);
+    await again.press(sel, 'Enter');
+    await again.waitForFunction(([s, v]) => document.querySelector(s).value === v, [sel, shown], { timeout: 5000 });
+  }
+  await again.waitForFunction(() => window.__favorDemo.idle);
+  assert.equal(await again.evaluate(() => window.__favorDemo.shown.seed), 1);
   await again.close();
 });
 

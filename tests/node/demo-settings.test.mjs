@@ -102,12 +102,19 @@ test('a control into the settings: what it changes, what it clamps, what it refu
   assert.deepEqual([what, s.row, s.rowFollow], ['draw', 255, false]);
   [what, s] = apply(parseSettings(''), 'row', { value: '300' }, { modelL: 180 });
   assert.deepEqual([what, s.row, s.rowFollow], ['draw', 179, false]);
+  [what, s] = apply(synthetic(), 'row', { value: '-5' });
+  assert.deepEqual([what, s.row], ['draw', 0], 'a negative row clamps to 0 as a large one to the last');
+  // an empty box: on a model, back to following the text's last character; synthetic, refused
+  [what, s] = apply(parseSettings('?pattern=model&row=40'), 'row', { value: ' ' }, { modelL: 180 });
+  assert.deepEqual([what, s.rowFollow], ['draw', true]);
+  assert.equal(applyControl(synthetic(), 'row', { value: '' }), null);
+  assert.equal(applyControl(synthetic(), 'row', { value: 'abc' }), null);
   // Seeds: whole, at most 999999; a negative or non-number is refused and changes nothing.
   [, s] = apply(synthetic(), 'seed', { value: '12.9' });
   assert.equal(s.seed, 12);
   [, s] = apply(synthetic(), 'dataSeed', { value: '5000000' });
   assert.equal(s.dataSeed, 999999);
-  for (const value of ['-1', 'abc', 'NaN']) {
+  for (const value of ['-1', 'abc', 'NaN', '', ' ']) {
     const before = synthetic();
     const after = structuredClone(before);
     assert.equal(applyControl(after, 'seed', { value }), null, `seed '${value}'`);
