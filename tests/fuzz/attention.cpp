@@ -77,7 +77,7 @@ void fuzz_tensor_attention(Decoder& in, int method) {
     if (map_dim != s.d) valid = false;
     if (run("FeatureMap", false, [&] { map = make_map(in, map_dim, tame); }) != Outcome::ok) fail("FeatureMap: valid options rejected");
   } else if (method >= 4) {
-    co.assignment = assignment_of(in.pick(3));
+    co.assignment = pick_assignment(in);
     switch (in.pick(6)) {
       case 0: co.temperature = std::pow(10.0, in.p.ConsumeIntegralInRange<int>(-45, 30)); break;
       case 1: co.temperature = in.pick(2) ? 0.0 : -1.0; valid = false; break;

@@ -12,8 +12,8 @@ void fuzz_feature_map(Decoder& in) {
   favor::FeatureMapOptions o;
   o.dim = d;
   o.features = m;
-  o.kernel = kernel_of(in.pick(7));
-  o.sampling = sampling_of(in.pick(5));
+  o.kernel = pick_kernel(in);
+  o.sampling = pick_sampling(in);
   o.seed = in.p.ConsumeIntegral<std::uint64_t>();
   o.epsilon = in.pick(4) == 0 ? -1.0 : 1e-3;
   // Requests whose W alone (or an orthogonal d x d block) cannot be allocated must fail fast:

@@ -261,10 +261,13 @@ inline void expect(Outcome outcome, bool valid, bool tame, const char* what) {
     fail(std::string(what) + ": valid, tame arguments were rejected: " + g_last_error);
 }
 
-inline favor::Kernel kernel_of(int i) { return static_cast<favor::Kernel>(i % 7); }
+// How many names each enum has (tests/node/choices.test.mjs checks them against the core's
+// parse functions): a kernel, sampling or assignment added there is fuzzed once counted here.
+inline constexpr int kKernels = 7, kSamplings = 5, kAssignments = 3;
+inline favor::Kernel pick_kernel(Decoder& in) { return static_cast<favor::Kernel>(in.pick(kKernels)); }
 inline bool dense_exponential(favor::Kernel k) { return k == favor::Kernel::sderf || k == favor::Kernel::aderf; }
-inline favor::Sampling sampling_of(int i) { return static_cast<favor::Sampling>(i % 5); }
-inline favor::Assignment assignment_of(int i) { return static_cast<favor::Assignment>(i % 3); }
+inline favor::Sampling pick_sampling(Decoder& in) { return static_cast<favor::Sampling>(in.pick(kSamplings)); }
+inline favor::Assignment pick_assignment(Decoder& in) { return static_cast<favor::Assignment>(in.pick(kAssignments)); }
 
 // relu with epsilon 0 gives a zero row where a query's features and every visible key's have
 // disjoint supports (0/0). So does a tiny epsilon (below 1e-6, e.g. a subnormal 1e-45) when the
@@ -280,7 +283,7 @@ inline Signs signs_of(const favor::FeatureMap& map) {
 
 // A feature map from the input: sampled (sometimes with an extreme seed) or explicit.
 inline std::unique_ptr<favor::FeatureMap> make_map(Decoder& in, Index d, bool& tame) {
-  const favor::Kernel kernel = kernel_of(in.pick(7));
+  const favor::Kernel kernel = pick_kernel(in);
   double epsilon = 1e-3;
   switch (in.pick(5)) {
     case 0: epsilon = 0.0; break;
@@ -291,13 +294,13 @@ inline std::unique_ptr<favor::FeatureMap> make_map(Decoder& in, Index d, bool& t
   if (in.pick(4) == 0) {
     Matrix w = in.matrix(m, d, false);
     tame = tame && max_abs(w) <= 1e2;
-    return std::make_unique<favor::FeatureMap>(kernel, std::move(w), epsilon, sampling_of(in.pick(5)));
+    return std::make_unique<favor::FeatureMap>(kernel, std::move(w), epsilon, pick_sampling(in));
   }
   favor::FeatureMapOptions o;
   o.dim = d;
   o.features = m;
   o.kernel = kernel;
-  o.sampling = sampling_of(in.pick(5));
+  o.sampling = pick_sampling(in);
   o.seed = in.flag() ? in.p.ConsumeIntegral<std::uint64_t>() : in.p.ConsumeIntegralInRange<std::uint64_t>(0, 9);
   o.epsilon = epsilon;
   return std::make_unique<favor::FeatureMap>(o);

@@ -86,7 +86,7 @@ void fuzz_one_head(Decoder& in) {
       const Matrix cb = in.matrix(c, in.pick(10) == 0 ? d + 1 : d);
       favor::CodebookOptions co;
       static_cast<favor::AttentionOptions&>(co) = fo;
-      co.assignment = assignment_of(in.pick(3));
+      co.assignment = pick_assignment(in);
       co.chunk = fo.chunk;
       co.temperature = in.flag() ? std::pow(10.0, in.p.ConsumeIntegralInRange<int>(-45, 30)) : 0.5;
       tame = tame && cb.allFinite() && max_abs(cb) <= kTame;

@@ -37,7 +37,7 @@ void fuzz_state_and_groups(Decoder& in) {
   } else if (method == 2) {
     book = in.matrix(1 + in.pick(8), d, false);
     so.codebook = {book.data(), {book.rows(), d}};
-    so.assignment = assignment_of(in.pick(3));
+    so.assignment = pick_assignment(in);
   }
   if (method == 0 && in.flag()) so.window = 1 + static_cast<Index>(in.pick(static_cast<int>(L) + 2));  // < L or not
   if (in.pick(8) == 0) {
