@@ -49,6 +49,14 @@ function refused(call) {
   assert.fail('an unknown name was accepted');
 }
 
+// The option values of a <select> of the page.
+async function menu(id) {
+  const html = await read('demo/index.html');
+  const start = html.indexOf(`<select id="${id}"`);
+  assert.ok(start >= 0, `#${id} in demo/index.html`);
+  return [...html.slice(start, html.indexOf('</select>', start)).matchAll(/<option value="([^"]+)"/g)].map((m) => m[1]);
+}
+
 // The fuzzer's count of each enum's names.
 async function fuzzed(name) {
   const m = new RegExp(`\\b${name} = (\\d+)`).exec(await read('tests/fuzz/fuzz.hpp'));
@@ -68,6 +76,7 @@ test('kernels: the core, the API, its declarations and the page name the same on
   assert.deepEqual(cpp.listed, api);
   assert.deepEqual(await declared('Kernel'), api);
   assert.deepEqual(FEATURE_KERNELS, api);
+  assert.deepEqual(await menu('kernel'), [...api, ...Object.keys(CODEBOOK_MODES)], 'the page\'s kernel menu');
   const header = await read('include/favor/feature_map.hpp');
   assert.deepEqual(/enum class Kernel \{([^}]+)\}/.exec(header)[1].split(',').map((s) => s.trim()), api.map((k) => k.replace(/-/g, '_')));
   assert.equal(await fuzzed('kKernels'), api.length);
@@ -81,6 +90,7 @@ test('samplings: the same ones everywhere', async () => {
   assert.deepEqual(cpp.listed, api);
   assert.deepEqual(await declared('Sampling'), api);
   assert.deepEqual(SAMPLINGS, api);
+  assert.deepEqual(await menu('sampling'), api, 'the page\'s sampling menu');
   assert.equal(await fuzzed('kSamplings'), api.length);
   for (const sampling of api) favor.createFeatureMap({ dim: 4, features: 4, sampling, seed: 1 }).dispose();
 });
