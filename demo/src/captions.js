@@ -3,6 +3,7 @@
 // result and its parameters). main.js puts them on the page; tests/node/demo-captions.test.mjs
 // reads each sentence against what it describes.
 import { fmt } from './colors.js';
+import { DRAWS } from './draws.js';
 import { MODE_NAMES, fmtT } from './modes.js';
 
 // What each feature kernel's estimate is, in a few words.
@@ -185,13 +186,20 @@ export function latencyLabel({ first, fresh }) {
 
 // The timings table's rows: [name, milliseconds, note ('cached' or ''), title].
 export function timingRows(t, drawMs, { model, codebook }) {
+  const rows = computeRows(t, { model, codebook });
+  if (t.spread !== undefined) {
+    rows.push([`Â over ${DRAWS} draws`, t.spread, '', `the selected head's Â under ${DRAWS} draws of ${codebook?.assignment === 'gaussian' || !codebook ? 'W' : 'k-means'}: range and mean of each entry`]);
+  }
+  return [...rows, ['draw every panel', drawMs]];
+}
+
+function computeRows(t, { model, codebook }) {
   if (model) {
     return [
       ['model, exact attention', t.inputs, t.forwardCached ? 'cached' : '', 'the forward pass on the text with exact attention in every layer, keeping each layer\'s q, k, v (dense layers by favor.matmul)'],
       ['model, approximation', t.approxModel, '', 'the forward pass with the approximation substituted in every layer'],
       ['every head: A, Â, errors', t.overview, '', 'attentionMatrix and the approximate matrix of every layer (4 heads per call), compare per head'],
       ['selected head: outputs', t.headOutput, '', 'exactAttention and the approximation on the selected head, output relative error'],
-      ['draw every panel', drawMs],
     ];
   }
   if (codebook) {
@@ -206,7 +214,6 @@ export function timingRows(t, drawMs, { model, codebook }) {
       ['compare, output error', t.errors],
       ...(codebook.identity ? [['FAVOR+ check (Â, out)', t.identity, '', 'favorAttentionMatrix and favorAttention with the same W, and the max differences']] : []),
       ['PCA, nearest codeword', t.pca, '', 'top-2 principal axes of the keys (JS, cached per input), projections, nearest codeword of every key (JS, or one attentionMatrix call when large)'],
-      ['draw every panel', drawMs],
     ];
   }
   return [
@@ -217,6 +224,5 @@ export function timingRows(t, drawMs, { model, codebook }) {
     ['out (exactAttention)', t.exactOutput],
     ['out (favorAttention)', t.favorOutput],
     ['compare, output error', t.errors],
-    ['draw every panel', drawMs],
   ];
 }

@@ -6,7 +6,8 @@ import { loadFavor } from '../../web/browser.js';
 import { makeInputs } from './inputs.js';
 import { principalAxes, project, nearestCodewords } from './pca.js';
 import { LONG_MODEL } from './long-model.js';
-import { HEATMAP_WINDOW, computeModel, cropWindow, generate, generateBlock, loadManifest, loadModel, startLongGeneration } from './model-view.js';
+import { HEATMAP_WINDOW, computeModel, cropWindow, generate, generateBlock, loadManifest, loadModel, modelDraws, startLongGeneration } from './model-view.js';
+import { spreadOfDraws } from './draws.js';
 import { heartbeat } from './load-watch.js';
 import { CODEBOOK_MODES } from './modes.js';
 
@@ -60,7 +61,26 @@ function compute(p) {
     outputRelError: favor.outputRelativeError(out, outHat),
   }));
   Object.assign(timings, { exactMatrix: tA, approxMatrix: tAhat, exactOutput: tOut, favorOutput: tOutHat, errors: tCompare });
-  return { A: A.data, Ahat: Ahat.data, errors, timings, ...countInvalid(Ahat.data, L, causal), numFeatures: featureMap.numFeatures };
+  const spread = p.spread ? timedSpread(timings, (t) => (t === 0 ? Ahat.data : withMap(
+    favor.createFeatureMap({ dim: d, features: m, kernel, sampling, seed: seed + t }),
+    (map) => favor.favorAttentionMatrix(Q, K, { featureMap: map, causal }).data))) : null;
+  return { A: A.data, Ahat: Ahat.data, errors, timings, ...countInvalid(Ahat.data, L, causal), numFeatures: featureMap.numFeatures, spread };
+}
+
+// A feature map used once, then freed.
+function withMap(map, fn) {
+  try {
+    return fn(map);
+  } finally {
+    map.dispose();
+  }
+}
+
+// The row inspector's spread of Â over draws (draws.js), timed.
+function timedSpread(timings, approxOf) {
+  const [spread, ms] = timed(() => spreadOfDraws(approxOf));
+  timings.spread = ms;
+  return spread;
 }
 
 function cachedMap(d, m, kernel, sampling, seed, timings) {
@@ -163,9 +183,16 @@ function computeCodebook(p, assignment, Q, K, V, timings) {
     explained: pca.total > 0 ? pca.variances.map((x) => x / pca.total) : [0, 0],
   };
   timings.pca = performance.now() - t2;
+  const spread = p.spread ? timedSpread(timings, (t) => {
+    if (t === 0) return Ahat.data;
+    const book = assignment === 'gaussian'
+      ? withMap(favor.createFeatureMap({ dim: d, features: m, kernel: 'positive', sampling: 'orthogonal-fixed', seed: seed + t }), (map) => favor.codebookFromFeatureMap(map))
+      : favor.kmeans(K, { clusters, seed: seed + t });
+    return favor.codebookAttentionMatrix(Q, K, { ...options, codebook: book }).data;
+  }) : null;
   return {
     A: A.data, Ahat: Ahat.data, errors, timings, ...countInvalid(Ahat.data, L, causal),
-    numFeatures: clusters, codebook: { clusters, capped: clusters < m, assignment, identity, view },
+    numFeatures: clusters, codebook: { clusters, capped: clusters < m, assignment, identity, view }, spread,
   };
 }
 
@@ -185,8 +212,11 @@ function computeModelResult(model, p) {
   timings.headOutput = performance.now() - t0;
   // The errors above cover the whole text; the heatmaps get the last HEATMAP_WINDOW positions.
   const W = Math.min(L, HEATMAP_WINDOW), drawn = W < L ? [cropWindow(r.A, L, L - W), cropWindow(r.Ahat, L, L - W)] : [r.A, r.Ahat];
+  // the exported W is one draw: no spread ({ single: true })
+  let spread = null;
+  if (p.spread) [spread, timings.spread] = timed(() => modelDraws(favor, model, p, r) ?? { single: true });
   return {
-    A: drawn[0], Ahat: drawn[1], errors, timings, ...countInvalid(drawn[1], W, true, true),
+    A: drawn[0], Ahat: drawn[1], errors, timings, ...countInvalid(drawn[1], W, true, true), spread,
     numFeatures: spec.method === 'favor' ? spec.featureMaps[p.layer].numFeatures : spec.clusters,
     params: { ...p, L: W, d: r.d, causal: true },
     model: { ...r.extras, models: manifestSummary },
@@ -279,7 +309,8 @@ self.onmessage = async (event) => {
   try {
     const result = params.pattern === 'model' ? computeModelResult(await modelFor(params), params) : compute(params);
     result.timings.worker = performance.now() - t0;
-    postMessage({ type: 'result', id, params, ...result }, [result.A.buffer, result.Ahat.buffer]);
+    const spread = result.spread?.lo ? [result.spread.lo.buffer, result.spread.hi.buffer, result.spread.mean.buffer] : [];
+    postMessage({ type: 'result', id, params, ...result }, [result.A.buffer, result.Ahat.buffer, ...spread]);
   } catch (e) {
     postMessage({ type: 'error', id, message: String(e?.message ?? e), field: e?.field });
   }

@@ -59,7 +59,7 @@ const controls = {
   L: $('#L'), d: $('#d'), m: $('#m'), scale: $('#scale'), pattern: $('#pattern'), dataSeed: $('#dataSeed'),
   causal: $('#causal'), kernel: $('#kernel'), sampling: $('#sampling'), seed: $('#seed'), log: $('#log'), row: $('#row'),
   temperature: $('#temperature'), text: $('#text'), model: $('#model'), layer: $('#layer'), head: $('#head'),
-  trainedW: $('#trainedW'),
+  trainedW: $('#trainedW'), spread: $('#spread'),
 };
 controls.temperature.min = String(TEMP_RANGE[0]);
 controls.temperature.max = String(TEMP_RANGE[1]);
@@ -84,6 +84,7 @@ function writeControls() {
   controls.pattern.title = PATTERNS[state.pattern] ?? MODEL_TITLE;
   if (controls.text.value !== state.text) controls.text.value = state.text;
   controls.trainedW.checked = state.trainedW;
+  controls.spread.checked = state.spread;
   controls.model.value = state.model;
   controls.layer.value = String(state.layer);
   controls.head.value = String(state.head);
@@ -249,8 +250,8 @@ Object.defineProperty(metrics, 'idle', { get: () => compute.idle });
 Object.defineProperty(metrics, 'shown', { get: () => view?.params ?? null });
 
 function computeParams() {
-  const { L, d, m, kernel, sampling, causal, scale, pattern, seed, dataSeed, text, model, layer, head, trainedW } = state;
-  return { L, d, m, kernel, sampling, causal, scale, pattern, seed, dataSeed, temperature: temperatureOf(state.tempStep),
+  const { L, d, m, kernel, sampling, causal, scale, pattern, seed, dataSeed, text, model, layer, head, trainedW, spread } = state;
+  return { L, d, m, kernel, sampling, causal, scale, pattern, seed, dataSeed, spread, temperature: temperatureOf(state.tempStep),
     ...(pattern === 'model' && { text, model, layer, head, trainedW }) };
 }
 // What a generation depends on: when it changes, the shown continuation no longer belongs to the text.
@@ -312,7 +313,7 @@ heatmaps.exact = new Heatmap($('#hm-exact'), { onHover, onSelect, name: 'A' });
 heatmaps.approx = new Heatmap($('#hm-approx'), { onHover, onSelect, name: 'Â' });
 heatmaps.diff = new Heatmap($('#hm-diff'), { onHover, onSelect, name: 'A − Â' });
 const pcaView = new PcaView($('#pca-plot'), $('#pca-note'));
-const inspector = new RowInspector({ svg: $('#row-plot'), sub: $('#inspector-sub'), legend: $('#row-legend'), onHover: (h) => setHover(h) });
+const inspector = new RowInspector({ svg: $('#row-plot'), sub: $('#inspector-sub'), legend: $('#row-legend'), spreadNote: $('#spread-note'), onHover: (h) => setHover(h) });
 const modelPanel = new ModelPanel({
   onSelect: (layer, head) => {
     state.layer = layer;
@@ -462,7 +463,7 @@ function drawTimings(t, drawMs, latency, fresh, codebook) {
 function drawInspector() {
   if (!view) return;
   const i = Math.min(shownRow(), view.L - 1);
-  inspector.draw({ view, i, log: setting('log'), rows: result?.model?.rows, j: hover ? hover[1] : null });
+  inspector.draw({ view, i, log: setting('log'), rows: result?.model?.rows, j: hover ? hover[1] : null, spread: result?.spread });
 }
 
 function setHover(h, fromRedraw = false) {

@@ -5,6 +5,7 @@
 // exact attention and with the approximation in every layer; generation side by side; and the
 // long-text view's generation (exact cache and FAVOR+ state of long-performer, block by block).
 import { CharModel, modelSizeError, verifyModelFile } from '../../model/runner.js';
+import { spreadOfDraws } from './draws.js';
 import { usesExportedW } from './modes.js';
 import { rowKL } from './row-kl.js';
 
@@ -114,6 +115,30 @@ function approximation(favor, model, p) {
   return { spec: { method: 'favor', featureMaps: mapCache.get(key) },
     label: trained ? 'FAVOR+ with the exported W (the last training draw; positive, m = 64)'
       : p.kernel === 'performer-vq' ? `Performer as soft VQ, C = W/√scale, orthogonal-fixed, m = ${p.m}` : `${kernel}, ${sampling}, m = ${p.m}` };
+}
+
+// The selected head's Â under DRAWS draws of the approximation (draws.js): the feature seed shown
+// and the next ones, seeded per layer as approximation() seeds them, so that draw 0 is the Â shown.
+// r is computeModel's result; null where there is one draw only (the exported W).
+export function modelDraws(favor, model, p, r) {
+  if (usesExportedW(p, model.projections.length > 0)) return null;
+  const { Q, K, L, d, offset, spec } = r;
+  const layers = model.layers;
+  const approxOf = (t) => {
+    if (t === 0) return r.Ahat;
+    if (spec.method === 'codebook') {
+      const codebook = favor.kmeans(K, { clusters: Math.min(spec.clusters, L), seed: spec.seed + t });
+      return favor.codebookAttentionMatrix(Q, K, { codebook, assignment: spec.assignment, temperature: spec.temperature, causal: true }).data;
+    }
+    const map = favor.createFeatureMap({ dim: d, features: p.m, kernel: p.kernel === 'performer-vq' ? 'positive' : p.kernel,
+      sampling: p.kernel === 'performer-vq' ? 'orthogonal-fixed' : p.sampling, seed: (p.seed + t) * layers + p.layer });
+    try {
+      return favor.favorAttentionMatrix(Q, K, { featureMap: map, causal: true }).data;
+    } finally {
+      map.dispose();
+    }
+  };
+  return spreadOfDraws(approxOf, (a) => (offset > 0 ? cropWindow(a, L, offset) : a));
 }
 
 function bits(model, logits, ids) {

@@ -25,7 +25,7 @@ const STUDY_MMAX = [64, 256, 512, 1024, 2048];
 // character, so the predictions are what comes next.
 export const DEFAULTS = {
   L: 256, d: 64, m: 256, kernel: 'positive', sampling: 'orthogonal', tempStep: 0, causal: false, scale: 0.5,
-  pattern: 'model', seed: 1, dataSeed: 0, log: null, row: 128, rowFollow: true,
+  pattern: 'model', seed: 1, dataSeed: 0, log: null, row: 128, rowFollow: true, spread: false,
   studyKernels: ['positive'], studySamplings: ['iid', 'orthogonal', 'orthogonal-fixed'], studySet: 'grid', studySeeds: null, studyMmax: null, studyMetric: null, studyHeads: 'all', genN: 60,
   text: DEFAULT_TEXT, model: 'softmax', layer: 2, head: 1, trainedW: true, longN: LONG_LIMITS.default,
 };
@@ -66,6 +66,7 @@ export function parseSettings(search) {
   if (q.has('tw')) s.trainedW = q.get('tw') !== '0';
   if (q.has('causal')) s.causal = q.get('causal') === '1' || q.get('causal') === 'true';
   if (q.has('log')) s.log = q.get('log') === '1' || q.get('log') === 'true';
+  s.spread = q.get('spread') === '1';
   const scale = Number(q.get('scale'));
   if (q.has('scale') && scale >= 0.05 && scale <= 1.5) s.scale = Math.round(scale * 20) / 20;
   s.seed = intIn(q.get('seed'), 0, 999999) ?? s.seed;
@@ -97,7 +98,7 @@ export function settingsQuery(s) {
     ...(model && { model: s.model, layer: s.layer, head: s.head }),
     m: s.m, kernel: s.kernel, sampling: s.sampling, temp: fmtT(temperatureOf(s.tempStep)),
     ...(!model && { L: s.L, d: s.d, causal: s.causal ? 1 : 0, scale: s.scale.toFixed(2), data: s.dataSeed }),
-    seed: s.seed, ...(s.log !== null && { log: s.log ? 1 : 0 }), ...(!(model && s.rowFollow) && { row: s.row }),
+    seed: s.seed, ...(s.log !== null && { log: s.log ? 1 : 0 }), ...(!(model && s.rowFollow) && { row: s.row }), ...(s.spread && { spread: 1 }),
     skernels: s.studyKernels.join(','), ssamplings: s.studySamplings.join(','), sset: s.studySet, ...(s.studySeeds !== null && { sseeds: s.studySeeds }),
     ...(s.studyMmax !== null && { smax: s.studyMmax }), ...(s.studyMetric !== null && { smetric: s.studyMetric }),
     ...(model && { tw: s.trainedW ? 1 : 0, sheads: s.studyHeads, gen: s.genN, ...(s.longN !== DEFAULTS.longN && { long: s.longN }) }),
@@ -116,7 +117,7 @@ export function applyControl(s, key, input, { modelL = null } = {}) {
   if (key === 'L' || key === 'd' || key === 'm') s[key] = LISTS[key][Number(input.value)];
   else if (key === 'temperature') s.tempStep = Math.round(Number(input.value));
   else if (key === 'scale') s.scale = Math.round(Number(input.value) * 20) / 20;
-  else if (key === 'causal' || key === 'log' || key === 'trainedW') s[key] = input.checked;
+  else if (key === 'causal' || key === 'log' || key === 'trainedW' || key === 'spread') s[key] = input.checked;
   else if (key === 'text') { s.text = input.value; s.rowFollow = true; }
   else if (key === 'layer' || key === 'head') s[key] = Number(input.value);
   else if (key === 'row' && model && String(input.value).trim() === '') s.rowFollow = true;

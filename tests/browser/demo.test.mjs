@@ -260,6 +260,36 @@ test('keyboard: heatmap cursor, row inspection, and settings restored from the U
   await again.close();
 });
 
+test('the row inspector over 16 draws: a band and its mean, what they say of the row, in the URL and the timings', { skip }, async () => {
+  const page = await openPage('?pattern=gaussian&L=128&d=32&m=64');
+  await settle(page);
+  assert.equal(await page.textContent('#spread-note'), '', 'nothing said before it is asked for');
+  const before = await page.evaluate(() => window.__favorDemo.updates);
+  await page.click('#spread');
+  await settle(page, `&& window.__favorDemo.updates > ${before} && window.__favorDemo.shown.spread === true`);
+  const r = await page.evaluate(() => ({
+    note: document.querySelector('#spread-note').textContent,
+    sub: document.querySelector('#inspector-sub').textContent,
+    bands: document.querySelectorAll('#row-plot path[fill-opacity]').length,
+    legend: document.querySelector('#row-legend').textContent,
+    timing: [...document.querySelectorAll('#timings th')].some((th) => th.textContent === 'Â over 16 draws'),
+  }));
+  const m = /^A inside the 16 draws' range for (\d+) of 128 keys; KL\(A_i ‖ their mean\) = ([\d.·⁻]+), one draw's ([\d.·⁻]+)$/.exec(r.note);
+  assert.ok(m, r.note);
+  assert.ok(Number(m[1]) > 64, `A inside for ${m[1]} keys`);
+  assert.ok(r.sub.includes(`KL(A_i ‖ Â_i) = ${m[3]}`), `one draw's KL is the inspector's: ${r.sub}`);
+  assert.equal(r.bands, 1);
+  assert.match(r.legend, /Â\[64, :\] over 16 draws: mean, and their range/);
+  assert.ok(r.timing, 'the timings table counts the draws');
+  await page.waitForFunction(() => /[?&]spread=1(&|$)/.test(location.search), null, { timeout: 5000 });
+  // off again: no band, no note
+  await page.click('#spread');
+  await settle(page, '&& window.__favorDemo.shown.spread === false');
+  assert.equal(await page.$$eval('#row-plot path[fill-opacity]', (p) => p.length), 0);
+  assert.equal(await page.textContent('#spread-note'), '');
+  await page.close();
+});
+
 // Everything a codebook mode shows, read at once.
 async function codebookView(page) {
   return page.evaluate(() => ({

@@ -148,6 +148,11 @@ test('generation continues the text with exact and approximated attention', asyn
   assert.ok(out.prompt.startsWith('…') && out.prompt.length > 10, `the prompt's tail: ${out.prompt}`);
   await page.waitForFunction(() => location.search.includes('gen=30'));
   assert.match(out.speed, /exported W.*characters\/s/);
+  // the exported W is one draw: the inspector says so instead of drawing a spread
+  await page.click('#spread');
+  await page.waitForFunction(() => window.__favorDemo.idle && window.__favorDemo.shown.spread === true);
+  await page.waitForFunction(() => /^the exported W is one draw/.test(document.querySelector('#spread-note').textContent));
+  assert.equal(await page.$$eval('#row-plot path[fill-opacity]', (p) => p.length), 0);
   assert.deepEqual(problems, []);
   await page.close();
 });

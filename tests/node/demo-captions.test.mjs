@@ -168,6 +168,10 @@ test('timings: a row per step of what was computed, each with its time or "cache
         ...(identity ? ['FAVOR+ check (Â, out)'] : []), 'PCA, nearest codeword', 'draw every panel']);
     }
   }
+  // the spread over draws, where it was asked for: one more row before the drawing
+  check(timingRows({ ...t, spread: 30 }, 0.25, {}), ['inputs Q, K, V (JS)', 'W (createFeatureMap)', 'A (attentionMatrix)', 'Â (favorAttentionMatrix)',
+    'out (exactAttention)', 'out (favorAttention)', 'compare, output error', 'Â over 16 draws', 'draw every panel']);
+  assert.match(timingRows({ ...t, spread: 30 }, 0.25, { codebook: { assignment: 'hard' } }).at(-2)[3], /16 draws of k-means/);
   const cached = timingRows({ ...t, inputs: 0, mapCached: true }, 0.25, {});
   assert.deepEqual(cached.slice(0, 2).map((r) => r[2]), ['cached', 'cached']);
   assert.equal(timingRows({ ...t, forwardCached: true }, 0.25, { model: {} })[0][2], 'cached');

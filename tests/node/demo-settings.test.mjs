@@ -195,3 +195,14 @@ test('the Performer\'s exported W: used with the positive kernel only; while use
   // synthetic inputs never use it
   assert.equal(modeControls(parseSettings('?pattern=gaussian&kernel=positive&tw=1'), { hasExported: true }).features.disabled, false);
 });
+
+test('the inspector\'s spread over draws: off by default and unwritten; on, in the URL and back', () => {
+  for (const pattern of ['model', 'gaussian']) {
+    const s = parseSettings(`?pattern=${pattern}`);
+    assert.equal(s.spread, false);
+    assert.equal(new URLSearchParams(settingsQuery(s)).has('spread'), false);
+    assert.equal(applyControl(s, 'spread', { checked: true }), 'compute', 'the draws are computed in the worker');
+    assert.equal(new URLSearchParams(settingsQuery(s)).get('spread'), '1');
+    assert.equal(parseSettings(settingsQuery(s)).spread, true);
+  }
+});
