@@ -69,46 +69,48 @@ before(async () => { favor = await loadFavor({ threads: 1 }); });
 
 const tensor = (rows, cols) => ({ data: new Float32Array(rows * cols).fill(0.5), dims: [rows, cols] });
 
-test('kernels: the core, the API, its declarations and the page name the same ones', async () => {
-  const api = refused(() => favor.createFeatureMap({ dim: 4, features: 4, kernel: 'nope' }));
-  const cpp = await cppNames('src/favor/features/feature_map.cpp', 'parse_kernel');
-  assert.deepEqual(cpp.parsed, api);
-  assert.deepEqual(cpp.listed, api);
-  assert.deepEqual(await declared('Kernel'), api);
-  assert.deepEqual(FEATURE_KERNELS, api);
-  assert.deepEqual(await menu('kernel'), [...api, ...Object.keys(CODEBOOK_MODES)], 'the page\'s kernel menu');
+const q = tensor(3, 4), codebook = tensor(2, 4);
+// Each option: how the API is called with a name (`use`), the core's parse function, the
+// declared type, the fuzzer's count and what the page offers of it (undefined: not offered).
+const OPTIONS = {
+  kernel: {
+    use: (kernel) => favor.createFeatureMap({ dim: 4, features: 4, kernel, seed: 1 }).dispose(),
+    cpp: ['src/favor/features/feature_map.cpp', 'parse_kernel'], type: 'Kernel', fuzz: 'kKernels',
+    page: async () => [FEATURE_KERNELS, (await menu('kernel')).filter((k) => !(k in CODEBOOK_MODES))],
+  },
+  sampling: {
+    use: (sampling) => favor.createFeatureMap({ dim: 4, features: 4, sampling, seed: 1 }).dispose(),
+    cpp: ['src/favor/features/projection.cpp', 'parse_sampling'], type: 'Sampling', fuzz: 'kSamplings',
+    page: async () => [SAMPLINGS, await menu('sampling')],
+  },
+  assignment: {
+    use: (assignment) => favor.codebookAttention(q, q, q, { codebook, assignment }),
+    cpp: ['src/favor/engine/codebook.cpp', 'parse_assignment'], type: 'Assignment', fuzz: 'kAssignments',
+    page: async () => [Object.values(CODEBOOK_MODES)],  // the page's codebook modes, one per assignment
+  },
+  method: {
+    use: (method) => favor.createCausalState({ method, ...(method === 'favor' && { featureMap: map }), ...(method === 'codebook' && { codebook }) }).dispose(),
+    cpp: ['src/favor/tensor/causal_state.cpp', 'parse_state_method'], type: 'StateMethod',
+  },
+};
+let map;
+
+for (const [option, o] of Object.entries(OPTIONS)) {
+  test(`${option}: the core, the API, its declarations, the fuzzer and the page name the same ones`, async () => {
+    map ??= favor.createFeatureMap({ dim: 4, features: 4, seed: 1 });
+    const api = refused(() => o.use('nope'));
+    const cpp = await cppNames(...o.cpp);
+    assert.deepEqual(cpp.parsed, api, 'the core parses');
+    assert.deepEqual(cpp.listed, api, 'the core\'s error lists');
+    assert.deepEqual(await declared(o.type), api, 'index.d.ts');
+    if (o.fuzz) assert.equal(await fuzzed(o.fuzz), api.length, 'the fuzzer draws');
+    for (const offered of (await o.page?.()) ?? []) assert.deepEqual(offered, api, 'the page offers');
+    for (const name of api) o.use(name);
+  });
+}
+
+test('the core\'s Kernel enum is in the order of the names', async () => {
+  const api = refused(() => OPTIONS.kernel.use('nope'));
   const header = await read('include/favor/feature_map.hpp');
-  assert.deepEqual(/enum class Kernel \{([^}]+)\}/.exec(header)[1].split(',').map((s) => s.trim()), api.map((k) => k.replace(/-/g, '_')));
-  assert.equal(await fuzzed('kKernels'), api.length);
-  for (const kernel of api) favor.createFeatureMap({ dim: 4, features: 4, kernel, seed: 1 }).dispose();
-});
-
-test('samplings: the same ones everywhere', async () => {
-  const api = refused(() => favor.createFeatureMap({ dim: 4, features: 4, sampling: 'nope' }));
-  const cpp = await cppNames('src/favor/features/projection.cpp', 'parse_sampling');
-  assert.deepEqual(cpp.parsed, api);
-  assert.deepEqual(cpp.listed, api);
-  assert.deepEqual(await declared('Sampling'), api);
-  assert.deepEqual(SAMPLINGS, api);
-  assert.deepEqual(await menu('sampling'), api, 'the page\'s sampling menu');
-  assert.equal(await fuzzed('kSamplings'), api.length);
-  for (const sampling of api) favor.createFeatureMap({ dim: 4, features: 4, sampling, seed: 1 }).dispose();
-});
-
-test('codebook assignments and causal-state methods: the same ones everywhere', async () => {
-  const q = tensor(3, 4), codebook = tensor(2, 4);
-  const assignments = refused(() => favor.codebookAttention(q, q, q, { codebook, assignment: 'nope' }));
-  const cppA = await cppNames('src/favor/engine/codebook.cpp', 'parse_assignment');
-  assert.deepEqual(cppA.parsed, assignments);
-  assert.deepEqual(cppA.listed, assignments);
-  assert.deepEqual(await declared('Assignment'), assignments);
-  assert.deepEqual(Object.values(CODEBOOK_MODES), assignments, 'the page\'s codebook modes, one per assignment');
-  assert.equal(await fuzzed('kAssignments'), assignments.length);
-  for (const assignment of assignments) favor.codebookAttention(q, q, q, { codebook, assignment });
-
-  const methods = refused(() => favor.createCausalState({ method: 'nope' }));
-  const cppM = await cppNames('src/favor/tensor/causal_state.cpp', 'parse_state_method');
-  assert.deepEqual(cppM.parsed, methods);
-  assert.deepEqual(cppM.listed, methods);
-  assert.deepEqual(await declared('StateMethod'), methods);
+  assert.deepEqual(/enum class Kernel \{([^}]+)\}/.exec(header)[1].split(',').map((x) => x.trim()), api);
 });
