@@ -1,7 +1,7 @@
 // The approximation is random: W (or k-means' start) is one draw of many. For the row inspector,
 // the selected head's Â under DRAWS draws (the feature seed shown and the next ones), summarized
-// entry by entry: the smallest, the largest and the mean. Runs in the compute worker; `favor` is
-// passed in, so that Node tests run it on the same inputs.
+// entry by entry: the smallest, the largest and the mean. Pure: the compute worker (and
+// model-view.js modelDraws) hand it each draw's Â, so that Node tests check it on the same calls.
 import { rowKL } from './row-kl.js';
 
 export const DRAWS = 16;
