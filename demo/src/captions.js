@@ -61,7 +61,9 @@ export function syntheticHeadline(params, errors, cb) {
 // tests/node/demo-model-try.test.mjs measures on the models.
 const TRY_NAMES = { positive: 'FAVOR+', hyperbolic: 'hyperbolic features', oprf: 'OPRF (FAVOR++)', sderf: 'SDERF (FAVOR#)',
   aderf: 'ADERF (FAVOR#)', 'performer-vq': 'Performer as soft VQ' };
-export function modelTry(model, kernel = 'positive') {
+// favorTrained: the model shown was trained with FAVOR+ (the manifest's attention 'favor'), so the
+// other of the pair is the softmax model.
+export function modelTry(favorTrained, kernel = 'positive') {
   const start = 'type at the end of the text (the predictions are what comes next), click a head in the grid, or ';
   if (kernel === 'vq' || kernel === 'soft-vq') {
     return `${start}raise the codewords m: at m = L every key is its own codeword and hard VQ is exact` +
@@ -72,7 +74,7 @@ export function modelTry(model, kernel = 'positive') {
       'and most heads of every model, the Performer\'s too, reach a KL of 1 with them.';
   }
   const name = TRY_NAMES[kernel];
-  if (model !== 'performer') {
+  if (!favorTrained) {
     return `${start}choose the performer model in the settings: trained with FAVOR+, none of its heads reaches a KL of 1 ` +
       `${kernel === 'positive' ? 'with it' : `with ${name} either`}.`;
   }
@@ -137,6 +139,18 @@ export function storyKernelNote(params, { model, codebook: cb }) {
   if (!model || exportedW(model) || (!cb && params.kernel === 'positive')) return null;
   const what = STORY_NOTES[params.kernel] && !cb ? ` (${STORY_NOTES[params.kernel]})` : '';
   return `Here the grid and Â show ${model.label} instead${what}: the frames are its errors.`;
+}
+
+// A model trained with FAVOR+ (record.attention 'favor': the Performers from scratch, the
+// fine-tuned model after softmax) under FAVOR+: its headline's two figures read the other way
+// round from a softmax model's, and the frames are not its loss. Null for other models and kernels.
+export function trainedNote(record, kernel, bpc) {
+  if (record?.attention !== 'favor' || kernel !== 'positive') return null;
+  const used = record.name === 'finetune' ? 'was fine-tuned away from' : 'never used';
+  const reads = bpc.exact > bpc.approx ? 'worse' : 'better';
+  return `This model was trained with FAVOR+ in every layer: exact softmax on its q and k is attention it ${used}, ` +
+    `and it reads this text ${reads} with it (${fmt(bpc.exact, 3)} bits/char) than with FAVOR+ (${fmt(bpc.approx, 3)}). ` +
+    'The frames measure how far FAVOR+ is from softmax on these q and k, not what the model loses.';
 }
 
 // Entries of Â that are not probabilities (the trigonometric estimator): { text, title }, or

@@ -96,7 +96,6 @@ function writeControls() {
   textSub();
   showMode(isModel());
   $('#story-try-synthetic').innerHTML = syntheticTry(state.kernel, state.pattern);
-  $('#story-try-model').textContent = modelTry(state.model, state.kernel);
 }
 
 // The page by mode: a trained model has its text, its grid of heads, the model panel and the
@@ -117,7 +116,9 @@ function showMode(model) {
 
 // The form's parts that depend on the kernel menu and the input (mode-controls.js).
 function writeModeControls() {
-  const f = modeControls(state, { hasExported: manifestModels?.find((m) => m.name === state.model)?.attention === 'favor' });
+  const favorTrained = manifestModels?.find((m) => m.name === state.model)?.attention === 'favor';
+  const f = modeControls(state, { hasExported: favorTrained });
+  $('#story-try-model').textContent = modelTry(favorTrained, state.kernel);
   controls.trainedW.disabled = f.trainedW.disabled;
   controls.trainedW.closest('.row').classList.toggle('disabled', f.trainedW.disabled);
   setNote($('#trainedW-note'), f.trainedW.note);

@@ -2,6 +2,7 @@
 // every head (exact A, framed by the approximation's error), the effect on the model (bits per
 // character, next-character predictions) and generation side by side.
 import { MASKED_COLOR, fmt, fmtRate } from './colors.js';
+import { trainedNote } from './captions.js';
 import { escapeHtml, shownChar } from './text.js';
 
 // A held-out passage: the first 256 characters of chapter 123 (the models never saw chapters
@@ -147,6 +148,9 @@ export class ModelPanel {
       `<b class="num approx">${fmt(model.bpc.approx, 3)}</b> with ${approxName} in every layer.` +
       `<span class="headline-sub">On the whole held-out text (chapters 122–135), each with the attention it was trained with: ` +
       `${model.models.map((m) => `${names[m.name] ?? m.name} ${fmt(m.heldOutBpc, 3)}${m.context && m.context !== 256 ? ` (in windows of ${m.context.toLocaleString('en-US')})` : ''}`).join(' · ')} bits/char (train/models/manifest.json).</span>`;
+    const note = trainedNote(model.models.find((m) => m.name === params.model), params.kernel, model.bpc), trained = $('#story-trained');
+    trained.hidden = !note;
+    trained.textContent = note ?? '';
     $('#headline').dataset.exact = String(model.bpc.exact);
     $('#headline').dataset.approx = String(model.bpc.approx);
 

@@ -315,6 +315,10 @@ test('links from before the page opened on a model restore their synthetic view'
   await hand.page.waitForFunction(() => Number.isFinite(Number(document.querySelector('#headline').dataset.approx)), null, { timeout: 60000 });
   assert.equal(await headsAboveOne(hand.page), 0, 'none of the performer model\'s heads reaches a KL of 1');
   assert.match(await hand.page.textContent('#story-try-model'), /choose the softmax model .* most of its heads reach a KL of 1 with FAVOR\+\.$/);
+  // the headline's figures read the other way round from the softmax model's, and the story says why
+  const [exact, approx] = await hand.page.evaluate(() => ['exact', 'approx'].map((k) => Number(document.querySelector('#headline').dataset[k])));
+  assert.ok(exact > approx, `exact ${exact}, FAVOR+ ${approx}`);
+  assert.match(await hand.page.textContent('#story-trained'), /^This model was trained with FAVOR\+ in every layer: .* reads this text worse with it/);
   assert.deepEqual(hand.problems, []);
   await hand.page.close();
 });

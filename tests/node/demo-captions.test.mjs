@@ -7,7 +7,7 @@ import { test } from 'node:test';
 
 import {
   KERNEL_NOTES, STORY_NOTES, approxCaption, captionParts, codebookNote, diffLegend, featuresNote, identityNote, latencyLabel,
-  modelTry, negativeNote, sharedLegend, storyKernelNote, syntheticHeadline, syntheticTry, timingRows, windowNote,
+  modelTry, negativeNote, trainedNote, sharedLegend, storyKernelNote, syntheticHeadline, syntheticTry, timingRows, windowNote,
 } from '../../demo/src/captions.js';
 import { fmt, fmtRate } from '../../demo/src/colors.js';
 import { makeInputs } from '../../demo/src/inputs.js';
@@ -256,12 +256,12 @@ test('Performer as soft VQ beside FAVOR+: the two measured differences, each in 
   assert.match(html, /^<span title="[^"]*">[^"]*<\/span>$/, 'one title attribute, closed');
 });
 
-test('the model story\'s suggestion names the other model of the pair, never the one shown', () => {
-  for (const model of ['softmax', 'performer', 'finetune', 'long-softmax', 'long-performer']) {
-    const text = modelTry(model);
+test('the model story\'s suggestion names the other model of the pair: the softmax model beside one trained with FAVOR+', () => {
+  for (const favorTrained of [false, true]) {
+    const text = modelTry(favorTrained);
     noGaps(text);
     assert.match(text, /^type at the end of the text/);
-    assert.match(text, model === 'performer' ? /choose the softmax model/ : /choose the performer model/);
+    assert.match(text, favorTrained ? /choose the softmax model/ : /choose the performer model/);
   }
 });
 
@@ -271,4 +271,17 @@ test('rates read as whole numbers from 100 on, never in powers of ten', () => {
   assert.equal(fmtRate(100), '100');
   assert.equal(fmtRate(99.46), '99.5');
   assert.equal(fmtRate(4.2), '4.20');
+});
+
+test('a model trained with FAVOR+ says why exact attention can read its text worse, and only under FAVOR+', () => {
+  const performer = { name: 'performer', attention: 'favor' }, finetune = { name: 'finetune', attention: 'favor' };
+  const text = trainedNote(performer, 'positive', { exact: 3.51, approx: 2.52 });
+  noGaps(text);
+  assert.equal(text, 'This model was trained with FAVOR+ in every layer: exact softmax on its q and k is attention it never used, ' +
+    'and it reads this text worse with it (3.51 bits/char) than with FAVOR+ (2.52). The frames measure how far FAVOR+ is from ' +
+    'softmax on these q and k, not what the model loses.');
+  assert.match(trainedNote(finetune, 'positive', { exact: 2.0, approx: 2.5 }), /was fine-tuned away from, and it reads this text better with it \(2\.00 bits\/char\) than with FAVOR\+ \(2\.50\)/);
+  assert.equal(trainedNote({ name: 'softmax', attention: 'softmax' }, 'positive', { exact: 1.9, approx: 5 }), null);
+  for (const kernel of ['hyperbolic', 'trigonometric', 'vq', 'performer-vq']) assert.equal(trainedNote(performer, kernel, { exact: 3, approx: 2 }), null, kernel);
+  assert.equal(trainedNote(undefined, 'positive', { exact: 3, approx: 2 }), null, 'before the manifest is read');
 });
