@@ -113,7 +113,8 @@ export function errorNote({ params: p, theory, pairs, queryRows, keyRows, heads 
     ? (Array.isArray(p.heads) ? `layer ${p.heads[0]}, head ${p.heads[1]} of the model ${p.model} on the text (L = ${p.L}, d = ${p.d}, causal)`
       : `every head (${heads ?? 16}) of the model ${p.model} on the text (L = ${p.L}, d = ${p.d}, causal); no Lemma 2 line (it belongs to one input)`)
     : `L = ${p.L}, d = ${p.d}, input scale ${p.scale.toFixed(2)}, ${p.pattern}, ${p.causal ? 'causal' : 'bidirectional'}, input seed ${p.dataSeed}`;
-  const over = model && !Array.isArray(p.heads) ? `${p.seeds} feature seeds × every head` : `${p.seeds} feature seeds`;
+  // each seed draws its own W, on a model too (a Performer's exported W is one draw, not a curve)
+  const over = `${p.seeds} feature seeds${model && !Array.isArray(p.heads) ? ' × every head' : ''}${model ? ', each seed its own W' : ''}`;
   let note = `Settings of this run: ${setting}. Line: mean over ${over}; band: ±1 standard deviation ` +
     '(its lower edge drops to the smallest value where mean − s.d. ≤ 0, to stay on the log axis). ';
   if (metric === 'kernelMSE') {

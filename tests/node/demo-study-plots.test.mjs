@@ -87,7 +87,7 @@ test('the error study\'s note says what the run had, and only that', () => {
   }
   const model = note(['positive'], 'kernelMSE', { pattern: 'model', model: 'softmax', heads: 'all', L: 256, d: 32 });
   assert.match(model, /every head \(16\) of the model softmax on the text \(L = 256, d = 32, causal\); no Lemma 2 line/);
-  assert.match(model, /4 feature seeds × every head/);
+  assert.match(model, /4 feature seeds × every head, each seed its own W;/);
   assert.match(note(['positive'], 'kernelMSE', { pattern: 'model', model: 'performer', heads: [2, 1] }), /layer 2, head 1 of the model performer/);
   assert.equal(errorNote({ params: null }, 'kernelMSE'), '');
 });
