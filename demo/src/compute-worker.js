@@ -6,7 +6,7 @@ import { loadFavor } from '../../web/browser.js';
 import { makeInputs } from './inputs.js';
 import { principalAxes, project, nearestCodewords } from './pca.js';
 import { LONG_MODEL } from './long-model.js';
-import { HEATMAP_WINDOW, computeModel, cropWindow, generate, generateBlock, loadManifest, loadModel, modelDraws, startLongGeneration } from './model-view.js';
+import { HEATMAP_WINDOW, codebookOptions, computeModel, cropWindow, generate, generateBlock, loadManifest, loadModel, modelDraws, startLongGeneration } from './model-view.js';
 import { spreadOfDraws } from './draws.js';
 import { heartbeat } from './load-watch.js';
 import { CODEBOOK_MODES } from './modes.js';
@@ -61,9 +61,9 @@ function compute(p) {
     outputRelError: favor.outputRelativeError(out, outHat),
   }));
   Object.assign(timings, { exactMatrix: tA, approxMatrix: tAhat, exactOutput: tOut, favorOutput: tOutHat, errors: tCompare });
-  const spread = p.spread ? timedSpread(timings, (t) => (t === 0 ? Ahat.data : withMap(
+  const spread = p.spread ? timedSpread(timings, () => spreadOfDraws((t) => (t === 0 ? Ahat.data : withMap(
     favor.createFeatureMap({ dim: d, features: m, kernel, sampling, seed: seed + t }),
-    (map) => favor.favorAttentionMatrix(Q, K, { featureMap: map, causal }).data))) : null;
+    (map) => favor.favorAttentionMatrix(Q, K, { featureMap: map, causal }).data)))) : null;
   return { A: A.data, Ahat: Ahat.data, errors, timings, ...countInvalid(Ahat.data, L, causal), numFeatures: featureMap.numFeatures, spread };
 }
 
@@ -77,8 +77,8 @@ function withMap(map, fn) {
 }
 
 // The row inspector's spread of Â over draws (draws.js), timed.
-function timedSpread(timings, approxOf) {
-  const [spread, ms] = timed(() => spreadOfDraws(approxOf));
+function timedSpread(timings, fn) {
+  const [spread, ms] = timed(fn);
   timings.spread = ms;
   return spread;
 }
@@ -183,13 +183,13 @@ function computeCodebook(p, assignment, Q, K, V, timings) {
     explained: pca.total > 0 ? pca.variances.map((x) => x / pca.total) : [0, 0],
   };
   timings.pca = performance.now() - t2;
-  const spread = p.spread ? timedSpread(timings, (t) => {
+  const spread = p.spread ? timedSpread(timings, () => spreadOfDraws((t) => {
     if (t === 0) return Ahat.data;
     const book = assignment === 'gaussian'
       ? withMap(favor.createFeatureMap({ dim: d, features: m, kernel: 'positive', sampling: 'orthogonal-fixed', seed: seed + t }), (map) => favor.codebookFromFeatureMap(map))
       : favor.kmeans(K, { clusters, seed: seed + t });
     return favor.codebookAttentionMatrix(Q, K, { ...options, codebook: book }).data;
-  }) : null;
+  })) : null;
   return {
     A: A.data, Ahat: Ahat.data, errors, timings, ...countInvalid(Ahat.data, L, causal),
     numFeatures: clusters, codebook: { clusters, capped: clusters < m, assignment, identity, view }, spread,
@@ -205,16 +205,14 @@ function computeModelResult(model, p) {
   const out = favor.exactAttention(Q, K, V, { causal: true });
   const outHat = spec.method === 'favor'
     ? favor.favorAttention(Q, K, V, { featureMap: spec.featureMaps[p.layer], causal: true })
-    : favor.codebookAttention(Q, K, V, { codebook: favor.kmeans(K, { clusters: Math.min(spec.clusters, L), seed: spec.seed }),
-      assignment: spec.assignment, temperature: spec.temperature, causal: true });
+    : favor.codebookAttention(Q, K, V, codebookOptions(favor, spec, K, L));
   const A = { data: r.A, dims: [L, L] }, Ahat = { data: r.Ahat, dims: [L, L] };
   const errors = { ...favor.compare(A, Ahat), outputRelError: favor.outputRelativeError(out, outHat) };
   timings.headOutput = performance.now() - t0;
   // The errors above cover the whole text; the heatmaps get the last HEATMAP_WINDOW positions.
   const W = Math.min(L, HEATMAP_WINDOW), drawn = W < L ? [cropWindow(r.A, L, L - W), cropWindow(r.Ahat, L, L - W)] : [r.A, r.Ahat];
   // the exported W is one draw: no spread ({ single: true })
-  let spread = null;
-  if (p.spread) [spread, timings.spread] = timed(() => modelDraws(favor, model, p, r) ?? { single: true });
+  const spread = p.spread ? timedSpread(timings, () => modelDraws(favor, model, p, r) ?? { single: true }) : null;
   return {
     A: drawn[0], Ahat: drawn[1], errors, timings, ...countInvalid(drawn[1], W, true, true), spread,
     numFeatures: spec.method === 'favor' ? spec.featureMaps[p.layer].numFeatures : spec.clusters,

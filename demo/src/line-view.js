@@ -58,7 +58,7 @@ export class LineView {
   draw({ chars, A, Ahat, L, i, before }) {
     const svg = this.svg;
     const width = Math.max(240, svg.getBoundingClientRect().width || 600);
-    const z = textZoom(L, width, charWidth()), cw = charWidth() * z;
+    const advance12 = charWidth(), z = textZoom(L, width, advance12), cw = advance12 * z;
     const perLine = Math.max(10, Math.floor((width - 8) / cw));
     const starts = lineStarts(chars, L, perLine);
     const lines = starts.length, lineH = 46 * z, top = 22 * z;

@@ -66,7 +66,7 @@ controls.temperature.max = String(TEMP_RANGE[1]);
 for (const key of ['L', 'd', 'm']) controls[key].max = String(LISTS[key].length - 1);
 
 function writeControls() {
-  for (const key of ['L', 'd', 'm']) {
+  for (const key of ['L', 'd']) {  // m: writeModeControls (an exported W has its own)
     controls[key].value = String(LISTS[key].indexOf(state[key]));
     controls[key].setAttribute('aria-valuetext', String(state[key]));
     $(`#${key}-out`).textContent = String(state[key]);

@@ -6,7 +6,7 @@
 // long-text view's generation (exact cache and FAVOR+ state of long-performer, block by block).
 import { CharModel, modelSizeError, verifyModelFile } from '../../model/runner.js';
 import { spreadOfDraws } from './draws.js';
-import { usesExportedW } from './modes.js';
+import { EXPORTED_W, usesExportedW } from './modes.js';
 import { rowKL } from './row-kl.js';
 
 // Static URLs, so that a build copies the files (a URL computed at run time would not be).
@@ -95,6 +95,20 @@ function windowRows(A, Ahat, L, offset) {
 let forwardCache = { key: '', value: null };
 const mapCache = new Map();
 
+// The random features the controls ask for: Performer as soft VQ is positive features with
+// orthogonal-fixed rows (the codebook identity), every other kernel is itself.
+const featureKind = (p) => (p.kernel === 'performer-vq' ? { kernel: 'positive', sampling: 'orthogonal-fixed' } : { kernel: p.kernel, sampling: p.sampling });
+
+// Layer l's random feature map under the controls, from feature seed `seed`: each layer its own W.
+function randomFeatureMap(favor, p, dim, layers, l, seed = p.seed) {
+  return favor.createFeatureMap({ dim, features: p.m, ...featureKind(p), seed: seed * layers + l });
+}
+
+// Codebook attention's options on keys K (L of them): k-means from `seed`, the controls' assignment.
+export function codebookOptions(favor, spec, K, L, seed = spec.seed) {
+  return { codebook: favor.kmeans(K, { clusters: Math.min(spec.clusters, L), seed }), assignment: spec.assignment, temperature: spec.temperature, causal: true };
+}
+
 // The approximation of the controls, for every layer.
 function approximation(favor, model, p) {
   const layers = model.layers, hd = model.config.width / model.heads;
@@ -103,35 +117,28 @@ function approximation(favor, model, p) {
       label: `${p.kernel === 'vq' ? 'hard' : 'soft'} VQ, k-means m = ${p.m} per head` };
   }
   const trained = usesExportedW(p, model.projections.length > 0);
-  const kernel = p.kernel === 'performer-vq' ? 'positive' : p.kernel;
-  const sampling = p.kernel === 'performer-vq' ? 'orthogonal-fixed' : p.sampling;
+  const { kernel, sampling } = featureKind(p);
   const key = JSON.stringify([model.record.name, trained, kernel, sampling, p.m, p.seed]);
   if (!mapCache.has(key)) {
     for (const maps of mapCache.values()) maps.forEach((f) => f.dispose());
     mapCache.clear();
-    mapCache.set(key, trained ? model.exportedFeatureMaps()
-      : Array.from({ length: layers }, (_, l) => favor.createFeatureMap({ dim: hd, features: p.m, kernel, sampling, seed: p.seed * layers + l })));
+    mapCache.set(key, trained ? model.exportedFeatureMaps() : Array.from({ length: layers }, (_, l) => randomFeatureMap(favor, p, hd, layers, l)));
   }
   return { spec: { method: 'favor', featureMaps: mapCache.get(key) },
-    label: trained ? 'FAVOR+ with the exported W (the last training draw; positive, m = 64)'
-      : p.kernel === 'performer-vq' ? `Performer as soft VQ, C = W/√scale, orthogonal-fixed, m = ${p.m}` : `${kernel}, ${sampling}, m = ${p.m}` };
+    label: trained ? `FAVOR+ with the exported W (the last training draw; ${EXPORTED_W.kernel}, m = ${EXPORTED_W.m})`
+      : p.kernel === 'performer-vq' ? `Performer as soft VQ, C = W/√scale, ${sampling}, m = ${p.m}` : `${kernel}, ${sampling}, m = ${p.m}` };
 }
 
 // The selected head's Â under DRAWS draws of the approximation (draws.js): the feature seed shown
-// and the next ones, seeded per layer as approximation() seeds them, so that draw 0 is the Â shown.
-// r is computeModel's result; null where there is one draw only (the exported W).
+// and the next ones, made as approximation() makes them, so that draw 0 is the Â shown. r is
+// computeModel's result; null where there is one draw only (the exported W).
 export function modelDraws(favor, model, p, r) {
   if (usesExportedW(p, model.projections.length > 0)) return null;
   const { Q, K, L, d, offset, spec } = r;
-  const layers = model.layers;
   const approxOf = (t) => {
     if (t === 0) return r.Ahat;
-    if (spec.method === 'codebook') {
-      const codebook = favor.kmeans(K, { clusters: Math.min(spec.clusters, L), seed: spec.seed + t });
-      return favor.codebookAttentionMatrix(Q, K, { codebook, assignment: spec.assignment, temperature: spec.temperature, causal: true }).data;
-    }
-    const map = favor.createFeatureMap({ dim: d, features: p.m, kernel: p.kernel === 'performer-vq' ? 'positive' : p.kernel,
-      sampling: p.kernel === 'performer-vq' ? 'orthogonal-fixed' : p.sampling, seed: (p.seed + t) * layers + p.layer });
+    if (spec.method === 'codebook') return favor.codebookAttentionMatrix(Q, K, codebookOptions(favor, spec, K, L, spec.seed + t)).data;
+    const map = randomFeatureMap(favor, p, d, model.layers, p.layer, p.seed + t);
     try {
       return favor.favorAttentionMatrix(Q, K, { featureMap: map, causal: true }).data;
     } finally {
@@ -186,8 +193,7 @@ export function computeModel(favor, model, p, timings) {
     const A = favor.attentionMatrix(q, k, { causal: true });
     const Ahat = spec.method === 'favor'
       ? favor.favorAttentionMatrix(q, k, { featureMap: spec.featureMaps[layer], causal: true })
-      : favor.codebookAttentionMatrix(q, k, { codebook: favor.kmeans(k, { clusters: Math.min(spec.clusters, L), seed: spec.seed }),
-        assignment: spec.assignment, temperature: spec.temperature, causal: true });
+      : favor.codebookAttentionMatrix(q, k, codebookOptions(favor, spec, k, L));
     for (let h = 0; h < H; h++) {
       const a = { data: A.data.slice(h * L * L, (h + 1) * L * L), dims: [L, L] };
       const b = { data: Ahat.data.slice(h * L * L, (h + 1) * L * L), dims: [L, L] };
