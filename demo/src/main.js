@@ -18,7 +18,7 @@ import { LongView } from './long-view.js';
 import { ComputeClient } from './compute-client.js';
 import { temperatureOf } from './modes.js';
 import { modeControls } from './mode-controls.js';
-import { LISTS, MODE_DEFAULTS, TEMP_RANGE, applyControl, intIn, parseSettings, settingsQuery } from './settings.js';
+import { LISTS, MODE_DEFAULTS, TEMP_RANGE, applyControl, genLengthIn, parseSettings, settingsQuery } from './settings.js';
 import { setUpStudies } from './studies.js';
 import {
   approxCaption, captionParts, diffLegend, featuresNote, identityNote, latencyLabel, modelTry, negativeNote,
@@ -323,7 +323,7 @@ const modelPanel = new ModelPanel({
     writeUrl();
     requestCompute();
   },
-  onGenerate: (n) => compute.post({ kind: 'generate', id: compute.nextId(), params: computeParams(), n, key: generationKey() }),
+  onGenerate: () => compute.post({ kind: 'generate', id: compute.nextId(), params: computeParams(), n: state.genN, key: generationKey() }),
 });
 const longView = new LongView({
   post: (message) => compute.post(message),
@@ -331,8 +331,9 @@ const longView = new LongView({
 });
 // The generation's length (the model panel's box, a setting of the URL).
 $('#gen-n').addEventListener('change', (e) => {
-  const v = intIn(e.target.value, 1, 255);
-  if (v) { state.genN = v; writeUrl(); } else e.target.value = String(state.genN);
+  state.genN = genLengthIn(e.target.value, state.genN);
+  e.target.value = String(state.genN);
+  writeUrl();
 });
 
 // The readout speaks for keyboard users while a heatmap has focus (not on every mouse move).

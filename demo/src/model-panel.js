@@ -57,7 +57,7 @@ export class ModelPanel {
     this.genKey = null;  // the settings the shown continuation was generated with
     $('#gen-run').addEventListener('click', () => {
       $('#gen-note').textContent = 'generating…';
-      onGenerate(Math.max(1, Math.min(255, Number($('#gen-n').value) || 60)));
+      onGenerate();
     });
     const legend = $('#legend-grid');
     legend.innerHTML = '<div class="legend-title">grid frame: the head\'s mean row KL(A‖Â), log scale</div>' +

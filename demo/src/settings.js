@@ -38,6 +38,13 @@ export const TEXT_LIMIT = 1024;  // the box and the URL; the model reads the las
 const nearest = (list, v) => list.reduce((best, x) => (Math.abs(Math.log(x / v)) < Math.abs(Math.log(best / v)) ? x : best));
 // An integer in [lo, hi] from a string, or undefined.
 export const intIn = (s, lo, hi) => { if (s === null || s === undefined || String(s).trim() === '') return undefined; const v = Number(s); return Number.isInteger(v) && v >= lo && v <= hi ? v : undefined; };
+export const GEN_RANGE = [1, 255];  // the models with learned positions end at 256 positions
+// The generation's length from its box: a number out of range is clamped into it (as the row box
+// clamps), one that is not a number keeps the last length.
+export const genLengthIn = (s, last) => {
+  const v = Math.round(Number(String(s ?? '').trim() || NaN));
+  return Number.isFinite(v) ? Math.max(GEN_RANGE[0], Math.min(GEN_RANGE[1], v)) : last;
+};
 
 const MODEL_KEYS = ['model', 'layer', 'head', 'text', 'tw', 'gen', 'long', 'sheads'];
 
@@ -81,7 +88,7 @@ export function parseSettings(search) {
   if (STUDY_SETS.includes(q.get('sset'))) s.studySet = q.get('sset');
   s.studySeeds = intIn(q.get('sseeds'), 2, 32) ?? null;
   if (['all', 'selected'].includes(q.get('sheads'))) s.studyHeads = q.get('sheads');
-  s.genN = intIn(q.get('gen'), 1, 255) ?? s.genN;
+  s.genN = intIn(q.get('gen'), ...GEN_RANGE) ?? s.genN;
   s.longN = intIn(q.get('long'), LONG_LIMITS.min, LONG_LIMITS.max) ?? s.longN;
   const mmax = intIn(q.get('smax'), 1, 2048);
   if (STUDY_MMAX.includes(mmax)) s.studyMmax = mmax;

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { DEFAULTS, LISTS, TEXT_LIMIT, applyControl, parseSettings, settingsQuery } from '../../demo/src/settings.js';
+import { DEFAULTS, GEN_RANGE, LISTS, TEXT_LIMIT, applyControl, genLengthIn, parseSettings, settingsQuery } from '../../demo/src/settings.js';
 import { KERNELS, SAMPLINGS, STUDY_KERNELS, isCodebook } from '../../demo/src/modes.js';
 import { modeControls } from '../../demo/src/mode-controls.js';
 import { rng } from './helpers.mjs';
@@ -141,6 +141,20 @@ test('a control into the settings: what it changes, what it clamps, what it refu
   assert.equal(s.m, DEFAULTS.m);
   [, s] = apply(parseSettings(''), 'kernel', { value: 'relu' }, { modelL: 256 });
   assert.equal(s.m, DEFAULTS.m, 'random features keep m');
+});
+
+test('the generation\'s length box: clamped into 1–255 like the row box; what is not a number keeps the last length', () => {
+  assert.deepEqual(GEN_RANGE, [1, 255]);
+  assert.equal(genLengthIn('30', 60), 30);
+  assert.equal(genLengthIn(' 255 ', 60), 255);
+  assert.equal(genLengthIn('999', 60), 255);
+  assert.equal(genLengthIn('0', 60), 1);
+  assert.equal(genLengthIn('-5', 60), 1);
+  assert.equal(genLengthIn('12.6', 60), 13);
+  for (const junk of ['', '  ', 'abc', 'NaN', 'Infinity', null, undefined]) assert.equal(genLengthIn(junk, 42), 42, `${junk}`);
+  // the URL takes only what the box could hold
+  assert.equal(parseSettings('?pattern=model&gen=255').genN, 255);
+  assert.equal(parseSettings('?pattern=model&gen=256').genN, DEFAULTS.genN);
 });
 
 test('the form by mode: sampling, temperature, m and the text on what is drawn follow the kernel and the input', () => {
