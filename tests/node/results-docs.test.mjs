@@ -1,5 +1,6 @@
 // The figures the docs quote are the files they come from: docs/models.md's tables are the ones
-// `npm run eval:models` wrote into model/results.md, line for line, and train/README.md's
+// `npm run eval:models` and `npm run eval:heads` wrote into model/results.md and
+// model/heads-results.md, line for line, and train/README.md's
 // held-out bits per character are the manifest's (to the three decimals shown).
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -27,6 +28,15 @@ test("docs/models.md quotes model/results.md's tables and held-out line as writt
   for (const table of resultTables) assert.ok(docs.includes(table), `docs/models.md lacks the table starting ${table.split('\n')[0]}`);
   const fullSet = results.split('\n').find((line) => line.startsWith('Full held-out set'));
   assert.ok(fullSet && docs.includes(fullSet), "docs/models.md quotes results.md's full held-out line");
+});
+
+test("docs/models.md quotes model/heads-results.md (npm run eval:heads) as written, every model's heads", () => {
+  const docs = read('docs/models.md'), results = read('model/heads-results.md');
+  const resultTables = tables(results);
+  // One table of heads per model, the per-layer table and the models' summary.
+  assert.equal(resultTables.length, manifest.models.length + 2, 'model/heads-results.md has its tables');
+  for (const table of resultTables) assert.ok(docs.includes(table), `docs/models.md lacks the table starting ${table.split('\n')[0]}`);
+  for (const model of manifest.models) assert.ok(results.includes(`| ${model.name} | head 0 |`), `heads-results.md has ${model.name}'s heads`);
 });
 
 test("train/README.md's held-out bits per character are the manifest's", () => {
