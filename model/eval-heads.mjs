@@ -13,6 +13,10 @@
 //   FAVOR#'s parameters from each window's q and k;
 // - the exact rows' mean entropy in bits (low: sharp attention), and FAVOR+'s;
 // - ρ = mean over (i, j) of ‖q̃ᵢ + k̃ⱼ‖² (q̃ = q / d^¼): FAVOR+'s variance grows like e^{‖q̃ + k̃‖²};
+// - σ²ₖ, the spread of the keys each query sees: the mean over rows i of the mean ‖k̃ⱼ − k̄ᵢ‖² over
+//   its keys j ≤ i (k̄ᵢ their mean). Each feature weighs a row's keys by e^{wᵀk̃ⱼ − ‖k̃ⱼ‖²/2} times a
+//   factor of the query's that is the same for all of them and that normalizing the row removes;
+//   what is left differs between two keys by wᵀ(k̃ⱼ − k̃ₗ), of variance ‖k̃ⱼ − k̃ₗ‖²;
 // - the mean lengths ‖q̃‖ and ‖k̃‖;
 // - on a model trained with FAVOR+, the same with the W of its last training draw.
 import { writeFileSync } from 'node:fs';
@@ -22,7 +26,7 @@ import { parseArgs } from 'node:util';
 import { loadFavor } from 'favor-attention';
 
 import { heldOutText, loadModel, readManifest } from './node.js';
-import { oprfRho } from './runner.js';
+import { causalKeySpread, oprfRho } from './runner.js';
 
 const { values: args } = parseArgs({ options: { characters: { type: 'string', default: '8192' }, seeds: { type: 'string', default: '3' },
   models: { type: 'string' } } });
@@ -69,7 +73,7 @@ for (const record of manifest.models) {
   const r = {
     windows, L, layers: model.layers, heads: H, own: model.projections.length > 0,
     kl: Object.fromEntries(ESTIMATORS.map((e) => [e.id, zeros()])),
-    entropy: zeros(), favorEntropy: zeros(), rho: zeros(), q: zeros(), k: zeros(), ownKL: zeros(), ownEntropy: zeros(),
+    entropy: zeros(), favorEntropy: zeros(), rho: zeros(), spread: zeros(), q: zeros(), k: zeros(), ownKL: zeros(), ownEntropy: zeros(),
   };
   const maps = Object.fromEntries(ESTIMATORS.map((e) => [e.id, Array.from({ length: seeds }, (_, s) => Array.from({ length: model.layers }, (_, l) =>
     favor.createFeatureMap({ dim: DIM, features: FEATURES, kernel: e.kernel, sampling: e.sampling, seed: 100 * s + l })))]));
@@ -84,6 +88,7 @@ for (const record of manifest.models) {
       for (let h = 0; h < H; h++) {
         const c = layer * H + h;
         r.rho[c] += oprfRho(rows(q, h), rows(k, h)) / windows;
+        r.spread[c] += causalKeySpread(rows(k, h))[0] / windows;
         r.entropy[c] += entropyBits(head(A, h).data, L) / windows;
         r.q[c] += meanLength(rows(q, h).data, scale) / windows;
         r.k[c] += meanLength(rows(k, h).data, scale) / windows;
@@ -116,19 +121,29 @@ const names = manifest.models.map((m) => m.name);
 const g = (x) => x.toPrecision(2);
 const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
 const range = (xs) => `${Math.min(...xs).toFixed(0)}–${Math.max(...xs).toFixed(0)}`;
+const spreadRange = (xs) => `${g(Math.min(...xs))}–${g(Math.max(...xs))}`;
+// Pearson's correlation of the logs, over every model's heads
+const logCorrelation = (xs, ys) => {
+  const lx = xs.map(Math.log), ly = ys.map(Math.log), n = lx.length;
+  const mx = mean(lx), my = mean(ly);
+  let sxy = 0, sxx = 0, syy = 0;
+  for (let i = 0; i < n; i++) sxy += (lx[i] - mx) * (ly[i] - my), sxx += (lx[i] - mx) ** 2, syy += (ly[i] - my) ** 2;
+  return sxy / Math.sqrt(sxx * syy);
+};
 const md = [
   `Which heads the estimators approximate badly: mean row KL(A‖Â) per layer (rows) and head (columns) of FAVOR+ / OPRF / FAVOR# SDERF / FAVOR# ADERF, ` +
   `orthogonal, m = ${FEATURES} (a fresh W per layer and seed, mean over ${seeds} seeds; OPRF's and FAVOR#'s parameters from each window's q and k) on each head's real q and k ` +
   `(the exact forward pass; rotated, for the rotary models); in brackets the exact rows' mean entropy in bits (low: sharp attention) and ` +
-  `ρ = mean over (i, j) of ‖q̃ᵢ + k̃ⱼ‖² (FAVOR+'s variance grows like e^{‖q̃ + k̃‖²}), over the first ${characters.toLocaleString('en-US')} held-out characters ` +
+  `ρ = mean over (i, j) of ‖q̃ᵢ + k̃ⱼ‖² (FAVOR+'s variance grows like e^{‖q̃ + k̃‖²}) and σ²ₖ, the spread of the keys each query sees ` +
+  `(the mean over rows i of the mean ‖k̃ⱼ − k̄ᵢ‖² over its keys j ≤ i), over the first ${characters.toLocaleString('en-US')} held-out characters ` +
   `in windows of each model's training context. \`npm run eval:heads\` (model/eval-heads.mjs), ${os.cpus()[0]?.model ?? 'CPU'}, 1 thread, ${minutes.toFixed(1)} min.`,
 ];
 for (const name of names) {
-  const { kl, entropy, rho, layers, heads } = perModel[name];
+  const { kl, entropy, rho, spread, layers, heads } = perModel[name];
   md.push('', `| ${name} | ${Array.from({ length: heads }, (_, h) => `head ${h}`).join(' | ')} |`, `|---|${Array.from({ length: heads }, () => '---').join('|')}|`);
   for (let l = 0; l < layers; l++) {
     md.push(`| layer ${l} | ${Array.from({ length: heads }, (_, h) => `${HEAD_KERNELS.map((kernel) => g(kl[kernel][l * heads + h])).join(' / ')} ` +
-      `(${entropy[l * heads + h].toFixed(1)}; ${rho[l * heads + h].toFixed(0)})`).join(' | ')} |`);
+      `(${entropy[l * heads + h].toFixed(1)}; ${rho[l * heads + h].toFixed(0)}; ${g(spread[l * heads + h])})`).join(' | ')} |`);
   }
 }
 md.push('', `The same per layer, mean over its heads, with the positive kernel's simplex and structured (SORF) projections beside orthogonal ` +
@@ -140,17 +155,22 @@ for (const name of names) {
     md.push(`| ${name}, layer ${l} | ${ESTIMATORS.map((e) => g(mean(Array.from(kl[e.id].slice(l * heads, (l + 1) * heads))))).join(' | ')} |`);
   }
 }
-md.push('', `Each model's heads together (mean over its ${perModel[names[0]].layers * perModel[names[0]].heads} heads; ρ: the range over heads): ` +
-  `the lengths of its q̃ and k̃, ρ, how sharp its exact rows are and how sharp FAVOR+'s (orthogonal, m = ${FEATURES}, fresh W), ` +
+md.push('', `Each model's heads together (mean over its ${perModel[names[0]].layers * perModel[names[0]].heads} heads; ρ and σ²ₖ: the range over heads): ` +
+  `the lengths of its q̃ and k̃, ρ, the spread σ²ₖ of the keys a query sees, how sharp its exact rows are and how sharp FAVOR+'s (orthogonal, m = ${FEATURES}, fresh W), ` +
   `and FAVOR+'s mean row KL(A‖Â); for a model trained with FAVOR+, the same with the W of its last training draw.`, '',
-  '| model (context) | ‖q̃‖ | ‖k̃‖ | ρ | exact rows\' entropy (bits) | FAVOR+ rows\' entropy | KL(A‖Â), FAVOR+ | with its own W: entropy, KL |',
-  '|---|---|---|---|---|---|---|---|');
+  '| model (context) | ‖q̃‖ | ‖k̃‖ | ρ | σ²ₖ | exact rows\' entropy (bits) | FAVOR+ rows\' entropy | KL(A‖Â), FAVOR+ | with its own W: entropy, KL |',
+  '|---|---|---|---|---|---|---|---|---|');
 for (const name of names) {
   const r = perModel[name];
   const m = (x) => mean(Array.from(x));
-  md.push(`| ${name} (${r.L}) | ${m(r.q).toFixed(1)} | ${m(r.k).toFixed(1)} | ${range(Array.from(r.rho))} | ${m(r.entropy).toFixed(2)} | ` +
+  md.push(`| ${name} (${r.L}) | ${m(r.q).toFixed(1)} | ${m(r.k).toFixed(1)} | ${range(Array.from(r.rho))} | ${spreadRange(Array.from(r.spread))} | ${m(r.entropy).toFixed(2)} | ` +
     `${m(r.favorEntropy).toFixed(2)} | ${g(m(r.kl.positive))} | ${r.own ? `${m(r.ownEntropy).toFixed(2)}, ${g(m(r.ownKL))}` : '—'} |`);
 }
+const every = (key) => names.flatMap((n) => Array.from(perModel[n][key]));
+const favorKL = names.flatMap((n) => Array.from(perModel[n].kl.positive));
+md.push('', `Over all ${favorKL.length} heads, the logarithm of FAVOR+'s KL (m = ${FEATURES}) correlates with that of σ²ₖ at ` +
+  `${logCorrelation(favorKL, every('spread')).toFixed(2)}, with that of ρ at ${logCorrelation(favorKL, every('rho')).toFixed(2)} ` +
+  `and with the exact rows' entropy at ${logCorrelation(favorKL, every('entropy')).toFixed(2).replace('-', '−')}.`);
 const out = md.join('\n');
 writeFileSync(new URL('./heads-results.md', import.meta.url), `${out}\n`);
 console.log(out);

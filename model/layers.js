@@ -111,6 +111,32 @@ export function rng(seed) {
   };
 }
 
+// The spread of the keys each query sees, per head of k [H, L, d]: the mean over rows i of the
+// mean of ‖k̃ⱼ − k̄ᵢ‖² over the keys j <= i (k̄ᵢ their mean), k̃ = k·scale^½ (scale = 1/√d: k̃ =
+// k/d^¼, as q̃ and k̃ of FAVOR+). Random features misjudge the ratio of two keys' weights in a row
+// by a factor whose logarithm has variance ‖k̃ⱼ − k̃ₗ‖², so this is what their error follows
+// (docs/models.md).
+export function causalKeySpread(k, scale = 1 / Math.sqrt(k.dims.at(-1))) {
+  const [H, L, d] = k.dims;
+  const out = new Float64Array(H), sum = new Float64Array(d);
+  for (let h = 0; h < H; h++) {
+    sum.fill(0);
+    let squares = 0, spread = 0;
+    for (let i = 0; i < L; i++) {
+      let centre = 0;
+      for (let c = 0; c < d; c++) {
+        const x = k.data[(h * L + i) * d + c];
+        sum[c] += x;
+        squares += x * x;
+        centre += (sum[c] / (i + 1)) ** 2;
+      }
+      spread += squares / (i + 1) - centre;
+    }
+    out[h] = (scale * spread) / L;
+  }
+  return out;
+}
+
 /** OPRF's rho = mean over (i, j) of |q~_i + k~_j|^2 (x~ = x scale^1/2), averaged over heads; q, k [H, n, d]. */
 export function oprfRho(q, k, scale = 1 / Math.sqrt(q.dims.at(-1))) {
   const [H, n, d] = [q.dims[0], q.dims[1], q.dims[2]], S = k.dims[1];

@@ -7,6 +7,7 @@
 import { Heatmap, drawLegend } from './heatmap.js';
 import { sequentialScale, divergingScale, fmt } from './colors.js';
 import { PATTERNS } from './inputs.js';
+import { HeadsWhy } from './heads-why.js';
 import { PcaView } from './pca-view.js';
 import { ModelPanel } from './model-panel.js';
 import { LineView } from './line-view.js';
@@ -16,7 +17,7 @@ import { axisLabels } from './axis-labels.js';
 import { difference, heatmapRanges } from './heatmap-ranges.js';
 import { LongView } from './long-view.js';
 import { ComputeClient } from './compute-client.js';
-import { temperatureOf } from './modes.js';
+import { isCodebook, temperatureOf } from './modes.js';
 import { modeControls } from './mode-controls.js';
 import { LISTS, MODE_DEFAULTS, TEMP_RANGE, applyControl, genLengthIn, parseSettings, settingsQuery } from './settings.js';
 import { setUpStudies } from './studies.js';
@@ -315,14 +316,17 @@ heatmaps.approx = new Heatmap($('#hm-approx'), { onHover, onSelect, name: 'Â' }
 heatmaps.diff = new Heatmap($('#hm-diff'), { onHover, onSelect, name: 'A − Â' });
 const pcaView = new PcaView($('#pca-plot'), $('#pca-note'));
 const inspector = new RowInspector({ svg: $('#row-plot'), sub: $('#inspector-sub'), legend: $('#row-legend'), spreadNote: $('#spread-note'), onHover: (h) => setHover(h) });
+// A head chosen in the grid or in the plot of which heads are hard.
+const selectHead = (layer, head) => {
+  state.layer = layer;
+  state.head = head;
+  writeControls();
+  writeUrl();
+  requestCompute();
+};
+const headsWhy = new HeadsWhy($('#heads-why-plot'), $('#heads-why-note'), selectHead);
 const modelPanel = new ModelPanel({
-  onSelect: (layer, head) => {
-    state.layer = layer;
-    state.head = head;
-    writeControls();
-    writeUrl();
-    requestCompute();
-  },
+  onSelect: selectHead,
   onGenerate: () => compute.post({ kind: 'generate', id: compute.nextId(), params: computeParams(), n: state.genN, key: generationKey() }),
 });
 const longView = new LongView({
@@ -357,7 +361,7 @@ function redraw(t0, fresh = false) {
     $('#headline').innerHTML = syntheticHeadline(params, errors, result.codebook);
   }
   drawNotes(params, result);
-  drawCodebook(result.codebook, view.L);
+  drawSide(result.codebook, result.model, params, view.L);
   drawErrors(errors);
   for (const h of Object.values(heatmaps)) h.setRow(row);
   drawInspector();
@@ -439,11 +443,15 @@ function drawNotes(params, r) {
   }
 }
 
-// Codebook modes: the PCA view of keys and codewords beside the inspector.
-function drawCodebook(cb, L) {
+// Beside the inspector: on synthetic inputs in codebook modes, the PCA view of keys and codewords;
+// on a model with random features, which heads are hard.
+function drawSide(cb, model, params, L) {
+  const heads = model && !isCodebook(params.kernel) ? model.overview : null;
   $('#pca').hidden = !cb;
-  document.querySelector('.below').classList.toggle('with-pca', Boolean(cb));
+  $('#heads-why').hidden = !heads;
+  document.querySelector('.below').classList.toggle('with-side', Boolean(cb || heads));
   if (cb && pcaView.view !== cb.view) pcaView.draw(cb.view, { L, clusters: cb.clusters, assignment: cb.assignment });
+  if (heads) headsWhy.draw(heads, params);
 }
 
 function drawErrors(errors) {

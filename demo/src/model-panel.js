@@ -13,7 +13,7 @@ const $ = (sel) => document.querySelector(sel);
 
 // Error of a head under the approximation, and the color of its frame: green (small) to red.
 const headError = (e) => e.meanRowKL;
-function frameColor(err) {
+export function frameColor(err) {
   const t = Math.max(0, Math.min(1, Math.log10(Math.max(err, 1e-4) / 1e-3) / 3));  // 1e-3 .. 1
   const hue = 120 * (1 - t);
   return `hsl(${hue}, 70%, 42%)`;

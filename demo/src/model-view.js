@@ -4,7 +4,7 @@
 // A and Â, every head's A with its error, bits per character and next-character predictions with
 // exact attention and with the approximation in every layer; generation side by side; and the
 // long-text view's generation (exact cache and FAVOR+ state of long-performer, block by block).
-import { CharModel, modelSizeError, verifyModelFile } from '../../model/runner.js';
+import { CharModel, causalKeySpread, modelSizeError, verifyModelFile } from '../../model/runner.js';
 import { spreadOfDraws } from './draws.js';
 import { EXPORTED_W, usesExportedW } from './modes.js';
 import { rowKL } from './row-kl.js';
@@ -190,6 +190,7 @@ export function computeModel(favor, model, p, timings) {
   const overview = [];
   for (let layer = 0; layer < model.layers; layer++) {
     const { q, k } = exact.qk[layer];
+    const spread = causalKeySpread(k);
     const A = favor.attentionMatrix(q, k, { causal: true });
     const Ahat = spec.method === 'favor'
       ? favor.favorAttentionMatrix(q, k, { featureMap: spec.featureMaps[layer], causal: true })
@@ -197,7 +198,7 @@ export function computeModel(favor, model, p, timings) {
     for (let h = 0; h < H; h++) {
       const a = { data: A.data.slice(h * L * L, (h + 1) * L * L), dims: [L, L] };
       const b = { data: Ahat.data.slice(h * L * L, (h + 1) * L * L), dims: [L, L] };
-      overview.push({ layer, head: h, A: a.data, Ahat: b.data, errors: favor.compare(a, b) });
+      overview.push({ layer, head: h, A: a.data, Ahat: b.data, errors: favor.compare(a, b), spread: spread[h] });
     }
   }
   timings.overview = performance.now() - t;
@@ -213,7 +214,7 @@ export function computeModel(favor, model, p, timings) {
       chars: text.slice(offset), label, heads: H, layers: model.layers, window: windowNote(model, p.text, L, shown),
       shown: { offset, size: shown, total: L },
       ...(offset > 0 && { rows: windowRows(pick.A, pick.Ahat, L, offset) }),
-      overview: overview.map((o) => ({ layer: o.layer, head: o.head, small: thumbnail(o.A, L), errors: o.errors })),
+      overview: overview.map((o) => ({ layer: o.layer, head: o.head, small: thumbnail(o.A, L), errors: o.errors, spread: o.spread })),
       bpc: { exact: bits(model, exact.logits, ids), approx: bits(model, approx.logits, ids) },
       // every drawn row's five likeliest next characters, so that inspecting another row is a redraw
       top: {

@@ -74,11 +74,13 @@ const MARKERS = {
   triangle: (g, x, y, c) => el('path', { d: `M${x},${y - 3.6}L${x + 3.4},${y + 2.6}L${x - 3.4},${y + 2.6}Z`, fill: c }, g),
   diamond: (g, x, y, c) => el('path', { d: `M${x},${y - 3.8}L${x + 3.4},${y}L${x},${y + 3.8}L${x - 3.4},${y}Z`, fill: c }, g),
   cross: (g, x, y, c) => el('path', { d: `M${x - 3},${y - 3}L${x + 3},${y + 3}M${x - 3},${y + 3}L${x + 3},${y - 3}`, stroke: c, 'stroke-width': 1.6 }, g),
+  ring: (g, x, y, c) => el('circle', { cx: x, cy: y, r: 6, fill: 'none', stroke: c, 'stroke-width': 1.6 }, g),
 };
 
 /**
  * spec: { x: { log, domain?, label, format? }, y: { log, domain?, label },
- *   series: [{ label, color, points: [[x, y, title?]], dash?, width?, band?: [[x, lo, hi]], marker?, legend? }],
+ *   series: [{ label, color, points: [[x, y, title?, key?]], dash?, width?, band?: [[x, lo, hi]], marker?, legend? }],
+ *   (a point's key, on its marker as data-key, tells a click which point it was)
  *   vlines: [{ x, label, color }], cursorX?, empty?: 'message', legendRoot?: element }
  */
 // Element sizes from a ResizeObserver, so redrawing never forces a synchronous layout.
@@ -167,6 +169,7 @@ export function drawPlot(svg, spec) {
         if (!ok(p[0], p[1])) continue;
         const mk = MARKERS[s.marker](g, xa.map(p[0]), ya.map(p[1]), s.color);
         if (p[2]) el('title', {}, mk).textContent = p[2];
+        if (p[3] !== undefined) mk.setAttribute('data-key', String(p[3]));
       }
     }
   }

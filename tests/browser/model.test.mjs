@@ -3,7 +3,8 @@
 // heatmaps, every head's grid and bits per character are drawn; typing changes the heatmaps and
 // the bits per character; layer and head selection (select and grid) work; generation adds
 // characters with exact and approximated attention; the error-vs-m study runs on the real heads;
-// FAVOR#'s kernels draw every panel, and the study compares them with FAVOR+'s sampling modes.
+// FAVOR#'s kernels draw every panel, and the study compares them with FAVOR+'s sampling modes;
+// which heads are hard plots every head's error against its keys' spread.
 // Saves docs/demo-model.png with UPDATE_SCREENSHOTS=1 (else build/screenshots/).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -132,6 +133,52 @@ test('typing changes the heatmaps and the bits per character; layer and head sel
   assert.match(await page.textContent('#readout'), /query .* → key /);
   assert.deepEqual(problems, []);
   await page.close();
+});
+
+test('which heads are hard: every head a point (KL against its keys\' spread), the inspected one ringed, a click inspects; only with random features on a model', async () => {
+  const { page } = await open('?pattern=model&model=softmax&m=64');
+  await page.waitForFunction(() => window.__favorDemo.idle && !document.querySelector('#heads-why').hidden, null, { timeout: 60000 });
+  const drawn = await page.evaluate(() => ({
+    points: [...document.querySelectorAll('#heads-why-plot circle[data-key]')].map((c) => ({ key: c.getAttribute('data-key'), ring: c.getAttribute('fill') === 'none', title: c.textContent })),
+    note: document.querySelector('#heads-why-note').textContent,
+    side: document.querySelector('.below').classList.contains('with-side'),
+    grid: [...document.querySelectorAll('#heads-grid button')].map((b) => Number(b.dataset.error)),
+  }));
+  assert.ok(drawn.side);
+  const dots = drawn.points.filter((p) => !p.ring), rings = drawn.points.filter((p) => p.ring);
+  assert.equal(dots.length, 16, 'one point per head');
+  assert.deepEqual(rings.map((p) => p.key), ['2 1'], 'the inspected head (layer 2, head 1) is ringed');
+  // each point's title carries the KL its grid cell frames (3 digits: within 0.5 %)
+  let compared = 0;
+  for (const p of dots) {
+    const [layer, head] = p.key.split(' ').map(Number);
+    const kl = Number(/mean row KL ([0-9.]+);/.exec(p.title)?.[1]);  // written plainly from 10⁻³ on
+    const cell = drawn.grid[layer * 4 + head];
+    if (cell < 1e-3) continue;
+    assert.ok(Math.abs(kl - cell) <= 0.005 * cell, `${p.key}: ${p.title} against the grid's ${cell}`);
+    compared++;
+  }
+  assert.ok(compared >= 12, `${compared} of 16 points compared`);
+  assert.match(drawn.note, /over these 16 heads, σ²ₖ and the error rank alike at 0\.[6-9]\d \(Spearman\)\./);
+  // a click on a point inspects its head
+  const n = await page.evaluate(() => window.__favorDemo.updates);
+  await page.click('#heads-why-plot circle[data-key="0 2"]');
+  await settled(page, n);
+  await page.waitForFunction(() => document.querySelector('#layer').value === '0' && document.querySelector('#head').value === '2');
+  await page.waitForFunction(() => document.querySelector('#heads-why-plot circle[fill="none"]')?.getAttribute('data-key') === '0 2');
+  await assertUrl(page, /layer=0&head=2/);
+  // not with a codebook, whose error this is not about; not on synthetic inputs
+  const m = await page.evaluate(() => window.__favorDemo.updates);
+  await page.selectOption('#kernel', 'vq');
+  await settled(page, m);
+  await page.waitForFunction(() => window.__favorDemo.idle && window.__favorDemo.shown.kernel === 'vq');
+  assert.equal(await page.evaluate(() => document.querySelector('#heads-why').hidden), true);
+  await page.close();
+  const synthetic = await open('?pattern=gaussian&L=64');
+  await synthetic.page.waitForFunction(() => window.__favorDemo.updates > 0 && window.__favorDemo.idle);
+  assert.equal(await synthetic.page.evaluate(() => document.querySelector('#heads-why').hidden), true);
+  assert.deepEqual(problems, []);
+  await synthetic.page.close();
 });
 
 test('generation continues the text with exact and approximated attention', async () => {

@@ -1,0 +1,86 @@
+// Model mode with random features, beside the row inspector: every head's mean row KL(A‖Â)
+// against σ²ₖ, the spread of the keys its queries see (model/layers.js causalKeySpread). Random
+// features get the ratio of two keys' weights in a row wrong by a factor whose logarithm has
+// variance ‖k̃ⱼ − k̃ₗ‖², so this, more than how sharp a head is, is what sets the grid's colours
+// (docs/models.md). Clicking a point inspects its head, as a click in the grid does.
+import { fmt } from './colors.js';
+import { frameColor } from './model-panel.js';
+import { drawPlot } from './plot.js';
+
+// Ranks of xs (ties share their mean rank).
+function ranks(xs) {
+  const order = xs.map((x, i) => [x, i]).sort((a, b) => a[0] - b[0]);
+  const r = new Array(xs.length);
+  for (let a = 0; a < order.length;) {
+    let b = a;
+    while (b + 1 < order.length && order[b + 1][0] === order[a][0]) b++;
+    for (let c = a; c <= b; c++) r[order[c][1]] = (a + b) / 2;
+    a = b + 1;
+  }
+  return r;
+}
+
+// Spearman's rank correlation: 1 when ys rise wherever xs do; NaN with fewer than 3 points or
+// when either does not vary.
+export function rankCorrelation(xs, ys) {
+  const n = xs.length;
+  if (n < 3 || ys.length !== n) return NaN;
+  const rx = ranks(xs), ry = ranks(ys), mean = (n - 1) / 2;
+  let sxy = 0, sxx = 0, syy = 0;
+  for (let i = 0; i < n; i++) {
+    sxy += (rx[i] - mean) * (ry[i] - mean);
+    sxx += (rx[i] - mean) ** 2;
+    syy += (ry[i] - mean) ** 2;
+  }
+  return sxx > 0 && syy > 0 ? sxy / Math.sqrt(sxx * syy) : NaN;
+}
+
+const errorOf = (o) => o.errors.meanRowKL;
+
+// The sentence under the plot, from the heads it shows.
+export function headsWhyNote(overview) {
+  const r = rankCorrelation(overview.map((o) => o.spread), overview.map(errorOf));
+  return 'Each point a head, coloured as its frame; ◯ the inspected one. σ²ₖ: how far apart the keys its queries see lie ' +
+    '(mean ‖k̃ⱼ − k̄‖², k̃ = k/d^¼). Random features misjudge the ratio of two keys\' weights by a factor of log-variance ' +
+    '‖k̃ⱼ − k̃ₗ‖²' + (Number.isFinite(r) ? `; over these ${overview.length} heads, σ²ₖ and the error rank alike at ${r.toFixed(2)} (Spearman).` : '.');
+}
+
+// Tick labels of σ²ₖ, which spans about 0.1 to 100: 0.5, 2, 20 rather than 2·10¹.
+const plain = (v) => String(v >= 1 ? Math.round(v) : Number(v.toPrecision(1)));
+
+// A log axis's range with room for the inspected head's ring at either end.
+function padded(values) {
+  const v = values.filter((x) => x > 0 && Number.isFinite(x));
+  if (!v.length) return undefined;
+  const lo = Math.min(...v), hi = Math.max(...v), room = Math.max(1.5, (hi / lo) ** 0.08);
+  return [lo / room, hi * room];
+}
+
+export class HeadsWhy {
+  constructor(svg, note, onSelect) {
+    this.svg = svg;
+    this.note = note;
+    svg.addEventListener('click', (e) => {
+      const key = e.target.closest?.('[data-key]')?.getAttribute('data-key');
+      if (!key) return;
+      const [layer, head] = key.split(' ').map(Number);
+      onSelect(layer, head);
+    });
+  }
+
+  draw(overview, { layer, head }) {
+    const point = (o) => [o.spread, errorOf(o), `layer ${o.layer}, head ${o.head}: σ²ₖ ${fmt(o.spread)}, mean row KL ${fmt(errorOf(o))}; click to inspect it`, `${o.layer} ${o.head}`];
+    const selected = overview.filter((o) => o.layer === layer && o.head === head);
+    drawPlot(this.svg, {
+      x: { log: true, label: 'keys\' spread σ²ₖ', domain: padded(overview.map((o) => o.spread)), format: plain },
+      y: { log: true, label: 'mean row KL(A‖Â)', domain: padded(overview.map(errorOf)) },
+      margin: { l: 44, r: 8 },
+      series: [
+        ...overview.map((o) => ({ label: `L${o.layer} H${o.head}`, color: frameColor(errorOf(o)), marker: 'circle', points: [point(o)] })),
+        { label: 'inspected', color: '#111', marker: 'ring', points: selected.map(point) },
+      ],
+      empty: 'no head to show',
+    });
+    this.note.textContent = headsWhyNote(overview);
+  }
+}

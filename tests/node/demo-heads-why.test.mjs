@@ -1,0 +1,73 @@
+// Which heads are hard (demo/src/heads-why.js, model/layers.js causalKeySpread): the spread of the
+// keys each query sees against a float64 double loop, and on identities; Spearman's rank
+// correlation on orders known in advance; and the page's sentence under the plot.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { causalKeySpread } from '../../model/runner.js';
+import { headsWhyNote, rankCorrelation } from '../../demo/src/heads-why.js';
+import { rng } from './helpers.mjs';
+
+// mean over rows i of the mean over j <= i of ‖k̃ⱼ − k̄ᵢ‖², from its definition, in float64
+function spreadByDefinition(k, H, L, d, scale) {
+  const out = [];
+  for (let h = 0; h < H; h++) {
+    let total = 0;
+    for (let i = 0; i < L; i++) {
+      const mean = new Float64Array(d);
+      for (let j = 0; j <= i; j++) for (let c = 0; c < d; c++) mean[c] += k[(h * L + j) * d + c] / (i + 1);
+      let s = 0;
+      for (let j = 0; j <= i; j++) for (let c = 0; c < d; c++) s += (k[(h * L + j) * d + c] - mean[c]) ** 2;
+      total += (scale * s) / (i + 1);
+    }
+    out.push(total / L);
+  }
+  return out;
+}
+
+test('causalKeySpread: the definition in float64, per head, with the default scale 1/√d and another', () => {
+  const g = rng(11);
+  for (const [H, L, d] of [[1, 1, 4], [2, 17, 8], [4, 64, 32]]) {
+    const k = Float32Array.from({ length: H * L * d }, () => 3 * g.normal() + 1);
+    for (const scale of [undefined, 0.25]) {
+      const got = causalKeySpread({ data: k, dims: [H, L, d] }, scale);
+      const want = spreadByDefinition(k, H, L, d, scale ?? 1 / Math.sqrt(d));
+      assert.equal(got.length, H);
+      // one pass of running sums against two: both in double, from float32 inputs of size ~3
+      for (let h = 0; h < H; h++) assert.ok(Math.abs(got[h] - want[h]) <= 1e-9 * Math.max(1, want[h]), `${[H, L, d, scale, h]}: ${got[h]} against ${want[h]}`);
+    }
+  }
+});
+
+test('causalKeySpread: identical keys have none; two keys ±a alternate to a known value', () => {
+  const d = 16, L = 9;
+  const same = Float32Array.from({ length: L * d }, (_, x) => (x % d) * 0.5);
+  assert.ok(causalKeySpread({ data: same, dims: [1, L, d] })[0] < 1e-9);
+  // keys ±a e₁: a row of n keys has mean a (n odd: 1/n, n even: 0) and mean square a², so its
+  // spread is a²(1 − 1/n²) for odd n and a² for even n, times the scale.
+  const a = 2, k = new Float32Array(L * d);
+  for (let i = 0; i < L; i++) k[i * d] = i % 2 ? -a : a;
+  let want = 0;
+  for (let n = 1; n <= L; n++) want += a * a * (n % 2 ? 1 - 1 / (n * n) : 1) / L;
+  assert.ok(Math.abs(causalKeySpread({ data: k, dims: [1, L, d] }, 1)[0] - want) < 1e-12);
+});
+
+test('rankCorrelation: the same order 1, reversed −1, any monotone map keeps it, ties share ranks, too few points NaN', () => {
+  const xs = [0.3, 5, 1, 20, 7, 0.01];
+  assert.equal(rankCorrelation(xs, xs), 1);
+  assert.equal(rankCorrelation(xs, xs.map((x) => Math.exp(x))), 1);
+  assert.equal(rankCorrelation(xs, xs.map((x) => -x)), -1);
+  // ranks 1..4 against 1, 2, 2, 4 (ties at their mean rank 2.5): Pearson of the ranks
+  const r = rankCorrelation([1, 2, 3, 4], [1, 2, 2, 4]);
+  assert.ok(Math.abs(r - 4.5 / Math.sqrt(5 * 4.5)) < 1e-12, `${r}`);
+  assert.ok(Number.isNaN(rankCorrelation([1, 2], [1, 2])));
+  assert.ok(Number.isNaN(rankCorrelation([1, 2, 3], [5, 5, 5])), 'no order to follow');
+});
+
+test('the sentence under the plot: what σ²ₖ is and how far the heads shown follow it', () => {
+  const overview = [0.5, 2, 9, 30].map((spread, x) => ({ layer: 0, head: x, spread, errors: { meanRowKL: [0.01, 0.2, 0.1, 6][x] } }));
+  const note = headsWhyNote(overview);
+  assert.match(note, /σ²ₖ: how far apart the keys its queries see lie \(mean ‖k̃ⱼ − k̄‖², k̃ = k\/d\^¼\)/);
+  assert.match(note, /over these 4 heads, σ²ₖ and the error rank alike at 0\.80 \(Spearman\)\.$/);
+  assert.doesNotMatch(headsWhyNote(overview.slice(0, 2)), /rank alike/, 'two heads: no correlation to state');
+});
