@@ -128,7 +128,8 @@ export class ModelPanel {
       // one tab stop: the focused cell while the focus is in the grid, else the selected head's
       b.tabIndex = (focused >= 0 ? x === focused : selected) ? 0 : -1;
       b.style.borderColor = frameColor(err);
-      b.title = `layer ${o.layer}, head ${o.head}: mean row KL(A‖Â) ${fmt(err)}, rel. Frobenius ${fmt(o.errors.relFrobenius)}; click to inspect it`;
+      b.title = `layer ${o.layer}, head ${o.head}: mean row KL(A‖Â) ${fmt(err)}, rel. Frobenius ${fmt(o.errors.relFrobenius)}; ` +
+        `keys' spread σ²ₖ ${fmt(o.spread)}; click to inspect it`;
       b.dataset.error = String(err);
       b.querySelector('.cell-name').textContent = `L${o.layer} H${o.head}`;
       b.querySelector('.cell-err').textContent = `KL ${short(err)}`;
