@@ -1,10 +1,15 @@
-// Model mode with random features, beside the row inspector: every head's mean row KL(A‖Â)
-// against σ²ₖ, the spread of the keys its queries see (model/layers.js causalKeySpread). Random
-// features get the ratio of two keys' weights in a row wrong by a factor whose logarithm has
-// variance ‖k̃ⱼ − k̃ₗ‖², so this, more than how sharp a head is, is what sets the grid's colours
-// (docs/models.md). Clicking a point inspects its head, as a click in the grid does.
+// Model mode, beside the row inspector: every head's mean row KL(A‖Â) against what its error
+// follows. An approximation gets the ratio of two keys' weights in a row wrong by a factor; the
+// variance of its logarithm over the keys a query sees is what sets the grid's colours, more than
+// how sharp a head is (docs/models.md):
+// - random features: ‖k̃ⱼ − k̃ₗ‖² for each feature, so σ²ₖ, the spread of the keys a query sees
+//   (model/layers.js causalKeySpread);
+// - hard VQ: q̃ᵢ·(r̃ⱼ − r̃ₗ), r a key's residual from its codeword, so σ²ᵣ, the variance of
+//   q̃ᵢ·r̃ⱼ over the keys a query sees (causalProjectedSpread).
+// Clicking a point inspects its head, as a click in the grid does.
 import { fmt } from './colors.js';
 import { frameColor } from './model-panel.js';
+import { isCodebook } from './modes.js';
 import { drawPlot } from './plot.js';
 
 // Ranks of xs (ties share their mean rank).
@@ -37,12 +42,31 @@ export function rankCorrelation(xs, ys) {
 
 const errorOf = (o) => o.errors.meanRowKL;
 
+export const MEASURES = {
+  spread: {
+    value: (o) => o.spread, symbol: 'σ²ₖ', axis: 'keys\' spread σ²ₖ',
+    what: 'σ²ₖ: how far apart the keys its queries see lie (mean ‖k̃ⱼ − k̄‖², k̃ = k/d^¼). Random features misjudge the ratio ' +
+      'of two keys\' weights by a factor of log-variance ‖k̃ⱼ − k̃ₗ‖²',
+  },
+  residual: {
+    value: (o) => o.residual, symbol: 'σ²ᵣ', axis: 'codewords\' miss σ²ᵣ',
+    what: 'σ²ᵣ: what the codewords miss, as its queries see it (the variance of q̃·r̃ over their keys, r = codeword − key, ' +
+      'x̃ = x/d^¼). Putting a key\'s codeword in its place changes the logarithm of its weight by q̃·r̃',
+  },
+};
+
+// What the plot shows for the kernel: null where it does not apply (soft assignments, and hard
+// VQ with a codeword for every key, where Â = A).
+export function measureOf(kernel, overview) {
+  if (kernel === 'vq') return overview.length && overview.every((o) => Number.isFinite(o.residual)) ? MEASURES.residual : null;
+  return isCodebook(kernel) ? null : MEASURES.spread;
+}
+
 // The sentence under the plot, from the heads it shows.
-export function headsWhyNote(overview) {
-  const r = rankCorrelation(overview.map((o) => o.spread), overview.map(errorOf));
-  return 'Each point a head, coloured as its frame; ◯ the inspected one. σ²ₖ: how far apart the keys its queries see lie ' +
-    '(mean ‖k̃ⱼ − k̄‖², k̃ = k/d^¼). Random features misjudge the ratio of two keys\' weights by a factor of log-variance ' +
-    '‖k̃ⱼ − k̃ₗ‖²' + (Number.isFinite(r) ? `; over these ${overview.length} heads, σ²ₖ and the error rank alike at ${r.toFixed(2)} (Spearman).` : '.');
+export function headsWhyNote(overview, measure = MEASURES.spread) {
+  const r = rankCorrelation(overview.map(measure.value), overview.map(errorOf));
+  return `Each point a head, coloured as its frame; ◯ the inspected one. ${measure.what}` +
+    (Number.isFinite(r) ? `; over these ${overview.length} heads, ${measure.symbol} and the error rank alike at ${r.toFixed(2)} (Spearman).` : '.');
 }
 
 // Tick labels of σ²ₖ, which spans about 0.1 to 100: 0.5, 2, 20 rather than 2·10¹.
@@ -68,11 +92,12 @@ export class HeadsWhy {
     });
   }
 
-  draw(overview, { layer, head }) {
-    const point = (o) => [o.spread, errorOf(o), `layer ${o.layer}, head ${o.head}: σ²ₖ ${fmt(o.spread)}, mean row KL ${fmt(errorOf(o))}; click to inspect it`, `${o.layer} ${o.head}`];
+  draw(overview, { layer, head }, measure) {
+    const x = measure.value;
+    const point = (o) => [x(o), errorOf(o), `layer ${o.layer}, head ${o.head}: ${measure.symbol} ${fmt(x(o))}, mean row KL ${fmt(errorOf(o))}; click to inspect it`, `${o.layer} ${o.head}`];
     const selected = overview.filter((o) => o.layer === layer && o.head === head);
     drawPlot(this.svg, {
-      x: { log: true, label: 'keys\' spread σ²ₖ', domain: padded(overview.map((o) => o.spread)), format: plain },
+      x: { log: true, label: measure.axis, domain: padded(overview.map(x)), format: plain },
       y: { log: true, label: 'mean row KL(A‖Â)', domain: padded(overview.map(errorOf)) },
       margin: { l: 44, r: 8 },
       series: [
@@ -81,6 +106,6 @@ export class HeadsWhy {
       ],
       empty: 'no head to show',
     });
-    this.note.textContent = headsWhyNote(overview);
+    this.note.textContent = headsWhyNote(overview, measure);
   }
 }

@@ -7,7 +7,7 @@
 import { Heatmap, drawLegend } from './heatmap.js';
 import { sequentialScale, divergingScale, fmt } from './colors.js';
 import { PATTERNS } from './inputs.js';
-import { HeadsWhy } from './heads-why.js';
+import { HeadsWhy, measureOf } from './heads-why.js';
 import { PcaView } from './pca-view.js';
 import { ModelPanel } from './model-panel.js';
 import { LineView } from './line-view.js';
@@ -17,7 +17,7 @@ import { axisLabels } from './axis-labels.js';
 import { difference, heatmapRanges } from './heatmap-ranges.js';
 import { LongView } from './long-view.js';
 import { ComputeClient } from './compute-client.js';
-import { isCodebook, temperatureOf } from './modes.js';
+import { temperatureOf } from './modes.js';
 import { modeControls } from './mode-controls.js';
 import { LISTS, MODE_DEFAULTS, TEMP_RANGE, applyControl, genLengthIn, parseSettings, settingsQuery } from './settings.js';
 import { setUpStudies } from './studies.js';
@@ -444,14 +444,14 @@ function drawNotes(params, r) {
 }
 
 // Beside the inspector: on synthetic inputs in codebook modes, the PCA view of keys and codewords;
-// on a model with random features, which heads are hard.
+// on a model with random features or hard VQ, which heads are hard.
 function drawSide(cb, model, params, L) {
-  const heads = model && !isCodebook(params.kernel) ? model.overview : null;
+  const measure = model ? measureOf(params.kernel, model.overview) : null;
   $('#pca').hidden = !cb;
-  $('#heads-why').hidden = !heads;
-  document.querySelector('.below').classList.toggle('with-side', Boolean(cb || heads));
+  $('#heads-why').hidden = !measure;
+  document.querySelector('.below').classList.toggle('with-side', Boolean(cb || measure));
   if (cb && pcaView.view !== cb.view) pcaView.draw(cb.view, { L, clusters: cb.clusters, assignment: cb.assignment });
-  if (heads) headsWhy.draw(heads, params);
+  if (measure) headsWhy.draw(model.overview, params, measure);
 }
 
 function drawErrors(errors) {

@@ -4,9 +4,10 @@
 // A and Â, every head's A with its error, bits per character and next-character predictions with
 // exact attention and with the approximation in every layer; generation side by side; and the
 // long-text view's generation (exact cache and FAVOR+ state of long-performer, block by block).
-import { CharModel, causalKeySpread, modelSizeError, verifyModelFile } from '../../model/runner.js';
+import { CharModel, causalKeySpread, causalProjectedSpread, modelSizeError, verifyModelFile } from '../../model/runner.js';
 import { spreadOfDraws } from './draws.js';
 import { EXPORTED_W, usesExportedW } from './modes.js';
+import { nearestCodewords } from './pca.js';
 import { rowKL } from './row-kl.js';
 
 // Static URLs, so that a build copies the files (a URL computed at run time would not be).
@@ -109,6 +110,20 @@ export function codebookOptions(favor, spec, K, L, seed = spec.seed) {
   return { codebook: favor.kmeans(K, { clusters: Math.min(spec.clusters, L), seed }), assignment: spec.assignment, temperature: spec.temperature, causal: true };
 }
 
+// What hard VQ's error follows, per head of q, k [H, L, d] and their codebooks [H, c, d]: the
+// variance of q̃ᵢ·(c̃ − k̃)ⱼ over the keys j <= i each query sees, c the codeword nearest key j
+// (causalProjectedSpread in model/layers.js).
+function hardResidualSpread(favor, q, k, codebook) {
+  const [H, L, d] = k.dims, c = codebook.dims.at(-2);
+  const r = new Float32Array(k.data.length);
+  for (let h = 0; h < H; h++) {
+    const keys = k.data.subarray(h * L * d, (h + 1) * L * d), words = codebook.data.subarray(h * c * d, (h + 1) * c * d);
+    const { assign } = nearestCodewords(keys, L, words, c, d, favor);
+    for (let j = 0; j < L; j++) for (let t = 0; t < d; t++) r[(h * L + j) * d + t] = words[assign[j] * d + t] - keys[j * d + t];
+  }
+  return causalProjectedSpread(q, { data: r, dims: k.dims });
+}
+
 // The approximation of the controls, for every layer.
 function approximation(favor, model, p) {
   const layers = model.layers, hd = model.config.width / model.heads;
@@ -192,13 +207,14 @@ export function computeModel(favor, model, p, timings) {
     const { q, k } = exact.qk[layer];
     const spread = causalKeySpread(k);
     const A = favor.attentionMatrix(q, k, { causal: true });
-    const Ahat = spec.method === 'favor'
-      ? favor.favorAttentionMatrix(q, k, { featureMap: spec.featureMaps[layer], causal: true })
-      : favor.codebookAttentionMatrix(q, k, codebookOptions(favor, spec, k, L));
+    const book = spec.method === 'codebook' ? codebookOptions(favor, spec, k, L) : null;
+    const Ahat = book ? favor.codebookAttentionMatrix(q, k, book) : favor.favorAttentionMatrix(q, k, { featureMap: spec.featureMaps[layer], causal: true });
+    // hard VQ with fewer codewords than keys (with as many, Â = A)
+    const residual = book?.assignment === 'hard' && book.codebook.dims.at(-2) < L ? hardResidualSpread(favor, q, k, book.codebook) : null;
     for (let h = 0; h < H; h++) {
       const a = { data: A.data.slice(h * L * L, (h + 1) * L * L), dims: [L, L] };
       const b = { data: Ahat.data.slice(h * L * L, (h + 1) * L * L), dims: [L, L] };
-      overview.push({ layer, head: h, A: a.data, Ahat: b.data, errors: favor.compare(a, b), spread: spread[h] });
+      overview.push({ layer, head: h, A: a.data, Ahat: b.data, errors: favor.compare(a, b), spread: spread[h], residual: residual?.[h] });
     }
   }
   timings.overview = performance.now() - t;
@@ -214,7 +230,7 @@ export function computeModel(favor, model, p, timings) {
       chars: text.slice(offset), label, heads: H, layers: model.layers, window: windowNote(model, p.text, L, shown),
       shown: { offset, size: shown, total: L },
       ...(offset > 0 && { rows: windowRows(pick.A, pick.Ahat, L, offset) }),
-      overview: overview.map((o) => ({ layer: o.layer, head: o.head, small: thumbnail(o.A, L), errors: o.errors, spread: o.spread })),
+      overview: overview.map((o) => ({ layer: o.layer, head: o.head, small: thumbnail(o.A, L), errors: o.errors, spread: o.spread, residual: o.residual })),
       bpc: { exact: bits(model, exact.logits, ids), approx: bits(model, approx.logits, ids) },
       // every drawn row's five likeliest next characters, so that inspecting another row is a redraw
       top: {

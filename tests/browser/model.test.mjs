@@ -135,7 +135,7 @@ test('typing changes the heatmaps and the bits per character; layer and head sel
   await page.close();
 });
 
-test('which heads are hard: every head a point (KL against its keys\' spread), the inspected one ringed, a click inspects; only with random features on a model', async () => {
+test('which heads are hard: every head a point (KL against its keys\' spread, or for hard VQ what the codewords miss), the inspected one ringed, a click inspects; on a model only', async () => {
   const { page } = await open('?pattern=model&model=softmax&m=64');
   await page.waitForFunction(() => window.__favorDemo.idle && !document.querySelector('#heads-why').hidden, null, { timeout: 60000 });
   const drawn = await page.evaluate(() => ({
@@ -167,11 +167,25 @@ test('which heads are hard: every head a point (KL against its keys\' spread), t
   await page.waitForFunction(() => document.querySelector('#layer').value === '0' && document.querySelector('#head').value === '2');
   await page.waitForFunction(() => document.querySelector('#heads-why-plot circle[fill="none"]')?.getAttribute('data-key') === '0 2');
   await assertUrl(page, /layer=0&head=2/);
-  // not with a codebook, whose error this is not about; not on synthetic inputs
+  // hard VQ: against what the codewords miss; soft VQ: not plotted; synthetic inputs: neither
   const m = await page.evaluate(() => window.__favorDemo.updates);
   await page.selectOption('#kernel', 'vq');
   await settled(page, m);
   await page.waitForFunction(() => window.__favorDemo.idle && window.__favorDemo.shown.kernel === 'vq');
+  const vq = await page.evaluate(() => ({
+    hidden: document.querySelector('#heads-why').hidden,
+    points: document.querySelectorAll('#heads-why-plot circle[data-key]:not([fill="none"])').length,
+    axis: [...document.querySelectorAll('#heads-why-plot .axis-label')].map((t) => t.textContent),
+    note: document.querySelector('#heads-why-note').textContent,
+  }));
+  assert.equal(vq.hidden, false);
+  assert.equal(vq.points, 16);
+  assert.deepEqual(vq.axis, ['codewords\' miss σ²ᵣ', 'mean row KL(A‖Â)']);
+  assert.match(vq.note, /σ²ᵣ and the error rank alike at 0\.[7-9]\d/);
+  const v = await page.evaluate(() => window.__favorDemo.updates);
+  await page.selectOption('#kernel', 'soft-vq');
+  await settled(page, v);
+  await page.waitForFunction(() => window.__favorDemo.idle && window.__favorDemo.shown.kernel === 'soft-vq');
   assert.equal(await page.evaluate(() => document.querySelector('#heads-why').hidden), true);
   await page.close();
   const synthetic = await open('?pattern=gaussian&L=64');

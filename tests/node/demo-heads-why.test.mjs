@@ -1,11 +1,12 @@
-// Which heads are hard (demo/src/heads-why.js, model/layers.js causalKeySpread): the spread of the
-// keys each query sees against a float64 double loop, and on identities; Spearman's rank
-// correlation on orders known in advance; and the page's sentence under the plot.
+// Which heads are hard (demo/src/heads-why.js, model/layers.js causalKeySpread and
+// causalProjectedSpread): the spread of the keys each query sees, and the variance of q̃ᵢ·r̃ⱼ over
+// them, against float64 double loops and on identities; Spearman's rank correlation on orders
+// known in advance; which measure each kernel plots; and the page's sentence under the plot.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { causalKeySpread } from '../../model/runner.js';
-import { headsWhyNote, rankCorrelation } from '../../demo/src/heads-why.js';
+import { causalKeySpread, causalProjectedSpread } from '../../model/runner.js';
+import { MEASURES, headsWhyNote, measureOf, rankCorrelation } from '../../demo/src/heads-why.js';
 import { rng } from './helpers.mjs';
 
 // mean over rows i of the mean over j <= i of ‖k̃ⱼ − k̄ᵢ‖², from its definition, in float64
@@ -52,6 +53,53 @@ test('causalKeySpread: identical keys have none; two keys ±a alternate to a kno
   assert.ok(Math.abs(causalKeySpread({ data: k, dims: [1, L, d] }, 1)[0] - want) < 1e-12);
 });
 
+// mean over rows i of the variance over j <= i of q̃ᵢ·r̃ⱼ, from its definition, in float64
+function projectedByDefinition(q, r, H, L, d, scale) {
+  const out = [];
+  for (let h = 0; h < H; h++) {
+    let total = 0;
+    for (let i = 0; i < L; i++) {
+      const dots = [];
+      for (let j = 0; j <= i; j++) {
+        let s = 0;
+        for (let c = 0; c < d; c++) s += q[(h * L + i) * d + c] * r[(h * L + j) * d + c];
+        dots.push(scale * s);
+      }
+      const mean = dots.reduce((a, b) => a + b, 0) / dots.length;
+      total += dots.reduce((a, b) => a + (b - mean) ** 2, 0) / dots.length;
+    }
+    out.push(total / L);
+  }
+  return out;
+}
+
+test('causalProjectedSpread: the definition in float64; no variance where the residuals agree', () => {
+  const g = rng(12);
+  for (const [H, L, d] of [[1, 1, 4], [2, 23, 8], [4, 48, 32]]) {
+    const q = Float32Array.from({ length: H * L * d }, () => 2 * g.normal());
+    const r = Float32Array.from({ length: H * L * d }, () => g.normal() - 0.5);
+    for (const scale of [undefined, 0.5]) {
+      const got = causalProjectedSpread({ data: q, dims: [H, L, d] }, { data: r, dims: [H, L, d] }, scale);
+      const want = projectedByDefinition(q, r, H, L, d, scale ?? 1 / Math.sqrt(d));
+      // running sums of r rᵀ against the two-pass variance, both in double
+      for (let h = 0; h < H; h++) assert.ok(Math.abs(got[h] - want[h]) <= 1e-9 * Math.max(1, want[h]), `${[H, L, d, scale, h]}: ${got[h]} against ${want[h]}`);
+    }
+  }
+  // every key off its codeword by the same vector: every weight changes alike, so no error
+  const d = 8, L = 12, q = Float32Array.from({ length: L * d }, (_, x) => Math.sin(x));
+  const same = Float32Array.from({ length: L * d }, (_, x) => 0.3 * (x % d) - 1);
+  assert.ok(causalProjectedSpread({ data: q, dims: [1, L, d] }, { data: same, dims: [1, L, d] })[0] < 1e-12);
+});
+
+test('which measure each kernel plots: σ²ₖ for random features, σ²ᵣ for hard VQ with fewer codewords than keys, none for soft assignments', () => {
+  const heads = [{ spread: 2, residual: 0.5 }, { spread: 3, residual: 0.1 }];
+  for (const kernel of ['positive', 'hyperbolic', 'trigonometric', 'relu', 'oprf', 'sderf', 'aderf']) assert.equal(measureOf(kernel, heads), MEASURES.spread, kernel);
+  assert.equal(measureOf('vq', heads), MEASURES.residual);
+  assert.equal(measureOf('vq', [{ spread: 2 }, { spread: 3 }]), null, 'a codeword for every key: Â = A, nothing to explain');
+  for (const kernel of ['soft-vq', 'performer-vq']) assert.equal(measureOf(kernel, heads), null, kernel);
+  assert.equal(MEASURES.residual.value(heads[0]), 0.5);
+});
+
 test('rankCorrelation: the same order 1, reversed −1, any monotone map keeps it, ties share ranks, too few points NaN', () => {
   const xs = [0.3, 5, 1, 20, 7, 0.01];
   assert.equal(rankCorrelation(xs, xs), 1);
@@ -70,4 +118,7 @@ test('the sentence under the plot: what σ²ₖ is and how far the heads shown f
   assert.match(note, /σ²ₖ: how far apart the keys its queries see lie \(mean ‖k̃ⱼ − k̄‖², k̃ = k\/d\^¼\)/);
   assert.match(note, /over these 4 heads, σ²ₖ and the error rank alike at 0\.80 \(Spearman\)\.$/);
   assert.doesNotMatch(headsWhyNote(overview.slice(0, 2)), /rank alike/, 'two heads: no correlation to state');
+  const vq = headsWhyNote(overview.map((o, x) => ({ ...o, residual: [3, 1, 2, 4][x] })), MEASURES.residual);
+  assert.match(vq, /σ²ᵣ: what the codewords miss, as its queries see it \(the variance of q̃·r̃ over their keys, r = codeword − key/);
+  assert.match(vq, /over these 4 heads, σ²ᵣ and the error rank alike at 0\.20 \(Spearman\)\.$/);
 });
