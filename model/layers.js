@@ -137,41 +137,6 @@ export function causalKeySpread(k, scale = 1 / Math.sqrt(k.dims.at(-1))) {
   return out;
 }
 
-// Per head of q and r [H, L, d]: the mean over rows i of the variance of q̃ᵢ·r̃ⱼ over j <= i
-// (x̃ = x·scale^½). With r the keys' residuals from their codewords (codeword − key), this is what
-// hard VQ's error follows: replacing key j by its codeword changes the logarithm of its weight
-// by q̃ᵢ·r̃ⱼ, so two keys' ratio is off by q̃ᵢ·(r̃ⱼ − r̃ₗ). Running sums of r and r rᵀ make it
-// O(L d²) a head.
-export function causalProjectedSpread(q, r, scale = 1 / Math.sqrt(q.dims.at(-1))) {
-  const [H, L, d] = q.dims;
-  const out = new Float64Array(H), sum = new Float64Array(d), outer = new Float64Array(d * d);
-  for (let h = 0; h < H; h++) {
-    sum.fill(0);
-    outer.fill(0);
-    let total = 0;
-    for (let i = 0; i < L; i++) {
-      const o = (h * L + i) * d;
-      for (let a = 0; a < d; a++) {
-        const ra = r.data[o + a];
-        sum[a] += ra;
-        for (let b = 0; b < d; b++) outer[a * d + b] += ra * r.data[o + b];
-      }
-      let square = 0, mean = 0;
-      for (let a = 0; a < d; a++) {
-        const qa = q.data[o + a];
-        mean += qa * sum[a];
-        let row = 0;
-        for (let b = 0; b < d; b++) row += outer[a * d + b] * q.data[o + b];
-        square += qa * row;
-      }
-      const n = i + 1;
-      total += square / n - (mean / n) ** 2;
-    }
-    out[h] = (scale * scale * total) / L;  // q̃·r̃ = scale q·r
-  }
-  return out;
-}
-
 /** OPRF's rho = mean over (i, j) of |q~_i + k~_j|^2 (x~ = x scale^1/2), averaged over heads; q, k [H, n, d]. */
 export function oprfRho(q, k, scale = 1 / Math.sqrt(q.dims.at(-1))) {
   const [H, n, d] = [q.dims[0], q.dims[1], q.dims[2]], S = k.dims[1];

@@ -67,8 +67,6 @@ export declare function logSoftmax(row: ArrayLike<number>): Float64Array;
 export declare function oprfRho(q: Tensor, k: Tensor, scale?: number): number;
 /** Per head of k [H, L, d]: the mean over rows i of the mean ‖k̃ⱼ − k̄ᵢ‖² over the keys j <= i (k̃ = k·scale^½). */
 export declare function causalKeySpread(k: Tensor, scale?: number): Float64Array;
-/** Per head of q, r [H, L, d]: the mean over rows i of the variance of q̃ᵢ·r̃ⱼ over j <= i (x̃ = x·scale^½). */
-export declare function causalProjectedSpread(q: Tensor, r: Tensor, scale?: number): Float64Array;
 
 /** Generation one character at a time through one causal state per layer (CharModel.startGeneration). */
 export declare class Generation {

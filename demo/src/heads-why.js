@@ -4,8 +4,8 @@
 // how sharp a head is (docs/models.md):
 // - random features: ‖k̃ⱼ − k̃ₗ‖² for each feature, so σ²ₖ, the spread of the keys a query sees
 //   (model/layers.js causalKeySpread);
-// - hard VQ: q̃ᵢ·(r̃ⱼ − r̃ₗ), r a key's residual from its codeword, so σ²ᵣ, the variance of
-//   q̃ᵢ·r̃ⱼ over the keys a query sees (causalProjectedSpread).
+// - hard VQ: q̃ᵢ·(r̃ⱼ − r̃ₗ), r = c − k a key's residual from its codeword c, so σ²ᵣ = ‖q̃‖²D/d,
+//   its variance were r to point anywhere, D = mean ‖r̃‖² (model-view.js codewordMiss).
 // Clicking a point inspects its head, as a click in the grid does.
 import { fmt } from './colors.js';
 import { frameColor } from './model-panel.js';
@@ -50,8 +50,9 @@ export const MEASURES = {
   },
   residual: {
     value: (o) => o.residual, symbol: 'σ²ᵣ', axis: 'codewords\' miss σ²ᵣ',
-    what: 'σ²ᵣ: what the codewords miss, as its queries see it (the variance of q̃·r̃ over their keys, r = codeword − key, ' +
-      'x̃ = x/d^¼). Putting a key\'s codeword in its place changes the logarithm of its weight by q̃·r̃',
+    what: 'σ²ᵣ = ‖q̃‖²D/d: D the mean ‖c̃ − k̃‖² from each key to its codeword (k-means\' distortion), ‖q̃‖² the queries\' ' +
+      '(x̃ = x/d^¼). Putting a key\'s codeword in its place changes the logarithm of its weight by q̃·(c̃ − k̃), of variance ' +
+      'σ²ᵣ were c̃ − k̃ to point anywhere',
   },
 };
 

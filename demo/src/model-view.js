@@ -4,7 +4,7 @@
 // A and Â, every head's A with its error, bits per character and next-character predictions with
 // exact attention and with the approximation in every layer; generation side by side; and the
 // long-text view's generation (exact cache and FAVOR+ state of long-performer, block by block).
-import { CharModel, causalKeySpread, causalProjectedSpread, modelSizeError, verifyModelFile } from '../../model/runner.js';
+import { CharModel, causalKeySpread, modelSizeError, verifyModelFile } from '../../model/runner.js';
 import { spreadOfDraws } from './draws.js';
 import { EXPORTED_W, usesExportedW } from './modes.js';
 import { nearestCodewords } from './pca.js';
@@ -110,18 +110,23 @@ export function codebookOptions(favor, spec, K, L, seed = spec.seed) {
   return { codebook: favor.kmeans(K, { clusters: Math.min(spec.clusters, L), seed }), assignment: spec.assignment, temperature: spec.temperature, causal: true };
 }
 
-// What hard VQ's error follows, per head of q, k [H, L, d] and their codebooks [H, c, d]: the
-// variance of q̃ᵢ·(c̃ − k̃)ⱼ over the keys j <= i each query sees, c the codeword nearest key j
-// (causalProjectedSpread in model/layers.js).
-function hardResidualSpread(favor, q, k, codebook) {
-  const [H, L, d] = k.dims, c = codebook.dims.at(-2);
-  const r = new Float32Array(k.data.length);
+// What hard VQ's error follows, per head of q, k [H, L, d] and their codebooks [H, c, d]:
+// ‖q̃‖² D / d, with ‖q̃‖² the queries' mean and D = mean ‖c̃ − k̃‖² from each key to its nearest
+// codeword (k-means' distortion; x̃ = x/d^¼). Putting a key's codeword in its place changes the
+// logarithm of its weight by q̃·(c̃ − k̃), whose variance that is were c̃ − k̃ to point anywhere.
+export function codewordMiss(favor, q, k, codebook) {
+  const [H, L, d] = k.dims, c = codebook.dims.at(-2), scale = 1 / Math.sqrt(d);
+  const out = new Float64Array(H);
   for (let h = 0; h < H; h++) {
     const keys = k.data.subarray(h * L * d, (h + 1) * L * d), words = codebook.data.subarray(h * c * d, (h + 1) * c * d);
+    const queries = q.data.subarray(h * L * d, (h + 1) * L * d);
     const { assign } = nearestCodewords(keys, L, words, c, d, favor);
-    for (let j = 0; j < L; j++) for (let t = 0; t < d; t++) r[(h * L + j) * d + t] = words[assign[j] * d + t] - keys[j * d + t];
+    let distortion = 0, length = 0;
+    for (let j = 0; j < L; j++) for (let t = 0; t < d; t++) distortion += (words[assign[j] * d + t] - keys[j * d + t]) ** 2;
+    for (const x of queries) length += x * x;
+    out[h] = ((scale * length) / L) * ((scale * distortion) / L) / d;
   }
-  return causalProjectedSpread(q, { data: r, dims: k.dims });
+  return out;
 }
 
 // The approximation of the controls, for every layer.
@@ -210,7 +215,7 @@ export function computeModel(favor, model, p, timings) {
     const book = spec.method === 'codebook' ? codebookOptions(favor, spec, k, L) : null;
     const Ahat = book ? favor.codebookAttentionMatrix(q, k, book) : favor.favorAttentionMatrix(q, k, { featureMap: spec.featureMaps[layer], causal: true });
     // hard VQ with fewer codewords than keys (with as many, Â = A)
-    const residual = book?.assignment === 'hard' && book.codebook.dims.at(-2) < L ? hardResidualSpread(favor, q, k, book.codebook) : null;
+    const residual = book?.assignment === 'hard' && book.codebook.dims.at(-2) < L ? codewordMiss(favor, q, k, book.codebook) : null;
     for (let h = 0; h < H; h++) {
       const a = { data: A.data.slice(h * L * L, (h + 1) * L * L), dims: [L, L] };
       const b = { data: Ahat.data.slice(h * L * L, (h + 1) * L * L), dims: [L, L] };

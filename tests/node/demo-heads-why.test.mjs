@@ -1,11 +1,14 @@
-// Which heads are hard (demo/src/heads-why.js, model/layers.js causalKeySpread and
-// causalProjectedSpread): the spread of the keys each query sees, and the variance of q̃ᵢ·r̃ⱼ over
-// them, against float64 double loops and on identities; Spearman's rank correlation on orders
-// known in advance; which measure each kernel plots; and the page's sentence under the plot.
+// Which heads are hard (demo/src/heads-why.js; model/layers.js causalKeySpread; model-view.js
+// codewordMiss): the spread of the keys each query sees, and ‖q̃‖²D/d for hard VQ, against
+// float64 loops and on identities; Spearman's rank correlation on orders known in advance; which
+// measure each kernel plots; and the page's sentence under the plot.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { causalKeySpread, causalProjectedSpread } from '../../model/runner.js';
+import { loadFavor } from 'favor-attention';
+
+import { causalKeySpread } from '../../model/runner.js';
+import { codewordMiss } from '../../demo/src/model-view.js';
 import { MEASURES, headsWhyNote, measureOf, rankCorrelation } from '../../demo/src/heads-why.js';
 import { rng } from './helpers.mjs';
 
@@ -53,42 +56,31 @@ test('causalKeySpread: identical keys have none; two keys ±a alternate to a kno
   assert.ok(Math.abs(causalKeySpread({ data: k, dims: [1, L, d] }, 1)[0] - want) < 1e-12);
 });
 
-// mean over rows i of the variance over j <= i of q̃ᵢ·r̃ⱼ, from its definition, in float64
-function projectedByDefinition(q, r, H, L, d, scale) {
-  const out = [];
-  for (let h = 0; h < H; h++) {
-    let total = 0;
-    for (let i = 0; i < L; i++) {
-      const dots = [];
-      for (let j = 0; j <= i; j++) {
-        let s = 0;
-        for (let c = 0; c < d; c++) s += q[(h * L + i) * d + c] * r[(h * L + j) * d + c];
-        dots.push(scale * s);
-      }
-      const mean = dots.reduce((a, b) => a + b, 0) / dots.length;
-      total += dots.reduce((a, b) => a + (b - mean) ** 2, 0) / dots.length;
-    }
-    out.push(total / L);
-  }
-  return out;
-}
-
-test('causalProjectedSpread: the definition in float64; no variance where the residuals agree', () => {
+test('codewordMiss: ‖q̃‖²·D/d from a float64 loop over the nearest codewords; none where every key is a codeword', async () => {
+  const favor = await loadFavor({ threads: 1 });
   const g = rng(12);
-  for (const [H, L, d] of [[1, 1, 4], [2, 23, 8], [4, 48, 32]]) {
-    const q = Float32Array.from({ length: H * L * d }, () => 2 * g.normal());
-    const r = Float32Array.from({ length: H * L * d }, () => g.normal() - 0.5);
-    for (const scale of [undefined, 0.5]) {
-      const got = causalProjectedSpread({ data: q, dims: [H, L, d] }, { data: r, dims: [H, L, d] }, scale);
-      const want = projectedByDefinition(q, r, H, L, d, scale ?? 1 / Math.sqrt(d));
-      // running sums of r rᵀ against the two-pass variance, both in double
-      for (let h = 0; h < H; h++) assert.ok(Math.abs(got[h] - want[h]) <= 1e-9 * Math.max(1, want[h]), `${[H, L, d, scale, h]}: ${got[h]} against ${want[h]}`);
+  const [H, L, d, c] = [2, 40, 8, 5];
+  const q = Float32Array.from({ length: H * L * d }, () => 2 * g.normal());
+  const k = Float32Array.from({ length: H * L * d }, () => g.normal());
+  const words = Float32Array.from({ length: H * c * d }, () => g.normal());
+  const got = codewordMiss(favor, { data: q, dims: [H, L, d] }, { data: k, dims: [H, L, d] }, { data: words, dims: [H, c, d] });
+  for (let h = 0; h < H; h++) {
+    let distortion = 0, length = 0;
+    for (let j = 0; j < L; j++) {
+      let best = Infinity;
+      for (let a = 0; a < c; a++) {
+        let e = 0;
+        for (let t = 0; t < d; t++) e += (k[(h * L + j) * d + t] - words[(h * c + a) * d + t]) ** 2;
+        best = Math.min(best, e);
+      }
+      distortion += best / Math.sqrt(d) / L;
+      for (let t = 0; t < d; t++) length += q[(h * L + j) * d + t] ** 2 / Math.sqrt(d) / L;
     }
+    assert.ok(Math.abs(got[h] - (length * distortion) / d) <= 1e-9 * got[h], `${h}: ${got[h]} against ${(length * distortion) / d}`);
   }
-  // every key off its codeword by the same vector: every weight changes alike, so no error
-  const d = 8, L = 12, q = Float32Array.from({ length: L * d }, (_, x) => Math.sin(x));
-  const same = Float32Array.from({ length: L * d }, (_, x) => 0.3 * (x % d) - 1);
-  assert.ok(causalProjectedSpread({ data: q, dims: [1, L, d] }, { data: same, dims: [1, L, d] })[0] < 1e-12);
+  // the keys themselves as the codebook: nothing missed
+  const own = codewordMiss(favor, { data: q, dims: [H, L, d] }, { data: k, dims: [H, L, d] }, { data: k, dims: [H, L, d] });
+  assert.ok(own.every((x) => x === 0));
 });
 
 test('which measure each kernel plots: σ²ₖ for random features, σ²ᵣ for hard VQ with fewer codewords than keys, none for soft assignments', () => {
@@ -119,6 +111,6 @@ test('the sentence under the plot: what σ²ₖ is and how far the heads shown f
   assert.match(note, /over these 4 heads, σ²ₖ and the error rank alike at 0\.80 \(Spearman\)\.$/);
   assert.doesNotMatch(headsWhyNote(overview.slice(0, 2)), /rank alike/, 'two heads: no correlation to state');
   const vq = headsWhyNote(overview.map((o, x) => ({ ...o, residual: [3, 1, 2, 4][x] })), MEASURES.residual);
-  assert.match(vq, /σ²ᵣ: what the codewords miss, as its queries see it \(the variance of q̃·r̃ over their keys, r = codeword − key/);
+  assert.match(vq, /σ²ᵣ = ‖q̃‖²D\/d: D the mean ‖c̃ − k̃‖² from each key to its codeword \(k-means' distortion\)/);
   assert.match(vq, /over these 4 heads, σ²ᵣ and the error rank alike at 0\.20 \(Spearman\)\.$/);
 });

@@ -102,15 +102,15 @@ test('the story: heads whose queries see keys far apart are approximated worst (
 });
 
 test('hard VQ: what the codewords miss, as the queries see it, ranks the 80 heads\' error (the page\'s plot)', () => {
-  // m = 64 codewords per head, the page's other defaults (measured: 0.963 over the 80 heads,
-  // 0.83–0.99 per model); the keys' spread, what random features follow, ranks them worse (0.80)
+  // m = 64 codewords per head, the page's other defaults (measured: 0.933 over the 80 heads); the
+  // distortion alone ranks them at 0.75 and the keys' spread, what random features follow, at 0.80
   const heads = MODELS.flatMap((model) => {
     const s = { ...DEFAULTS, pattern: 'model', model, kernel: 'vq', m: 64 };
     return computeModel(favor, models.get(model), { ...s, temperature: temperatureOf(s.tempStep) }, {}).extras.overview;
   });
   const kl = heads.map((o) => o.errors.meanRowKL);
   const r = rankCorrelation(heads.map((o) => o.residual), kl);
-  assert.ok(r >= 0.9, `σ²ᵣ: ${r}`);
+  assert.ok(r >= 0.88, `σ²ᵣ: ${r}`);
   assert.ok(r > rankCorrelation(heads.map((o) => o.spread), kl) + 0.05, 'σ²ᵣ ranks hard VQ\'s error better than σ²ₖ');
 });
 
