@@ -9,7 +9,6 @@
 // Clicking a point inspects its head, as a click in the grid does.
 import { fmt } from './colors.js';
 import { frameColor } from './model-panel.js';
-import { isCodebook } from './modes.js';
 import { drawPlot } from './plot.js';
 
 // Ranks of xs (ties share their mean rank).
@@ -56,11 +55,15 @@ export const MEASURES = {
   },
 };
 
-// What the plot shows for the kernel: null where it does not apply (soft assignments, and hard
-// VQ with a codeword for every key, where Â = A).
+// What the plot shows for the kernel, or null where neither measure is what the error follows:
+// σ²ₖ for the positive and hyperbolic features, the Gaussian w that its account is of (OPRF and
+// FAVOR# fit w's law to each head's q and k; trigonometric and relu features are not positive
+// estimates of e^{q̃·k̃}); σ²ᵣ for hard VQ with fewer codewords than keys (with as many, Â = A);
+// nothing for soft assignments.
+const SPREAD_KERNELS = ['positive', 'hyperbolic'];
 export function measureOf(kernel, overview) {
   if (kernel === 'vq') return overview.length && overview.every((o) => Number.isFinite(o.residual)) ? MEASURES.residual : null;
-  return isCodebook(kernel) ? null : MEASURES.spread;
+  return SPREAD_KERNELS.includes(kernel) ? MEASURES.spread : null;
 }
 
 // The sentence under the plot, from the heads it shows.

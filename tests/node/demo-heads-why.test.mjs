@@ -83,9 +83,11 @@ test('codewordMiss: ‖q̃‖²·D/d from a float64 loop over the nearest codewo
   assert.ok(own.every((x) => x === 0));
 });
 
-test('which measure each kernel plots: σ²ₖ for random features, σ²ᵣ for hard VQ with fewer codewords than keys, none for soft assignments', () => {
+test('which measure each kernel plots: σ²ₖ for positive and hyperbolic features, σ²ᵣ for hard VQ with fewer codewords than keys, none for the others', () => {
   const heads = [{ spread: 2, residual: 0.5 }, { spread: 3, residual: 0.1 }];
-  for (const kernel of ['positive', 'hyperbolic', 'trigonometric', 'relu', 'oprf', 'sderf', 'aderf']) assert.equal(measureOf(kernel, heads), MEASURES.spread, kernel);
+  for (const kernel of ['positive', 'hyperbolic']) assert.equal(measureOf(kernel, heads), MEASURES.spread, kernel);
+  // OPRF and FAVOR# fit their features to the head; trigonometric and relu are not positive estimates
+  for (const kernel of ['trigonometric', 'relu', 'oprf', 'sderf', 'aderf']) assert.equal(measureOf(kernel, heads), null, kernel);
   assert.equal(measureOf('vq', heads), MEASURES.residual);
   assert.equal(measureOf('vq', [{ spread: 2 }, { spread: 3 }]), null, 'a codeword for every key: Â = A, nothing to explain');
   for (const kernel of ['soft-vq', 'performer-vq']) assert.equal(measureOf(kernel, heads), null, kernel);
