@@ -2,8 +2,8 @@
 // follows. An approximation gets the ratio of two keys' weights in a row wrong by a factor; the
 // variance of its logarithm over the keys a query sees is what sets the grid's colours, more than
 // how sharp a head is (docs/models.md):
-// - random features: ‖k̃ⱼ − k̃ₗ‖² for each feature, so σ²ₖ, the spread of the keys a query sees
-//   (model/layers.js causalKeySpread);
+// - positive and hyperbolic features: ‖k̃ⱼ − k̃ₗ‖² for each feature, so σ²ₖ, the spread of the
+//   keys a query sees (model/layers.js causalKeySpread);
 // - hard VQ: q̃ᵢ·(r̃ⱼ − r̃ₗ), r = c − k a key's residual from its codeword c, so σ²ᵣ = ‖q̃‖²D/d,
 //   its variance were r to point anywhere, D = mean ‖r̃‖² (model-view.js codewordMiss).
 // Clicking a point inspects its head, as a click in the grid does.
@@ -44,7 +44,7 @@ const errorOf = (o) => o.errors.meanRowKL;
 export const MEASURES = {
   spread: {
     value: (o) => o.spread, symbol: 'σ²ₖ', axis: 'keys\' spread σ²ₖ',
-    what: 'σ²ₖ: how far apart the keys its queries see lie (mean ‖k̃ⱼ − k̄‖², k̃ = k/d^¼). Random features misjudge the ratio ' +
+    what: 'σ²ₖ: how far apart the keys its queries see lie (mean ‖k̃ⱼ − k̄‖², k̃ = k/d^¼). Each random feature misjudges the ratio ' +
       'of two keys\' weights by a factor of log-variance ‖k̃ⱼ − k̃ₗ‖²',
   },
   residual: {
@@ -73,7 +73,7 @@ export function headsWhyNote(overview, measure = MEASURES.spread) {
     (Number.isFinite(r) ? `; over these ${overview.length} heads, ${measure.symbol} and the error rank alike at ${r.toFixed(2)} (Spearman).` : '.');
 }
 
-// Tick labels of σ²ₖ, which spans about 0.1 to 100: 0.5, 2, 20 rather than 2·10¹.
+// Tick labels of σ²ₖ and σ²ᵣ (about 0.001 to 100): 0.5, 2, 20 rather than 2·10¹.
 const plain = (v) => String(v >= 1 ? Math.round(v) : Number(v.toPrecision(1)));
 
 // A log axis's range with room for the inspected head's ring at either end.
