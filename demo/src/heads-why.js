@@ -76,13 +76,8 @@ export function headsWhyNote(overview, measure = MEASURES.spread) {
 // Tick labels of σ²ₖ and σ²ᵣ (about 0.001 to 100): 0.5, 2, 20 rather than 2·10¹.
 const plain = (v) => String(v >= 1 ? Math.round(v) : Number(v.toPrecision(1)));
 
-// A log axis's range with room for the inspected head's ring at either end.
-function padded(values) {
-  const v = values.filter((x) => x > 0 && Number.isFinite(x));
-  if (!v.length) return undefined;
-  const lo = Math.min(...v), hi = Math.max(...v), room = Math.max(1.5, (hi / lo) ** 0.08);
-  return [lo / room, hi * room];
-}
+// Margins of the axes' ranges: room for the inspected head's ring at either end.
+const PAD = 0.1;
 
 export class HeadsWhy {
   constructor(svg, note, onSelect) {
@@ -97,12 +92,16 @@ export class HeadsWhy {
   }
 
   draw(overview, { layer, head }, measure) {
+    // a redraw for another row or the hover keeps the same heads, measure and selection
+    const key = [overview, measure, layer, head];
+    if (this.drawn?.every((v, n) => v === key[n])) return;
+    this.drawn = key;
     const x = measure.value;
     const point = (o) => [x(o), errorOf(o), `layer ${o.layer}, head ${o.head}: ${measure.symbol} ${fmt(x(o))}, mean row KL ${fmt(errorOf(o))}; click to inspect it`, `${o.layer} ${o.head}`];
     const selected = overview.filter((o) => o.layer === layer && o.head === head);
     drawPlot(this.svg, {
-      x: { log: true, label: measure.axis, domain: padded(overview.map(x)), format: plain },
-      y: { log: true, label: 'mean row KL(A‖Â)', domain: padded(overview.map(errorOf)) },
+      x: { log: true, label: measure.axis, pad: PAD, format: plain },
+      y: { log: true, label: 'mean row KL(A‖Â)', pad: PAD },
       margin: { l: 44, r: 8 },
       series: [
         ...overview.map((o) => ({ label: `L${o.layer} H${o.head}`, color: frameColor(errorOf(o)), marker: 'circle', points: [point(o)] })),

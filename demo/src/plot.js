@@ -78,7 +78,8 @@ const MARKERS = {
 };
 
 /**
- * spec: { x: { log, domain?, label, format? }, y: { log, domain?, label },
+ * spec: { x: { log, domain?, pad?, label, format? }, y: { log, domain?, pad?, label },
+ *   (pad: the data range's margin, a fraction of it, where there is no domain)
  *   series: [{ label, color, points: [[x, y, title?, key?]], dash?, width?, band?: [[x, lo, hi]], marker?, legend? }],
  *   (a point's key, on its marker as data-key, tells a click which point it was)
  *   vlines: [{ x, label, color }], cursorX?, empty?: 'message', legendRoot?: element }
@@ -106,8 +107,8 @@ export function drawPlot(svg, spec) {
   const series = spec.series.filter((s) => s.points.length);
   const xs = series.flatMap((s) => s.points.map((p) => p[0]));
   const ys = series.flatMap((s) => [...s.points.map((p) => p[1]), ...(s.band ?? []).flatMap((b) => [b[1], b[2]])]);
-  const xa = axis({ ...spec.x, domain: spec.x.domain ?? extent(xs, spec.x.log, 0.02), pixels: [m.l, width - m.r] });
-  const ya = axis({ ...spec.y, domain: spec.y.domain ?? extent(ys, spec.y.log), pixels: [height - m.b, m.t] });
+  const xa = axis({ ...spec.x, domain: spec.x.domain ?? extent(xs, spec.x.log, spec.x.pad ?? 0.02), pixels: [m.l, width - m.r] });
+  const ya = axis({ ...spec.y, domain: spec.y.domain ?? extent(ys, spec.y.log, spec.y.pad ?? 0.05), pixels: [height - m.b, m.t] });
   const plot = el('g', {}, svg);
   const clipId = `clip-${Math.random().toString(36).slice(2)}`;
   const defs = el('defs', {}, plot);

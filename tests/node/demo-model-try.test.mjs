@@ -32,11 +32,11 @@ before(async () => {
 });
 
 const computed = new Map();
-// Every head of the model with the kernel, at the page's defaults: the grid's errors and spreads.
-function overviewOf(model, kernel) {
-  const key = `${model} ${kernel}`;
+// Every head of the model with the kernel, at the page's defaults (or m): the grid's errors and spreads.
+function overviewOf(model, kernel, m = DEFAULTS.m) {
+  const key = `${model} ${kernel} ${m}`;
   if (!computed.has(key)) {
-    const s = { ...DEFAULTS, pattern: 'model', model, kernel };
+    const s = { ...DEFAULTS, pattern: 'model', model, kernel, m };
     const p = { ...s, temperature: temperatureOf(s.tempStep) };
     computed.set(key, computeModel(favor, models.get(model), p, {}).extras.overview);
   }
@@ -74,9 +74,7 @@ test('every "Try:" claim of the model story holds on the models, for every model
       if (/raise the codewords m: at m = L every key is its own codeword and hard VQ is exact/.test(text)) {
         assert.ok(kernel === 'vq' || kernel === 'soft-vq', where);
         // at m = L the page's hard VQ is A itself
-        const s = { ...DEFAULTS, pattern: 'model', model, kernel: 'vq', m: 1024 };
-        const r = computeModel(favor, models.get(model), { ...s, temperature: temperatureOf(s.tempStep) }, {});
-        assert.ok(r.extras.overview.every((o) => o.errors.maxAbs < 1e-5), `${where}: hard VQ at m ≥ L is exact`);
+        assert.ok(overviewOf(model, 'vq', 1024).every((o) => o.errors.maxAbs < 1e-5), `${where}: hard VQ at m ≥ L is exact`);
         claims++;
       }
       assert.equal(claims, 1, `${where}: one measured claim`);
@@ -104,10 +102,7 @@ test('the story: heads whose queries see keys far apart are approximated worst (
 test('hard VQ: what the codewords miss, as the queries see it, ranks the 80 heads\' error (the page\'s plot)', () => {
   // m = 64 codewords per head, the page's other defaults (measured: 0.933 over the 80 heads); the
   // distortion alone ranks them at 0.75 and the keys' spread, what random features follow, at 0.80
-  const heads = MODELS.flatMap((model) => {
-    const s = { ...DEFAULTS, pattern: 'model', model, kernel: 'vq', m: 64 };
-    return computeModel(favor, models.get(model), { ...s, temperature: temperatureOf(s.tempStep) }, {}).extras.overview;
-  });
+  const heads = MODELS.flatMap((model) => overviewOf(model, 'vq', 64));
   const kl = heads.map((o) => o.errors.meanRowKL);
   const r = rankCorrelation(heads.map((o) => o.residual), kl);
   assert.ok(r >= 0.88, `σ²ᵣ: ${r}`);
