@@ -4,8 +4,10 @@
 // how sharp a head is (docs/models.md):
 // - positive and hyperbolic features: ‖k̃ⱼ − k̃ₗ‖² for each feature, so σ²ₖ, the spread of the
 //   keys a query sees (model/layers.js causalKeySpread);
-// - hard VQ: q̃ᵢ·(r̃ⱼ − r̃ₗ), r = c − k a key's residual from its codeword c, so σ²ᵣ = ‖q̃‖²D/d,
-//   its variance were r to point anywhere, D = mean ‖r̃‖² (model-view.js codewordMiss).
+// - Performer as soft VQ: the same positive features, so σ²ₖ;
+// - hard and soft VQ: q̃ᵢ·(r̃ⱼ − r̃ₗ), r = c̄ − k a key's residual from what stands in for it (its
+//   nearest codeword, or the mean of the codewords weighted by its responsibilities), so
+//   σ²ᵣ = ‖q̃‖²D/d, its variance were r to point anywhere, D = mean ‖r̃‖² (model-view.js codewordMiss).
 // Clicking a point inspects its head, as a click in the grid does.
 import { fmt } from './colors.js';
 import { frameColor } from './model-panel.js';
@@ -53,16 +55,24 @@ export const MEASURES = {
       '(x̃ = x/d^¼). Putting a key\'s codeword in its place changes the logarithm of its weight by q̃·(c̃ − k̃), of variance ' +
       'σ²ᵣ were c̃ − k̃ to point anywhere',
   },
+  softResidual: {
+    value: (o) => o.residual, symbol: 'σ²ᵣ', axis: 'codewords\' miss σ²ᵣ',
+    what: 'σ²ᵣ = ‖q̃‖²D/d: D the mean ‖c̄ − k̃‖² from each key to c̄, the codewords\' mean weighted by its responsibilities, ' +
+      '‖q̃‖² the queries\' (x̃ = x/d^¼). Putting them in a key\'s place changes the logarithm of its weight by q̃·(c̄ − k̃), of ' +
+      'variance σ²ᵣ were c̄ − k̃ to point anywhere, and by a term ≥ 0 from their spread around c̄',
+  },
 };
 
 // What the plot shows for the kernel, or null where neither measure is what the error follows:
-// σ²ₖ for the positive and hyperbolic features, the Gaussian w that its account is of (OPRF and
-// FAVOR# fit w's law to each head's q and k; trigonometric and relu features are not positive
-// estimates of e^{q̃·k̃}); σ²ᵣ for hard VQ with fewer codewords than keys (with as many, Â = A);
-// nothing for soft assignments.
-const SPREAD_KERNELS = ['positive', 'hyperbolic'];
+// σ²ₖ for the positive and hyperbolic features, the Gaussian w that its account is of, and
+// Performer as soft VQ, which is positive features (OPRF and FAVOR# fit w's law to each head's q
+// and k; trigonometric and relu features are not positive estimates of e^{q̃·k̃}); σ²ᵣ for soft VQ,
+// and for hard VQ with fewer codewords than keys (with as many, Â = A).
+const SPREAD_KERNELS = ['positive', 'hyperbolic', 'performer-vq'];
+const RESIDUAL_KERNELS = { vq: 'residual', 'soft-vq': 'softResidual' };
 export function measureOf(kernel, overview) {
-  if (kernel === 'vq') return overview.length && overview.every((o) => Number.isFinite(o.residual)) ? MEASURES.residual : null;
+  if (RESIDUAL_KERNELS[kernel])
+    return overview.length && overview.every((o) => Number.isFinite(o.residual)) ? MEASURES[RESIDUAL_KERNELS[kernel]] : null;
   return SPREAD_KERNELS.includes(kernel) ? MEASURES.spread : null;
 }
 
@@ -110,5 +120,6 @@ export class HeadsWhy {
       empty: 'no head to show',
     });
     this.note.textContent = headsWhyNote(overview, measure);
+    this.svg.setAttribute('aria-label', `every head's mean row KL(A‖Â) against the ${measure.axis}`);
   }
 }

@@ -444,7 +444,7 @@ function drawNotes(params, r) {
 }
 
 // Beside the inspector: on synthetic inputs in codebook modes, the PCA view of keys and codewords;
-// on a model with random features or hard VQ, which heads are hard.
+// on a model with positive or hyperbolic features or VQ, which heads are hard.
 function drawSide(cb, model, params, L) {
   const measure = model ? measureOf(params.kernel, model.overview) : null;
   $('#pca').hidden = !cb;

@@ -110,23 +110,47 @@ export function codebookOptions(favor, spec, K, L, seed = spec.seed) {
   return { codebook: favor.kmeans(K, { clusters: Math.min(spec.clusters, L), seed }), assignment: spec.assignment, temperature: spec.temperature, causal: true };
 }
 
-// What hard VQ's error follows, per head of q, k [H, L, d] and their codebooks [H, c, d]:
-// ‖q̃‖² D / d, with ‖q̃‖² the queries' mean and D = mean ‖c̃ − k̃‖² from each key to its nearest
-// codeword (k-means' distortion; x̃ = x/d^¼). Putting a key's codeword in its place changes the
-// logarithm of its weight by q̃·(c̃ − k̃), whose variance that is were c̃ − k̃ to point anywhere.
-export function codewordMiss(favor, q, k, codebook) {
+// What VQ's error follows, per head of q, k [H, L, d] and their codebooks [H, c, d]: ‖q̃‖² D / d,
+// with ‖q̃‖² the queries' mean and D the mean ‖c̄ − k̃‖² from each key to what stands in for it
+// (x̃ = x/d^¼). Hard VQ puts its nearest codeword in its place (D is k-means' distortion); soft VQ
+// at temperature T weighs every codeword by the key's responsibility softmax(−‖k̃ − c̃‖²/(2T)),
+// and c̄ is their weighted mean (its weight e^{q̃·c̄} times a factor ≥ 1 from the codewords' spread
+// around c̄, which follows the error less). Either way the logarithm of a key's weight changes by
+// q̃·(c̄ − k̃), whose variance ‖q̃‖² D / d is were c̄ − k̃ to point anywhere.
+export function codewordMiss(favor, q, k, codebook, { temperature = 0 } = {}) {
   const [H, L, d] = k.dims, c = codebook.dims.at(-2), scale = 1 / Math.sqrt(d);
+  const stand = temperature > 0 ? weightedCodewords(favor, k, codebook, scale / temperature) : null;
   const out = new Float64Array(H);
   for (let h = 0; h < H; h++) {
     const keys = k.data.subarray(h * L * d, (h + 1) * L * d), words = codebook.data.subarray(h * c * d, (h + 1) * c * d);
     const queries = q.data.subarray(h * L * d, (h + 1) * L * d);
-    const { assign } = nearestCodewords(keys, L, words, c, d, favor);
     let distortion = 0, length = 0;
-    for (let j = 0; j < L; j++) for (let t = 0; t < d; t++) distortion += (words[assign[j] * d + t] - keys[j * d + t]) ** 2;
+    if (stand) {
+      const mean = stand.subarray(h * L * d, (h + 1) * L * d);
+      for (let x = 0; x < L * d; x++) distortion += (mean[x] - keys[x]) ** 2;
+    } else {
+      const { assign } = nearestCodewords(keys, L, words, c, d, favor);
+      for (let j = 0; j < L; j++) for (let t = 0; t < d; t++) distortion += (words[assign[j] * d + t] - keys[j * d + t]) ** 2;
+    }
     for (const x of queries) length += x * x;
     out[h] = ((scale * length) / L) * ((scale * distortion) / L) / d;
   }
   return out;
+}
+
+// Every key's responsibility-weighted codeword [H, L, d] (unscaled): softmax over y of
+// s·(k·c_y − ‖c_y‖²/2) = −s‖k − c_y‖²/2 + a row term, with s = scale / T, i.e. exact attention of
+// the queries [k, 1] on the keys [c, −‖c‖²/2] with the codewords as values.
+function weightedCodewords(favor, k, codebook, s) {
+  const [H, L, d] = k.dims, c = codebook.dims.at(-2), e = d + 1;
+  const k1 = new Float32Array(H * L * e), c1 = new Float32Array(H * c * e);
+  for (let j = 0; j < H * L; j++) { k1.set(k.data.subarray(j * d, j * d + d), j * e); k1[j * e + d] = 1; }
+  for (let y = 0; y < H * c; y++) {
+    let sq = 0;
+    for (let t = 0; t < d; t++) { const x = codebook.data[y * d + t]; c1[y * e + t] = x; sq += x * x; }
+    c1[y * e + d] = -sq / 2;
+  }
+  return favor.exactAttention({ data: k1, dims: [H, L, e] }, { data: c1, dims: [H, c, e] }, codebook, { scale: s }).data;
 }
 
 // The approximation of the controls, for every layer.
@@ -214,8 +238,9 @@ export function computeModel(favor, model, p, timings) {
     const A = favor.attentionMatrix(q, k, { causal: true });
     const book = spec.method === 'codebook' ? codebookOptions(favor, spec, k, L) : null;
     const Ahat = book ? favor.codebookAttentionMatrix(q, k, book) : favor.favorAttentionMatrix(q, k, { featureMap: spec.featureMaps[layer], causal: true });
-    // hard VQ with fewer codewords than keys (with as many, Â = A)
-    const residual = book?.assignment === 'hard' && book.codebook.dims.at(-2) < L ? codewordMiss(favor, q, k, book.codebook) : null;
+    // hard VQ with fewer codewords than keys (with as many, Â = A), soft VQ with any
+    const residual = book?.assignment === 'soft' ? codewordMiss(favor, q, k, book.codebook, { temperature: book.temperature })
+      : book?.assignment === 'hard' && book.codebook.dims.at(-2) < L ? codewordMiss(favor, q, k, book.codebook) : null;
     for (let h = 0; h < H; h++) {
       const a = { data: A.data.slice(h * L * L, (h + 1) * L * L), dims: [L, L] };
       const b = { data: Ahat.data.slice(h * L * L, (h + 1) * L * L), dims: [L, L] };

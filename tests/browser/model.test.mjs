@@ -135,7 +135,7 @@ test('typing changes the heatmaps and the bits per character; layer and head sel
   await page.close();
 });
 
-test('which heads are hard: every head a point (KL against its keys\' spread, or for hard VQ what the codewords miss), the inspected one ringed, a click inspects; on a model only', async () => {
+test('which heads are hard: every head a point (KL against its keys\' spread, or for VQ what the codewords miss), the inspected one ringed, a click inspects; on a model only', async () => {
   const { page } = await open('?pattern=model&model=softmax&m=64');
   await page.waitForFunction(() => window.__favorDemo.idle && !document.querySelector('#heads-why').hidden, null, { timeout: 60000 });
   const drawn = await page.evaluate(() => ({
@@ -167,26 +167,31 @@ test('which heads are hard: every head a point (KL against its keys\' spread, or
   await page.waitForFunction(() => document.querySelector('#layer').value === '0' && document.querySelector('#head').value === '2');
   await page.waitForFunction(() => document.querySelector('#heads-why-plot circle[fill="none"]')?.getAttribute('data-key') === '0 2');
   await assertUrl(page, /layer=0&head=2/);
-  // hard VQ: against what the codewords miss; soft VQ: not plotted; synthetic inputs: neither
-  const m = await page.evaluate(() => window.__favorDemo.updates);
-  await page.selectOption('#kernel', 'vq');
-  await settled(page, m);
-  await page.waitForFunction(() => window.__favorDemo.idle && window.__favorDemo.shown.kernel === 'vq');
-  const vq = await page.evaluate(() => ({
+  // hard and soft VQ: against what the codewords miss; OPRF: not plotted; synthetic inputs: neither
+  const card = () => page.evaluate(() => ({
     hidden: document.querySelector('#heads-why').hidden,
     points: document.querySelectorAll('#heads-why-plot circle[data-key]:not([fill="none"])').length,
     axis: [...document.querySelectorAll('#heads-why-plot .axis-label')].map((t) => t.textContent),
+    label: document.querySelector('#heads-why-plot').getAttribute('aria-label'),
     note: document.querySelector('#heads-why-note').textContent,
   }));
-  assert.equal(vq.hidden, false);
-  assert.equal(vq.points, 16);
-  assert.deepEqual(vq.axis, ['codewords\' miss σ²ᵣ', 'mean row KL(A‖Â)']);
-  assert.match(vq.note, /σ²ᵣ and the error rank alike at 0\.[7-9]\d/);
-  const v = await page.evaluate(() => window.__favorDemo.updates);
-  await page.selectOption('#kernel', 'soft-vq');
-  await settled(page, v);
-  await page.waitForFunction(() => window.__favorDemo.idle && window.__favorDemo.shown.kernel === 'soft-vq');
-  assert.equal(await page.evaluate(() => document.querySelector('#heads-why').hidden), true);
+  const choose = async (kernel) => {
+    const n = await page.evaluate(() => window.__favorDemo.updates);
+    await page.selectOption('#kernel', kernel);
+    await settled(page, n);
+    await page.waitForFunction((k) => window.__favorDemo.idle && window.__favorDemo.shown.kernel === k, kernel);
+    return card();
+  };
+  for (const kernel of ['vq', 'soft-vq']) {
+    const vq = await choose(kernel);
+    assert.equal(vq.hidden, false, kernel);
+    assert.equal(vq.points, 16, kernel);
+    assert.deepEqual(vq.axis, ['codewords\' miss σ²ᵣ', 'mean row KL(A‖Â)'], kernel);
+    assert.equal(vq.label, 'every head\'s mean row KL(A‖Â) against the codewords\' miss σ²ᵣ', kernel);
+    assert.match(vq.note, /σ²ᵣ and the error rank alike at 0\.[7-9]\d/, kernel);
+    assert.match(vq.note, kernel === 'vq' ? /to its codeword \(k-means' distortion\)/ : /weighted by its responsibilities/, kernel);
+  }
+  assert.equal((await choose('oprf')).hidden, true, 'OPRF fits its features to each head: not plotted');
   await page.close();
   const synthetic = await open('?pattern=gaussian&L=64');
   await synthetic.page.waitForFunction(() => window.__favorDemo.updates > 0 && window.__favorDemo.idle);

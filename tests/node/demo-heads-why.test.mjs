@@ -1,5 +1,5 @@
 // Which heads are hard (demo/src/heads-why.js; model/layers.js causalKeySpread; model-view.js
-// codewordMiss): the spread of the keys each query sees, and ‖q̃‖²D/d for hard VQ, against
+// codewordMiss): the spread of the keys each query sees, and ‖q̃‖²D/d for hard and soft VQ, against
 // float64 loops and on identities; Spearman's rank correlation on orders known in advance; which
 // measure each kernel plots; and the page's sentence under the plot.
 import assert from 'node:assert/strict';
@@ -83,15 +83,58 @@ test('codewordMiss: ‖q̃‖²·D/d from a float64 loop over the nearest codewo
   assert.ok(own.every((x) => x === 0));
 });
 
-test('which measure each kernel plots: σ²ₖ for positive and hyperbolic features, σ²ᵣ for hard VQ with fewer codewords than keys, none for the others', () => {
+test('codewordMiss for soft VQ: ‖q̃‖²·D/d to the responsibility-weighted codewords, from a float64 loop; at a small temperature, hard VQ\'s', async () => {
+  const favor = await loadFavor({ threads: 1 });
+  const g = rng(13);
+  const [H, L, d, c] = [2, 40, 8, 5];
+  const q = Float32Array.from({ length: H * L * d }, () => 2 * g.normal());
+  const k = Float32Array.from({ length: H * L * d }, () => g.normal());
+  const words = Float32Array.from({ length: H * c * d }, () => g.normal());
+  const args = [{ data: q, dims: [H, L, d] }, { data: k, dims: [H, L, d] }, { data: words, dims: [H, c, d] }];
+  for (const T of [0.5, 1, 4]) {
+    const got = codewordMiss(favor, ...args, { temperature: T });
+    for (let h = 0; h < H; h++) {
+      let distortion = 0, length = 0;
+      for (let j = 0; j < L; j++) {
+        const key = (t) => k[(h * L + j) * d + t], word = (a, t) => words[(h * c + a) * d + t];
+        // responsibilities softmax(−‖k̃ − c̃‖²/(2T)), k̃ = k/d^¼
+        const logits = Array.from({ length: c }, (_, a) => {
+          let e = 0;
+          for (let t = 0; t < d; t++) e += (key(t) - word(a, t)) ** 2;
+          return -e / Math.sqrt(d) / (2 * T);
+        });
+        const top = Math.max(...logits), w = logits.map((x) => Math.exp(x - top)), z = w.reduce((a, b) => a + b);
+        for (let t = 0; t < d; t++) {
+          let mean = 0;
+          for (let a = 0; a < c; a++) mean += (w[a] / z) * word(a, t);
+          distortion += (mean - key(t)) ** 2 / Math.sqrt(d) / L;
+          length += q[(h * L + j) * d + t] ** 2 / Math.sqrt(d) / L;
+        }
+      }
+      // float32 attention weights and codeword means: a relative error of a few 1e-6 per term
+      const want = (length * distortion) / d;
+      assert.ok(Math.abs(got[h] - want) <= 1e-4 * want, `T = ${T}, head ${h}: ${got[h]} against ${want}`);
+    }
+  }
+  // as T → 0 the responsibilities pick the nearest codeword: hard VQ's measure
+  const hard = codewordMiss(favor, ...args), cold = codewordMiss(favor, ...args, { temperature: 1e-4 });
+  for (let h = 0; h < H; h++) assert.ok(Math.abs(cold[h] - hard[h]) <= 1e-4 * hard[h], `${cold[h]} against ${hard[h]}`);
+  // and as T grows, every key is replaced by nearly the same mean codeword: D grows
+  const warm = codewordMiss(favor, ...args, { temperature: 1e4 });
+  for (let h = 0; h < H; h++) assert.ok(warm[h] > hard[h], `${warm[h]} against ${hard[h]}`);
+});
+
+test('which measure each kernel plots: σ²ₖ for positive and hyperbolic features and Performer as soft VQ, σ²ᵣ for soft VQ and for hard VQ with fewer codewords than keys, none for the others', () => {
   const heads = [{ spread: 2, residual: 0.5 }, { spread: 3, residual: 0.1 }];
-  for (const kernel of ['positive', 'hyperbolic']) assert.equal(measureOf(kernel, heads), MEASURES.spread, kernel);
+  // Performer as soft VQ is positive features with orthogonal-fixed W
+  for (const kernel of ['positive', 'hyperbolic', 'performer-vq']) assert.equal(measureOf(kernel, heads), MEASURES.spread, kernel);
   // OPRF and FAVOR# fit their features to the head; trigonometric and relu are not positive estimates
   for (const kernel of ['trigonometric', 'relu', 'oprf', 'sderf', 'aderf']) assert.equal(measureOf(kernel, heads), null, kernel);
   assert.equal(measureOf('vq', heads), MEASURES.residual);
+  assert.equal(measureOf('soft-vq', heads), MEASURES.softResidual);
   assert.equal(measureOf('vq', [{ spread: 2 }, { spread: 3 }]), null, 'a codeword for every key: Â = A, nothing to explain');
-  for (const kernel of ['soft-vq', 'performer-vq']) assert.equal(measureOf(kernel, heads), null, kernel);
   assert.equal(MEASURES.residual.value(heads[0]), 0.5);
+  assert.equal(MEASURES.softResidual.value(heads[1]), 0.1);
 });
 
 test('rankCorrelation: the same order 1, reversed −1, any monotone map keeps it, ties share ranks, too few points NaN', () => {
@@ -115,4 +158,7 @@ test('the sentence under the plot: what σ²ₖ is and how far the heads shown f
   const vq = headsWhyNote(overview.map((o, x) => ({ ...o, residual: [3, 1, 2, 4][x] })), MEASURES.residual);
   assert.match(vq, /σ²ᵣ = ‖q̃‖²D\/d: D the mean ‖c̃ − k̃‖² from each key to its codeword \(k-means' distortion\)/);
   assert.match(vq, /over these 4 heads, σ²ᵣ and the error rank alike at 0\.20 \(Spearman\)\.$/);
+  const soft = headsWhyNote(overview.map((o, x) => ({ ...o, residual: [1, 2, 3, 4][x] })), MEASURES.softResidual);
+  assert.match(soft, /D the mean ‖c̄ − k̃‖² from each key to c̄, the codewords' mean weighted by its responsibilities/);
+  assert.match(soft, /over these 4 heads, σ²ᵣ and the error rank alike at 0\.80 \(Spearman\)\.$/);
 });
