@@ -2,9 +2,9 @@
 // follows. An approximation gets the ratio of two keys' weights in a row wrong by a factor; the
 // variance of its logarithm over the keys a query sees is what sets the grid's colours, more than
 // how sharp a head is (docs/models.md):
-// - positive and hyperbolic features: ‖k̃ⱼ − k̃ₗ‖² for each feature, so σ²ₖ, the spread of the
-//   keys a query sees (model/layers.js causalKeySpread);
-// - Performer as soft VQ: the same positive features, so σ²ₖ;
+// - positive, hyperbolic and OPRF features: ‖k̃ⱼ − k̃ₗ‖² for each feature, so σ²ₖ, the spread
+//   of the keys a query sees (model/layers.js causalKeySpread); Performer as soft VQ is positive
+//   features;
 // - hard and soft VQ: q̃ᵢ·(r̃ⱼ − r̃ₗ), r = c̄ − k a key's residual from what stands in for it (its
 //   nearest codeword, or the mean of the codewords weighted by its responsibilities), so
 //   σ²ᵣ = ‖q̃‖²D/d, its variance were r to point anywhere, D = mean ‖r̃‖² (model-view.js codewordMiss).
@@ -64,11 +64,14 @@ export const MEASURES = {
 };
 
 // What the plot shows for the kernel, or null where neither measure is what the error follows:
-// σ²ₖ for the positive and hyperbolic features, the Gaussian w that its account is of, and
-// Performer as soft VQ, which is positive features (OPRF and FAVOR# fit w's law to each head's q
-// and k; trigonometric and relu features are not positive estimates of e^{q̃·k̃}); σ²ᵣ for soft VQ,
-// and for hard VQ with fewer codewords than keys (with as many, Â = A).
-const SPREAD_KERNELS = ['positive', 'hyperbolic', 'performer-vq'];
+// σ²ₖ for the features of Gaussian w its account is of: positive and hyperbolic, Performer as soft
+// VQ (positive features), and OPRF, whose fitted A leaves each feature's factor as it is (the
+// query weighs w by e^{2A‖w‖² + Bwᵀq̃}, under which w has variance 1/(1 − 4A), and B² = 1 − 4A).
+// Not FAVOR#: ADERF's factor is of its rebalanced keys, and SDERF's, the same per eigen-direction,
+// ranks its error loosely (0.71 over the 80 heads at the defaults, OPRF 0.90); nor trigonometric
+// and relu features, which are not positive estimates of e^{q̃·k̃}. σ²ᵣ for soft VQ, and for hard VQ
+// with fewer codewords than keys (with as many, Â = A).
+const SPREAD_KERNELS = ['positive', 'hyperbolic', 'performer-vq', 'oprf'];
 const RESIDUAL_KERNELS = { vq: 'residual', 'soft-vq': 'softResidual' };
 export function measureOf(kernel, overview) {
   if (RESIDUAL_KERNELS[kernel])

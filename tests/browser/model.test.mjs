@@ -167,7 +167,7 @@ test('which heads are hard: every head a point (KL against its keys\' spread, or
   await page.waitForFunction(() => document.querySelector('#layer').value === '0' && document.querySelector('#head').value === '2');
   await page.waitForFunction(() => document.querySelector('#heads-why-plot circle[fill="none"]')?.getAttribute('data-key') === '0 2');
   await assertUrl(page, /layer=0&head=2/);
-  // hard and soft VQ: against what the codewords miss; OPRF: not plotted; synthetic inputs: neither
+  // hard and soft VQ: against what the codewords miss; FAVOR#: not plotted; synthetic inputs: neither
   const card = () => page.evaluate(() => ({
     hidden: document.querySelector('#heads-why').hidden,
     points: document.querySelectorAll('#heads-why-plot circle[data-key]:not([fill="none"])').length,
@@ -191,7 +191,7 @@ test('which heads are hard: every head a point (KL against its keys\' spread, or
     assert.match(vq.note, /σ²ᵣ and the error rank alike at 0\.[7-9]\d/, kernel);
     assert.match(vq.note, kernel === 'vq' ? /to its codeword \(k-means' distortion\)/ : /weighted by its responsibilities/, kernel);
   }
-  assert.equal((await choose('oprf')).hidden, true, 'OPRF fits its features to each head: not plotted');
+  assert.equal((await choose('sderf')).hidden, true, 'FAVOR#: not plotted');
   await page.close();
   const synthetic = await open('?pattern=gaussian&L=64');
   await synthetic.page.waitForFunction(() => window.__favorDemo.updates > 0 && window.__favorDemo.idle);

@@ -124,12 +124,12 @@ test('codewordMiss for soft VQ: ‖q̃‖²·D/d to the responsibility-weighted 
   for (let h = 0; h < H; h++) assert.ok(warm[h] > hard[h], `${warm[h]} against ${hard[h]}`);
 });
 
-test('which measure each kernel plots: σ²ₖ for positive and hyperbolic features and Performer as soft VQ, σ²ᵣ for soft VQ and for hard VQ with fewer codewords than keys, none for the others', () => {
+test('which measure each kernel plots: σ²ₖ for positive, hyperbolic and OPRF features and Performer as soft VQ, σ²ᵣ for soft VQ and for hard VQ with fewer codewords than keys, none for the others', () => {
   const heads = [{ spread: 2, residual: 0.5 }, { spread: 3, residual: 0.1 }];
-  // Performer as soft VQ is positive features with orthogonal-fixed W
-  for (const kernel of ['positive', 'hyperbolic', 'performer-vq']) assert.equal(measureOf(kernel, heads), MEASURES.spread, kernel);
-  // OPRF and FAVOR# fit their features to the head; trigonometric and relu are not positive estimates
-  for (const kernel of ['trigonometric', 'relu', 'oprf', 'sderf', 'aderf']) assert.equal(measureOf(kernel, heads), null, kernel);
+  // Performer as soft VQ is positive features with orthogonal-fixed W; OPRF's A leaves each feature's factor as it is
+  for (const kernel of ['positive', 'hyperbolic', 'performer-vq', 'oprf']) assert.equal(measureOf(kernel, heads), MEASURES.spread, kernel);
+  // FAVOR# (ADERF rebalances the keys; SDERF ranks loosely); trigonometric and relu are not positive estimates
+  for (const kernel of ['trigonometric', 'relu', 'sderf', 'aderf']) assert.equal(measureOf(kernel, heads), null, kernel);
   assert.equal(measureOf('vq', heads), MEASURES.residual);
   assert.equal(measureOf('soft-vq', heads), MEASURES.softResidual);
   assert.equal(measureOf('vq', [{ spread: 2 }, { spread: 3 }]), null, 'a codeword for every key: Â = A, nothing to explain');
