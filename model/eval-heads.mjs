@@ -18,7 +18,10 @@
 //   factor of the query's that is the same for all of them and that normalizing the row removes;
 //   what is left differs between two keys by wᵀ(k̃ⱼ − k̃ₗ), of variance ‖k̃ⱼ − k̃ₗ‖²;
 // - the mean lengths ‖q̃‖ and ‖k̃‖;
-// - on a model trained with FAVOR+, the same with the W of its last training draw.
+// - on a model trained with FAVOR+, the same with the W of its last training draw;
+// - on a rotary model, by bands of rows of its windows (rows 0–255 see at most 256 keys, the last
+//   band up to 1,024): σ²ₖ of its keys as attention sees them (rotated by their positions) and
+//   with the rotation undone, and FAVOR+'s mean row KL.
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
@@ -26,7 +29,8 @@ import { parseArgs } from 'node:util';
 import { loadFavor } from 'favor-attention';
 
 import { heldOutText, loadModel, readManifest } from './node.js';
-import { causalKeySpread, oprfRho } from './runner.js';
+import { RotaryTable } from './layers.js';
+import { causalKeySpread, causalKeySpreadRows, oprfRho } from './runner.js';
 
 const { values: args } = parseArgs({ options: { characters: { type: 'string', default: '8192' }, seeds: { type: 'string', default: '3' },
   models: { type: 'string' } } });
@@ -48,6 +52,23 @@ const ESTIMATORS = [
 // The per-head table shows the kernels; the per-layer table adds the positive kernel's projections.
 const HEAD_KERNELS = ['positive', 'oprf', 'sderf', 'aderf'];
 const FEATURES = 64, DIM = 32;
+const BAND = 256;  // rows per band of a rotary model's windows
+
+// KL(A_i‖Â_i) of each row of causal [L, L] matrices (Â's entries <= 0 count as 1e-12 and its row
+// is renormalized, as favor.compare does).
+function rowKLs(A, Ahat, L) {
+  const out = new Float64Array(L);
+  for (let i = 0; i < L; i++) {
+    let total = 0, kl = 0;
+    for (let j = 0; j <= i; j++) total += Math.max(Ahat[i * L + j], 1e-12);
+    for (let j = 0; j <= i; j++) {
+      const a = A[i * L + j];
+      if (a > 0) kl += a * Math.log(a / (Math.max(Ahat[i * L + j], 1e-12) / total));
+    }
+    out[i] = kl;
+  }
+  return out;
+}
 
 const entropyBits = (a, rows) => {
   let e = 0;
@@ -79,12 +100,21 @@ for (const record of manifest.models) {
     favor.createFeatureMap({ dim: DIM, features: FEATURES, kernel: e.kernel, sampling: e.sampling, seed: 100 * s + l })))]));
   const own = r.own ? model.exportedFeatureMaps() : [];
   const scale = DIM ** -0.25;
+  const rotary = model.config.rotary ? new RotaryTable(DIM, model.config.rotary.base) : null;
+  const bands = L / BAND, perBand = () => new Float64Array(bands);
+  if (rotary) r.bands = { rotated: perBand(), unrotated: perBand(), kl: perBand() };
+  // adds the per-row values x [H, L] of one layer to the band sums (a mean over windows, layers and heads)
+  const addBands = (sums, x) => { for (let i = 0; i < x.length; i++) sums[Math.floor((i % L) / BAND)] += x[i] / (BAND * windows * cells); };
   for (let w = 0; w < windows; w++) {
     const { qk } = model.forward(held.slice(w * L, (w + 1) * L), { method: 'exact' }, { capture: true });
     qk.forEach(({ q, k }, layer) => {
       const head = (x, h) => ({ data: x.data.subarray(h * L * L, (h + 1) * L * L), dims: [L, L] });
       const rows = (x, h) => ({ data: x.data.subarray(h * L * DIM, (h + 1) * L * DIM), dims: [1, L, DIM] });
       const A = favor.attentionMatrix(q, k, { causal: true });
+      if (rotary) {
+        addBands(r.bands.rotated, causalKeySpreadRows(k));
+        addBands(r.bands.unrotated, causalKeySpreadRows(rotary.unrotate({ data: Float32Array.from(k.data), dims: k.dims }, 0)));
+      }
       for (let h = 0; h < H; h++) {
         const c = layer * H + h;
         r.rho[c] += oprfRho(rows(q, h), rows(k, h)) / windows;
@@ -99,6 +129,7 @@ for (const record of manifest.models) {
           for (let h = 0; h < H; h++) {
             r.kl[id][layer * H + h] += favor.compare(head(A, h), head(Ahat, h)).meanRowKL / windows / seeds;
             if (id === 'positive') r.favorEntropy[layer * H + h] += entropyBits(head(Ahat, h).data, L) / windows / seeds;
+            if (id === 'positive' && rotary) addBands(r.bands.kl, rowKLs(head(A, h).data, head(Ahat, h).data, L).map((x) => x / seeds));
           }
         }
       }
@@ -171,6 +202,18 @@ const favorKL = names.flatMap((n) => Array.from(perModel[n].kl.positive));
 md.push('', `Over all ${favorKL.length} heads, the logarithm of FAVOR+'s KL (m = ${FEATURES}) correlates with that of σ²ₖ at ` +
   `${logCorrelation(favorKL, every('spread')).toFixed(2)}, with that of ρ at ${logCorrelation(favorKL, every('rho')).toFixed(2)} ` +
   `and with the exact rows' entropy at ${logCorrelation(favorKL, every('entropy')).toFixed(2).replace('-', '−')}.`);
+const rotaryNames = names.filter((n) => perModel[n].bands);
+if (rotaryNames.length) {
+  const L = perModel[rotaryNames[0]].L, bandLabels = Array.from({ length: L / BAND }, (_, b) => `rows ${(b * BAND).toLocaleString('en-US')}–${((b + 1) * BAND - 1).toLocaleString('en-US')}`);
+  md.push('', `The rotary models by bands of rows of their windows of ${L.toLocaleString('en-US')} (row i sees keys 0 to i), mean over every head: σ²ₖ of the keys ` +
+    `as attention sees them, rotated by their positions, and with the rotation undone, and FAVOR+'s mean row KL(A‖Â) (orthogonal, m = ${FEATURES}, mean over the seeds).`, '',
+  `| model | ${bandLabels.join(' | ')} |`, `|---|${bandLabels.map(() => '---').join('|')}|`);
+  for (const name of rotaryNames) {
+    const { rotated, unrotated, kl } = perModel[name].bands;
+    md.push(`| ${name}: σ²ₖ, rotated | ${Array.from(rotated, g).join(' | ')} |`, `| ${name}: σ²ₖ, rotation undone | ${Array.from(unrotated, g).join(' | ')} |`,
+      `| ${name}: KL(A‖Â), FAVOR+ | ${Array.from(kl, g).join(' | ')} |`);
+  }
+}
 const out = md.join('\n');
 writeFileSync(new URL('./heads-results.md', import.meta.url), `${out}\n`);
 console.log(out);

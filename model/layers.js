@@ -48,14 +48,19 @@ export class RotaryTable {
   }
 
   // x [H, L, d] in place, row i at position position0 + i
-  rotate(x, position0) {
+  rotate(x, position0) { return this.turn(x, position0, 1); }
+
+  // The inverse: rotate's x back from it (what a rotary model's q and k were before the rotation).
+  unrotate(x, position0) { return this.turn(x, position0, -1); }
+
+  turn(x, position0, sign) {
     const [H, L, d] = x.dims, half = this.half, data = x.data;
     this.reach(position0 + L);
     for (let h = 0; h < H; h++) {
       for (let i = 0; i < L; i++) {
         const row = (h * L + i) * d, t = (position0 + i) * half;
         for (let c = 0; c < half; c++) {
-          const x1 = data[row + c], x2 = data[row + half + c], cs = this.cos[t + c], sn = this.sin[t + c];
+          const x1 = data[row + c], x2 = data[row + half + c], cs = this.cos[t + c], sn = sign * this.sin[t + c];
           data[row + c] = x1 * cs - x2 * sn;
           data[row + half + c] = x1 * sn + x2 * cs;
         }
@@ -117,11 +122,22 @@ export function rng(seed) {
 // by a factor whose logarithm has variance ‖k̃ⱼ − k̃ₗ‖², so this is what their error follows
 // (docs/models.md).
 export function causalKeySpread(k, scale = 1 / Math.sqrt(k.dims.at(-1))) {
+  const [H, L] = k.dims, rows = causalKeySpreadRows(k, scale), out = new Float64Array(H);
+  for (let h = 0; h < H; h++) {
+    let sum = 0;
+    for (let i = 0; i < L; i++) sum += rows[h * L + i];
+    out[h] = sum / L;
+  }
+  return out;
+}
+
+// The same per row [H, L]: row i's mean ‖k̃ⱼ − k̄ᵢ‖² over j <= i.
+export function causalKeySpreadRows(k, scale = 1 / Math.sqrt(k.dims.at(-1))) {
   const [H, L, d] = k.dims;
-  const out = new Float64Array(H), sum = new Float64Array(d);
+  const out = new Float64Array(H * L), sum = new Float64Array(d);
   for (let h = 0; h < H; h++) {
     sum.fill(0);
-    let squares = 0, spread = 0;
+    let squares = 0;
     for (let i = 0; i < L; i++) {
       let centre = 0;
       for (let c = 0; c < d; c++) {
@@ -130,9 +146,8 @@ export function causalKeySpread(k, scale = 1 / Math.sqrt(k.dims.at(-1))) {
         squares += x * x;
         centre += (sum[c] / (i + 1)) ** 2;
       }
-      spread += squares / (i + 1) - centre;
+      out[h * L + i] = scale * (squares / (i + 1) - centre);
     }
-    out[h] = (scale * spread) / L;
   }
   return out;
 }

@@ -67,6 +67,8 @@ export declare function logSoftmax(row: ArrayLike<number>): Float64Array;
 export declare function oprfRho(q: Tensor, k: Tensor, scale?: number): number;
 /** Per head of k [H, L, d]: the mean over rows i of the mean ‖k̃ⱼ − k̄ᵢ‖² over the keys j <= i (k̃ = k·scale^½). */
 export declare function causalKeySpread(k: Tensor, scale?: number): Float64Array;
+/** The same per row, [H, L] flattened: row i's mean ‖k̃ⱼ − k̄ᵢ‖² over the keys j <= i. */
+export declare function causalKeySpreadRows(k: Tensor, scale?: number): Float64Array;
 
 /** Generation one character at a time through one causal state per layer (CharModel.startGeneration). */
 export declare class Generation {

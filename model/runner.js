@@ -25,7 +25,7 @@ import { RotaryTable, geluTanh, layerNorm, logSoftmax, mergeHeads, oprfRho, rng,
 import { halfToFloat, modelSizeError } from './weights.js';
 
 export { halfToFloat, modelSizeError, verifyModelFile } from './weights.js';
-export { causalKeySpread, logSoftmax, oprfRho } from './layers.js';
+export { causalKeySpread, causalKeySpreadRows, logSoftmax, oprfRho } from './layers.js';
 
 const tensor = (data, dims) => ({ data, dims });
 

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 
 import { loadFavor } from 'favor-attention';
 
-import { causalKeySpread } from '../../model/runner.js';
+import { causalKeySpread, causalKeySpreadRows } from '../../model/runner.js';
 import { codewordMiss } from '../../demo/src/model-view.js';
 import { MEASURES, headsWhyNote, measureOf, rankCorrelation } from '../../demo/src/heads-why.js';
 import { rng } from './helpers.mjs';
@@ -54,6 +54,27 @@ test('causalKeySpread: identical keys have none; two keys ±a alternate to a kno
   let want = 0;
   for (let n = 1; n <= L; n++) want += a * a * (n % 2 ? 1 - 1 / (n * n) : 1) / L;
   assert.ok(Math.abs(causalKeySpread({ data: k, dims: [1, L, d] }, 1)[0] - want) < 1e-12);
+});
+
+test('causalKeySpreadRows: each row\'s spread from its definition; causalKeySpread is their mean', () => {
+  const g = rng(14);
+  const [H, L, d] = [2, 30, 6];
+  const k = Float32Array.from({ length: H * L * d }, () => g.normal());
+  const rows = causalKeySpreadRows({ data: k, dims: [H, L, d] });
+  const spread = causalKeySpread({ data: k, dims: [H, L, d] });
+  for (let h = 0; h < H; h++) {
+    assert.equal(rows[h * L], 0, 'the first row sees one key');
+    let total = 0;
+    for (let i = 0; i < L; i++) {
+      const mean = new Float64Array(d);
+      for (let j = 0; j <= i; j++) for (let t = 0; t < d; t++) mean[t] += k[(h * L + j) * d + t] / (i + 1);
+      let want = 0;
+      for (let j = 0; j <= i; j++) for (let t = 0; t < d; t++) want += (k[(h * L + j) * d + t] - mean[t]) ** 2 / Math.sqrt(d) / (i + 1);
+      assert.ok(Math.abs(rows[h * L + i] - want) <= 1e-9 * (1 + want), `${h} ${i}: ${rows[h * L + i]} against ${want}`);
+      total += rows[h * L + i];
+    }
+    assert.ok(Math.abs(spread[h] - total / L) <= 1e-12 * spread[h]);
+  }
 });
 
 test('codewordMiss: ‖q̃‖²·D/d from a float64 loop over the nearest codewords; none where every key is a codeword', async () => {

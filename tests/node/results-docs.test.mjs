@@ -33,8 +33,8 @@ test("docs/models.md quotes model/results.md's tables and held-out line as writt
 test("docs/models.md quotes model/heads-results.md (npm run eval:heads) as written, every model's heads", () => {
   const docs = read('docs/models.md'), results = read('model/heads-results.md');
   const resultTables = tables(results);
-  // One table of heads per model, the per-layer table and the models' summary.
-  assert.equal(resultTables.length, manifest.models.length + 2, 'model/heads-results.md has its tables');
+  // One table of heads per model, the per-layer table, the models' summary and the rotary models' bands.
+  assert.equal(resultTables.length, manifest.models.length + 3, 'model/heads-results.md has its tables');
   for (const table of resultTables) assert.ok(docs.includes(table), `docs/models.md lacks the table starting ${table.split('\n')[0]}`);
   for (const model of manifest.models) assert.ok(results.includes(`| ${model.name} | head 0 |`), `heads-results.md has ${model.name}'s heads`);
 });
