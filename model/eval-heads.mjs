@@ -54,22 +54,6 @@ const HEAD_KERNELS = ['positive', 'oprf', 'sderf', 'aderf'];
 const FEATURES = 64, DIM = 32;
 const BAND = 256;  // rows per band of a rotary model's windows
 
-// KL(A_i‖Â_i) of each row of causal [L, L] matrices (Â's entries <= 0 count as 1e-12 and its row
-// is renormalized, as favor.compare does).
-function rowKLs(A, Ahat, L) {
-  const out = new Float64Array(L);
-  for (let i = 0; i < L; i++) {
-    let total = 0, kl = 0;
-    for (let j = 0; j <= i; j++) total += Math.max(Ahat[i * L + j], 1e-12);
-    for (let j = 0; j <= i; j++) {
-      const a = A[i * L + j];
-      if (a > 0) kl += a * Math.log(a / (Math.max(Ahat[i * L + j], 1e-12) / total));
-    }
-    out[i] = kl;
-  }
-  return out;
-}
-
 const entropyBits = (a, rows) => {
   let e = 0;
   for (const p of a) if (p > 0) e -= p * Math.log2(p);
@@ -129,7 +113,11 @@ for (const record of manifest.models) {
           for (let h = 0; h < H; h++) {
             r.kl[id][layer * H + h] += favor.compare(head(A, h), head(Ahat, h)).meanRowKL / windows / seeds;
             if (id === 'positive') r.favorEntropy[layer * H + h] += entropyBits(head(Ahat, h).data, L) / windows / seeds;
-            if (id === 'positive' && rotary) addBands(r.bands.kl, rowKLs(head(A, h).data, head(Ahat, h).data, L).map((x) => x / seeds));
+            if (id === 'positive' && rotary) {
+              // each band's rows of the head: [BAND, L] (the zeros past the diagonal weigh nothing in A)
+              const band = (x, b) => ({ data: head(x, h).data.subarray(b * BAND * L, (b + 1) * BAND * L), dims: [BAND, L] });
+              for (let b = 0; b < bands; b++) r.bands.kl[b] += favor.compare(band(A, b), band(Ahat, b)).meanRowKL / (windows * cells * seeds);
+            }
           }
         }
       }

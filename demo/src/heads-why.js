@@ -79,11 +79,16 @@ export function measureOf(kernel, overview) {
   return SPREAD_KERNELS.includes(kernel) ? MEASURES.spread : null;
 }
 
-// The sentence under the plot, from the heads it shows.
+// The sentence under the plot, from the heads it shows; with σ²ₖ on a rotary model (heads with
+// `unrotated`, their keys' spread before the rotation), how much of it the rotation makes.
 export function headsWhyNote(overview, measure = MEASURES.spread) {
   const r = rankCorrelation(overview.map(measure.value), overview.map(errorOf));
+  const mean = (f) => overview.reduce((a, o) => a + f(o), 0) / overview.length;
+  const rotary = measure === MEASURES.spread && overview.length && overview.every((o) => Number.isFinite(o.unrotated))
+    ? ` Rotary positions turn each key by its position: with the turn undone, the keys' spread is ${fmt(mean((o) => o.unrotated), 2)} ` +
+      `on average over these heads, against ${fmt(mean((o) => o.spread), 2)} as attention sees them.` : '';
   return `Each point a head, coloured as its frame; ◯ the inspected one. ${measure.what}` +
-    (Number.isFinite(r) ? `; over these ${overview.length} heads, ${measure.symbol} and the error rank alike at ${r.toFixed(2)} (Spearman).` : '.');
+    (Number.isFinite(r) ? `; over these ${overview.length} heads, ${measure.symbol} and the error rank alike at ${r.toFixed(2)} (Spearman).` : '.') + rotary;
 }
 
 // Tick labels of σ²ₖ and σ²ᵣ (about 0.001 to 100): 0.5, 2, 20 rather than 2·10¹.

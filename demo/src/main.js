@@ -444,7 +444,7 @@ function drawNotes(params, r) {
 }
 
 // Beside the inspector: on synthetic inputs in codebook modes, the PCA view of keys and codewords;
-// on a model with positive or hyperbolic features or VQ, which heads are hard.
+// on a model, which heads are hard, for the kernels measureOf has a measure of.
 function drawSide(cb, model, params, L) {
   const measure = model ? measureOf(params.kernel, model.overview) : null;
   $('#pca').hidden = !cb;

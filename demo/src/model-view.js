@@ -235,6 +235,8 @@ export function computeModel(favor, model, p, timings) {
   for (let layer = 0; layer < model.layers; layer++) {
     const { q, k } = exact.qk[layer];
     const spread = causalKeySpread(k);
+    // a rotary model's keys before their rotation by position (what they hold, not where they are)
+    const unrotated = model.rotary ? causalKeySpread(model.rotary.unrotate({ data: Float32Array.from(k.data), dims: k.dims }, 0)) : null;
     const A = favor.attentionMatrix(q, k, { causal: true });
     const book = spec.method === 'codebook' ? codebookOptions(favor, spec, k, L) : null;
     const Ahat = book ? favor.codebookAttentionMatrix(q, k, book) : favor.favorAttentionMatrix(q, k, { featureMap: spec.featureMaps[layer], causal: true });
@@ -244,7 +246,7 @@ export function computeModel(favor, model, p, timings) {
     for (let h = 0; h < H; h++) {
       const a = { data: A.data.slice(h * L * L, (h + 1) * L * L), dims: [L, L] };
       const b = { data: Ahat.data.slice(h * L * L, (h + 1) * L * L), dims: [L, L] };
-      overview.push({ layer, head: h, A: a.data, Ahat: b.data, errors: favor.compare(a, b), spread: spread[h], residual: residual?.[h] });
+      overview.push({ layer, head: h, A: a.data, Ahat: b.data, errors: favor.compare(a, b), spread: spread[h], unrotated: unrotated?.[h], residual: residual?.[h] });
     }
   }
   timings.overview = performance.now() - t;
@@ -260,7 +262,7 @@ export function computeModel(favor, model, p, timings) {
       chars: text.slice(offset), label, heads: H, layers: model.layers, window: windowNote(model, p.text, L, shown),
       shown: { offset, size: shown, total: L },
       ...(offset > 0 && { rows: windowRows(pick.A, pick.Ahat, L, offset) }),
-      overview: overview.map((o) => ({ layer: o.layer, head: o.head, small: thumbnail(o.A, L), errors: o.errors, spread: o.spread, residual: o.residual })),
+      overview: overview.map((o) => ({ layer: o.layer, head: o.head, small: thumbnail(o.A, L), errors: o.errors, spread: o.spread, unrotated: o.unrotated, residual: o.residual })),
       bpc: { exact: bits(model, exact.logits, ids), approx: bits(model, approx.logits, ids) },
       // every drawn row's five likeliest next characters, so that inspecting another row is a redraw
       top: {

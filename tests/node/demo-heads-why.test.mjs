@@ -179,6 +179,11 @@ test('the sentence under the plot: what σ²ₖ is and how far the heads shown f
   const vq = headsWhyNote(overview.map((o, x) => ({ ...o, residual: [3, 1, 2, 4][x] })), MEASURES.residual);
   assert.match(vq, /σ²ᵣ = ‖q̃‖²D\/d: D the mean ‖c̃ − k̃‖² from each key to its codeword \(k-means' distortion\)/);
   assert.match(vq, /over these 4 heads, σ²ᵣ and the error rank alike at 0\.20 \(Spearman\)\.$/);
+  // a rotary model's heads carry their keys' spread before the rotation: the note says how much the rotation adds
+  const turned = headsWhyNote(overview.map((o, x) => ({ ...o, unrotated: [0.2, 0.3, 0.25, 0.25][x] })));
+  assert.match(turned, /\(Spearman\)\. Rotary positions turn each key by its position: with the turn undone, the keys' spread is 0\.25 on average over these heads, against 10 as attention sees them\.$/);
+  assert.doesNotMatch(note, /Rotary/, 'no rotation: no sentence');
+  assert.doesNotMatch(headsWhyNote(overview.map((o) => ({ ...o, unrotated: 0.2, residual: 1 })), MEASURES.residual), /Rotary/, 'only beside σ²ₖ');
   const soft = headsWhyNote(overview.map((o, x) => ({ ...o, residual: [1, 2, 3, 4][x] })), MEASURES.softResidual);
   assert.match(soft, /D the mean ‖c̄ − k̃‖² from each key to c̄, the codewords' mean weighted by its responsibilities/);
   assert.match(soft, /over these 4 heads, σ²ᵣ and the error rank alike at 0\.80 \(Spearman\)\.$/);
