@@ -13,6 +13,8 @@
 //      long-softmax, exact attention over the last 1,024 positions (a sliding window: the cache kept
 //        at the training context)
 //      long-performer, FAVOR+ with its exported W over the whole prefix (a constant-size state)
+//      long-performer, the same over a sliding window of 256 (blocks of 64: each position sees
+//        between 193 and 256 positions; the runner's forward, not a causal state)
 //      long-performer, exact attention on its q and k
 // 2. Generation after a held-out prompt, one character per append, through exact caches and
 //    through FAVOR+ states (long-performer, seed 1): characters per second and the states' bytes
@@ -41,10 +43,16 @@ const EDGES = [0, 256, 1024, 2048, 4096, 8192, 16384, 32768].filter((e) => e < L
 const BINS = EDGES.slice(0, -1).map((a, i) => ({ from: a, to: EDGES[i + 1] }));
 const sequences = Math.floor((held.length - 1) / LENGTH);
 
+// FAVOR+ over a window (model/runner.js): the long Performer's keys spread the further back a row
+// reaches (rotary positions), and FAVOR+'s error with them (docs/models.md).
+const FAVOR_WINDOW = 256;
 const CURVES = [
   { id: 'softmax-full', model: 'long-softmax', label: 'softmax model, exact, whole prefix', spec: () => ({ method: 'exact' }) },
   { id: 'softmax-window', model: 'long-softmax', label: `softmax model, exact, sliding window of ${CONTEXT}`, spec: () => ({ method: 'exact', window: CONTEXT }) },
   { id: 'performer-favor', model: 'long-performer', label: 'Performer, FAVOR+ (the W of its last training draw, m = 64), whole prefix', spec: (m) => ({ method: 'favor', featureMaps: m.exportedFeatureMaps() }) },
+  { id: 'performer-favor-window', model: 'long-performer', window: FAVOR_WINDOW,
+    label: `Performer, FAVOR+ (the same W), sliding window of ${FAVOR_WINDOW} (blocks of ${FAVOR_WINDOW / 4})`,
+    spec: (m) => ({ method: 'favor', featureMaps: m.exportedFeatureMaps(), window: FAVOR_WINDOW }) },
   { id: 'performer-exact', model: 'long-performer', label: 'Performer, exact on its q and k, whole prefix', spec: () => ({ method: 'exact' }) },
 ];
 
@@ -81,7 +89,7 @@ for (const curve of CURVES) {
     model.dispose();
     console.error(`${curve.id} ${name}: ${perSeed.at(-1).bins.map((b) => b.toFixed(3)).join(' ')} (${((performance.now() - t0) / 60000).toFixed(1)} min)`);
   }
-  curves.push({ id: curve.id, label: curve.label, seeds: perSeed.map((p) => p.name), perSeed,
+  curves.push({ id: curve.id, label: curve.label, window: curve.window, seeds: perSeed.map((p) => p.name), perSeed,
     bins: BINS.map((_, b) => stats(perSeed.map((p) => p.bins[b]))), all: stats(perSeed.map((p) => p.all)) });
 }
 const evalMinutes = (performance.now() - t0) / 60000;
@@ -160,7 +168,8 @@ const out = md.join('\n');
 writeFileSync(new URL('./long-results.md', import.meta.url), `${out}\n`);
 writeFileSync(new URL('./long-results.json', import.meta.url), `${JSON.stringify({
   cpu, node: process.versions.node, threads: Number(args.threads), length: LENGTH, sequences, context: CONTEXT, bins: BINS,
-  curves: curves.map(({ id, label, seeds, bins, all, perSeed }) => ({ id, label, seeds, bins, all, perSeed: perSeed.map(({ name, bins: b, all: a }) => ({ name, bins: b, all: a })) })),
+  curves: curves.map(({ id, label, window, seeds, bins, all, perSeed }) => ({ id, label, ...(window && { window }), seeds, bins, all,
+    perSeed: perSeed.map(({ name, bins: b, all: a }) => ({ name, bins: b, all: a })) })),
   generation: { prompt: PROMPT, characters: GENERATE, block: BLOCK, favor: generated.favor.blocks, exact: generated.exact.blocks },
 }, null, 1)}\n`);
 console.log(out);

@@ -43,6 +43,11 @@ export type AttentionSpec =
   | { method: 'exact'; window: number }
   | { method: 'favor'; featureMaps: FeatureMap[] }
   | { method: 'favor'; featureMap: FeatureMap }
+  /**
+   * FAVOR+ over a sliding window, in forward() only (not in causal states): rows in blocks of
+   * window / 4 positions, each seeing its own block's keys up to itself and the 3 blocks' before.
+   */
+  | { method: 'favor'; featureMaps: FeatureMap[]; window: number }
   | { method: 'codebook'; clusters: number; assignment?: 'hard' | 'soft' | 'gaussian'; temperature?: number; seed?: number };
 
 export interface LayerQKV { q: Tensor; k: Tensor; v: Tensor }

@@ -35,6 +35,31 @@ const mapOf = (spec, layer) => {
   return map;
 };
 
+// FAVOR+ over a sliding window of blocks: rows in blocks of window / 4 positions, each row seeing
+// the keys from its block's and the 3 blocks before it, up to itself (between 3/4 of the window
+// plus one and the whole window). Each block is one favorAttention call on its rows against those
+// keys, bottom-right causal. What a causal state made of the last 4 blocks' states would give.
+function windowedFavor(favor, featureMap, window, q, k, v) {
+  const [H, L, d] = q.dims, dv = v.dims[2], block = window / 4;
+  const rows = (x, from, count, width) => {
+    const data = new Float32Array(H * count * width);
+    for (let h = 0; h < H; h++) data.set(x.data.subarray((h * L + from) * width, (h * L + from + count) * width), h * count * width);
+    return tensor(data, [H, count, width]);
+  };
+  const out = new Float32Array(H * L * dv);
+  for (let a = 0; a < L; a += block) {
+    const n = Math.min(block, L - a), first = Math.max(0, a + block - window), keys = a + n - first;
+    const y = favor.favorAttention(rows(q, a, n, d), rows(k, first, keys, d), rows(v, first, keys, dv), { featureMap, causal: true }).data;
+    for (let h = 0; h < H; h++) out.set(y.subarray(h * n * dv, (h + 1) * n * dv), (h * L + a) * dv);
+  }
+  return tensor(out, [H, L, dv]);
+}
+
+const checkWindow = (window) => {
+  if (!(Number.isInteger(window) && window >= 4 && window % 4 === 0))
+    throw new RangeError(`attention.window: FAVOR+'s window is in blocks of window / 4 positions, expected a multiple of 4 >= 4, got ${window}`);
+};
+
 export class CharModel {
   /** record: a manifest record; bytes: its weights file (Uint8Array of float16). */
   constructor(favor, record, bytes) {
@@ -141,7 +166,12 @@ export class CharModel {
           };
         }
         return (layer, q, k, v) => f.exactAttention(q, k, v, { causal: true });
-      case 'favor': return (layer, q, k, v) => f.favorAttention(q, k, v, { featureMap: mapOf(spec, layer), causal: true });
+      case 'favor':
+        if (spec.window !== undefined) {
+          checkWindow(spec.window);
+          return (layer, q, k, v) => windowedFavor(f, mapOf(spec, layer), spec.window, q, k, v);
+        }
+        return (layer, q, k, v) => f.favorAttention(q, k, v, { featureMap: mapOf(spec, layer), causal: true });
       case 'codebook': return (layer, q, k, v) => {
         const codebook = f.kmeans(k, { clusters: Math.min(spec.clusters, k.dims[1]), seed: spec.seed ?? 0 });
         return f.codebookAttention(q, k, v, { codebook, assignment: spec.assignment ?? 'hard', temperature: spec.temperature, causal: true });
@@ -245,6 +275,7 @@ export class CharModel {
         assignment: spec.assignment ?? 'hard', temperature: spec.temperature });
     }
     if (spec.method !== 'favor') throw new RangeError(`attention.method: expected 'exact', 'favor' or 'codebook', got ${spec.method}`);
+    if (spec.window !== undefined) throw new RangeError('attention.window: FAVOR+ over a window runs in forward() only; a causal state sums every key it is given');
     let featureMap = mapOf(spec, layer);
     if (featureMap.kernel === 'oprf' && featureMap.rho === undefined) {
       featureMap = f.createFeatureMap({ projection: featureMap.projection, kernel: 'oprf', rho: oprfRho(q, k) });

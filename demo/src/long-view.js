@@ -19,6 +19,7 @@ const CURVE_STYLE = {
   'softmax-full': { color: '#1d2330', marker: 'circle' },
   'softmax-window': { color: '#2f5fb3', marker: 'square', dash: '6 3' },
   'performer-favor': { color: '#e0711a', marker: 'diamond' },
+  'performer-favor-window': { color: '#b8860b', marker: 'diamond', dash: '6 3' },
   'performer-exact': { color: '#8e44ad', marker: 'triangle', dash: '2 3' },
 };
 
@@ -33,6 +34,15 @@ function compareRates(a, b, nameA, nameB) {
   if (r >= 1.1) return `${nameA} ${fmt(r, 2)}× as fast as ${nameB}`;
   if (r <= 1 / 1.1) return `${nameB} ${fmt(1 / r, 2)}× as fast as ${nameA}`;
   return `${nameA} and ${nameB} about as fast (within 10 %)`;
+}
+
+// What the sliding windows of the evaluation's curves see, for the note: "(all of them, or …)".
+function windows(r) {
+  const parts = [];
+  if (r.curves.some((c) => c.id === 'softmax-window')) parts.push(`the last ${n0(r.context)} for the exact sliding window`);
+  const favor = r.curves.find((c) => c.id === 'performer-favor-window');
+  if (favor?.window) parts.push(`the last ${n0((3 * favor.window) / 4 + 1)} to ${n0(favor.window)} for FAVOR+ over a window (blocks of ${n0(favor.window / 4)})`);
+  return parts.length ? ` (all of them, or ${parts.join(', ')})` : '';
 }
 
 export class LongView {
@@ -348,7 +358,7 @@ export class LongView {
     }
     $('#long-bpc-note').textContent = `Precomputed by npm run eval:long (model/eval-long.mjs, the JS runner on favor-attention; ${r.cpu}, Node ${r.node}, ` +
       `${r.threads} thread${r.threads > 1 ? 's' : ''}): the held-out text (chapters 122–135 and the epilogue) cut into ${r.sequences} sequences of ${n0(r.length)} characters, ` +
-      `each character predicted from the characters before it in its sequence${r.curves.some((c) => c.id === 'softmax-window') ? ` (all of them, or the last ${n0(r.context)} for the sliding window)` : ''}; ` +
+      `each character predicted from the characters before it in its sequence${windows(r)}; ` +
       'points: mean over the seeds of each model, band ±1 s.d. ' +
       `From the bin ${label(bins[before])} (${bins[before].to === r.context ? 'the last within the training context' : 'the one where the training context ends'}) to ${label(bins[lastBin])}: ${moves.join('; ')}.${gen}`;
   }

@@ -127,3 +127,37 @@ test('a sliding window as long as the text is exact attention; a shorter one is 
   assert.ok(maxRelDiff(narrow.subarray(200 * V), full.subarray(200 * V)) > 1e-3, 'rows past the window differ');
   model.dispose();
 });
+
+test('FAVOR+ over a window: each row against the keys of its block and the 3 before, up to itself, as one call per row computes; a window past the text is the whole prefix', async () => {
+  const model = await loadModel(favor, 'long-performer');
+  const maps = model.exportedFeatureMaps();
+  const [H, L, d, window] = [2, 150, 32, 64], block = window / 4;
+  let s = 3;
+  const normal = () => { s = (s * 1103515245 + 12345) >>> 0; return s / 4294967296 - 0.5; };
+  const make = () => ({ data: Float32Array.from({ length: H * L * d }, normal), dims: [H, L, d] });
+  const q = make(), k = make(), v = make();
+  const got = model.attention({ method: 'favor', featureMaps: maps, window })(0, q, k, v).data;
+  const rows = (x, from, count) => {
+    const data = new Float32Array(H * count * d);
+    for (let h = 0; h < H; h++) data.set(x.data.subarray((h * L + from) * d, (h * L + from + count) * d), h * count * d);
+    return { data, dims: [H, count, d] };
+  };
+  let worst = 0;
+  for (let i = 0; i < L; i++) {
+    const first = Math.max(0, Math.floor(i / block) * block + block - window);
+    const want = favor.favorAttention(rows(q, i, 1), rows(k, first, i + 1 - first), rows(v, first, i + 1 - first), { featureMap: maps[0] }).data;
+    for (let h = 0; h < H; h++) {
+      const a = got.subarray((h * L + i) * d, (h * L + i + 1) * d), b = want.subarray(h * d, (h + 1) * d);
+      worst = Math.max(worst, maxRelDiff(a, b));
+    }
+  }
+  // the same sums in another order (chunks of the causal sweep against one row's): float32 rounding
+  assertBelow(worst, 1e-5, 'rows against their windows');
+  const text = held.slice(0, 300), plain = model.forward(text, { method: 'favor', featureMaps: maps }).logits.data;
+  assertBelow(maxRelDiff(model.forward(text, { method: 'favor', featureMaps: maps, window: 512 }).logits.data, plain), 1e-5, 'window past the text');
+  assert.ok(maxRelDiff(model.forward(text, { method: 'favor', featureMaps: maps, window: 64 }).logits.data, plain) > 1e-3, 'a short window differs');
+  for (const bad of [6, 0, 2.5, -4]) assert.throws(() => model.forward(text, { method: 'favor', featureMaps: maps, window: bad }), /attention\.window: .*expected a multiple of 4 >= 4/);
+  assert.throws(() => model.startGeneration(text, { method: 'favor', featureMaps: maps, window: 64 }), /attention\.window: FAVOR\+ over a window runs in forward\(\) only/);
+  maps.forEach((m) => m.dispose());
+  model.dispose();
+});
