@@ -77,14 +77,21 @@ test('causalKeySpreadRows: each row\'s spread from its definition; causalKeySpre
   }
 });
 
-test('codewordMiss: ‖q̃‖²·D/d from a float64 loop over the nearest codewords; none where every key is a codeword', async () => {
-  const favor = await loadFavor({ threads: 1 });
-  const g = rng(12);
+// 2 heads of 40 queries (twice the keys' scale), keys and 5 codewords in d = 8, from `seed`;
+// args: codewordMiss's q, k and codebook.
+function codebookCase(seed) {
+  const g = rng(seed);
   const [H, L, d, c] = [2, 40, 8, 5];
   const q = Float32Array.from({ length: H * L * d }, () => 2 * g.normal());
   const k = Float32Array.from({ length: H * L * d }, () => g.normal());
   const words = Float32Array.from({ length: H * c * d }, () => g.normal());
-  const got = codewordMiss(favor, { data: q, dims: [H, L, d] }, { data: k, dims: [H, L, d] }, { data: words, dims: [H, c, d] });
+  return { H, L, d, c, q, k, words, args: [{ data: q, dims: [H, L, d] }, { data: k, dims: [H, L, d] }, { data: words, dims: [H, c, d] }] };
+}
+
+test('codewordMiss: ‖q̃‖²·D/d from a float64 loop over the nearest codewords; none where every key is a codeword', async () => {
+  const favor = await loadFavor({ threads: 1 });
+  const { H, L, d, c, q, k, words, args } = codebookCase(12);
+  const got = codewordMiss(favor, ...args);
   for (let h = 0; h < H; h++) {
     let distortion = 0, length = 0;
     for (let j = 0; j < L; j++) {
@@ -106,12 +113,7 @@ test('codewordMiss: ‖q̃‖²·D/d from a float64 loop over the nearest codewo
 
 test('codewordMiss for soft VQ: ‖q̃‖²·D/d to the responsibility-weighted codewords, from a float64 loop; at a small temperature, hard VQ\'s', async () => {
   const favor = await loadFavor({ threads: 1 });
-  const g = rng(13);
-  const [H, L, d, c] = [2, 40, 8, 5];
-  const q = Float32Array.from({ length: H * L * d }, () => 2 * g.normal());
-  const k = Float32Array.from({ length: H * L * d }, () => g.normal());
-  const words = Float32Array.from({ length: H * c * d }, () => g.normal());
-  const args = [{ data: q, dims: [H, L, d] }, { data: k, dims: [H, L, d] }, { data: words, dims: [H, c, d] }];
+  const { H, L, d, c, q, k, words, args } = codebookCase(13);
   for (const T of [0.5, 1, 4]) {
     const got = codewordMiss(favor, ...args, { temperature: T });
     for (let h = 0; h < H; h++) {
