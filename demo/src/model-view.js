@@ -7,7 +7,7 @@
 import { CharModel, causalKeySpread, modelSizeError, verifyModelFile } from '../../model/runner.js';
 import { spreadOfDraws } from './draws.js';
 import { EXPORTED_W, usesExportedW } from './modes.js';
-import { nearestCodewords } from './pca.js';
+import { distanceRows, nearestCodewords } from './pca.js';
 import { rowKL } from './row-kl.js';
 
 // Static URLs, so that a build copies the files (a URL computed at run time would not be).
@@ -139,18 +139,12 @@ export function codewordMiss(favor, q, k, codebook, { temperature = 0 } = {}) {
 }
 
 // Every key's responsibility-weighted codeword [H, L, d] (unscaled): softmax over y of
-// s·(k·c_y − ‖c_y‖²/2) = −s‖k − c_y‖²/2 + a row term, with s = scale / T, i.e. exact attention of
-// the queries [k, 1] on the keys [c, −‖c‖²/2] with the codewords as values.
+// −s‖k − c_y‖²/2, s = scale / T, as exact attention of the keys on the codewords' distanceRows
+// with the codewords as values.
 function weightedCodewords(favor, k, codebook, s) {
-  const [H, L, d] = k.dims, c = codebook.dims.at(-2), e = d + 1;
-  const k1 = new Float32Array(H * L * e), c1 = new Float32Array(H * c * e);
-  for (let j = 0; j < H * L; j++) { k1.set(k.data.subarray(j * d, j * d + d), j * e); k1[j * e + d] = 1; }
-  for (let y = 0; y < H * c; y++) {
-    let sq = 0;
-    for (let t = 0; t < d; t++) { const x = codebook.data[y * d + t]; c1[y * e + t] = x; sq += x * x; }
-    c1[y * e + d] = -sq / 2;
-  }
-  return favor.exactAttention({ data: k1, dims: [H, L, e] }, { data: c1, dims: [H, c, e] }, codebook, { scale: s }).data;
+  const [H, L, d] = k.dims, c = codebook.dims.at(-2);
+  const { k1, c1 } = distanceRows(k.data, H * L, codebook.data, H * c, d);
+  return favor.exactAttention({ data: k1, dims: [H, L, d + 1] }, { data: c1, dims: [H, c, d + 1] }, codebook, { scale: s }).data;
 }
 
 // The approximation of the controls, for every layer.

@@ -113,7 +113,10 @@ export function nearestCodewords(keys, n, codebook, c, d, favor = null) {
   return { assign, counts };
 }
 
-function nearestByAttention(favor, keys, n, codebook, c, d) {
+// n keys as rows [k, 1] and c codewords as rows [c, −‖c‖²/2] (d + 1 wide): their dot products are
+// k·c − ‖c‖²/2 = (‖k‖² − ‖k − c‖²)/2, so attention of the keys on the codewords at scale s weighs
+// each codeword by e^{−s‖k − c‖²/2}, and its largest weight is the nearest codeword.
+export function distanceRows(keys, n, codebook, c, d) {
   const e = d + 1;
   const k1 = new Float32Array(n * e), c1 = new Float32Array(c * e);
   for (let i = 0; i < n; i++) { k1.set(keys.subarray(i * d, i * d + d), i * e); k1[i * e + d] = 1; }
@@ -122,7 +125,12 @@ function nearestByAttention(favor, keys, n, codebook, c, d) {
     for (let t = 0; t < d; t++) { const x = codebook[y * d + t]; c1[y * e + t] = x; s += x * x; }
     c1[y * e + d] = -s / 2;
   }
-  const P = favor.attentionMatrix({ data: k1, dims: [n, e] }, { data: c1, dims: [c, e] }, { scale: 1 }).data;
+  return { k1, c1 };
+}
+
+function nearestByAttention(favor, keys, n, codebook, c, d) {
+  const { k1, c1 } = distanceRows(keys, n, codebook, c, d);
+  const P = favor.attentionMatrix({ data: k1, dims: [n, d + 1] }, { data: c1, dims: [c, d + 1] }, { scale: 1 }).data;
   const assign = new Uint16Array(n);
   const counts = new Uint32Array(c);
   for (let i = 0; i < n; i++) {
