@@ -43,6 +43,9 @@ export function rankCorrelation(xs, ys) {
 
 const errorOf = (o) => o.errors.meanRowKL;
 
+// Hard and soft VQ plot the same quantity, each with its own account of c̄.
+const CODEWORDS_MISS = { value: (o) => o.residual, symbol: 'σ²ᵣ', axis: 'codewords\' miss σ²ᵣ' };
+
 export const MEASURES = {
   spread: {
     value: (o) => o.spread, symbol: 'σ²ₖ', axis: 'keys\' spread σ²ₖ',
@@ -50,13 +53,13 @@ export const MEASURES = {
       'of two keys\' weights by a factor of log-variance ‖k̃ⱼ − k̃ₗ‖²',
   },
   residual: {
-    value: (o) => o.residual, symbol: 'σ²ᵣ', axis: 'codewords\' miss σ²ᵣ',
+    ...CODEWORDS_MISS,
     what: 'σ²ᵣ = ‖q̃‖²D/d: D the mean ‖c̃ − k̃‖² from each key to its codeword (k-means\' distortion), ‖q̃‖² the queries\' ' +
       '(x̃ = x/d^¼). Putting a key\'s codeword in its place changes the logarithm of its weight by q̃·(c̃ − k̃), of variance ' +
       'σ²ᵣ were c̃ − k̃ to point anywhere',
   },
   softResidual: {
-    value: (o) => o.residual, symbol: 'σ²ᵣ', axis: 'codewords\' miss σ²ᵣ',
+    ...CODEWORDS_MISS,
     what: 'σ²ᵣ = ‖q̃‖²D/d: D the mean ‖c̄ − k̃‖² from each key to c̄, the codewords\' mean weighted by its responsibilities, ' +
       '‖q̃‖² the queries\' (x̃ = x/d^¼). Putting them in a key\'s place changes the logarithm of its weight by q̃·(c̄ − k̃), of ' +
       'variance σ²ᵣ were c̄ − k̃ to point anywhere, and by a term ≥ 0 from their spread around c̄',
