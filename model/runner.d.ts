@@ -44,8 +44,9 @@ export type AttentionSpec =
   | { method: 'favor'; featureMaps: FeatureMap[] }
   | { method: 'favor'; featureMap: FeatureMap }
   /**
-   * FAVOR+ over a sliding window, in forward() only (not in causal states): rows in blocks of
-   * window / 4 positions, each seeing its own block's keys up to itself and the 3 blocks' before.
+   * FAVOR+ over a sliding window (a multiple of 4): positions in blocks of window / 4, each
+   * seeing its own block's keys up to itself and the 3 blocks' before; in forward() and in
+   * generation alike (a FAVOR+ causal state with this window).
    */
   | { method: 'favor'; featureMaps: FeatureMap[]; window: number }
   | { method: 'codebook'; clusters: number; assignment?: 'hard' | 'soft' | 'gaussian'; temperature?: number; seed?: number };

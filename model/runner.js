@@ -17,6 +17,10 @@
 //                                                              sliding window, the cache kept at W)
 //   { method: 'favor', featureMaps: [FeatureMap per layer] }   (a Performer's exported W, or fresh draws)
 //   { method: 'favor', featureMap }                            (one map for every layer)
+//   { method: 'favor', featureMaps, window: W }                (FAVOR+ over a sliding window: blocks
+//                                                              of W / 4 positions, each position
+//                                                              seeing its block up to itself and the
+//                                                              3 blocks before it)
 //   { method: 'codebook', clusters, assignment?, temperature?, seed? }
 //                                                              (k-means codebooks per head, fitted on
 //                                                              each layer's keys of the text itself)
@@ -34,26 +38,6 @@ const mapOf = (spec, layer) => {
   if (!map) throw new RangeError(`attention: method 'favor' needs featureMaps (one per layer) or featureMap`);
   return map;
 };
-
-// FAVOR+ over a sliding window of blocks: rows in blocks of window / 4 positions, each row seeing
-// the keys from its block's and the 3 blocks before it, up to itself (between 3/4 of the window
-// plus one and the whole window). Each block is one favorAttention call on its rows against those
-// keys, bottom-right causal. What a causal state made of the last 4 blocks' states would give.
-function windowedFavor(favor, featureMap, window, q, k, v) {
-  const [H, L, d] = q.dims, dv = v.dims[2], block = window / 4;
-  const rows = (x, from, count, width) => {
-    const data = new Float32Array(H * count * width);
-    for (let h = 0; h < H; h++) data.set(x.data.subarray((h * L + from) * width, (h * L + from + count) * width), h * count * width);
-    return tensor(data, [H, count, width]);
-  };
-  const out = new Float32Array(H * L * dv);
-  for (let a = 0; a < L; a += block) {
-    const n = Math.min(block, L - a), first = Math.max(0, a + block - window), keys = a + n - first;
-    const y = favor.favorAttention(rows(q, a, n, d), rows(k, first, keys, d), rows(v, first, keys, dv), { featureMap, causal: true }).data;
-    for (let h = 0; h < H; h++) out.set(y.subarray(h * n * dv, (h + 1) * n * dv), (h * L + a) * dv);
-  }
-  return tensor(out, [H, L, dv]);
-}
 
 const checkWindow = (window) => {
   if (!(Number.isInteger(window) && window >= 4 && window % 4 === 0))
@@ -167,9 +151,12 @@ export class CharModel {
         }
         return (layer, q, k, v) => f.exactAttention(q, k, v, { causal: true });
       case 'favor':
-        if (spec.window !== undefined) {
+        if (spec.window !== undefined) {  // the generation's state, the whole text in one append
           checkWindow(spec.window);
-          return (layer, q, k, v) => windowedFavor(f, mapOf(spec, layer), spec.window, q, k, v);
+          return (layer, q, k, v) => {
+            const owned = [], state = this.causalState(spec, layer, q, k, owned);
+            try { return state.append(q, k, v); } finally { state.dispose(); owned.forEach((m) => m.dispose()); }
+          };
         }
         return (layer, q, k, v) => f.favorAttention(q, k, v, { featureMap: mapOf(spec, layer), causal: true });
       case 'codebook': return (layer, q, k, v) => {
@@ -275,7 +262,7 @@ export class CharModel {
         assignment: spec.assignment ?? 'hard', temperature: spec.temperature });
     }
     if (spec.method !== 'favor') throw new RangeError(`attention.method: expected 'exact', 'favor' or 'codebook', got ${spec.method}`);
-    if (spec.window !== undefined) throw new RangeError('attention.window: FAVOR+ over a window runs in forward() only; a causal state sums every key it is given');
+    if (spec.window !== undefined) checkWindow(spec.window);
     let featureMap = mapOf(spec, layer);
     if (featureMap.kernel === 'oprf' && featureMap.rho === undefined) {
       featureMap = f.createFeatureMap({ projection: featureMap.projection, kernel: 'oprf', rho: oprfRho(q, k) });
@@ -284,7 +271,7 @@ export class CharModel {
       featureMap = f.createFeatureMap({ projection: featureMap.projection, kernel: featureMap.kernel, fit: { q, k } });
       owned.push(featureMap);
     }
-    return f.createCausalState({ method: 'favor', featureMap });
+    return f.createCausalState({ method: 'favor', featureMap, ...(spec.window !== undefined && { window: spec.window }) });
   }
 
   /**

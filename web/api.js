@@ -242,7 +242,7 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
     const scale = checkScale(o.scale, 'scale');
     const chunk = o.chunk === undefined ? NaN : checkInteger(o.chunk, 'chunk', 1, 1 << 20);
     const windowLength = o.window === undefined ? NaN : checkInteger(o.window, 'window', 1);
-    const allowed = { exact: ['method', 'scale', 'window'], favor: ['method', 'scale', 'featureMap', 'chunk'],
+    const allowed = { exact: ['method', 'scale', 'window'], favor: ['method', 'scale', 'featureMap', 'chunk', 'window'],
       codebook: ['method', 'scale', 'codebook', 'assignment', 'temperature', 'chunk'] }[method];
     for (const key of Object.keys(o)) {
       if (!allowed.includes(key)) throw new TypeError(`createCausalState options.${key}: not an option of method '${method}' (its options: ${allowed.join(', ')})`);
@@ -253,7 +253,7 @@ export function createApi(Module, { simd, threads = 1, threadsReason, terminate,
       if (method === 'exact') {
         result = handle.initExact(scale, windowLength);
       } else if (method === 'favor') {
-        result = handle.initFavor(featureMapOf(o).handle('featureMap'), scale, chunk);
+        result = handle.initFavor(featureMapOf(o).handle('featureMap'), scale, chunk, windowLength);
       } else {
         const { codebook, assignment, temperature } = codebookArgs(o);
         result = call('createCausalState', [codebook], (cp) => handle.initCodebook(cp, assignment, temperature, scale, chunk));

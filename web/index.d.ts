@@ -250,7 +250,21 @@ export type CausalStateOptions =
     window?: number;
   }
   /** The prefix state Σφ(k)vᵀ, Σφ(k) per key/value head: the same memory at every length. The map is copied. */
-  | { method: 'favor'; featureMap: FeatureMap; scale?: number; chunk?: number }
+  | {
+    method: 'favor';
+    featureMap: FeatureMap;
+    scale?: number;
+    chunk?: number;
+    /**
+     * FAVOR+ over a sliding window: a multiple of 4, w. Positions fall in blocks of w / 4 (from
+     * position 0), and each new query sees the keys of its own block up to itself and of the 3
+     * blocks before it (between 3w/4 + 1 and w positions): one causal favorAttention per block
+     * of queries over those keys, to rounding. The state keeps 4 prefix states per key/value head,
+     * started a block apart, and every append runs on all of them: 4 times the memory (constant
+     * once 3 blocks have passed) and about 4 times the work of a step. Default: no window.
+     */
+    window?: number;
+  }
   /** Running per-code sums Rᵀv, Rᵀ1: codebook [c, d] shared, or [..., Hkv, c, d] one per key/value head (copied). */
   | { method: 'codebook'; codebook: Tensor; assignment?: Assignment; temperature?: number; scale?: number; chunk?: number };
 
@@ -429,7 +443,7 @@ export interface CausalStateAsync {
 type WithAsyncMap<T> = Omit<T, 'featureMap'> & { featureMap: FeatureMapAsync };
 export type CausalStateAsyncOptions =
   | { method: 'exact'; scale?: number; window?: number }
-  | { method: 'favor'; featureMap: FeatureMapAsync; scale?: number; chunk?: number }
+  | { method: 'favor'; featureMap: FeatureMapAsync; scale?: number; chunk?: number; window?: number }
   | { method: 'codebook'; codebook: Tensor; assignment?: Assignment; temperature?: number; scale?: number; chunk?: number };
 
 /**

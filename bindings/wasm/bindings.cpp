@@ -284,27 +284,24 @@ class PackedMatrixHandle {
 // The JS-facing causal state: constructing it cannot fail; init*() report errors as values.
 class CausalStateHandle {
  public:
-  // window: NaN for none, else an integer >= 1 checked in JS (up to 2^53: one longer than a wasm
-  // Index holds is longer than any sequence the heap could hold, so it is the largest Index).
   val init_exact(double scale, double window) {
     return guarded([&] {
       favor::CausalStateOptions o;
       o.method = favor::StateMethod::exact;
       set_scale(o, scale);
-      constexpr double kLargest = static_cast<double>(std::numeric_limits<favor::Index>::max());
-      if (!std::isnan(window))
-        o.window = window >= kLargest ? std::numeric_limits<favor::Index>::max() : static_cast<favor::Index>(window);
+      set_window(o, window);
       state_ = std::make_unique<favor::CausalState>(o);
       return val::undefined();
     });
   }
 
-  val init_favor(const FeatureMapHandle& map, double scale, double chunk) {
+  val init_favor(const FeatureMapHandle& map, double scale, double chunk, double window) {
     return guarded([&] {
       favor::CausalStateOptions o;
       o.method = favor::StateMethod::favor;
       o.map = &map.map();
       set_scale(o, scale);
+      set_window(o, window);
       if (!std::isnan(chunk)) o.chunk = static_cast<favor::Index>(chunk);
       state_ = std::make_unique<favor::CausalState>(o);
       return val::undefined();
@@ -342,6 +339,15 @@ class CausalStateHandle {
  private:
   static void set_scale(favor::CausalStateOptions& o, double scale) {
     if (!std::isnan(scale)) o.scale = scale;
+  }
+
+  // window: NaN for none, else an integer >= 1 checked in JS (up to 2^53). One longer than a wasm
+  // Index holds is longer than any sequence the heap could hold: the largest Index, a multiple of 4
+  // as FAVOR+'s windows are (the core checks the rest).
+  static void set_window(favor::CausalStateOptions& o, double window) {
+    if (std::isnan(window)) return;
+    constexpr favor::Index kLargest = std::numeric_limits<favor::Index>::max() / 4 * 4;
+    o.window = window >= static_cast<double>(kLargest) ? kLargest : static_cast<favor::Index>(window);
   }
 
   std::unique_ptr<favor::CausalState> state_;

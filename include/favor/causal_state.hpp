@@ -3,7 +3,7 @@
 //   exact     a key/value cache that grows with the length (masked keys are not kept), or with
 //             a window, keeps only the most recent keys: sliding-window attention
 //   favor     per key/value head the prefix state sum phi(k) v^T, sum phi(k) and their shifts:
-//             the same memory at every length
+//             the same memory at every length; with a window, 4 of them started a block apart
 //   codebook  per key/value head the running per-code sums R^T v, R^T 1 (and their shifts)
 #pragma once
 
@@ -32,7 +32,15 @@ struct CausalStateOptions {
   // outputs are the unbounded cache's, bit for bit; any split of a sequence gives the outputs of
   // appending it at once, to rounding. Once the cache is full, decode steps (one position per
   // append) keep state_bytes() constant; an append of n positions holds up to w + n of them while
-  // it runs. Another method with a window, or a negative window, is an error.
+  // it runs.
+  // favor: 0 = the whole prefix (the default), or w a multiple of 4: positions in blocks of w / 4
+  // (from position 0), each new query seeing the keys of its own block up to itself and of the 3
+  // blocks before it (between 3w/4 + 1 and w positions; masked keys are not summed). Outputs
+  // equal one causal favor_attention per block of queries over those keys, to rounding, for any
+  // split. The state keeps one prefix state per key/value head for each of the last 4 block
+  // starts (4 times the memory of the unwindowed state once 3 blocks have passed, constant from
+  // then on), and each append runs on all of them. codebook with a window, or a negative window,
+  // is an error.
   Index window = 0;
   // favor: the map (copied: a later redraw of the original does not reach the state). An 'oprf'
   // map needs a fixed rho, an 'sderf' or 'aderf' map a fit.

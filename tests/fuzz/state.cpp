@@ -5,9 +5,9 @@ namespace fuzz {
 
 // Causal states, key masks and grouped-query heads: appends in random pieces (with random masks,
 // sometimes a bad append that must leave the state as it was) against one causal tensor call on
-// the whole sequence (an exact state with a window shorter than it: against the same state
-// appending it at once); and grouped heads against K and V repeated by hand. A window on another
-// method, or a negative one, is refused.
+// the whole sequence (a state with a window shorter than it, exact or FAVOR+: against the same
+// state appending it at once); and grouped heads against K and V repeated by hand. A window on a
+// codebook state, a negative one, or one of FAVOR+ that is not a multiple of 4, is refused.
 void fuzz_state_and_groups(Decoder& in) {
   const int method = in.pick(3);  // exact, favor, codebook
   const Index hkv = 1 + in.pick(2), group = 1 + in.pick(3), hq = hkv * group;
@@ -40,9 +40,12 @@ void fuzz_state_and_groups(Decoder& in) {
     so.assignment = pick_assignment(in);
   }
   if (method == 0 && in.flag()) so.window = 1 + static_cast<Index>(in.pick(static_cast<int>(L) + 2));  // < L or not
+  if (method == 1 && in.flag()) so.window = 4 * (1 + static_cast<Index>(in.pick(static_cast<int>(L) / 4 + 2)));  // blocks < L or not
   if (in.pick(8) == 0) {
     favor::CausalStateOptions bad = so;
-    bad.window = method == 0 ? -1 - static_cast<Index>(in.pick(3)) : 1 + static_cast<Index>(in.pick(4));
+    bad.window = method == 0   ? -1 - static_cast<Index>(in.pick(3))
+                 : method == 1 ? (in.flag() ? -4 : 4 * static_cast<Index>(in.pick(4)) + 1 + static_cast<Index>(in.pick(3)))
+                               : 1 + static_cast<Index>(in.pick(4));
     if (run("CausalState (bad window)", false, [&] { favor::CausalState refused(bad); }) == Outcome::ok)
       fail("CausalState: a window of " + std::to_string(bad.window) + " was accepted for method " + std::to_string(method));
   }
@@ -66,7 +69,14 @@ void fuzz_state_and_groups(Decoder& in) {
           favor::exact_attention({q.data(), qd}, {k.data(), kd}, {v.data(), vd}, out, fo, mv);
         }
         break;
-      case 1: favor::favor_attention(*map, {q.data(), qd}, {k.data(), kd}, {v.data(), vd}, out, fo, mv); break;
+      case 1:
+        if (so.window != 0 && so.window / 4 < L) {
+          favor::CausalState once(so);
+          once.append({q.data(), qd}, {k.data(), kd}, {v.data(), vd}, out, mv);
+        } else {
+          favor::favor_attention(*map, {q.data(), qd}, {k.data(), kd}, {v.data(), vd}, out, fo, mv);
+        }
+        break;
       default: favor::codebook_attention(so.codebook, {q.data(), qd}, {k.data(), kd}, {v.data(), vd}, out, co, mv); break;
     }
   });

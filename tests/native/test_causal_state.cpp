@@ -480,7 +480,7 @@ TEST(CausalStateWindow, DecodeStepsKeepTheBytesOnceFull) {
   EXPECT_GT(unbounded.state_bytes(), unbounded_before);
 }
 
-TEST(CausalStateWindow, WindowIsForExactStatesAndNotNegative) {
+TEST(CausalStateWindow, WindowIsNotForCodebooksAndNotNegative) {
   favor::FeatureMapOptions fo;
   fo.dim = 4, fo.features = 8;
   const favor::FeatureMap map(fo);
@@ -495,10 +495,9 @@ TEST(CausalStateWindow, WindowIsForExactStatesAndNotNegative) {
   };
   favor::CausalStateOptions o = favor_state(map);
   o.window = 4;
-  EXPECT_EQ(error_of(o), "TypeError window: not an option of method 'favor' (a sliding window is for method 'exact')");
   o.method = favor::StateMethod::codebook;
   o.codebook = {book.data(), {3, 4}};
-  EXPECT_EQ(error_of(o), "TypeError window: not an option of method 'codebook' (a sliding window is for method 'exact')");
+  EXPECT_EQ(error_of(o), "TypeError window: not an option of method 'codebook' (a sliding window is for methods 'exact' and 'favor')");
   o.window = 0;
   EXPECT_EQ(error_of(o), "no error");
   favor::CausalStateOptions exact;
@@ -575,3 +574,199 @@ TEST(CausalState, FavorStateBytesAreTheSameAfterEveryAppend) {
   step(1);
   EXPECT_EQ(state.state_bytes(), bytes);
 }
+
+namespace {
+
+// A FAVOR+ state over a window of `window` positions (blocks of window / 4).
+favor::CausalState favor_windowed(const favor::FeatureMap& map, Index window) {
+  favor::CausalStateOptions o = favor_state(map);
+  o.window = window;
+  return favor::CausalState(o);
+}
+
+// The float64 reference of windowed FAVOR+ ([Hq, L, dv]): query i of head h sees, of key/value
+// head kv = h / (Hq / Hkv), the unmasked positions from the start of the block 3 blocks before
+// its own (blocks of window / 4 from position 0) up to itself; weights phi(q~_i).phi(k~_j) from
+// the map's W (positive features: every weight > 0).
+std::vector<double> favor_window_reference(const favor::FeatureMap& map, const Tensor& q, const Tensor& k,
+                                           const Tensor& v, Index window, const std::vector<std::uint8_t>* mask) {
+  const Index Hq = q.dims[0], L = q.dims[1], d = q.dims[2], Hkv = k.dims[0], dv = v.dims[2], block = window / 4;
+  const double root = std::pow(static_cast<double>(d), -0.25);  // x~ = x d^(-1/4)
+  const MatD w = map.projection().cast<double>();
+  const auto head = [&](const Tensor& t, Index h) {
+    MatD x(t.dims[1], t.dims[2]);
+    for (Index i = 0; i < x.rows(); ++i)
+      for (Index c = 0; c < x.cols(); ++c) x(i, c) = t.data[static_cast<std::size_t>((h * t.dims[1] + i) * t.dims[2] + c)];
+    return x;
+  };
+  std::vector<double> out(static_cast<std::size_t>(Hq * L * dv), 0.0);
+  for (Index h = 0; h < Hq; ++h) {
+    const Index kv = h / (Hq / Hkv);
+    const MatD qf = ref::phi(favor::Kernel::positive, w, head(q, h) * root);
+    const MatD kf = ref::phi(favor::Kernel::positive, w, head(k, kv) * root), vs = head(v, kv);
+    for (Index i = 0; i < L; ++i) {
+      Eigen::VectorXd num = Eigen::VectorXd::Zero(dv);
+      double den = 0.0;
+      for (Index j = std::max<Index>(0, (i / block - 3) * block); j <= i; ++j) {
+        if (mask && !(*mask)[static_cast<std::size_t>(kv * L + j)]) continue;
+        const double weight = qf.row(i).dot(kf.row(j));
+        num += weight * vs.row(j).transpose(), den += weight;
+      }
+      for (Index c = 0; c < dv; ++c) out[static_cast<std::size_t>((h * L + i) * dv + c)] = den > 0.0 ? num(c) / den : 0.0;
+    }
+  }
+  return out;
+}
+
+favor::FeatureMap positive_map(Index d, Index m, std::uint64_t seed) {
+  favor::FeatureMapOptions fo;
+  fo.dim = d, fo.features = m, fo.seed = seed;
+  return favor::FeatureMap(fo);
+}
+
+// Every split (one append, one position at a time, pieces across block starts, a prefill then
+// decode steps), with and without key masks, grouped heads, windows of 1-position blocks to more
+// than the length: the float64 windowed sums.
+TEST(CausalStateFavorWindow, AnySplitMatchesTheFloat64Window) {
+  std::mt19937 gen(9800);
+  std::vector<Index> prefill_then_decode{130};
+  for (int i = 0; i < 70; ++i) prefill_then_decode.push_back(1);
+  struct Case {
+    Index L, d, dv;
+    std::vector<Index> windows;
+    std::vector<std::vector<Index>> splits;
+  };
+  const std::vector<Case> cases{
+      {45, 8, 5, {4, 8, 12, 20, 44, 200}, kSplits},
+      {200, 16, 7, {64}, {{200}, ones(200), {100, 37, 63}, prefill_then_decode}},
+  };
+  for (const Case& t : cases) {
+    const Index Hq = 4, Hkv = 2, L = t.L;
+    const favor::FeatureMap map = positive_map(t.d, 32, 5);
+    const Tensor q = normal(Hq, L, t.d, gen, 0.8), k = normal(Hkv, L, t.d, gen, 0.8), v = normal(Hkv, L, t.dv, gen, 1.0);
+    std::vector<std::uint8_t> mask(static_cast<std::size_t>(Hkv * L), 1);
+    for (std::size_t i = 1; i < mask.size(); i += 4) mask[i] = 0;
+    for (const Index window : t.windows) {
+      for (const bool masked : {false, true}) {
+        const std::vector<std::uint8_t>* m = masked ? &mask : nullptr;
+        const std::vector<double> want = favor_window_reference(map, q, k, v, window, m);
+        for (const auto& pieces : t.splits) {
+          favor::CausalState state = favor_windowed(map, window);
+          EXPECT_LT(max_rel(run(state, q, k, v, pieces, m), want), 2e-5)
+              << "L " << L << " window " << window << " masked " << masked << " pieces " << pieces.size();
+        }
+      }
+    }
+  }
+}
+
+// While every position is in the first block, the windowed state is one unwindowed state fed the
+// same appends: the same bits.
+TEST(CausalStateFavorWindow, OneBlockGivesTheUnwindowedBits) {
+  std::mt19937 gen(9810);
+  const Index Hq = 4, Hkv = 2, L = 45, d = 8;
+  const favor::FeatureMap map = positive_map(d, 16, 7);
+  const Tensor q = normal(Hq, L, d, gen, 0.8), k = normal(Hkv, L, d, gen, 0.8), v = normal(Hkv, L, 5, gen, 1.0);
+  for (const auto& pieces : kSplits) {
+    favor::CausalState whole(favor_state(map)), state = favor_windowed(map, 4 * L);
+    EXPECT_EQ(run(state, q, k, v, pieces), run(whole, q, k, v, pieces));
+  }
+}
+
+// The memory: one unwindowed state's per block start kept, 4 once 3 blocks have passed, the same
+// after every decode step from then on.
+TEST(CausalStateFavorWindow, BytesAreFourStatesOnceThreeBlocksHavePassed) {
+  std::mt19937 gen(9820);
+  const Index H = 2, d = 8, dv = 6, window = 32;
+  const favor::FeatureMap map = positive_map(d, 16, 9);
+  favor::CausalState state = favor_windowed(map, window), whole(favor_state(map));
+  const std::size_t map_bytes = state.state_bytes();
+  const auto step = [&](Index n) {
+    const Tensor q = normal(H, n, d, gen, 1.0), k = normal(H, n, d, gen, 1.0), v = normal(H, n, dv, gen, 1.0);
+    std::vector<float> out(static_cast<std::size_t>(H * n * dv));
+    state.append(q.view(), k.view(), v.view(), {out.data(), {H, n, dv}});
+    whole.append(q.view(), k.view(), v.view(), {out.data(), {H, n, dv}});
+    return whole.state_bytes() - map_bytes;
+  };
+  for (Index p = 0; p < 3 * window; ++p) {
+    const std::size_t one = step(1);
+    const std::size_t started = static_cast<std::size_t>(std::min<Index>(4, p / (window / 4) + 1));
+    ASSERT_EQ(state.state_bytes() - map_bytes, started * one) << "position " << p;
+  }
+  const std::size_t steady = state.state_bytes();
+  // Longer appends in between (each state's last piece of one may leave more keys pending).
+  for (const Index n : {Index{5}, Index{40}, Index{3}, Index{70}}) {
+    step(n);
+    const std::size_t one = step(1);
+    ASSERT_EQ(state.state_bytes() - map_bytes, 4 * one) << "the step after an append of " << n;
+  }
+  EXPECT_EQ(state.state_bytes(), steady);
+}
+
+// A window is a multiple of 4 (its blocks are window / 4 positions); codebook states take none.
+TEST(CausalStateFavorWindow, WindowIsAMultipleOfFour) {
+  const favor::FeatureMap map = positive_map(4, 8, 1);
+  const MatF book = MatF::Ones(3, 4);
+  const auto error_of = [](const favor::CausalStateOptions& o) -> std::string {
+    try {
+      favor::CausalState state(o);
+    } catch (const favor::Error& e) {
+      return std::string(e.kind() == favor::Error::Kind::type ? "TypeError " : "RangeError ") + e.what();
+    }
+    return "no error";
+  };
+  favor::CausalStateOptions o = favor_state(map);
+  for (const Index w : {Index{4}, Index{8}, Index{1024}}) {
+    o.window = w;
+    EXPECT_EQ(error_of(o), "no error") << w;
+  }
+  for (const Index w : {Index{1}, Index{6}, Index{1023}}) {
+    o.window = w;
+    EXPECT_EQ(error_of(o), "RangeError window: FAVOR+'s window is in blocks of window / 4 positions: expected a multiple of 4, got " +
+                               std::to_string(w));
+  }
+  o.window = -4;
+  EXPECT_EQ(error_of(o), "RangeError window: expected an integer >= 1 (or 0 for no window), got -4");
+  o.window = 8;
+  o.method = favor::StateMethod::codebook;
+  o.codebook = {book.data(), {3, 4}};
+  EXPECT_EQ(error_of(o), "TypeError window: not an option of method 'codebook' (a sliding window is for methods 'exact' and 'favor')");
+}
+
+// An append that fails inside its run (values so large that the weighted sums overflow) leaves
+// the state as it was, in one block or across block starts, on the first append too: later
+// appends give the bits of a state that never saw it.
+TEST(CausalStateFavorWindow, FailingAppendLeavesTheStateUnchanged) {
+  std::mt19937 gen(9830);
+  const Index Hq = 2, Hkv = 1, L = 60, d = 4, window = 8;
+  const favor::FeatureMap map = positive_map(d, 16, 11);
+  const Tensor q = normal(Hq, L, d, gen, 1.0), k = normal(Hkv, L, d, gen, 1.0), v = normal(Hkv, L, d, gen, 1.0);
+  const std::vector<Index> pieces{5, 1, 1, 30, 1, 16, 6};
+  const std::vector<float> want = [&] {
+    favor::CausalState fresh = favor_windowed(map, window);
+    return run(fresh, q, k, v, pieces);
+  }();
+  const auto fail = [&](favor::CausalState& state, Index n) {
+    const Tensor bq = normal(Hq, n, d, gen, 1.0), bk = normal(Hkv, n, d, gen, 1.0);
+    Tensor bv = normal(Hkv, n, d, gen, 1.0);
+    for (float& x : bv.data) x = 3e38f;
+    std::vector<float> out(static_cast<std::size_t>(Hq * n * d));
+    const Index length = state.length();
+    EXPECT_THROW(state.append(bq.view(), bk.view(), bv.view(), {out.data(), {Hq, n, d}}), favor::Error) << "n " << n;
+    EXPECT_EQ(state.length(), length);
+  };
+  favor::CausalState state = favor_windowed(map, window);
+  fail(state, 3);  // the first append
+  std::vector<float> got(want.size());
+  Index a = 0;
+  for (const Index n : pieces) {
+    fail(state, 1), fail(state, 11);  // in one block or at its start, and across block starts
+    std::vector<float> o(static_cast<std::size_t>(Hq * n * d));
+    state.append(q.rows(a, a + n).view(), k.rows(a, a + n).view(), v.rows(a, a + n).view(), {o.data(), {Hq, n, d}});
+    for (Index h = 0; h < Hq; ++h) std::copy(o.begin() + h * n * d, o.begin() + (h + 1) * n * d, got.begin() + (h * L + a) * d);
+    a += n;
+  }
+  EXPECT_EQ(got, want);
+}
+
+}  // namespace

@@ -353,3 +353,59 @@ test('exact state with a window: stateBytes stays flat once it is full (filled o
   assert.equal(oneByOne.length, 2 * window + 500);
   for (const state of [oneByOne, prefilled, unbounded]) state.dispose();
 });
+
+// ---- FAVOR+ state with a sliding window ----
+
+test('favor state with a window: any split matches the float64 windowed sums (key masks, grouped heads)', () => {
+  const fm = favor.createFeatureMap({ dim: d, features: 32, seed: 11 });
+  for (const [name, shape] of Object.entries(shapes)) {
+    const { q, k, v } = inputs(shape, 110, 0.8);
+    const mask = windowMask(shape.kv);
+    for (const window of [4, 8, 20, 44]) {
+      for (const masked of [false, true]) {
+        const m = masked ? mask : undefined;
+        const want = ref.windowedFavorAttention('positive', fm.projection, q, k, v, window, { maskOf: (h) => (m ? m.data.subarray(h * L, (h + 1) * L) : undefined) });
+        // (its rows differ from the unwindowed causal call's: the window matters here)
+        if (!masked) assert.ok(maxRelDiff(want.data, favor.favorAttention(q, k, v, { featureMap: fm, causal: true }).data) > 1e-2, `${name}, window ${window}: the window changes the outputs`);
+        for (const [split, pieces] of Object.entries(splits(L, 8))) {
+          const got = runMasked({ method: 'favor', featureMap: fm, window }, q, k, v, pieces, m);
+          assertBelow(maxRelDiff(got.data, want.data), TOL, `${name}, window ${window}, masked ${masked}, ${split}`);
+        }
+      }
+    }
+  }
+  fm.dispose();
+});
+
+test('favor state with a window of more than 4 times the length: the unwindowed state bit for bit', () => {
+  const fm = favor.createFeatureMap({ dim: d, features: 32, seed: 12 });
+  const { q, k, v } = inputs(shapes['grouped-query heads'], 120, 1);
+  for (const [split, pieces] of Object.entries(splits(L, 9))) {
+    const whole = runState({ method: 'favor', featureMap: fm }, q, k, v, pieces);
+    for (const window of [4 * L, 2 ** 40]) {
+      assertBitIdentical(runState({ method: 'favor', featureMap: fm, window }, q, k, v, pieces).data, whole.data, `window ${window}, ${split}`);
+    }
+  }
+  fm.dispose();
+});
+
+test('favor state with a window: stateBytes is 4 unwindowed states once 3 blocks have passed, the same at every decode step', () => {
+  const window = 64, H = 4;
+  const fm = favor.createFeatureMap({ dim: d, features: 32, seed: 13 });
+  const windowed = favor.createCausalState({ method: 'favor', featureMap: fm, window });
+  const whole = favor.createCausalState({ method: 'favor', featureMap: fm });
+  const mapBytes = windowed.stateBytes;
+  const step = normalTensor([H, 1, d], 130);
+  for (let t = 0; t <= 3 * window / 4; t++) windowed.append(step, step, step), whole.append(step, step, step);  // into the 4th block
+  const full = windowed.stateBytes;
+  assert.equal(full - mapBytes, 4 * (whole.stateBytes - mapBytes));
+  const prompt = normalTensor([H, 300, d], 131);
+  windowed.append(prompt, prompt, prompt);
+  for (let t = 0; t < 300; t++) {
+    windowed.append(step, step, step);
+    assert.equal(windowed.stateBytes, full, `step ${t}`);
+  }
+  assert.equal(windowed.length, 3 * window / 4 + 601);
+  for (const s of [windowed, whole]) s.dispose();
+  fm.dispose();
+});

@@ -128,7 +128,7 @@ test('a sliding window as long as the text is exact attention; a shorter one is 
   model.dispose();
 });
 
-test('FAVOR+ over a window: each row against the keys of its block and the 3 before, up to itself, as one call per row computes; a window past the text is the whole prefix', async () => {
+test('FAVOR+ over a window: each row against the keys of its block and the 3 before, up to itself, as one call per row computes; a window past the text is the whole prefix; generation draws from the same windows', async () => {
   const model = await loadModel(favor, 'long-performer');
   const maps = model.exportedFeatureMaps();
   const [H, L, d, window] = [2, 150, 32, 64], block = window / 4;
@@ -157,7 +157,15 @@ test('FAVOR+ over a window: each row against the keys of its block and the 3 bef
   assertBelow(maxRelDiff(model.forward(text, { method: 'favor', featureMaps: maps, window: 512 }).logits.data, plain), 1e-5, 'window past the text');
   assert.ok(maxRelDiff(model.forward(text, { method: 'favor', featureMaps: maps, window: 64 }).logits.data, plain) > 1e-3, 'a short window differs');
   for (const bad of [6, 0, 2.5, -4]) assert.throws(() => model.forward(text, { method: 'favor', featureMaps: maps, window: bad }), /attention\.window: .*expected a multiple of 4 >= 4/);
-  assert.throws(() => model.startGeneration(text, { method: 'favor', featureMaps: maps, window: 64 }), /attention\.window: FAVOR\+ over a window runs in forward\(\) only/);
+  for (const bad of [6, 0]) assert.throws(() => model.startGeneration(text, { method: 'favor', featureMaps: maps, window: bad }), /attention\.window: .*expected a multiple of 4 >= 4/);
+  // Generation runs the same windows: each character drawn from the whole text's windowed logits
+  // at its last row (40 characters: the window's blocks of 16 start 2 or 3 times on the way).
+  const spec = { method: 'favor', featureMaps: maps, window: 64 }, prefix = held.slice(0, 150), n = 40, V = model.chars.length;
+  const g = model.generate(prefix, n, spec, { seed: 5, logits: true });
+  const { logits } = model.forward(prefix + g.text.slice(0, n - 1), spec);
+  let drift = 0;
+  for (let t = 0; t < n; t++) drift = Math.max(drift, maxRelDiff(g.logits[t], logits.data.subarray((prefix.length - 1 + t) * V, (prefix.length + t) * V)));
+  assertBelow(drift, 1e-4, 'generation against forward, windowed');
   maps.forEach((m) => m.dispose());
   model.dispose();
 });

@@ -130,6 +130,44 @@ test('hostile and oversized calls (hostile-cases.mjs), each repeated, free every
   assert.equal(favor.memory().heapBytes, base.heapBytes, 'the refused 4 GiB inputs never grew the heap');
 });
 
+test('FAVOR+ states with a window, made, filled across block starts (some appends failing) and disposed in a loop: bytes in use back at the baseline', async () => {
+  const favor = await loadFavor({ threads: 1 });
+  const fm = favor.createFeatureMap({ dim: 8, features: 16, seed: 3 });
+  const q = normalTensor([2, 40, 8], 32), step = normalTensor([2, 1, 8], 33);
+  const huge = { data: new Float32Array(2 * 9 * 8).fill(3e38), dims: [2, 9, 8] };  // its sums overflow: the append fails
+  const round = (i) => {
+    const state = favor.createCausalState({ method: 'favor', featureMap: fm, window: 4 * (1 + (i % 5)) });
+    state.append(q, q, q);  // a prefill across block starts: it runs on copies of the states
+    for (let t = 0; t < 30; t++) state.append(step, step, step);
+    assert.throws(() => state.append(huge, huge, huge), RangeError);
+    assert.equal(state.length, 70);
+    state.dispose();
+  };
+  round(0);  // first-use allocations of the runtime
+  const base = favor.memory();
+  for (let i = 1; i <= 200; i++) round(i);
+  assert.equal(favor.memory().usedBytes, base.usedBytes, 'bytes in use after 200 windowed states');
+  assert.equal(favor.memory().heapBytes, base.heapBytes, 'the heap did not grow');
+  // A live one holds the same state bytes at every later decode step. Each block start makes a
+  // new state and drops the oldest, and the allocator's bookkeeping moves by some tens of bytes
+  // with where they land: over 10 blocks the bytes in use peak at the same height, 250 blocks
+  // later too (a leak of one allocation per block start would add 24 bytes or more each).
+  const state = favor.createCausalState({ method: 'favor', featureMap: fm, window: 16 });
+  const peak = () => {
+    let top = 0;
+    for (let t = 0; t < 40; t++) state.append(step, step, step), top = Math.max(top, favor.memory().usedBytes);
+    return top;
+  };
+  for (let t = 0; t < 16; t++) state.append(step, step, step);
+  const bytes = state.stateBytes, first = peak();
+  for (let t = 0; t < 1000; t++) state.append(step, step, step);
+  assert.equal(state.stateBytes, bytes);
+  const later = peak();
+  assert.ok(later <= first + 256, `bytes in use peak at ${first} and 1,000 steps later at ${later}`);
+  state.dispose();
+  fm.dispose();
+});
+
 test('exact states with a sliding window, made, filled past their window and disposed in a loop: bytes in use back at the baseline', async () => {
   const favor = await loadFavor({ threads: 1 });
   const q = normalTensor([2, 40, 8], 30), step = normalTensor([2, 1, 8], 31);

@@ -268,6 +268,36 @@ export function favorAttention(kernel, projection, q, k, v, { causal = false, sc
     matmul(favorMatrixHead(kernel, w, headRows(q, h), headRows(k, h), s, causal, epsilon, maskOf(h)), headRows(v, h)));
 }
 
+/**
+ * FAVOR+ over a sliding window, what a FAVOR+ causal state with a window computes (docs/design.md
+ * §8): positions in blocks of window / 4 from position 0; query i of q [..., Hq, L, d] sees, of
+ * its key/value head (Hq / Hkv query heads per key/value head), the unmasked keys from the start
+ * of the block 3 blocks before its own up to itself, weighted phi(q~_i).phi(k~_j); a query that
+ * sees none gets zeros. maskOf(kvHead): that head's L mask bytes, or undefined.
+ */
+export function windowedFavorAttention(kernel, projection, q, k, v, window, { scale, maskOf = () => undefined } = {}) {
+  const w = projectionRows(projection), sq = shape(q), sv = shape(v), block = window / 4;
+  const root = Math.sqrt(scale ?? defaultScale(sq.cols));
+  const inner = (t) => (t.dims.length > 2 ? t.dims[t.dims.length - 3] : 1);
+  const Hq = inner(q), Hkv = inner(k);
+  return stack(sq.leading, sq.rows, sv.cols, (h) => {
+    const kv = Math.floor(h / Hq) * Hkv + Math.floor((h % Hq) / (Hq / Hkv));
+    const kf = phi(kernel, w, scaled(headRows(k, kv), root)), vs = headRows(v, kv), mask = maskOf(kv);
+    return phi(kernel, w, scaled(headRows(q, h), root)).map((qf, i) => {
+      const out = new Float64Array(sv.cols);
+      let sum = 0;
+      for (let j = Math.max(0, (Math.floor(i / block) - 3) * block); j <= i; j++) {
+        if (mask && mask[j] === 0) continue;
+        const weight = dot(qf, kf[j]);
+        sum += weight;
+        for (let c = 0; c < sv.cols; c++) out[c] += weight * vs[j][c];
+      }
+      if (sum !== 0) for (let c = 0; c < sv.cols; c++) out[c] /= sum;
+      return out;
+    });
+  });
+}
+
 // ---------------------------------------------------------------------------------------------
 // Error measures (docs/design.md §10, conventions of index.d.ts): rows are the last dim.
 

@@ -173,11 +173,12 @@ function nextCall(c, step, pools) {
     createCausalState: () => {
       const method = bad ? c.pick(['exact', 'favor', 'codebook', 'linear']) : c.pick(['exact', 'favor', 'codebook']);
       const chunk = c.chance(0.3) ? { chunk: bad ? 0 : c.int(1, 8) } : {};
-      // A sliding window (exact only): 1 to 6 keys, so that appends of up to 3 rows slide it.
-      const window = c.chance(0.3) ? { window: bad ? c.pick([0, -1, 1.5, '4', NaN, 4]) : c.int(1, 6) } : {};
+      // A sliding window: 1 to 6 keys (exact), or blocks of 1 or 2 positions (FAVOR+), so that
+      // appends of up to 3 rows slide it.
+      const window = c.chance(0.3) ? { window: bad ? c.pick([0, -1, -4, 1.5, 6, '4', NaN]) : method === 'favor' ? c.pick([4, 8]) : c.int(1, 6) } : {};
       const books = { codebook: maybe(codebook), assignment: c.pick(['hard', 'soft']) };
       return async (f, objects) => {  // no random choice in here: it runs once per API
-        const o = method === 'exact' ? { method, ...window } : method === 'favor' ? { method, featureMap: mapOf(objects), ...chunk, ...(bad && window) }
+        const o = method === 'exact' ? { method, ...window } : method === 'favor' ? { method, featureMap: mapOf(objects), ...chunk, ...window }
           : { method, ...books, ...chunk };
         objects.states.push(await f.createCausalState(o));
       };

@@ -216,7 +216,8 @@ const cases = [
   ['createCausalState: window 1.5', (f) => f.createCausalState({ method: 'exact', window: 1.5 })],
   ['createCausalState: window a string', (f) => f.createCausalState({ method: 'exact', window: '8' })],
   ['createCausalState: window NaN', (f) => f.createCausalState({ method: 'exact', window: NaN })],
-  ['createCausalState: favor takes no window', (f, map) => f.createCausalState({ method: 'favor', featureMap: map, window: 8 })],
+  ['createCausalState: favor window not a multiple of 4', (f, map) => f.createCausalState({ method: 'favor', featureMap: map, window: 6 })],
+  ['createCausalState: codebook takes no window', (f) => f.createCausalState({ method: 'codebook', codebook: filledTensor([3, 8]), window: 8 })],
   ['append: leading dims differ from the first append', async (f) => {
     const state = await f.createCausalState({ method: 'exact' });
     await state.append(filledTensor([2, 1, 8]), filledTensor([2, 1, 8]), filledTensor([2, 1, 3]));

@@ -8,6 +8,7 @@
 #include "favor/tensor/kv_cache_state.hpp"
 #include "favor/tensor/shape.hpp"
 #include "favor/tensor/state_transaction.hpp"
+#include "favor/tensor/windowed_state.hpp"
 
 namespace favor {
 
@@ -37,10 +38,11 @@ CausalState::CausalState(const CausalStateOptions& o) : impl_(std::make_unique<I
     throw_range("scale", "expected a finite number > 0, got " + std::to_string(*o.scale));
   if (o.chunk < 0) throw_range("chunk", "expected an integer >= 1 (or 0 for the default)");
   if (o.window < 0) throw_range("window", "expected an integer >= 1 (or 0 for no window), got " + std::to_string(o.window));
-  if (o.window != 0 && o.method != StateMethod::exact)
-    throw_type("window", std::string("not an option of method '") +
-                             (o.method == StateMethod::favor ? "favor" : "codebook") +
-                             "' (a sliding window is for method 'exact')");
+  if (o.window != 0 && o.method == StateMethod::codebook)
+    throw_type("window", "not an option of method 'codebook' (a sliding window is for methods 'exact' and 'favor')");
+  if (o.method == StateMethod::favor && o.window % 4 != 0)
+    throw_range("window", "FAVOR+'s window is in blocks of window / 4 positions: expected a multiple of 4, got " +
+                              std::to_string(o.window));
   if (o.method == StateMethod::favor) {
     if (!o.map) throw_type("featureMap", "required for method 'favor'");
     if (!o.map->data_independent()) throw_range("featureMap", data_dependent_state_message(*o.map));
@@ -71,7 +73,7 @@ CausalState::CausalState(const CausalStateOptions& o) : impl_(std::make_unique<I
     m.chunk = o.chunk;
     m.assignment = o.assignment;
     m.temperature = o.temperature;
-    s.state = make_factored_state(m);
+    s.state = o.window ? make_windowed_state(m, o.window) : make_factored_state(m);
   }
 }
 

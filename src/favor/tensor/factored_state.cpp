@@ -120,6 +120,15 @@ class FactoredState final : public StateImpl {
     states_.shrink_to_fit();
   }
 
+  // An independent copy between appends, the deferred commits made first.
+  std::unique_ptr<FactoredState> clone() {
+    for (Index kv = 0; kv < static_cast<Index>(deferred_.size()); ++kv) commit_deferred(kv);
+    std::vector<StateStep>().swap(deferred_);
+    auto copy = std::make_unique<FactoredState>(method_);
+    copy->states_ = states_;
+    return copy;
+  }
+
  private:
   void stack_features(const AppendInput& in, Index part) {
     const HeadGroups& g = in.groups;
@@ -184,6 +193,10 @@ class FactoredState final : public StateImpl {
 
 std::unique_ptr<StateImpl> make_factored_state(const FactoredMethod& method) {
   return std::make_unique<FactoredState>(method);
+}
+
+std::unique_ptr<StateImpl> clone_factored_state(StateImpl& state) {
+  return static_cast<FactoredState&>(state).clone();
 }
 
 }  // namespace favor

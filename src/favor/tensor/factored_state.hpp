@@ -24,5 +24,7 @@ struct FactoredMethod {
 };
 
 std::unique_ptr<StateImpl> make_factored_state(const FactoredMethod& method);
+// An independent copy, between appends, of a state make_factored_state made.
+std::unique_ptr<StateImpl> clone_factored_state(StateImpl& state);
 
 }  // namespace favor
