@@ -263,7 +263,7 @@ async function longGenerate(id, p) {
     const model = await modelFor({ ...p, model: LONG_MODEL }, 'long');
     if (run.cancelled) return postMessage({ type: 'long-done', id, done, cancelled: true });
     gen = startLongGeneration(model, p);
-    postMessage({ type: 'long-start', id, model: LONG_MODEL, n: p.n, block: p.block, label: gen.label, prefillMs: gen.prefillMs,
+    postMessage({ type: 'long-start', id, model: LONG_MODEL, n: p.n, block: p.block, window: p.window || 0, label: gen.label, prefillMs: gen.prefillMs,
       prompt: gen.prompt.slice(-60), promptLength: gen.prompt.length, context: model.context, length: gen.exact.length,
       stateBytes: { exact: gen.exact.stateBytes, favor: gen.favor.stateBytes } });
     while (done < p.n && !run.cancelled) {

@@ -14,6 +14,8 @@ const RESULTS_URL = new URL('../../model/long-results.json', import.meta.url);
 const BLOCK = 64;  // characters per method between progress messages
 const EXACT = { color: '#1d2330', label: 'exact: key/value cache' };
 const FAVOR = { color: '#e0711a', label: 'FAVOR+: running state (its exported W)' };
+// The FAVOR+ series of a run whose state has a window (0: none).
+const favorSeries = (window) => (window ? { ...FAVOR, label: `FAVOR+ over a window of ${n0(window)}: 4 running states (its exported W)` } : FAVOR);
 // The evaluation's curves: colour and line per curve id (model/eval-long.mjs).
 const CURVE_STYLE = {
   'softmax-full': { color: '#1d2330', marker: 'circle' },
@@ -75,6 +77,9 @@ export class LongView {
         e.target.value = String(this.n);
       }
     });
+    // FAVOR+'s window for the next run: 0 (the whole prefix) or a multiple of 4
+    $('#long-window').addEventListener('change', (e) => { this.window = Number(e.target.value); });
+    this.window = 0;
     this.n = LONG_LIMITS.default;
     this.text = '';
     this.seed = 1;
@@ -131,7 +136,7 @@ export class LongView {
     this.status(`loading the ${LONG_MODEL} model…`);
     this.buttons();
     this.drawRuns();
-    this.post({ kind: 'long-generate', id, params: { text: this.text, n: this.n, block: BLOCK, seed: this.seed } });
+    this.post({ kind: 'long-generate', id, params: { text: this.text, n: this.n, block: BLOCK, seed: this.seed, window: this.window } });
   }
 
   cancel() {
@@ -223,7 +228,7 @@ export class LongView {
     const exactRate = series('charsPerSecond', 'exact', rateOf), favorRate = series('charsPerSecond', 'favor', rateOf);
     drawPlot(rateSvg, {
       x, y: { log: false, label: 'characters per second', format: n0, ...(blocks.length && { domain: [0, 1.08 * Math.max(...blocks.flatMap((b) => [b.exact.charsPerSecond, b.favor.charsPerSecond]))] }) },
-      series: [{ ...EXACT, points: exactRate, width: 1.8 }, { ...FAVOR, points: favorRate, width: 1.8 }],
+      series: [{ ...EXACT, points: exactRate, width: 1.8 }, { ...favorSeries(this.run?.start?.window), points: favorRate, width: 1.8 }],
       vlines, legendRoot: $('#long-legend'),
     });
     // the memory curves start where the note's figures do: the states after the prompt's prefill
@@ -232,7 +237,7 @@ export class LongView {
     const exactMemory = memory('exact');
     drawPlot(memSvg, {
       x, y: { log: true, label: 'bytes, all layers (log)' },
-      series: [{ ...EXACT, points: exactMemory, width: 1.8 }, { ...FAVOR, points: memory('favor'), width: 1.8 }],
+      series: [{ ...EXACT, points: exactMemory, width: 1.8 }, { ...favorSeries(this.run?.start?.window), points: memory('favor'), width: 1.8 }],
       vlines,
     });
     rateSvg.dataset.exactPoints = String(exactRate.length);
@@ -258,10 +263,12 @@ export class LongView {
       `the prompt's prefill (exact ${ms(start.prefillMs.exact)}, FAVOR+ ${ms(start.prefillMs.favor)}) is not in them.`];
     // the model was trained with FAVOR+: say how its exact attention predicts (the evaluation below)
     const curve = (id) => this.results?.curves.find((c) => c.id === id)?.all.mean;
-    const [withFavor, withExact] = [curve('performer-favor'), curve('performer-exact')];
-    if (withFavor && withExact) {
+    // (against the FAVOR+ curve of the column's own window)
+    const [withFavor, withExact] = [curve(start.window ? 'performer-favor-window' : 'performer-favor'), curve('performer-exact')];
+    const favorWindow = this.results?.curves.find((c) => c.id === 'performer-favor-window')?.window;
+    if (withFavor && withExact && (!start.window || favorWindow === start.window)) {
       parts.push(`${start.model} was trained with FAVOR+, so exact attention on its q and k is not what it learned: on held-out text it predicts ` +
-        `${withExact > withFavor ? 'worse' : 'better'} that way (${fmt(withExact, 3)} against ${fmt(withFavor, 3)} bits per character over 8k-character sequences, below), ` +
+        `${withExact > withFavor ? 'worse' : 'better'} that way (${fmt(withExact, 3)} against ${fmt(withFavor, 3)} bits per character with FAVOR+ ${start.window ? `over a window of ${n0(start.window)}` : 'over the whole prefix'}, over 8k-character sequences, below), ` +
         `${withExact > withFavor ? 'so the exact column\'s text is the poorer one; ' : ''}what the two columns compare is time and memory.`);
     }
     if (blocks.length) {
@@ -272,8 +279,8 @@ export class LongView {
       const span = (list) => `characters ${n0(list[0].from + 1)}–${n0(list.at(-1).position)}`;
       const [ef, ff, el, fl] = [over(first, 'exact'), over(first, 'favor'), over(last, 'exact'), over(last, 'favor')];
       if (blocks.length >= 2) {
-        parts.push(`First ${k} blocks (${span(first)}): exact ${fmtRate(ef)}, FAVOR+ ${fmtRate(ff)} characters/s (${compareRates(ff, ef, 'FAVOR+', 'exact')}); ` +
-          `last ${k} (${span(last)}): exact ${fmtRate(el)}, FAVOR+ ${fmtRate(fl)} (${compareRates(fl, el, 'FAVOR+', 'exact')}).`);
+        parts.push(`${k === 1 ? 'First block' : `First ${k} blocks`} (${span(first)}): exact ${fmtRate(ef)}, FAVOR+ ${fmtRate(ff)} characters/s (${compareRates(ff, ef, 'FAVOR+', 'exact')}); ` +
+          `${k === 1 ? 'last block' : `last ${k}`} (${span(last)}): exact ${fmtRate(el)}, FAVOR+ ${fmtRate(fl)} (${compareRates(fl, el, 'FAVOR+', 'exact')}).`);
       }
       // where FAVOR+ stays faster than exact to the end (at least three blocks)
       let from = blocks.length;

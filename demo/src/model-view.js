@@ -308,14 +308,16 @@ export function generate(favor, model, p, n) {
 }
 
 // The long-text view: long-performer continues the text (its last `context` readable characters)
-// with its exact key/value cache and with its FAVOR+ state (its exported W), the same prompt and
-// the same sampling seed. { prompt, exact, favor (Generations), label, prefillMs, dispose() }.
+// with its exact key/value cache and with its FAVOR+ state (its exported W; over a sliding window
+// of p.window positions when it is not 0), the same prompt and the same sampling seed.
+// { prompt, exact, favor (Generations), label, prefillMs, dispose() }.
 export function startLongGeneration(model, p) {
   const text = readable(model, p.text);
   const maps = model.exportedFeatureMaps();
   const runs = {}, prefillMs = {};
+  const window = p.window || undefined;
   try {
-    for (const [method, spec] of [['exact', { method: 'exact' }], ['favor', { method: 'favor', featureMaps: maps }]]) {
+    for (const [method, spec] of [['exact', { method: 'exact' }], ['favor', { method: 'favor', featureMaps: maps, ...(window && { window }) }]]) {
       const t0 = performance.now();
       runs[method] = model.startGeneration(text, spec, { seed: p.seed });
       prefillMs[method] = performance.now() - t0;
@@ -328,7 +330,9 @@ export function startLongGeneration(model, p) {
   const m = model.projections[0]?.dims[0];
   return {
     prompt: text, exact: runs.exact, favor: runs.favor, prefillMs,
-    label: `its exported W (the last training draw), positive features, m = ${m}`,
+    label: `its exported W (the last training draw), positive features, m = ${m}` +
+      (window ? `, over a sliding window of ${window}: blocks of ${window / 4}, each character seeing its block up to itself and the 3 before it, ` +
+        'through 4 states per layer and head started a block apart' : ''),
     dispose() { runs.exact.dispose(); runs.favor.dispose(); maps.forEach((f) => f.dispose()); },
   };
 }

@@ -174,3 +174,35 @@ test('long text: a length typed into the box is the one generated, and the URL k
   assert.deepEqual(problems, []);
   await page.close();
 });
+
+test('long text: FAVOR+ over a sliding window of 256 generates through 4 states per head, and the note says so', { timeout: 180000 }, async () => {
+  const page = await open('?pattern=model&model=softmax');
+  await page.waitForFunction(() => !document.querySelector('#long-run').disabled, null, { timeout: 60000 });
+  await page.fill('#long-n', '64');
+  const run = async () => {
+    await page.click('#long-run');
+    await page.waitForFunction(() => ['done', 'error'].includes(document.querySelector('#long-text').dataset.state), null, { timeout: 90000 });
+    return page.evaluate(() => ({ status: document.querySelector('#long-status').textContent, note: document.querySelector('#long-note').textContent,
+      legend: document.querySelector('#long-legend').textContent,
+      chars: document.querySelector('#long-favor').dataset.chars, prompt: window.__favorDemo.long.start.promptLength,
+      bytes: [window.__favorDemo.long.start.stateBytes.favor, ...window.__favorDemo.long.blocks.map((b) => b.favor.stateBytes)] }));
+  };
+  const whole = await run();
+  assert.equal(whole.chars, '64', whole.status);
+  assert.doesNotMatch(whole.note, /sliding window/);
+  await page.selectOption('#long-window', '256');
+  const windowed = await run();
+  assert.equal(windowed.chars, '64', windowed.status);
+  assert.match(windowed.note, /over a sliding window of 256: blocks of 64, each character seeing its block up to itself and the 3 before it, through 4 states per layer and head/);
+  assert.match(windowed.legend, /FAVOR\+ over a window of 256: 4 running states/);
+  // the exact column's quality against the windowed FAVOR+ curve of the evaluation (2.56, not 3.63)
+  assert.match(windowed.note, /bits per character with FAVOR\+ over a window of 256, over 8k-character sequences/);
+  assert.match(whole.note, /bits per character with FAVOR\+ over the whole prefix/);
+  assert.ok(windowed.prompt >= 3 * 64, `a prompt of ${windowed.prompt} characters: 4 blocks started`);
+  // 4 states where the whole prefix has one (each with the layer's copy of W beside them)
+  const ratio = windowed.bytes.at(-1) / whole.bytes.at(-1);
+  assert.ok(ratio > 2.5 && ratio < 4, `the windowed states hold ${ratio.toFixed(2)}× the bytes`);
+  assert.equal(new Set(windowed.bytes).size, 1, 'the same bytes after the prompt and after every block');
+  assert.deepEqual(problems, []);
+  await page.close();
+});
