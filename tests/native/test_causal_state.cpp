@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <favor/engine/factored_attention.hpp>
@@ -56,6 +57,16 @@ favor::CausalStateOptions favor_state(const favor::FeatureMap& map) {
   o.method = favor::StateMethod::favor;
   o.map = &map;
   return o;
+}
+
+// "no error", or the kind and message of the error making a state with options o throws.
+std::string error_of(const favor::CausalStateOptions& o) {
+  try {
+    favor::CausalState state(o);
+  } catch (const favor::Error& e) {
+    return std::string(e.kind() == favor::Error::Kind::type ? "TypeError " : "RangeError ") + e.what();
+  }
+  return "no error";
 }
 
 // Appends in pieces; returns the outputs in sequence order ([Hq, L, dv]).
@@ -485,14 +496,6 @@ TEST(CausalStateWindow, WindowIsNotForCodebooksAndNotNegative) {
   fo.dim = 4, fo.features = 8;
   const favor::FeatureMap map(fo);
   const MatF book = MatF::Ones(3, 4);
-  const auto error_of = [](const favor::CausalStateOptions& o) -> std::string {
-    try {
-      favor::CausalState state(o);
-    } catch (const favor::Error& e) {
-      return std::string(e.kind() == favor::Error::Kind::type ? "TypeError " : "RangeError ") + e.what();
-    }
-    return "no error";
-  };
   favor::CausalStateOptions o = favor_state(map);
   o.window = 4;
   o.method = favor::StateMethod::codebook;
@@ -703,18 +706,9 @@ TEST(CausalStateFavorWindow, BytesAreFourStatesOnceThreeBlocksHavePassed) {
   EXPECT_EQ(state.state_bytes(), steady);
 }
 
-// A window is a multiple of 4 (its blocks are window / 4 positions); codebook states take none.
+// A window is a multiple of 4 (its blocks are window / 4 positions).
 TEST(CausalStateFavorWindow, WindowIsAMultipleOfFour) {
   const favor::FeatureMap map = positive_map(4, 8, 1);
-  const MatF book = MatF::Ones(3, 4);
-  const auto error_of = [](const favor::CausalStateOptions& o) -> std::string {
-    try {
-      favor::CausalState state(o);
-    } catch (const favor::Error& e) {
-      return std::string(e.kind() == favor::Error::Kind::type ? "TypeError " : "RangeError ") + e.what();
-    }
-    return "no error";
-  };
   favor::CausalStateOptions o = favor_state(map);
   for (const Index w : {Index{4}, Index{8}, Index{1024}}) {
     o.window = w;
@@ -727,10 +721,6 @@ TEST(CausalStateFavorWindow, WindowIsAMultipleOfFour) {
   }
   o.window = -4;
   EXPECT_EQ(error_of(o), "RangeError window: expected an integer >= 1 (or 0 for no window), got -4");
-  o.window = 8;
-  o.method = favor::StateMethod::codebook;
-  o.codebook = {book.data(), {3, 4}};
-  EXPECT_EQ(error_of(o), "TypeError window: not an option of method 'codebook' (a sliding window is for methods 'exact' and 'favor')");
 }
 
 // An append that fails inside its run (values so large that the weighted sums overflow) leaves
