@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -69,13 +70,16 @@ std::string error_of(const favor::CausalStateOptions& o) {
   return "no error";
 }
 
-// Appends in pieces; returns the outputs in sequence order ([Hq, L, dv]).
+// Appends in pieces (calling `before` ahead of each, when given); returns the outputs in sequence
+// order ([Hq, L, dv]).
 std::vector<float> run(favor::CausalState& state, const Tensor& q, const Tensor& k, const Tensor& v,
-                       const std::vector<Index>& pieces, const std::vector<std::uint8_t>* mask = nullptr) {
+                       const std::vector<Index>& pieces, const std::vector<std::uint8_t>* mask = nullptr,
+                       const std::function<void()>& before = {}) {
   const Index H = q.dims[0], L = q.dims[1], dv = v.dims[2], Hkv = k.dims[0];
   std::vector<float> out(static_cast<std::size_t>(H * L * dv));
   Index a = 0;
   for (Index n : pieces) {
+    if (before) before();
     const Tensor qs = q.rows(a, a + n), ks = k.rows(a, a + n), vs = v.rows(a, a + n);
     std::vector<float> o(static_cast<std::size_t>(H * n * dv));
     std::vector<std::uint8_t> m;
@@ -536,16 +540,7 @@ TEST(CausalStateWindow, FailingAppendLeavesTheStateUnchanged) {
   };
   favor::CausalState state = windowed(window);
   fail(state, 3);  // the first append
-  std::vector<float> got(want.size());
-  Index a = 0;
-  for (const Index n : pieces) {
-    fail(state, 1), fail(state, 40);  // a decode step and an append that grows the buffers
-    std::vector<float> o(static_cast<std::size_t>(Hq * n * d));
-    state.append(q.rows(a, a + n).view(), k.rows(a, a + n).view(), v.rows(a, a + n).view(), {o.data(), {Hq, n, d}});
-    for (Index h = 0; h < Hq; ++h) std::copy(o.begin() + h * n * d, o.begin() + (h + 1) * n * d, got.begin() + (h * L + a) * d);
-    a += n;
-  }
-  EXPECT_EQ(got, want);
+  EXPECT_EQ(run(state, q, k, v, pieces, nullptr, [&] { fail(state, 1), fail(state, 40); }), want);  // a decode step and an append that grows the buffers
 }
 
 }  // namespace
@@ -747,16 +742,7 @@ TEST(CausalStateFavorWindow, FailingAppendLeavesTheStateUnchanged) {
   };
   favor::CausalState state = favor_windowed(map, window);
   fail(state, 3);  // the first append
-  std::vector<float> got(want.size());
-  Index a = 0;
-  for (const Index n : pieces) {
-    fail(state, 1), fail(state, 11);  // in one block or at its start, and across block starts
-    std::vector<float> o(static_cast<std::size_t>(Hq * n * d));
-    state.append(q.rows(a, a + n).view(), k.rows(a, a + n).view(), v.rows(a, a + n).view(), {o.data(), {Hq, n, d}});
-    for (Index h = 0; h < Hq; ++h) std::copy(o.begin() + h * n * d, o.begin() + (h + 1) * n * d, got.begin() + (h * L + a) * d);
-    a += n;
-  }
-  EXPECT_EQ(got, want);
+  EXPECT_EQ(run(state, q, k, v, pieces, nullptr, [&] { fail(state, 1), fail(state, 11); }), want);  // in one block or at its start, and across block starts
 }
 
 }  // namespace
