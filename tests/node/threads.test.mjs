@@ -164,6 +164,8 @@ function outputs(favor) {
       ...Object.fromEntries(['exact', 'favor', 'codebook'].map((method) => [`${method}State`, stateOutputs(favor, method, map, codebook)])),
       // A sliding window shorter than the prefill: rows one at a time on their own keys, heads in parallel.
       exactWindowState: stateOutputs(favor, 'exact', map, codebook, { window: 37 }),
+      // FAVOR+ over a window: appends within a block and across block starts (copies of the states).
+      favorWindowState: stateOutputs(favor, 'favor', map, codebook, { window: 64 }),
       // Decode steps whose heads run in parallel (d = 64, m = 256: enough work per head).
       favorDecode: decodeOutputs(favor),
     };
