@@ -18,7 +18,8 @@ constexpr Index kBlocks = 4;  // blocks per window
 // rolls back on its own if the append fails).
 using Ring = std::vector<std::shared_ptr<StateImpl>>;
 
-// Rows [a, a + s) of each head of a [..., rows, cols] tensor, as a tensor of their own.
+// Rows [a, a + s) of each head of a [..., rows, cols] tensor, as a tensor of their own (copied
+// from `from`, or uninitialized for an output).
 struct Rows {
   std::vector<float> data;
   std::vector<Index> dims;
@@ -27,7 +28,8 @@ struct Rows {
     const Index rows = whole[whole.size() - 2], cols = whole.back(), h = heads(whole);
     dims[dims.size() - 2] = s;
     data.resize(static_cast<std::size_t>(h * s * cols));
-    for (Index i = 0; i < h; ++i) std::copy_n(from + (i * rows + a) * cols, s * cols, data.data() + i * s * cols);
+    if (from)
+      for (Index i = 0; i < h; ++i) std::copy_n(from + (i * rows + a) * cols, s * cols, data.data() + i * s * cols);
   }
   ConstTensorView view() const { return {data.data(), dims}; }
   TensorView view() { return {data.data(), dims}; }
@@ -48,18 +50,17 @@ class WindowedState final : public StateImpl {
   // An append that reaches a second block runs on copies of the states, which replace them at
   // commit: its first block's piece commits to them before the next piece can run.
   void prepare(const AppendInput& in) override {
-    const bool spans = length_ % block_ + in.n > block_;
     next_.clear();
-    for (const auto& s : live_) next_.push_back(spans ? std::shared_ptr<StateImpl>(clone_factored_state(*s)) : s);
+    for (const auto& s : live_) next_.push_back(in_one_block(in.n) ? s : std::shared_ptr<StateImpl>(clone_factored_state(*s)));
   }
 
   void run(const AppendInput& in) override {
-    if (length_ % block_ + in.n <= block_) return append_piece(next_, length_, in);
+    if (in_one_block(in.n)) return append_piece(next_, length_, in);
     std::vector<const std::uint8_t*> masks(in.masks.size());
     for (Index a = 0; a < in.n;) {
       const Index s = std::min(in.n - a, block_ - (length_ + a) % block_);
       const Rows q(in.q.data, in.q.dims, a, s), k(in.k.data, in.k.dims, a, s), v(in.v.data, in.v.dims, a, s);
-      Rows out(in.out.data, in.out.dims, a, s);
+      Rows out(nullptr, in.out.dims, a, s);
       for (std::size_t i = 0; i < masks.size(); ++i) masks[i] = in.masks[i] ? in.masks[i] + a : nullptr;
       const ConstTensorView qv = q.view(), kv = k.view(), vv = v.view();
       const TensorView ov = out.view();
@@ -117,6 +118,9 @@ class WindowedState final : public StateImpl {
     }
     for (std::size_t i = 0; i < ring.size(); ++i) ring[i]->commit(inputs[i]);
   }
+
+  // Whether the next n positions all fall in the block of the next one.
+  bool in_one_block(Index n) const { return length_ % block_ + n <= block_; }
 
   FactoredMethod method_;
   Index block_;
