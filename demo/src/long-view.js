@@ -48,8 +48,11 @@ function windows(r) {
 }
 
 export class LongView {
-  /** post(message): to the compute worker; onN(n): the number of characters changed (for the URL). */
-  constructor({ post, onN }) {
+  /**
+   * post(message): to the compute worker; onN(n), onWindow(w): the number of characters or
+   * FAVOR+'s window changed (for the URL).
+   */
+  constructor({ post, onN, onWindow }) {
     this.post = post;
     this.onN = onN;
     this.run = null;        // { id, n, blocks: [], ... } of the run shown
@@ -78,7 +81,10 @@ export class LongView {
       }
     });
     // FAVOR+'s window for the next run: 0 (the whole prefix) or a multiple of 4
-    $('#long-window').addEventListener('change', (e) => { this.window = Number(e.target.value); });
+    $('#long-window').addEventListener('change', (e) => {
+      this.window = Number(e.target.value);
+      onWindow(this.window);
+    });
     this.window = 0;
     this.n = LONG_LIMITS.default;
     this.text = '';
@@ -96,12 +102,14 @@ export class LongView {
     if (on && this.resultsState === 'idle') this.loadResults();
   }
 
-  /** The settings it uses: N, the text (its prompt) and the sampling seed. */
-  set({ n, text, seed }) {
+  /** The settings it uses: N, FAVOR+'s window, the text (its prompt) and the sampling seed. */
+  set({ n, window, text, seed }) {
     this.n = n;
+    this.window = window;
     this.text = text;
     this.seed = seed;
     $('#long-n').value = String(n);
+    $('#long-window').value = String(window);
   }
 
   /** The manifest's models: the view needs LONG_MODEL. */

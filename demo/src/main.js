@@ -93,7 +93,7 @@ function writeControls() {
   writeModeControls();
   $('#gen-n').value = String(state.genN);
   studies.writeControls();
-  longView.set({ n: state.longN, text: state.text, seed: state.seed });
+  longView.set({ n: state.longN, window: state.longWindow, text: state.text, seed: state.seed });
   textSub();
   showMode(isModel());
   $('#story-try-synthetic').innerHTML = syntheticTry(state.kernel, state.pattern);
@@ -332,6 +332,7 @@ const modelPanel = new ModelPanel({
 const longView = new LongView({
   post: (message) => compute.post(message),
   onN: (n) => { state.longN = n; writeUrl(); },
+  onWindow: (w) => { state.longWindow = w; writeUrl(); },
 });
 // The generation's length (the model panel's box, a setting of the URL).
 $('#gen-n').addEventListener('change', (e) => {

@@ -4,7 +4,7 @@
 // and objects, so that Node tests them.
 import { PATTERNS } from './inputs.js';
 import { DEFAULT_TEXT } from './model-panel.js';
-import { LONG_LIMITS } from './long-model.js';
+import { LONG_LIMITS, LONG_WINDOWS } from './long-model.js';
 import { KERNELS, SAMPLINGS, STUDY_KERNELS, fmtT, temperatureOf } from './modes.js';
 
 export const LISTS = {
@@ -27,7 +27,7 @@ export const DEFAULTS = {
   L: 256, d: 64, m: 256, kernel: 'positive', sampling: 'orthogonal', tempStep: 0, causal: false, scale: 0.5,
   pattern: 'model', seed: 1, dataSeed: 0, log: null, row: 128, rowFollow: true, spread: false,
   studyKernels: ['positive'], studySamplings: ['iid', 'orthogonal', 'orthogonal-fixed'], studySet: 'grid', studySeeds: null, studyMmax: null, studyMetric: null, studyHeads: 'all', genN: 60,
-  text: DEFAULT_TEXT, model: 'softmax', layer: 2, head: 1, trainedW: true, longN: LONG_LIMITS.default,
+  text: DEFAULT_TEXT, model: 'softmax', layer: 2, head: 1, trainedW: true, longN: LONG_LIMITS.default, longWindow: 0,
 };
 export const MODE_DEFAULTS = {
   model: { log: true, studyMetric: 'meanRowKL', studySeeds: 3, studyMmax: 256 },
@@ -46,7 +46,7 @@ export const genLengthIn = (s, last) => {
   return Number.isFinite(v) ? Math.max(GEN_RANGE[0], Math.min(GEN_RANGE[1], v)) : last;
 };
 
-const MODEL_KEYS = ['model', 'layer', 'head', 'text', 'tw', 'gen', 'long', 'sheads'];
+const MODEL_KEYS = ['model', 'layer', 'head', 'text', 'tw', 'gen', 'long', 'lwin', 'sheads'];
 
 // The settings of a query string (location.search, with or without its '?').
 export function parseSettings(search) {
@@ -90,6 +90,8 @@ export function parseSettings(search) {
   if (['all', 'selected'].includes(q.get('sheads'))) s.studyHeads = q.get('sheads');
   s.genN = intIn(q.get('gen'), ...GEN_RANGE) ?? s.genN;
   s.longN = intIn(q.get('long'), LONG_LIMITS.min, LONG_LIMITS.max) ?? s.longN;
+  const longWindow = intIn(q.get('lwin'), 0, LONG_LIMITS.max);
+  if (LONG_WINDOWS.includes(longWindow)) s.longWindow = longWindow;
   const mmax = intIn(q.get('smax'), 1, 2048);
   if (STUDY_MMAX.includes(mmax)) s.studyMmax = mmax;
   if (STUDY_METRICS.includes(q.get('smetric'))) s.studyMetric = q.get('smetric');
@@ -108,7 +110,7 @@ export function settingsQuery(s) {
     seed: s.seed, ...(s.log !== null && { log: s.log ? 1 : 0 }), ...(!(model && s.rowFollow) && { row: s.row }), ...(s.spread && { spread: 1 }),
     skernels: s.studyKernels.join(','), ssamplings: s.studySamplings.join(','), sset: s.studySet, ...(s.studySeeds !== null && { sseeds: s.studySeeds }),
     ...(s.studyMmax !== null && { smax: s.studyMmax }), ...(s.studyMetric !== null && { smetric: s.studyMetric }),
-    ...(model && { tw: s.trainedW ? 1 : 0, sheads: s.studyHeads, gen: s.genN, ...(s.longN !== DEFAULTS.longN && { long: s.longN }) }),
+    ...(model && { tw: s.trainedW ? 1 : 0, sheads: s.studyHeads, gen: s.genN, ...(s.longN !== DEFAULTS.longN && { long: s.longN }), ...(s.longWindow && { lwin: s.longWindow }) }),
     ...(model && s.text !== DEFAULT_TEXT && { text: s.text }),
   }));
 }

@@ -175,7 +175,7 @@ test('long text: a length typed into the box is the one generated, and the URL k
   await page.close();
 });
 
-test('long text: FAVOR+ over a sliding window of 256 generates through 4 states per head, and the note says so', { timeout: 180000 }, async () => {
+test('long text: FAVOR+ over a sliding window of 256 generates through 4 states per head, the note says so, and the URL keeps it', { timeout: 180000 }, async () => {
   const page = await open('?pattern=model&model=softmax');
   await page.waitForFunction(() => !document.querySelector('#long-run').disabled, null, { timeout: 60000 });
   await page.fill('#long-n', '64');
@@ -191,6 +191,7 @@ test('long text: FAVOR+ over a sliding window of 256 generates through 4 states 
   assert.equal(whole.chars, '64', whole.status);
   assert.doesNotMatch(whole.note, /sliding window/);
   await page.selectOption('#long-window', '256');
+  await assertUrl(page, /(^|[?&])lwin=256(&|$)/);
   const windowed = await run();
   assert.equal(windowed.chars, '64', windowed.status);
   assert.match(windowed.note, /over a sliding window of 256: blocks of 64, each character seeing its block up to itself and the 3 before it, through 4 states per layer and head/);
@@ -203,6 +204,10 @@ test('long text: FAVOR+ over a sliding window of 256 generates through 4 states 
   const ratio = windowed.bytes.at(-1) / whole.bytes.at(-1);
   assert.ok(ratio > 2.5 && ratio < 4, `the windowed states hold ${ratio.toFixed(2)}× the bytes`);
   assert.equal(new Set(windowed.bytes).size, 1, 'the same bytes after the prompt and after every block');
-  assert.deepEqual(problems, []);
   await page.close();
+  // a link with the window opens with it chosen
+  const linked = await open('?pattern=model&model=softmax&lwin=256');
+  assert.equal(await linked.inputValue('#long-window'), '256');
+  assert.deepEqual(problems, []);
+  await linked.close();
 });

@@ -67,7 +67,7 @@ test('random settings: their URL gives them back', () => {
     if (pattern === 'model') {
       Object.assign(s, { layer: Math.floor(g.uniform() * 4), head: Math.floor(g.uniform() * 4), trainedW: g.uniform() < 0.5,
         text: g.uniform() < 0.5 ? s.text : 'Call me Ishmael. & = ? #', genN: 1 + Math.floor(g.uniform() * 255),
-        longN: pick([64, 2000, 16384]), studyHeads: pick(['all', 'selected']) });
+        longN: pick([64, 2000, 16384]), longWindow: pick([0, 256]), studyHeads: pick(['all', 'selected']) });
       s.rowFollow = g.uniform() < 0.5;
       s.row = s.rowFollow ? DEFAULTS.row : Math.floor(g.uniform() * 256);
     } else {
@@ -78,7 +78,7 @@ test('random settings: their URL gives them back', () => {
     const used = pattern === 'model'
       ? { ...s, L: DEFAULTS.L, d: DEFAULTS.d, causal: DEFAULTS.causal, scale: DEFAULTS.scale, dataSeed: DEFAULTS.dataSeed }
       : { ...s, layer: DEFAULTS.layer, head: DEFAULTS.head, model: DEFAULTS.model, trainedW: DEFAULTS.trainedW, text: DEFAULTS.text,
-        genN: DEFAULTS.genN, longN: DEFAULTS.longN, studyHeads: DEFAULTS.studyHeads };
+        genN: DEFAULTS.genN, longN: DEFAULTS.longN, longWindow: DEFAULTS.longWindow, studyHeads: DEFAULTS.studyHeads };
     assert.deepEqual(back, used, `trial ${trial}: ${settingsQuery(s)}`);
   }
 });
@@ -155,6 +155,16 @@ test('the generation\'s length box: clamped into 1–255 like the row box; what 
   // the URL takes only what the box could hold
   assert.equal(parseSettings('?pattern=model&gen=255').genN, 255);
   assert.equal(parseSettings('?pattern=model&gen=256').genN, DEFAULTS.genN);
+});
+
+test('the long-text view\'s FAVOR+ window in the URL: one of the select\'s choices, or the whole prefix', () => {
+  assert.equal(DEFAULTS.longWindow, 0);
+  assert.equal(parseSettings('?pattern=model&lwin=256').longWindow, 256);
+  assert.equal(parseSettings('?lwin=256').pattern, 'model', 'a link naming the window means the model');
+  for (const other of ['100', '-256', '256.5', 'x', '']) assert.equal(parseSettings(`?pattern=model&lwin=${other}`).longWindow, 0, other);
+  assert.match(settingsQuery(parseSettings('?pattern=model&lwin=256')), /(^|&)lwin=256(&|$)/);
+  assert.doesNotMatch(settingsQuery(parseSettings('?pattern=model')), /lwin/);
+  assert.doesNotMatch(settingsQuery({ ...parseSettings('?pattern=gaussian'), longWindow: 256 }), /lwin/, 'not written out of model mode');
 });
 
 test('the form by mode: sampling, temperature, m and the text on what is drawn follow the kernel and the input', () => {
