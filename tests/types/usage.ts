@@ -258,6 +258,7 @@ const stateOptions: CausalStateOptions = { method: 'favor', featureMap, chunk: 1
 const decoder: CausalState = favor.createCausalState(stateOptions);
 const exactState = favor.createCausalState({ method: 'exact', scale: 0.125 });
 const windowedState: CausalState = favor.createCausalState({ method: 'exact', window: 256 });
+const windowedFavor: CausalState = favor.createCausalState({ method: 'favor', featureMap, window: 1024 });
 const codebookState = favor.createCausalState({ method: 'codebook', codebook, assignment: 'soft', temperature: 0.5 });
 const stepOut: Tensor = decoder.append(q, k, v, { keyMask });
 const stateLength: number = decoder.length;
@@ -302,6 +303,7 @@ const asyncPackedBytes: number = await asyncPacked.bytes;
 favor.matmul(q, asyncPacked);
 const asyncState: CausalStateAsync = await asyncFavor.createCausalState({ method: 'favor', featureMap: asyncMap });
 const asyncWindowed: CausalStateAsync = await asyncFavor.createCausalState({ method: 'exact', window: 64 });
+const asyncWindowedFavor: CausalStateAsync = await asyncFavor.createCausalState({ method: 'favor', featureMap: asyncMap, window: 64 });
 const asyncLength: number = await asyncState.length;
 const asyncProjection: Tensor = await asyncMap.projection;
 const asyncMemory: FavorMemory = await asyncFavor.memory();
@@ -320,8 +322,8 @@ favor.favorAttention(q, k, v, { featureMap: asyncMap });
 favor.exactAttention(q, k, v, { keyMask: { data: new Float32Array(4), dims: [4] } });
 // @ts-expect-error a favor state needs a feature map
 favor.createCausalState({ method: 'favor' });
-// @ts-expect-error a window is for exact states only
-favor.createCausalState({ method: 'favor', featureMap, window: 8 });
+// @ts-expect-error a codebook state takes no window
+favor.createCausalState({ method: 'codebook', codebook, window: 8 });
 // @ts-expect-error a window is a number
 favor.createCausalState({ method: 'exact', window: '8' });
 // @ts-expect-error an exact state takes no codebook
