@@ -141,24 +141,16 @@ export class CharModel {
 
   attention(spec) {
     const f = this.favor;
+    if (spec.window !== undefined && (spec.method === 'exact' || spec.method === 'favor')) {
+      // a sliding window: the generation's state, the whole text in one append
+      return (layer, q, k, v) => {
+        const owned = [], state = this.causalState(spec, layer, q, k, owned);
+        try { return state.append(q, k, v); } finally { state.dispose(); owned.forEach((m) => m.dispose()); }
+      };
+    }
     switch (spec.method) {
-      case 'exact':
-        if (spec.window !== undefined) {
-          return (layer, q, k, v) => {
-            const state = f.createCausalState({ method: 'exact', window: spec.window });
-            try { return state.append(q, k, v); } finally { state.dispose(); }
-          };
-        }
-        return (layer, q, k, v) => f.exactAttention(q, k, v, { causal: true });
-      case 'favor':
-        if (spec.window !== undefined) {  // the generation's state, the whole text in one append
-          checkWindow(spec.window);
-          return (layer, q, k, v) => {
-            const owned = [], state = this.causalState(spec, layer, q, k, owned);
-            try { return state.append(q, k, v); } finally { state.dispose(); owned.forEach((m) => m.dispose()); }
-          };
-        }
-        return (layer, q, k, v) => f.favorAttention(q, k, v, { featureMap: mapOf(spec, layer), causal: true });
+      case 'exact': return (layer, q, k, v) => f.exactAttention(q, k, v, { causal: true });
+      case 'favor': return (layer, q, k, v) => f.favorAttention(q, k, v, { featureMap: mapOf(spec, layer), causal: true });
       case 'codebook': return (layer, q, k, v) => {
         const codebook = f.kmeans(k, { clusters: Math.min(spec.clusters, k.dims[1]), seed: spec.seed ?? 0 });
         return f.codebookAttention(q, k, v, { codebook, assignment: spec.assignment ?? 'hard', temperature: spec.temperature, causal: true });
@@ -252,11 +244,13 @@ export class CharModel {
    * the state gets the same W with rho fixed from the prefill (mean over heads of
    * mean |q~_i + k~_j|^2, as a whole-text call computes per head). An 'sderf' or 'aderf' map
    * without a fit likewise gets the same W fitted to the prefill's q and k, every head's rows
-   * pooled (one state serves all heads). Maps made here go to `owned`.
+   * pooled (one state serves all heads). Maps made here go to `owned`. A window (exact or FAVOR+)
+   * is the state's.
    */
   causalState(spec, layer, q, k, owned) {
     const f = this.favor;
-    if (spec.method === 'exact') return f.createCausalState({ method: 'exact' });
+    const window = spec.window !== undefined && { window: spec.window };
+    if (spec.method === 'exact') return f.createCausalState({ method: 'exact', ...window });
     if (spec.method === 'codebook') {
       return f.createCausalState({ method: 'codebook', codebook: f.kmeans(k, { clusters: Math.min(spec.clusters, k.dims[1]), seed: spec.seed ?? 0 }),
         assignment: spec.assignment ?? 'hard', temperature: spec.temperature });
@@ -271,7 +265,7 @@ export class CharModel {
       featureMap = f.createFeatureMap({ projection: featureMap.projection, kernel: featureMap.kernel, fit: { q, k } });
       owned.push(featureMap);
     }
-    return f.createCausalState({ method: 'favor', featureMap, ...(spec.window !== undefined && { window: spec.window }) });
+    return f.createCausalState({ method: 'favor', featureMap, ...window });
   }
 
   /**

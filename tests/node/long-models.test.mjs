@@ -159,13 +159,16 @@ test('FAVOR+ over a window: each row against the keys of its block and the 3 bef
   for (const bad of [6, 0, 2.5, -4]) assert.throws(() => model.forward(text, { method: 'favor', featureMaps: maps, window: bad }), /attention\.window: .*expected a multiple of 4 >= 4/);
   for (const bad of [6, 0]) assert.throws(() => model.startGeneration(text, { method: 'favor', featureMaps: maps, window: bad }), /attention\.window: .*expected a multiple of 4 >= 4/);
   // Generation runs the same windows: each character drawn from the whole text's windowed logits
-  // at its last row (40 characters: the window's blocks of 16 start 2 or 3 times on the way).
-  const spec = { method: 'favor', featureMaps: maps, window: 64 }, prefix = held.slice(0, 150), n = 40, V = model.chars.length;
-  const g = model.generate(prefix, n, spec, { seed: 5, logits: true });
-  const { logits } = model.forward(prefix + g.text.slice(0, n - 1), spec);
-  let drift = 0;
-  for (let t = 0; t < n; t++) drift = Math.max(drift, maxRelDiff(g.logits[t], logits.data.subarray((prefix.length - 1 + t) * V, (prefix.length + t) * V)));
-  assertBelow(drift, 1e-4, 'generation against forward, windowed');
+  // at its last row (40 characters: the window's blocks of 16 start 2 or 3 times on the way; the
+  // exact window of 64 slides all along).
+  const prefix = held.slice(0, 150), n = 40, V = model.chars.length;
+  for (const spec of [{ method: 'favor', featureMaps: maps, window: 64 }, { method: 'exact', window: 64 }]) {
+    const g = model.generate(prefix, n, spec, { seed: 5, logits: true });
+    const { logits } = model.forward(prefix + g.text.slice(0, n - 1), spec);
+    let drift = 0;
+    for (let t = 0; t < n; t++) drift = Math.max(drift, maxRelDiff(g.logits[t], logits.data.subarray((prefix.length - 1 + t) * V, (prefix.length + t) * V)));
+    assertBelow(drift, 1e-4, `generation against forward, ${spec.method} over a window`);
+  }
   maps.forEach((m) => m.dispose());
   model.dispose();
 });
