@@ -30,7 +30,7 @@ import { parseArgs } from 'node:util';
 import { loadFavor } from 'favor-attention';
 
 import { oursDecoder, ortExactDecoder, ortFavorDecoder, stateOptions } from './lib/decoders.mjs';
-import { difference, gaussian, median } from './lib/inputs.mjs';
+import { difference, gaussian, median, softmaxRow } from './lib/inputs.mjs';
 import { writeSection } from './lib/sections.mjs';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
@@ -95,12 +95,7 @@ function exactStep(chunks, x) {
     const rows = [];
     for (const c of chunks) for (let j = 0; j < c.dims[1]; ++j) rows.push(c.data.subarray((h * c.dims[1] + j) * d, (h * c.dims[1] + j + 1) * d));
     rows.push(q);
-    const scores = rows.map((k) => { let s = 0; for (let i = 0; i < d; ++i) s += q[i] * k[i]; return s / Math.sqrt(d); });
-    const top = scores.reduce((a, b) => Math.max(a, b), -Infinity);
-    let z = 0;
-    const acc = new Float64Array(d);
-    rows.forEach((v, j) => { const w = Math.exp(scores[j] - top); z += w; for (let i = 0; i < d; ++i) acc[i] += w * v[i]; });
-    for (let i = 0; i < d; ++i) out[h * d + i] = acc[i] / z;
+    out.set(softmaxRow(q, rows, rows), h * d);
   }
   return out;
 }

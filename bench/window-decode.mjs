@@ -18,7 +18,7 @@ import { parseArgs } from 'node:util';
 import { loadFavor } from 'favor-attention';
 
 import { thisCpuName } from './lib/cpu-history.mjs';
-import { difference, gaussian, median } from './lib/inputs.mjs';
+import { difference, gaussian, median, softmaxRow } from './lib/inputs.mjs';
 import { writeSection } from './lib/sections.mjs';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
@@ -39,20 +39,11 @@ const rows = (t, a, b) => {
 // softmax(q k^T / sqrt(d)) v of one step's query over keys [a, b), in float64.
 function exactStep(q, k, v, a, b) {
   const out = new Float32Array(H * d), n = k.dims[1];
+  const row = (t, h, j) => t.data.subarray((h * n + j) * d, (h * n + j + 1) * d);
   for (let h = 0; h < H; h++) {
-    const qi = q.data.subarray(h * d, (h + 1) * d);
-    const scores = [];
-    for (let j = a; j < b; j++) {
-      let s = 0;
-      for (let c = 0; c < d; c++) s += qi[c] * k.data[(h * n + j) * d + c];
-      scores.push(s / Math.sqrt(d));
-    }
-    const top = Math.max(...scores), w = scores.map((s) => Math.exp(s - top)), total = w.reduce((x, y) => x + y, 0);
-    for (let c = 0; c < d; c++) {
-      let acc = 0;
-      for (let j = a; j < b; j++) acc += w[j - a] * v.data[(h * n + j) * d + c];
-      out[h * d + c] = acc / total;
-    }
+    const keys = [], values = [];
+    for (let j = a; j < b; j++) keys.push(row(k, h, j)), values.push(row(v, h, j));
+    out.set(softmaxRow(q.data.subarray(h * d, (h + 1) * d), keys, values), h * d);
   }
   return out;
 }

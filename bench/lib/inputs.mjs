@@ -35,6 +35,17 @@ export function difference(a, b) {
   return { rel: Math.sqrt(num / den), maxRel: maxDiff / maxRef };
 }
 
+// softmax(q.k / sqrt(d)) v of one query over key and value rows (arrays of vectors), in float64.
+export function softmaxRow(q, keys, values) {
+  const d = q.length, dv = values[0].length;
+  const scores = keys.map((k) => { let s = 0; for (let i = 0; i < d; ++i) s += q[i] * k[i]; return s / Math.sqrt(d); });
+  const top = scores.reduce((a, b) => Math.max(a, b), -Infinity);
+  let z = 0;
+  const acc = new Float64Array(dv);
+  values.forEach((v, j) => { const w = Math.exp(scores[j] - top); z += w; for (let i = 0; i < dv; ++i) acc[i] += w * v[i]; });
+  return acc.map((x) => x / z);
+}
+
 export function median(xs) {
   const s = [...xs].sort((x, y) => x - y);
   const n = s.length;
