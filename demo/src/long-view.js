@@ -270,11 +270,11 @@ export class LongView {
       'Each point is one block: its characters over the time of its own next() calls in the compute worker (performance.now()); ' +
       `the prompt's prefill (exact ${ms(start.prefillMs.exact)}, FAVOR+ ${ms(start.prefillMs.favor)}) is not in them.`];
     // the model was trained with FAVOR+: say how its exact attention predicts (the evaluation below)
-    const curve = (id) => this.results?.curves.find((c) => c.id === id)?.all.mean;
+    const curve = (id) => this.results?.curves.find((c) => c.id === id);
     // (against the FAVOR+ curve of the column's own window)
-    const [withFavor, withExact] = [curve(start.window ? 'performer-favor-window' : 'performer-favor'), curve('performer-exact')];
-    const favorWindow = this.results?.curves.find((c) => c.id === 'performer-favor-window')?.window;
-    if (withFavor && withExact && (!start.window || favorWindow === start.window)) {
+    const favorCurve = curve(start.window ? 'performer-favor-window' : 'performer-favor');
+    const [withFavor, withExact] = [favorCurve?.all.mean, curve('performer-exact')?.all.mean];
+    if (withFavor && withExact && (favorCurve.window ?? 0) === start.window) {
       parts.push(`${start.model} was trained with FAVOR+, so exact attention on its q and k is not what it learned: on held-out text it predicts ` +
         `${withExact > withFavor ? 'worse' : 'better'} that way (${fmt(withExact, 3)} against ${fmt(withFavor, 3)} bits per character with FAVOR+ ${start.window ? `over a window of ${n0(start.window)}` : 'over the whole prefix'}, over 8k-character sequences, below), ` +
         `${withExact > withFavor ? 'so the exact column\'s text is the poorer one; ' : ''}what the two columns compare is time and memory.`);
