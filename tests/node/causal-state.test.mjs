@@ -292,24 +292,32 @@ function windowMask(kvDims) {
   return { data, dims: [...kvDims.slice(0, -2), L] };
 }
 
-test('exact state with a window: any split matches the float64 sliding window (key masks, grouped heads)', () => {
+// Every shape, window and split, with and without the key mask: a state made with
+// options(window) against reference(q, k, v, window, maskOf), which differs from unwindowed(q, k, v)
+// where no key is masked (the window matters), within tol.
+function checkWindows({ seed, splitSeed, windows, options, reference, unwindowed, tol }) {
   for (const [name, shape] of Object.entries(shapes)) {
-    const { q, k, v } = inputs(shape, 80, 0.8);
+    const { q, k, v } = inputs(shape, seed, 0.8);
     const mask = windowMask(shape.kv);
-    for (const window of [1, 3, 8, 33]) {
+    for (const window of windows) {
       for (const masked of [false, true]) {
         const m = masked ? mask : undefined;
-        const want = ref.slidingWindowAttention(q, k, v, window, { maskOf: (h) => (m ? m.data.subarray(h * L, (h + 1) * L) : undefined) });
-        // (its rows differ from the unbounded causal call's: the window matters here)
-        const unbounded = favor.exactAttention(q, k, v, { causal: true });
-        if (!masked) assert.ok(maxRelDiff(want.data, unbounded.data) > 1e-2, `${name}, window ${window}: the window changes the outputs`);
-        for (const [split, pieces] of Object.entries(splits(L, 6))) {
-          const got = runMasked({ method: 'exact', window }, q, k, v, pieces, m);
-          assertBelow(maxRelDiff(got.data, want.data), 1e-5, `${name}, window ${window}, masked ${masked}, ${split}`);
+        const want = reference(q, k, v, window, (h) => (m ? m.data.subarray(h * L, (h + 1) * L) : undefined));
+        if (!masked) assert.ok(maxRelDiff(want.data, unwindowed(q, k, v).data) > 1e-2, `${name}, window ${window}: the window changes the outputs`);
+        for (const [split, pieces] of Object.entries(splits(L, splitSeed))) {
+          const got = runMasked(options(window), q, k, v, pieces, m);
+          assertBelow(maxRelDiff(got.data, want.data), tol, `${name}, window ${window}, masked ${masked}, ${split}`);
         }
       }
     }
   }
+}
+
+test('exact state with a window: any split matches the float64 sliding window (key masks, grouped heads)', () => {
+  checkWindows({ seed: 80, splitSeed: 6, windows: [1, 3, 8, 33], tol: 1e-5,
+    options: (window) => ({ method: 'exact', window }),
+    reference: (q, k, v, window, maskOf) => ref.slidingWindowAttention(q, k, v, window, { maskOf }),
+    unwindowed: (q, k, v) => favor.exactAttention(q, k, v, { causal: true }) });
 });
 
 test('exact state with a window at least the length: the unbounded state bit for bit', () => {
@@ -358,22 +366,10 @@ test('exact state with a window: stateBytes stays flat once it is full (filled o
 
 test('favor state with a window: any split matches the float64 windowed sums (key masks, grouped heads)', () => {
   const fm = favor.createFeatureMap({ dim: d, features: 32, seed: 11 });
-  for (const [name, shape] of Object.entries(shapes)) {
-    const { q, k, v } = inputs(shape, 110, 0.8);
-    const mask = windowMask(shape.kv);
-    for (const window of [4, 8, 20, 44]) {
-      for (const masked of [false, true]) {
-        const m = masked ? mask : undefined;
-        const want = ref.windowedFavorAttention('positive', fm.projection, q, k, v, window, { maskOf: (h) => (m ? m.data.subarray(h * L, (h + 1) * L) : undefined) });
-        // (its rows differ from the unwindowed causal call's: the window matters here)
-        if (!masked) assert.ok(maxRelDiff(want.data, favor.favorAttention(q, k, v, { featureMap: fm, causal: true }).data) > 1e-2, `${name}, window ${window}: the window changes the outputs`);
-        for (const [split, pieces] of Object.entries(splits(L, 8))) {
-          const got = runMasked({ method: 'favor', featureMap: fm, window }, q, k, v, pieces, m);
-          assertBelow(maxRelDiff(got.data, want.data), TOL, `${name}, window ${window}, masked ${masked}, ${split}`);
-        }
-      }
-    }
-  }
+  checkWindows({ seed: 110, splitSeed: 8, windows: [4, 8, 20, 44], tol: TOL,
+    options: (window) => ({ method: 'favor', featureMap: fm, window }),
+    reference: (q, k, v, window, maskOf) => ref.windowedFavorAttention('positive', fm.projection, q, k, v, window, { maskOf }),
+    unwindowed: (q, k, v) => favor.favorAttention(q, k, v, { featureMap: fm, causal: true }) });
   fm.dispose();
 });
 
