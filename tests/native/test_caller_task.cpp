@@ -12,15 +12,13 @@
 #include "favor/threads/caller_task.hpp"
 #include "favor/parallel.hpp"
 #include "favor/threads/thread_plan.hpp"
+#include "thread_count.hpp"
 
 namespace {
 
 using favor::Index;
 
-struct Threads {
-  explicit Threads(int n) { favor::set_max_threads(n); }
-  ~Threads() { favor::set_max_threads(1); }
-};
+using threads_test::Threads;
 
 // Counts a region's indices: all of them, and those the calling thread ran.
 struct Indices {

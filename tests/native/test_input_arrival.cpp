@@ -23,15 +23,13 @@
 #include "favor/parallel.hpp"
 #include "favor/tensor.hpp"
 #include "favor/threads/thread_plan.hpp"
+#include "thread_count.hpp"
 
 namespace {
 
 using favor::Index;
 
-struct Threads {
-  explicit Threads(int n) { favor::set_max_threads(n); }
-  ~Threads() { favor::set_max_threads(1); }
-};
+using threads_test::Threads;
 
 Index count_of(const std::vector<Index>& dims) {
   Index n = 1;

@@ -21,11 +21,11 @@ using ref::Index;
 using ref::MatD;
 using ref::MatF;
 
-constexpr double kTol = 1e-5;
+constexpr double kMetricTol = 1e-5;
 
 void expect_rel(double got, double want, const char* what) {
   EXPECT_TRUE(std::isfinite(got)) << what;
-  EXPECT_LE(std::abs(got - want), kTol * std::abs(want)) << what << ": got " << got << " want "
+  EXPECT_LE(std::abs(got - want), kMetricTol * std::abs(want)) << what << ": got " << got << " want "
                                                            << want;
 }
 
@@ -148,7 +148,7 @@ TEST(Metrics, NonFiniteApproxEntriesKl) {
   const favor::MatrixErrors got = favor::compare(exact, approx);
   ASSERT_TRUE(std::isfinite(got.mean_row_kl));
   const ref::Errors want = ref::compare(ref::to_double(exact), ref::to_double(approx));
-  EXPECT_LE(std::abs(got.mean_row_kl - want.mean_row_kl), kTol * want.mean_row_kl);
+  EXPECT_LE(std::abs(got.mean_row_kl - want.mean_row_kl), kMetricTol * want.mean_row_kl);
 }
 
 TEST(Metrics, OutputRelativeError) {

@@ -14,16 +14,14 @@
 #include "favor/parallel.hpp"
 #include "favor/threads/rouse.hpp"
 #include "favor/threads/thread_plan.hpp"
+#include "thread_count.hpp"
 #include "helpers_meet.hpp"
 
 namespace {
 
 using favor::Index;
 
-struct Threads {
-  explicit Threads(int n) { favor::set_max_threads(n); }
-  ~Threads() { favor::set_max_threads(1); }
-};
+using threads_test::Threads;
 
 // Waits (at most 20 s, so that a failure cannot hang the test) until `done()`; returns done().
 template <class Done>

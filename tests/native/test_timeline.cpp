@@ -10,20 +10,18 @@
 #include "favor/parallel.hpp"
 #include "favor/threads/thread_plan.hpp"
 #include "favor/threads/timeline.hpp"
+#include "thread_count.hpp"
 
 namespace {
 
 using favor::Index;
 using favor::ThreadTime;
+using threads_test::Threads;
 
 void sleep_ms(double ms) { std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms)); }
 
 double total(const ThreadTime& t) { return t.work + t.serial + t.alone + t.start + t.between + t.end + t.uninvited; }
 
-struct Threads {
-  explicit Threads(int n) { favor::set_max_threads(n); }
-  ~Threads() { favor::set_max_threads(1); }
-};
 
 // Rounding aside, the parts are the threads' whole time.
 constexpr double kSum = 1e-9;
