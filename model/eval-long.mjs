@@ -14,7 +14,8 @@
 //        at the training context)
 //      long-performer, FAVOR+ with its exported W over the whole prefix (a constant-size state)
 //      long-performer, the same over a sliding window of 256 (blocks of 64: each position sees
-//        between 193 and 256 positions; the runner's forward, not a causal state)
+//        between 193 and 256 positions; the windowed FAVOR+ causal state, the whole text in one
+//        append)
 //      long-performer, exact attention on its q and k
 // 2. Generation after a held-out prompt, one character per append, through exact caches and
 //    through FAVOR+ states (long-performer, seed 1): characters per second and the states' bytes

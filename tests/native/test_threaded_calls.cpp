@@ -358,6 +358,55 @@ TEST(ThreadedCalls, CausalStateAppendsSameBitsForAnyThreadCount) {
   }
 }
 
+// A windowed FAVOR+ state runs each append on the states of its last 4 block starts, and those
+// after the oldest read the features the oldest made of a decoding step's rows (windowed_state.cpp,
+// lend_features), part by part of heads: with 6 key/value heads (a decode step's head worth a
+// thread of its own), on 1, 2, 3 and 5 threads, the same bits and the same size, through pieces
+// within a block, across block starts, and a prefill of several blocks between decode steps.
+TEST(ThreadedCalls, WindowedFavorStateSameBitsForAnyThreadCount) {
+  std::mt19937 gen(16);
+  const Index H = 6, d = 64, dv = 16, m = 256, window = 12;
+  const std::vector<Index> pieces = {1, 1, 2, 5, 1, 1, 1, 1, 1, 1, 1, 1, 1, 20, 1, 1, 1, 2, 1, 1, 1};
+  Index L = 0;
+  for (Index n : pieces) L += n;
+  const MatF q = 0.4f * ref::normal_matrix(H * L, d, gen), k = 0.4f * ref::normal_matrix(H * L, d, gen);
+  const MatF v = ref::normal_matrix(H * L, dv, gen);
+  const favor::FeatureMap map(favor::Kernel::positive, ref::normal_matrix(m, d, gen));
+  favor::CausalStateOptions options;
+  options.method = favor::StateMethod::favor;
+  options.map = &map;
+  options.window = window;
+  auto run = [&] {
+    favor::CausalState state(options);
+    MatF out(H * L, dv);  // head h's rows at h * L
+    Index a = 0;
+    for (Index n : pieces) {
+      MatF qs(H * n, d), ks(H * n, d), vs(H * n, dv), o(H * n, dv);
+      for (Index h = 0; h < H; ++h) {
+        qs.middleRows(h * n, n) = q.middleRows(h * L + a, n);
+        ks.middleRows(h * n, n) = k.middleRows(h * L + a, n);
+        vs.middleRows(h * n, n) = v.middleRows(h * L + a, n);
+      }
+      state.append({qs.data(), {H, n, d}}, {ks.data(), {H, n, d}}, {vs.data(), {H, n, dv}}, {o.data(), {H, n, dv}});
+      for (Index h = 0; h < H; ++h) out.middleRows(h * L + a, n) = o.middleRows(h * n, n);
+      a += n;
+    }
+    return std::pair{out, state.state_bytes()};
+  };
+  std::pair<MatF, std::size_t> one;
+  {
+    Threads t(1);
+    one = run();
+  }
+  EXPECT_TRUE(one.first.allFinite());
+  for (int threads : {2, 3, 5}) {
+    Threads t(threads);
+    const auto many = run();
+    EXPECT_TRUE(same_bits(many.first, one.first)) << threads << " threads";
+    EXPECT_EQ(many.second, one.second) << threads << " threads";
+  }
+}
+
 // A FAVOR+ state's commits are deferred to each head's next use (factored_state.cpp): an append
 // that fails in one head's run (its values overflow in head 5), after some heads committed the previous
 // step and ran, and before others did, leaves the state that the appends before it made. A state

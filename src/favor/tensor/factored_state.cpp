@@ -67,17 +67,23 @@ class FactoredState final : public StateImpl {
     steps_ = std::vector<StateStep>(states_.begin(), states_.end());
   }
 
-  // Each part its features, then its heads, each head's previous step committed first.
+  // Each part its features (or the lender's), then its heads, each head's previous step committed
+  // first.
   void run(const AppendInput& in) override {
+    const FactoredState* lender = std::exchange(lender_, nullptr);
+    const bool borrowed = lender && !stacked_.empty() && lender->stacked_.size() == stacked_.size();
+    const std::vector<FactoredFeatures>& features = borrowed ? lender->stacked_ : stacked_;
     parts_.each([&](Index part) {
-      if (!stacked_.empty()) stack_features(in, part);
+      if (!stacked_.empty() && !borrowed) stack_features(in, part);
       const auto [kv0, kv1] = parts_.heads_of(part);
       for (Index kv = kv0; kv < kv1; ++kv) {
         commit_deferred(kv);
-        run_head(in, kv);
+        run_head(in, kv, features);
       }
     });
   }
+
+  void lend_features_to(FactoredState& borrower) const { borrower.lender_ = this; }
 
   // Commits cannot fail (they add what each head computed to its state), and they are deferred:
   // each head's is made where its state is next used, by the next append's run on the thread that
@@ -146,7 +152,7 @@ class FactoredState final : public StateImpl {
     stacked_[static_cast<std::size_t>(part)] = favor_factors(*method_.map, x, o);
   }
 
-  void run_head(const AppendInput& in, Index kv) {
+  void run_head(const AppendInput& in, Index kv, const std::vector<FactoredFeatures>& features) {
     const auto [qs, outs] = query_group(in.groups, kv, in.q, in.out);
     StateStep* step = &steps_[static_cast<std::size_t>(kv)];
     if (method_.map) {
@@ -157,7 +163,7 @@ class FactoredState final : public StateImpl {
       o.key_mask = in.mask(kv);
       const Index part = kv / parts_.per_part;
       favor_attention(*method_.map, qs, in.k_head(kv), in.v_head(kv), outs, o, step,
-                      stacked_.empty() ? nullptr : &stacked_[static_cast<std::size_t>(part)],
+                      features.empty() ? nullptr : &features[static_cast<std::size_t>(part)],
                       (kv - part * parts_.per_part) * group_rows_);
     } else {
       CodebookOptions o;
@@ -187,6 +193,7 @@ class FactoredState final : public StateImpl {
   Parts parts_;
   Index group_rows_ = 0;                   // the query and key rows of a key/value head
   std::vector<FactoredFeatures> stacked_;  // per part, when its features are made in one product
+  const FactoredState* lender_ = nullptr;  // whose stacked_ the next run reads (lend_features)
 };
 
 }  // namespace
@@ -197,6 +204,10 @@ std::unique_ptr<StateImpl> make_factored_state(const FactoredMethod& method) {
 
 std::unique_ptr<StateImpl> clone_factored_state(StateImpl& state) {
   return static_cast<FactoredState&>(state).clone();
+}
+
+void lend_features(const StateImpl& lender, StateImpl& borrower) {
+  static_cast<const FactoredState&>(lender).lend_features_to(static_cast<FactoredState&>(borrower));
 }
 
 }  // namespace favor

@@ -26,5 +26,10 @@ struct FactoredMethod {
 std::unique_ptr<StateImpl> make_factored_state(const FactoredMethod& method);
 // An independent copy, between appends, of a state make_factored_state made.
 std::unique_ptr<StateImpl> clone_factored_state(StateImpl& state);
+// Several FAVOR+ states of one method fed the same appends (a sliding window's, windowed_state.cpp)
+// make the features of its rows once: `borrower`'s next run, of the append `lender` has just run,
+// reads lender's features where lender made them in one product (a decoding step's rows), the
+// bits it would have made itself.
+void lend_features(const StateImpl& lender, StateImpl& borrower);
 
 }  // namespace favor

@@ -92,8 +92,9 @@ class WindowedState final : public StateImpl {
  private:
   // Positions [position, position + in.n), all in one block, appended to every state of the
   // ring (a new one first at a block's start, the oldest beyond kBlocks dropped): the oldest
-  // writes the outputs. Every state is prepared and run before any commits; on an error those
-  // reached roll back, and the states are as they were.
+  // writes the outputs, and the others read its features of the rows. Every state is prepared
+  // and run before any commits; on an error those reached roll back, and the states are as they
+  // were.
   void append_piece(Ring& ring, Index position, const AppendInput& in) {
     if (position % block_ == 0) {
       ring.push_back(make_factored_state(method_));
@@ -111,7 +112,10 @@ class WindowedState final : public StateImpl {
     std::size_t reached = 0;
     try {
       for (std::size_t i = 0; i < ring.size(); ++i) reached = i + 1, ring[i]->prepare(inputs[i]);
-      for (std::size_t i = 0; i < ring.size(); ++i) ring[i]->run(inputs[i]);
+      for (std::size_t i = 0; i < ring.size(); ++i) {
+        if (i > 0) lend_features(*ring[0], *ring[i]);
+        ring[i]->run(inputs[i]);
+      }
     } catch (...) {
       for (std::size_t i = 0; i < reached; ++i) ring[i]->rollback(inputs[i]);
       throw;
