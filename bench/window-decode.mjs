@@ -102,7 +102,7 @@ for (const w of windows) {
   const e = cases.find((c) => c.w === w && c.id === 'exact'), f = cases.find((c) => c.w === w && c.id === 'favor');
   md.push(`| ${fmt(w)} | ${fmt(rate(e))} | ${fmt(rate(f))} | ${(rate(f) / rate(e)).toFixed(2)}× | ${(rate(f) / wholeRate).toFixed(2)}× | ${kb(e.state.stateBytes)} | ${kb(f.state.stateBytes)} |`);
 }
-md.push('', 'A FAVOR+ step with a window costs the same at every w: 4 states, each read and updated (the features of the step\'s rows made once, for all 4), so about 3 unwindowed steps (the ratio to no window) and 4 times the state; ' +
+md.push('', 'A FAVOR+ step with a window costs the same at every w: 4 states, each read and updated (the features of the step\'s rows made once, for all 4), so about 3 unwindowed steps (the ratio to no window) and 4 times the per-head sums (the state\'s bytes count the map\'s copy once); ' +
   'an exact step reads the w keys and values its cache holds. So FAVOR+ over a window is the faster one only where w is several times m.', '<!-- /window -->');
 for (const c of all) c.state.dispose();
 fm.dispose();

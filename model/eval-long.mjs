@@ -17,9 +17,10 @@
 //        between 193 and 256 positions; the windowed FAVOR+ causal state, the whole text in one
 //        append)
 //      long-performer, exact attention on its q and k
-// 2. Generation after a held-out prompt, one character per append, through exact caches and
-//    through FAVOR+ states (long-performer, seed 1): characters per second and the states' bytes
-//    (summed over layers) against position.
+// 2. Generation after a held-out prompt, one character per append, through exact caches, through
+//    FAVOR+ states, and through FAVOR+ states over the window of 256 (long-performer, seed 1):
+//    characters per second and the states' bytes (summed over layers) against position. The page
+//    draws the first two.
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
@@ -98,10 +99,11 @@ const evalMinutes = (performance.now() - t0) / 60000;
 // Generation: rates and memory against position, in blocks of 256 characters. The first block
 // includes the prompt's prefill; rates are characters per second over each block.
 const BLOCK = 256;
-async function generation(spec) {
+async function generation(method) {
   const model = await loadModel(favor, 'long-performer');
-  const maps = spec === 'favor' ? model.exportedFeatureMaps() : null;
-  const run = model.startGeneration(held.slice(held.length - PROMPT), maps ? { method: 'favor', featureMaps: maps } : { method: 'exact' }, { seed: 1 });
+  const maps = method === 'exact' ? null : model.exportedFeatureMaps();
+  const spec = method === 'exact' ? { method } : { method: 'favor', featureMaps: maps, ...(method === 'favor-window' && { window: FAVOR_WINDOW }) };
+  const run = model.startGeneration(held.slice(held.length - PROMPT), spec, { seed: 1 });
   const blocks = [];
   let text = '', last = performance.now();
   try {
@@ -121,7 +123,7 @@ async function generation(spec) {
   return { blocks, text };
 }
 const generated = {};
-for (const method of ['favor', 'exact']) {
+for (const method of ['favor', 'favor-window', 'exact']) {
   generated[method] = await generation(method);
   console.error(`generation ${method}: done (${((performance.now() - t0) / 60000).toFixed(1)} min)`);
 }
@@ -133,6 +135,7 @@ const rate = (blocks, a, b) => {
 const span = 1024;
 const favorFirst = rate(generated.favor.blocks, span, 2 * span), favorLast = rate(generated.favor.blocks, GENERATE - span, GENERATE);
 const exactFirst = rate(generated.exact.blocks, span, 2 * span), exactLast = rate(generated.exact.blocks, GENERATE - span, GENERATE);
+const windowFirst = rate(generated['favor-window'].blocks, span, 2 * span), windowLast = rate(generated['favor-window'].blocks, GENERATE - span, GENERATE);
 const crossing = generated.favor.blocks.find((b, i) => generated.exact.blocks[i] && b.charsPerSecond > generated.exact.blocks[i].charsPerSecond
   && generated.favor.blocks.slice(i).every((x, j) => !generated.exact.blocks[i + j] || x.charsPerSecond > generated.exact.blocks[i + j].charsPerSecond));
 const bytes = (method, at) => generated[method].blocks.find((b) => b.position - PROMPT >= at)?.stateBytes;
@@ -151,19 +154,22 @@ const md = [
   `Generation of ${n(GENERATE)} characters after the last ${n(PROMPT)} held-out characters, one character per append (long-performer, seed 1, sampling seed 1), ` +
   `${cpu}, Node ${process.versions.node}, ${args.threads} thread: characters per second, and the states' bytes summed over the 4 layers.`,
   '',
-  '| | FAVOR+ state | exact cache |',
-  '|---|---|---|',
-  `| characters/s, characters ${n(span)}–${n(2 * span)} | ${favorFirst.toFixed(0)} | ${exactFirst.toFixed(0)} |`,
-  `| characters/s, last ${n(span)} | ${favorLast.toFixed(0)} | ${exactLast.toFixed(0)} |`,
-  `| last ÷ first | ${(favorLast / favorFirst).toFixed(2)} | ${(exactLast / exactFirst).toFixed(2)} |`,
-  `| state bytes after ${n(span)} characters | ${n(bytes('favor', span))} | ${n(bytes('exact', span))} |`,
-  `| state bytes after ${n(GENERATE)} characters | ${n(generated.favor.blocks.at(-1).stateBytes)} | ${n(generated.exact.blocks.at(-1).stateBytes)} |`,
+  `| | FAVOR+ state | FAVOR+ state, window of ${FAVOR_WINDOW} | exact cache |`,
+  '|---|---|---|---|',
+  `| characters/s, characters ${n(span)}–${n(2 * span)} | ${favorFirst.toFixed(0)} | ${windowFirst.toFixed(0)} | ${exactFirst.toFixed(0)} |`,
+  `| characters/s, last ${n(span)} | ${favorLast.toFixed(0)} | ${windowLast.toFixed(0)} | ${exactLast.toFixed(0)} |`,
+  `| last ÷ first | ${(favorLast / favorFirst).toFixed(2)} | ${(windowLast / windowFirst).toFixed(2)} | ${(exactLast / exactFirst).toFixed(2)} |`,
+  `| state bytes after ${n(span)} characters | ${n(bytes('favor', span))} | ${n(bytes('favor-window', span))} | ${n(bytes('exact', span))} |`,
+  `| state bytes after ${n(GENERATE)} characters | ${n(generated.favor.blocks.at(-1).stateBytes)} | ${n(generated['favor-window'].blocks.at(-1).stateBytes)} | ${n(generated.exact.blocks.at(-1).stateBytes)} |`,
   '',
   (crossing
     ? `FAVOR+ generates faster than the exact cache in every block of ${BLOCK} characters from the one ending at position ${n(crossing.position)}; ` +
       `over the last ${n(span)} characters (to position ${n(GENERATE + PROMPT)}) it is ${(favorLast / exactLast).toFixed(1)}× as fast`
     : `FAVOR+ is not faster than the exact cache in every block to the end (last ${n(span)} characters: ${(favorLast / exactLast).toFixed(2)}× as fast)`) +
-  `, its state ${n(generated.favor.blocks.at(-1).stateBytes)} bytes against the cache's ${n(generated.exact.blocks.at(-1).stateBytes)}.`,
+  `, its state ${n(generated.favor.blocks.at(-1).stateBytes)} bytes against the cache's ${n(generated.exact.blocks.at(-1).stateBytes)}. ` +
+  `Over the window of ${FAVOR_WINDOW} (the curve that stays at ${curves.find((c) => c.id === 'performer-favor-window').all.mean.toFixed(2)} bits per character), ` +
+  `a character costs ${(favorLast / windowLast).toFixed(1)} times as long as without the window over the last ${n(span)} characters, and the state is ` +
+  `${n(generated['favor-window'].blocks.at(-1).stateBytes)} bytes (4 prefix states per head, the maps' copies once).`,
 ];
 const out = md.join('\n');
 writeFileSync(new URL('./long-results.md', import.meta.url), `${out}\n`);

@@ -260,8 +260,8 @@ export type CausalStateOptions =
      * position 0), and each new query sees the keys of its own block up to itself and of the 3
      * blocks before it (between 3w/4 + 1 and w positions): one causal favorAttention per block
      * of queries over those keys, to rounding. The state keeps 4 prefix states per key/value head,
-     * started a block apart, and every append runs on all of them: 4 times the memory (constant
-     * once 3 blocks have passed) and about 4 times the work of a step. Default: no window.
+     * started a block apart, and every append runs on all of them: 4 times the per-head sums
+     * (constant once 3 blocks have passed) and about 3 times the work of a step. Default: no window.
      */
     window?: number;
   }

@@ -38,7 +38,7 @@ struct CausalStateOptions {
   // blocks before it (between 3w/4 + 1 and w positions; masked keys are not summed). Outputs
   // equal one causal favor_attention per block of queries over those keys, to rounding, for any
   // split. The state keeps one prefix state per key/value head for each of the last 4 block
-  // starts (4 times the memory of the unwindowed state once 3 blocks have passed, constant from
+  // starts (4 times the unwindowed state's per-head sums once 3 blocks have passed, constant from
   // then on), and each append runs on all of them. codebook with a window, or a negative window,
   // is an error.
   Index window = 0;
