@@ -316,6 +316,24 @@ TEST(ThreadedCalls, TensorHeadsSameBitsForAnyThreadCount) {
   expect_same_bits_as_one_thread(run, {2, 3, 4}, "tensor heads");
 }
 
+// run() (a causal state's outputs and its size at the end) on one thread, then on 2, 3 and 5:
+// the same bits and the same size.
+template <class Run>
+void expect_same_state_on_any_thread_count(const Run& run) {
+  std::pair<MatF, std::size_t> one;
+  {
+    Threads t(1);
+    one = run();
+  }
+  EXPECT_TRUE(one.first.allFinite());
+  for (int threads : {2, 3, 5}) {
+    Threads t(threads);
+    const auto many = run();
+    EXPECT_TRUE(same_bits(many.first, one.first)) << threads << " threads";
+    EXPECT_EQ(many.second, one.second) << threads << " threads";
+  }
+}
+
 // A FAVOR+ causal state on one and on several threads: prefill pieces that continue the carried
 // state (2,400 rows make two segments: on 3 and 5 threads, fewer than the threads, each is folded
 // by blocks of features), decode steps, and a prefill after them. Every output and the state's
@@ -344,18 +362,7 @@ TEST(ThreadedCalls, CausalStateAppendsSameBitsForAnyThreadCount) {
     }
     return std::pair{out, state.state_bytes()};
   };
-  std::pair<MatF, std::size_t> one;
-  {
-    Threads t(1);
-    one = run();
-  }
-  EXPECT_TRUE(one.first.allFinite());
-  for (int threads : {2, 3, 5}) {
-    Threads t(threads);
-    const auto many = run();
-    EXPECT_TRUE(same_bits(many.first, one.first)) << threads << " threads";
-    EXPECT_EQ(many.second, one.second) << threads << " threads";
-  }
+  expect_same_state_on_any_thread_count(run);
 }
 
 // A windowed FAVOR+ state runs each append on the states of its last 4 block starts, and those
@@ -393,18 +400,7 @@ TEST(ThreadedCalls, WindowedFavorStateSameBitsForAnyThreadCount) {
     }
     return std::pair{out, state.state_bytes()};
   };
-  std::pair<MatF, std::size_t> one;
-  {
-    Threads t(1);
-    one = run();
-  }
-  EXPECT_TRUE(one.first.allFinite());
-  for (int threads : {2, 3, 5}) {
-    Threads t(threads);
-    const auto many = run();
-    EXPECT_TRUE(same_bits(many.first, one.first)) << threads << " threads";
-    EXPECT_EQ(many.second, one.second) << threads << " threads";
-  }
+  expect_same_state_on_any_thread_count(run);
 }
 
 // A FAVOR+ state's commits are deferred to each head's next use (factored_state.cpp): an append
