@@ -259,9 +259,11 @@ export type CausalStateOptions =
      * FAVOR+ over a sliding window: a multiple of 4, w. Positions fall in blocks of w / 4 (from
      * position 0), and each new query sees the keys of its own block up to itself and of the 3
      * blocks before it (between 3w/4 + 1 and w positions): one causal favorAttention per block
-     * of queries over those keys, to rounding. The state keeps 4 prefix states per key/value head,
-     * started a block apart, and every append runs on all of them: 4 times the per-head sums
-     * (constant once 3 blocks have passed) and about 3 times the work of a step. Default: no window.
+     * of queries over those keys, to rounding. The state keeps, per key/value head, a prefix
+     * state of the window's keys and one of each block after the window's oldest (merged into the
+     * window's as a block starts), and every append runs on two of them: 4 times the per-head
+     * sums (constant once 3 blocks have passed) and less than twice the work of a step. Default:
+     * no window.
      */
     window?: number;
   }

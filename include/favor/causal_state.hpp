@@ -3,7 +3,8 @@
 //   exact     a key/value cache that grows with the length (masked keys are not kept), or with
 //             a window, keeps only the most recent keys: sliding-window attention
 //   favor     per key/value head the prefix state sum phi(k) v^T, sum phi(k) and their shifts:
-//             the same memory at every length; with a window, 4 of them started a block apart
+//             the same memory at every length; with a window, 4 of them (the window's, and one
+//             of each block after its oldest)
 //   codebook  per key/value head the running per-code sums R^T v, R^T 1 (and their shifts)
 #pragma once
 
@@ -37,10 +38,10 @@ struct CausalStateOptions {
   // (from position 0), each new query seeing the keys of its own block up to itself and of the 3
   // blocks before it (between 3w/4 + 1 and w positions; masked keys are not summed). Outputs
   // equal one causal favor_attention per block of queries over those keys, to rounding, for any
-  // split. The state keeps one prefix state per key/value head for each of the last 4 block
-  // starts (4 times the unwindowed state's per-head sums once 3 blocks have passed, constant from
-  // then on), and each append runs on all of them. codebook with a window, or a negative window,
-  // is an error.
+  // split. The state keeps per key/value head a prefix state of the window's keys and one of each
+  // block after the window's oldest, merged into the window's when a block starts (4 times the
+  // unwindowed state's per-head sums once 3 blocks have passed, constant from then on); each
+  // append runs on two of them. codebook with a window, or a negative window, is an error.
   Index window = 0;
   // favor: the map (copied: a later redraw of the original does not reach the state). An 'oprf'
   // map needs a fixed rho, an 'sderf' or 'aderf' map a fit.

@@ -4,9 +4,11 @@
 // float64 reference; the strong guarantee of a failing append.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -313,6 +315,52 @@ TEST(CausalState, ReadoutAddingPendingKeysGivesTheBitsOfAddingThemFirst) {
       if (positive) EXPECT_GE(rescaled, 5) << "dv " << dv;
       else EXPECT_GE(general, 3) << "dv " << dv;
     }
+  }
+}
+
+// A sliding window's new state is the sum of its blocks' states (summed_states): per feature, at
+// the largest shift, each part's sums (its pending keys added) times exp(its shift - that shift),
+// against the same in double; features no part has summed yet stay empty (shift -inf, zeros).
+TEST(CausalState, SummedStatesAddThePartsAtTheLargestShift) {
+  std::mt19937 gen(29);
+  const Index M = 20, dv = 13;
+  const auto normal_matrix = [&](Index r, Index c) {
+    return favor::Matrix(favor::Matrix::NullaryExpr(r, c, [&](Index, Index) { return std::normal_distribution<float>(0, 1)(gen); }));
+  };
+  constexpr float kEmpty = -std::numeric_limits<float>::infinity();
+  std::vector<favor::PrefixState> parts;
+  for (Index p = 0; p < 3; ++p) {
+    const Index pending = p;  // none, one, two pending keys
+    favor::PrefixState s{normal_matrix(M, dv), normal_matrix(M, 1).cwiseAbs(), 3.0f * normal_matrix(M, 1),
+                         normal_matrix(pending, M).cwiseAbs(), normal_matrix(pending, dv)};
+    // feature 0 empty in every part, feature 1 only in the last, feature 2 summed in this part alone
+    for (const Index r : {Index{0}, Index{1}, Index{2}}) {
+      if (r == 0 || (r == 1 && p < 2) || (r == 2 && p != 1)) {
+        s.kv.row(r).setZero(), s.k_sum(r) = 0.0f, s.shift(r) = kEmpty;
+        if (pending) s.pending_kf.col(r).setZero();
+      }
+    }
+    parts.push_back(std::move(s));
+  }
+  const favor::PrefixState sum = favor::summed_states({&parts[0], &parts[1], &parts[2]});
+  ASSERT_EQ(0, sum.pending_kf.rows());
+  for (Index r = 0; r < M; ++r) {
+    float shift = kEmpty;
+    for (const favor::PrefixState& s : parts) shift = std::max(shift, s.shift(r));
+    ASSERT_EQ(sum.shift(r), shift) << "feature " << r;
+    Eigen::VectorXd kv = Eigen::VectorXd::Zero(dv);
+    double k_sum = 0.0;
+    for (const favor::PrefixState& s : parts) {
+      if (s.shift(r) == kEmpty) continue;
+      const double f = std::exp(static_cast<double>(s.shift(r)) - shift);
+      Eigen::VectorXd row = s.kv.row(r).transpose().cast<double>();
+      for (Index i = 0; i < s.pending_kf.rows(); ++i) row += static_cast<double>(s.pending_kf(i, r)) * s.pending_v.row(i).transpose().cast<double>();
+      kv += f * row, k_sum += f * s.k_sum(r);
+    }
+    const double scale = std::max(1.0, kv.cwiseAbs().maxCoeff());
+    EXPECT_LT((sum.kv.row(r).transpose().cast<double>() - kv).cwiseAbs().maxCoeff(), 1e-6 * scale) << "feature " << r;
+    EXPECT_NEAR(sum.k_sum(r), k_sum, 1e-6 * std::max(1.0, k_sum)) << "feature " << r;
+    if (r == 0) EXPECT_TRUE(sum.kv.row(r).isZero(0.0f) && sum.k_sum(r) == 0.0f);
   }
 }
 
@@ -624,7 +672,7 @@ favor::FeatureMap positive_map(Index d, Index m, std::uint64_t seed) {
 
 // Every split (one append, one position at a time, pieces across block starts, a prefill then
 // decode steps), with and without key masks, grouped heads, windows of 1-position blocks to more
-// than the length: the float64 windowed sums.
+// than the length, a long sequence of short blocks: the float64 windowed sums.
 TEST(CausalStateFavorWindow, AnySplitMatchesTheFloat64Window) {
   std::mt19937 gen(9800);
   std::vector<Index> prefill_then_decode{130};
@@ -637,6 +685,9 @@ TEST(CausalStateFavorWindow, AnySplitMatchesTheFloat64Window) {
   const std::vector<Case> cases{
       {45, 8, 5, {4, 8, 12, 20, 44, 200}, kSplits},
       {200, 16, 7, {64}, {{200}, ones(200), {100, 37, 63}, prefill_then_decode}},
+      // 150 block starts, each making the window's state anew from the blocks' sums: the error
+      // stays that of 3 blocks however long the sequence.
+      {600, 8, 5, {16}, {{600}, ones(600), {290, 1, 1, 1, 307}}},
   };
   for (const Case& t : cases) {
     const Index Hq = 4, Hkv = 2, L = t.L;
@@ -671,8 +722,8 @@ TEST(CausalStateFavorWindow, OneBlockGivesTheUnwindowedBits) {
   }
 }
 
-// The memory: one unwindowed state's per block start kept, 4 once 3 blocks have passed, the same
-// after every decode step from then on.
+// The memory: one unwindowed state's per block started (the window's, then one per block after
+// the first), 4 once 3 blocks have passed, the same after every decode step from then on.
 TEST(CausalStateFavorWindow, BytesAreFourStatesOnceThreeBlocksHavePassed) {
   std::mt19937 gen(9820);
   const Index H = 2, d = 8, dv = 6, window = 32;

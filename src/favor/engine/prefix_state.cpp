@@ -365,6 +365,31 @@ void merge_into(const PrefixState& a, const PrefixState& b, PrefixState& out, co
 
 void merge(PrefixState& into, const PrefixState& from) { merge_into(into, from, into); }
 
+PrefixState summed_states(const std::vector<const PrefixState*>& parts) {
+  const Index features = parts[0]->shift.size(), dv = parts[0]->kv.cols();
+  PrefixState sum{Matrix(features, dv), Vector::Zero(features), parts[0]->shift, Matrix(), Matrix()};
+  for (const PrefixState* p : parts) sum.shift = joined_shift(sum.shift, p->shift);
+  std::vector<Vector> factors;
+  for (const PrefixState* p : parts) {
+    factors.emplace_back(features);
+    vec::rescale_factors(factors.back().data(), p->shift.data(), sum.shift.data(), features);
+  }
+  std::vector<float> row(static_cast<std::size_t>(dv));
+  for (Index r = 0; r < features; ++r) {
+    float* out = &sum.kv(r, 0);
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      const PrefixState& p = *parts[i];
+      const float f = factors[i](r);
+      std::copy_n(&p.kv(r, 0), dv, row.data());  // (row-major: a row is contiguous)
+      for (Index j = 0; j < p.pending_kf.rows(); ++j) vec::axpby(row.data(), 1.0f, row.data(), p.pending_kf(j, r), &p.pending_v(j, 0), dv);
+      if (i == 0) vec::scale_into(out, f, row.data(), dv);
+      else vec::axpby(out, 1.0f, out, f, row.data(), dv);
+      sum.k_sum(r) += f * p.k_sum(r);
+    }
+  }
+  return sum;
+}
+
 bool write_rows(MatrixRef out, Index i0, const Matrix& numerator, const Vector& denominator, Index n) {
   bool finite = true;
   for (Index i = 0; i < n; ++i)

@@ -76,6 +76,10 @@ class StateStep {
 // out = a + b, at the larger of the two shifts per feature and `floor` (out may be a).
 void merge_into(const PrefixState& a, const PrefixState& b, PrefixState& out, const Vector* floor = nullptr);
 void merge(PrefixState& into, const PrefixState& from);
+// The state of the keys of all `parts` (at least one, pending keys included), at the largest of
+// their shifts per feature: one pass over each, no copies (a sliding window's new state from its
+// blocks' sums, windowed_state.cpp).
+PrefixState summed_states(const std::vector<const PrefixState*>& parts);
 
 // numerator = qf kv, denominator = qf k_sum: the readout of a state.
 void readout(const Matrix& qf, const PrefixState& state, Matrix& numerator, float* denominator);

@@ -128,14 +128,31 @@ class FactoredState final : public StateImpl {
 
   // An independent copy between appends, the deferred commits made first.
   std::unique_ptr<FactoredState> clone() {
-    for (Index kv = 0; kv < static_cast<Index>(deferred_.size()); ++kv) commit_deferred(kv);
-    std::vector<StateStep>().swap(deferred_);
     auto copy = std::make_unique<FactoredState>(method_);
-    copy->states_ = states_;
+    copy->states_ = committed();
     return copy;
   }
 
+  // The sum of the parts' keys, in order (merged_factored_state).
+  static std::unique_ptr<StateImpl> merged(const std::vector<FactoredState*>& parts) {
+    auto sum = std::make_unique<FactoredState>(parts[0]->method_);
+    for (FactoredState* p : parts) p->committed();
+    for (std::size_t kv = 0; kv < parts[0]->states_.size(); ++kv) {
+      std::vector<const PrefixState*> heads;
+      for (const FactoredState* p : parts) heads.push_back(&p->states_[kv]);
+      sum->states_.push_back(summed_states(heads));
+    }
+    return sum;
+  }
+
  private:
+  // The per-head states, the deferred commits made first.
+  const std::vector<PrefixState>& committed() {
+    for (Index kv = 0; kv < static_cast<Index>(deferred_.size()); ++kv) commit_deferred(kv);
+    std::vector<StateStep>().swap(deferred_);
+    return states_;
+  }
+
   void stack_features(const AppendInput& in, Index part) {
     const HeadGroups& g = in.groups;
     const Index n = in.n;
@@ -204,6 +221,12 @@ std::unique_ptr<StateImpl> make_factored_state(const FactoredMethod& method) {
 
 std::unique_ptr<StateImpl> clone_factored_state(StateImpl& state) {
   return static_cast<FactoredState&>(state).clone();
+}
+
+std::unique_ptr<StateImpl> merged_factored_state(const std::vector<StateImpl*>& parts) {
+  std::vector<FactoredState*> states;
+  for (StateImpl* p : parts) states.push_back(static_cast<FactoredState*>(p));
+  return FactoredState::merged(states);
 }
 
 void lend_features(const StateImpl& lender, StateImpl& borrower) {

@@ -31,5 +31,9 @@ std::unique_ptr<StateImpl> clone_factored_state(StateImpl& state);
 // reads lender's features where lender made them in one product (a decoding step's rows), the
 // bits it would have made itself.
 void lend_features(const StateImpl& lender, StateImpl& borrower);
+// The state of the keys of all `parts` (states make_factored_state made, of one method and the
+// same heads, none empty), in order: per key/value head their sums added at the larger shift per
+// feature. The parts are read only.
+std::unique_ptr<StateImpl> merged_factored_state(const std::vector<StateImpl*>& parts);
 
 }  // namespace favor

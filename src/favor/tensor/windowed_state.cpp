@@ -13,10 +13,15 @@ namespace {
 
 constexpr Index kBlocks = 4;  // blocks per window
 
-// The states of the last block starts, oldest first (kBlocks at most, one more while an append
-// starts a block). Shared: an append that stays in one block runs on the states themselves (each
-// rolls back on its own if the append fails).
-using Ring = std::vector<std::shared_ptr<StateImpl>>;
+// The window's states (shared: an append that stays in one block runs on them, each rolling back
+// on its own if the append fails). `window` holds the keys of the window's blocks so far and
+// answers the queries. `blocks` holds each block after the window's oldest on its own (none in
+// the first block, then up to 3, the current block's last): when a block starts, the sum of the 3
+// before it becomes the window's state, and the oldest block leaves the window with the old one.
+struct Ring {
+  std::shared_ptr<StateImpl> window;
+  std::vector<std::shared_ptr<StateImpl>> blocks;
+};
 
 // Rows [a, a + s) of each head of a [..., rows, cols] tensor, as a tensor of their own (copied
 // from `from`, or uninitialized for an output).
@@ -44,14 +49,18 @@ struct Rows {
 class WindowedState final : public StateImpl {
  public:
   WindowedState(const FactoredMethod& method, Index window) : method_(method), block_(window / kBlocks) {
-    live_.reserve(kBlocks + 1), next_.reserve(kBlocks + 1);  // the same memory at every step
+    live_.blocks.reserve(kBlocks), next_.blocks.reserve(kBlocks);  // the same memory at every step
   }
 
-  // An append that reaches a second block runs on copies of the states, which replace them at
-  // commit: its first block's piece commits to them before the next piece can run.
+  // An append that reaches a second block runs on copies of the states it changes in place (the
+  // window's and the current block's), which replace them at commit: its first block's piece
+  // commits to them before the next piece can run.
   void prepare(const AppendInput& in) override {
-    next_.clear();
-    for (const auto& s : live_) next_.push_back(in_one_block(in.n) ? s : std::shared_ptr<StateImpl>(clone_factored_state(*s)));
+    next_.window = live_.window;
+    next_.blocks.assign(live_.blocks.begin(), live_.blocks.end());
+    if (in_one_block(in.n)) return;
+    if (next_.window) next_.window = clone_factored_state(*next_.window);
+    if (!next_.blocks.empty()) next_.blocks.back() = clone_factored_state(*next_.blocks.back());
   }
 
   void run(const AppendInput& in) override {
@@ -71,56 +80,66 @@ class WindowedState final : public StateImpl {
   }
 
   void commit(const AppendInput& in) override {
-    live_.swap(next_);
-    next_.clear();
+    std::swap(live_, next_);
+    clear(next_);
     length_ += in.n;
   }
 
-  void rollback(const AppendInput&) override { next_.clear(); }
+  void rollback(const AppendInput&) override { clear(next_); }
 
   std::size_t state_bytes() override {
-    std::size_t bytes = 0;
-    for (const auto& s : live_) bytes += s->state_bytes();
+    std::size_t bytes = live_.window ? live_.window->state_bytes() : 0;
+    for (const auto& s : live_.blocks) bytes += s->state_bytes();
     return bytes;
   }
 
   void reset() override {
-    live_.clear(), next_.clear();  // (their room kept)
+    clear(live_), clear(next_);
     length_ = 0;
   }
 
  private:
-  // Positions [position, position + in.n), all in one block, appended to every state of the
-  // ring (a new one first at a block's start, the oldest beyond kBlocks dropped): the oldest
-  // writes the outputs, and the others read its features of the rows. Every state is prepared
-  // and run before any commits; on an error those reached roll back, and the states are as they
-  // were.
+  static void clear(Ring& ring) {
+    ring.window.reset();
+    ring.blocks.clear();  // (its room kept)
+  }
+
+  // Positions [position, position + in.n), all in one block: to the window's state, which writes
+  // the outputs, and to the current block's, which reads the window's features of the rows (its
+  // outputs to scratch). At a block start the ring moves on first. Both are prepared and run
+  // before either commits; on an error those reached roll back, and the states are as they were.
   void append_piece(Ring& ring, Index position, const AppendInput& in) {
-    if (position % block_ == 0) {
-      ring.push_back(make_factored_state(method_));
-      if (static_cast<Index>(ring.size()) > kBlocks) ring.erase(ring.begin());
+    const bool fresh_window = !ring.window, fresh_block = position % block_ == 0 && position > 0;
+    if (fresh_window) {
+      ring.window = make_factored_state(method_);
+    } else if (fresh_block) {
+      if (static_cast<Index>(ring.blocks.size()) == kBlocks - 1) {
+        std::vector<StateImpl*> parts;
+        for (const auto& b : ring.blocks) parts.push_back(b.get());
+        ring.window = merged_factored_state(parts);
+        ring.blocks.erase(ring.blocks.begin());
+      }
+      ring.blocks.push_back(make_factored_state(method_));
     }
     std::vector<float> scratch;
-    if (ring.size() > 1) scratch.resize(static_cast<std::size_t>(heads(in.out.dims) * in.n * in.dv));
+    const bool both = !ring.blocks.empty();
+    if (both) scratch.resize(static_cast<std::size_t>(heads(in.out.dims) * in.n * in.dv));
     const TensorView elsewhere{scratch.data(), in.out.dims};
-    std::vector<AppendInput> inputs;
-    inputs.reserve(ring.size());
-    const bool fresh = position % block_ == 0;
-    for (std::size_t i = 0; i < ring.size(); ++i)
-      inputs.push_back(AppendInput{in.q, in.k, in.v, i == 0 ? in.out : elsewhere, in.groups, in.masks, in.n, in.d,
-                                   in.dv, fresh && i + 1 == ring.size()});
-    std::size_t reached = 0;
+    StateImpl* states[2] = {ring.window.get(), both ? ring.blocks.back().get() : nullptr};
+    const AppendInput inputs[2] = {
+        AppendInput{in.q, in.k, in.v, in.out, in.groups, in.masks, in.n, in.d, in.dv, fresh_window},
+        AppendInput{in.q, in.k, in.v, elsewhere, in.groups, in.masks, in.n, in.d, in.dv, fresh_block}};
+    const int count = both ? 2 : 1;
+    int reached = 0;
     try {
-      for (std::size_t i = 0; i < ring.size(); ++i) reached = i + 1, ring[i]->prepare(inputs[i]);
-      for (std::size_t i = 0; i < ring.size(); ++i) {
-        if (i > 0) lend_features(*ring[0], *ring[i]);
-        ring[i]->run(inputs[i]);
-      }
+      for (int i = 0; i < count; ++i) reached = i + 1, states[i]->prepare(inputs[i]);
+      states[0]->run(inputs[0]);
+      if (both) lend_features(*states[0], *states[1]), states[1]->run(inputs[1]);
     } catch (...) {
-      for (std::size_t i = 0; i < reached; ++i) ring[i]->rollback(inputs[i]);
+      for (int i = 0; i < reached; ++i) states[i]->rollback(inputs[i]);
       throw;
     }
-    for (std::size_t i = 0; i < ring.size(); ++i) ring[i]->commit(inputs[i]);
+    for (int i = 0; i < count; ++i) states[i]->commit(inputs[i]);
   }
 
   // Whether the next n positions all fall in the block of the next one.

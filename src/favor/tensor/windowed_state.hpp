@@ -1,10 +1,12 @@
 // FAVOR+ over a sliding window, one piece at a time (CausalStateOptions::window with method
 // 'favor'): positions in blocks of window / 4, each query seeing the keys of its own block up to
 // itself and of the 3 blocks before it. Sums of features cannot drop a key again (subtracting
-// would cancel catastrophically), so the state keeps 4 prefix states per key/value head, one
-// started at each of the last 4 block starts; the oldest answers the queries, the others are
-// ahead of their turn. Every append goes to all of them: a step costs about 4 of the unwindowed
-// state's, and the memory is 4 of its states once 3 blocks have passed.
+// would cancel catastrophically), so the state keeps, per key/value head, one prefix state of the
+// window's keys, which answers the queries, and one of each block after the window's oldest; when
+// a block starts, the sums of the 3 before it, merged, become the window's state. Every append
+// goes to two states (the window's and the current block's, which reads the window's features of
+// the rows): a step costs less than 2 of the unwindowed state's, and the memory is 4 of its states
+// once 3 blocks have passed.
 #pragma once
 
 #include <memory>
