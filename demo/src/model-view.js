@@ -332,7 +332,7 @@ export function startLongGeneration(model, p) {
     prompt: text, exact: runs.exact, favor: runs.favor, prefillMs,
     label: `its exported W (the last training draw), positive features, m = ${m}` +
       (window ? `, over a sliding window of ${window}: blocks of ${window / 4}, each character seeing its block up to itself and the 3 before it, ` +
-        'through 4 states per layer and head: the window\'s and one per block after its oldest' : ''),
+        'through 4 states per layer and head, the window\'s and one per block after its oldest' : ''),
     dispose() { runs.exact.dispose(); runs.favor.dispose(); maps.forEach((f) => f.dispose()); },
   };
 }
