@@ -2,8 +2,8 @@
 // Sliding windows in generation, side by side in one run, 1 thread: decode steps (one position per
 // append, 8 heads, d = dv = 64) of an exact state with `window: w` (a key/value cache kept at w)
 // and of a FAVOR+ state with `window: w` (m = 256, positive, orthogonal, blocks of w/4: per head a
-// state of the window's keys and one of each block after its oldest), for w = 256 to 4,096, and of the FAVOR+ state without a window. Each
-// state is first filled past its window (a prefill of 2w positions and a block more), and its
+// state of the window's keys and one of each block after its oldest), for w = 256 to 4,096, and of
+// the FAVOR+ state without a window. Each state is first filled past its window (a prefill of 2w positions and a block more), and its
 // next step is checked: the exact state's against a float64 evaluation of the step over its w
 // keys, the FAVOR+ window's against one favorAttention call of the step's query over the keys its
 // window holds (relative Frobenius ≤ 1e-3). Then bursts of 200 steps, every state in each round
@@ -98,14 +98,12 @@ const md = ['<!-- window -->', '## Sliding windows in generation: FAVOR+ against
   `${Math.max(...cases.map((c) => c.check)).toExponential(1)}). Tokens per second: the median over ${rounds} rounds of ${steps} steps, every state in each round in turn. ` +
   `Beside them, the FAVOR+ state without a window: ${fmt(wholeRate)} tokens/s at any context.`, '',
   '| window w | exact, tokens/s | FAVOR+, tokens/s | FAVOR+ ÷ exact | FAVOR+ ÷ no window | exact state | FAVOR+ state |', '|---:|---:|---:|---:|---:|---:|---:|'];
+const at = (w) => [cases.find((c) => c.w === w && c.id === 'exact'), cases.find((c) => c.w === w && c.id === 'favor')];
 for (const w of windows) {
-  const e = cases.find((c) => c.w === w && c.id === 'exact'), f = cases.find((c) => c.w === w && c.id === 'favor');
+  const [e, f] = at(w);
   md.push(`| ${fmt(w)} | ${fmt(rate(e))} | ${fmt(rate(f))} | ${(rate(f) / rate(e)).toFixed(2)}× | ${(rate(f) / wholeRate).toFixed(2)}× | ${kb(e.state.stateBytes)} | ${kb(f.state.stateBytes)} |`);
 }
-const faster = windows.find((w) => {
-  const e = cases.find((c) => c.w === w && c.id === 'exact'), f = cases.find((c) => c.w === w && c.id === 'favor');
-  return rate(f) > rate(e);
-});
+const faster = windows.find((w) => rate(at(w)[1]) > rate(at(w)[0]));
 md.push('', 'A FAVOR+ step with a window costs the same at every w: 2 of its 4 states read and updated (the window\'s, and the current block\'s, which reads the window\'s features of the step\'s rows), so less than 2 unwindowed steps (the ratio to no window), and 4 times the per-head sums (the state\'s bytes count the map\'s copy once); ' +
   `an exact step reads the w keys and values its cache holds. So FAVOR+ over a window is the faster one only where w is a few times m: ${faster ? `here from w = ${fmt(faster)} in this table` : 'at none of these w here'}.`, '<!-- /window -->');
 for (const c of all) c.state.dispose();

@@ -367,8 +367,8 @@ TEST(ThreadedCalls, CausalStateAppendsSameBitsForAnyThreadCount) {
 
 // A windowed FAVOR+ state runs each append on the window's state and the current block's, which
 // reads the features the window's made of a decoding step's rows (windowed_state.cpp,
-// lend_features), part by part of heads, and merges the blocks' states as a block starts: with 6 key/value heads (a decode step's head worth a
-// thread of its own), on 1, 2, 3 and 5 threads, the same bits and the same size, through pieces
+// lend_features), part by part of heads, and merges the blocks' states as a block starts: with 6
+// key/value heads (a decode step's head worth a thread of its own), on 1, 2, 3 and 5 threads, the same bits and the same size, through pieces
 // within a block, across block starts, and a prefill of several blocks between decode steps.
 TEST(ThreadedCalls, WindowedFavorStateSameBitsForAnyThreadCount) {
   std::mt19937 gen(16);

@@ -44,13 +44,12 @@ void scale_row(PrefixState& state, Index r, float factor) {
 using kernel::fv;
 using kernel::kLanes;
 
-// Row r of kv plus its pending terms, entry by entry the operations of accumulate's product (each
-// a sum over the pending keys in order: madd in vector columns, multiply then add in the last
-// dv % kLanes, as gemm's tiles and rank-1 path do).
-void add_pending_row(PrefixState& s, Index r) {
+// Feature r's pending terms added to `row` (its kv row, or a copy of it), entry by entry the
+// operations of accumulate's product (each a sum over the pending keys in order: madd in vector
+// columns, multiply then add in the last dv % kLanes, as gemm's tiles and rank-1 path do).
+void add_pending_terms(const PrefixState& s, Index r, float* row) {
   const Index M = s.kv.rows(), dv = s.kv.cols(), n = s.pending_kf.rows(), vector_columns = dv / kLanes * kLanes;
   if (!n) return;
-  float* row = &s.kv(r, 0);
   const float* kf = s.pending_kf.data() + r;
   Index j = 0;
   for (; j < vector_columns; j += kLanes) {
@@ -61,6 +60,8 @@ void add_pending_row(PrefixState& s, Index r) {
   for (; j < dv; ++j)
     for (Index i = 0; i < n; ++i) row[j] = row[j] + kf[i * M] * s.pending_v(i, j);
 }
+
+void add_pending_row(PrefixState& s, Index r) { add_pending_terms(s, r, &s.kv(r, 0)); }
 
 // Columns [j0, j0 + V kLanes) of one query row's readout, adding the pending terms to each row of
 // kv but those in `added` (ascending) as it reads it: per kv entry add_pending_row's operations,
@@ -381,7 +382,7 @@ PrefixState summed_states(const std::vector<const PrefixState*>& parts) {
       const PrefixState& p = *parts[i];
       const float f = factors[i](r);
       std::copy_n(&p.kv(r, 0), dv, row.data());  // (row-major: a row is contiguous)
-      for (Index j = 0; j < p.pending_kf.rows(); ++j) vec::axpby(row.data(), 1.0f, row.data(), p.pending_kf(j, r), &p.pending_v(j, 0), dv);
+      add_pending_terms(p, r, row.data());
       if (i == 0) vec::scale_into(out, f, row.data(), dv);
       else vec::axpby(out, 1.0f, out, f, row.data(), dv);
       sum.k_sum(r) += f * p.k_sum(r);
