@@ -19,14 +19,15 @@
 //      long-performer, exact attention on its q and k
 // 2. Generation after a held-out prompt, one character per append, through exact caches, through
 //    FAVOR+ states, and through FAVOR+ states over the window of 256 (long-performer, seed 1):
-//    characters per second and the states' bytes (summed over layers) against position. The page
-//    draws the first two.
+//    characters per second and the states' bytes (summed over layers) against position, summed
+//    up over spans by model/generation-rates.js, as the page does when it quotes them.
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 
 import { loadFavor } from 'favor-attention';
 
+import { generationSummary } from './generation-rates.js';
 import { heldOutText, loadModel, readManifest } from './node.js';
 
 const { values: args } = parseArgs({ options: { length: { type: 'string', default: '8192' }, generate: { type: 'string', default: '16384' },
@@ -50,7 +51,7 @@ const sequences = Math.floor((held.length - 1) / LENGTH);
 const FAVOR_WINDOW = 256;
 const CURVES = [
   { id: 'softmax-full', model: 'long-softmax', label: 'softmax model, exact, whole prefix', spec: () => ({ method: 'exact' }) },
-  { id: 'softmax-window', model: 'long-softmax', label: `softmax model, exact, sliding window of ${CONTEXT}`, spec: () => ({ method: 'exact', window: CONTEXT }) },
+  { id: 'softmax-window', model: 'long-softmax', label: `softmax model, exact, sliding window of ${CONTEXT.toLocaleString('en-US')}`, spec: () => ({ method: 'exact', window: CONTEXT }) },
   { id: 'performer-favor', model: 'long-performer', label: 'Performer, FAVOR+ (the W of its last training draw, m = 64), whole prefix', spec: (m) => ({ method: 'favor', featureMaps: m.exportedFeatureMaps() }) },
   { id: 'performer-favor-window', model: 'long-performer', window: FAVOR_WINDOW,
     label: `Performer, FAVOR+ (the same W), sliding window of ${FAVOR_WINDOW} (blocks of ${FAVOR_WINDOW / 4})`,
@@ -131,17 +132,12 @@ async function generate(methods) {
 }
 const generated = { ...(await generate(['favor', 'favor-window'])), ...(await generate(['exact'])) };
 console.error(`generation: done (${((performance.now() - t0) / 60000).toFixed(1)} min)`);
-// mean rate over the characters [a, b) after the prompt (whole blocks)
-const rate = (blocks, a, b) => {
-  const inside = blocks.filter((x) => x.position - PROMPT > a && x.position - PROMPT <= b);
-  return BLOCK * inside.length / inside.reduce((s, x) => s + BLOCK / x.charsPerSecond, 0);
-};
-const span = 1024;
-const favorFirst = rate(generated.favor.blocks, span, 2 * span), favorLast = rate(generated.favor.blocks, GENERATE - span, GENERATE);
-const exactFirst = rate(generated.exact.blocks, span, 2 * span), exactLast = rate(generated.exact.blocks, GENERATE - span, GENERATE);
-const windowFirst = rate(generated['favor-window'].blocks, span, 2 * span), windowLast = rate(generated['favor-window'].blocks, GENERATE - span, GENERATE);
-const crossing = generated.favor.blocks.find((b, i) => generated.exact.blocks[i] && b.charsPerSecond > generated.exact.blocks[i].charsPerSecond
-  && generated.favor.blocks.slice(i).every((x, j) => !generated.exact.blocks[i + j] || x.charsPerSecond > generated.exact.blocks[i + j].charsPerSecond));
+const generation = { prompt: PROMPT, characters: GENERATE, block: BLOCK, window: FAVOR_WINDOW,
+  order: `the two FAVOR+ runs interleaved ${BLOCK} characters at a time, then the exact cache's`,
+  favor: generated.favor.blocks, favorWindow: generated['favor-window'].blocks, exact: generated.exact.blocks };
+const { span, first, last, crossing } = generationSummary(generation);
+const favorFirst = first.favor, favorLast = last.favor, windowFirst = first.favorWindow, windowLast = last.favorWindow;
+const exactFirst = first.exact, exactLast = last.exact;
 const bytes = (method, at) => generated[method].blocks.find((b) => b.position - PROMPT >= at)?.stateBytes;
 
 const fmt = (r) => (r.n > 1 ? `${r.mean.toFixed(3)} ± ${r.sd.toFixed(3)}` : r.mean.toFixed(3));
@@ -155,7 +151,7 @@ const md = [
   `|---|${BINS.map(() => '---').join('|')}|---|`,
   ...curves.map((c) => `| ${c.label} | ${c.bins.map(fmt).join(' | ')} | ${fmt(c.all)} |`),
   '',
-  `Generation of ${n(GENERATE)} characters after the last ${n(PROMPT)} held-out characters, one character per append (long-performer, seed 1, sampling seed 1; the two FAVOR+ runs interleaved ${BLOCK} characters at a time, then the exact cache's), ` +
+  `Generation of ${n(GENERATE)} characters after the last ${n(PROMPT)} held-out characters, one character per append (long-performer, seed 1, sampling seed 1; ${generation.order}), ` +
   `${cpu}, Node ${process.versions.node}, ${args.threads} thread: characters per second, and the states' bytes summed over the 4 layers.`,
   '',
   `| | FAVOR+ state | FAVOR+ state, window of ${FAVOR_WINDOW} | exact cache |`,
@@ -167,7 +163,7 @@ const md = [
   `| state bytes after ${n(GENERATE)} characters | ${n(generated.favor.blocks.at(-1).stateBytes)} | ${n(generated['favor-window'].blocks.at(-1).stateBytes)} | ${n(generated.exact.blocks.at(-1).stateBytes)} |`,
   '',
   (crossing
-    ? `FAVOR+ generates faster than the exact cache in every block of ${BLOCK} characters from the one ending at position ${n(crossing.position)}; ` +
+    ? `FAVOR+ generates faster than the exact cache in every block of ${BLOCK} characters from the one ending at position ${n(crossing)}; ` +
       `over the last ${n(span)} characters (to position ${n(GENERATE + PROMPT)}) it is ${(favorLast / exactLast).toFixed(1)}× as fast`
     : `FAVOR+ is not faster than the exact cache in every block to the end (last ${n(span)} characters: ${(favorLast / exactLast).toFixed(2)}× as fast)`) +
   `, its state ${n(generated.favor.blocks.at(-1).stateBytes)} bytes against the cache's ${n(generated.exact.blocks.at(-1).stateBytes)}. ` +
@@ -182,6 +178,6 @@ writeFileSync(new URL('./long-results.json', import.meta.url), `${JSON.stringify
   cpu, node: process.versions.node, threads: Number(args.threads), length: LENGTH, sequences, context: CONTEXT, bins: BINS,
   curves: curves.map(({ id, label, window, seeds, bins, all, perSeed }) => ({ id, label, ...(window && { window }), seeds, bins, all,
     perSeed: perSeed.map(({ name, bins: b, all: a }) => ({ name, bins: b, all: a })) })),
-  generation: { prompt: PROMPT, characters: GENERATE, block: BLOCK, favor: generated.favor.blocks, exact: generated.exact.blocks },
+  generation,
 }, null, 1)}\n`);
 console.log(out);

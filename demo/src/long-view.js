@@ -5,6 +5,7 @@
 // against position; and the evaluation's bits per character against position
 // (model/long-results.json, written by `npm run eval:long`, fetched by a static URL so that a
 // build copies it). Every sentence about the measurements is derived from them.
+import { generationSummary } from '../../model/generation-rates.js';
 import { fmt, fmtRate } from './colors.js';
 import { LONG_LIMITS, LONG_MODEL } from './long-model.js';
 import { drawPlot } from './plot.js';
@@ -365,11 +366,12 @@ export class LongView {
     });
     const g = r.generation;
     let gen = '';
-    if (g?.favor?.length && g?.exact?.length) {
-      const lastOf = (list) => list.at(-1);
-      gen = ` The same evaluation generated ${n0(g.characters)} characters in Node after a ${n0(g.prompt)}-character prompt (blocks of ${g.block}, one method after the other): ` +
-        `in the last block, exact ${fmtRate(lastOf(g.exact).charsPerSecond)} and FAVOR+ ${fmtRate(lastOf(g.favor).charsPerSecond)} characters/s ` +
-        `(${compareRates(lastOf(g.favor).charsPerSecond, lastOf(g.exact).charsPerSecond, 'FAVOR+', 'exact')}), with ${bytes(lastOf(g.exact).stateBytes)} of cache against ${bytes(lastOf(g.favor).stateBytes)} of state.`;
+    if (g?.favor?.length && g?.favorWindow?.length && g?.exact?.length) {
+      const { span, last } = generationSummary(g), end = (list) => list.at(-1).stateBytes;
+      gen = ` The same evaluation generated ${n0(g.characters)} characters in Node after a ${n0(g.prompt)}-character prompt (${g.order}): ` +
+        `characters per second over its last ${n0(span)} characters, ${fmtRate(last.exact)} exact, ${fmtRate(last.favor)} FAVOR+ and ${fmtRate(last.favorWindow)} FAVOR+ over a window of ${n0(g.window)} ` +
+        `(${compareRates(last.favor, last.exact, 'FAVOR+', 'exact')}), with ${bytes(end(g.exact))} of cache against ${bytes(end(g.favor))} of state ` +
+        `(${bytes(end(g.favorWindow))} with the window).`;
     }
     $('#long-bpc-note').textContent = `Precomputed by npm run eval:long (model/eval-long.mjs, the JS runner on favor-attention; ${r.cpu}, Node ${r.node}, ` +
       `${r.threads} thread${r.threads > 1 ? 's' : ''}): the held-out text (chapters 122–135 and the epilogue) cut into ${r.sequences} sequences of ${n0(r.length)} characters, ` +

@@ -81,6 +81,8 @@ test('long text: 2,000 characters with the exact cache and the FAVOR+ state, bot
   assert.equal(r.bpcSeries, 5);
   assert.match(r.bpcNote, /npm run eval:long/);
   assert.match(r.bpcNote, /or the last 1,024 for the exact sliding window, the last 193 to 256 for FAVOR\+ over a window \(blocks of 64\)\)/);
+  // the generation's rates: the ones long-results.md shows (tests/node/results-docs.test.mjs), all three runs
+  assert.match(r.bpcNote, /\(the two FAVOR\+ runs interleaved 256 characters at a time, then the exact cache's\): characters per second over its last 1,024 characters, [\d,]+ exact, [\d,]+ FAVOR\+ and [\d,]+ FAVOR\+ over a window of 256 \(FAVOR\+ [\d.]+× as fast as exact\), with [\d.]+ MB of cache against [\d.]+ kB of state \([\d.]+ kB with the window\)\.$/);
   mkdirSync(shots, { recursive: true });
   for (const width of [1440, 1024, 390]) {
     await page.setViewportSize({ width, height: 1000 });

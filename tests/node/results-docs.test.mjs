@@ -1,7 +1,8 @@
 // The figures the docs quote are the files they come from: docs/models.md's tables are the ones
 // `npm run eval:models` and `npm run eval:heads` wrote into model/results.md and
 // model/heads-results.md, line for line, and train/README.md's
-// held-out bits per character are the manifest's (to the three decimals shown).
+// held-out bits per character are the manifest's (to the three decimals shown); the generation
+// rates the page computes from model/long-results.json are the ones long-results.md shows.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
@@ -67,4 +68,21 @@ test("docs/models.md and README.md quote model/long-results.md (npm run eval:lon
   const json = JSON.parse(read('model/long-results.json'));
   assert.equal(json.curves.length, 5);
   for (const c of json.curves) assert.ok(results.includes(`| ${c.label} |`), `long-results.md has the row ${c.label}`);
+});
+
+test('the generation rates the page quotes (model/generation-rates.js over long-results.json) are long-results.md\'s', async () => {
+  const { generationSummary } = await import('../../model/generation-rates.js');
+  const results = read('model/long-results.md'), { generation } = JSON.parse(read('model/long-results.json'));
+  const { span, first, last, crossing } = generationSummary(generation);
+  const row = (name, r) => `| characters/s, ${name} | ${r.favor.toFixed(0)} | ${r.favorWindow.toFixed(0)} | ${r.exact.toFixed(0)} |`;
+  const n = (x) => x.toLocaleString('en-US');
+  assert.ok(results.includes(row(`characters ${n(span)}–${n(2 * span)}`, first)), row(`characters ${n(span)}–${n(2 * span)}`, first));
+  assert.ok(results.includes(row(`last ${n(span)}`, last)), row(`last ${n(span)}`, last));
+  assert.ok(results.includes(`${generation.order})`), 'long-results.md says in which order the runs went');
+  assert.ok(crossing !== null && results.includes(`from the one ending at position ${n(crossing)}`), `the crossing at ${crossing}`);
+  // every run has a block per 256 characters, at the same positions
+  const positions = (blocks) => blocks.map((b) => b.position).join();
+  assert.equal(generation.favor.length, generation.characters / generation.block);
+  assert.equal(positions(generation.favorWindow), positions(generation.favor));
+  assert.equal(positions(generation.exact), positions(generation.favor));
 });
