@@ -7,7 +7,9 @@
 //   features;
 // - hard and soft VQ: q̃ᵢ·(r̃ⱼ − r̃ₗ), r = c̄ − k a key's residual from what stands in for it (its
 //   nearest codeword, or the mean of the codewords weighted by its responsibilities), so
-//   σ²ᵣ = ‖q̃‖²D/d, its variance were r to point anywhere, D = mean ‖r̃‖² (model-view.js codewordMiss).
+//   σ²ᵣ = ‖q̃‖²D/d, its variance were r to point anywhere, D = mean ‖r̃‖² (model-view.js codewordMiss);
+// - SDERF: its own second-order prediction of the KL, KL₂ (dense-variance.js), as its features
+//   weigh each direction of q̃ + k̃ differently.
 // Clicking a point inspects its head, as a click in the grid does.
 import { fmt } from './colors.js';
 import { frameColor } from './model-panel.js';
@@ -47,6 +49,13 @@ const errorOf = (o) => o.errors.meanRowKL;
 const CODEWORDS_MISS = { value: (o) => o.residual, symbol: 'σ²ᵣ', axis: 'codewords\' miss σ²ᵣ' };
 
 export const MEASURES = {
+  predicted: {
+    value: (o) => o.predicted, symbol: 'KL₂', axis: 'second-order KL₂, iid features',
+    what: 'KL₂: the mean row KL that SDERF\'s own variance predicts to second order for m iid features, half the variance, ' +
+      'over a row\'s exact weights, of the relative errors of its keys\' estimated weights (for a typical row: the geometric ' +
+      'mean over 8 rows). The keys\' spread σ²ₖ ranks SDERF\'s error loosely, as its features weigh each direction of ' +
+      'q̃ + k̃ by a coefficient of its own',
+  },
   spread: {
     value: (o) => o.spread, symbol: 'σ²ₖ', axis: 'keys\' spread σ²ₖ',
     what: 'σ²ₖ: how far apart the keys its queries see lie (mean ‖k̃ⱼ − k̄‖², k̃ = k/d^¼). Each random feature misjudges the ratio ' +
@@ -70,13 +79,16 @@ export const MEASURES = {
 // σ²ₖ for the features of Gaussian w its account is of: positive and hyperbolic, Performer as soft
 // VQ (positive features), and OPRF, whose fitted A leaves each feature's factor as it is (the
 // query weighs w by e^{2A‖w‖² + Bwᵀq̃}, under which w has variance 1/(1 − 4A), and B² = 1 − 4A).
-// Not FAVOR#: ADERF's factor is of its rebalanced keys, and SDERF's, the same per eigen-direction,
-// ranks its error loosely (0.71 over the 80 heads at the defaults, OPRF 0.90); nor trigonometric
-// and relu features, which are not positive estimates of e^{q̃·k̃}. σ²ᵣ for soft VQ, and for hard VQ
-// with fewer codewords than keys (with as many, Â = A).
+// σ²ₖ ranks SDERF's error loosely (0.71 over the 80 heads at the defaults, OPRF 0.90): KL₂, its
+// own variance to second order (dense-variance.js), ranks it at 0.89. Not ADERF: KL₂ ranks it
+// hardly better than σ²ₖ (0.87 and 0.84) and overshoots it by orders of magnitude; nor
+// trigonometric and relu features, which are not positive estimates of e^{q̃·k̃}. σ²ᵣ for soft VQ,
+// and for hard VQ with fewer codewords than keys (with as many, Â = A).
 const SPREAD_KERNELS = ['positive', 'hyperbolic', 'performer-vq', 'oprf'];
 const RESIDUAL_KERNELS = { vq: 'residual', 'soft-vq': 'softResidual' };
 export function measureOf(kernel, overview) {
+  if (kernel === 'sderf')
+    return overview.length && overview.every((o) => o.predicted > 0 && Number.isFinite(o.predicted)) ? MEASURES.predicted : null;
   if (RESIDUAL_KERNELS[kernel])
     return overview.length && overview.every((o) => Number.isFinite(o.residual)) ? MEASURES[RESIDUAL_KERNELS[kernel]] : null;
   return SPREAD_KERNELS.includes(kernel) ? MEASURES.spread : null;

@@ -135,7 +135,7 @@ test('typing changes the heatmaps and the bits per character; layer and head sel
   await page.close();
 });
 
-test('which heads are hard: every head a point (KL against its keys\' spread, or for VQ what the codewords miss), the inspected one ringed, a click inspects; on a model only', async () => {
+test('which heads are hard: every head a point (KL against its keys\' spread, for VQ what the codewords miss, for SDERF its second-order KL₂), the inspected one ringed, a click inspects; on a model only', async () => {
   const { page } = await open('?pattern=model&model=softmax&m=64');
   await page.waitForFunction(() => window.__favorDemo.idle && !document.querySelector('#heads-why').hidden, null, { timeout: 60000 });
   const drawn = await page.evaluate(() => ({
@@ -167,7 +167,7 @@ test('which heads are hard: every head a point (KL against its keys\' spread, or
   await page.waitForFunction(() => document.querySelector('#layer').value === '0' && document.querySelector('#head').value === '2');
   await page.waitForFunction(() => document.querySelector('#heads-why-plot circle[fill="none"]')?.getAttribute('data-key') === '0 2');
   await assertUrl(page, /layer=0&head=2/);
-  // hard and soft VQ: against what the codewords miss; FAVOR#: not plotted; synthetic inputs: neither
+  // hard and soft VQ: against what the codewords miss; SDERF against KL₂; synthetic inputs: neither
   const card = () => page.evaluate(() => ({
     hidden: document.querySelector('#heads-why').hidden,
     points: document.querySelectorAll('#heads-why-plot circle[data-key]:not([fill="none"])').length,
@@ -191,7 +191,15 @@ test('which heads are hard: every head a point (KL against its keys\' spread, or
     assert.match(vq.note, /σ²ᵣ and the error rank alike at 0\.[7-9]\d/, kernel);
     assert.match(vq.note, kernel === 'vq' ? /to its codeword \(k-means' distortion\)/ : /weighted by its responsibilities/, kernel);
   }
-  assert.equal((await choose('sderf')).hidden, true, 'FAVOR#: not plotted');
+  // SDERF: against its second-order KL₂ (on the softmax model it ranks the 16 heads at 1.00); ADERF: not plotted
+  const sderf = await choose('sderf');
+  assert.equal(sderf.hidden, false, 'sderf');
+  assert.equal(sderf.points, 16, 'sderf');
+  assert.deepEqual(sderf.axis, ['second-order KL₂, iid features', 'mean row KL(A‖Â)']);
+  assert.equal(sderf.label, 'every head\'s mean row KL(A‖Â) against the second-order KL₂, iid features');
+  assert.match(sderf.note, /KL₂: the mean row KL that SDERF's own variance predicts to second order for m iid features/);
+  assert.match(sderf.note, /over these 16 heads, KL₂ and the error rank alike at (0\.9\d|1\.00) \(Spearman\)\./);
+  assert.equal((await choose('aderf')).hidden, true, 'ADERF: not plotted');
   await page.close();
   const synthetic = await open('?pattern=gaussian&L=64');
   await synthetic.page.waitForFunction(() => window.__favorDemo.updates > 0 && window.__favorDemo.idle);

@@ -9,6 +9,8 @@ import { loadFavor } from 'favor-attention';
 
 import { causalKeySpread, causalKeySpreadRows } from '../../model/runner.js';
 import { codewordMiss } from '../../demo/src/model-view.js';
+import { predictedKL } from '../../demo/src/dense-variance.js';
+import { denseExponentialParameters, samplePairs } from '../../demo/src/estimators.js';
 import { MEASURES, headsWhyNote, measureOf, rankCorrelation } from '../../demo/src/heads-why.js';
 import { rng } from './helpers.mjs';
 
@@ -151,8 +153,13 @@ test('which measure each kernel plots: σ²ₖ for positive, hyperbolic and OPRF
   const heads = [{ spread: 2, residual: 0.5 }, { spread: 3, residual: 0.1 }];
   // Performer as soft VQ is positive features with orthogonal-fixed W; OPRF's A leaves each feature's factor as it is
   for (const kernel of ['positive', 'hyperbolic', 'performer-vq', 'oprf']) assert.equal(measureOf(kernel, heads), MEASURES.spread, kernel);
-  // FAVOR# (ADERF rebalances the keys; SDERF ranks loosely); trigonometric and relu are not positive estimates
-  for (const kernel of ['trigonometric', 'relu', 'sderf', 'aderf']) assert.equal(measureOf(kernel, heads), null, kernel);
+  // ADERF (KL₂ ranks it hardly better than σ²ₖ); trigonometric and relu are not positive estimates
+  for (const kernel of ['trigonometric', 'relu', 'aderf']) assert.equal(measureOf(kernel, heads), null, kernel);
+  // SDERF: its second-order KL₂, where every head has one
+  assert.equal(measureOf('sderf', heads.map((o, i) => ({ ...o, predicted: [0.1, 0.02][i] }))), MEASURES.predicted);
+  assert.equal(measureOf('sderf', heads), null, 'no KL₂: not plotted');
+  assert.equal(measureOf('sderf', heads.map((o, i) => ({ ...o, predicted: [0.1, Infinity][i] }))), null, 'KL₂ overflowed');
+  assert.equal(MEASURES.predicted.value({ predicted: 0.3 }), 0.3);
   assert.equal(measureOf('vq', heads), MEASURES.residual);
   assert.equal(measureOf('soft-vq', heads), MEASURES.softResidual);
   assert.equal(measureOf('vq', [{ spread: 2 }, { spread: 3 }]), null, 'a codeword for every key: Â = A, nothing to explain');
@@ -189,4 +196,42 @@ test('the sentence under the plot: what σ²ₖ is and how far the heads shown f
   const soft = headsWhyNote(overview.map((o, x) => ({ ...o, residual: [1, 2, 3, 4][x] })), MEASURES.softResidual);
   assert.match(soft, /D the mean ‖c̄ − k̃‖² from each key to c̄, the codewords' mean weighted by its responsibilities/);
   assert.match(soft, /over these 4 heads, σ²ᵣ and the error rank alike at 0\.80 \(Spearman\)\.$/);
+});
+
+// KL₂ against the definition: SDERF's feature of iid w (D e^{Σₖ aₖwₖ² + Σₖ √(1 − 4aₖ) wₖ (T x̃)ₖ − ‖T x̃‖²/2},
+// D = Πₖ (1 − 4aₖ)^¼), drawn in float64. Row 1 of two keys: for one feature, KL₂ = E_w[Var_A(ε)]/2 with
+// εⱼ = f(q̃)f(k̃ⱼ)/e^{q̃·k̃ⱼ} − 1. 400,000 draws: the Monte Carlo mean of e^{q̃·k̃} is within 1 % and
+// the variance within 3 % (its spread over seeds, measured: under 1 %).
+test('predictedKL: SDERF\'s second-order KL is E_w[Var_A(ε)]/2m of its features drawn by definition', () => {
+  const d = 2, L = 2;
+  const q = { data: Float32Array.from([0.2, -0.4, 0.9, 0.3]), dims: [1, L, d] };
+  const k = { data: Float32Array.from([-0.5, 0.6, 0.7, 0.1]), dims: [1, L, d] };
+  const { a, query } = denseExponentialParameters('sderf', samplePairs(q.data, k.data, L, L, d, { causal: true, maxRows: 1 }).moments, d);
+  assert.ok(a.every((x) => x < 0), `a ${a}`);
+  const root = d ** -0.25, scale = 1 / Math.sqrt(d);
+  const mapped = (x, i) => Array.from({ length: d }, (_, r) => query[r * d] * x[i * d] * root + query[r * d + 1] * x[i * d + 1] * root);
+  const u = mapped(q.data, 1), y = [mapped(k.data, 0), mapped(k.data, 1)];
+  const logD = a.reduce((s, x) => s + Math.log(1 - 4 * x) / 4, 0);
+  const feature = (w, x) => Math.exp(logD + x.reduce((s, xr, r) => s + a[r] * w[r] ** 2 + Math.sqrt(1 - 4 * a[r]) * w[r] * xr - xr ** 2 / 2, 0));
+  const dot = (i, j) => (q.data[i * d] * k.data[j * d] + q.data[i * d + 1] * k.data[j * d + 1]) * scale;
+  const S = [Math.exp(dot(1, 0)), Math.exp(dot(1, 1))], A = [S[0] / (S[0] + S[1]), S[1] / (S[0] + S[1])];
+  const r = rng(4242);
+  const N = 400_000;
+  let variance = 0;
+  const mean = [0, 0];
+  for (let t = 0; t < N; t++) {
+    const w = [r.normal(), r.normal()], fq = feature(w, u);
+    const e = [0, 1].map((j) => (fq * feature(w, y[j])) / S[j] - 1);
+    mean[0] += e[0] + 1, mean[1] += e[1] + 1;
+    const m1 = A[0] * e[0] + A[1] * e[1];
+    variance += A[0] * e[0] ** 2 + A[1] * e[1] ** 2 - m1 * m1;
+  }
+  for (const j of [0, 1]) assert.ok(Math.abs(mean[j] / N - 1) < 0.01, `E f(q̃)f(k̃${j}) ÷ e^{q̃·k̃}: ${mean[j] / N}`);
+  const want = variance / N / 2;
+  for (const m of [1, 64]) {
+    const got = predictedKL(q, k, { kernel: 'sderf', features: m })[0];
+    assert.ok(Math.abs(got * m / want - 1) < 0.03, `m = ${m}: KL₂ ${got}, Monte Carlo ${want / m}`);
+  }
+  // a row with one key has no error: with a single row, no prediction
+  assert.ok(Number.isNaN(predictedKL({ data: q.data.slice(0, 2), dims: [1, 1, d] }, { data: k.data.slice(0, 2), dims: [1, 1, d] }, { kernel: 'sderf', features: 1 })[0]));
 });
