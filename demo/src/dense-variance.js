@@ -6,7 +6,7 @@
 //   hⱼₖ = e^{(2cₖ − 1)(uₖ yⱼₖ + yⱼₖ²/2)},
 // and KL(Aᵢ‖Âᵢ) ≈ Var_{Aᵢ}(ε)/2 over the row's exact weights. With a = 0 this is FAVOR+'s, whose
 // heavy tail makes it far too large at any m a page uses; SDERF's fitted aₖ tame it.
-import { denseExponentialParameters, samplePairs } from './estimators.js';
+import { denseExponentialParameters, scaledMoments } from './estimators.js';
 
 // Per head of causal q, k ([H, L, d]): the predicted mean row KL(A‖Â) of `kernel` ('sderf') with
 // `features` features, taken as the geometric mean over up to `rows` rows (ending at the last;
@@ -18,7 +18,7 @@ export function predictedKL(q, k, { kernel, features, rows = 8 }) {
   const out = new Float64Array(H);
   for (let h = 0; h < H; h++) {
     const qh = q.data.subarray(h * L * d, (h + 1) * L * d), kh = k.data.subarray(h * L * d, (h + 1) * L * d);
-    const { a, query, key } = denseExponentialParameters(kernel, samplePairs(qh, kh, L, L, d, { causal: true, maxRows: 1 }).moments, d);
+    const { a, query, key } = denseExponentialParameters(kernel, scaledMoments(qh, kh, L, L, d, root), d);
     const u = mapped(query, qh, L, d, root), y = mapped(key, kh, L, d, root);
     const c = Array.from(a, (x) => (1 - 4 * x) / (1 - 8 * x));
     let logG0 = 0;
@@ -72,8 +72,9 @@ function rowLogVariance(i, q, k, u, y, c, logG0, d, scale) {
     let s = 0;
     for (let t = 0; t < d; t++) s += c[t] * y[j * d + t] ** 2;
     z[j] = lh[j] - hTop - s / 2;
-    own += w[j] * Math.exp(2 * (lh[j] - hTop));
-    cross += w[j] * w[j] * Math.exp(2 * (lh[j] - hTop));
+    const diagonal = w[j] * Math.exp(2 * (lh[j] - hTop));  // the pair (j, j)
+    own += diagonal;
+    cross += w[j] * diagonal;
   }
   for (let a = 0; a < kept.length; a++) {
     const j = kept[a], yj = j * d;

@@ -41,9 +41,13 @@ export function samplePairs(q, k, L, S, d, { causal, scale = 1 / Math.sqrt(d), m
   for (let t = 0; t < d; t++) cross += qmean[t] * kmean[t];
   const rho = qsq / L + ksq / S + 2 * cross;
   // FAVOR#'s parameters come from the means and second moments of all of q̃ and k̃, as in the library.
-  const moments = { q: rowMoments(q, L, d, root), k: rowMoments(k, S, d, root) };
+  const moments = scaledMoments(q, k, L, S, d, root);
   return { d, rows, cols, x, y, xsq, ysq, pairs, rho, root, moments, dense: {} };
 }
+
+// FAVOR#'s inputs (denseExponentialParameters): { q, k } each the mean and mean x xᵀ of all the
+// rows of q (L×d) and k (S×d) scaled by root (x̃ = x·root).
+export const scaledMoments = (q, k, L, S, d, root) => ({ q: rowMoments(q, L, d, root), k: rowMoments(k, S, d, root) });
 
 // Mean and mean x xᵀ (row-major d×d) of the rows of src (n×d) times root, in float64.
 function rowMoments(src, n, d, root) {

@@ -80,7 +80,7 @@ export const MEASURES = {
 // VQ (positive features), and OPRF, whose fitted A leaves each feature's factor as it is (the
 // query weighs w by e^{2A‖w‖² + Bwᵀq̃}, under which w has variance 1/(1 − 4A), and B² = 1 − 4A).
 // σ²ₖ ranks SDERF's error loosely (0.71 over the 80 heads at the defaults, OPRF 0.90): KL₂, its
-// own variance to second order (dense-variance.js), ranks it at 0.89. Not ADERF: KL₂ ranks it
+// own variance to second order (dense-variance.js), ranks it at 0.88. Not ADERF: KL₂ ranks it
 // hardly better than σ²ₖ (0.87 and 0.84) and overshoots it by orders of magnitude; nor
 // trigonometric and relu features, which are not positive estimates of e^{q̃·k̃}. σ²ᵣ for soft VQ,
 // and for hard VQ with fewer codewords than keys (with as many, Â = A).

@@ -10,7 +10,7 @@ import { loadFavor } from 'favor-attention';
 import { causalKeySpread, causalKeySpreadRows } from '../../model/runner.js';
 import { codewordMiss } from '../../demo/src/model-view.js';
 import { predictedKL } from '../../demo/src/dense-variance.js';
-import { denseExponentialParameters, samplePairs } from '../../demo/src/estimators.js';
+import { denseExponentialParameters, scaledMoments } from '../../demo/src/estimators.js';
 import { MEASURES, headsWhyNote, measureOf, rankCorrelation } from '../../demo/src/heads-why.js';
 import { rng } from './helpers.mjs';
 
@@ -206,7 +206,7 @@ test('predictedKL: SDERF\'s second-order KL is E_w[Var_A(ε)]/2m of its features
   const d = 2, L = 2;
   const q = { data: Float32Array.from([0.2, -0.4, 0.9, 0.3]), dims: [1, L, d] };
   const k = { data: Float32Array.from([-0.5, 0.6, 0.7, 0.1]), dims: [1, L, d] };
-  const { a, query } = denseExponentialParameters('sderf', samplePairs(q.data, k.data, L, L, d, { causal: true, maxRows: 1 }).moments, d);
+  const { a, query } = denseExponentialParameters('sderf', scaledMoments(q.data, k.data, L, L, d, d ** -0.25), d);
   assert.ok(a.every((x) => x < 0), `a ${a}`);
   const root = d ** -0.25, scale = 1 / Math.sqrt(d);
   const mapped = (x, i) => Array.from({ length: d }, (_, r) => query[r * d] * x[i * d] * root + query[r * d + 1] * x[i * d + 1] * root);
