@@ -47,10 +47,11 @@ export function captionParts(caption) {
   return m ? [caption.slice(0, m.index), m[0], caption.slice(m.index + m[0].length)] : [caption];
 }
 
-// The synthetic inputs' headline (HTML: the mean row KL in bold).
+// The synthetic inputs' headline (HTML: the mean row KL in bold); Gaussian is a name.
 export function syntheticHeadline(params, errors, cb) {
   const how = cb ? `${MODE_NAMES[params.kernel]}, m = ${cb.clusters}` : `${params.kernel}, ${params.sampling}, m = ${params.m}`;
-  return `Synthetic ${params.pattern} Q and K (L = ${params.L}, d = ${params.d}, input scale ${params.scale.toFixed(2)}${params.causal ? ', causal' : ''}): ` +
+  const pattern = params.pattern === 'gaussian' ? 'Gaussian' : params.pattern;
+  return `Synthetic ${pattern} Q and K (L = ${params.L}, d = ${params.d}, input scale ${params.scale.toFixed(2)}${params.causal ? ', causal' : ''}): ` +
     `mean row KL(A‖Â) <b class="num approx">${fmt(errors.meanRowKL)}</b> with ${how}`;
 }
 

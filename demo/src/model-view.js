@@ -7,7 +7,7 @@
 import { CharModel, causalKeySpread, modelSizeError, verifyModelFile } from '../../model/runner.js';
 import { predictedKL } from './dense-variance.js';
 import { spreadOfDraws } from './draws.js';
-import { EXPORTED_W, usesExportedW } from './modes.js';
+import { EXPORTED_W, fmtT, usesExportedW } from './modes.js';
 import { distanceRows, nearestCodewords } from './pca.js';
 import { rowKL } from './row-kl.js';
 
@@ -219,8 +219,12 @@ export function computeModel(favor, model, p, timings) {
   t = performance.now();
   const { spec } = approximation(favor, model, p);
   let { label } = approximation(favor, model, p);
-  // k-means with as many codewords as keys gives each key its own: exact, and no test of VQ.
-  if (spec.method === 'codebook' && spec.clusters >= L) label += ` (m ≥ L = ${L}: every key is its own codeword, so Â = A: trivially exact)`;
+  // k-means with as many codewords as keys gives each key its own: hard VQ is exact, and no test
+  // of VQ; soft responsibilities still weigh every codeword, so soft VQ is not.
+  if (spec.method === 'codebook' && spec.clusters >= L) {
+    label += spec.assignment === 'hard' ? ` (m ≥ L = ${L}: every key is its own codeword, so Â = A: trivially exact)`
+      : ` (m ≥ L = ${L}: every key is its own codeword, yet its responsibilities at T = ${fmtT(spec.temperature)} also weigh the other keys' codewords)`;
+  }
   const approx = model.forward(ids, spec);
   timings.approxModel = performance.now() - t;
 

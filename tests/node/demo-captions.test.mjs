@@ -55,6 +55,8 @@ test('random features: the caption, headline and note name the kernel, the sampl
   const head = syntheticHeadline(synthetic('positive', { L: 256, d: 64, scale: 0.333, causal: true }), { meanRowKL: 1 }, null);
   assert.ok(head.startsWith('Synthetic clustered Q and K (L = 256, d = 64, input scale 0.33, causal): '), head);
   assert.ok(!syntheticHeadline(synthetic('positive'), { meanRowKL: 1 }, null).includes('causal'));
+  const gaussian = syntheticHeadline({ ...synthetic('positive'), pattern: 'gaussian' }, { meanRowKL: 1 }, null);
+  assert.ok(gaussian.startsWith('Synthetic Gaussian Q and K'), gaussian);
 });
 
 test('codebook modes: the mode, its temperature where soft, its m and whether m was capped at L', () => {

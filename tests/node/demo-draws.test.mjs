@@ -45,6 +45,33 @@ function synthetic(L, d, scale) {
   return { Q: t(L), K: t(L) };
 }
 
+test('rowKL: each row as the library\'s compare() measures its meanRowKL; zero where Â = A, a window\'s keys renormalized', () => {
+  const L = 64, d = 16, { Q, K } = synthetic(L, d, 0.5);
+  const map = favor.createFeatureMap({ dim: d, features: 32, seed: 2 });
+  const A = favor.attentionMatrix(Q, K), Ahat = favor.favorAttentionMatrix(Q, K, { featureMap: map });
+  map.dispose();
+  let total = 0;
+  for (let i = 0; i < L; i++) total += rowKL(A.data, Ahat.data, i * L, L).kl;
+  const { meanRowKL } = favor.compare(A, Ahat);
+  assert.ok(meanRowKL > 1e-3, `${meanRowKL}`);
+  // the same float64 formula summed in the same order: equal but for the last bits of the mean
+  assert.ok(Math.abs(total / L - meanRowKL) <= 1e-12 * meanRowKL, `${total / L} against ${meanRowKL}`);
+  // A float32 row sums to 1 within rounding, not exactly; its KL against itself is still 0.
+  let sums = 0;
+  for (let i = 0; i < L; i++) {
+    assert.equal(rowKL(A.data, A.data, i * L, L).kl, 0, `row ${i}`);
+    let s = 0;
+    for (let j = 0; j < L; j++) s += A.data[i * L + j];
+    if (s !== 1) sums++;
+  }
+  assert.ok(sums > 0, 'some float32 row does not sum to exactly 1');
+  // Over keys 16..63 of a row: the KL of the two rows renormalized over those keys.
+  const p = Array.from(A.data.subarray(16, 64)), b = Array.from(Ahat.data.subarray(16, 64));
+  const sp = p.reduce((x, y) => x + y, 0), sb = b.reduce((x, y) => x + y, 0);
+  const expected = p.reduce((acc, a, j) => acc + (a / sp) * Math.log((a / sp) / (b[j] / sb)), 0);
+  assert.ok(Math.abs(rowKL(A.data, Ahat.data, 16, 48).kl - expected) <= 1e-12 * expected);
+});
+
 test('FAVOR+ over 16 draws: draw 0 is the one shown, every draw inside the range; their mean is nearer A than one draw', () => {
   const L = 96, d = 16, m = 32, seed = 5, { Q, K } = synthetic(L, d, 0.5);
   const draw = (t) => {
@@ -88,4 +115,21 @@ test('the page\'s model: draw 0 is the Â shown, cropped as the heatmaps are; th
   const pp = { ...p, model: 'performer' };
   assert.equal(modelDraws(favor, performer, pp, computeModel(favor, performer, pp, {})), null);
   assert.notEqual(modelDraws(favor, performer, { ...pp, trainedW: false }, computeModel(favor, performer, { ...pp, trainedW: false }, {})), null);
+});
+
+test('a codebook as large as the text: the label calls hard VQ exact, which it is, and not soft VQ, which it is not', async () => {
+  const softmax = await loadModel(favor, 'softmax');
+  const p = { ...DEFAULTS, pattern: 'model', model: 'softmax', temperature: 1 };
+  const L = computeModel(favor, softmax, p, {}).L;
+  const hard = computeModel(favor, softmax, { ...p, kernel: 'vq', m: L }, {});
+  assert.match(hard.label, /every key is its own codeword, so Â = A: trivially exact\)$/);
+  // float32 rounding only (measured: max |A − Â| 2.9e-6 over the 16 heads)
+  assert.ok(hard.extras.overview.every((o) => o.errors.maxAbs < 1e-5), 'hard VQ at m = L is A');
+  assert.ok(Math.abs(hard.extras.bpc.approx - hard.extras.bpc.exact) < 1e-4, `${hard.extras.bpc.approx} against ${hard.extras.bpc.exact}`);
+  const soft = computeModel(favor, softmax, { ...p, kernel: 'soft-vq', m: L }, {});
+  assert.doesNotMatch(soft.label, /exact/);
+  assert.match(soft.label, /every key is its own codeword, yet its responsibilities at T = 1 also weigh the other keys' codewords\)$/);
+  // measured at the default text: mean row KL 0.025 to 0.40 per head, 2.62 bits/char against 1.93
+  assert.ok(soft.extras.overview.some((o) => o.errors.meanRowKL > 0.01), 'soft VQ at m = L is not A');
+  assert.ok(soft.extras.bpc.approx > soft.extras.bpc.exact + 0.1, `${soft.extras.bpc.approx} against ${soft.extras.bpc.exact}`);
 });
