@@ -136,8 +136,10 @@ export function applyControl(s, key, input, { modelL = null } = {}) {
     s[key] = key === 'row' ? Math.max(0, Math.min(v, (model && modelL ? modelL : s.L) - 1)) : Math.min(v, 999999);
     if (key === 'row') s.rowFollow = false;
   } else s[key] = input.value;
-  // A codebook as large as the text gives every key its own codeword (exact): start smaller.
-  if (key === 'kernel' && model && (s.kernel === 'vq' || s.kernel === 'soft-vq') && s.m >= (modelL ?? 256) / 2) s.m = 32;
+  // A codebook as large as the text gives every key its own codeword (hard VQ: exact): start
+  // smaller; on synthetic inputs at 4, below the clustered keys' 8 centres, where the suggestion
+  // to raise m starts (captions.js syntheticTry).
+  if (key === 'kernel' && (s.kernel === 'vq' || s.kernel === 'soft-vq') && s.m >= (model ? modelL ?? 256 : s.L) / 2) s.m = model ? 32 : 4;
   if (key === 'L') s.row = Math.min(s.row, s.L - 1);
   return key === 'log' || key === 'row' ? 'draw' : 'compute';
 }

@@ -131,14 +131,18 @@ test('a control into the settings: what it changes, what it clamps, what it refu
   applyControl(s, 'text', { value: 'Call me Ishmael.' });
   assert.deepEqual([s.text, s.rowFollow], ['Call me Ishmael.', true]);
   // A k-means codebook on a model's text starts at 32 codewords where m was half the text or more,
-  // and keeps a smaller m; synthetic inputs keep theirs.
+  // and keeps a smaller m; on synthetic inputs at 4 where m was half of L or more.
   [, s] = apply(parseSettings(''), 'kernel', { value: 'vq' }, { modelL: 256 });
   assert.deepEqual([s.kernel, s.m], ['vq', 32]);
   s = parseSettings('?m=16');
   applyControl(s, 'kernel', { value: 'soft-vq' }, { modelL: 256 });
   assert.equal(s.m, 16);
   [, s] = apply(synthetic(), 'kernel', { value: 'vq' });
-  assert.equal(s.m, DEFAULTS.m);
+  assert.deepEqual([s.L, DEFAULTS.m, s.m], [256, 256, 4]);
+  s = synthetic();
+  s.L = 1024;
+  applyControl(s, 'kernel', { value: 'soft-vq' });
+  assert.equal(s.m, DEFAULTS.m, 'm = 256 of L = 1,024 kept');
   [, s] = apply(parseSettings(''), 'kernel', { value: 'relu' }, { modelL: 256 });
   assert.equal(s.m, DEFAULTS.m, 'random features keep m');
 });
