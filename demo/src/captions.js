@@ -4,6 +4,7 @@
 // reads each sentence against what it describes.
 import { fmt } from './colors.js';
 import { DRAWS } from './draws.js';
+import { patternWord } from './inputs.js';
 import { MODE_NAMES, fmtT } from './modes.js';
 
 // What each feature kernel's estimate is, in a few words.
@@ -47,11 +48,10 @@ export function captionParts(caption) {
   return m ? [caption.slice(0, m.index), m[0], caption.slice(m.index + m[0].length)] : [caption];
 }
 
-// The synthetic inputs' headline (HTML: the mean row KL in bold); Gaussian is a name.
+// The synthetic inputs' headline (HTML: the mean row KL in bold).
 export function syntheticHeadline(params, errors, cb) {
   const how = cb ? `${MODE_NAMES[params.kernel]}, m = ${cb.clusters}` : `${params.kernel}, ${params.sampling}, m = ${params.m}`;
-  const pattern = params.pattern === 'gaussian' ? 'Gaussian' : params.pattern;
-  return `Synthetic ${pattern} Q and K (L = ${params.L}, d = ${params.d}, input scale ${params.scale.toFixed(2)}${params.causal ? ', causal' : ''}): ` +
+  return `Synthetic ${patternWord(params.pattern)} Q and K (L = ${params.L}, d = ${params.d}, input scale ${params.scale.toFixed(2)}${params.causal ? ', causal' : ''}): ` +
     `mean row KL(A‖Â) <b class="num approx">${fmt(errors.meanRowKL)}</b> with ${how}`;
 }
 

@@ -30,6 +30,9 @@ export const PATTERNS = {
   banded: 'Local / banded: Q and K carry sinusoidal position codes, so query i attends to keys near j = i',
 };
 
+// A pattern as a sentence names it: Gaussian is a name.
+export const patternWord = (pattern) => (pattern === 'gaussian' ? 'Gaussian' : pattern);
+
 function gaussianMatrix(r, rows, cols) {
   const out = new Float32Array(rows * cols);
   for (let i = 0; i < out.length; i++) out[i] = r.normal();

@@ -3,6 +3,7 @@
 // Lemma 2's line) and its note; the speed study's curves, where FAVOR+ overtakes exact attention,
 // and its note. tests/node/demo-study-plots.test.mjs reads them against the points they describe.
 import { fmt } from './colors.js';
+import { patternWord } from './inputs.js';
 import { MODE_NAMES, fmtT, isCodebook } from './modes.js';
 
 // In the error study colour is the sampling mode and line and marker the kernel (VQ: its own colour).
@@ -112,7 +113,7 @@ export function errorNote({ params: p, theory, pairs, queryRows, keyRows, heads 
   const setting = model
     ? (Array.isArray(p.heads) ? `layer ${p.heads[0]}, head ${p.heads[1]} of the model ${p.model} on the text (L = ${p.L}, d = ${p.d}, causal)`
       : `every head (${heads ?? 16}) of the model ${p.model} on the text (L = ${p.L}, d = ${p.d}, causal); no Lemma 2 line (it belongs to one input)`)
-    : `L = ${p.L}, d = ${p.d}, input scale ${p.scale.toFixed(2)}, ${p.pattern}, ${p.causal ? 'causal' : 'bidirectional'}, input seed ${p.dataSeed}`;
+    : `L = ${p.L}, d = ${p.d}, input scale ${p.scale.toFixed(2)}, ${patternWord(p.pattern)}, ${p.causal ? 'causal' : 'bidirectional'}, input seed ${p.dataSeed}`;
   // each seed draws its own W, on a model too (a Performer's exported W is one draw, not a curve)
   const over = `${p.seeds} feature seeds${model && !Array.isArray(p.heads) ? ' × every head' : ''}${model ? ', each seed its own W' : ''}`;
   let note = `Settings of this run: ${setting}. Line: mean over ${over}; band: ±1 standard deviation ` +

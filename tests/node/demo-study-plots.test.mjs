@@ -65,7 +65,7 @@ test('the error study\'s note says what the run had, and only that', () => {
     for (const metric of ['kernelMSE', 'meanRowKL']) {
       const text = note(kernels, metric);
       noGaps(text);
-      assert.match(text, /L = 64, d = 16, input scale 0\.50, gaussian, causal, input seed 2/);
+      assert.match(text, /L = 64, d = 16, input scale 0\.50, Gaussian, causal, input seed 2/);
       assert.match(text, /mean over 4 feature seeds/);
       const mse = metric === 'kernelMSE';
       assert.equal(/over 100 \(i, j\) pairs \(10 query rows × 10 key rows, j ≤ i\)/.test(text), mse, `${kernels} ${metric}`);
