@@ -79,3 +79,16 @@ test('no text points outside the repository', () => {
       .flatMap((line, i) => (outside.test(line) ? [`${file}:${i + 1}: ${line.trim()}`] : [])));
   assert.deepEqual(hits, []);
 });
+
+// docs/layout.md is a newcomer's map: it names every module of the page and every script of the
+// benchmarks, so that a file added without a place in it fails here.
+test('docs/layout.md names every file of demo/src and every script of bench/', () => {
+  const layout = readFileSync(new URL('docs/layout.md', root), 'utf8');
+  const named = (f) => layout.includes(`\`${f}\``) || layout.includes(`\`${f.replace(/\.\w+$/, '')}\``);
+  const files = [
+    ...readdirSync(new URL('demo/src/', root)),
+    ...readdirSync(new URL('bench/', root)).filter((f) => /\.(mjs|sh)$/.test(f)),
+  ];
+  assert.ok(files.length > 40, `${files.length} files`);
+  assert.deepEqual(files.filter((f) => !named(f)), []);
+});
