@@ -80,15 +80,20 @@ test('no text points outside the repository', () => {
   assert.deepEqual(hits, []);
 });
 
-// docs/layout.md is a newcomer's map: it names every module of the page and every script of the
-// benchmarks, so that a file added without a place in it fails here.
-test('docs/layout.md names every file of demo/src and every script of bench/', () => {
+// docs/layout.md is a newcomer's map: it names every source file of the library, the bindings,
+// the package, the page, the model runner, the scripts and the fuzz target (by its name or its
+// stem: `gemm` for gemm.hpp and gemm.cpp), and every benchmark script, so that a file added
+// without a place in it fails here.
+test('docs/layout.md names every source file and every benchmark script', () => {
   const layout = readFileSync(new URL('docs/layout.md', root), 'utf8');
-  const named = (f) => layout.includes(`\`${f}\``) || layout.includes(`\`${f.replace(/\.\w+$/, '')}\``);
-  const files = [
-    ...readdirSync(new URL('demo/src/', root)),
-    ...readdirSync(new URL('bench/', root)).filter((f) => /\.(mjs|sh)$/.test(f)),
-  ];
-  assert.ok(files.length > 40, `${files.length} files`);
+  const named = (f) => {
+    const name = f.split('/').pop();
+    return [name, name.replace(/\.\w+$/, ''), f].some((n) => layout.includes(`\`${n}\``));
+  };
+  const files = ['src', 'include', 'bindings', 'web', 'demo/src', 'model', 'scripts', 'tests/fuzz']
+    .flatMap((dir) => readdirSync(new URL(`${dir}/`, root), { recursive: true }).map((f) => `${dir}/${f}`))
+    .filter((f) => /\.(hpp|cpp|js|mjs|ts|sh|py|css)$/.test(f) && !/(^|\/)(node_modules|dist)\//.test(f))
+    .concat(readdirSync(new URL('bench/', root)).filter((f) => /\.(mjs|sh)$/.test(f)).map((f) => `bench/${f}`));
+  assert.ok(files.length > 150, `${files.length} files`);
   assert.deepEqual(files.filter((f) => !named(f)), []);
 });
