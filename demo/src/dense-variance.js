@@ -1,4 +1,6 @@
-// What SDERF's error follows, to second order (docs/design.md §3): for dense-exponential features
+// What FAVOR#'s errors follow, per head of a model.
+//
+// SDERF, to second order (docs/design.md §3): for dense-exponential features
 // of iid w, one row's relative errors εⱼ = Ŝⱼ/Sⱼ − 1 (Ŝⱼ the estimate of Sⱼ = e^{q̃ᵢ·k̃ⱼ}) have
 //   m·Cov(εⱼ, εₗ) = Πₖ Gₖ hⱼₖ hₗₖ e^{−cₖ(yⱼₖ − yₗₖ)²/2} − 1,
 // with, per direction k of the map (its coefficient aₖ ≤ 0, u = T q̃ and y = T k̃ the mapped rows):
@@ -6,6 +8,11 @@
 //   hⱼₖ = e^{(2cₖ − 1)(uₖ yⱼₖ + yⱼₖ²/2)},
 // and KL(Aᵢ‖Âᵢ) ≈ Var_{Aᵢ}(ε)/2 over the row's exact weights. With a = 0 this is FAVOR+'s, whose
 // heavy tail makes it far too large at any m a page uses; SDERF's fitted aₖ tame it.
+//
+// ADERF: OPRF's features of the rebalanced rows Ψq̃ and Ψ⁻ᵀk̃, one A for every direction, so a
+// feature misjudges the ratio of two keys' weights by a factor of log-variance ‖Ψ⁻ᵀ(k̃ⱼ − k̃ₗ)‖²,
+// as OPRF's does with ‖k̃ⱼ − k̃ₗ‖² (docs/design.md §3): its measure is the rebalanced keys' spread.
+import { causalKeySpread } from '../../model/layers.js';
 import { denseExponentialParameters, scaledMoments } from './estimators.js';
 
 // Per head of causal q, k ([H, L, d]): the predicted mean row KL(A‖Â) of `kernel` ('sderf') with
@@ -26,6 +33,18 @@ export function predictedKL(q, k, { kernel, features, rows = 8 }) {
     let total = 0;
     for (const i of picked) total += rowLogVariance(i, qh, kh, u, y, c, logG0, d, scale);
     out[h] = picked.length ? Math.exp(total / picked.length) / (2 * features) : NaN;
+  }
+  return out;
+}
+
+// Per head of causal q, k ([H, L, d]): σ²ₖ of ADERF's rebalanced keys Ψ⁻ᵀk̃ (Ψ from the head's
+// q̃ and k̃, as the library fits it to a call's), at scale 1/√d.
+export function rebalancedSpread(q, k) {
+  const [H, L, d] = k.dims, root = Math.pow(d, -0.25), out = new Float64Array(H);
+  for (let h = 0; h < H; h++) {
+    const qh = q.data.subarray(h * L * d, (h + 1) * L * d), kh = k.data.subarray(h * L * d, (h + 1) * L * d);
+    const { key } = denseExponentialParameters('aderf', scaledMoments(qh, kh, L, L, d, root), d);
+    out[h] = causalKeySpread({ data: mapped(key, kh, L, d, root), dims: [1, L, d] }, 1)[0];
   }
   return out;
 }

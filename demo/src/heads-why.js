@@ -9,7 +9,8 @@
 //   nearest codeword, or the mean of the codewords weighted by its responsibilities), so
 //   σ²ᵣ = ‖q̃‖²D/d, its variance were r to point anywhere, D = mean ‖r̃‖² (model-view.js codewordMiss);
 // - SDERF: its own second-order prediction of the KL, KL₂ (dense-variance.js), as its features
-//   weigh each direction of q̃ + k̃ differently.
+//   weigh each direction of q̃ + k̃ differently;
+// - ADERF: σ²ₖ of its rebalanced keys Ψ⁻ᵀk̃, the rows its OPRF features see (dense-variance.js).
 // Clicking a point inspects its head, as a click in the grid does.
 import { fmt } from './colors.js';
 import { frameColor } from './model-panel.js';
@@ -56,6 +57,12 @@ export const MEASURES = {
       'mean over 8 rows). The keys\' spread σ²ₖ ranks SDERF\'s error loosely, as its features weigh each direction of ' +
       'q̃ + k̃ by a coefficient of its own',
   },
+  rebalanced: {
+    value: (o) => o.rebalanced, symbol: 'σ²ₖ′', axis: 'rebalanced keys\' spread σ²ₖ′',
+    what: 'σ²ₖ′: how far apart the keys its queries see lie as ADERF\'s features see them (mean ‖Ψ⁻ᵀ(k̃ⱼ − k̄)‖², k̃ = k/d^¼, ' +
+      'Ψ fitted to the head so that Ψq̃ and Ψ⁻ᵀk̃ have equal second moments). Each random feature misjudges the ratio of two ' +
+      'keys\' weights by a factor of log-variance ‖Ψ⁻ᵀ(k̃ⱼ − k̃ₗ)‖², as OPRF\'s does with ‖k̃ⱼ − k̃ₗ‖²',
+  },
   spread: {
     value: (o) => o.spread, symbol: 'σ²ₖ', axis: 'keys\' spread σ²ₖ',
     what: 'σ²ₖ: how far apart the keys its queries see lie (mean ‖k̃ⱼ − k̄‖², k̃ = k/d^¼). Each random feature misjudges the ratio ' +
@@ -80,15 +87,18 @@ export const MEASURES = {
 // VQ (positive features), and OPRF, whose fitted A leaves each feature's factor as it is (the
 // query weighs w by e^{2A‖w‖² + Bwᵀq̃}, under which w has variance 1/(1 − 4A), and B² = 1 − 4A).
 // σ²ₖ ranks SDERF's error loosely (0.71 over the 80 heads at the defaults, OPRF 0.90): KL₂, its
-// own variance to second order (dense-variance.js), ranks it at 0.88. Not ADERF: KL₂ ranks it
-// hardly better than σ²ₖ (0.87 and 0.84) and overshoots it by orders of magnitude; nor
-// trigonometric and relu features, which are not positive estimates of e^{q̃·k̃}. σ²ᵣ for soft VQ,
-// and for hard VQ with fewer codewords than keys (with as many, Â = A).
+// own variance to second order (dense-variance.js), ranks it at 0.88. ADERF is OPRF of rebalanced
+// rows: the spread of its rebalanced keys, σ²ₖ′, ranks it at 0.91 (σ²ₖ 0.84; KL₂ in its own
+// coordinates 0.87, and overshoots it by orders of magnitude). Not trigonometric and relu
+// features, which are not positive estimates of e^{q̃·k̃}. σ²ᵣ for soft VQ, and for hard VQ with
+// fewer codewords than keys (with as many, Â = A).
 const SPREAD_KERNELS = ['positive', 'hyperbolic', 'performer-vq', 'oprf'];
 const RESIDUAL_KERNELS = { vq: 'residual', 'soft-vq': 'softResidual' };
 export function measureOf(kernel, overview) {
   if (kernel === 'sderf')
     return overview.length && overview.every((o) => o.predicted > 0 && Number.isFinite(o.predicted)) ? MEASURES.predicted : null;
+  if (kernel === 'aderf')
+    return overview.length && overview.every((o) => o.rebalanced > 0 && Number.isFinite(o.rebalanced)) ? MEASURES.rebalanced : null;
   if (RESIDUAL_KERNELS[kernel])
     return overview.length && overview.every((o) => Number.isFinite(o.residual)) ? MEASURES[RESIDUAL_KERNELS[kernel]] : null;
   return SPREAD_KERNELS.includes(kernel) ? MEASURES.spread : null;

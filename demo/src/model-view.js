@@ -5,7 +5,7 @@
 // exact attention and with the approximation in every layer; generation side by side; and the
 // long-text view's generation (exact cache and FAVOR+ state of long-performer, block by block).
 import { CharModel, causalKeySpread, modelSizeError, verifyModelFile } from '../../model/runner.js';
-import { predictedKL } from './dense-variance.js';
+import { predictedKL, rebalancedSpread } from './dense-variance.js';
 import { spreadOfDraws } from './draws.js';
 import { EXPORTED_W, fmtT, usesExportedW } from './modes.js';
 import { distanceRows, nearestCodewords } from './pca.js';
@@ -242,12 +242,13 @@ export function computeModel(favor, model, p, timings) {
     // hard VQ with fewer codewords than keys (with as many, Â = A), soft VQ with any
     const residual = book?.assignment === 'soft' ? codewordMiss(favor, q, k, book.codebook, { temperature: book.temperature })
       : book?.assignment === 'hard' && book.codebook.dims.at(-2) < L ? codewordMiss(favor, q, k, book.codebook) : null;
-    // SDERF: what its variance predicts (dense-variance.js)
+    // SDERF: what its variance predicts; ADERF: its rebalanced keys' spread (dense-variance.js)
     const predicted = p.kernel === 'sderf' && L > 1 ? predictedKL(q, k, { kernel: 'sderf', features: p.m }) : null;
+    const rebalanced = p.kernel === 'aderf' ? rebalancedSpread(q, k) : null;
     for (let h = 0; h < H; h++) {
       const a = { data: A.data.slice(h * L * L, (h + 1) * L * L), dims: [L, L] };
       const b = { data: Ahat.data.slice(h * L * L, (h + 1) * L * L), dims: [L, L] };
-      overview.push({ layer, head: h, A: a.data, Ahat: b.data, errors: favor.compare(a, b), spread: spread[h], unrotated: unrotated?.[h], residual: residual?.[h], predicted: predicted?.[h] });
+      overview.push({ layer, head: h, A: a.data, Ahat: b.data, errors: favor.compare(a, b), spread: spread[h], unrotated: unrotated?.[h], residual: residual?.[h], predicted: predicted?.[h], rebalanced: rebalanced?.[h] });
     }
   }
   timings.overview = performance.now() - t;
@@ -263,7 +264,7 @@ export function computeModel(favor, model, p, timings) {
       chars: text.slice(offset), label, heads: H, layers: model.layers, window: windowNote(model, p.text, L, shown),
       shown: { offset, size: shown, total: L },
       ...(offset > 0 && { rows: windowRows(pick.A, pick.Ahat, L, offset) }),
-      overview: overview.map((o) => ({ layer: o.layer, head: o.head, small: thumbnail(o.A, L), errors: o.errors, spread: o.spread, unrotated: o.unrotated, residual: o.residual, predicted: o.predicted })),
+      overview: overview.map((o) => ({ layer: o.layer, head: o.head, small: thumbnail(o.A, L), errors: o.errors, spread: o.spread, unrotated: o.unrotated, residual: o.residual, predicted: o.predicted, rebalanced: o.rebalanced })),
       bpc: { exact: bits(model, exact.logits, ids), approx: bits(model, approx.logits, ids) },
       // every drawn row's five likeliest next characters, so that inspecting another row is a redraw
       top: {

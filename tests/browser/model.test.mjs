@@ -135,7 +135,7 @@ test('typing changes the heatmaps and the bits per character; layer and head sel
   await page.close();
 });
 
-test('which heads are hard: every head a point (KL against its keys\' spread, for VQ what the codewords miss, for SDERF its second-order KL₂), the inspected one ringed, a click inspects; on a model only', async () => {
+test('which heads are hard: every head a point (KL against its keys\' spread, for VQ what the codewords miss, for SDERF its second-order KL₂, for ADERF its rebalanced keys\' spread), the inspected one ringed, a click inspects; on a model only', async () => {
   const { page } = await open('?pattern=model&model=softmax&m=64');
   await page.waitForFunction(() => window.__favorDemo.idle && !document.querySelector('#heads-why').hidden, null, { timeout: 60000 });
   const drawn = await page.evaluate(() => ({
@@ -191,7 +191,7 @@ test('which heads are hard: every head a point (KL against its keys\' spread, fo
     assert.match(vq.note, /σ²ᵣ and the error rank alike at 0\.[7-9]\d/, kernel);
     assert.match(vq.note, kernel === 'vq' ? /to its codeword \(k-means' distortion\)/ : /weighted by its responsibilities/, kernel);
   }
-  // SDERF: against its second-order KL₂ (on the softmax model it ranks the 16 heads at 1.00); ADERF: not plotted
+  // SDERF: against its second-order KL₂ (on the softmax model it ranks the 16 heads at 1.00)
   const sderf = await choose('sderf');
   assert.equal(sderf.hidden, false, 'sderf');
   assert.equal(sderf.points, 16, 'sderf');
@@ -199,7 +199,15 @@ test('which heads are hard: every head a point (KL against its keys\' spread, fo
   assert.equal(sderf.label, 'every head\'s mean row KL(A‖Â) against the second-order KL₂, iid features');
   assert.match(sderf.note, /KL₂: the mean row KL that SDERF's own variance predicts to second order for m iid features/);
   assert.match(sderf.note, /over these 16 heads, KL₂ and the error rank alike at (0\.9\d|1\.00) \(Spearman\)\./);
-  assert.equal((await choose('aderf')).hidden, true, 'ADERF: not plotted');
+  // ADERF: against its rebalanced keys' spread (on the softmax model at m = 64: 0.70)
+  const aderf = await choose('aderf');
+  assert.equal(aderf.hidden, false, 'aderf');
+  assert.equal(aderf.points, 16, 'aderf');
+  assert.deepEqual(aderf.axis, ['rebalanced keys\' spread σ²ₖ′', 'mean row KL(A‖Â)']);
+  assert.match(aderf.note, /σ²ₖ′: how far apart the keys its queries see lie as ADERF's features see them/);
+  assert.match(aderf.note, /over these 16 heads, σ²ₖ′ and the error rank alike at 0\.[6-9]\d \(Spearman\)\.$/);
+  // trigonometric features are not positive estimates: no card
+  assert.equal((await choose('trigonometric')).hidden, true, 'trigonometric: not plotted');
   await page.close();
   const synthetic = await open('?pattern=gaussian&L=64');
   await synthetic.page.waitForFunction(() => window.__favorDemo.updates > 0 && window.__favorDemo.idle);

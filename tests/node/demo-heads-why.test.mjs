@@ -9,7 +9,7 @@ import { loadFavor } from 'favor-attention';
 
 import { causalKeySpread, causalKeySpreadRows } from '../../model/runner.js';
 import { codewordMiss } from '../../demo/src/model-view.js';
-import { predictedKL } from '../../demo/src/dense-variance.js';
+import { predictedKL, rebalancedSpread } from '../../demo/src/dense-variance.js';
 import { denseExponentialParameters, scaledMoments } from '../../demo/src/estimators.js';
 import { MEASURES, headsWhyNote, measureOf, rankCorrelation } from '../../demo/src/heads-why.js';
 import { rng } from './helpers.mjs';
@@ -149,12 +149,59 @@ test('codewordMiss for soft VQ: ‖q̃‖²·D/d to the responsibility-weighted 
   for (let h = 0; h < H; h++) assert.ok(warm[h] > hard[h], `${warm[h]} against ${hard[h]}`);
 });
 
-test('which measure each kernel plots: σ²ₖ for positive, hyperbolic and OPRF features and Performer as soft VQ, σ²ᵣ for soft VQ and for hard VQ with fewer codewords than keys, none for the others', () => {
+// ADERF's features are OPRF's of Ψq̃ and Ψ⁻ᵀk̃, with Ψ such that both have the same second moment
+// (Ψq̃·Ψ⁻ᵀk̃ = q̃·k̃); its measure is the spread of the rebalanced keys.
+test('rebalancedSpread: σ²ₖ of Ψ⁻ᵀk̃ from its definition; Ψ equalizes the moments and keeps the scores; the same under q/c, ck; σ²ₖ itself where q and k have one moment', () => {
+  const g = rng(5), H = 2, L = 40, d = 8, root = Math.pow(d, -0.25);
+  // keys and queries of different scales and shapes per direction
+  const q = Float32Array.from({ length: H * L * d }, (_, x) => g.normal() * (0.5 + (x % d) / 4));
+  const k = Float32Array.from({ length: H * L * d }, (_, x) => g.normal() * (2 - (x % d) / 5) + 0.3);
+  const got = rebalancedSpread({ data: q, dims: [H, L, d] }, { data: k, dims: [H, L, d] });
+  for (let h = 0; h < H; h++) {
+    const qh = q.subarray(h * L * d, (h + 1) * L * d), kh = k.subarray(h * L * d, (h + 1) * L * d);
+    const { query, key } = denseExponentialParameters('aderf', scaledMoments(qh, kh, L, L, d, root), d);
+    const map = (T, x, i) => Array.from({ length: d }, (_, a) => { let s = 0; for (let b = 0; b < d; b++) s += T[a * d + b] * x[i * d + b] * root; return s; });
+    const u = Array.from({ length: L }, (_, i) => map(query, qh, i)), y = Array.from({ length: L }, (_, i) => map(key, kh, i));
+    // equal second moments (up to the core's ridge of 1e-6), scores kept
+    for (let a = 0; a < d; a++) {
+      for (let b = 0; b < d; b++) {
+        let mu = 0, my = 0;
+        for (let i = 0; i < L; i++) { mu += u[i][a] * u[i][b] / L; my += y[i][a] * y[i][b] / L; }
+        assert.ok(Math.abs(mu - my) < 1e-5, `head ${h}, (${a}, ${b}): ${mu} against ${my}`);
+      }
+    }
+    for (const [i, j] of [[0, 0], [3, 17], [39, 1]]) {
+      let score = 0, mappedScore = 0;
+      for (let c = 0; c < d; c++) { score += qh[i * d + c] * kh[j * d + c] * root * root; mappedScore += u[i][c] * y[j][c]; }
+      assert.ok(Math.abs(score - mappedScore) < 1e-6 * (1 + Math.abs(score)), `${score} against ${mappedScore}`);
+    }
+    const want = spreadByDefinition(Float64Array.from(y.flat()), 1, L, d, 1)[0];
+    assert.ok(Math.abs(got[h] - want) <= 1e-9 * want, `head ${h}: ${got[h]} against ${want}`);
+  }
+  // q/c and ck score alike, and so draw the same features: the same σ²ₖ′ (but for the ridge of 1e-6
+  // of both moments' mean eigenvalue, which weighs on the shrunk queries' moment c⁴ times as much:
+  // measured 4e-5); σ²ₖ grows by c²
+  const c = 3, scaled = rebalancedSpread({ data: q.map((x) => x / c), dims: [H, L, d] }, { data: k.map((x) => x * c), dims: [H, L, d] });
+  const spread = causalKeySpread({ data: k, dims: [H, L, d] }), spreadScaled = causalKeySpread({ data: k.map((x) => x * c), dims: [H, L, d] });
+  for (let h = 0; h < H; h++) {
+    assert.ok(Math.abs(scaled[h] - got[h]) < 1e-3 * got[h], `head ${h}: ${scaled[h]} against ${got[h]}`);
+    assert.ok(Math.abs(spreadScaled[h] - c * c * spread[h]) < 1e-5 * spreadScaled[h]);
+  }
+  // queries with the keys' second moment: Ψ = I
+  const same = rebalancedSpread({ data: k, dims: [H, L, d] }, { data: k, dims: [H, L, d] });
+  for (let h = 0; h < H; h++) assert.ok(Math.abs(same[h] - spread[h]) < 1e-5 * spread[h], `head ${h}: ${same[h]} against ${spread[h]}`);
+});
+
+test('which measure each kernel plots: σ²ₖ for positive, hyperbolic and OPRF features and Performer as soft VQ, KL₂ for SDERF, σ²ₖ′ for ADERF, σ²ᵣ for soft VQ and for hard VQ with fewer codewords than keys, none for the others', () => {
   const heads = [{ spread: 2, residual: 0.5 }, { spread: 3, residual: 0.1 }];
   // Performer as soft VQ is positive features with orthogonal-fixed W; OPRF's A leaves each feature's factor as it is
   for (const kernel of ['positive', 'hyperbolic', 'performer-vq', 'oprf']) assert.equal(measureOf(kernel, heads), MEASURES.spread, kernel);
-  // ADERF (KL₂ ranks it hardly better than σ²ₖ); trigonometric and relu are not positive estimates
-  for (const kernel of ['trigonometric', 'relu', 'aderf']) assert.equal(measureOf(kernel, heads), null, kernel);
+  // trigonometric and relu are not positive estimates
+  for (const kernel of ['trigonometric', 'relu']) assert.equal(measureOf(kernel, heads), null, kernel);
+  // ADERF: its rebalanced keys' spread, where every head has one
+  assert.equal(measureOf('aderf', heads.map((o, i) => ({ ...o, rebalanced: [4, 0.5][i] }))), MEASURES.rebalanced);
+  assert.equal(measureOf('aderf', heads), null, 'no σ²ₖ′: not plotted');
+  assert.equal(MEASURES.rebalanced.value({ rebalanced: 0.7 }), 0.7);
   // SDERF: its second-order KL₂, where every head has one
   assert.equal(measureOf('sderf', heads.map((o, i) => ({ ...o, predicted: [0.1, 0.02][i] }))), MEASURES.predicted);
   assert.equal(measureOf('sderf', heads), null, 'no KL₂: not plotted');
