@@ -60,8 +60,10 @@ export function syntheticHeadline(params, errors, cb) {
 // shows under the same kernel, or, for kernels no model makes easy, what to change instead. Its
 // claims are about the default settings with that kernel (m = 256, the default text), which
 // tests/node/demo-model-try.test.mjs measures on the models.
-const TRY_NAMES = { positive: 'FAVOR+', hyperbolic: 'hyperbolic features', oprf: 'OPRF (FAVOR++)', sderf: 'SDERF (FAVOR#)',
-  aderf: 'ADERF (FAVOR#)', 'performer-vq': 'Performer as soft VQ' };
+// How the story's sentences name each kernel's approximation.
+const APPROX_NAMES = { positive: 'FAVOR+', hyperbolic: 'hyperbolic features', trigonometric: 'trigonometric features',
+  relu: 'relu features', oprf: 'OPRF (FAVOR++)', sderf: 'SDERF (FAVOR#)', aderf: 'ADERF (FAVOR#)', vq: 'hard VQ', 'soft-vq': 'soft VQ',
+  'performer-vq': 'Performer as soft VQ' };
 // favorTrained: the model shown was trained with FAVOR+ (the manifest's attention 'favor'), so the
 // other of the pair is the softmax model.
 export function modelTry(favorTrained, kernel = 'positive') {
@@ -74,7 +76,7 @@ export function modelTry(favorTrained, kernel = 'positive') {
     return `${start}switch the kernel to positive (FAVOR+): ${kernel === 'relu' ? 'relu features estimate another kernel, not softmax' : 'trigonometric features give negative weights'}, ` +
       'and most heads of every model, the Performer\'s too, reach a KL of 1 with them.';
   }
-  const name = TRY_NAMES[kernel];
+  const name = APPROX_NAMES[kernel];
   if (!favorTrained) {
     return `${start}choose the performer model in the settings: trained with FAVOR+, none of its heads reaches a KL of 1 ` +
       `${kernel === 'positive' ? 'with it' : `with ${name} either`}.`;
@@ -143,15 +145,17 @@ export function storyKernelNote(params, { model, codebook: cb }) {
 }
 
 // A model trained with FAVOR+ (record.attention 'favor': the Performers from scratch, the
-// fine-tuned model after softmax) under FAVOR+: its headline's two figures read the other way
-// round from a softmax model's, and the frames are not its loss. Null for other models and kernels.
+// fine-tuned model after softmax), under whichever kernel: exact softmax is not its attention,
+// so its headline's two figures can read the other way round from a softmax model's, and the
+// frames are not its loss. Null for other models.
 export function trainedNote(record, kernel, bpc) {
-  if (record?.attention !== 'favor' || kernel !== 'positive') return null;
+  if (record?.attention !== 'favor') return null;
   const used = record.name === 'finetune' ? 'was fine-tuned away from' : 'never used';
   const reads = bpc.exact > bpc.approx ? 'worse' : 'better';
+  const name = APPROX_NAMES[kernel] ?? kernel;
   return `This model was trained with FAVOR+ in every layer: exact softmax on its q and k is attention it ${used}, ` +
-    `and it reads this text ${reads} with it (${fmt(bpc.exact, 3)} bits/char) than with FAVOR+ (${fmt(bpc.approx, 3)}). ` +
-    'The frames measure how far FAVOR+ is from softmax on these q and k, not what the model loses.';
+    `and it reads this text ${reads} with it (${fmt(bpc.exact, 3)} bits/char) than with ${name} (${fmt(bpc.approx, 3)}). ` +
+    `The frames measure how far ${kernel === 'positive' ? 'FAVOR+' : 'the approximation'} is from softmax on these q and k, not what the model loses.`;
 }
 
 // Entries of Â that are not probabilities (the trigonometric estimator): { text, title }, or

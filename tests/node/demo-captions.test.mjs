@@ -275,7 +275,7 @@ test('rates read as whole numbers from 100 on, never in powers of ten', () => {
   assert.equal(fmtRate(4.2), '4.20');
 });
 
-test('a model trained with FAVOR+ says why exact attention can read its text worse, and only under FAVOR+', () => {
+test('a model trained with FAVOR+ says why exact attention can read its text worse, under whichever kernel', () => {
   const performer = { name: 'performer', attention: 'favor' }, finetune = { name: 'finetune', attention: 'favor' };
   const text = trainedNote(performer, 'positive', { exact: 3.51, approx: 2.52 });
   noGaps(text);
@@ -284,6 +284,13 @@ test('a model trained with FAVOR+ says why exact attention can read its text wor
     'softmax on these q and k, not what the model loses.');
   assert.match(trainedNote(finetune, 'positive', { exact: 2.0, approx: 2.5 }), /was fine-tuned away from, and it reads this text better with it \(2\.00 bits\/char\) than with FAVOR\+ \(2\.50\)/);
   assert.equal(trainedNote({ name: 'softmax', attention: 'softmax' }, 'positive', { exact: 1.9, approx: 5 }), null);
-  for (const kernel of ['hyperbolic', 'trigonometric', 'vq', 'performer-vq']) assert.equal(trainedNote(performer, kernel, { exact: 3, approx: 2 }), null, kernel);
+  assert.equal(trainedNote(finetune, 'hyperbolic', { exact: 2.53, approx: 2.12 }), 'This model was trained with FAVOR+ in every layer: ' +
+    'exact softmax on its q and k is attention it was fine-tuned away from, and it reads this text worse with it (2.53 bits/char) ' +
+    'than with hyperbolic features (2.12). The frames measure how far the approximation is from softmax on these q and k, not what the model loses.');
+  for (const kernel of ['trigonometric', 'relu', 'oprf', 'sderf', 'aderf', 'vq', 'soft-vq', 'performer-vq']) {
+    const note = trainedNote(performer, kernel, { exact: 2.43, approx: 5 });
+    noGaps(note);
+    assert.match(note, /reads this text better with it \(2\.43 bits\/char\) than with (\w+ features|OPRF \(FAVOR\+\+\)|[SA]DERF \(FAVOR#\)|hard VQ|soft VQ|Performer as soft VQ) \(5\.00\)\. The frames measure how far the approximation is/, kernel);
+  }
   assert.equal(trainedNote(undefined, 'positive', { exact: 3, approx: 2 }), null, 'before the manifest is read');
 });
