@@ -40,6 +40,13 @@ export function gridMove(index, key, { count, columns }) {
   return to === undefined ? null : Math.max(0, Math.min(count - 1, to));
 }
 
+// A model's entry in the model menu: its name, its title without the name again, and its
+// held-out figure ("performer: trained with causal FAVOR+ (held-out 2.11 bits/char)").
+export function modelOption({ name, title, heldOutBpc }) {
+  const rest = title.toLowerCase().startsWith(`${name.toLowerCase()}: `) ? title.slice(name.length + 2) : title;
+  return `${name}: ${rest} (held-out ${fmt(heldOutBpc, 3)} bits/char)`;
+}
+
 export class ModelPanel {
   constructor({ onSelect, onGenerate }) {
     this.onSelect = onSelect;
@@ -80,7 +87,7 @@ export class ModelPanel {
     const select = $('#model');
     select.disabled = false;
     if (select.options.length === models.length) return;
-    select.innerHTML = models.map((m) => `<option value="${m.name}">${m.name}: ${m.title} (held-out ${fmt(m.heldOutBpc, 3)} bits/char)</option>`).join('');
+    select.innerHTML = models.map((m) => `<option value="${m.name}">${modelOption(m)}</option>`).join('');
     select.value = selected;
   }
 

@@ -1,11 +1,13 @@
 // The model panel's pure parts (demo/src/model-panel.js): the grid of heads is one tab stop, and
 // the arrow keys, Home and End move between its cells as they are laid out (gridMove): every cell
 // reachable from every other, never past the edges, other keys left to the browser; the quoted
-// end of the text above the predictions (quote) starts at a word.
+// end of the text above the predictions (quote) starts at a word; the model menu's entries
+// (modelOption) name each model once.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { DEFAULT_TEXT, gridMove, quote } from '../../demo/src/model-panel.js';
+import { DEFAULT_TEXT, gridMove, modelOption, quote } from '../../demo/src/model-panel.js';
+import { readManifest } from '../../model/node.js';
 
 test('arrow keys move by one cell or one row, clamped to the grid', () => {
   const g = { count: 16, columns: 4 };
@@ -58,4 +60,13 @@ test('the quote before the predictions: its last characters from the start of a 
     const wordStart = start === 0 || words[start - 1] === ' ';
     assert.ok(wordStart || (shown.length === 16 && !words.slice(Math.max(0, start - 8), start).includes(' ') && start > 8), `${row}: "${q}"`);
   }
+});
+
+test('the model menu names each model once: the manifest\'s title without the name it repeats', async () => {
+  const options = (await readManifest()).models.map(modelOption);
+  assert.equal(options.length, 5);
+  assert.deepEqual(options.slice(0, 2), ['softmax: trained with softmax attention (held-out 2.07 bits/char)',
+    'performer: trained with causal FAVOR+ (held-out 2.11 bits/char)']);
+  for (const o of options) assert.doesNotMatch(o, /^([\w-]+): \1:/i, o);
+  assert.equal(modelOption({ name: 'x', title: 'X-ray: seen', heldOutBpc: 2 }), 'x: X-ray: seen (held-out 2.00 bits/char)', 'only the name itself');
 });
