@@ -16,10 +16,11 @@ void fuzz_feature_map(Decoder& in) {
   o.sampling = pick_sampling(in);
   o.seed = in.p.ConsumeIntegral<std::uint64_t>();
   o.epsilon = in.pick(4) == 0 ? -1.0 : 1e-3;
-  // Requests whose W alone (or an orthogonal d x d block) cannot be allocated must fail fast:
-  // only sizes that would take more than ~1 GiB are "huge" here; others are computed.
-  const double bytes = 4.0 * static_cast<double>(std::max<Index>(m, 0)) * static_cast<double>(std::max<Index>(d, 0)) +
-                       (o.sampling == favor::Sampling::iid ? 0.0 : 8.0 * static_cast<double>(d) * static_cast<double>(d));
+  // Requests whose W alone (or its orthogonal block, min(m, d) x d in double) cannot be allocated
+  // must fail fast: only sizes that would take more than ~1 GiB are "huge" here; others are
+  // computed. (Counted as d x d, a W of 3 x 2^20 read as huge and was built: 8 s under ASan.)
+  const double rows = static_cast<double>(std::max<Index>(m, 0)), cols = static_cast<double>(std::max<Index>(d, 0));
+  const double bytes = 4.0 * rows * cols + (o.sampling == favor::Sampling::iid ? 0.0 : 8.0 * std::min(rows, cols) * cols);
   if (huge && d > 0 && m > 0 && bytes < 2e9) {
     // e.g. m = 3, d = 65536 iid: 768 KiB, fine but slow for orthogonal; keep only cheap ones
     if (o.sampling != favor::Sampling::iid || static_cast<double>(m) * static_cast<double>(d) > 4e6) return;
