@@ -139,6 +139,11 @@ test('every control is labelled', { skip }, async () => {
     .filter((el) => !(el.labels?.length || el.getAttribute('aria-label') || (el.tagName === 'BUTTON' && el.textContent.trim())))
     .map((el) => el.outerHTML.slice(0, 80)));
   assert.deepEqual(unlabelled, []);
+  // the codebook started below the clustered keys' 8 centres; back on random features, their m
+  assert.equal(await page.evaluate(() => [window.__favorDemo.shown.m, document.querySelector('#m-out').textContent]).then(String), '4,4');
+  await page.selectOption('#kernel', 'positive');
+  await settle(page, "&& window.__favorDemo.shown.kernel === 'positive'");
+  assert.equal(await page.evaluate(() => [window.__favorDemo.shown.m, document.querySelector('#m-out').textContent]).then(String), '256,256');
   await page.close();
 });
 

@@ -145,6 +145,19 @@ test('a control into the settings: what it changes, what it clamps, what it refu
   assert.equal(s.m, DEFAULTS.m, 'm = 256 of L = 1,024 kept');
   [, s] = apply(parseSettings(''), 'kernel', { value: 'relu' }, { modelL: 256 });
   assert.equal(s.m, DEFAULTS.m, 'random features keep m');
+  // Back on random features, m is the features' again, unless it was changed meanwhile; not in the URL.
+  s = synthetic();
+  for (const kernel of ['vq', 'soft-vq']) applyControl(s, 'kernel', { value: kernel });
+  assert.equal(s.m, 4);
+  assert.doesNotMatch(settingsQuery(s), /featuresM|codebookM/);
+  applyControl(s, 'kernel', { value: 'hyperbolic' });
+  assert.equal(s.m, DEFAULTS.m, 'the features\' m back');
+  applyControl(s, 'kernel', { value: 'vq' });
+  applyControl(s, 'm', { value: String(LISTS.m.indexOf(16)) });
+  applyControl(s, 'kernel', { value: 'positive' });
+  assert.equal(s.m, 16, 'a codebook size chosen by hand stays');
+  applyControl(s, 'kernel', { value: 'vq' });
+  assert.equal(s.m, 16, 'and is below L / 2: kept');
 });
 
 test('the generation\'s length box: clamped into 1–255 like the row box; what is not a number keeps the last length', () => {
