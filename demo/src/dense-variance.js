@@ -19,32 +19,34 @@ import { denseExponentialParameters, scaledMoments } from './estimators.js';
 // `features` features, taken as the geometric mean over up to `rows` rows (ending at the last;
 // a row with one key has none), at scale 1/√d.
 export function predictedKL(q, k, { kernel, features, rows = 8 }) {
-  const [H, L, d] = k.dims, scale = 1 / Math.sqrt(d), root = Math.sqrt(scale);
-  const step = Math.max(1, Math.floor(L / rows)), picked = [];
+  const L = k.dims[1], step = Math.max(1, Math.floor(L / rows)), picked = [];
   for (let i = L - 1; i >= 1 && picked.length < rows; i -= step) picked.push(i);
-  const out = new Float64Array(H);
-  for (let h = 0; h < H; h++) {
-    const qh = q.data.subarray(h * L * d, (h + 1) * L * d), kh = k.data.subarray(h * L * d, (h + 1) * L * d);
-    const { a, query, key } = denseExponentialParameters(kernel, scaledMoments(qh, kh, L, L, d, root), d);
+  return perHead(q, k, kernel, (qh, kh, { a, query, key }, d, root) => {
     const u = mapped(query, qh, L, d, root), y = mapped(key, kh, L, d, root);
     const c = Array.from(a, (x) => (1 - 4 * x) / (1 - 8 * x));
     let logG0 = 0;
     for (let t = 0; t < d; t++) logG0 += Math.log((1 - 4 * a[t]) / Math.sqrt(1 - 8 * a[t]));
     let total = 0;
-    for (const i of picked) total += rowLogVariance(i, qh, kh, u, y, c, logG0, d, scale);
-    out[h] = picked.length ? Math.exp(total / picked.length) / (2 * features) : NaN;
-  }
-  return out;
+    for (const i of picked) total += rowLogVariance(i, qh, kh, u, y, c, logG0, d, 1 / Math.sqrt(d));
+    return picked.length ? Math.exp(total / picked.length) / (2 * features) : NaN;
+  });
 }
 
 // Per head of causal q, k ([H, L, d]): σ²ₖ of ADERF's rebalanced keys Ψ⁻ᵀk̃ (Ψ from the head's
 // q̃ and k̃, as the library fits it to a call's), at scale 1/√d.
 export function rebalancedSpread(q, k) {
-  const [H, L, d] = k.dims, root = Math.pow(d, -0.25), out = new Float64Array(H);
+  const L = k.dims[1];
+  return perHead(q, k, 'aderf', (qh, kh, { key }, d, root) =>
+    causalKeySpread({ data: mapped(key, kh, L, d, root), dims: [1, L, d] }, 1)[0]);
+}
+
+// fn(qh, kh, parameters, d, root) for each head of q, k ([H, L, d]): its rows, and FAVOR#'s
+// parameters for `kernel` from their moments (x̃ = x·root, root = d^-¼, the scale 1/√d).
+function perHead(q, k, kernel, fn) {
+  const [H, L, d] = k.dims, root = Math.sqrt(1 / Math.sqrt(d)), out = new Float64Array(H);
   for (let h = 0; h < H; h++) {
     const qh = q.data.subarray(h * L * d, (h + 1) * L * d), kh = k.data.subarray(h * L * d, (h + 1) * L * d);
-    const { key } = denseExponentialParameters('aderf', scaledMoments(qh, kh, L, L, d, root), d);
-    out[h] = causalKeySpread({ data: mapped(key, kh, L, d, root), dims: [1, L, d] }, 1)[0];
+    out[h] = fn(qh, kh, denseExponentialParameters(kernel, scaledMoments(qh, kh, L, L, d, root), d), d, root);
   }
   return out;
 }

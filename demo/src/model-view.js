@@ -217,8 +217,8 @@ export function computeModel(favor, model, p, timings) {
   const exact = forwardCache.value;
   timings.inputs = performance.now() - t;
   t = performance.now();
-  const { spec } = approximation(favor, model, p);
-  let { label } = approximation(favor, model, p);
+  const { spec, label: named } = approximation(favor, model, p);
+  let label = named;
   // k-means with as many codewords as keys gives each key its own: hard VQ is exact, and no test
   // of VQ; soft responsibilities still weigh every codeword, so soft VQ is not.
   if (spec.method === 'codebook' && spec.clusters >= L) {

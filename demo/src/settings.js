@@ -139,17 +139,13 @@ export function applyControl(s, key, input, { modelL = null } = {}) {
   // A codebook as large as the text gives every key its own codeword (hard VQ: exact): start
   // smaller; on synthetic inputs at 4, below the clustered keys' 8 centres, where the suggestion
   // to raise m starts (captions.js syntheticTry). Back on random features, m is what it was, unless
-  // it was changed meanwhile (`featuresM`: kept in the page's session, not in its URL).
+  // it was changed meanwhile, which forgets it (`featuresM`: kept in the page's session, not in its URL).
   const kmeans = s.kernel === 'vq' || s.kernel === 'soft-vq';
   if (key === 'kernel' && kmeans && s.m >= (model ? modelL ?? 256 : s.L) / 2) {
     s.featuresM = s.m;
     s.m = model ? 32 : 4;
-    s.codebookM = s.m;
-  } else if (key === 'kernel' && !kmeans && s.featuresM && s.m === s.codebookM) s.m = s.featuresM;
-  if (key === 'm' || (key === 'kernel' && !kmeans)) {
-    delete s.featuresM;
-    delete s.codebookM;
-  }
+  } else if (key === 'kernel' && !kmeans && s.featuresM) s.m = s.featuresM;
+  if (key === 'm' || (key === 'kernel' && !kmeans)) delete s.featuresM;
   if (key === 'L') s.row = Math.min(s.row, s.L - 1);
   return key === 'log' || key === 'row' ? 'draw' : 'compute';
 }
