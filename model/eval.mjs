@@ -17,6 +17,7 @@ import { parseArgs } from 'node:util';
 
 import { loadFavor } from 'favor-attention';
 
+import { modelLabel } from './model-label.js';
 import { heldOutText, loadModel, readManifest } from './node.js';
 
 const { values: args } = parseArgs({ options: { windows: { type: 'string', default: '256' }, seeds: { type: 'string', default: '3' },
@@ -83,7 +84,7 @@ const md = [
   `hard VQ: k-means codebooks fitted per layer and head on each window's keys. ` +
   `\`npm run eval:models\` (model/eval.mjs, the JS runner on favor-attention), ${os.cpus()[0]?.model ?? 'CPU'}, 1 thread, ${minutes.toFixed(1)} min.`,
   '',
-  `| attention in every layer | ${manifest.models.map((m) => `${m.name}: ${m.title}`).join(' | ')} |`,
+  `| attention in every layer | ${manifest.models.map(modelLabel).join(' | ')} |`,
   `|---|${names.map(() => '---').join('|')}|`,
   ...rows.map((row) => `| ${row.label} | ${names.map((n) => cell(results[n][row.label])).join(' | ')} |`),
   '',

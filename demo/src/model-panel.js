@@ -1,6 +1,7 @@
 // Model mode on the main thread: its controls (text, model, layer, head, exported W), the grid of
 // every head (exact A, framed by the approximation's error), the effect on the model (bits per
 // character, next-character predictions) and generation side by side.
+import { modelLabel } from '../../model/model-label.js';
 import { MASKED_COLOR, fmt, fmtRate } from './colors.js';
 import { trainedNote } from './captions.js';
 import { escapeHtml, shownChar } from './text.js';
@@ -42,9 +43,8 @@ export function gridMove(index, key, { count, columns }) {
 
 // A model's entry in the model menu: its name, its title without the name again, and its
 // held-out figure ("performer: trained with causal FAVOR+ (held-out 2.11 bits/char)").
-export function modelOption({ name, title, heldOutBpc }) {
-  const rest = title.toLowerCase().startsWith(`${name.toLowerCase()}: `) ? title.slice(name.length + 2) : title;
-  return `${name}: ${rest} (held-out ${fmt(heldOutBpc, 3)} bits/char)`;
+export function modelOption(model) {
+  return `${modelLabel(model)} (held-out ${fmt(model.heldOutBpc, 3)} bits/char)`;
 }
 
 export class ModelPanel {

@@ -1,11 +1,14 @@
 // The figures the docs quote are the files they come from: docs/models.md's tables are the ones
 // `npm run eval:models` and `npm run eval:heads` wrote into model/results.md and
 // model/heads-results.md, line for line, and train/README.md's
-// held-out bits per character are the manifest's (to the three decimals shown); the generation
+// held-out bits per character are the manifest's (to the three decimals shown), each model named
+// as the page's menu names it; the generation
 // rates the page computes from model/long-results.json are the ones long-results.md shows.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
+
+import { modelLabel } from '../../model/model-label.js';
 
 const read = (path) => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');
 const manifest = JSON.parse(read('train/models/manifest.json'));
@@ -26,6 +29,9 @@ test("docs/models.md quotes model/results.md's tables and held-out line as writt
   const docs = read('docs/models.md'), results = read('model/results.md');
   const resultTables = tables(results);
   assert.equal(resultTables.length, 1, 'model/results.md has its table (the heads: heads-results.md)');
+  const columns = resultTables[0].split('\n')[0].split('|').slice(2, -1).map((cell) => cell.trim());
+  assert.deepEqual(columns, manifest.models.filter((m) => columns.some((c) => c.startsWith(`${m.name}:`))).map(modelLabel),
+    'its columns name each model once (model-label.js), as eval.mjs writes them');
   for (const table of resultTables) assert.ok(docs.includes(table), `docs/models.md lacks the table starting ${table.split('\n')[0]}`);
   const fullSet = results.split('\n').find((line) => line.startsWith('Full held-out set'));
   assert.ok(fullSet && docs.includes(fullSet), "docs/models.md quotes results.md's full held-out line");
@@ -45,6 +51,7 @@ test("train/README.md's held-out bits per character are the manifest's", () => {
   for (const model of manifest.models) {
     const row = readme.split('\n').find((line) => line.startsWith(`| ${model.name}:`));
     assert.ok(row, `train/README.md has a row for ${model.name}`);
+    assert.ok(row.startsWith(`| ${modelLabel(model)} |`), `${model.name}: ${row} names it as the page and the tables do`);
     const cells = row.split('|').map((cell) => cell.trim());
     assert.ok(cells.includes(model.heldOutBpc.toFixed(3)), `${model.name}: ${row} quotes ${model.heldOutBpc.toFixed(3)}`);
   }
