@@ -11,9 +11,9 @@
 # There:  bash bench/threads-device.sh run [ARGS for bench/threads.mjs]
 #   unpacks them under /tmp and writes $OUT/threads.json (bench/threads.mjs --json), its log
 #   $OUT/threads.log, $OUT/cpu.txt (lscpu) and $OUT/cpuinfo, then the same calls natively:
-#   $OUT/work-span.json (their work and span, their speed-ups on the machine's threads, and where
-#   those threads' time went; given at most 180 s, after the wasm bench, which is given at most
-#   330 s).
+#   $OUT/work-span.json (their work and span, their speed-ups on the machine's threads, where
+#   those threads' time went, and how fast each thread runs a register-only loop with all of them
+#   at once; given at most 180 s, after the wasm bench, which is given at most 330 s).
 # Back here: node bench/threads.mjs --merge FILES_AT/threads.json --out BENCHMARKS.md
 #            node bench/work-span.mjs --merge FILES_AT
 # A lent machine's speed moves between runs by up to 2x at one thread: a 15-minute lease holds two
@@ -68,7 +68,7 @@ case ${1:-} in
       if ((t <= cores)); then counts+=",$t"; fi
     done
     # shellcheck disable=SC2046 # one argument per word of the file
-    timeout 180 "$work/work_span" --reps 3 --threads "$counts" --timed "$counts" $(cat "$dir/work-span.args") \
+    timeout 180 "$work/work_span" --reps 3 --threads "$counts" --timed "$counts" --together "${counts#1,}" $(cat "$dir/work-span.args") \
       >"$out/work-span.json" 2>"$out/work-span.log" || echo "work_span: exit $? (see work-span.log)" | tee -a "$out/work-span.log"
     ;;
   *)

@@ -24,6 +24,7 @@
 // the section of BENCHMARKS.md (between <!-- work-span --> markers) shows all of them.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
@@ -75,7 +76,7 @@ function machine(run, cpu, when) {
       spent: Object.fromEntries(c.timed.filter((t) => t.threads > 1 && t.spent).map((t) => [t.threads, { seconds: t.seconds, regions: t.regions, ...t.spent }])),
     };
   });
-  return { cpu, cores: run.cores, date: when, reps: run.reps, steps: run.steps, warmed: run.warmed ?? false, rows };
+  return { cpu, cores: run.cores, date: when, reps: run.reps, steps: run.steps, warmed: run.warmed ?? false, rows, ...(run.together && { together: run.together }) };
 }
 
 let measured = null;
@@ -99,7 +100,10 @@ if (args['report-only']) {
   };
   if (!existsSync(`${dir}/CMakeCache.txt`)) sh('cmake', ['-S', 'bench/native', '-B', dir, '-DCMAKE_BUILD_TYPE=Release', '-DCMAKE_CXX_FLAGS=-msse4.2 -mno-avx']);
   sh('cmake', ['--build', dir, '-j2', '--target', 'work_span']);
-  const run = JSON.parse(sh(`${dir}/work_span`, ['--reps', String(reps), '--threads', PLANS.join(','), ...caseArgs]));
+  const cores = availableParallelism();
+  const together = [...new Set([...PLANS.filter((T) => T > 1 && T <= cores), cores])].filter((T) => T > 1);
+  const run = JSON.parse(sh(`${dir}/work_span`, ['--reps', String(reps), '--threads', PLANS.join(','), ...caseArgs,
+    ...(together.length ? ['--together', together.join(',')] : [])]));
   let cpuinfo = '';
   try { cpuinfo = readFileSync('/proc/cpuinfo', 'utf8'); } catch { /* the name stays unknown */ }
   measured = machine(run, cpuName(cpuinfo), date);
@@ -155,6 +159,10 @@ for (const m of machines) {
       const time = decode ? `${(m.steps / s.seconds / 1000).toFixed(1)}k tokens/s` : `${fmtMs(s.seconds * 1000)} ms`;
       md.push(`| ${label(r.id)} | ${time} | ${x(r.oneTimed / s.seconds)} | ${pct(busy, s.seconds)} | ${(busy / r.oneTimed).toFixed(2)}× | ${pct(s.alone, s.seconds)} | ${pct(s.start, s.seconds)} | ${pct(s.between, s.seconds)} | ${pct(s.end, s.seconds)} | ${pct(s.uninvited, s.seconds)} |`);
     }
+  }
+  if (m.together?.length) {
+    md.push('', `The cores under load, apart from any call: the register-only multiply-add loop of bench/native/peak_kernel.cpp (no memory traffic) on T threads at once, started together, each thread's speed ÷ one thread's alone, the median of 7 rounds that run one thread and T in turn (in parentheses the slowest thread's; as "work grown": 1 ÷ it): ${m.together.map((t) => `T = ${t.threads}: ${t.perThread.toFixed(2)} (${t.slowest.toFixed(2)}; ${(1 / t.perThread).toFixed(2)}×)`).join('; ')}. ` +
+      'What a thread loses here (all-core clocks, a host that shares its cores) no split of a call wins back; a call\'s work grown beyond it comes from what the call moves through caches and memory, or from hand-offs.');
   }
   const at16 = m.rows.map((r) => ({ r, p: r.plans.find((p) => p.threads === 16) })).filter(({ p }) => p);
   if (at16.length) {

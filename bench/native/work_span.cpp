@@ -8,7 +8,10 @@
 //     timed on (default: one and all of the machine's)
 //     METHOD favor | exact | decode (400 appends of one position after a prefill of L; STATE
 //     favor or exact), CAUSAL 0 | 1
+//   [--together 2,4,...]: also how fast each of T threads runs the register-only multiply-add
+//     loop of peak_kernel.cpp when all T run it at once, against one thread alone ("together")
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -28,6 +31,8 @@
 #include "favor/favor.hpp"
 #include "favor/threads/timeline.hpp"
 #include "favor/threads/work_span.hpp"
+
+extern "C" float peak_kernel(int iterations);  // peak_kernel.cpp
 
 namespace {
 
@@ -121,6 +126,59 @@ class Call {
   std::unique_ptr<favor::CausalState> state_;
 };
 
+// The cores under load, apart from any call: each of `threads` threads runs the register-only
+// multiply-add loop (no memory traffic) at once, started together; returns their iterations per
+// second, each. What a thread loses here (all-core clocks, a host that shares the cores) no split
+// of a call's work can win back; what a call loses beyond it comes from memory, caches or
+// hand-offs.
+std::vector<double> loop_rates(int threads, int iterations) {
+  std::vector<double> rates(static_cast<std::size_t>(threads));
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
+  std::atomic<float> sink{0.0f};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      ready.fetch_add(1);
+      while (!go.load(std::memory_order_acquire)) {
+      }
+      const auto t0 = std::chrono::steady_clock::now();
+      const float x = peak_kernel(iterations);
+      const std::chrono::duration<double> s = std::chrono::steady_clock::now() - t0;
+      rates[static_cast<std::size_t>(t)] = iterations / s.count();
+      sink.store(x, std::memory_order_relaxed);
+    });
+  while (ready.load() < threads) {
+  }
+  go.store(true, std::memory_order_release);
+  for (std::thread& t : pool) t.join();
+  return rates;
+}
+
+// For each T: the mean and the slowest thread's loop speed on T threads at once, each divided by
+// one thread's alone, the medians of kTogetherRounds rounds that run one thread and T in turn (a
+// host whose speed drifts moves both alike). A loop is about 0.2 s on one thread.
+constexpr int kTogetherRounds = 7;
+void print_together(const std::vector<int>& counts) {
+  loop_rates(1, 1 << 22);  // the clocks up from idle
+  const int iterations = static_cast<int>(std::min(2e9, 0.2 * loop_rates(1, 1 << 22)[0]));
+  std::printf(", \"together\": [");
+  for (std::size_t c = 0; c < counts.size(); ++c) {
+    std::vector<double> mean, slowest;
+    for (int r = 0; r < kTogetherRounds; ++r) {
+      const double alone = loop_rates(1, iterations)[0];
+      const std::vector<double> rates = loop_rates(counts[c], iterations);
+      double sum = 0.0;
+      for (const double x : rates) sum += x;
+      mean.push_back(sum / static_cast<double>(rates.size()) / alone);
+      slowest.push_back(*std::min_element(rates.begin(), rates.end()) / alone);
+    }
+    std::printf("%s{\"threads\": %d, \"perThread\": %.4g, \"slowest\": %.4g}", c ? ", " : "", counts[c], median(mean),
+                median(slowest));
+  }
+  std::printf("]");
+}
+
 // A trace as JSON, seconds: an index is [serial, region, serial, ...,
 // serial], a region {"t": threads invited, "i": [index, ...]}.
 void print_trace(const favor::TracedIndex& index) {
@@ -141,7 +199,7 @@ void print_trace(const favor::TracedIndex& index) {
 
 int main(int argc, char** argv) {
   int reps = 5;
-  std::vector<int> plans = {1, 2, 4, 8, 16}, timed;
+  std::vector<int> plans = {1, 2, 4, 8, 16}, timed, together;
   std::vector<Case> cases;
   try {
     for (int a = 1; a < argc; a += 2) {
@@ -153,6 +211,8 @@ int main(int argc, char** argv) {
         for (const std::string& t : split(value, ',')) plans.push_back(std::max(1, std::atoi(t.c_str())));
       } else if (flag == "--timed") {
         for (const std::string& t : split(value, ',')) timed.push_back(std::max(1, std::atoi(t.c_str())));
+      } else if (flag == "--together") {
+        for (const std::string& t : split(value, ',')) together.push_back(std::max(1, std::atoi(t.c_str())));
       } else if (flag == "--case") {
         cases.push_back(parse_case(value));
       } else {
@@ -236,6 +296,8 @@ int main(int argc, char** argv) {
     std::printf("]}");
     std::fflush(stdout);
   }
-  std::printf("\n]}\n");
+  std::printf("\n]");
+  if (!together.empty()) print_together(together);
+  std::printf("}\n");
   return 0;
 }
