@@ -7,7 +7,7 @@
 // how far two instances of the same build differ on this machine).
 //
 //   node bench/ab.mjs --a ../old-checkout [--b .] [--threads 1] [--simd auto] [--rounds 24]
-//                     [--cases favor,favor-causal,favor-structured,exact,exact-causal,codebook,decode,exact-decode,window-decode]
+//                     [--cases favor,favor8,favor8-causal,favor-causal,favor-structured,exact,exact-causal,codebook,decode,exact-decode,window-decode]
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -15,9 +15,13 @@ import { parseArgs } from 'node:util';
 import { gaussian, median } from './lib/inputs.mjs';
 
 const d = 64, m = 256, H = 8, context = 1024;
-// Each case: the L of its input, and a call of (favor, its feature map, the input, its states).
+// Each case: the L of its input (and its heads H, 1 if not given), and a call of (favor, its
+// feature map, the input, its states).
 export const CASES = {
   favor: { L: 4096, label: 'favorAttention, 1 head, L = 4096', call: (f, s, t) => f.favorAttention(t, t, t, { featureMap: s.map }) },
+  // Heads that each take a thread or two: where a thread slower than the others holds up the call.
+  favor8: { L: 4096, H, label: `favorAttention, ${H} heads, L = 4096`, call: (f, s, t) => f.favorAttention(t, t, t, { featureMap: s.map }) },
+  'favor8-causal': { L: 4096, H, label: `favorAttention causal, ${H} heads, L = 4096`, call: (f, s, t) => f.favorAttention(t, t, t, { featureMap: s.map, causal: true }) },
   'favor-causal': { L: 4096, label: 'favorAttention causal, 1 head, L = 4096', call: (f, s, t) => f.favorAttention(t, t, t, { featureMap: s.map, causal: true }) },
   'favor-structured': { L: 4096, label: 'favorAttention, structured W, 1 head, L = 4096', call: (f, s, t) => f.favorAttention(t, t, t, { featureMap: s.structuredMap }) },
   exact: { L: 1024, label: 'exactAttention, 1 head, L = 1024', call: (f, s, t) => f.exactAttention(t, t, t) },
@@ -64,7 +68,8 @@ export function compare(instances, ids, { rounds = 24, warmupMs = 500, log = () 
   for (const id of ids) {
     const c = CASES[id];
     if (!c) throw new RangeError(`--cases: no case '${id}' (have ${Object.keys(CASES).join(', ')})`);
-    const input = c.L && { data: gaussian(c.L * d, 7, 0.5), dims: [1, c.L, d] };
+    const heads = c.H ?? 1;
+    const input = c.L && { data: gaussian(heads * c.L * d, 7, 0.5), dims: [heads, c.L, d] };
     const run = (i) => {
       const t0 = performance.now();
       const out = c.call(instances[i], setups[i], input);

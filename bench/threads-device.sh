@@ -14,6 +14,11 @@
 #   $OUT/work-span.json (their work and span, their speed-ups on the machine's threads, where
 #   those threads' time went, and how fast each thread runs a register-only loop with all of them
 #   at once; given at most 180 s, after the wasm bench, which is given at most 330 s).
+# Two builds side by side there (a change judged on many cores): here
+#   bash bench/threads-device.sh pack DIR   (DIR: the change's package root, built: web/, dist/)
+# and there
+#   bash bench/threads-device.sh ab --threads 16 [--cases favor8-causal,favor,...] [--rounds N]
+#   which runs bench/ab.mjs with this checkout's build as A and DIR's as B into $OUT/ab.txt.
 # Back here: node bench/threads.mjs --merge FILES_AT/threads.json --out BENCHMARKS.md
 #            node bench/work-span.mjs --merge FILES_AT
 # A lent machine's speed moves between runs by up to 2x at one thread: a 15-minute lease holds two
@@ -25,7 +30,7 @@ dir=build/device
 case ${1:-} in
   pack)
     mkdir -p "$dir"
-    bash bench/threads-bundle.sh "$dir/favor-threads.tar.xz"
+    VARIANT=${2:-} bash bench/threads-bundle.sh "$dir/favor-threads.tar.xz"
     node26=$(scripts/ensure-node.sh 26)
     binary=$(readlink -f "$node26")
     if [[ ! $dir/node.xz -nt $binary ]]; then
@@ -42,17 +47,27 @@ case ${1:-} in
     node bench/work-span.mjs --args >"$dir/work-span.args"
     du -h "$dir"/*
     echo "then: run(command='bash bench/threads-device.sh run', carry=['$dir'], timeout_s=540)"
+    if [[ -n ${2:-} ]]; then
+      echo "  or: run(command='bash bench/threads-device.sh ab --threads 16 --cases favor8-causal,favor8,favor', carry=['$dir'], timeout_s=300)"
+    fi
     ;;
-  run)
+  run | ab)
+    command=$1
     shift
-    out=${OUT:?run: \$OUT (the folder that comes back) is not set}
+    out=${OUT:?$command: \$OUT (the folder that comes back) is not set}
     for f in node.xz favor-threads.tar.xz work_span.xz work-span.args; do
-      [[ -f $dir/$f ]] || { echo "run: $dir lacks $f; run 'bash bench/threads-device.sh pack' first and carry $dir" >&2; exit 1; }
+      [[ -f $dir/$f ]] || { echo "$command: $dir lacks $f; run 'bash bench/threads-device.sh pack' first and carry $dir" >&2; exit 1; }
     done
     work=$(mktemp -d)
     xz -dc "$dir/node.xz" >"$work/node"
     chmod +x "$work/node"
     tar -C "$work" -xJf "$dir/favor-threads.tar.xz"
+    if [[ $command == ab ]]; then
+      [[ -d $work/favor-threads/variant ]] || { echo "ab: no second build packed; run 'bash bench/threads-device.sh pack DIR'" >&2; exit 1; }
+      lscpu >"$out/cpu.txt" 2>&1 || nproc >"$out/cpu.txt"
+      "$work/node" "$work/favor-threads/bench/ab.mjs" --a "$work/favor-threads" --b "$work/favor-threads/variant" "$@" 2>&1 | tee "$out/ab.txt"
+      exit "${PIPESTATUS[0]}"
+    fi
     xz -dc "$dir/work_span.xz" >"$work/work_span"
     chmod +x "$work/work_span"
     lscpu >"$out/cpu.txt" 2>&1 || nproc >"$out/cpu.txt"
@@ -72,7 +87,7 @@ case ${1:-} in
       >"$out/work-span.json" 2>"$out/work-span.log" || echo "work_span: exit $? (see work-span.log)" | tee -a "$out/work-span.log"
     ;;
   *)
-    echo "usage: bash bench/threads-device.sh pack | run [ARGS]" >&2
+    echo "usage: bash bench/threads-device.sh pack [VARIANT_ROOT] | run [ARGS] | ab [ARGS]" >&2
     exit 2
     ;;
 esac
