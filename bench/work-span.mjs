@@ -161,7 +161,7 @@ for (const m of machines) {
     }
   }
   if (m.together?.length) {
-    md.push('', `The cores under load, apart from any call: the register-only multiply-add loop of bench/native/peak_kernel.cpp (no memory traffic) on T threads at once, started together, each thread's speed ÷ one thread's alone, the median of 7 rounds that run one thread and T in turn (in parentheses the slowest thread's; as "work grown": 1 ÷ it): ${m.together.map((t) => `T = ${t.threads}: ${t.perThread.toFixed(2)} (${t.slowest.toFixed(2)}; ${(1 / t.perThread).toFixed(2)}×)`).join('; ')}. ` +
+    md.push('', `The cores under load, apart from any call: the register-only multiply-add loop of bench/native/peak_kernel.cpp (no memory traffic) on T threads at once, started together, each thread's speed ÷ one thread's alone, the median of 7 rounds that run one thread and T in turn: ${m.together.map((t) => `T = ${t.threads}: ${t.perThread.toFixed(2)} on average, the slowest thread ${t.slowest.toFixed(2)} (as "work grown": ${(1 / t.perThread).toFixed(2)}×)`).join('; ')}. ` +
       'What a thread loses here (all-core clocks, a host that shares its cores) no split of a call wins back; a call\'s work grown beyond it comes from what the call moves through caches and memory, or from hand-offs.');
   }
   const at16 = m.rows.map((r) => ({ r, p: r.plans.find((p) => p.threads === 16) })).filter(({ p }) => p);
