@@ -62,8 +62,7 @@ export function syntheticHeadline(params, errors, cb) {
 // tests/node/demo-model-try.test.mjs measures on the models.
 // How the story's sentences name each kernel's approximation.
 const APPROX_NAMES = { positive: 'FAVOR+', hyperbolic: 'hyperbolic features', trigonometric: 'trigonometric features',
-  relu: 'relu features', oprf: 'OPRF (FAVOR++)', sderf: 'SDERF (FAVOR#)', aderf: 'ADERF (FAVOR#)', vq: 'hard VQ', 'soft-vq': 'soft VQ',
-  'performer-vq': 'Performer as soft VQ' };
+  relu: 'relu features', oprf: 'OPRF (FAVOR++)', sderf: 'SDERF (FAVOR#)', aderf: 'ADERF (FAVOR#)', ...MODE_NAMES };
 // favorTrained: the model shown was trained with FAVOR+ (the manifest's attention 'favor'), so the
 // other of the pair is the softmax model.
 export function modelTry(favorTrained, kernel = 'positive') {

@@ -93,12 +93,13 @@ export const MEASURES = {
 // features, which are not positive estimates of e^{q̃·k̃}. σ²ᵣ for soft VQ, and for hard VQ with
 // fewer codewords than keys (with as many, Â = A).
 const SPREAD_KERNELS = ['positive', 'hyperbolic', 'performer-vq', 'oprf'];
+const FITTED_KERNELS = { sderf: 'predicted', aderf: 'rebalanced' };
 const RESIDUAL_KERNELS = { vq: 'residual', 'soft-vq': 'softResidual' };
 export function measureOf(kernel, overview) {
-  if (kernel === 'sderf')
-    return overview.length && overview.every((o) => o.predicted > 0 && Number.isFinite(o.predicted)) ? MEASURES.predicted : null;
-  if (kernel === 'aderf')
-    return overview.length && overview.every((o) => o.rebalanced > 0 && Number.isFinite(o.rebalanced)) ? MEASURES.rebalanced : null;
+  if (FITTED_KERNELS[kernel]) {
+    const measure = MEASURES[FITTED_KERNELS[kernel]];
+    return overview.length && overview.every((o) => measure.value(o) > 0 && Number.isFinite(measure.value(o))) ? measure : null;
+  }
   if (RESIDUAL_KERNELS[kernel])
     return overview.length && overview.every((o) => Number.isFinite(o.residual)) ? MEASURES[RESIDUAL_KERNELS[kernel]] : null;
   return SPREAD_KERNELS.includes(kernel) ? MEASURES.spread : null;
