@@ -1,8 +1,8 @@
 // Thread scaling: the same calls at T = 1, 2, 4, … up to the machine's cores (and 12 where the
 // machine has 16), each T a loadFavor({ threads: T }) of the relaxed-SIMD build, all loaded at
 // once and called in turn, d = dv = 64, m = 256 (positive, orthogonal), with onnxruntime-web's
-// graphs at env.wasm.numThreads = T beside them where its files are found. Prints a table and
-// writes JSON (--json FILE).
+// graphs at env.wasm.numThreads = T in the same rounds where its files are found. Prints a table
+// and writes JSON (--json FILE).
 //
 //   node bench/threads.mjs [--threads 1,2,4,8,16] [--cases favor8,exact8,...] [--reps 5] [--quick]
 //                          [--json FILE] [--no-peers] [--out BENCHMARKS.md] [--merge FILE.json]
@@ -13,15 +13,15 @@
 // folder bench/threads-bundle.sh packs) without measuring here; several runs of one machine
 // (--merge A.json,B.json) show as ranges.
 //
-// It imports only web/node.js, dist/, bench/lib/thread-cases.mjs, bench/lib/thread-targets.mjs, bench/lib/cpu-history.mjs and (for the peer) onnxruntime-web and bench/onnx/, so the
-// folder that `bash bench/threads-bundle.sh` packs runs it as is with a Node binary and no network.
-import { spawnSync } from 'node:child_process';
+// It imports only web/node.js, dist/, bench/lib/thread-cases.mjs, bench/lib/thread-targets.mjs,
+// bench/lib/cpu-history.mjs and (for the peer) bench/lib/ort-peer.mjs, onnxruntime-web and
+// bench/onnx/, so the folder that `bash bench/threads-bundle.sh` packs runs it as is with a Node binary and no network.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { fileURLToPath } from 'node:url';
 
 import { loadFavor } from '../web/node.js';
 import { thisCpuName } from './lib/cpu-history.mjs';
+import { peerCase, startPeer } from './lib/ort-peer.mjs';
 import { CASES, tensor } from './lib/thread-cases.mjs';
 import { manyCoreTargets, range } from './lib/thread-targets.mjs';
 
@@ -73,15 +73,17 @@ function timeCall(call) {
   return median(times);
 }
 
-// Case `c` on every module at once: each module's call warmed up, then `reps` rounds or more
-// (roundsFor) that call every module in turn, the order rotating from round to round, so that a
-// host whose speed drifts (a shared machine: runs of the same build differed by 15-40% on a lent
-// one) moves every T alike and the speed-ups compare calls made within the same seconds. A call
-// under SHORT_MS is made once untimed right before its timed one: the module called before it has
-// just filled the caches with its own heap. Returns, per module, { ours: median ms, samples: each
-// round's ms, used: threads it took }.
+// Case `c` on every module at once, and on onnxruntime-web at every T where it has the case
+// (`peers`, by T: bench/lib/ort-peer.mjs): each call warmed up, then `reps` rounds or more
+// (roundsFor) that call every module and every peer in turn, the order rotating from round to
+// round, so that a host whose speed drifts (a shared machine: runs of the same build differed by
+// 15-40% on a lent one) moves every T and both libraries alike, and the speed-ups and the ratios
+// to the peer compare calls made within the same seconds. A call under SHORT_MS is made once
+// untimed right before its timed one: the call before it has just filled the caches with its own
+// data. Returns, per module, { ours: median ms, samples: each round's ms, used: threads it took,
+// peer: the peer's median ms or null, peerSamples }.
 const SHORT_MS = 10;
-function runOurs(modules, c) {
+async function runCase(modules, peers, c, id) {
   const inputs = new Map();  // by head count: the modules share one set of arrays
   const calls = modules.map(({ favor, featureMap, T }) => {
     const H = c.H === 'T' ? T : c.H;
@@ -91,23 +93,52 @@ function runOurs(modules, c) {
     const out = c.out ? new Float32Array(H * c.L * dv) : undefined;
     return () => favor.favorAttention(q, k, v, { featureMap, causal: !!c.causal, out });
   });
-  const warm = modules.map(({ favor }, i) => {
+  // One entry per call to time: ours at every T, then the peer at every T that has the case.
+  const entries = modules.map(({ favor }, i) => {
     favor.threadsUsed();
     const ms = warmUp(calls[i]);
-    return { ms, short: ms < SHORT_MS, used: favor.threadsUsed() };
-  });
-  const rounds = roundsFor(warm.reduce((sum, w) => sum + w.ms, 0));
-  const times = modules.map(() => []);
-  for (let r = 0; r < rounds; ++r) {
-    for (let j = 0; j < modules.length; ++j) {
-      const i = (j + r) % modules.length;
-      if (warm[i].short) calls[i]();
+    return { ms, used: favor.threadsUsed(), time: (twice) => {
+      if (twice) calls[i]();
       const t0 = performance.now();
       calls[i]();
-      times[i].push(performance.now() - t0);
+      return performance.now() - t0;
+    } };
+  });
+  const peerAt = new Map();
+  if (peerCase(c)) {
+    for (const { T } of modules) {
+      const peer = peers.get(T);
+      if (!peer) continue;
+      try {
+        const ms = await peer.open(id, c);
+        peerAt.set(T, entries.length);
+        // A peer that fails in the rounds (its process gone) leaves its cell without a figure.
+        let failed = false;
+        entries.push({ ms, time: (twice) => peer.run({ twice }).catch((e) => {
+          if (!failed) console.log(e.message);
+          failed = true;
+          return NaN;
+        }) });
+      } catch (e) {
+        console.log(e.message);
+      }
     }
   }
-  return modules.map((_, i) => ({ ours: median(times[i]), samples: kept(times[i]), used: warm[i].used }));
+  for (const e of entries) e.short = e.ms < SHORT_MS;
+  const rounds = roundsFor(entries.reduce((sum, e) => sum + e.ms, 0));
+  const times = entries.map(() => []);
+  for (let r = 0; r < rounds; ++r) {
+    for (let j = 0; j < entries.length; ++j) {
+      const i = (j + r) % entries.length;
+      times[i].push(await entries[i].time(entries[i].short));
+    }
+  }
+  return modules.map(({ T }, i) => {
+    const p = peerAt.get(T);
+    const peerTimes = p === undefined ? [] : times[p].filter(Number.isFinite);
+    return { ours: median(times[i]), samples: kept(times[i]), used: entries[i].used,
+      peer: peerTimes.length ? median(peerTimes) : null, ...(peerTimes.length && { peerSamples: kept(peerTimes) }) };
+  });
 }
 
 // What each call of case `c` does on the calling thread alone, as web/heap.js does at every call:
@@ -191,57 +222,12 @@ function measureDecoders(decoders) {
   decoders.forEach((s, i) => { s.rate = median(rates[i]); s.samples = kept(rates[i]); });
 }
 
-// onnxruntime-web's MatMul graphs (bench/onnx/), one head. Its thread count is fixed when its
-// wasm starts, so each T runs in a child process: node bench/threads.mjs --peer T.
-async function runPeers(T, ids) {
-  const ort = await import('onnxruntime-web');
-  ort.env.wasm.numThreads = T;
-  ort.env.logLevel = 'error';
-  const out = {};
-  for (const id of ids) {
-    const c = CASES[id];
-    if (c.H !== 1 || c.method === 'decode' || c.causal || c.out) continue;  // (out: ours only)
-    const q = tensor([c.L, d], 1), k = tensor([c.L, d], 2), v = tensor([c.L, dv], 3);
-    const t = (x) => new ort.Tensor('float32', x.data, x.dims);
-    const w = tensor([m, d], 5);
-    const feeds = { q: t(q), k: t(k), v: t(v), ...(c.method === 'favor' && { w: t(w) }) };
-    const file = fileURLToPath(new URL(`./onnx/${c.method}-bidirectional.onnx`, import.meta.url));
-    const session = await ort.InferenceSession.create(file, { executionProviders: ['wasm'], graphOptimizationLevel: 'all' });
-    // The same warm-up as ours (warmUp): with one run, the first case in each process read up
-    // to twice its time while the engine was still compiling onnxruntime's code.
-    let n = 0;
-    const t0 = performance.now();
-    for (; n < 3 || performance.now() - t0 < WARMUP_MS; ++n) await session.run(feeds);
-    const times = [], rounds = roundsFor((performance.now() - t0) / n);
-    for (let r = 0; r < rounds; ++r) {
-      const t0 = performance.now();
-      await session.run(feeds);
-      times.push(performance.now() - t0);
-    }
-    out[id] = median(times);
-    await session.release();
-  }
-  return out;
-}
-
-if (args.peer) {
-  process.stdout.write(JSON.stringify(await runPeers(Number(args.peer), caseIds)));
-  process.exit(0);
-}
-
-function peerTimes(T) {
-  if (args['no-peers'] || !existsSync(new URL('./onnx/exact-bidirectional.onnx', import.meta.url))) return {};
-  const child = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--peer', String(T), '--reps', String(reps), '--cases', caseIds.join(',')],
-    { encoding: 'utf8', maxBuffer: 1 << 20 });
-  try { return JSON.parse(child.stdout); } catch { console.log(`onnxruntime-web at T = ${T} failed: ${child.stderr.slice(0, 300)}`); return {}; }
-}
-
 const RESULTS = new URL('./threads-results.json', import.meta.url);
 // JSON with one line per array of numbers (a cell's calls), not one per number.
 const toJson = (x) => `${JSON.stringify(x, null, 1).replace(/\[\s+(-?[\d.e+-]+(?:,\s+-?[\d.e+-]+)*)\s+\]/g, (_, list) => `[${list.split(/,\s+/).join(', ')}]`)}\n`;
 
 async function measure() {
-  const results = { cpu: thisCpuName(), cores, node: process.version, date: new Date().toISOString().slice(0, 10), reps, interleaved: true, inputsArrive: true, roused: true, rows: [] };
+  const results = { cpu: thisCpuName(), cores, node: process.version, date: new Date().toISOString().slice(0, 10), reps, interleaved: true, inputsArrive: true, roused: true, peerInterleaved: true, rows: [] };
   console.log(`# thread scaling on ${results.cpu} (${cores} cores), Node ${process.version}`);
   const save = () => { if (args.json) writeFileSync(String(args.json), toJson({ ...results, partial: true })); };
   const report = (row) => {
@@ -256,25 +242,22 @@ async function measure() {
     const favor = await loadFavor({ threads: T });
     modules.push({ T, favor, featureMap: favor.createFeatureMap({ dim: d, features: m, seed: 7 }) });
   }
-  // The peer in a process per T, before ours and again after: each cell keeps the faster of its
-  // two processes. A host that slows for a few seconds (a shared machine) once made one process
-  // of it read twice its time; the faster of two is the conservative figure for the ratio.
-  const peers = Object.fromEntries(threadCounts.map((T) => [T, peerTimes(T)]));
-  for (const id of caseIds.filter((i) => CASES[i].method !== 'decode')) {
-    const c = CASES[id];
-    runOurs(modules, c).forEach(({ ours, samples, used }, i) => {
-      const { T } = modules[i];
-      report({ id, label: c.label, threads: T, ours, samples, used, peer: peers[T][id] ?? null });
-    });
-  }
-  for (const T of threadCounts) {
-    const again = Object.keys(peers[T]).length ? peerTimes(T) : {};
-    for (const row of results.rows.filter((x) => x.threads === T && x.peer !== null && again[x.id] !== undefined)) {
-      row.peerRuns = [row.peer, again[row.id]];
-      row.peer = Math.min(...row.peerRuns);
-      console.log(`T=${String(T).padStart(2)}  ${row.label.padEnd(44)} ort ${row.peerRuns.map((x) => x.toFixed(1)).join(' and ')} ms (before and after ours)`);
+  // onnxruntime-web, a process per T kept for the whole run, its calls in the same rounds as ours.
+  const peers = new Map();
+  if (!args['no-peers']) {
+    for (const T of threadCounts) {
+      const peer = await startPeer(T, { warmupMs: WARMUP_MS });
+      if (peer) peers.set(T, peer);
     }
   }
+  for (const id of caseIds.filter((i) => CASES[i].method !== 'decode')) {
+    const c = CASES[id];
+    (await runCase(modules, peers, c, id)).forEach(({ ours, samples, used, peer, peerSamples }, i) => {
+      const { T } = modules[i];
+      report({ id, label: c.label, threads: T, ours, samples, used, peer, ...(peerSamples && { peerSamples }) });
+    });
+  }
+  for (const peer of peers.values()) peer.close();
   save();
   if (!args.cases) {
     results.wake = {};
@@ -314,6 +297,7 @@ function machineTable(r) {
   const Ts = [...new Set(r.rows.map((x) => x.threads))].sort((a, b) => a - b);
   const lines = [`### ${r.cpu}, ${r.cores} cores (Node ${r.node}, ${r.date})`, '', ...(r.note ? [r.note, ''] : []),
     ...(r.interleaved ? [] : ['Measured one T after another (all calls at one T, then the next), before the bench interleaved them.', '']),
+    ...(r.peerInterleaved || !r.rows.some((x) => x.peer) ? [] : [`onnxruntime-web was measured in a process per T${r.rows.some((x) => x.peerRuns) ? ' before ours at that T and again after, the faster of the two kept' : ''} (this run came before its calls were made in the same rounds as ours): its cells and ours were measured at other moments, so a host whose speed drifts moves the ratios.`, '']),
     ...(r.partial ? [`This run ended before it finished (the rows it measured; ${r.interleaved ? 'each call at every T, in the order of the table, decode last' : 'the order was one thread, the most threads, then the rest, decode last'}).`, ''] : []),
     ...(r.rows.some((x) => x.samples) ? [] : [`Every cell the median of ${r.reps ?? reps} calls: ${runs.length > 1 ? 'these runs' : 'this run'} came before calls that take little time got more rounds.`, '']),
     ...(runs.length > 1 ? [`Ranges over ${runs.length} runs of the same build; each speed-up and each ratio to onnxruntime-web taken within its run.`, ''] : []),
@@ -375,7 +359,7 @@ function machineTable(r) {
 function section(all) {
   const machines = Object.values(all).sort((a, b) => b.cores - a.cores);
   return ['<!-- threads -->', '## Thread scaling', '',
-    `\`node bench/threads.mjs\` (part of \`npm run bench\`): the same calls at T = 1, 2, 4, … threads, each T a \`loadFavor({ threads: T })\` of the relaxed-SIMD build in Node, d = dv = 64, FAVOR+ m = 256 (positive, orthogonal), median of ${[...new Set(machines.map((r) => r.reps ?? reps))].join(' or ')} calls after a warm-up (at least 3 calls and ${WARMUP_MS} ms; a machine's note says where its run differed), and of more where they take little time: as many rounds as fit in ${ROUNDS_MS / 1000} s of timed calls, up to ${MORE_ROUNDS}× as many (ours and onnxruntime-web's alike; bench/threads-results.json keeps each cell's calls, round by round; a machine's table says where its runs came before this). Every T's module is loaded at once and each call is made on every T in turn, in rounds that rotate the order, so that a host whose speed drifts moves every T alike (a call under ${SHORT_MS} ms is made once untimed right before its timed one, as the module before it has filled the caches with its own data); a machine's note says where its run measured one T after another; decode is bursts of 400 appends of one position after a 1,024-position prefill (FAVOR+ state or exact KV cache) and 200 appends, every T's state in each round in turn, in tokens per second, each module's steps first warmed up for ${WARMUP_MS} ms on a state of its own (V8 compiles a wasm function with its optimizing tier only after it has run a while). In parentheses: the speed-up over one thread. The rows "T heads on T threads" scale the work with the threads (weak scaling): there the ratio is the time on one thread ÷ the time on T, 1.0× when each thread works as fast as one alone, and below it when threads slow each other (clocks, caches, memory, locks, or a host that shares the cores), a limit no split of the work can win back. onnxruntime-web runs its one-head graphs (bench/onnx) at \`env.wasm.numThreads = T\`, each T in a process of its own, with the same warm-up, twice (before ours at that T and after), the faster of the two kept. Machines with many cores run the folder \`bash bench/threads-bundle.sh\` packs (the built package, this script, the peer's files) with a Node binary (\`bash bench/threads-device.sh\` packs both for a lent machine and runs them there), and their results are merged here with \`--merge\`.`,
+    `\`node bench/threads.mjs\` (part of \`npm run bench\`): the same calls at T = 1, 2, 4, … threads, each T a \`loadFavor({ threads: T })\` of the relaxed-SIMD build in Node, d = dv = 64, FAVOR+ m = 256 (positive, orthogonal), median of ${[...new Set(machines.map((r) => r.reps ?? reps))].join(' or ')} calls after a warm-up (at least 3 calls and ${WARMUP_MS} ms; a machine's note says where its run differed), and of more where they take little time: as many rounds as fit in ${ROUNDS_MS / 1000} s of timed calls, up to ${MORE_ROUNDS}× as many (ours and onnxruntime-web's alike; bench/threads-results.json keeps each cell's calls, round by round; a machine's table says where its runs came before this). Every T's module is loaded at once and each call is made on every T in turn, in rounds that rotate the order, so that a host whose speed drifts moves every T alike (a call under ${SHORT_MS} ms is made once untimed right before its timed one, as the module before it has filled the caches with its own data); a machine's note says where its run measured one T after another; decode is bursts of 400 appends of one position after a 1,024-position prefill (FAVOR+ state or exact KV cache) and 200 appends, every T's state in each round in turn, in tokens per second, each module's steps first warmed up for ${WARMUP_MS} ms on a state of its own (V8 compiles a wasm function with its optimizing tier only after it has run a while). In parentheses: the speed-up over one thread. The rows "T heads on T threads" scale the work with the threads (weak scaling): there the ratio is the time on one thread ÷ the time on T, 1.0× when each thread works as fast as one alone, and below it when threads slow each other (clocks, caches, memory, locks, or a host that shares the cores), a limit no split of the work can win back. onnxruntime-web runs its one-head graphs (bench/onnx) at \`env.wasm.numThreads = T\`, each T in a process of its own kept for the whole run, with the same warm-up, its calls in the same rounds as ours (bench/lib/ort-peer.mjs): each timed inside its process, and the next call made once that process's threads have stopped spinning (onnxruntime-web keeps about one core busy for tens of ms after a run), this thread busy meanwhile as between two calls of ours; a machine's table says where its run measured it one T after another instead. Machines with many cores run the folder \`bash bench/threads-bundle.sh\` packs (the built package, this script, the peer's files) with a Node binary (\`bash bench/threads-device.sh\` packs both for a lent machine and runs them there), and their results are merged here with \`--merge\`.`,
     '', ...machines.flatMap((r) => [machineTable(r), '']), '<!-- /threads -->'].join('\n');
 }
 
