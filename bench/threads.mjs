@@ -15,7 +15,8 @@
 //
 // It imports only web/node.js, dist/, bench/lib/thread-cases.mjs, bench/lib/thread-targets.mjs,
 // bench/lib/cpu-history.mjs and (for the peer) bench/lib/ort-peer.mjs, onnxruntime-web and
-// bench/onnx/, so the folder that `bash bench/threads-bundle.sh` packs runs it as is with a Node binary and no network.
+// bench/onnx/, so the folder that `bash bench/threads-bundle.sh` packs runs it as is with a Node
+// binary and no network.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 
@@ -83,7 +84,7 @@ function timeCall(call) {
 // data. Returns, per module, { ours: median ms, samples: each round's ms, used: threads it took,
 // peer: the peer's median ms or null, peerSamples }.
 const SHORT_MS = 10;
-async function runCase(modules, peers, c, id) {
+async function runCase(modules, peers, c) {
   const inputs = new Map();  // by head count: the modules share one set of arrays
   const calls = modules.map(({ favor, featureMap, T }) => {
     const H = c.H === 'T' ? T : c.H;
@@ -110,7 +111,7 @@ async function runCase(modules, peers, c, id) {
       const peer = peers.get(T);
       if (!peer) continue;
       try {
-        const ms = await peer.open(id, c);
+        const ms = await peer.open(c);
         peerAt.set(T, entries.length);
         // A peer that fails in the rounds (its process gone) leaves its cell without a figure.
         let failed = false;
@@ -252,7 +253,7 @@ async function measure() {
   }
   for (const id of caseIds.filter((i) => CASES[i].method !== 'decode')) {
     const c = CASES[id];
-    (await runCase(modules, peers, c, id)).forEach(({ ours, samples, used, peer, peerSamples }, i) => {
+    (await runCase(modules, peers, c)).forEach(({ ours, samples, used, peer, peerSamples }, i) => {
       const { T } = modules[i];
       report({ id, label: c.label, threads: T, ours, samples, used, peer, ...(peerSamples && { peerSamples }) });
     });

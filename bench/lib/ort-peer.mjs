@@ -11,7 +11,7 @@
 // ours read 15-35% slower on that host (the VM's cores had gone idle), after 40 ms busy 5%.
 //
 //   const peer = await startPeer(T);         // null where onnxruntime-web is not found
-//   const ms = await peer.open(id, c);       // case id with c = { method, L }: warmed up, mean ms
+//   const ms = await peer.open(c);           // a case { method, L }: warmed up; a call's mean ms
 //   const ms = await peer.run({ twice });    // one call timed (after one untimed where twice),
 //                                            // returned once its threads have stopped spinning
 //   peer.close();                            // its process ends
@@ -107,7 +107,7 @@ export async function startPeer(T, { warmupMs = 500 } = {}) {
     return null;
   }
   return {
-    open: (id, c) => ask({ op: 'open', id, method: c.method, L: c.L }),
+    open: (c) => ask({ op: 'open', method: c.method, L: c.L }),
     async run({ twice = false } = {}) {
       const ms = await ask({ op: 'run', twice });
       waitQuiet(child.pid);

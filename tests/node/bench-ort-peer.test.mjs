@@ -26,7 +26,7 @@ test('a peer times its calls, and its process ends when closed', async () => {
   const peer = await startPeer(1, { warmupMs: 50 });
   assert.ok(peer, 'onnxruntime-web is a dev dependency: the peer starts');
   for (const id of ['exactMid', 'favorSmall']) {
-    const warm = await peer.open(id, CASES[id]);
+    const warm = await peer.open(CASES[id]);
     assert.ok(warm > 0 && warm < 1000, `${id}: warm-up mean ${warm} ms`);
     for (const twice of [false, true]) {
       const ms = await peer.run({ twice });
@@ -39,7 +39,7 @@ test('a peer times its calls, and its process ends when closed', async () => {
 
 test('a call on a peer whose process has ended is refused with the reason', async () => {
   const peer = await startPeer(1, { warmupMs: 0 });
-  await peer.open('favorSmall', CASES.favorSmall);
+  await peer.open(CASES.favorSmall);
   process.kill(peer.pid, 'SIGKILL');
   await assert.rejects(peer.run(), /onnxruntime-web at T = 1: its process ended/);
   await assert.rejects(peer.run(), /onnxruntime-web at T = 1: its process ended/);
@@ -51,7 +51,7 @@ test('a call on a peer whose process has ended is refused with the reason', asyn
 // use about 50 ms of CPU in that time (one core), a quiet one a few hundred µs.
 test('a peer with threads returns once its process is quiet', { skip: cpuNs(process.pid) === null && 'no /proc here' }, async () => {
   const peer = await startPeer(2, { warmupMs: 100 });
-  await peer.open('exactMid', CASES.exactMid);
+  await peer.open(CASES.exactMid);
   const after = [];
   for (let i = 0; i < 5; ++i) {
     await peer.run();
