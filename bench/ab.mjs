@@ -7,7 +7,7 @@
 // how far two instances of the same build differ on this machine).
 //
 //   node bench/ab.mjs --a ../old-checkout [--b .] [--threads 1] [--simd auto] [--rounds 24]
-//                     [--cases favor,favor8,favor8-causal,favor-causal,favor-structured,exact,exact-causal,codebook,decode,exact-decode,window-decode]
+//                     [--cases favor,favor-short,favor8,favor8-causal,favor-causal,favor-structured,exact,exact-causal,codebook,decode,exact-decode,window-decode]
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -19,6 +19,8 @@ const d = 64, m = 256, H = 8, context = 1024;
 // feature map, the input, its states).
 export const CASES = {
   favor: { L: 4096, label: 'favorAttention, 1 head, L = 4096', call: (f, s, t) => f.favorAttention(t, t, t, { featureMap: s.map }) },
+  // A short call: on 8 threads or more each of its regions has about one index per thread.
+  'favor-short': { L: 1024, label: 'favorAttention, 1 head, L = 1024', call: (f, s, t) => f.favorAttention(t, t, t, { featureMap: s.map }) },
   // Heads that each take a thread or two: where a thread slower than the others holds up the call.
   favor8: { L: 4096, H, label: `favorAttention, ${H} heads, L = 4096`, call: (f, s, t) => f.favorAttention(t, t, t, { featureMap: s.map }) },
   'favor8-causal': { L: 4096, H, label: `favorAttention causal, ${H} heads, L = 4096`, call: (f, s, t) => f.favorAttention(t, t, t, { featureMap: s.map, causal: true }) },
