@@ -23,7 +23,7 @@ import { availableParallelism } from 'node:os';
 import { loadFavor } from '../web/node.js';
 import { thisCpuName } from './lib/cpu-history.mjs';
 import { peerCase, startPeer } from './lib/ort-peer.mjs';
-import { CASES, tensor } from './lib/thread-cases.mjs';
+import { CASES, D as d, DV as dv, FEATURES as m, qkv, tensor } from './lib/thread-cases.mjs';
 import { manyCoreTargets, range } from './lib/thread-targets.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((pairs, a, i, all) => {
@@ -35,7 +35,6 @@ const threadCounts = args.threads
   ? String(args.threads).split(',').map(Number)
   : [1, 2, 4, 8, 12, 16, 24, 32, 48, 64].filter((t) => t <= cores);
 const reps = Number(args.reps ?? (args.quick ? 3 : 5));
-const d = 64, dv = 64, m = 256;
 const WARMUP_MS = 500;
 
 const caseIds = args.cases ? String(args.cases).split(',') : Object.keys(CASES);
@@ -88,7 +87,7 @@ async function runCase(modules, peers, c) {
   const inputs = new Map();  // by head count: the modules share one set of arrays
   const calls = modules.map(({ favor, featureMap, T }) => {
     const H = c.H === 'T' ? T : c.H;
-    if (!inputs.has(H)) inputs.set(H, [tensor([H, c.L, d], 1), tensor([H, c.L, d], 2), tensor([H, c.L, dv], 3)]);
+    if (!inputs.has(H)) inputs.set(H, qkv(H, c.L));
     const [q, k, v] = inputs.get(H);
     if (c.method === 'exact') return () => favor.exactAttention(q, k, v, { causal: !!c.causal });
     const out = c.out ? new Float32Array(H * c.L * dv) : undefined;
@@ -152,7 +151,7 @@ async function runCase(modules, peers, c) {
 // is t1 up by at most t1 / (copy + (t1 - copy) / T).
 function timeCopies(c) {
   const H = c.H, n = H * c.L * d, heap = new Float32Array(new SharedArrayBuffer(4 * 4 * n));
-  const inputs = [tensor([H, c.L, d], 1), tensor([H, c.L, d], 2), tensor([H, c.L, dv], 3)];
+  const inputs = qkv(H, c.L);
   const freshPages = () => {
     const a = new Float32Array(n);
     for (let i = 0; i < n; i += 1024) a[i] = 0;
@@ -174,7 +173,7 @@ function timeCopies(c) {
 // T threads after an idle moment pays it).
 function timeWake(favor, featureMap) {
   const { L } = CASES.favorMid;
-  const q = tensor([1, L, d], 1), k = tensor([1, L, d], 2), v = tensor([1, L, dv], 3), out = new Float32Array(L * dv);
+  const [q, k, v] = qkv(1, L), out = new Float32Array(L * dv);
   const call = () => favor.favorAttention(q, k, v, { featureMap, out });
   warmUp(call);
   const after = { call: [], idle: [] };
@@ -269,7 +268,7 @@ async function measure() {
     for (const { T, favor, featureMap } of modules) {
       const c = CASES[id], options = c.state === 'exact' ? { method: 'exact' } : { method: 'favor', featureMap };
       const state = favor.createCausalState(options);
-      state.append(tensor([c.H, c.L, d], 1), tensor([c.H, c.L, d], 2), tensor([c.H, c.L, dv], 3));
+      state.append(...qkv(c.H, c.L));
       decoders.push({ id, T, H: c.H, favor, options, state });
     }
   }

@@ -23,25 +23,12 @@ import { fork } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-import { tensor } from './thread-cases.mjs';
+import { D, FEATURES, qkv, tensor } from './thread-cases.mjs';
 
-const d = 64, dv = 64, m = 256;
 const graph = (method) => fileURLToPath(new URL(`../onnx/${method}-bidirectional.onnx`, import.meta.url));
 
 // The cases it has a graph for: one head, bidirectional, a fresh result (`out` is ours only).
 export const peerCase = (c) => c.H === 1 && c.method !== 'decode' && !c.causal && !c.out;
-
-// The CPU time of all the threads of process `pid`, ns, where the system says (Linux's
-// /proc/PID/task/*/schedstat); null elsewhere.
-export function cpuNs(pid) {
-  try {
-    let sum = 0;
-    for (const task of readdirSync(`/proc/${pid}/task`)) sum += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0]);
-    return sum;
-  } catch {
-    return null;
-  }
-}
 
 // How many threads of process `pid` are running or waiting for a core (state R in Linux's
 // /proc/PID/task/*/stat); null where the system does not say.
@@ -136,8 +123,10 @@ function serve(T, warmupMs) {
     ready: async () => 0,
     async open({ method, L }) {
       await session?.release();
-      const t = (x) => new ort.Tensor('float32', x.data, x.dims);
-      feeds = { q: t(tensor([L, d], 1)), k: t(tensor([L, d], 2)), v: t(tensor([L, dv], 3)), ...(method === 'favor' && { w: t(tensor([m, d], 5)) }) };
+      // One head's inputs as ours, its graphs' inputs without the head axis.
+      const t = (x) => new ort.Tensor('float32', x.data, x.dims.slice(-2));
+      const [q, k, v] = qkv(1, L);
+      feeds = { q: t(q), k: t(k), v: t(v), ...(method === 'favor' && { w: t(tensor([FEATURES, D], 5)) }) };
       session = await ort.InferenceSession.create(graph(method), { executionProviders: ['wasm'], graphOptimizationLevel: 'all' });
       // The same warm-up as ours (bench/threads.mjs warmUp): at least 3 calls and warmupMs, while
       // the engine compiles onnxruntime's code with its optimizing tier.

@@ -13,6 +13,13 @@ export function tensor(dims, seed) {
   return { data, dims };
 }
 
+// Every call's shape: d = dv = 64, and FAVOR+'s m = 256 features.
+export const D = 64, DV = 64, FEATURES = 256;
+
+// A call's q, k and v for H heads of L rows, ours and onnxruntime-web's alike (bench/lib/ort-peer.mjs
+// takes one head's).
+export const qkv = (H, L) => [tensor([H, L, D], 1), tensor([H, L, D], 2), tensor([H, L, DV], 3)];
+
 export const CASES = {
   favor8: { label: 'FAVOR+, 8 heads, L = 4096', method: 'favor', H: 8, L: 4096 },
   favor8causal: { label: 'FAVOR+ causal, 8 heads, L = 4096', method: 'favor', H: 8, L: 4096, causal: true },
