@@ -12,8 +12,10 @@
 #   unpacks them under /tmp and writes $OUT/threads.json (bench/threads.mjs --json), its log
 #   $OUT/threads.log, $OUT/cpu.txt (lscpu) and $OUT/cpuinfo, then the same calls natively:
 #   $OUT/work-span.json (their work and span, their speed-ups on the machine's threads, where
-#   those threads' time went, and how fast each thread runs a register-only loop with all of them
-#   at once; given at most 180 s, after the wasm bench, which is given at most 330 s).
+#   those threads' time went; given at most 170 s, after the wasm bench, which is given at most
+#   330 s), and before both $OUT/together.json: how fast each thread runs a register-only loop
+#   and a loop streaming its own 8 MiB with all of them at once, and the share of their time the
+#   host took (steal), given at most 30 s.
 # Two builds side by side there (a change judged on many cores): here
 #   bash bench/threads-device.sh pack DIR   (DIR: the change's package root, built: web/, dist/)
 # and there
@@ -72,19 +74,25 @@ case ${1:-} in
     chmod +x "$work/work_span"
     lscpu >"$out/cpu.txt" 2>&1 || nproc >"$out/cpu.txt"
     cp /proc/cpuinfo "$out/cpuinfo" || true
-    # At most 330 s, so that the native run below keeps its 180 s within the call's 540: the
-    # bench saves its results after every row, so a run cut short keeps the rows it measured.
-    timeout 330 "$work/node" "$work/favor-threads/bench/threads.mjs" --json "$out/threads.json" "$@" 2>&1 |
-      tee "$out/threads.log" || echo "threads.mjs: stopped (exit ${PIPESTATUS[0]}); $out/threads.json has the rows it measured" |
-      tee -a "$out/threads.log"
     cores=$(nproc)
     counts=1
     for t in 2 4 8 12 16 24 32 48 64; do
       if ((t <= cores)); then counts+=",$t"; fi
     done
+    # First, apart from any call: how fast each core runs with all of them busy (about 15 s on
+    # 16 cores), kept even if what follows is cut short.
+    if [[ $counts != 1 ]]; then
+      timeout 30 "$work/work_span" --together "${counts#1,}" >"$out/together.json" 2>>"$out/work-span.log" ||
+        echo "work_span --together: exit $?" | tee -a "$out/work-span.log"
+    fi
+    # At most 330 s, so that the native run below keeps its 180 s within the call's 540: the
+    # bench saves its results after every row, so a run cut short keeps the rows it measured.
+    timeout 330 "$work/node" "$work/favor-threads/bench/threads.mjs" --json "$out/threads.json" "$@" 2>&1 |
+      tee "$out/threads.log" || echo "threads.mjs: stopped (exit ${PIPESTATUS[0]}); $out/threads.json has the rows it measured" |
+      tee -a "$out/threads.log"
     # shellcheck disable=SC2046 # one argument per word of the file
-    timeout 180 "$work/work_span" --reps 3 --threads "$counts" --timed "$counts" --together "${counts#1,}" $(cat "$dir/work-span.args") \
-      >"$out/work-span.json" 2>"$out/work-span.log" || echo "work_span: exit $? (see work-span.log)" | tee -a "$out/work-span.log"
+    timeout 170 "$work/work_span" --reps 3 --threads "$counts" --timed "$counts" $(cat "$dir/work-span.args") \
+      >"$out/work-span.json" 2>>"$out/work-span.log" || echo "work_span: exit $? (see work-span.log)" | tee -a "$out/work-span.log"
     ;;
   *)
     echo "usage: bash bench/threads-device.sh pack [VARIANT_ROOT] | run [ARGS] | ab [ARGS]" >&2

@@ -73,6 +73,18 @@ function timeCall(call) {
   return median(times);
 }
 
+// The time the host ran something else while this guest's CPUs wanted to run (steal, the 8th
+// figure of /proc/stat's first line, all CPUs together, in ticks of 10 ms); null where the
+// system does not say. Summed over many calls, the share of our threads' time the host took.
+function stealTicks() {
+  try {
+    const figures = readFileSync('/proc/stat', 'latin1').slice(0, 200).split('\n')[0].trim().split(/\s+/);
+    return figures[0] === 'cpu' && figures.length > 8 ? Number(figures[8]) : null;
+  } catch {
+    return null;
+  }
+}
+
 // Case `c` on every module at once, and on onnxruntime-web at every T where it has the case
 // (`peers`, by T: bench/lib/ort-peer.mjs): each call warmed up, then `reps` rounds or more
 // (roundsFor) that call every module and every peer in turn, the order rotating from round to
@@ -97,11 +109,18 @@ async function runCase(modules, peers, c) {
   const entries = modules.map(({ favor }, i) => {
     favor.threadsUsed();
     const ms = warmUp(calls[i]);
-    return { ms, used: favor.threadsUsed(), time: (twice) => {
+    const used = favor.threadsUsed(), steal = { ticks: 0, threadMs: 0 };
+    return { ms, used, steal, time: (twice) => {
+      const s0 = stealTicks(), start = performance.now();
       if (twice) calls[i]();
       const t0 = performance.now();
       calls[i]();
-      return performance.now() - t0;
+      const end = performance.now(), s1 = stealTicks();
+      if (s0 !== null && s1 !== null) {
+        steal.ticks += s1 - s0;
+        steal.threadMs += used * (end - start);
+      }
+      return end - t0;
     } };
   });
   const peerAt = new Map();
@@ -136,7 +155,8 @@ async function runCase(modules, peers, c) {
   return modules.map(({ T }, i) => {
     const p = peerAt.get(T);
     const peerTimes = p === undefined ? [] : times[p].filter(Number.isFinite);
-    return { ours: median(times[i]), samples: kept(times[i]), used: entries[i].used,
+    const { steal } = entries[i];
+    return { ours: median(times[i]), samples: kept(times[i]), used: entries[i].used, ...(steal.threadMs && { steal }),
       peer: peerTimes.length ? median(peerTimes) : null, ...(peerTimes.length && { peerSamples: kept(peerTimes) }) };
   });
 }
@@ -252,9 +272,9 @@ async function measure() {
   }
   for (const id of caseIds.filter((i) => CASES[i].method !== 'decode')) {
     const c = CASES[id];
-    (await runCase(modules, peers, c)).forEach(({ ours, samples, used, peer, peerSamples }, i) => {
+    (await runCase(modules, peers, c)).forEach(({ ours, samples, used, steal, peer, peerSamples }, i) => {
       const { T } = modules[i];
-      report({ id, label: c.label, threads: T, ours, samples, used, peer, ...(peerSamples && { peerSamples }) });
+      report({ id, label: c.label, threads: T, ours, samples, used, ...(steal && { steal }), peer, ...(peerSamples && { peerSamples }) });
     });
   }
   for (const peer of peers.values()) peer.close();
@@ -333,6 +353,16 @@ function machineTable(r) {
   const top = r.rows.filter((x) => x.threads === Ts[Ts.length - 1] && x.used !== undefined);
   if (top.length) {
     lines.push('', `Threads each call took at T = ${Ts[Ts.length - 1]} (\`favor.threadsUsed()\`): ${top.map((x) => `${x.label.replace(/, tokens\/s$/, '')}: ${x.used}`).join('; ')}.`);
+  }
+  // The host's share of our threads' time during the calls, per T: what it took no split wins back.
+  const stealAt = (rows, T) => {
+    const xs = rows.filter((x) => x.threads === T && x.steal);
+    const threadMs = xs.reduce((sum, x) => sum + x.steal.threadMs, 0);
+    return threadMs ? (xs.reduce((sum, x) => sum + x.steal.ticks, 0) * 10) / threadMs : null;
+  };
+  if (runs.some((rows) => rows.some((x) => x.steal))) {
+    const cells = Ts.map((T) => [T, runs.map((rows) => stealAt(rows, T)).filter((v) => v !== null)]).filter(([, v]) => v.length);
+    lines.push('', `The share of our threads' time the host ran something else while they wanted to run (steal, from /proc/stat, over the calls above at each T, each call's time × the threads it took): ${cells.map(([T, v]) => `T = ${T}: ${range(v.map((x) => 100 * x), (x) => x.toFixed(1))}%`).join('; ')}.`);
   }
   // Serial on the calling thread: the output's copy, and the inputs' too in runs made before they
   // arrived while the call ran (web/heap.js call).

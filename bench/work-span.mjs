@@ -88,6 +88,8 @@ if (args['report-only']) {
     process.exit(1);
   }
   const run = JSON.parse(readFileSync(`${args.merge}/work-span.json`, 'utf8'));
+  // The cores under load, measured apart on the lent machine (work_span --together).
+  if (existsSync(`${args.merge}/together.json`)) run.together = JSON.parse(readFileSync(`${args.merge}/together.json`, 'utf8')).together;
   const cpuinfo = existsSync(`${args.merge}/cpuinfo`) ? readFileSync(`${args.merge}/cpuinfo`, 'utf8') : '';
   measured = machine(run, cpuName(cpuinfo), run.date ?? date);
 } else {
@@ -161,8 +163,13 @@ for (const m of machines) {
     }
   }
   if (m.together?.length) {
-    md.push('', `The cores under load, apart from any call: the register-only multiply-add loop of bench/native/peak_kernel.cpp (no memory traffic) on T threads at once, started together, each thread's speed ÷ one thread's alone, the median of 7 rounds that run one thread and T in turn: ${m.together.map((t) => `T = ${t.threads}: ${t.perThread.toFixed(2)} on average, the slowest thread ${t.slowest.toFixed(2)} (as "work grown": ${(1 / t.perThread).toFixed(2)}×)`).join('; ')}. ` +
-      'What a thread loses here (all-core clocks, a host that shares its cores) no split of a call wins back; a call\'s work grown beyond it comes from what the call moves through caches and memory, or from hand-offs.');
+    const loop = (t, mean, slowest) => `${t[mean].toFixed(2)} on average, the slowest thread ${t[slowest].toFixed(2)} (as "work grown": ${(1 / t[mean]).toFixed(2)}×)`;
+    const streaming = m.together.some((t) => t.streaming !== undefined), steal = m.together.some((t) => t.steal !== undefined);
+    md.push('', `The cores under load, apart from any call: each of T threads at once, started together, its speed ÷ one thread's alone, the median of ${streaming ? 5 : 7} rounds that run one thread and T in turn. ` +
+      `The register-only multiply-add loop of bench/native/peak_kernel.cpp (no memory traffic): ${m.together.map((t) => `T = ${t.threads}: ${loop(t, 'perThread', 'slowest')}`).join('; ')}. ` +
+      (streaming ? `A loop that reads its own 8 MiB over and over, a multiply-add per 4 floats (4× a server core's L2, so each pass comes from the shared cache or memory, as a large call's inputs do): ${m.together.filter((t) => t.streaming !== undefined).map((t) => `T = ${t.threads}: ${loop(t, 'streaming', 'streamingSlowest')}`).join('; ')}. ` : '') +
+      (steal ? `The share of the T threads' time the host ran something else while they wanted to run (steal, /proc/stat), over both loops: ${m.together.filter((t) => t.steal !== undefined).map((t) => `T = ${t.threads}: ${(100 * t.steal).toFixed(1)}%`).join('; ')}. ` : '') +
+      'What a thread loses in the register loop (all-core clocks, a host that shares its cores) no split of a call wins back; what it loses beyond that in the streaming loop, the shared cache and memory cost it; a call\'s work grown beyond both comes from what the call itself moves, or from hand-offs.');
   }
   const at16 = m.rows.map((r) => ({ r, p: r.plans.find((p) => p.threads === 16) })).filter(({ p }) => p);
   if (at16.length) {

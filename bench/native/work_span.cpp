@@ -9,13 +9,16 @@
 //     METHOD favor | exact | decode (400 appends of one position after a prefill of L; STATE
 //     favor or exact), CAUSAL 0 | 1
 //   [--together 2,4,...]: also how fast each of T threads runs the register-only multiply-add
-//     loop of peak_kernel.cpp when all T run it at once, against one thread alone ("together")
+//     loop of peak_kernel.cpp, and a loop that streams its own 8 MiB, when all T run it at once,
+//     against one thread alone, and the share of their time the host took ("together"); with
+//     no --case, only that
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <sstream>
@@ -126,16 +129,12 @@ class Call {
   std::unique_ptr<favor::CausalState> state_;
 };
 
-// The cores under load, apart from any call: each of `threads` threads runs the register-only
-// multiply-add loop (no memory traffic) at once, started together; returns their iterations per
-// second, each. What a thread loses here (all-core clocks, a host that shares the cores) no split
-// of a call's work can win back; what a call loses beyond it comes from memory, caches or
-// hand-offs.
-std::vector<double> loop_rates(int threads, int iterations) {
-  std::vector<double> rates(static_cast<std::size_t>(threads));
+// The cores under load, apart from any call: `threads` threads each run body(thread) at once,
+// started together; returns each one's seconds.
+std::vector<double> run_together(int threads, const std::function<void(int)>& body) {
+  std::vector<double> seconds(static_cast<std::size_t>(threads));
   std::atomic<int> ready{0};
   std::atomic<bool> go{false};
-  std::atomic<float> sink{0.0f};
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t)
     pool.emplace_back([&, t] {
@@ -143,38 +142,97 @@ std::vector<double> loop_rates(int threads, int iterations) {
       while (!go.load(std::memory_order_acquire)) {
       }
       const auto t0 = std::chrono::steady_clock::now();
-      const float x = peak_kernel(iterations);
+      body(t);
       const std::chrono::duration<double> s = std::chrono::steady_clock::now() - t0;
-      rates[static_cast<std::size_t>(t)] = iterations / s.count();
-      sink.store(x, std::memory_order_relaxed);
+      seconds[static_cast<std::size_t>(t)] = s.count();
     });
   while (ready.load() < threads) {
   }
   go.store(true, std::memory_order_release);
   for (std::thread& t : pool) t.join();
-  return rates;
+  return seconds;
 }
 
-// For each T: the mean and the slowest thread's loop speed on T threads at once, each divided by
-// one thread's alone, the medians of kTogetherRounds rounds that run one thread and T in turn (a
-// host whose speed drifts moves both alike). A loop is about 0.2 s on one thread.
-constexpr int kTogetherRounds = 7;
+// Reads its own buffer over and over, a multiply-add per 4 floats read, in 12 chains: a loop
+// whose speed is what the caches and memory deliver to one core. Its buffer, 4x a server core's
+// 2 MiB of L2, comes from the shared cache or memory at every pass, as a large call's inputs do.
+constexpr std::size_t kStreamFloats = std::size_t{2} << 20;  // 8 MiB
+typedef float Float4 __attribute__((vector_size(16)));
+float stream_kernel(const float* a, int passes) {
+  constexpr int kChains = 12;
+  Float4 x[kChains] = {};
+  const Float4 b = {0.999f, 0.999f, 0.999f, 0.999f};
+  for (int p = 0; p < passes; ++p)
+    for (std::size_t i = 0; i + 4 * kChains <= kStreamFloats; i += 4 * kChains)
+      for (int j = 0; j < kChains; ++j) {
+        Float4 y;
+        std::memcpy(&y, a + i + 4 * j, sizeof y);
+        x[j] = x[j] * b + y;
+      }
+  Float4 sum = x[0];
+  for (int j = 1; j < kChains; ++j) sum += x[j];
+  return sum[0] + sum[1] + sum[2] + sum[3];
+}
+
+// The time the host ran something else while this guest's virtual CPUs wanted to run ("steal",
+// /proc/stat, in USER_HZ ticks of 10 ms, all CPUs together); -1 where the system does not say.
+long long steal_ticks() {
+  std::FILE* f = std::fopen("/proc/stat", "r");
+  if (!f) return -1;
+  long long v[8] = {};
+  const int n = std::fscanf(f, "cpu %lld %lld %lld %lld %lld %lld %lld %lld", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+                            &v[6], &v[7]);
+  std::fclose(f);
+  return n == 8 ? v[7] : -1;
+}
+
+// For each T: each thread's speed on T threads at once ÷ one thread's alone (the mean and the
+// slowest thread), for the register-only multiply-add loop of peak_kernel.cpp (no memory
+// traffic) and for the streaming loop, the medians of kTogetherRounds rounds that run one thread
+// and T in turn (a host whose speed drifts moves both alike); and the share of the T threads'
+// time the host took (steal) while they ran. What a thread loses in the register loop (all-core
+// clocks, a host that shares the cores) no split of a call's work can win back; what it loses
+// beyond that in the streaming loop, the shared cache and memory cost it. A loop is about
+// 0.15 s on one thread.
+constexpr int kTogetherRounds = 5;
 void print_together(const std::vector<int>& counts) {
-  loop_rates(1, 1 << 22);  // the clocks up from idle
-  const int iterations = static_cast<int>(std::min(2e9, 0.2 * loop_rates(1, 1 << 22)[0]));
+  const int cores = *std::max_element(counts.begin(), counts.end());
+  std::vector<std::vector<float>> buffers(static_cast<std::size_t>(cores));
+  for (std::size_t t = 0; t < buffers.size(); ++t) buffers[t].assign(kStreamFloats, 1.0f / static_cast<float>(t + 2));
+  std::atomic<float> sink{0.0f};
+  run_together(1, [&](int) { sink.store(peak_kernel(1 << 22)); });  // the clocks up from idle
+  const double loop = run_together(1, [&](int) { sink.store(peak_kernel(1 << 22)); })[0];
+  const double pass = run_together(1, [&](int) { sink.store(stream_kernel(buffers[0].data(), 4)); })[0] / 4;
+  const int iterations = static_cast<int>(std::min(2e9, 0.15 / loop * (1 << 22)));
+  const int passes = std::max(1, static_cast<int>(0.15 / pass));
+  const std::function<void(int)> bodies[2] = {
+      [&](int) { sink.store(peak_kernel(iterations)); },
+      [&](int t) { sink.store(stream_kernel(buffers[static_cast<std::size_t>(t)].data(), passes)); }};
   std::printf(", \"together\": [");
   for (std::size_t c = 0; c < counts.size(); ++c) {
-    std::vector<double> mean, slowest;
+    std::vector<double> mean[2], slowest[2];
+    long long stolen = 0;
+    double busy = 0.0;  // the T threads' seconds, where steal was read
     for (int r = 0; r < kTogetherRounds; ++r) {
-      const double alone = loop_rates(1, iterations)[0];
-      const std::vector<double> rates = loop_rates(counts[c], iterations);
-      double sum = 0.0;
-      for (const double x : rates) sum += x;
-      mean.push_back(sum / static_cast<double>(rates.size()) / alone);
-      slowest.push_back(*std::min_element(rates.begin(), rates.end()) / alone);
+      for (int k = 0; k < 2; ++k) {
+        const double alone = run_together(1, bodies[k])[0];
+        const long long s0 = steal_ticks();
+        const std::vector<double> seconds = run_together(counts[c], bodies[k]);
+        const long long s1 = steal_ticks();
+        double sum = 0.0;
+        for (const double x : seconds) sum += alone / x;
+        mean[k].push_back(sum / static_cast<double>(seconds.size()));
+        slowest[k].push_back(alone / *std::max_element(seconds.begin(), seconds.end()));
+        if (s0 >= 0 && s1 >= 0) {
+          stolen += s1 - s0;
+          busy += counts[c] * *std::max_element(seconds.begin(), seconds.end());
+        }
+      }
     }
-    std::printf("%s{\"threads\": %d, \"perThread\": %.4g, \"slowest\": %.4g}", c ? ", " : "", counts[c], median(mean),
-                median(slowest));
+    std::printf("%s{\"threads\": %d, \"perThread\": %.4g, \"slowest\": %.4g, \"streaming\": %.4g, \"streamingSlowest\": %.4g",
+                c ? ", " : "", counts[c], median(mean[0]), median(slowest[0]), median(mean[1]), median(slowest[1]));
+    if (busy > 0.0) std::printf(", \"steal\": %.4g", static_cast<double>(stolen) / 100.0 / busy);
+    std::printf("}");
   }
   std::printf("]");
 }
@@ -219,7 +277,7 @@ int main(int argc, char** argv) {
         throw std::invalid_argument("unknown flag " + flag);
       }
     }
-    if (cases.empty() || plans.empty()) throw std::invalid_argument("expected at least one --case");
+    if ((cases.empty() && together.empty()) || plans.empty()) throw std::invalid_argument("expected at least one --case or --together");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "work_span: %s\n", e.what());
     return 2;
