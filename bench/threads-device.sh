@@ -10,7 +10,8 @@
 #   for it), then prints the call to make.
 # There:  bash bench/threads-device.sh run [ARGS for bench/threads.mjs]
 #   unpacks them under /tmp and writes $OUT/threads.json (bench/threads.mjs --json), its log
-#   $OUT/threads.log, $OUT/cpu.txt (lscpu) and $OUT/cpuinfo, then the same calls natively:
+#   $OUT/threads.log, $OUT/cpu.txt (lscpu, the kernel and its huge-page settings) and
+#   $OUT/cpuinfo, then the same calls natively:
 #   $OUT/work-span.json (their work and span, their speed-ups on the machine's threads, where
 #   those threads' time went; given at most 170 s, after the wasm bench, which is given at most
 #   330 s), and before both $OUT/together.json: how fast each thread runs a register-only loop
@@ -72,7 +73,16 @@ case ${1:-} in
     fi
     xz -dc "$dir/work_span.xz" >"$work/work_span"
     chmod +x "$work/work_span"
-    lscpu >"$out/cpu.txt" 2>&1 || nproc >"$out/cpu.txt"
+    # The machine as the results' note describes it: its CPUs, and what its kernel does with
+    # memory (the wasm heap and the native heap may get huge pages or not).
+    {
+      lscpu 2>&1 || nproc
+      echo "kernel: $(uname -r)"
+      for f in enabled shmem_enabled defrag; do
+        echo "transparent hugepages $f: $(cat /sys/kernel/mm/transparent_hugepage/$f 2>&1)"
+      done
+      grep -E '^(MemTotal|MemAvailable|AnonHugePages|ShmemHugePages)' /proc/meminfo 2>&1
+    } >"$out/cpu.txt"
     cp /proc/cpuinfo "$out/cpuinfo" || true
     cores=$(nproc)
     counts=1
