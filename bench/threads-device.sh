@@ -18,7 +18,8 @@
 #   and a loop streaming its own 8 MiB with all of them at once, and the share of their time the
 #   host took (steal), given at most 30 s.
 # Two builds side by side there (a change judged on many cores): here
-#   bash bench/threads-device.sh pack DIR   (DIR: the change's package root, built: web/, dist/)
+#   bash bench/threads-device.sh pack DIR   (DIR: the change's package root, built: web/, dist/;
+#                                            or a commit, whose core change it builds)
 # and there
 #   bash bench/threads-device.sh ab --threads 16 [--cases favor8-causal,favor,...] [--rounds N]
 #   which runs bench/ab.mjs with this checkout's build as A and DIR's as B into $OUT/ab.txt.
@@ -33,7 +34,30 @@ dir=build/device
 case ${1:-} in
   pack)
     mkdir -p "$dir"
-    VARIANT=${2:-} bash bench/threads-bundle.sh "$dir/favor-threads.tar.xz"
+    variant=${2:-}
+    if [[ -n $variant && ! -d $variant ]]; then
+      # A commit of this repository (a branch, say) whose change is to the core: its source with
+      # this checkout's dist/, its relaxed-SIMD threads module built (the one the bench loads;
+      # the glue is this checkout's).
+      git rev-parse --verify -q "$variant^{commit}" >/dev/null ||
+        { echo "pack: $variant is neither a package root nor a commit" >&2; exit 1; }
+      [[ -f dist/favor-relaxed-threads.wasm ]] || scripts/build-wasm.sh
+      root=build/variant
+      rm -rf "$root"
+      mkdir -p "$root"
+      git archive "$variant" | tar -x -C "$root"
+      cp -r dist "$root/"
+      export NODE_PATH=/usr/share/nodejs${NODE_PATH:+:$NODE_PATH}
+      wasm=build/variant-wasm
+      [[ -f $wasm/CMakeCache.txt ]] && [[ $(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$wasm/CMakeCache.txt") == "$(pwd)/$root" ]] ||
+        { rm -rf "$wasm"; emcmake cmake -S "$root" -B "$wasm" -DCMAKE_BUILD_TYPE=Release -DFAVOR_WASM_SIMD=ON -DFAVOR_WASM_THREADS=ON \
+          -DFAVOR_WASM_RELAXED=ON -DEigen3_DIR=/usr/share/eigen3/cmake >/dev/null; }
+      cmake --build "$wasm" -j"$(nproc)" --target favor_wasm >/dev/null
+      cp "$wasm/favor-relaxed-threads.wasm" "$root/dist/"
+      echo "variant: $variant ($(git rev-parse --short "$variant")) built in $root"
+      variant=$root
+    fi
+    VARIANT=$variant bash bench/threads-bundle.sh "$dir/favor-threads.tar.xz"
     node26=$(scripts/ensure-node.sh 26)
     binary=$(readlink -f "$node26")
     if [[ ! $dir/node.xz -nt $binary ]]; then
@@ -51,7 +75,7 @@ case ${1:-} in
     du -h "$dir"/*
     echo "then: run(command='bash bench/threads-device.sh run', carry=['$dir'], timeout_s=540)"
     if [[ -n ${2:-} ]]; then
-      echo "  or: run(command='bash bench/threads-device.sh ab --threads 16 --cases favor8-causal,favor8,favor', carry=['$dir'], timeout_s=300)"
+      echo "  or: run(command='bash bench/threads-device.sh ab --threads 16 --cases favor,favor-short,exact,favor8,favor8-causal', carry=['$dir'], timeout_s=300)"
     fi
     ;;
   run | ab)
