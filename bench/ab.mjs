@@ -7,7 +7,7 @@
 // how far two instances of the same build differ on this machine).
 //
 //   node bench/ab.mjs --a ../old-checkout [--b .] [--threads 1] [--simd auto] [--rounds 24]
-//                     [--cases favor,favor-short,favor8,favor8-causal,favor-causal,favor-structured,exact,exact-causal,codebook,decode,exact-decode,window-decode]
+//                     [--cases favor,favor-short,favor8,favor8-causal,favor-causal,favor-structured,exact,exact-short,exact-causal,codebook,decode,exact-decode,window-decode]
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -27,6 +27,8 @@ export const CASES = {
   'favor-causal': { L: 4096, label: 'favorAttention causal, 1 head, L = 4096', call: (f, s, t) => f.favorAttention(t, t, t, { featureMap: s.map, causal: true }) },
   'favor-structured': { L: 4096, label: 'favorAttention, structured W, 1 head, L = 4096', call: (f, s, t) => f.favorAttention(t, t, t, { featureMap: s.structuredMap }) },
   exact: { L: 1024, label: 'exactAttention, 1 head, L = 1024', call: (f, s, t) => f.exactAttention(t, t, t) },
+  // The thread bench's smallest exact call, whose 16-row pieces are one per thread at T = 16.
+  'exact-short': { L: 512, label: 'exactAttention, 1 head, L = 512', call: (f, s, t) => f.exactAttention(t, t, t) },
   'exact-causal': { L: 1024, label: 'exactAttention causal, 1 head, L = 1024', call: (f, s, t) => f.exactAttention(t, t, t, { causal: true }) },
   codebook: { L: 4096, label: 'codebookAttention, 64 codes, 1 head, L = 4096', call: (f, s, t) => f.codebookAttention(t, t, t, { codebook: s.codebook }) },
   decode: { steps: 100, label: `FAVOR+ decode, ${H} heads, 100 steps after ${context}`, call: (f, s) => steps(s.favorState, s.step, 100) },
