@@ -37,8 +37,8 @@ case ${1:-} in
     variant=${2:-}
     if [[ -n $variant && ! -d $variant ]]; then
       # A commit of this repository (a branch, say) whose change is to the core: its source with
-      # this checkout's dist/, its relaxed-SIMD threads module built (the one the bench loads;
-      # the glue is this checkout's).
+      # this checkout's dist/, and its relaxed-SIMD threads module (the one the bench loads) built
+      # by its own scripts/build-wasm.sh (the glue stays this checkout's).
       git rev-parse --verify -q "$variant^{commit}" >/dev/null ||
         { echo "pack: $variant is neither a package root nor a commit" >&2; exit 1; }
       [[ -f dist/favor-relaxed-threads.wasm ]] || scripts/build-wasm.sh
@@ -47,13 +47,7 @@ case ${1:-} in
       mkdir -p "$root"
       git archive "$variant" | tar -x -C "$root"
       cp -r dist "$root/"
-      export NODE_PATH=/usr/share/nodejs${NODE_PATH:+:$NODE_PATH}
-      wasm=build/variant-wasm
-      [[ -f $wasm/CMakeCache.txt ]] && [[ $(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$wasm/CMakeCache.txt") == "$(pwd)/$root" ]] ||
-        { rm -rf "$wasm"; emcmake cmake -S "$root" -B "$wasm" -DCMAKE_BUILD_TYPE=Release -DFAVOR_WASM_SIMD=ON -DFAVOR_WASM_THREADS=ON \
-          -DFAVOR_WASM_RELAXED=ON -DEigen3_DIR=/usr/share/eigen3/cmake >/dev/null; }
-      cmake --build "$wasm" -j"$(nproc)" --target favor_wasm >/dev/null
-      cp "$wasm/favor-relaxed-threads.wasm" "$root/dist/"
+      (cd "$root" && scripts/build-wasm.sh relaxed-threads >/dev/null)
       echo "variant: $variant ($(git rev-parse --short "$variant")) built in $root"
       variant=$root
     fi
@@ -119,7 +113,7 @@ case ${1:-} in
       timeout 30 "$work/work_span" --together "${counts#1,}" >"$out/together.json" 2>>"$out/work-span.log" ||
         echo "work_span --together: exit $?" | tee -a "$out/work-span.log"
     fi
-    # At most 330 s, so that the native run below keeps its 180 s within the call's 540: the
+    # At most 330 s, so that the native runs keep their 30 s and 170 s within the call's 540: the
     # bench saves its results after every row, so a run cut short keeps the rows it measured.
     timeout 330 "$work/node" "$work/favor-threads/bench/threads.mjs" --json "$out/threads.json" "$@" 2>&1 |
       tee "$out/threads.log" || echo "threads.mjs: stopped (exit ${PIPESTATUS[0]}); $out/threads.json has the rows it measured" |

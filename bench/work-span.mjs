@@ -165,7 +165,7 @@ for (const m of machines) {
   if (m.together?.length) {
     const loop = (t, mean, slowest) => `${t[mean].toFixed(2)} on average, the slowest thread ${t[slowest].toFixed(2)} (as "work grown": ${(1 / t[mean]).toFixed(2)}×)`;
     const streaming = m.together.some((t) => t.streaming !== undefined), steal = m.together.some((t) => t.steal !== undefined);
-    md.push('', `The cores under load, apart from any call: each of T threads at once, started together, its speed ÷ one thread's alone, the median of ${streaming ? 5 : 7} rounds that run one thread and T in turn. ` +
+    md.push('', `The cores under load, apart from any call: each of T threads at once, started together, its speed ÷ one thread's alone, the median of ${m.together[0].rounds ?? 7} rounds that run one thread and T in turn. ` +
       `The register-only multiply-add loop of bench/native/peak_kernel.cpp (no memory traffic): ${m.together.map((t) => `T = ${t.threads}: ${loop(t, 'perThread', 'slowest')}`).join('; ')}. ` +
       (streaming ? `A loop that reads its own 8 MiB over and over, a multiply-add per 4 floats (4× a server core's L2, so each pass comes from the shared cache or memory, as a large call's inputs do): ${m.together.filter((t) => t.streaming !== undefined).map((t) => `T = ${t.threads}: ${loop(t, 'streaming', 'streamingSlowest')}`).join('; ')}. ` : '') +
       (steal ? `The share of the T threads' time the host ran something else while they wanted to run (steal, /proc/stat), over both loops: ${m.together.filter((t) => t.steal !== undefined).map((t) => `T = ${t.threads}: ${(100 * t.steal).toFixed(1)}%`).join('; ')}. ` : '') +

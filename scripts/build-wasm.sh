@@ -4,6 +4,8 @@
 # favor-relaxed.wasm and favor-relaxed-threads.wasm (relaxed SIMD). The scalar and relaxed modules
 # load with the SIMD builds' glue.
 # Incremental: reruns only what changed.
+#   scripts/build-wasm.sh [MODULE ...]   (simd, scalar, simd-threads, relaxed, relaxed-threads;
+#                                         default all, then the worker bundle)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/ensure-deps.sh wasm
@@ -14,7 +16,12 @@ flock 9
 # Debian's emcc needs its Node modules (acorn) at -O2 and above.
 export NODE_PATH=/usr/share/nodejs${NODE_PATH:+:$NODE_PATH}
 mkdir -p dist
-for variant in simd scalar simd-threads relaxed relaxed-threads; do
+modules=("$@")
+((${#modules[@]})) || modules=(simd scalar simd-threads relaxed relaxed-threads)
+glue=0
+for variant in "${modules[@]}"; do
+  [[ $variant =~ ^(simd|scalar|simd-threads|relaxed|relaxed-threads)$ ]] ||
+    { echo "build-wasm: no module '$variant' (simd, scalar, simd-threads, relaxed, relaxed-threads)" >&2; exit 2; }
   simd=ON; [[ $variant == scalar ]] && simd=OFF
   relaxed=OFF; [[ $variant == relaxed* ]] && relaxed=ON
   threads=OFF; exts="wasm js"
@@ -22,6 +29,7 @@ for variant in simd scalar simd-threads relaxed relaxed-threads; do
   # The scalar and relaxed modules load with the SIMD builds' glue, the same file but for its
   # name (tested).
   [[ $relaxed == ON || $variant == scalar ]] && exts="wasm"
+  [[ $exts == *js* ]] && glue=1
   dir=build/wasm-$variant
   if [[ ! -f $dir/CMakeCache.txt ]]; then
     emcmake cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DFAVOR_WASM_SIMD=$simd \
@@ -35,5 +43,5 @@ for variant in simd scalar simd-threads relaxed relaxed-threads; do
   done
 done
 # Then dist/favor-worker.js, the browser worker of loadFavor({ worker: true }) as one
-# self-contained module (see the script for why).
-node scripts/bundle-worker.mjs
+# self-contained module (see the script for why), which inlines the glue.
+if ((glue)); then node scripts/bundle-worker.mjs; fi

@@ -229,8 +229,8 @@ void print_together(const std::vector<int>& counts) {
         }
       }
     }
-    std::printf("%s{\"threads\": %d, \"perThread\": %.4g, \"slowest\": %.4g, \"streaming\": %.4g, \"streamingSlowest\": %.4g",
-                c ? ", " : "", counts[c], median(mean[0]), median(slowest[0]), median(mean[1]), median(slowest[1]));
+    std::printf("%s{\"threads\": %d, \"rounds\": %d, \"perThread\": %.4g, \"slowest\": %.4g, \"streaming\": %.4g, \"streamingSlowest\": %.4g",
+                c ? ", " : "", counts[c], kTogetherRounds, median(mean[0]), median(slowest[0]), median(mean[1]), median(slowest[1]));
     if (busy > 0.0) std::printf(", \"steal\": %.4g", static_cast<double>(stolen) / 100.0 / busy);
     std::printf("}");
   }
