@@ -76,7 +76,7 @@ function machine(run, cpu, when) {
       spent: Object.fromEntries(c.timed.filter((t) => t.threads > 1 && t.spent).map((t) => [t.threads, { seconds: t.seconds, regions: t.regions, ...t.spent }])),
     };
   });
-  return { cpu, cores: run.cores, date: when, reps: run.reps, steps: run.steps, warmed: run.warmed ?? false, rows, ...(run.together && { together: run.together }) };
+  return { cpu, cores: run.cores, date: when, reps: run.reps, steps: run.steps, warmed: run.warmed ?? false, least: run.least ?? false, rows, ...(run.together && { together: run.together }) };
 }
 
 let measured = null;
@@ -122,8 +122,8 @@ const md = [];
 md.push('<!-- work-span -->', '## What the split allows: the pool model, work and span', '');
 md.push('`node bench/work-span.mjs` (part of `npm run bench`). How far the thread bench\'s calls can scale as their split into regions and the pool\'s way of dealing it out allow, read from one thread: ' +
   'each call runs natively (the core built with `-O3 -msse4.2 -mno-avx`, the closest to wasm\'s 128-bit SIMD; the same inputs, d = dv = 64, FAVOR+ m = 256 positive orthogonal; ' +
-  'glibc\'s allocator kept from mapping large blocks anew at each call, as wasm\'s never does) with every region split as it would be on T threads but its indices run one after another on one thread, each timed (src/favor/threads/work_span.hpp; the trace of the fastest of ' +
-  `${[...new Set(machines.map((m) => m.reps))].join(' or ')} runs). Decode is 400 appends of one position after the prefill.`);
+  'glibc\'s allocator kept from mapping large blocks anew at each call, as wasm\'s never does) with every region split as it would be on T threads but its indices run one after another on one thread, each timed (src/favor/threads/work_span.hpp), ' +
+  `${[...new Set(machines.map((m) => m.reps))].join(' or ')} runs of each split, every serial stretch and index kept at its least time over them (a step the host preempted then slows one run of that step, not the whole trace: over five runs of the same calls on a shared 2-vCPU host, the model's speed-up at a given T spread by up to 1.8× with each split's fastest whole run kept, and by up to 1.4× with each step at its least). Decode is 400 appends of one position after the prefill.`);
 md.push('');
 md.push('- **The pool model** (bench/lib/pool-model.mjs) replays the trace on T threads as src/favor/threads/pool.cpp deals the indices out (home ranges first, then the others\' ranges; a region inside an index published for the threads that have none left; its thread waiting for the indices taken), each thread as fast as one alone and every hand-off free. ' +
   'The speed-up over one thread it gives is what the split allows; in parentheses, where the machine has the threads, the same native call timed on T threads (the median ratio of rounds that time one thread and T in turn; as in the thread bench, a call under 10 ms on one thread is made once untimed right before each timed one on more, so that its helpers, asleep since the count before, are awake). ' +
@@ -141,6 +141,7 @@ for (const m of machines) {
     }
   };
   md.push('', `### ${m.cpu}, ${m.cores} cores (${m.date})`);
+  if (!m.least) md.push('', 'Its traces are each split\'s fastest whole run (this run came before each step was kept at its least time over the runs).');
   if (!m.warmed) md.push('', 'Its native timings came before a short call was made once untimed right before each timed one: on more than one thread, each such call began with its helpers asleep.');
   table('The pool model (in parentheses: measured natively):', (r, T, p) => [p?.model ? x(p.model) : '', r.measured[T] ? `(${x(r.measured[T])})` : ''].filter(Boolean).join(' '));
   table('Brent\'s bounds:', (r, T, p) => (p ? `${x(p.least)}–${x(p.most)}` : ''));

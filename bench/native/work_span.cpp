@@ -295,7 +295,7 @@ int main(int argc, char** argv) {
   timed.insert(timed.begin(), 1);  // the speed-ups are over one thread
   const favor::FeatureMap map(favor::Kernel::positive,
                               favor::sample_projection(kFeatures, kDim, favor::Sampling::orthogonal, 7));
-  std::printf("{\"cores\": %d, \"reps\": %d, \"steps\": %ld, \"warmed\": true, \"cases\": [", cores, reps,
+  std::printf("{\"cores\": %d, \"reps\": %d, \"steps\": %ld, \"warmed\": true, \"least\": true, \"cases\": [", cores, reps,
               static_cast<long>(kDecodeSteps));
   bool first = true;
   for (const Case& c : cases) {
@@ -304,21 +304,23 @@ int main(int argc, char** argv) {
     call();  // first-touch of the output, the allocator's pools
     std::printf("%s\n {\"id\": \"%s\", \"plans\": [", first ? "" : ",", c.id.c_str());
     first = false;
-    // Each plan's fastest run, the one least disturbed by the rest of the machine; every plan in
-    // turn within a rep, so that a slow spell (a shared host's, the first seconds of a process's)
-    // slows a rep of every plan rather than every rep of the first.
-    std::vector<favor::WorkSpan> fastest(plans.size());
+    // Each plan's steps at their least time over the reps, each as little disturbed by the rest of
+    // the machine as it was in any rep; every plan in turn within a rep, so that a slow spell (a
+    // shared host's, the first seconds of a process's) slows a rep of every plan rather than every
+    // rep of the first.
+    std::vector<std::vector<favor::WorkSpan>> runs(plans.size());
     for (int r = 0; r < reps; ++r) {
       for (std::size_t p = 0; p < plans.size(); ++p) {
         call.prepare();
-        favor::WorkSpan ws = favor::measure_work_span(plans[p], std::ref(call));
-        if (r == 0 || ws.work < fastest[p].work) fastest[p] = std::move(ws);
+        runs[p].push_back(favor::measure_work_span(plans[p], std::ref(call)));
       }
     }
     for (std::size_t p = 0; p < plans.size(); ++p) {
+      const favor::WorkSpan least = favor::least_per_step(runs[p]);
+      runs[p].clear();
       std::printf("%s{\"threads\": %d, \"work\": %.6g, \"span\": %.6g, \"trace\": ", p ? ", " : "", plans[p],
-                  fastest[p].work, fastest[p].span);
-      print_trace(fastest[p].call);
+                  least.work, least.span);
+      print_trace(least.call);
       std::printf("}");
     }
     // Each thread count in turn within a rep, so that a machine whose speed drifts (a shared

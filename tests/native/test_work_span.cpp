@@ -96,6 +96,61 @@ TEST(WorkSpan, CallWithoutRegionsIsOneChain) {
   EXPECT_DOUBLE_EQ(ws.span, ws.work);
 }
 
+// A trace built by hand, in seconds: serial stretches s0 and s1 around a region (4 threads) of
+// two indices, index 0 one stretch i0, index 1 stretches i1a and i1b around a nested region of
+// two indices (n0, n1).
+favor::WorkSpan traced(double s0, double s1, double i0, double i1a, double n0, double n1, double i1b) {
+  favor::WorkSpan ws;
+  ws.call.serial = {s0, s1};
+  favor::TracedRegion region;
+  region.threads = 4;
+  region.indices.resize(2);
+  region.indices[0].serial = {i0};
+  favor::TracedIndex& one = region.indices[1];
+  one.serial = {i1a, i1b};
+  favor::TracedRegion nested;
+  nested.indices.resize(2);
+  nested.indices[0].serial = {n0};
+  nested.indices[1].serial = {n1};
+  one.regions.push_back(nested);
+  ws.call.regions.push_back(region);
+  return ws;
+}
+
+TEST(WorkSpan, LeastPerStepTakesEachStepsLeastTime) {
+  // Each run slowed at another step (a preemption): the least of each is the undisturbed run.
+  const favor::WorkSpan least = favor::least_per_step({traced(9, 1, 4, 1, 2, 3, 1), traced(1, 1, 4, 1, 9, 3, 1),
+                                                       traced(1, 1, 4, 1, 2, 3, 9), traced(1, 9, 4, 9, 2, 3, 1)});
+  const favor::TracedIndex& index1 = least.call.regions[0].indices[1];
+  EXPECT_EQ(least.call.serial, (std::vector<double>{1, 1}));
+  EXPECT_EQ(least.call.regions[0].threads, 4);
+  EXPECT_EQ(least.call.regions[0].indices[0].serial, (std::vector<double>{4}));
+  EXPECT_EQ(index1.serial, (std::vector<double>{1, 1}));
+  EXPECT_EQ(index1.regions[0].indices[0].serial, (std::vector<double>{2}));
+  EXPECT_EQ(index1.regions[0].indices[1].serial, (std::vector<double>{3}));
+  // Work: 1 + 1 + 4 + (1 + 2 + 3 + 1) = 13; span: 1 + max(4, 1 + 3 + 1) + 1 = 7.
+  EXPECT_DOUBLE_EQ(least.work, 13.0);
+  EXPECT_DOUBLE_EQ(least.span, 7.0);
+  // One run: itself, its work and span read from its trace.
+  const favor::WorkSpan alone = favor::least_per_step({traced(2, 1, 4, 1, 2, 3, 1)});
+  EXPECT_DOUBLE_EQ(alone.work, 14.0);
+  EXPECT_DOUBLE_EQ(alone.span, 8.0);
+}
+
+TEST(WorkSpan, LeastPerStepRefusesRunsOfOtherShapes) {
+  EXPECT_THROW(favor::least_per_step({}), std::invalid_argument);
+  favor::WorkSpan fewer = traced(1, 1, 4, 1, 2, 3, 1);
+  fewer.call.regions[0].indices[1].regions[0].indices.pop_back();
+  EXPECT_THROW(favor::least_per_step({traced(1, 1, 4, 1, 2, 3, 1), fewer}), std::invalid_argument);
+  favor::WorkSpan other_threads = traced(1, 1, 4, 1, 2, 3, 1);
+  other_threads.call.regions[0].threads = 8;
+  EXPECT_THROW(favor::least_per_step({traced(1, 1, 4, 1, 2, 3, 1), other_threads}), std::invalid_argument);
+  favor::WorkSpan no_region = traced(1, 1, 4, 1, 2, 3, 1);
+  no_region.call.regions.clear();
+  no_region.call.serial = {1};
+  EXPECT_THROW(favor::least_per_step({traced(1, 1, 4, 1, 2, 3, 1), no_region}), std::invalid_argument);
+}
+
 TEST(WorkSpan, ErrorsPassThroughAndLeaveThePoolAsItWas) {
   favor::set_max_threads(2);
   std::vector<Index> ran;

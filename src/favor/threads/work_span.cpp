@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <stdexcept>
 #include <utility>
 
 namespace favor {
@@ -41,7 +42,29 @@ double span_of(const TracedIndex& index) {
   }
   return span;
 }
+
+// `into` with each step at its least time in it and in `run`, which has its shape.
+void keep_least(TracedIndex& into, const TracedIndex& run) {
+  if (run.serial.size() != into.serial.size() || run.regions.size() != into.regions.size())
+    throw std::invalid_argument("least_per_step: runs whose traces differ in shape");
+  for (std::size_t s = 0; s < into.serial.size(); ++s) into.serial[s] = std::min(into.serial[s], run.serial[s]);
+  for (std::size_t r = 0; r < into.regions.size(); ++r) {
+    TracedRegion& region = into.regions[r];
+    if (run.regions[r].threads != region.threads || run.regions[r].indices.size() != region.indices.size())
+      throw std::invalid_argument("least_per_step: runs whose traces differ in shape");
+    for (std::size_t i = 0; i < region.indices.size(); ++i) keep_least(region.indices[i], run.regions[r].indices[i]);
+  }
+}
 }  // namespace
+
+WorkSpan least_per_step(const std::vector<WorkSpan>& runs) {
+  if (runs.empty()) throw std::invalid_argument("least_per_step: no runs");
+  WorkSpan least;
+  least.call = runs[0].call;
+  for (std::size_t r = 1; r < runs.size(); ++r) keep_least(least.call, runs[r].call);
+  least.work = work_of(least.call), least.span = span_of(least.call);
+  return least;
+}
 
 WorkSpan measure_work_span(int threads, const std::function<void()>& call) {
   const int previous = detail::g_max_threads.exchange(std::max(1, threads));

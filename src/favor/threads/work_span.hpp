@@ -40,6 +40,13 @@ struct WorkSpan {
 // `threads` meanwhile). No other thread may start a region while it runs.
 WorkSpan measure_work_span(int threads, const std::function<void()>& call);
 
+// Runs of the same split (the same regions and indices: the same call on the same thread count)
+// as one: each serial stretch and each index at its least time over the runs, what it takes when
+// nothing else on the machine slows it. A preempted step costs one run of one step, not the whole
+// run it fell in, as the fastest whole run would keep. Throws std::invalid_argument if the runs
+// are none or their traces differ in shape.
+WorkSpan least_per_step(const std::vector<WorkSpan>& runs);
+
 namespace detail {
 // Whether measure_work_span is tracing this thread's call; if so, run_parallel hands each region
 // to run_traced, which runs its indices here one after another, each as it would run among
