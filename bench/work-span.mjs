@@ -151,16 +151,19 @@ for (const m of machines) {
     (r, T, p) => (p ? `${(p.work / r.one).toFixed(2)}×` : ''));
   const spentTs = [...new Set(m.rows.flatMap((r) => Object.keys(r.spent ?? {}).map(Number)))].sort((a, b) => a - b);
   for (const T of spentTs.filter((t) => t === spentTs[spentTs.length - 1] || (t === 8 && spentTs.includes(16)))) {
-    md.push('', `Where the threads' time went, measured natively on ${T} threads (the median of the timed calls; shares of ${T} × its time; "work grown": the time the threads computed, the calling thread's serial stretches included, ÷ one thread's time for the whole call, 1.0× where each thread computes as fast as one alone; the speed-up is ${T} × busy ÷ work grown):`, '');
-    md.push('| call | time | speed-up | busy | work grown | the caller alone: the others idle | waiting for a first index | between indices | after the last index | not invited |');
-    md.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+    const speeds = m.rows.some((r) => r.spent?.[T]?.slowestIndex !== undefined);
+    md.push('', `Where the threads' time went, measured natively on ${T} threads (the median of the timed calls; shares of ${T} × its time; "work grown": the time the threads computed, the calling thread's serial stretches included, ÷ one thread's time for the whole call, 1.0× where each thread computes as fast as one alone; the speed-up is ${T} × busy ÷ work grown` +
+      (speeds ? '; "slowest thread" and "caller": in the regions where two threads or more ran indices, weighted by their length, a thread\'s mean index time ÷ the median thread\'s, for the slowest thread and for the calling thread, 1.00 where every thread ran its indices alike (a region\'s pieces are cut alike), "—" where no region had two threads at work' : '') + '):', '');
+    md.push(`| call | time | speed-up | busy | work grown | the caller alone: the others idle | waiting for a first index | between indices | after the last index | not invited |${speeds ? ' slowest thread | caller |' : ''}`);
+    md.push(`|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|${speeds ? '---:|---:|' : ''}`);
+    const ratio = (v) => (v > 0 ? v.toFixed(2) : '—');
     const pct = (v, wall) => `${((100 * v) / (T * wall)).toFixed(0)}%`;
     for (const r of m.rows) {
       const s = r.spent?.[T];
       if (!s || !r.oneTimed) continue;
       const busy = s.work + s.serial, decode = CASES[r.id]?.method === 'decode';
       const time = decode ? `${(m.steps / s.seconds / 1000).toFixed(1)}k tokens/s` : `${fmtMs(s.seconds * 1000)} ms`;
-      md.push(`| ${label(r.id)} | ${time} | ${x(r.oneTimed / s.seconds)} | ${pct(busy, s.seconds)} | ${(busy / r.oneTimed).toFixed(2)}× | ${pct(s.alone, s.seconds)} | ${pct(s.start, s.seconds)} | ${pct(s.between, s.seconds)} | ${pct(s.end, s.seconds)} | ${pct(s.uninvited, s.seconds)} |`);
+      md.push(`| ${label(r.id)} | ${time} | ${x(r.oneTimed / s.seconds)} | ${pct(busy, s.seconds)} | ${(busy / r.oneTimed).toFixed(2)}× | ${pct(s.alone, s.seconds)} | ${pct(s.start, s.seconds)} | ${pct(s.between, s.seconds)} | ${pct(s.end, s.seconds)} | ${pct(s.uninvited, s.seconds)} |${speeds ? ` ${ratio(s.slowestIndex)} | ${ratio(s.callerIndex)} |` : ''}`);
     }
   }
   if (m.together?.length) {

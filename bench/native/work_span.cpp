@@ -348,9 +348,10 @@ int main(int argc, char** argv) {
       const double mid = median(seconds[t]);
       const favor::ThreadTime& s = *std::find_if(spent[t].begin(), spent[t].end(), [&](const favor::ThreadTime& x) { return x.wall == mid; });
       std::printf("%s{\"threads\": %d, \"seconds\": %.6g, \"speedup\": %.4g, \"regions\": %d, \"spent\": {\"work\": %.6g, "
-                  "\"serial\": %.6g, \"alone\": %.6g, \"start\": %.6g, \"between\": %.6g, \"end\": %.6g, \"uninvited\": %.6g}}",
+                  "\"serial\": %.6g, \"alone\": %.6g, \"start\": %.6g, \"between\": %.6g, \"end\": %.6g, \"uninvited\": %.6g, "
+                  "\"slowestIndex\": %.4g, \"callerIndex\": %.4g}}",
                   t ? ", " : "", timed[t], mid, median(ratio), s.regions, s.work, s.serial, s.alone, s.start, s.between, s.end,
-                  s.uninvited);
+                  s.uninvited, s.slowest_index, s.caller_index);
     }
     favor::set_max_threads(1);
     std::printf("]}");

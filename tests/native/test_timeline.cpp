@@ -3,6 +3,7 @@
 // to T x wall and each part to be at least what the call was built to spend there.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <stdexcept>
 #include <thread>
@@ -66,6 +67,43 @@ TEST(ThreadTime, NestedIndicesCountOnceInsideTheirIndex) {
   EXPECT_NEAR(total(t), 2 * t.wall, kSum);
   EXPECT_GE(t.work, 8e-3);
   EXPECT_LE(t.work, 2 * t.wall);
+}
+
+// Two indices that wait for each other (each thread runs one), then sleep `first` and `second` ms.
+ThreadTime two_at_once(double first, double second) {
+  return favor::record_thread_time([&] {
+    std::atomic<int> arrived{0};
+    favor::parallel_for(2, [&](Index i) {
+      arrived.fetch_add(1);
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (arrived.load() < 2 && std::chrono::steady_clock::now() < give_up) {
+      }
+      sleep_ms(i == 0 ? first : second);
+    });
+  });
+}
+
+TEST(ThreadTime, ThreadsThatRanIndicesSlowerStandOut) {
+  const Threads threads(2);
+  // Index 1 four times index 0: the slower thread's ÷ the median (the mean of two) is 1.6 for
+  // sleeps of exactly 5 and 20 ms; it stays within [1.3, 2) while the short one overruns by
+  // less than 5 ms more than the long one.
+  const ThreadTime uneven = two_at_once(5, 20);
+  ASSERT_GT(uneven.slowest_index, 0.0);  // both threads ran an index
+  EXPECT_GE(uneven.slowest_index, 1.3);
+  EXPECT_LT(uneven.slowest_index, 2.0);
+  // The caller ran one of the two: 0.4 for the short (home ranges give it index 0), 1.6 for the
+  // long.
+  EXPECT_TRUE(uneven.caller_index <= 0.7 || uneven.caller_index >= 1.3) << uneven.caller_index;
+  const ThreadTime even = two_at_once(10, 10);  // within 1.25 while they differ by < 5 ms
+  EXPECT_GE(even.slowest_index, 1.0);
+  EXPECT_LE(even.slowest_index, 1.25);
+  EXPECT_GE(even.caller_index, 0.75);
+  EXPECT_LE(even.caller_index, 1.25);
+  // One thread at work in every region: nothing to compare.
+  const ThreadTime alone = favor::record_thread_time([] { favor::parallel_for(1, [](Index) { sleep_ms(1); }); });
+  EXPECT_EQ(alone.slowest_index, 0.0);
+  EXPECT_EQ(alone.caller_index, 0.0);
 }
 
 TEST(ThreadTime, OneThreadIsAllSerialAndRecordingsDoNotNest) {

@@ -76,23 +76,44 @@ ThreadTime record_thread_time(const std::function<void()>& call) {
   }
   t.serial = t.wall - in_regions;
   t.alone = t.serial * (threads - 1);
-  // Each thread's intervals, region by region (a region holds the intervals that start in it).
+  // Each thread's intervals, region by region (a region holds the intervals that start in it);
+  // mean[k][p]: thread p's mean index time in region k (0: none).
+  std::vector<std::vector<double>> mean(r.regions.size(), std::vector<double>(static_cast<std::size_t>(threads), 0.0));
   for (int p = 0; p < threads; ++p) {
     const std::vector<detail::Interval>& mine = r.indices[static_cast<std::size_t>(p)];
     std::size_t i = 0;
-    for (const auto& [region, invited] : r.regions) {
+    for (std::size_t k = 0; k < r.regions.size(); ++k) {
+      const auto& [region, invited] = r.regions[k];
       if (p >= invited) continue;
       detail::Clock::time_point at = region.start;
-      bool any = false;
+      int count = 0;
+      double in_indices = 0;
       for (; i < mine.size() && mine[i].start < region.end; ++i) {
         const double gap = seconds(at, mine[i].start), length = seconds(mine[i].start, mine[i].end);
-        (any ? t.between : t.start) += gap;
-        t.work += length;
-        at = mine[i].end, any = true;
+        (count ? t.between : t.start) += gap;
+        in_indices += length;
+        at = mine[i].end, ++count;
       }
-      (any ? t.end : t.start) += seconds(at, region.end);
+      t.work += in_indices;
+      (count ? t.end : t.start) += seconds(at, region.end);
+      if (count) mean[k][static_cast<std::size_t>(p)] = in_indices / count;
     }
   }
+  double weight = 0, caller_weight = 0;
+  for (std::size_t k = 0; k < r.regions.size(); ++k) {
+    std::vector<double> working;
+    for (const double m : mean[k])
+      if (m > 0) working.push_back(m);
+    if (working.size() < 2) continue;
+    std::sort(working.begin(), working.end());
+    const std::size_t mid = working.size() / 2;
+    const double median = working.size() % 2 ? working[mid] : (working[mid - 1] + working[mid]) / 2;
+    const double length = seconds(r.regions[k].first.start, r.regions[k].first.end);
+    t.slowest_index += length * working.back() / median, weight += length;
+    if (mean[k][0] > 0) t.caller_index += length * mean[k][0] / median, caller_weight += length;
+  }
+  if (weight > 0) t.slowest_index /= weight;
+  if (caller_weight > 0) t.caller_index /= caller_weight;
   return t;
 }
 

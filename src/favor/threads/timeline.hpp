@@ -23,6 +23,13 @@ struct ThreadTime {
   double between = 0;    // ... between its indices (waiting for nested work to help with)
   double end = 0;        // ... after its last index, until the region ends
   double uninvited = 0;  // threads a region did not invite (it was worth fewer), all of it
+  // Whether threads ran their indices at unequal speeds: over the regions where two threads or
+  // more ran indices, weighted by each region's length, each thread's mean index time there ÷ the
+  // median thread's; for the slowest thread (1 where all ran alike; the pieces of a region are
+  // cut alike, so a thread's longer indices are a slower thread's), and for the calling thread
+  // (where it ran one). 0 where no region had two threads at work. An index with regions inside
+  // counts the wait for their helpers too.
+  double slowest_index = 0, caller_index = 0;
 };
 
 // Runs call() on this thread with its regions on the pool as usual, each index's start and end
