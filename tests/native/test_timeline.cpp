@@ -109,6 +109,22 @@ TEST(ThreadTime, ThreadsThatRanIndicesSlowerStandOut) {
   EXPECT_EQ(alone.caller_index, 0.0);
 }
 
+TEST(ThreadTime, RegionsWhereThreadsHelpedWithInnerRegionsAreNotCompared) {
+  const Threads threads(2);
+  // Index 0 runs an inner region of 8 x 5 ms; index 1 takes 1 ms, and then its thread helps with
+  // index 0's inner indices. Compared, index 0 would read as the slower (its time holds the
+  // helper's share), index 1's thread as the faster (short inner indices).
+  const ThreadTime t = favor::record_thread_time([] {
+    favor::parallel_for(2, [](Index i) {
+      if (i == 1) return spin_ms(1);
+      favor::parallel_for(8, [](Index) { spin_ms(5); });
+    });
+  });
+  EXPECT_EQ(t.slowest_index, 0.0);
+  EXPECT_EQ(t.caller_index, 0.0);
+  EXPECT_NEAR(total(t), 2 * t.wall, kSum);  // the helped indices still count as work
+}
+
 TEST(ThreadTime, OneThreadIsAllSerialAndRecordingsDoNotNest) {
   const Threads threads(1);
   const ThreadTime t = favor::record_thread_time([] { favor::parallel_for(3, [](Index) { sleep_ms(1); }); });

@@ -416,7 +416,7 @@ class Pool {
             job.error_index.store(i, std::memory_order_relaxed), job.error = std::current_exception();
         }
         --t_index_depth;
-        if (recording) detail::note_index(*recording, t_pool_thread, start, std::chrono::steady_clock::now());
+        if (recording) detail::note_index(*recording, t_pool_thread, start, std::chrono::steady_clock::now(), &job != &job_);
         job.in_flight.fetch_sub(1);
       }
     }

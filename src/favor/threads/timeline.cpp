@@ -16,6 +16,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Interval {
   Clock::time_point start, end;
+  bool inner = false;  // an index of a region inside another thread's index, helped with
 };
 
 struct Recording {
@@ -34,8 +35,8 @@ void region_started(Recording& r, int invited) { r.regions.push_back({{Clock::no
 
 void region_ended(Recording& r) { r.regions.back().first.end = Clock::now(); }
 
-void note_index(Recording& r, int thread, Clock::time_point start, Clock::time_point end) {
-  if (thread < static_cast<int>(r.indices.size())) r.indices[static_cast<std::size_t>(thread)].push_back({start, end});
+void note_index(Recording& r, int thread, Clock::time_point start, Clock::time_point end, bool inner) {
+  if (thread < static_cast<int>(r.indices.size())) r.indices[static_cast<std::size_t>(thread)].push_back({start, end, inner});
 }
 
 }  // namespace detail
@@ -77,8 +78,10 @@ ThreadTime record_thread_time(const std::function<void()>& call) {
   t.serial = t.wall - in_regions;
   t.alone = t.serial * (threads - 1);
   // Each thread's intervals, region by region (a region holds the intervals that start in it);
-  // mean[k][p]: thread p's mean index time in region k (0: none).
+  // mean[k][p]: thread p's mean index time in region k (0: none); helped[k]: whether a thread
+  // helped with a region inside an index there.
   std::vector<std::vector<double>> mean(r.regions.size(), std::vector<double>(static_cast<std::size_t>(threads), 0.0));
+  std::vector<bool> helped(r.regions.size(), false);
   for (int p = 0; p < threads; ++p) {
     const std::vector<detail::Interval>& mine = r.indices[static_cast<std::size_t>(p)];
     std::size_t i = 0;
@@ -93,6 +96,7 @@ ThreadTime record_thread_time(const std::function<void()>& call) {
         (count ? t.between : t.start) += gap;
         in_indices += length;
         at = mine[i].end, ++count;
+        if (mine[i].inner) helped[k] = true;
       }
       t.work += in_indices;
       (count ? t.end : t.start) += seconds(at, region.end);
@@ -101,6 +105,7 @@ ThreadTime record_thread_time(const std::function<void()>& call) {
   }
   double weight = 0, caller_weight = 0;
   for (std::size_t k = 0; k < r.regions.size(); ++k) {
+    if (helped[k]) continue;
     std::vector<double> working;
     for (const double m : mean[k])
       if (m > 0) working.push_back(m);

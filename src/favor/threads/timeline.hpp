@@ -27,8 +27,8 @@ struct ThreadTime {
   // more ran indices, weighted by each region's length, each thread's mean index time there ÷ the
   // median thread's; for the slowest thread (1 where all ran alike; the pieces of a region are
   // cut alike, so a thread's longer indices are a slower thread's), and for the calling thread
-  // (where it ran one). 0 where no region had two threads at work. An index with regions inside
-  // counts the wait for their helpers too.
+  // (where it ran one). Regions where a thread helped with a region inside an index are left out
+  // (that index's time holds its helpers' share). 0 where no region is left.
   double slowest_index = 0, caller_index = 0;
 };
 
@@ -41,13 +41,14 @@ namespace detail {
 
 // The pool's hooks while a recording runs (recording() is null otherwise): a region starts (with
 // the threads it invites) and ends on the calling thread; an index's interval is noted by the
-// thread that ran it (`thread`: 0 the caller, h + 1 helper h), outermost indices only.
+// thread that ran it (`thread`: 0 the caller, h + 1 helper h), outermost indices only: the
+// region's own, or (`inner`) those of a region inside another thread's index that it helped with.
 struct Recording;
 Recording* recording();
 void region_started(Recording& r, int invited);
 void region_ended(Recording& r);
 void note_index(Recording& r, int thread, std::chrono::steady_clock::time_point start,
-                std::chrono::steady_clock::time_point end);
+                std::chrono::steady_clock::time_point end, bool inner);
 
 }  // namespace detail
 
