@@ -5,7 +5,7 @@
 // attention and FAVOR+ (positive, m = 256), bidirectional and causal, d = 64, L = 256 ... 65536.
 // Every implementation's output is checked against ours on the same inputs and projection W
 // before it is timed. Then the crossovers (the smallest L from which our FAVOR+ beats our exact
-// attention, m = 64, 128, 256); then bench/decode.mjs, bench/window-decode.mjs, bench/worker.mjs, bench/packed.mjs, bench/feature-maps.mjs, bench/threads.mjs, bench/work-span.mjs, bench/node-peers.mjs and bench/browser-peers.mjs (Chromium, Firefox) add their sections.
+// attention, m = 64, 128, 256); then bench/decode.mjs, bench/window-decode.mjs, bench/worker.mjs, bench/packed.mjs, bench/feature-maps.mjs, bench/threads.mjs, bench/threads-browser.mjs, bench/work-span.mjs, bench/node-peers.mjs and bench/browser-peers.mjs (Chromium, Firefox) add their sections.
 // Writes BENCHMARKS.md, bench/plots/*.svg and bench/results.json
 // (with --quick: build/bench-quick/; with --out FILE: beside FILE).
 //
@@ -475,7 +475,7 @@ const node22 = runner('Node 22 for bench/node-peers.mjs',
   () => execFileSync(path.join(repo, 'scripts/ensure-node.sh'), ['22'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim());
 const firefox = runner('Firefox for bench/browser-peers.mjs --browser firefox',
   () => (execFileSync(path.join(repo, 'scripts/ensure-deps.sh'), ['browser'], { stdio: ['ignore', 'inherit', 'inherit'] }), process.execPath));
-for (const [script, node, extra = []] of [['bench/decode.mjs', process.execPath], ['bench/window-decode.mjs', process.execPath], ['bench/worker.mjs', process.execPath], ['bench/packed.mjs', process.execPath], ['bench/feature-maps.mjs', process.execPath], ['bench/threads.mjs', process.execPath], ['bench/work-span.mjs', process.execPath],
+for (const [script, node, extra = []] of [['bench/decode.mjs', process.execPath], ['bench/window-decode.mjs', process.execPath], ['bench/worker.mjs', process.execPath], ['bench/packed.mjs', process.execPath], ['bench/feature-maps.mjs', process.execPath], ['bench/threads.mjs', process.execPath], ['bench/threads-browser.mjs', process.execPath], ['bench/work-span.mjs', process.execPath],
   ['bench/node-peers.mjs', node22], ['bench/browser-peers.mjs', process.execPath], ['bench/browser-peers.mjs', firefox, ['--browser', 'firefox']]]) {
   if (node) execFileSync(node, [path.join(repo, script), '--out', outFile, ...extra, ...(quick ? ['--quick'] : [])], { stdio: ['ignore', 'ignore', 'inherit'] });
 }

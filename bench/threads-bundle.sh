@@ -23,7 +23,7 @@ cp package.json "$root/"
 cp -rL web dist "$root/"
 mkdir -p "$root/bench/lib"
 cp bench/threads.mjs bench/ab.mjs "$root/bench/"
-cp bench/lib/thread-cases.mjs bench/lib/thread-targets.mjs bench/lib/cpu-history.mjs bench/lib/inputs.mjs bench/lib/ort-peer.mjs "$root/bench/lib/"
+cp bench/lib/thread-cases.mjs bench/lib/thread-rounds.mjs bench/lib/thread-table.mjs bench/lib/thread-targets.mjs bench/lib/cpu-history.mjs bench/lib/inputs.mjs bench/lib/ort-peer.mjs "$root/bench/lib/"
 if [[ -n ${VARIANT:-} ]]; then
   [[ -f $VARIANT/dist/favor-relaxed-threads.wasm && -f $VARIANT/web/node.js ]] ||
     { echo "threads-bundle: VARIANT=$VARIANT is not a built package root (web/node.js, dist/)" >&2; exit 1; }

@@ -13,7 +13,7 @@
 // folder bench/threads-bundle.sh packs) without measuring here; several runs of one machine
 // (--merge A.json,B.json) show as ranges.
 //
-// It imports only web/node.js, dist/, bench/lib/thread-cases.mjs, bench/lib/thread-targets.mjs,
+// It imports only web/node.js, dist/, bench/lib/thread-{cases,rounds,table,targets}.mjs,
 // bench/lib/cpu-history.mjs and (for the peer) bench/lib/ort-peer.mjs, onnxruntime-web and
 // bench/onnx/, so the folder that `bash bench/threads-bundle.sh` packs runs it as is with a Node
 // binary and no network.
@@ -24,7 +24,8 @@ import { loadFavor } from '../web/node.js';
 import { thisCpuName } from './lib/cpu-history.mjs';
 import { peerCase, startPeer } from './lib/ort-peer.mjs';
 import { CASES, D as d, DV as dv, FEATURES as m, qkv, tensor } from './lib/thread-cases.mjs';
-import { manyCoreTargets, range } from './lib/thread-targets.mjs';
+import { MORE_ROUNDS, ROUNDS_MS, SHORT_MS, kept, median, timeInRounds } from './lib/thread-rounds.mjs';
+import { machineTable, toJson } from './lib/thread-table.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((pairs, a, i, all) => {
   if (a.startsWith('--')) pairs.push([a.slice(2), all[i + 1] && !all[i + 1].startsWith('--') ? all[i + 1] : true]);
@@ -39,16 +40,6 @@ const WARMUP_MS = 500;
 
 const caseIds = args.cases ? String(args.cases).split(',') : Object.keys(CASES);
 for (const id of caseIds) if (!CASES[id]) throw new RangeError(`--cases: no case '${id}' (the cases: ${Object.keys(CASES).join(', ')})`);
-
-const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[s.length >> 1]; };
-// Per-round values kept in the results, to 4 digits.
-const kept = (xs) => xs.map((x) => Number(x.toPrecision(4)));
-
-// Rounds beyond `reps` for calls that take little time: up to MORE_ROUNDS x reps, as many as fit
-// in ROUNDS_MS of timed calls. On a shared host a short call's median of 9 read up to 2.8x apart
-// between two runs of the same build; a median of more calls costs these calls little.
-const MORE_ROUNDS = 5, ROUNDS_MS = 2000;
-const roundsFor = (roundMs) => Math.max(reps, Math.min(MORE_ROUNDS * reps, Math.floor(ROUNDS_MS / roundMs)));
 
 // Warm-up, at least 3 calls and 500 ms: first-call allocations, the heap's growth, and the
 // engine's optimizing compile of the code each thread runs, in the background (in a fresh
@@ -92,9 +83,8 @@ function stealTicks() {
 // 15-40% on a lent one) moves every T and both libraries alike, and the speed-ups and the ratios
 // to the peer compare calls made within the same seconds. A call under SHORT_MS is made once
 // untimed right before its timed one: the call before it has just filled the caches with its own
-// data. Returns, per module, { ours: median ms, samples: each round's ms, used: threads it took,
-// peer: the peer's median ms or null, peerSamples }.
-const SHORT_MS = 10;
+// data (bench/lib/thread-rounds.mjs). Returns, per module, { ours: median ms, samples: each
+// round's ms, used: threads it took, peer: the peer's median ms or null, peerSamples }.
 async function runCase(modules, peers, c) {
   const inputs = new Map();  // by head count: the modules share one set of arrays
   const calls = modules.map(({ favor, featureMap, T }) => {
@@ -143,15 +133,7 @@ async function runCase(modules, peers, c) {
       }
     }
   }
-  for (const e of entries) e.short = e.ms < SHORT_MS;
-  const rounds = roundsFor(entries.reduce((sum, e) => sum + e.ms, 0));
-  const times = entries.map(() => []);
-  for (let r = 0; r < rounds; ++r) {
-    for (let j = 0; j < entries.length; ++j) {
-      const i = (j + r) % entries.length;
-      times[i].push(await entries[i].time(entries[i].short));
-    }
-  }
+  const times = await timeInRounds(entries, reps);
   return modules.map(({ T }, i) => {
     const p = peerAt.get(T);
     const peerTimes = p === undefined ? [] : times[p].filter(Number.isFinite);
@@ -243,8 +225,6 @@ function measureDecoders(decoders) {
 }
 
 const RESULTS = new URL('./threads-results.json', import.meta.url);
-// JSON with one line per array of numbers (a cell's calls), not one per number.
-const toJson = (x) => `${JSON.stringify(x, null, 1).replace(/\[\s+(-?[\d.e+-]+(?:,\s+-?[\d.e+-]+)*)\s+\]/g, (_, list) => `[${list.split(/,\s+/).join(', ')}]`)}\n`;
 
 async function measure() {
   const results = { cpu: thisCpuName(), cores, node: process.version, date: new Date().toISOString().slice(0, 10), reps, interleaved: true, inputsArrive: true, roused: true, peerInterleaved: true, rows: [] };
@@ -306,91 +286,11 @@ async function measure() {
   return results;
 }
 
-const fmt = (x, decode) => (decode ? `${(x / 1000).toFixed(1)}k` : x >= 100 ? x.toFixed(0) : x >= 1 ? x.toFixed(1) : x.toFixed(2));
-
-// One machine's table: each case's time (tokens/s for decode) at every T, its speed-up over one
-// thread, and onnxruntime-web's time and ours ÷ its at the same T where it ran. A machine with
-// several runs (--merge A.json,B.json) shows each cell's range over them, every speed-up and ratio
-// taken within its own run.
-function machineTable(r) {
-  const runs = [r.rows, ...(r.runs ?? [])];
-  const Ts = [...new Set(r.rows.map((x) => x.threads))].sort((a, b) => a - b);
-  const lines = [`### ${r.cpu}, ${r.cores} cores (Node ${r.node}, ${r.date})`, '', ...(r.note ? [r.note, ''] : []),
-    ...(r.interleaved ? [] : ['Measured one T after another (all calls at one T, then the next), before the bench interleaved them.', '']),
-    ...(r.peerInterleaved || !r.rows.some((x) => x.peer) ? [] : [`onnxruntime-web was measured in a process per T${r.rows.some((x) => x.peerRuns) ? ' before ours at that T and again after, the faster of the two kept' : ''} (this run came before its calls were made in the same rounds as ours): its cells and ours were measured at other moments, so a host whose speed drifts moves the ratios.`, '']),
-    ...(r.partial ? [`This run ended before it finished (the rows it measured; ${r.interleaved ? 'each call at every T, in the order of the table, decode last' : 'the order was one thread, the most threads, then the rest, decode last'}).`, ''] : []),
-    ...(r.rows.some((x) => x.samples) ? [] : [`Every cell the median of ${r.reps ?? reps} calls: ${runs.length > 1 ? 'these runs' : 'this run'} came before calls that take little time got more rounds.`, '']),
-    ...(runs.length > 1 ? [`Ranges over ${runs.length} runs of the same build; each speed-up and each ratio to onnxruntime-web taken within its run.`, ''] : []),
-    `| call | ${Ts.map((t) => `T = ${t}`).join(' | ')} | best speed-up |`, `|---|${Ts.map(() => '---:').join('|')}|---:|`];
-  const times = (x) => x.toFixed(1);
-  for (const id of [...new Set(r.rows.map((x) => x.id))]) {
-    const decode = id.startsWith('decode');
-    // Per run: its row at every T and each row's speed-up over that run's one thread.
-    const perRun = runs.map((rows) => {
-      const at = Ts.map((t) => rows.find((x) => x.id === id && x.threads === t));
-      const one = at[0]?.ours;
-      return at.map((x) => x && { ...x, speed: decode ? x.ours / one : one / x.ours });
-    }).filter((at) => at.some(Boolean));
-    const cell = (i) => {
-      const xs = perRun.map((at) => at[i]).filter(Boolean);
-      return xs.length ? `${range(xs.map((x) => x.ours), (v) => fmt(v, decode))} (${range(xs.map((x) => x.speed), times)}×)` : '—';
-    };
-    const best = perRun.map((at) => Math.max(...at.filter(Boolean).map((x) => x.speed)));
-    // weak scaling: the time at 1 ÷ the time at T (1.0x: each thread as fast as one alone)
-    const weak = CASES[id]?.weak;
-    const label = r.rows.find((x) => x.id === id).label;
-    lines.push(`| ${label}${decode ? '' : ', ms'} | ${Ts.map((_, i) => cell(i)).join(' | ')} | ${weak ? '—' : `${range(best, times)}×`} |`);
-    if (perRun.some((at) => at.some((x) => x?.peer))) {
-      const peer = (i) => {
-        const xs = perRun.map((at) => at[i]).filter((x) => x?.peer);
-        return xs.length ? `${range(xs.map((x) => x.peer), (v) => fmt(v))} (${range(xs.map((x) => x.peer / x.ours), (v) => v.toFixed(2))}×)` : '—';
-      };
-      lines.push(`| onnxruntime-web, ms (its ÷ ours) | ${Ts.map((_, i) => peer(i)).join(' | ')} | |`);
-    }
-  }
-  if (Ts.includes(16)) lines.push('', ...manyCoreTargets(runs, Ts, CASES));
-  // What threads: 'auto' did at the most threads: each call takes what its work is worth.
-  const top = r.rows.filter((x) => x.threads === Ts[Ts.length - 1] && x.used !== undefined);
-  if (top.length) {
-    lines.push('', `Threads each call took at T = ${Ts[Ts.length - 1]} (\`favor.threadsUsed()\`): ${top.map((x) => `${x.label.replace(/, tokens\/s$/, '')}: ${x.used}`).join('; ')}.`);
-  }
-  // The host's share of our threads' time during the calls, per T: what it took no split wins back.
-  const stealAt = (rows, T) => {
-    const xs = rows.filter((x) => x.threads === T && x.steal);
-    const threadMs = xs.reduce((sum, x) => sum + x.steal.threadMs, 0);
-    return threadMs ? (xs.reduce((sum, x) => sum + x.steal.ticks, 0) * 10) / threadMs : null;
-  };
-  if (runs.some((rows) => rows.some((x) => x.steal))) {
-    const cells = Ts.map((T) => [T, runs.map((rows) => stealAt(rows, T)).filter((v) => v !== null)]).filter(([, v]) => v.length);
-    lines.push('', `The share of our threads' time the host ran something else while they wanted to run (steal, from /proc/stat, over the calls above at each T, each call's time × the threads it took): ${cells.map(([T, v]) => `T = ${T}: ${range(v.map((x) => 100 * x), (x) => x.toFixed(1))}%`).join('; ')}.`);
-  }
-  // Serial on the calling thread: the output's copy, and the inputs' too in runs made before they
-  // arrived while the call ran (web/heap.js call).
-  const copies = Object.entries(r.copies ?? {}).map(([id, { inputs, output, pages }]) => {
-    const t1 = r.rows.find((x) => x.id === id && x.threads === 1)?.ours, T = Ts[Ts.length - 1];
-    const copy = r.inputsArrive ? output : inputs + output;
-    const overlapped = pages === undefined ? '' : `, and ${fmt(pages)} ms writing a fresh array's pages while the helpers compute`;
-    return t1 ? `${CASES[id].label}: ${fmt(inputs)} ms in and ${fmt(output)} ms out${overlapped} (${r.inputsArrive ? 'the copy out' : 'the copies'} ${((100 * copy) / t1).toFixed(1)}% of its time on one thread; with ${r.inputsArrive ? 'it' : 'them'} serial, at most ${[...new Set([T, 16])].map((n) => `${(t1 / (copy + (t1 - copy) / n)).toFixed(1)}× at T = ${n}`).join(' and ')})` : null;
-  }).filter(Boolean);
-  if (copies.length) {
-    const overlap = r.inputsArrive
-      ? "The array of a result without `out` is made, its pages written once (the system maps them in as they are first written), and a large call's inputs are copied in piece by piece, while the helper threads compute (they start on the pieces already in), so that this part overlaps the call's work; the copy out does not"
-      : "The array of a result without `out` is made, its pages written once (the system maps them in as they are first written), while the helper threads compute, so that this part overlaps the call's work; the copies do not (this run came before a large call's inputs were copied in while it runs)";
-    lines.push('', `What a call does on the calling thread alone, timed by itself: its inputs copied into a shared buffer and its output out into an array whose pages are mapped in already. ${overlap}: ${copies.join('; ')}.`);
-  }
-  const wake = Object.entries(r.wake ?? {}).sort((a, b) => a[0] - b[0]);
-  if (wake.length) {
-    const asleep = r.roused ? 'they have gone to sleep, and the call wakes them before it copies its inputs in' : 'they have gone to sleep; this run came before a call woke them while it copies its inputs in';
-    lines.push('', `Waking the helpers: ${CASES.favorMid.label}, with \`out\`, right after the same call (its helpers still spinning) and after 1 ms of nothing (${asleep}), in alternation, median µs: ${wake.map(([T, w]) => `T = ${T}: ${(1000 * w.afterCall).toFixed(0)} and ${(1000 * w.afterIdle).toFixed(0)}`).join('; ')}.`);
-  }
-  return lines.join('\n');
-}
-
 function section(all) {
   const machines = Object.values(all).sort((a, b) => b.cores - a.cores);
   return ['<!-- threads -->', '## Thread scaling', '',
     `\`node bench/threads.mjs\` (part of \`npm run bench\`): the same calls at T = 1, 2, 4, … threads, each T a \`loadFavor({ threads: T })\` of the relaxed-SIMD build in Node, d = dv = 64, FAVOR+ m = 256 (positive, orthogonal), median of ${[...new Set(machines.map((r) => r.reps ?? reps))].join(' or ')} calls after a warm-up (at least 3 calls and ${WARMUP_MS} ms; a machine's note says where its run differed), and of more where they take little time: as many rounds as fit in ${ROUNDS_MS / 1000} s of timed calls, up to ${MORE_ROUNDS}× as many (ours and onnxruntime-web's alike; bench/threads-results.json keeps each cell's calls, round by round; a machine's table says where its runs came before this). Every T's module is loaded at once and each call is made on every T in turn, in rounds that rotate the order, so that a host whose speed drifts moves every T alike (a call under ${SHORT_MS} ms is made once untimed right before its timed one, as the module before it has filled the caches with its own data); a machine's note says where its run measured one T after another; decode is bursts of 400 appends of one position after a 1,024-position prefill (FAVOR+ state or exact KV cache) and 200 appends, every T's state in each round in turn, in tokens per second, each module's steps first warmed up for ${WARMUP_MS} ms on a state of its own (V8 compiles a wasm function with its optimizing tier only after it has run a while). In parentheses: the speed-up over one thread. The rows "T heads on T threads" scale the work with the threads (weak scaling): there the ratio is the time on one thread ÷ the time on T, 1.0× when each thread works as fast as one alone, and below it when threads slow each other (clocks, caches, memory, locks, or a host that shares the cores), a limit no split of the work can win back. onnxruntime-web runs its one-head graphs (bench/onnx) at \`env.wasm.numThreads = T\`, each T in a process of its own kept for the whole run, with the same warm-up, its calls in the same rounds as ours (bench/lib/ort-peer.mjs): each timed inside its process, and the next call made once that process's threads have stopped spinning (onnxruntime-web keeps about one core busy for tens of ms after a run), this thread busy meanwhile as between two calls of ours; a machine's table says where its run measured it one T after another instead. Machines with many cores run the folder \`bash bench/threads-bundle.sh\` packs (the built package, this script, the peer's files) with a Node binary (\`bash bench/threads-device.sh\` packs both for a lent machine and runs them there), and their results are merged here with \`--merge\`.`,
-    '', ...machines.flatMap((r) => [machineTable(r), '']), '<!-- /threads -->'].join('\n');
+    '', ...machines.flatMap((r) => [machineTable(r, { reps }), '']), '<!-- /threads -->'].join('\n');
 }
 
 const all = existsSync(RESULTS) ? JSON.parse(readFileSync(RESULTS, 'utf8')) : {};

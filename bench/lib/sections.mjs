@@ -1,10 +1,10 @@
-// Sections of BENCHMARKS.md written by their own scripts (bench/decode.mjs, bench/worker.mjs, bench/threads.mjs, bench/work-span.mjs, bench/feature-maps.mjs,
+// Sections of BENCHMARKS.md written by their own scripts (bench/decode.mjs, bench/worker.mjs, bench/threads.mjs, bench/threads-browser.mjs, bench/work-span.mjs, bench/feature-maps.mjs,
 // bench/node-peers.mjs, bench/browser-peers.mjs) between <!-- name --> and <!-- /name --> markers, so that each script,
 // and a rewrite of the main report (bench/run.mjs --report-only), leaves the others in place.
 // 'reading' (how to read the figures) is written by hand: no script writes it, every one keeps it.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 
-export const SECTION_NAMES = ['decode', 'window', 'worker', 'packed', 'feature-maps', 'threads', 'work-span', 'node', 'browser', 'firefox', 'reading'];
+export const SECTION_NAMES = ['decode', 'window', 'worker', 'packed', 'feature-maps', 'threads', 'threads-browser', 'work-span', 'node', 'browser', 'firefox', 'reading'];
 const marked = (name) => new RegExp(`<!-- ${name} -->[\\s\\S]*<!-- /${name} -->`);
 
 // Replaces section `name` of `file` with `text` (which carries its markers), or appends it.

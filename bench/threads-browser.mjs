@@ -1,0 +1,183 @@
+#!/usr/bin/env node
+// Thread scaling where web apps run it: the thread bench's calls (bench/lib/thread-cases.mjs) in
+// headless Chromium, on a cross-origin isolated page of the repository served on 127.0.0.1.
+// Each T has a dedicated module Worker holding loadFavor({ threads: T }) of web/browser.js, and
+// one holding onnxruntime-web's ESM build at env.wasm.numThreads = T (bench/lib/thread-worker.mjs),
+// so a call's caller may block on atomics as in a page that moves long calls off its main thread.
+// Every worker times its own calls; they are made in the same rotating rounds as bench/threads.mjs
+// makes them in Node (bench/lib/thread-rounds.mjs), and decode in bursts of 400 appends.
+// Keeps each machine's results in bench/threads-browser-results.json and writes its section of
+// BENCHMARKS.md (or of --out FILE) from them, between <!-- threads-browser --> markers; with
+// --json FILE alone, writes this run to FILE and nothing else.
+//
+// --runs N measures it all N times (each a fresh page), its table then showing each cell's range;
+// --note TEXT adds a sentence on the machine under its heading; --report-only rewrites the section
+// from the results kept, measuring nothing.
+//
+//   node bench/threads-browser.mjs [--threads 1,2] [--cases favor8,exact1,...] [--reps 5] [--runs N]
+//                                  [--quick] [--no-peers] [--note TEXT] [--out FILE.md] [--json FILE]
+//   node bench/threads-browser.mjs --report-only [--out FILE.md]
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+import { thisCpuName } from './lib/cpu-history.mjs';
+import { peerCase } from './lib/ort-peer.mjs';
+import { writeSection } from './lib/sections.mjs';
+import { CHROMIUM, CHROMIUM_ARGS, serveRepo } from './lib/serve-repo.mjs';
+import { CASES } from './lib/thread-cases.mjs';
+import { kept, median, timeInRounds } from './lib/thread-rounds.mjs';
+import { machineTable, toJson } from './lib/thread-table.mjs';
+
+const repo = fileURLToPath(new URL('..', import.meta.url));
+const { values: args } = parseArgs({ options: {
+  threads: { type: 'string' }, cases: { type: 'string' }, reps: { type: 'string' }, runs: { type: 'string', default: '1' }, quick: { type: 'boolean', default: false },
+  'no-peers': { type: 'boolean', default: false }, note: { type: 'string' },
+  'report-only': { type: 'boolean', default: false }, out: { type: 'string' }, json: { type: 'string' },
+} });
+const cores = availableParallelism();
+const threadCounts = args.threads ? args.threads.split(',').map(Number) : [1, 2, 4, 8, 12, 16].filter((t) => t <= cores);
+const reps = Number(args.reps ?? (args.quick ? 3 : 5)), runs = Number(args.runs);
+const caseIds = args.cases ? args.cases.split(',') : Object.keys(CASES);
+for (const id of caseIds) if (!CASES[id]) throw new RangeError(`--cases: no case '${id}' (the cases: ${Object.keys(CASES).join(', ')})`);
+
+// onnxruntime-web's ESM build and its wasm, served from memory (the server leaves node_modules out).
+const ortDir = path.join(repo, 'node_modules', 'onnxruntime-web');
+const pages = { '/__threads/': ['text/html', '<!doctype html><meta charset="utf-8"><title>favor-attention thread scaling</title>'] };
+if (!args['no-peers'] && existsSync(ortDir)) {
+  const types = { mjs: 'text/javascript', wasm: 'application/wasm' };
+  for (const file of readdirSync(path.join(ortDir, 'dist')).filter((f) => /^ort\.wasm\.min\.mjs$|^ort-wasm-simd-threaded\.(mjs|wasm)$/.test(f)))
+    pages[`/__ort/${file}`] = [types[file.split('.').pop()], readFileSync(path.join(ortDir, 'dist', file))];
+}
+const peers = Boolean(pages['/__ort/ort.wasm.min.mjs']);
+
+// Every case at every T, `runs` times (each a fresh page): this machine's results.
+async function measureAll() {
+  const server = await serveRepo({ isolated: true, pages });
+  const { chromium } = await import('playwright-core');
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  const results = { cpu: thisCpuName(), cores, browser: `Chromium ${browser.version()}`, date: new Date().toISOString().slice(0, 10),
+    reps, interleaved: true, peerInterleaved: true, rows: [] };
+  // One run: a fresh page and workers, every case at every T; its rows.
+  async function measure() {
+    const rows = [];
+    const page = await browser.newPage();
+    const problems = [];
+    page.on('pageerror', (e) => problems.push(e.message));
+    page.on('crash', () => problems.push('the page crashed'));
+    await page.goto(`${server.base}/__threads/`);
+    results.crossOriginIsolated = await page.evaluate(() => {
+      // One message at a time per worker: each answer settles the request before it.
+      window.workers = [];
+      window.spawn = () => window.workers.push(new Worker('/bench/lib/thread-worker.mjs', { type: 'module' })) - 1;
+      window.ask = (i, msg) => new Promise((resolve, reject) => {
+        const w = window.workers[i];
+        w.onmessage = ({ data }) => (data.error ? reject(new Error(data.error)) : resolve(data));
+        w.onerror = (e) => reject(new Error(`worker error: ${e.message ?? 'it failed to load'}`));
+        w.postMessage(msg);
+      });
+      return crossOriginIsolated;
+    });
+    const ask = async (i, msg) => {
+      try {
+        return await page.evaluate(([j, m]) => window.ask(j, m), [i, msg]);
+      } catch (e) {
+        throw new Error(`${msg.op} on worker ${i}: ${e.message.split('\n')[0]}${problems.length ? ` (${problems.join(' | ')})` : ''}`);
+      }
+    };
+    const spawn = () => page.evaluate(() => window.spawn());
+    const ours = [], ort = [];
+    for (const T of threadCounts) {
+      const i = await spawn();
+      const { info } = await ask(i, { op: 'load', side: 'ours', T });
+      results.info ??= info;
+      ours.push({ T, i });
+    }
+    if (peers) {
+      for (const T of threadCounts) {
+        const i = await spawn();
+        await ask(i, { op: 'load', side: 'ort', T });
+        ort.push({ T, i });
+      }
+    }
+    const report = (row) => {
+      rows.push(row);
+      const decode = CASES[row.id].method === 'decode';
+      console.log(`T=${String(row.threads).padStart(2)}  ${row.label.padEnd(44)} ${decode ? `${(row.ours / 1000).toFixed(1)}k tok/s` : `${row.ours.toFixed(2)} ms`}  (took ${row.used})${row.peer ? `   ort ${row.peer.toFixed(2)} ms` : ''}`);
+    };
+    for (const id of caseIds) {
+      const c = CASES[id];
+      if (c.method === 'decode') continue;
+      const entries = [];
+      for (const { i } of ours) {
+        const { ms, used } = await ask(i, { op: 'open', id });
+        entries.push({ ms, used, time: async (twice) => (await ask(i, { op: 'run', twice })).ms });
+      }
+      const peerAt = new Map();
+      if (peerCase(c)) {
+        for (const { T, i } of ort) {
+          const { ms } = await ask(i, { op: 'open', id });
+          peerAt.set(T, entries.length);
+          entries.push({ ms, time: async (twice) => (await ask(i, { op: 'run', twice })).ms });
+        }
+      }
+      const times = await timeInRounds(entries, reps);
+      ours.forEach(({ T }, j) => {
+        const p = peerAt.get(T);
+        report({ id, label: c.label, threads: T, ours: median(times[j]), samples: kept(times[j]), used: entries[j].used,
+          peer: p === undefined ? null : median(times[p]), ...(p !== undefined && { peerSamples: kept(times[p]) }) });
+      });
+    }
+    // Decode: every T's state, bursts of 400 appends in rounds that rotate the order.
+    for (const id of caseIds.filter((x) => CASES[x].method === 'decode')) {
+      const used = [];
+      for (const { i } of ours) used.push((await ask(i, { op: 'decode', id })).used);
+      const rates = ours.map(() => []);
+      for (let r = 0; r < reps; ++r) {
+        for (let j = 0; j < ours.length; ++j) {
+          const k = (j + r) % ours.length;
+          rates[k].push((await ask(ours[k].i, { op: 'burst' })).rate);
+        }
+      }
+      ours.forEach(({ T }, j) => report({ id, label: CASES[id].label, threads: T, ours: median(rates[j]), samples: kept(rates[j]), used: used[j], peer: null }));
+    }
+    if (problems.length) throw new Error(problems.join(' | '));
+    await page.close();
+    return rows;
+  }
+  try {
+    for (let run = 0; run < runs; ++run) {
+      if (runs > 1) console.log(`# run ${run + 1} of ${runs}`);
+      const rows = await measure();
+      if (run === 0) results.rows = rows;
+      else (results.runs ??= []).push(rows);
+    }
+  } finally {
+    await browser.close();
+    await server.close();
+  }
+  const { info } = results;
+  results.note = [`The ${info.relaxedSimd ? 'relaxed-SIMD' : info.simd ? 'SIMD' : 'scalar'} build at every T (\`favor.info\`), the page ${results.crossOriginIsolated ? '' : 'NOT '}cross-origin isolated.`, args.note].filter(Boolean).join(' ');
+  return results;
+}
+
+const RESULTS = new URL('./threads-browser-results.json', import.meta.url);
+const all = existsSync(RESULTS) ? JSON.parse(readFileSync(RESULTS, 'utf8')) : {};
+if (!args['report-only']) {
+  const results = await measureAll();
+  if (args.json) writeFileSync(args.json, toJson(results));
+  if (!args.json || args.out) {
+    all[`${results.cpu} (${results.cores} cores)`] = results;
+    writeFileSync(RESULTS, toJson(all));
+  }
+}
+if (args['report-only'] || !args.json || args.out) {
+  const machines = Object.values(all).sort((a, b) => b.cores - a.cores);
+  const section = ['<!-- threads-browser -->', '## Thread scaling in Chromium', '',
+    `\`node bench/threads-browser.mjs\`: the calls of the thread scaling section in headless Chromium, on a cross-origin isolated page of this repository served on 127.0.0.1. Each T has a dedicated module Worker holding \`loadFavor({ threads: T })\` of web/browser.js (the relaxed-SIMD build where the engine validates it; its helper threads are the pthreads build's Web Workers), and one holding onnxruntime-web's ESM wasm build at \`env.wasm.numThreads = T\` (its one-head graphs, bench/onnx), as a page moves long calls off its main thread. Each worker times its own calls (the messages' round trip is not in the figures); they are made in rounds that call every T of both libraries in turn, rotating the order, after a warm-up of at least 3 calls and 500 ms, as in Node: the median of ${[...new Set(machines.map((r) => r.reps))].join(' or ')} calls, and of up to 5× as many where they take little time (as many rounds as fit in 2 s); a call under 10 ms is made once untimed right before its timed one. After each of its calls at 2 threads or more, onnxruntime-web's worker stays busy 40 ms before it answers, while its threads stop spinning. Decode: bursts of 400 appends of one position after a 1,024-position prefill and 200 appends, each state first warmed up for 500 ms. In parentheses: the speed-up over one thread; the rows "T heads on T threads" scale the work with the threads (1.0× when each thread works as fast as one alone).`,
+    '', ...machines.flatMap((r) => [machineTable(r, { reps }), '']), '<!-- /threads-browser -->'].join('\n');
+  writeSection(args.out ?? path.join(repo, 'BENCHMARKS.md'), 'threads-browser', section);
+  console.log(section);
+}
