@@ -12,7 +12,9 @@
 // threads' time went (src/favor/threads/timeline.hpp): computing, and how much longer than one thread
 // alone, or waiting, and for what.
 //
-//   node bench/work-span.mjs [--quick] [--out FILE.md]   measure here
+//   node bench/work-span.mjs [--quick] [--out FILE.md]   measure here (with --merge too:
+//                          [--note TEXT]                  a sentence on the machine, shown
+//                                                        under its heading)
 //   node bench/work-span.mjs --merge DIR [--out FILE.md] add DIR/work-span.json and DIR/cpuinfo,
 //                                                        written on a lent machine by
 //                                                        bench/threads-device.sh run
@@ -38,7 +40,7 @@ const repo = fileURLToPath(new URL('..', import.meta.url));
 const { values: args } = parseArgs({
   options: {
     quick: { type: 'boolean', default: false }, out: { type: 'string' }, merge: { type: 'string' }, args: { type: 'boolean', default: false },
-    'report-only': { type: 'boolean', default: false },
+    'report-only': { type: 'boolean', default: false }, note: { type: 'string' },
   },
 });
 const reps = args.quick ? 3 : 7;
@@ -110,6 +112,7 @@ if (args['report-only']) {
   try { cpuinfo = readFileSync('/proc/cpuinfo', 'utf8'); } catch { /* the name stays unknown */ }
   measured = machine(run, cpuName(cpuinfo), date);
 }
+if (measured && args.note) measured.note = args.note;
 
 const key = (m) => `${m.cpu} (${m.cores} cores)`;
 const saved = existsSync(RESULTS) ? JSON.parse(readFileSync(RESULTS, 'utf8')) : { machines: [] };
@@ -141,6 +144,7 @@ for (const m of machines) {
     }
   };
   md.push('', `### ${m.cpu}, ${m.cores} cores (${m.date})`);
+  if (m.note) md.push('', m.note);
   if (!m.least) md.push('', 'Its traces are each split\'s fastest whole run (this run came before each step was kept at its least time over the runs).');
   if (!m.warmed) md.push('', 'Its native timings came before a short call was made once untimed right before each timed one: on more than one thread, each such call began with its helpers asleep.');
   table('The pool model (in parentheses: measured natively):', (r, T, p) => [p?.model ? x(p.model) : '', r.measured[T] ? `(${x(r.measured[T])})` : ''].filter(Boolean).join(' '));
