@@ -476,7 +476,8 @@ const node22 = runner('Node 22 for bench/node-peers.mjs',
 const firefox = runner('Firefox for bench/browser-peers.mjs --browser firefox',
   () => (execFileSync(path.join(repo, 'scripts/ensure-deps.sh'), ['browser'], { stdio: ['ignore', 'inherit', 'inherit'] }), process.execPath));
 for (const [script, node, extra = []] of [['bench/decode.mjs', process.execPath], ['bench/window-decode.mjs', process.execPath], ['bench/worker.mjs', process.execPath], ['bench/packed.mjs', process.execPath], ['bench/feature-maps.mjs', process.execPath], ['bench/threads.mjs', process.execPath], ['bench/threads-browser.mjs', process.execPath], ['bench/work-span.mjs', process.execPath],
-  ['bench/node-peers.mjs', node22], ['bench/browser-peers.mjs', process.execPath], ['bench/browser-peers.mjs', firefox, ['--browser', 'firefox']]]) {
+  ['bench/node-peers.mjs', node22], ['bench/browser-peers.mjs', process.execPath], ['bench/browser-peers.mjs', firefox, ['--browser', 'firefox']],
+  ['bench/threads-browser.mjs', firefox, ['--browser', 'firefox']]]) {
   if (node) execFileSync(node, [path.join(repo, script), '--out', outFile, ...extra, ...(quick ? ['--quick'] : [])], { stdio: ['ignore', 'ignore', 'inherit'] });
 }
 log(`wrote ${path.relative(process.cwd(), outFile)}, ${path.relative(process.cwd(), plotDir)}/*.svg, ${path.relative(process.cwd(), resultsFile)} in ${environment.minutes.toFixed(1)} min`);

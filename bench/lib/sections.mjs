@@ -4,7 +4,7 @@
 // 'reading' (how to read the figures) is written by hand: no script writes it, every one keeps it.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 
-export const SECTION_NAMES = ['decode', 'window', 'worker', 'packed', 'feature-maps', 'threads', 'threads-browser', 'work-span', 'node', 'browser', 'firefox', 'reading'];
+export const SECTION_NAMES = ['decode', 'window', 'worker', 'packed', 'feature-maps', 'threads', 'threads-browser', 'threads-firefox', 'work-span', 'node', 'browser', 'firefox', 'reading'];
 const marked = (name) => new RegExp(`<!-- ${name} -->[\\s\\S]*<!-- /${name} -->`);
 
 // Replaces section `name` of `file` with `text` (which carries its markers), or appends it.
