@@ -14,7 +14,7 @@
 //
 //   node bench/browser-peers.mjs [--browser chromium|firefox] [--quick] [--out FILE.md]
 //   (Firefox needs a global WebSocket: Node >= 22, or Node 20 with --experimental-websocket.)
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,7 +23,7 @@ import { parseArgs } from 'node:util';
 import * as format from './lib/format.mjs';
 import { writeSection } from './lib/sections.mjs';
 import { buildName, caseLine, caseRow, peerCases, peersTable } from './lib/side-by-side.mjs';
-import { CHROMIUM, CHROMIUM_ARGS, serveRepo } from './lib/serve-repo.mjs';
+import { CHROMIUM, CHROMIUM_ARGS, ortPages, serveRepo } from './lib/serve-repo.mjs';
 import { launchFirefox } from '../scripts/firefox.mjs';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
@@ -43,10 +43,7 @@ const cpu = os.cpus()[0]?.model?.trim() ?? 'unknown CPU';
 // user's server would): onnxruntime-web's ESM build and its wasm are served from memory.
 const ortDir = path.join(repo, 'node_modules', 'onnxruntime-web');
 const ortVersion = JSON.parse(readFileSync(path.join(ortDir, 'package.json'), 'utf8')).version;
-const types = { mjs: 'text/javascript', wasm: 'application/wasm' };
-const pages = { '/__peers/': ['text/html', '<!doctype html><meta charset="utf-8"><title>favor-attention and onnxruntime-web</title>'] };
-for (const file of readdirSync(path.join(ortDir, 'dist')).filter((f) => /^ort\.wasm\.min\.mjs$|^ort-wasm-simd-threaded\.(mjs|wasm)$/.test(f)))
-  pages[`/__ort/${file}`] = [types[file.split('.').pop()], readFileSync(path.join(ortDir, 'dist', file))];
+const pages = { '/__peers/': ['text/html', '<!doctype html><meta charset="utf-8"><title>favor-attention and onnxruntime-web</title>'], ...ortPages() };
 
 const server = await serveRepo({ isolated: true, pages });
 const browser = args.browser === 'firefox' ? await launchFirefox()

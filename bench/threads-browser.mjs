@@ -20,7 +20,7 @@
 //                                  [--reps 5] [--runs N] [--quick] [--no-peers] [--note TEXT]
 //                                  [--out FILE.md] [--json FILE]
 //   node bench/threads-browser.mjs [--browser firefox] --report-only [--out FILE.md]
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,7 +29,7 @@ import { parseArgs } from 'node:util';
 import { thisCpuName } from './lib/cpu-history.mjs';
 import { peerCase } from './lib/ort-peer.mjs';
 import { writeSection } from './lib/sections.mjs';
-import { CHROMIUM, CHROMIUM_ARGS, serveRepo } from './lib/serve-repo.mjs';
+import { CHROMIUM, CHROMIUM_ARGS, ortPages, serveRepo } from './lib/serve-repo.mjs';
 import { launchFirefox } from '../scripts/firefox.mjs';
 import { CASES } from './lib/thread-cases.mjs';
 import { kept, median, timeInRounds } from './lib/thread-rounds.mjs';
@@ -53,14 +53,9 @@ const reps = Number(args.reps ?? (args.quick ? 3 : 5)), runs = Number(args.runs)
 const caseIds = args.cases ? args.cases.split(',') : Object.keys(CASES);
 for (const id of caseIds) if (!CASES[id]) throw new RangeError(`--cases: no case '${id}' (the cases: ${Object.keys(CASES).join(', ')})`);
 
-// onnxruntime-web's ESM build and its wasm, served from memory (the server leaves node_modules out).
-const ortDir = path.join(repo, 'node_modules', 'onnxruntime-web');
-const pages = { '/__threads/': ['text/html', '<!doctype html><meta charset="utf-8"><title>favor-attention thread scaling</title>'] };
-if (!args['no-peers'] && existsSync(ortDir)) {
-  const types = { mjs: 'text/javascript', wasm: 'application/wasm' };
-  for (const file of readdirSync(path.join(ortDir, 'dist')).filter((f) => /^ort\.wasm\.min\.mjs$|^ort-wasm-simd-threaded\.(mjs|wasm)$/.test(f)))
-    pages[`/__ort/${file}`] = [types[file.split('.').pop()], readFileSync(path.join(ortDir, 'dist', file))];
-}
+// onnxruntime-web's files served from memory (the server leaves node_modules out).
+const pages = { '/__threads/': ['text/html', '<!doctype html><meta charset="utf-8"><title>favor-attention thread scaling</title>'],
+  ...(!args['no-peers'] && ortPages()) };
 const peers = Boolean(pages['/__ort/ort.wasm.min.mjs']);
 
 const LOAD_TIMEOUT_MS = 30_000;

@@ -23,8 +23,8 @@ import { availableParallelism } from 'node:os';
 import { loadFavor } from '../web/node.js';
 import { thisCpuName } from './lib/cpu-history.mjs';
 import { peerCase, startPeer } from './lib/ort-peer.mjs';
-import { CASES, D as d, DV as dv, FEATURES as m, qkv, tensor } from './lib/thread-cases.mjs';
-import { MORE_ROUNDS, ROUNDS_MS, SHORT_MS, kept, median, timeInRounds } from './lib/thread-rounds.mjs';
+import { CASES, D as d, DV as dv, FEATURES as m, caseCall, qkv, stateOptions, tensor } from './lib/thread-cases.mjs';
+import { MORE_ROUNDS, ROUNDS_MS, SHORT_MS, kept, median, timeInRounds, warmUpSteps } from './lib/thread-rounds.mjs';
 import { machineTable, toJson } from './lib/thread-table.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((pairs, a, i, all) => {
@@ -90,10 +90,7 @@ async function runCase(modules, peers, c) {
   const calls = modules.map(({ favor, featureMap, T }) => {
     const H = c.H === 'T' ? T : c.H;
     if (!inputs.has(H)) inputs.set(H, qkv(H, c.L));
-    const [q, k, v] = inputs.get(H);
-    if (c.method === 'exact') return () => favor.exactAttention(q, k, v, { causal: !!c.causal });
-    const out = c.out ? new Float32Array(H * c.L * dv) : undefined;
-    return () => favor.favorAttention(q, k, v, { featureMap, causal: !!c.causal, out });
+    return caseCall(favor, featureMap, c, inputs.get(H), H);
   });
   // One entry per call to time: ours at every T, then the peer at every T that has the case.
   const entries = modules.map(({ favor }, i) => {
@@ -198,16 +195,7 @@ function timeWake(favor, featureMap) {
 function measureDecoders(decoders) {
   for (const s of decoders) {
     s.x = tensor([s.H, 1, d], 4);
-    // The engine compiles a function with its optimizing tier only once it has run a while, in
-    // the background (V8's dynamic tiering): until then a step ran up to twice as long, and
-    // 200 steps were not enough. A state of its own takes the warm-up this needs, since an
-    // exact cache grows with every append.
-    const warm = s.favor.createCausalState(s.options);
-    for (let t0 = performance.now(); performance.now() - t0 < WARMUP_MS;) {
-      for (let n = 0; n < 100; ++n) warm.append(s.x, s.x, s.x);
-      warm.reset();
-    }
-    warm.dispose();
+    warmUpSteps(s.favor, s.options, s.x, WARMUP_MS);
     s.favor.threadsUsed();
     for (let n = 0; n < 200; ++n) s.state.append(s.x, s.x, s.x);
     s.used = s.favor.threadsUsed();
@@ -266,7 +254,7 @@ async function measure() {
   const decoders = [];
   for (const id of caseIds.filter((i) => CASES[i].method === 'decode')) {
     for (const { T, favor, featureMap } of modules) {
-      const c = CASES[id], options = c.state === 'exact' ? { method: 'exact' } : { method: 'favor', featureMap };
+      const c = CASES[id], options = stateOptions(c, featureMap);
       const state = favor.createCausalState(options);
       state.append(...qkv(c.H, c.L));
       decoders.push({ id, T, H: c.H, favor, options, state });

@@ -23,7 +23,7 @@ import { fork } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-import { D, FEATURES, qkv, tensor } from './thread-cases.mjs';
+import { peerFeeds } from './thread-cases.mjs';
 
 const graph = (method) => fileURLToPath(new URL(`../onnx/${method}-bidirectional.onnx`, import.meta.url));
 
@@ -123,10 +123,7 @@ function serve(T, warmupMs) {
     ready: async () => 0,
     async open({ method, L }) {
       await session?.release();
-      // One head's inputs as ours, its graphs' inputs without the head axis.
-      const t = (x) => new ort.Tensor('float32', x.data, x.dims.slice(-2));
-      const [q, k, v] = qkv(1, L);
-      feeds = { q: t(q), k: t(k), v: t(v), ...(method === 'favor' && { w: t(tensor([FEATURES, D], 5)) }) };
+      feeds = peerFeeds(ort, { method, L });
       session = await ort.InferenceSession.create(graph(method), { executionProviders: ['wasm'], graphOptimizationLevel: 'all' });
       // The same warm-up as ours (bench/threads.mjs warmUp): at least 3 calls and warmupMs, while
       // the engine compiles onnxruntime's code with its optimizing tier.

@@ -2,6 +2,7 @@
 // served from memory (`pages`: path -> [content type, body]); cross-origin isolated (COOP/COEP)
 // when asked, as the pthreads build needs. node_modules is not served: pages load the package
 // from web/ and dist/ as a user's server would. Resolves to { base, close() }.
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { extname, join, normalize, sep } from 'node:path';
@@ -30,6 +31,17 @@ export async function serveRepo({ isolated = false, pages = {} } = {}) {
   });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   return { base: `http://127.0.0.1:${server.address().port}`, close: () => new Promise((resolve) => server.close(resolve)) };
+}
+
+// onnxruntime-web's ESM wasm build and its wasm, as pages for serveRepo under /__ort/ (import
+// '/__ort/ort.wasm.min.mjs', wasmPaths '/__ort/'): the server leaves node_modules out, as a user's
+// would. {} where onnxruntime-web is not installed.
+export function ortPages() {
+  const dist = join(repo, 'node_modules', 'onnxruntime-web', 'dist');
+  if (!existsSync(dist)) return {};
+  const types = { mjs: 'text/javascript', wasm: 'application/wasm' };
+  return Object.fromEntries(readdirSync(dist).filter((f) => /^ort\.wasm\.min\.mjs$|^ort-wasm-simd-threaded\.(mjs|wasm)$/.test(f))
+    .map((f) => [`/__ort/${f}`, [types[f.split('.').pop()], readFileSync(join(dist, f))]]));
 }
 
 export const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';

@@ -42,3 +42,21 @@ export const CASES = {
   favorWeak: { label: 'FAVOR+, T heads on T threads, L = 4096', method: 'favor', H: 'T', L: 4096, weak: true },
   exactWeak: { label: 'exact, T heads on T threads, L = 2048', method: 'exact', H: 'T', L: 2048, weak: true },
 };
+
+// Case c's call, as the thread benches make it on our module `favor` (q, k, v for its H heads).
+export function caseCall(favor, featureMap, c, [q, k, v], H) {
+  if (c.method === 'exact') return () => favor.exactAttention(q, k, v, { causal: !!c.causal });
+  const out = c.out ? new Float32Array(H * c.L * DV) : undefined;
+  return () => favor.favorAttention(q, k, v, { featureMap, causal: !!c.causal, out });
+}
+
+// A decode case's causal state.
+export const stateOptions = (c, featureMap) => (c.state === 'exact' ? { method: 'exact' } : { method: 'favor', featureMap });
+
+// onnxruntime-web's inputs for a one-head case (`ort`: the onnxruntime-web module): its graphs
+// (bench/onnx) take q, k, v without the head axis, and FAVOR+'s W as an input.
+export function peerFeeds(ort, c) {
+  const t = (x) => new ort.Tensor('float32', x.data, x.dims.slice(-2));
+  const [q, k, v] = qkv(1, c.L);
+  return { q: t(q), k: t(k), v: t(v), ...(c.method === 'favor' && { w: t(tensor([FEATURES, D], 5)) }) };
+}

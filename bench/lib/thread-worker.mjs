@@ -9,7 +9,8 @@
 //   { op: 'open', id }                            -> { ms: a warmed-up call's mean, used }
 //   { op: 'run', twice }                          -> { ms } (one call timed, after one untimed where twice)
 //   { op: 'decode', id } then { op: 'burst' }     -> { rate: tokens/s of 400 appends }
-import { CASES, D, DV, FEATURES, qkv, tensor } from './thread-cases.mjs';
+import { CASES, D, FEATURES, caseCall, peerFeeds, qkv, stateOptions, tensor } from './thread-cases.mjs';
+import { warmUpSteps } from './thread-rounds.mjs';
 
 const WARMUP_MS = 500;
 
@@ -47,18 +48,13 @@ const handlers = {
     const c = CASES[id];
     if (side === 'ours') {
       const H = c.H === 'T' ? T : c.H;
-      const [q, k, v] = qkv(H, c.L);
-      const out = c.out ? new Float32Array(H * c.L * DV) : undefined;
-      call = c.method === 'exact' ? () => favor.exactAttention(q, k, v, { causal: !!c.causal })
-        : () => favor.favorAttention(q, k, v, { featureMap, causal: !!c.causal, out });
+      call = caseCall(favor, featureMap, c, qkv(H, c.L), H);
       favor.threadsUsed();
       const ms = await warmUp(call);
       return { ms, used: favor.threadsUsed() };
     }
-    // onnxruntime-web's one-head graphs (bench/onnx), inputs without the head axis.
-    const t = (x) => new ort.Tensor('float32', x.data, x.dims.slice(-2));
-    const [q, k, v] = qkv(1, c.L);
-    const feeds = { q: t(q), k: t(k), v: t(v), ...(c.method === 'favor' && { w: t(tensor([FEATURES, D], 5)) }) };
+    // onnxruntime-web's one-head graphs (bench/onnx).
+    const feeds = peerFeeds(ort, c);
     const graph = await (await fetch(`/bench/onnx/${c.method}-bidirectional.onnx`)).arrayBuffer();
     await session?.release();  // a large case's session holds its buffers until released
     session = await ort.InferenceSession.create(graph, { executionProviders: ['wasm'], graphOptimizationLevel: 'all' });
@@ -77,15 +73,10 @@ const handlers = {
   // warmed up for WARMUP_MS on a state of its own, then 200 appends; bursts of 400.
   async decode({ id }) {
     const c = CASES[id];
-    const options = c.state === 'exact' ? { method: 'exact' } : { method: 'favor', featureMap };
+    const options = stateOptions(c, featureMap);
     const x = tensor([c.H, 1, D], 4);
     step = () => state.append(x, x, x);
-    const warm = favor.createCausalState(options);
-    for (let t0 = performance.now(); performance.now() - t0 < WARMUP_MS;) {
-      for (let n = 0; n < 100; ++n) warm.append(x, x, x);
-      warm.reset();
-    }
-    warm.dispose();
+    warmUpSteps(favor, options, x, WARMUP_MS);
     state?.dispose();
     state = favor.createCausalState(options);
     state.append(...qkv(c.H, c.L));
