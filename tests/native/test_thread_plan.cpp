@@ -115,6 +115,33 @@ TEST(ThreadPlan, RowPiecesFeedEveryThreadAndCoverTheRows) {
   }
 }
 
+// A region's pieces: as pieces_per_block cuts them below kFinerPiecesFrom threads; from there
+// never coarser than for T threads, and at least as fine as for 2T (whose cut alone can be the
+// coarser one: 16 blocks of 128 rows on 10 threads in thirds, on 20 whole), so that a region of
+// one block per thread gets two rounds of half-blocks where its rows allow halves.
+TEST(ThreadPlan, ManyThreadsCutRegionsAtLeastTwiceAsFine) {
+  EXPECT_EQ(favor::pieces_per_block(16, 128, 10), 3);
+  EXPECT_EQ(favor::pieces_per_block(16, 128, 20), 1);
+  EXPECT_EQ(favor::region_pieces(16, 128, 10), 3);
+  for (int threads = 1; threads <= 64; ++threads) {
+    for (Index blocks : {1, 2, 3, 7, 8, 16, 64, 1000}) {
+      for (Index rows : {1, 8, 31, 32, 63, 64, 100, 128, 1000}) {
+        const std::string at = "T " + std::to_string(threads) + " blocks " + std::to_string(blocks) + " rows " +
+                               std::to_string(rows);
+        const Index for_t = favor::pieces_per_block(blocks, rows, threads);
+        const Index pieces = favor::region_pieces(blocks, rows, threads);
+        if (threads < favor::kFinerPiecesFrom) {
+          EXPECT_EQ(pieces, for_t) << at;
+          continue;
+        }
+        EXPECT_EQ(pieces, std::max(for_t, favor::pieces_per_block(blocks, rows, 2 * threads))) << at;
+        if (pieces > 1) EXPECT_GE(rows / pieces, favor::kPieceRows) << at << ": no piece below the least";
+        if (blocks == threads) EXPECT_EQ(pieces, rows >= 2 * favor::kPieceRows ? 2 : 1) << at;
+      }
+    }
+  }
+}
+
 TEST(ThreadPlan, HomeRangesCoverEveryIndexOnceInOrder) {
   for (int threads = 1; threads <= 64; ++threads) {
     for (Index count : {1, 2, 3, 7, 8, 16, 63, 64, 65, 100, 1000}) {

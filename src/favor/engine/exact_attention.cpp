@@ -41,14 +41,15 @@ void detail::exact_attention(ConstMatrixRef q, const kernel::Keys& k, ConstMatri
 
   // Query blocks are independent: each writes only its rows of out, so any thread count gives
   // the same bits. Scratch is per block, never shared between threads. Where the blocks would not
-  // share out evenly among the threads, they are cut into pieces (thread_plan.hpp): a row's
-  // output depends on its row alone, whatever rows share its block.
+  // share out evenly among the threads (or, on many threads, would make a single round), they are
+  // cut into pieces (thread_plan.hpp region_pieces): a row's output depends on its row alone,
+  // whatever rows share its block.
   // Causal blocks cost more the later they are: hand the costly ones out first.
   // The pieces are whole strips of queries, the rows exact_query_block computes at once.
   using kernel::kStrip;
   const Index blocks = (L + kQueryBlock - 1) / kQueryBlock;
-  const Index pieces = pieces_per_block(blocks, kQueryBlock / kStrip, available_threads(),
-                                        std::max<Index>(1, kExactPieceRows / kStrip));
+  const Index pieces = region_pieces(blocks, kQueryBlock / kStrip, available_threads(),
+                                     std::max<Index>(1, kExactPieceRows / kStrip));
   parallel_for(blocks * pieces, [&](Index bp) {
     const Index block = bp / pieces, b0 = (options.causal ? blocks - 1 - block : block) * kQueryBlock;
     const Index rows = std::min(kQueryBlock, L - b0);

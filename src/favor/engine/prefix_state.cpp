@@ -413,8 +413,8 @@ void fold_by_feature_blocks(const FactorBlock& keys, Index features, ConstMatrix
   const Index count = static_cast<Index>(parts.size());
   const Index chunks = (end - begin + chunk - 1) / chunk, per_segment = segment / chunk;
   // Chunks that would not share out evenly among the threads (a short call's few) made in pieces
-  // of rows.
-  const Index pieces = pieces_per_block(chunks, chunk, threads);
+  // of rows (region_pieces).
+  const Index pieces = region_pieces(chunks, chunk, threads);
   std::vector<std::vector<KeyChunk>> ks(static_cast<std::size_t>(chunks), std::vector<KeyChunk>(static_cast<std::size_t>(pieces)));
   std::vector<float> chunk_tops(static_cast<std::size_t>(chunks * pieces), 0.0f);
   parallel_for(chunks * pieces, [&](Index cp) {

@@ -33,6 +33,12 @@ Index pieces_per_block(Index blocks, Index units, int threads, Index min_units) 
   return best;
 }
 
+Index region_pieces(Index blocks, Index units, int threads, Index min_units) {
+  const Index pieces = pieces_per_block(blocks, units, threads, min_units);
+  if (threads < kFinerPiecesFrom) return pieces;
+  return std::max(pieces, pieces_per_block(blocks, units, 2 * threads, min_units));
+}
+
 FeatureBlocks plan_feature_blocks(Index segments, Index features, int threads, Index quantum) {
   const Index quanta = std::max<Index>(1, features / quantum);
   const Index blocks = pieces_per_block(std::max<Index>(1, segments), quanta, threads, 1);

@@ -60,6 +60,19 @@ constexpr Index kExactPieceRows = 16;
 // share out evenly).
 Index pieces_per_block(Index blocks, Index units, int threads, Index min_units = kPieceRows);
 
+// From this many threads, a region's blocks are cut at least as finely as for twice the threads
+// (region_pieces).
+constexpr int kFinerPiecesFrom = 8;
+
+// The pieces each block of a region is cut into: pieces_per_block on fewer than kFinerPiecesFrom
+// threads; from there, the finer of the cuts for T and for 2T threads, so that the region has
+// about two rounds of pieces where one would do if every thread started at once and ran as fast.
+// Why: with many threads some start late (woken one after another) or run slower (a core shared
+// with the host), and in a region of one round each of them ends the region late by its whole
+// piece; with half-size pieces the others take over what it has not started. (2T alone can cut
+// coarser than T: 16 blocks on 10 threads are cut in thirds, on 20 not at all.)
+Index region_pieces(Index blocks, Index units, int threads, Index min_units = kPieceRows);
+
 // Rows [begin, end) of piece p of a block of `rows` rows cut into `pieces`: in order, sizes within
 // one of each other.
 inline std::pair<Index, Index> piece_rows(Index rows, Index pieces, Index p) {
