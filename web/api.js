@@ -23,18 +23,19 @@ const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
 // Floats of q, k and v together from which an attention call copies them in while it runs.
 const ARRIVING_FLOATS = 2 ** 18;
 
-export function createApi(Module, { simd, threads = 1, threadsReason, terminate, tileRows: tileOption }) {
+export function createApi(Module, { simd, threads = 1, cores = 0, threadsReason, terminate, tileRows: tileOption }) {
   const relaxedSimd = Module.relaxedSimd();
   const tileRows = Module.setTileRows(chooseTileRows(tileOption, { simd, relaxed: relaxedSimd }));
   const { heapF32, call, takeTensor } = createHeap(Module);
   // Before an attention call copies its q, k and v (its first three tensors in heap.js call) in,
   // with helper threads: whether they are copied in while it runs (inputs large enough to be worth
   // the pieces); if not, the helpers it will take are woken first, so that they wake while the
-  // inputs are copied rather than when the call starts (src/favor/threads/rouse.hpp).
+  // inputs are copied rather than when the call starts, and where they have cores of their own,
+  // those still spinning after the last call spin on (src/favor/threads/rouse.hpp).
   const prepareCall = ({ q, k, v }) => {
     if (threads < 2) return false;
     if (q.data.length + k.data.length + v.data.length >= ARRIVING_FLOATS) return true;
-    Module.rouseThreads();
+    Module.rouseThreads(cores);
     return false;
   };
 

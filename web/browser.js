@@ -18,9 +18,8 @@ export async function loadFavor(options) {
   if (o.worker) return loadInWorker(o);
   const build = chooseBuild(o.simd);
   const simd = build !== 'scalar';
-  const { threads, threadsReason } = chooseThreads(o, {
-    simd, cores: globalThis.navigator?.hardwareConcurrency ?? 1, blocker: threadsBlocker(),
-  });
+  const cores = globalThis.navigator?.hardwareConcurrency ?? 1;
+  const { threads, threadsReason } = chooseThreads(o, { simd, cores, blocker: threadsBlocker() });
   const wasmBinary = checkWasmBinary(o.wasmBinary);
   if (o.locateFile !== undefined && typeof o.locateFile !== 'function') {
     throw new TypeError('locateFile: expected a function (fileName) => URL');
@@ -28,7 +27,7 @@ export async function loadFavor(options) {
   if (o.wasmUrl !== undefined && typeof o.wasmUrl !== 'string' && !(o.wasmUrl instanceof URL)) {
     throw new TypeError('wasmUrl: expected a URL or a string');
   }
-  if (threads > 1) return loadThreaded(o, { build, threads, wasmBinary });
+  if (threads > 1) return loadThreaded(o, { build, threads, cores, wasmBinary });
   // Literal URLs: bundlers emit the files they name.
   const defaultUrl = build === 'relaxed' ? new URL('../dist/favor-relaxed.wasm', import.meta.url)
     : build === 'simd' ? new URL('../dist/favor-simd.wasm', import.meta.url)
@@ -77,7 +76,7 @@ async function loadInWorker(o) {
 // cannot import the glue; Vite's dev server adds an `import` to it, a SyntaxError in a classic
 // worker), and the pool then waits forever for workers that never load. They run a same-origin
 // blob: copy of the worker script instead.
-async function loadThreaded(o, { build, threads, wasmBinary }) {
+async function loadThreaded(o, { build, threads, cores, wasmBinary }) {
   const wasmFile = `favor-${build}-threads.wasm`;
   const defaults = {
     'favor-simd-threads.js': new URL('../dist/favor-simd-threads.js', import.meta.url),
@@ -111,7 +110,7 @@ async function loadThreaded(o, { build, threads, wasmBinary }) {
   const terminate = () => {
     for (const worker of [...Module.PThread.runningWorkers, ...Module.PThread.unusedWorkers]) worker.terminate();
   };
-  return createApi(Module, { simd: true, threads, terminate, tileRows: o.tileRows });
+  return createApi(Module, { simd: true, threads, cores, terminate, tileRows: o.tileRows });
 }
 
 // dist/favor-simd-threads.worker.js as Emscripten 3.1.6 writes it, verbatim (a test checks it

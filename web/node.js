@@ -16,8 +16,9 @@ export async function loadFavor(options) {
   if (o.worker) return loadInWorker(o);
   const build = chooseBuild(o.simd);
   const simd = build !== 'scalar';
+  const cores = availableParallelism();
   const { threads, threadsReason } = chooseThreads(o, {
-    simd, cores: availableParallelism(),
+    simd, cores,
     blocker: typeof SharedArrayBuffer === 'undefined' ? 'SharedArrayBuffer unavailable' : undefined,
   });
   const name = `favor-${build}${threads > 1 ? '-threads' : ''}`;
@@ -67,7 +68,7 @@ export async function loadFavor(options) {
   for (const worker of workers) worker.unref();  // loaded: from now on they never keep Node alive
   Module.setMaxThreads(threads);
   const terminate = () => { for (const worker of workers) worker.terminate(); };
-  return createApi(Module, { simd, threads, terminate, tileRows: o.tileRows });
+  return createApi(Module, { simd, threads, cores, terminate, tileRows: o.tileRows });
 }
 
 // { worker: true }: the module in a worker_threads worker, the API returning Promises.

@@ -1,8 +1,9 @@
 // rouse_threads: it wakes, of the helpers that sleep, as many as the last RousedCall's regions
 // took threads less the caller, no more, each once (also when the helpers it wakes wake the
-// rest); a helper woken so goes back to sleep when no job comes; a rousing while a region runs
-// leaves every helper that region invited to come to it; and regions after a rousing compute
-// what they compute without one.
+// rest); with a core for every thread it also reaches a helper still spinning after the last
+// call, once; a helper woken so goes back to sleep when no job comes; a rousing while a region
+// runs leaves every helper that region invited to come to it; and regions after a rousing
+// compute what they compute without one.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -48,7 +49,7 @@ void roused_call(int limit) {
 long long rousings_from_sleep() {
   EXPECT_TRUE(eventually(all_asleep)) << "the helpers did not all go to sleep";
   const long long before = favor::detail::rousings();
-  favor::rouse_threads();
+  favor::rouse_threads(0);
   // Every roused helper has woken once it no longer sleeps...
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   // ...and sleeps again after its spin.
@@ -93,7 +94,7 @@ TEST(Rouse, RousingWhileARegionRunsLeavesItsHelpersComing) {
   std::atomic<bool> done{false};
   std::thread rouser([&] {
     while (!done.load()) {
-      favor::rouse_threads();
+      favor::rouse_threads(64);
       std::this_thread::sleep_for(std::chrono::microseconds(10));
     }
   });
@@ -105,6 +106,22 @@ TEST(Rouse, RousingWhileARegionRunsLeavesItsHelpersComing) {
   done = true;
   rouser.join();
   EXPECT_EQ(round, 100) << "round " << round << ": an invited helper did not wake";
+}
+
+// Right after a call its helper is still spinning, or, if this thread was held up, asleep; either
+// way a rousing with a core for every thread reaches it once (woken, or kept spinning for the next
+// call rather than left to sleep while that call copies its inputs in).
+TEST(Rouse, ReachesAHelperStillSpinningAfterTheLastCall) {
+  Threads t(2);
+  for (int round = 0; round < 50; ++round) {
+    roused_call(2);
+    const long long before = favor::detail::rousings();
+    favor::rouse_threads(2);
+    // Reached (a helper woken may take a while to run), then asleep again, reached no more often.
+    ASSERT_TRUE(eventually([&] { return favor::detail::rousings() > before; })) << "round " << round;
+    ASSERT_TRUE(eventually(all_asleep)) << "round " << round;
+    EXPECT_EQ(favor::detail::rousings() - before, 1) << "round " << round;
+  }
 }
 
 TEST(Rouse, NeverPastTheThreadsSetNow) {
@@ -123,7 +140,7 @@ TEST(Rouse, RegionsAfterARousingComputeTheSame) {
   for (std::size_t i = 0; i < serial.size(); ++i) serial[i] = static_cast<double>(i) * 0.5 + 1.0;
   for (int round = 0; round < 20; ++round) {
     if (round % 2) std::this_thread::sleep_for(std::chrono::milliseconds(2));  // helpers asleep
-    favor::rouse_threads();
+    favor::rouse_threads(round % 3 ? 64 : 0);
     if (round % 4 == 1) std::this_thread::sleep_for(std::chrono::microseconds(300));  // spinning
     const favor::RousedCall call;
     favor::parallel_for(static_cast<Index>(rousedRun.size()), [&](Index i) {

@@ -42,10 +42,12 @@ int take_threads_used() { return g_threads_used.exchange(1); }
 ThreadLimit::ThreadLimit(int threads) : previous_(t_limit) { t_limit = std::max(1, threads); }
 ThreadLimit::~ThreadLimit() { t_limit = previous_; }
 
-void rouse_threads() {
+void rouse_threads(int cores) {
 #ifndef FAVOR_SERIAL_ONLY
   const int threads = std::min(g_rouse_threads.load(std::memory_order_relaxed), max_threads());
-  if (threads > 1) detail::pool_rouse(threads - 1);
+  if (threads > 1) detail::pool_rouse(threads - 1, threads <= cores);
+#else
+  (void)cores;
 #endif
 }
 

@@ -175,16 +175,21 @@ class Pool {
     return result;
   }
 
-  // Wakes the first `helpers` helpers that sleep, to spin for a job about to come (rouse.hpp).
-  // Not while a job runs (its helpers are awake or being woken for it; a rousing wave would stop
-  // that job's wave), nor while the pool's mutex is held (a job being set up, or helpers started).
-  void rouse(int helpers) {
+  // Wakes the first `helpers` helpers that sleep, and (keep_spinning) keeps those still spinning
+  // after their last job spinning, for a job about to come (rouse.hpp). Not while a job runs (its
+  // helpers are awake or being woken for it; a rousing wave would stop that job's wave), nor
+  // while the pool's mutex is held (a job being set up, or helpers started).
+  void rouse(int helpers, bool keep_spinning) {
     std::uint64_t wave;
     {
       std::unique_lock<std::mutex> lock(pool_mutex_, std::try_to_lock);
       if (!lock || job_running_.load()) return;
       helpers = std::min<int>(helpers, static_cast<int>(helpers_.size()));
       if (helpers < 1) return;
+      // Before the wave reads the helpers' flags: a helper that sets its flag to sleep then reads
+      // this word, so either the wave sees it asleep or it sees the rousing (wake()).
+      if (keep_spinning)
+        rousing_.store(((rousing_.load(std::memory_order_relaxed) >> 16) + 1) << 16 | static_cast<std::uint64_t>(helpers));
       wave = start_wave(helpers, true);
     }
     spread_wave(wave, kRouserWakes);
@@ -263,10 +268,10 @@ class Pool {
   // 2-vCPU VM, when the host runs both vCPUs on one core).
   static constexpr std::chrono::microseconds kHelperSpin{100}, kCallerSpin{100}, kHelperNap{50};
   // How long a helper woken by rouse() spins for the job it was woken for: the caller is still
-  // preparing it (copying its inputs in: 1 MB took up to 200 us on a lent VM). Only those woken:
-  // keeping the helpers still spinning after a call spinning as long too made calls in a loop
-  // 15-20% slower where threads outnumber cores (4 on this project's 2 vCPUs), the spinners
-  // holding cores the working threads needed.
+  // preparing it (copying its inputs in: 1 MB took up to 200 us on a lent VM). Those still
+  // spinning after a call spin as long too only where the threads are no more than the cores:
+  // where they outnumbered them (4 on this project's 2 vCPUs) that made calls in a loop 15-20%
+  // slower, the spinners holding cores the working threads needed.
   static constexpr std::chrono::microseconds kRousedSpin{500};
 
   // A share of a job's indices: [next, end) left to take.
@@ -336,8 +341,19 @@ class Pool {
     t_in_parallel = true;
     t_pool_thread = id + 1;
     Sleep& sleep = sleep_[id];
-    std::uint64_t seen = 0;
+    std::uint64_t seen = 0, rousing_seen = rousing_.load();
     bool invited = true, roused = false;
+    // A rousing for this helper since the last one it answered (or since it joined its last job).
+    const auto roused_again = [&] {
+      const std::uint64_t r = rousing_.load();
+      return (r >> 16) != (rousing_seen >> 16) && id < static_cast<int>(r & 0xffff);
+    };
+    // Answers a rousing: spins kRousedSpin for the job it announces.
+    const auto answer_rousing = [&] {
+      rousing_seen = rousing_.load();
+      g_rousings.fetch_add(1, std::memory_order_relaxed);
+      roused = true;
+    };
     for (;;) {
       std::uint64_t ticket = seen;
       const auto fresh = [&] { return (ticket = ticket_.load(std::memory_order_acquire)) != seen; };
@@ -345,27 +361,35 @@ class Pool {
       const auto budget = roused ? kRousedSpin : kHelperSpin;
       roused = false;
       if (!spin || !spin_until(fresh, budget)) {
-        bool woken_roused;
+        // Still spinning after a job when a call was roused (it copies its inputs in, which can
+        // take longer than kHelperSpin): spins on for it rather than sleep as it comes.
+        if (spin && roused_again()) {
+          answer_rousing();
+          continue;
+        }
+        bool woken_roused, rousing_came;
         {
           std::unique_lock<std::mutex> lock(sleep.mutex);
           sleep.asleep.store(true);
           sleep.wake.wait(lock, [&] {
-            return sleep.roused || ((ticket = ticket_.load()) != seen && id < static_cast<int>(ticket & kMaxHelpers));
+            rousing_came = roused_again();
+            return sleep.roused || rousing_came ||
+                   ((ticket = ticket_.load()) != seen && id < static_cast<int>(ticket & kMaxHelpers));
           });
           sleep.asleep.store(false, std::memory_order_relaxed);
           woken_roused = std::exchange(sleep.roused, false);
         }
         // Woken by a wave: goes on with it (holding no mutex: it takes the others').
         spread_wave(wave_.load() >> 32, kHelperLimit);
-        if (woken_roused) {
-          g_rousings.fetch_add(1, std::memory_order_relaxed);
-          roused = true;
+        if (woken_roused || rousing_came) {
+          answer_rousing();
           continue;  // spins for the job (or sees the one that woke it too)
         }
       }
       seen = ticket;
       invited = id < static_cast<int>(ticket & kMaxHelpers);
       if (!invited || !join(ticket >> kHelperBits)) continue;
+      rousing_seen = rousing_.load();  // a rousing before this job was for it
       work(job_, id + 1);
       help_until_done(job_);
       if (((active_.fetch_sub(1) - 1) & kJoinedMask) == 0 && caller_sleeps_.load()) {
@@ -470,6 +494,8 @@ class Pool {
   alignas(64) std::atomic<std::uint64_t> ticket_{0};
   alignas(64) std::atomic<std::uint64_t> active_{0};
   alignas(64) std::atomic<std::uint64_t> wave_{0};
+  // The last rousing: its number (the high bits) and how many helpers it was for (the low 16).
+  alignas(64) std::atomic<std::uint64_t> rousing_{0};
   std::atomic<bool> caller_sleeps_{false};
   Job job_;
   Range ranges_[kHelperLimit + 1];
@@ -500,7 +526,7 @@ bool pool_run_nested(Index count, void (*call)(void*, Index), void* context) {
   return pool().run_nested(count, call, context);
 }
 void pool_reserve(int helpers) { pool().reserve(helpers); }
-void pool_rouse(int helpers) { pool().rouse(helpers); }
+void pool_rouse(int helpers, bool keep_spinning) { pool().rouse(helpers, keep_spinning); }
 #endif
 
 long long rousings() { return g_rousings.load(); }

@@ -20,8 +20,9 @@ bool pool_run_nested(Index count, void (*call)(void*, Index), void* context);
 // keep is allocated from the start.
 void pool_reserve(int helpers);
 
-// Wakes the first `helpers` helpers that sleep, to spin for a region about to come (rouse.hpp);
-// nothing while a region runs.
-void pool_rouse(int helpers);
+// Wakes the first `helpers` helpers that sleep, to spin for a region about to come (rouse.hpp),
+// and, if `keep_spinning`, keeps those of them still spinning after their last region spinning
+// as long; nothing while a region runs.
+void pool_rouse(int helpers, bool keep_spinning);
 
 }  // namespace favor::detail

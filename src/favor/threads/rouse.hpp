@@ -14,9 +14,15 @@ namespace favor {
 // Wakes as many sleeping helpers as the last RousedCall took threads, less the caller (none
 // before the first such call: a call of the same kind and shape usually comes next). The caller
 // wakes two and returns; those wake the others (pool.cpp, waves). A helper woken so waits for
-// a job spinning a while (long enough for a copy of a few MB) before it sleeps again; one already
-// awake is left as it is. Does nothing in a build without threads, or while a job runs.
-void rouse_threads();
+// a job spinning a while (long enough for a copy of a few MB) before it sleeps again.
+//
+// `cores`: the cores the process's threads run on (0: not known). Where those threads are no more
+// than the cores, a helper still spinning after its last job when this is called spins on as
+// long as one woken (rather than sleep during the copy, with the job's wave to wake it late);
+// where they are more, it is left as it is: a spinning helper would hold a core the calling
+// thread needs to copy the inputs in. Does nothing in a build without threads, or while a job
+// runs.
+void rouse_threads(int cores);
 
 // While it lives, the most threads this thread's regions take are counted; when it ends, they are
 // what rouse_threads() wakes next.
@@ -32,7 +38,8 @@ class RousedCall {
 };
 
 namespace detail {
-// For tests: helpers woken by rouse_threads() so far; whether each helper started sleeps now.
+// For tests: helpers that rouse_threads() has reached so far (woken, or kept spinning); whether
+// each helper started sleeps now.
 long long rousings();
 std::vector<bool> helpers_asleep();
 }  // namespace detail
