@@ -24,7 +24,7 @@ import { loadFavor } from '../web/node.js';
 import { thisCpuName } from './lib/cpu-history.mjs';
 import { peerCase, startPeer } from './lib/ort-peer.mjs';
 import { CASES, D as d, DV as dv, FEATURES as m, caseCall, qkv, stateOptions, tensor } from './lib/thread-cases.mjs';
-import { MORE_ROUNDS, ROUNDS_MS, SHORT_MS, kept, median, timeInRounds, warmUpSteps } from './lib/thread-rounds.mjs';
+import { MORE_ROUNDS, ROUNDS_MS, SHORT_MS, WARMUP_MS, kept, median, timeInRounds, warmUpSteps } from './lib/thread-rounds.mjs';
 import { machineTable, toJson } from './lib/thread-table.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((pairs, a, i, all) => {
@@ -36,7 +36,6 @@ const threadCounts = args.threads
   ? String(args.threads).split(',').map(Number)
   : [1, 2, 4, 8, 12, 16, 24, 32, 48, 64].filter((t) => t <= cores);
 const reps = Number(args.reps ?? (args.quick ? 3 : 5));
-const WARMUP_MS = 500;
 
 const caseIds = args.cases ? String(args.cases).split(',') : Object.keys(CASES);
 for (const id of caseIds) if (!CASES[id]) throw new RangeError(`--cases: no case '${id}' (the cases: ${Object.keys(CASES).join(', ')})`);

@@ -13,6 +13,11 @@ export const kept = (xs) => xs.map((x) => Number(x.toPrecision(4)));
 export const MORE_ROUNDS = 5, ROUNDS_MS = 2000;
 export const roundsFor = (roundMs, reps) => Math.max(reps, Math.min(MORE_ROUNDS * reps, Math.floor(ROUNDS_MS / roundMs)));
 
+// Each call is warmed up for at least 3 calls and WARMUP_MS first (bench/threads.mjs warmUp, and
+// its twin in bench/lib/thread-worker.mjs, which awaits onnxruntime-web's calls), and so is each
+// decoder's step (warmUpSteps).
+export const WARMUP_MS = 500;
+
 // A call under SHORT_MS is made once untimed right before its timed one: the call before it has
 // just filled the caches with its own data, and its helpers went to sleep meanwhile.
 export const SHORT_MS = 10;

@@ -10,9 +10,7 @@
 //   { op: 'run', twice }                          -> { ms } (one call timed, after one untimed where twice)
 //   { op: 'decode', id } then { op: 'burst' }     -> { rate: tokens/s of 400 appends }
 import { CASES, D, FEATURES, caseCall, peerFeeds, qkv, stateOptions, tensor } from './thread-cases.mjs';
-import { warmUpSteps } from './thread-rounds.mjs';
-
-const WARMUP_MS = 500;
+import { WARMUP_MS, warmUpSteps } from './thread-rounds.mjs';
 
 // At least 3 calls and WARMUP_MS, as bench/threads.mjs warmUp: the engine compiles the code each
 // thread runs with its optimizing tier only after it has run a while. Returns a call's mean ms.
