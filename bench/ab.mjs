@@ -6,7 +6,14 @@
 // built dist/): a second checkout, a copy of an older dist/, or this one (an A/A run, which shows
 // how far two instances of the same build differ on this machine).
 //
+// --burst N makes N calls back to back on each build in turn, its figure their median but the
+// first's (which finds the helpers asleep after the other build's calls): the path of a loop of
+// calls, whose helpers are still spinning from the call before. --slow-copy-us N makes each copy
+// of more than 10,000 floats into a shared heap (the threaded builds' inputs) take N us longer,
+// a stand-in for a host whose single core copies slowly.
+//
 //   node bench/ab.mjs --a ../old-checkout [--b .] [--threads 1] [--simd auto] [--rounds 24]
+//                     [--burst 1] [--slow-copy-us 0]
 //                     [--cases favor,favor-short,favor8,favor8-causal,favor-causal,favor-structured,exact,exact-short,exact-causal,codebook,decode,exact-decode,window-decode]
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -66,7 +73,7 @@ const sameBits = (a, b) => a.length === b.length && a.every((x, i) => Object.is(
 
 /** Runs the cases on instances [A, B] (each warmed up first for warmupMs); returns one row per
  * case: { id, label, a, b, same } (ms). */
-export function compare(instances, ids, { rounds = 24, warmupMs = 500, log = () => {} } = {}) {
+export function compare(instances, ids, { rounds = 24, burst = 1, warmupMs = 500, log = () => {} } = {}) {
   const setups = instances.map(setUp);
   const rows = [];
   for (const id of ids) {
@@ -89,8 +96,9 @@ export function compare(instances, ids, { rounds = 24, warmupMs = 500, log = () 
     for (let r = 0; r < rounds; ++r) {
       const out = [];
       for (const i of r % 2 ? [1, 0] : [0, 1]) {
-        out[i] = run(i);
-        times[i].push(out[i].ms);
+        const ms = [];
+        for (let n = 0; n < burst; ++n) ms.push((out[i] = run(i)).ms);
+        times[i].push(burst > 1 ? median(ms.slice(1)) : ms[0]);
       }
       same &&= sameBits(out[0].data, out[1].data);
     }
@@ -110,6 +118,8 @@ if (isMain) {
       threads: { type: 'string', default: '1' },
       simd: { type: 'string', default: 'auto' },
       rounds: { type: 'string', default: '24' },
+      burst: { type: 'string', default: '1' },
+      'slow-copy-us': { type: 'string', default: '0' },
       cases: { type: 'string', default: Object.keys(CASES).join(',') },
     },
   });
@@ -118,11 +128,21 @@ if (isMain) {
     const { loadFavor } = await import(pathToFileURL(path.resolve(root, 'web/node.js')).href);
     return loadFavor({ threads: Number(args.threads), simd: args.simd === 'true' ? true : args.simd === 'false' ? false : args.simd });
   };
+  const slowUs = Number(args['slow-copy-us']);
+  if (slowUs > 0) {
+    const set = Float32Array.prototype.set;
+    Float32Array.prototype.set = function slowSet(source, offset) {
+      if (this.buffer instanceof SharedArrayBuffer && source.length > 10_000) {
+        for (const end = performance.now() + slowUs / 1000; performance.now() < end;);
+      }
+      return set.call(this, source, offset);
+    };
+  }
   const instances = [await load(args.a), await load(args.b)];
   console.log(`A ${path.resolve(args.a)}  ${JSON.stringify(instances[0].info)}`);
   console.log(`B ${path.resolve(args.b)}  ${JSON.stringify(instances[1].info)}`);
   compare(instances, args.cases.split(','), {
-    rounds: Number(args.rounds),
+    rounds: Number(args.rounds), burst: Number(args.burst),
     log: (r) => console.log(`${r.label.padEnd(48)} A ${r.a.toFixed(3)} ms  B ${r.b.toFixed(3)} ms  A/B ${(r.a / r.b).toFixed(3)}  ${r.same ? 'same bits' : 'outputs differ'}`),
   });
   process.exit(0);  // (threaded instances' workers)

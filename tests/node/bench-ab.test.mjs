@@ -1,7 +1,7 @@
 // bench/ab.mjs, the side-by-side timing of two builds: on two instances of this build (an A/A
 // run) every case runs, times both, and finds their outputs the same bits, round after round
-// (the decode cases' states step on alike); an output one bit apart is found; a case it does not
-// have is an error naming it.
+// (the decode cases' states step on alike); in bursts each round makes that many calls on each;
+// an output one bit apart is found; a case it does not have is an error naming it.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
@@ -18,6 +18,17 @@ test('bench/ab.mjs: two instances of one build give the same bits in every case,
     assert.ok(r.a > 0 && r.b > 0 && Number.isFinite(r.a) && Number.isFinite(r.b), `${r.id}: times ${r.a}, ${r.b}`);
     assert.equal(r.same, true, `${r.id}: the two instances' outputs differ`);
   }
+  // Bursts of 3: 3 warm-up calls each, then 3 calls each in each of 2 rounds.
+  const calls = [0, 0];
+  const counted = instances.map((favor, i) => {
+    const c = Object.create(favor);
+    c.exactAttention = (...args) => (calls[i] += 1, favor.exactAttention(...args));
+    return c;
+  });
+  const [burst] = compare(counted, ['exact'], { rounds: 2, burst: 3, warmupMs: 0 });
+  assert.deepEqual(calls, [9, 9]);
+  assert.equal(burst.same, true);
+  assert.ok(burst.a > 0 && burst.b > 0);
   // B's exact attention one float step off in its last value: found.
   const nudged = Object.create(instances[1]);
   nudged.exactAttention = (...args) => {
