@@ -14,7 +14,7 @@
 //
 //   node bench/ab.mjs --a ../old-checkout [--b .] [--threads 1] [--simd auto] [--rounds 24]
 //                     [--burst 1] [--slow-copy-us 0]
-//                     [--cases favor,favor-short,favor8,favor8-causal,favor-causal,favor-structured,exact,exact-short,exact-causal,codebook,decode,exact-decode,window-decode]
+//                     [--cases favor,favor-short,favor8,favor8-causal,favor-causal,favor-structured,exact,exact-short,exact-tiny,exact-causal,codebook,decode,exact-decode,window-decode]
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -36,6 +36,8 @@ export const CASES = {
   exact: { L: 1024, label: 'exactAttention, 1 head, L = 1024', call: (f, s, t) => f.exactAttention(t, t, t) },
   // The thread bench's smallest exact call: at T = 16, 32 pieces of 16 rows, two per thread.
   'exact-short': { L: 512, label: 'exactAttention, 1 head, L = 512', call: (f, s, t) => f.exactAttention(t, t, t) },
+  // A call of under a millisecond, whose time a helper woken late lengthens most.
+  'exact-tiny': { L: 256, label: 'exactAttention, 1 head, L = 256', call: (f, s, t) => f.exactAttention(t, t, t) },
   'exact-causal': { L: 1024, label: 'exactAttention causal, 1 head, L = 1024', call: (f, s, t) => f.exactAttention(t, t, t, { causal: true }) },
   codebook: { L: 4096, label: 'codebookAttention, 64 codes, 1 head, L = 4096', call: (f, s, t) => f.codebookAttention(t, t, t, { codebook: s.codebook }) },
   decode: { steps: 100, label: `FAVOR+ decode, ${H} heads, 100 steps after ${context}`, call: (f, s) => steps(s.favorState, s.step, 100) },
