@@ -26,7 +26,7 @@ const d = 64, m = 256, H = 8, context = 1024;
 // feature map, the input, its states).
 export const CASES = {
   favor: { L: 4096, label: 'favorAttention, 1 head, L = 4096', call: (f, s, t) => f.favorAttention(t, t, t, { featureMap: s.map }) },
-  // A short call: on 8 threads or more each of its regions has about two pieces per thread (region_pieces).
+  // A short call: on 8 threads or more its regions are cut into 4 rounds of pieces (region_pieces).
   'favor-short': { L: 1024, label: 'favorAttention, 1 head, L = 1024', call: (f, s, t) => f.favorAttention(t, t, t, { featureMap: s.map }) },
   // Heads that each take a thread or two: where a thread slower than the others holds up the call.
   favor8: { L: 4096, H, label: `favorAttention, ${H} heads, L = 4096`, call: (f, s, t) => f.favorAttention(t, t, t, { featureMap: s.map }) },
@@ -34,7 +34,7 @@ export const CASES = {
   'favor-causal': { L: 4096, label: 'favorAttention causal, 1 head, L = 4096', call: (f, s, t) => f.favorAttention(t, t, t, { featureMap: s.map, causal: true }) },
   'favor-structured': { L: 4096, label: 'favorAttention, structured W, 1 head, L = 4096', call: (f, s, t) => f.favorAttention(t, t, t, { featureMap: s.structuredMap }) },
   exact: { L: 1024, label: 'exactAttention, 1 head, L = 1024', call: (f, s, t) => f.exactAttention(t, t, t) },
-  // The thread bench's smallest exact call: at T = 16, 32 pieces of 16 rows, two per thread.
+  // The thread bench's smallest exact call: at T = 16, 64 pieces of 8 rows, four per thread.
   'exact-short': { L: 512, label: 'exactAttention, 1 head, L = 512', call: (f, s, t) => f.exactAttention(t, t, t) },
   // A call of under a millisecond, whose time a helper woken late lengthens most.
   'exact-tiny': { L: 256, label: 'exactAttention, 1 head, L = 256', call: (f, s, t) => f.exactAttention(t, t, t) },

@@ -45,6 +45,8 @@ const { values: args } = parseArgs({
 });
 const reps = args.quick ? 3 : 7;
 const PLANS = [1, 2, 4, 8, 12, 16];  // as the thread bench on a 16-core machine
+// The pool model is also run with its last helper this much slower than the other threads.
+const SLOW = 1.5;
 const RESULTS = `${repo}bench/work-span-results.json`;
 
 // Every call of the thread bench with a fixed shape ('the same into out' is the same call natively).
@@ -69,6 +71,7 @@ function machine(run, cpu, when) {
       id: c.id, one,
       plans: c.plans.map(({ threads: T, work, span, trace }) => ({
         threads: T, work, span, model: Math.min(T, one / simulatePool(trace, T)),
+        ...(T > 1 && { slow: Math.min(T, one / simulatePool(trace, T, { speed: Object.assign([], { [T - 1]: SLOW }) })) }),
         least: Math.min(T, one / ((work - span) / T + span)), most: Math.min(T, one / Math.max(work / T, span)),
       })),
       measured: Object.fromEntries(c.timed.filter((t) => t.threads > 1).map((t) => [t.threads, t.speedup])),
@@ -148,6 +151,10 @@ for (const m of machines) {
   if (!m.least) md.push('', 'Its traces are each split\'s fastest whole run (this run came before each step was kept at its least time over the runs).');
   if (!m.warmed) md.push('', 'Its native timings came before a short call was made once untimed right before each timed one: on more than one thread, each such call began with its helpers asleep.');
   table('The pool model (in parentheses: measured natively):', (r, T, p) => [p?.model ? x(p.model) : '', r.measured[T] ? `(${x(r.measured[T])})` : ''].filter(Boolean).join(' '));
+  if (m.rows.some((r) => r.plans.some((p) => p.slow))) {
+    table(`The pool model with its last helper ${SLOW}× slower than the other threads (on a core the host shares, say): a region that gives each thread one or two pieces waits for that thread's last one, while in one cut finer the others take over the pieces it has not begun:`,
+      (r, T, p) => (p?.slow ? x(p.slow) : ''));
+  }
   table('Brent\'s bounds:', (r, T, p) => (p ? `${x(p.least)}–${x(p.most)}` : ''));
   // What a split costs beyond the work itself (pieces that compute rows they drop, states kept
   // for a later pass, blocks of features) shows here first.

@@ -12,53 +12,59 @@
 // - the caller (thread 0) runs what lies outside regions, and a region ends when every invited
 //   thread has run out of indices and finished the ones it took.
 // What it leaves out is what a machine adds: threads slower together than alone, wake-ups,
-// hand-offs.
+// hand-offs. Two of those can be put back in, thread by thread (options of simulatePool): a
+// thread that runs slower than the others (speed[p]: its time for a second of one thread's
+// work), and a helper that joins the call's first region late (late[p] seconds after it starts:
+// woken from sleep).
 
 export function homeRange(count, threads, thread) {
   if (count < threads) return [Math.min(thread, count), Math.min(thread + 1, count)];
   return [Math.floor((count * thread) / threads), Math.floor((count * (thread + 1)) / threads)];
 }
 
-// Seconds the traced call `trace` takes on `T` threads.
-export function simulatePool(trace, T) {
+// Seconds the traced call `trace` takes on `T` threads; speed and late as above (thread p: index
+// p, 0 the caller; missing entries 1 and 0).
+export function simulatePool(trace, T, { speed = [], late = [] } = {}) {
   if (!Array.isArray(trace)) throw new TypeError('trace: expected an index, [serial, region, …, serial]');
+  const pace = (p) => speed[p] ?? 1;
   const published = [];  // nested regions with indices possibly left: { region, next, taken }
   let top = null;        // the region outside any region now running: { id, invited, ranges, running }
   let regions = 0;
 
   // Thread programs are generators: they yield { work: seconds } or { until: () => boolean }.
-  function* runIndex(index) {
+  function* runIndex(index, p) {
     for (const step of index) {
       if (typeof step === 'number') {
-        if (step > 0) yield { work: step };
+        if (step > 0) yield { work: step * pace(p) };
       } else {
-        yield* runNested(step);
+        yield* runNested(step, p);
       }
     }
   }
-  function* takeAll(job) {
+  function* takeAll(job, p) {
     while (job.next < job.region.i.length) {
       const i = job.next++;
       ++job.taken;
-      yield* runIndex(job.region.i[i]);
+      yield* runIndex(job.region.i[i], p);
       --job.taken;
     }
   }
-  function* runNested(region) {
+  function* runNested(region, p) {
     const job = { region, next: 0, taken: 0 };
     published.push(job);
-    yield* takeAll(job);
+    yield* takeAll(job, p);
     published.splice(published.indexOf(job), 1);
     yield { until: () => job.taken === 0 };
   }
   // Thread p's part of the top region r: its range, the others', then help until none is running.
   function* regionPart(r, p) {
+    ++r.joined;
     for (let k = 0; k < r.invited; ++k) {
       const range = r.ranges[(p + k) % r.invited];
       while (range.next < range.end) {
         const i = range.next++;
         ++r.running;
-        yield* runIndex(r.region.i[i]);
+        yield* runIndex(r.region.i[i], p);
         --r.running;
       }
     }
@@ -66,7 +72,7 @@ export function simulatePool(trace, T) {
     while (r.running > 0) {
       const job = open();
       if (job) {
-        yield* takeAll(job);
+        yield* takeAll(job, p);
       } else {
         yield { until: () => r.running === 0 || open() !== undefined };
       }
@@ -76,24 +82,29 @@ export function simulatePool(trace, T) {
   function* caller(index) {
     for (const step of index) {
       if (typeof step === 'number') {
-        if (step > 0) yield { work: step };
+        if (step > 0) yield { work: step * pace(0) };
         continue;
       }
       const invited = Math.max(1, Math.min(step.t, T));
       const count = step.i.length;
-      const r = { id: ++regions, region: step, invited, running: 0, finished: 0, ranges: [] };
+      const r = { id: ++regions, region: step, invited, running: 0, joined: 0, finished: 0, ranges: [] };
       for (let p = 0; p < invited; ++p) {
         const [begin, end] = homeRange(count, invited, p);
         r.ranges.push({ next: begin, end });
       }
       top = r;
       yield* regionPart(r, 0);
-      yield { until: () => r.finished === invited };
+      // Closed once the threads that joined have finished: a helper still waking then does not join.
+      yield { until: () => r.finished === r.joined };
       top = null;
     }
   }
   function* helper(p) {
     let seen = 0;
+    if (late[p] > 0) {
+      yield { until: () => top !== null && p < top.invited };
+      yield { work: late[p] };
+    }
     for (;;) {
       yield { until: () => top !== null && top.id !== seen && p < top.invited };
       seen = top.id;

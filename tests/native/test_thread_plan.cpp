@@ -116,27 +116,40 @@ TEST(ThreadPlan, RowPiecesFeedEveryThreadAndCoverTheRows) {
 }
 
 // A region's pieces: as pieces_per_block cuts them below kFinerPiecesFrom threads; from there
-// never coarser than for T threads, and at least as fine as for 2T (whose cut alone can be the
-// coarser one: 16 blocks of 128 rows on 10 threads in thirds, on 20 whole), so that a region of
-// one block per thread gets two rounds of half-blocks where its rows allow halves.
-TEST(ThreadPlan, ManyThreadsCutRegionsAtLeastTwiceAsFine) {
-  EXPECT_EQ(favor::pieces_per_block(16, 128, 10), 3);
-  EXPECT_EQ(favor::pieces_per_block(16, 128, 20), 1);
-  EXPECT_EQ(favor::region_pieces(16, 128, 10), 3);
+// never fewer, and the fewest that give kLeastRounds rounds (blocks x pieces >= 4 T), or as many
+// as pieces of half the least size allow.
+TEST(ThreadPlan, ManyThreadsCutRegionsIntoAtLeastFourRounds) {
+  using favor::kLeastRounds;
+  // The thread bench's short calls on 16 threads: exact attention at L = 512 (8 blocks of 8
+  // strips, least 2 strips) in 64 pieces of a strip; FAVOR+ at L = 1024 (8 blocks of 128 rows) in
+  // 64 of 16 rows; at L = 4096 (32 blocks) in halves; exact attention at L = 4096 (64 blocks)
+  // already has 4 rounds.
+  EXPECT_EQ(favor::region_pieces(8, 8, 16, 2), 8);
+  EXPECT_EQ(favor::region_pieces(8, 128, 16), 8);
+  EXPECT_EQ(favor::region_pieces(32, 128, 16), 2);
+  EXPECT_EQ(favor::region_pieces(64, 8, 16, 2), 1);
+  EXPECT_EQ(favor::region_pieces(16, 128, 10), 3);  // pieces_per_block's thirds: 48 pieces, 4.8 rounds
   for (int threads = 1; threads <= 64; ++threads) {
     for (Index blocks : {1, 2, 3, 7, 8, 16, 64, 1000}) {
-      for (Index rows : {1, 8, 31, 32, 63, 64, 100, 128, 1000}) {
-        const std::string at = "T " + std::to_string(threads) + " blocks " + std::to_string(blocks) + " rows " +
-                               std::to_string(rows);
-        const Index for_t = favor::pieces_per_block(blocks, rows, threads);
-        const Index pieces = favor::region_pieces(blocks, rows, threads);
-        if (threads < favor::kFinerPiecesFrom) {
-          EXPECT_EQ(pieces, for_t) << at;
-          continue;
+      for (Index rows : {1, 8, 15, 16, 31, 32, 63, 64, 100, 128, 1000}) {
+        for (Index least : {Index{1}, Index{2}, favor::kPieceRows}) {
+          const std::string at = "T " + std::to_string(threads) + " blocks " + std::to_string(blocks) + " rows " +
+                                 std::to_string(rows) + " least " + std::to_string(least);
+          const Index for_t = favor::pieces_per_block(blocks, rows, threads, least);
+          const Index pieces = favor::region_pieces(blocks, rows, threads, least);
+          if (threads < favor::kFinerPiecesFrom) {
+            EXPECT_EQ(pieces, for_t) << at;
+            continue;
+          }
+          ASSERT_GE(pieces, for_t) << at;
+          const Index half = std::max<Index>(1, least / 2);
+          if (pieces > for_t) {
+            EXPECT_GE(rows / pieces, half) << at << ": no piece below half the least";
+            EXPECT_LT(blocks * (pieces - 1), kLeastRounds * threads) << at << ": the fewest pieces for the rounds";
+          }
+          EXPECT_TRUE(blocks * pieces >= kLeastRounds * threads || rows / (pieces + 1) < half)
+              << at << ": the rounds, or as fine as the rows allow";
         }
-        EXPECT_EQ(pieces, std::max(for_t, favor::pieces_per_block(blocks, rows, 2 * threads))) << at;
-        if (pieces > 1) EXPECT_GE(rows / pieces, favor::kPieceRows) << at << ": no piece below the least";
-        if (blocks == threads) EXPECT_EQ(pieces, rows >= 2 * favor::kPieceRows ? 2 : 1) << at;
       }
     }
   }

@@ -57,6 +57,31 @@ test('nested regions inside nested regions are published too', () => {
   assert.equal(simulatePool([region(4, [0, region(1, inner(), inner()), 0])], 4), 1);
 });
 
+test('a slower thread: the others take over only the pieces it has not begun', () => {
+  // 4 x 1 s on 2 threads, thread 1 at 1.5 s a piece: thread 0 runs 0 and 1 (to 2 s); thread 1
+  // runs 2 (to 1.5) and then 3, its own, begun before thread 0 runs out: 3 s.
+  const four = [region(2, [1], [1], [1], [1])];
+  assert.equal(simulatePool(four, 2, { speed: [1, 1.5] }), 3);
+  // 8 x 0.5 s: thread 1 has begun 3 pieces (to 2.25) when thread 0 ends its own at 2 and takes
+  // thread 1's last: 2.5 s.
+  const eight = [region(2, ...Array.from({ length: 8 }, () => [0.5]))];
+  assert.equal(simulatePool(eight, 2, { speed: [1, 1.5] }), 2.5);
+  // A slower caller: its serial step takes 1.5 s, its own range 3 s (indices 0 and 1 from 1.5 to
+  // 4.5), thread 1's ends at 3.5 with nothing left to take.
+  assert.equal(simulatePool([1, ...four], 2, { speed: [1.5] }), 4.5);
+});
+
+test('a helper late to the first region: the others take its range; it joins the next', () => {
+  const two = [region(2, [1], [1], [1], [1]), region(2, [1], [1])];
+  // 0.5 s late: it runs 2 and 3 from 0.5 to 2.5 while thread 0 runs 0 and 1; then 1 s.
+  assert.equal(simulatePool(two, 2, { late: [0, 0.5] }), 3.5);
+  // 2.5 s late: thread 0 has run 0 and 1 and begun 2; thread 1 takes 3 (2.5 to 3.5); then 1 s.
+  assert.equal(simulatePool(two, 2, { late: [0, 2.5] }), 4.5);
+  // 4.5 s late: thread 0 runs the whole first region (the pool closes it without a thread that
+  // has not joined) and index 0 of the next (4 to 5); thread 1 joins there and runs 1 (to 5.5).
+  assert.equal(simulatePool(two, 2, { late: [0, 4.5] }), 5.5);
+});
+
 test('a malformed trace is a TypeError', () => {
   assert.throws(() => simulatePool({ t: 1, i: [] }, 2), TypeError);
 });

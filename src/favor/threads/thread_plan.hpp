@@ -60,17 +60,20 @@ constexpr Index kExactPieceRows = 16;
 // share out evenly).
 Index pieces_per_block(Index blocks, Index units, int threads, Index min_units = kPieceRows);
 
-// From this many threads, a region's blocks are cut at least as finely as for twice the threads
-// (region_pieces).
+// From this many threads, a region is cut into at least kLeastRounds rounds of pieces where its
+// rows allow (region_pieces).
 constexpr int kFinerPiecesFrom = 8;
+constexpr Index kLeastRounds = 4;
 
 // The pieces each block of a region is cut into: pieces_per_block on fewer than kFinerPiecesFrom
-// threads; from there, the finer of the cuts for T and for 2T threads, so that the region has
-// about two rounds of pieces where one would do if every thread started at once and ran as fast.
-// Why: with many threads some start late (woken one after another) or run slower (a core shared
-// with the host), and in a region of one round each of them ends the region late by its whole
-// piece; with half-size pieces the others take over what it has not started. (2T alone can cut
-// coarser than T: 16 blocks on 10 threads are cut in thirds, on 20 not at all.)
+// threads; from there, never fewer, and enough for blocks x pieces >= kLeastRounds x T, as long as
+// each piece keeps at least half of min_units. Why: with many threads some start late (woken one
+// after another) or run slower (a core shared with the host). A thread takes its own pieces
+// before the others', so the others can take over only the pieces it has not begun when they
+// run out: in a region of one or two rounds, one thread 1.5x slower ends it 1.5x late all the
+// same; in four, the others take its last piece (bench/lib/pool-model.mjs with a slow thread:
+// exact attention at L = 512 on 16 threads, 9.8x in two rounds, 11.5x in four, against 13.8x
+// with every thread alike). Calls of more blocks already have the rounds and are not cut.
 Index region_pieces(Index blocks, Index units, int threads, Index min_units = kPieceRows);
 
 // Rows [begin, end) of piece p of a block of `rows` rows cut into `pieces`: in order, sizes within
