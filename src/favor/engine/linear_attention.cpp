@@ -23,7 +23,14 @@ namespace {
 
 // Rows of work per segment (rounded to whole chunks): threads fold the keys of whole segments,
 // and partial states are merged in segment order, so the thread count never changes the result.
+// A causal sweep's segments are its waves' parts (causal_sweep.hpp).
 constexpr Index kSegmentRows = 2048;
+// The bidirectional fold's segments are half as long, so that a long call's fold has several
+// rounds of them on many threads (one head at L = 65536: 64, 4 rounds on 16 threads), and a
+// thread slower than the rest leaves its last segment to the others (thread_plan.hpp
+// region_pieces says why rounds matter). A segment costs its rows and a merge of its state
+// (m x dv floats), a few microseconds.
+constexpr Index kFoldSegmentRows = 1024;
 
 // Rows [i0, i0 + n) of x, where they are inputs still arriving (input_arrival.hpp).
 void await_rows(ConstMatrixRef x, Index i0, Index n) {
@@ -97,7 +104,8 @@ bool factored_attention(const std::vector<QueryHead>& heads, const FactorBlock& 
     PrefixState state = empty_prefix_state(features, v.cols());
     // max |v| taken as the fold reads v (the rare v far from 1 folds again, scaled)
     float v_top = 0.0f;
-    fold_range(keys, features, v, chunk, segment, 0, S, state, rescalable ? &v_top : nullptr);
+    fold_range(keys, features, v, chunk, chunk * std::max<Index>(1, kFoldSegmentRows / chunk), 0, S, state,
+               rescalable ? &v_top : nullptr);
     if (rescalable)
       if (const int e = far_binary_exponent(v_top)) return with_v_scaled(heads, keys, features, v, causal, chunk, e);
     // Query blocks of `chunk` rows, cut into pieces where the (head, block) pairs would not share
