@@ -115,10 +115,10 @@ TEST(ThreadPlan, RowPiecesFeedEveryThreadAndCoverTheRows) {
   }
 }
 
-// A region's pieces: as pieces_per_block cuts them below kFinerPiecesFrom threads; from there
-// never fewer, and the fewest that give kLeastRounds rounds (blocks x pieces >= 4 T), or as many
-// as pieces of half the least size allow.
-TEST(ThreadPlan, ManyThreadsCutRegionsIntoAtLeastFourRounds) {
+// A region's pieces: never fewer than pieces_per_block cuts, and the fewest that give
+// kLeastRounds rounds (blocks x pieces >= 4 T), or as many as pieces of half the least size
+// allow; on one thread, one.
+TEST(ThreadPlan, RegionsAreCutIntoAtLeastFourRounds) {
   using favor::kLeastRounds;
   // The thread bench's short calls on 16 threads: exact attention at L = 512 (8 blocks of 8
   // strips, least 2 strips) in 64 pieces of a strip; FAVOR+ at L = 1024 (8 blocks of 128 rows) in
@@ -129,6 +129,13 @@ TEST(ThreadPlan, ManyThreadsCutRegionsIntoAtLeastFourRounds) {
   EXPECT_EQ(favor::region_pieces(32, 128, 16), 2);
   EXPECT_EQ(favor::region_pieces(64, 8, 16, 2), 1);
   EXPECT_EQ(favor::region_pieces(16, 128, 10), 3);  // pieces_per_block's thirds: 48 pieces, 4.8 rounds
+  // On 2 and 4 threads: exact attention at L = 512 in 8 and 16 pieces, at L = 256 (4 blocks) in
+  // 8 on 2; one FAVOR+ chunk of 128 rows in 8 pieces of 16 rows on 2.
+  EXPECT_EQ(favor::region_pieces(8, 8, 2, 2), 1);
+  EXPECT_EQ(favor::region_pieces(8, 8, 4, 2), 2);
+  EXPECT_EQ(favor::region_pieces(4, 8, 2, 2), 2);
+  EXPECT_EQ(favor::region_pieces(1, 128, 2), 8);
+  EXPECT_EQ(favor::region_pieces(1, 128, 1), 1);
   for (int threads = 1; threads <= 64; ++threads) {
     for (Index blocks : {1, 2, 3, 7, 8, 16, 64, 1000}) {
       for (Index rows : {1, 8, 15, 16, 31, 32, 63, 64, 100, 128, 1000}) {
@@ -137,8 +144,8 @@ TEST(ThreadPlan, ManyThreadsCutRegionsIntoAtLeastFourRounds) {
                                  std::to_string(rows) + " least " + std::to_string(least);
           const Index for_t = favor::pieces_per_block(blocks, rows, threads, least);
           const Index pieces = favor::region_pieces(blocks, rows, threads, least);
-          if (threads < favor::kFinerPiecesFrom) {
-            EXPECT_EQ(pieces, for_t) << at;
+          if (threads == 1) {
+            EXPECT_EQ(pieces, 1) << at;
             continue;
           }
           ASSERT_GE(pieces, for_t) << at;

@@ -35,7 +35,7 @@ Index pieces_per_block(Index blocks, Index units, int threads, Index min_units) 
 
 Index region_pieces(Index blocks, Index units, int threads, Index min_units) {
   const Index pieces = pieces_per_block(blocks, units, threads, min_units);
-  if (threads < kFinerPiecesFrom || blocks <= 0 || blocks * pieces >= kLeastRounds * threads) return pieces;
+  if (threads <= 1 || blocks <= 0 || blocks * pieces >= kLeastRounds * threads) return pieces;
   const Index finest = std::max<Index>(1, units / std::max<Index>(1, min_units / 2));
   return std::max(pieces, std::min(finest, (kLeastRounds * threads + blocks - 1) / blocks));
 }

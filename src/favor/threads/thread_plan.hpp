@@ -42,7 +42,8 @@ FeatureBlocks plan_feature_blocks(Index segments, Index features, int threads, I
 // Rows from which a block of rows (a chunk of keys, a block of queries) may be cut into pieces
 // made on several threads, where the blocks alone would leave threads idle (fewer blocks than
 // threads, or a last round that not every thread has): smaller pieces would cost their threads
-// more in hand-overs than they save. A call wakes at most one thread per kPieceRows rows.
+// more in hand-overs than they save (region_pieces goes down to half of it only to give a region
+// its rounds). A call wakes at most one thread per kPieceRows rows.
 constexpr Index kPieceRows = 32;
 
 // Exact attention's least piece: its 64-row query blocks in halves only would leave 8 blocks on
@@ -60,20 +61,18 @@ constexpr Index kExactPieceRows = 16;
 // share out evenly).
 Index pieces_per_block(Index blocks, Index units, int threads, Index min_units = kPieceRows);
 
-// From this many threads, a region is cut into at least kLeastRounds rounds of pieces where its
-// rows allow (region_pieces).
-constexpr int kFinerPiecesFrom = 8;
+// The rounds of pieces a region is cut into at least, where its rows allow (region_pieces).
 constexpr Index kLeastRounds = 4;
 
-// The pieces each block of a region is cut into: pieces_per_block on fewer than kFinerPiecesFrom
-// threads; from there, never fewer, and enough for blocks x pieces >= kLeastRounds x T, as long as
-// each piece keeps at least half of min_units. Why: with many threads some start late (woken one
-// after another) or run slower (a core shared with the host). A thread takes its own pieces
-// before the others', so the others can take over only the pieces it has not begun when they
-// run out: in a region of one or two rounds, one thread 1.5x slower ends it 1.5x late all the
-// same; in four, the others take its last piece (bench/lib/pool-model.mjs with a slow thread:
-// exact attention at L = 512 on 16 threads, 9.8x in two rounds, 11.5x in four, against 13.8x
-// with every thread alike). Calls of more blocks already have the rounds and are not cut.
+// The pieces each block of a region is cut into on `threads` threads: never fewer than
+// pieces_per_block, and enough for blocks x pieces >= kLeastRounds x T, as long as each piece
+// keeps at least half of min_units. Why: threads start late (woken one after another, or a
+// virtual CPU the host runs late) or run slower (a core shared with the host or a sibling
+// thread, a slower kind of core). A thread takes its own pieces before the others', so the
+// others can take over only the pieces it has not begun when they run out: in a region of one
+// or two rounds, one thread 1.5x slower ends it 1.5x late all the same; in four, the others take
+// its last piece (the pool model with a slow thread, docs/design.md §12). Calls of more blocks
+// already have the rounds and are not cut; on one thread nothing is.
 Index region_pieces(Index blocks, Index units, int threads, Index min_units = kPieceRows);
 
 // Rows [begin, end) of piece p of a block of `rows` rows cut into `pieces`: in order, sizes within
