@@ -14,7 +14,7 @@
 //
 //   node bench/ab.mjs --a ../old-checkout [--b .] [--threads 1] [--simd auto] [--rounds 24]
 //                     [--burst 1] [--slow-copy-us 0]
-//                     [--cases favor,favor-tiny,favor-short,favor8,favor8-causal,favor-causal,favor-structured,exact,exact-short,exact-tiny,exact-causal,codebook,decode,exact-decode,window-decode]
+//                     [--cases favor,favor-tiny,favor-short,favor-long,favor8,favor8-causal,favor-causal,favor-structured,exact,exact-short,exact-tiny,exact-causal,codebook,decode,exact-decode,window-decode]
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -28,6 +28,8 @@ export const CASES = {
   favor: { L: 4096, label: 'favorAttention, 1 head, L = 4096', call: (f, s, t) => f.favorAttention(t, t, t, { featureMap: s.map }) },
   // The thread bench's smallest call: one chunk of 128 rows, in 8 pieces on 2 threads (region_pieces).
   'favor-tiny': { L: 128, label: 'favorAttention, 1 head, L = 128', call: (f, s, t) => f.favorAttention(t, t, t, { featureMap: s.map }) },
+  // A long one-head call: its fold's segments (kFoldSegmentRows) are 4 rounds on 16 threads.
+  'favor-long': { L: 65536, label: 'favorAttention, 1 head, L = 65536', call: (f, s, t) => f.favorAttention(t, t, t, { featureMap: s.map }) },
   // A short call: its regions are cut into 4 rounds of pieces on 4 threads or more (region_pieces).
   'favor-short': { L: 1024, label: 'favorAttention, 1 head, L = 1024', call: (f, s, t) => f.favorAttention(t, t, t, { featureMap: s.map }) },
   // Heads that each take a thread or two: where a thread slower than the others holds up the call.
