@@ -109,7 +109,7 @@ bool factored_attention(const std::vector<QueryHead>& heads, const FactorBlock& 
     if (rescalable)
       if (const int e = far_binary_exponent(v_top)) return with_v_scaled(heads, keys, features, v, causal, chunk, e);
     // Query blocks of `chunk` rows, cut into pieces where the (head, block) pairs would not share
-    // out evenly among the threads, or on many threads would make few rounds (region_pieces): a
+    // out evenly among the threads, or would make few rounds of them (region_pieces): a
     // query row's output depends on its row alone, so any cut gives the same bits.
     const Index blocks = (L + chunk - 1) / chunk, pieces = region_pieces(H * blocks, chunk, available_threads());
     std::atomic<bool> finite{true};

@@ -412,8 +412,8 @@ void fold_by_feature_blocks(const FactorBlock& keys, Index features, ConstMatrix
                             std::vector<float>* tops) {
   const Index count = static_cast<Index>(parts.size());
   const Index chunks = (end - begin + chunk - 1) / chunk, per_segment = segment / chunk;
-  // Chunks that would not share out evenly among the threads, or on many threads would make few
-  // rounds (a short call's few), made in pieces of rows (region_pieces).
+  // Chunks that would not share out evenly among the threads, or would make few rounds of them (a
+  // short call's few), made in pieces of rows (region_pieces).
   const Index pieces = region_pieces(chunks, chunk, threads);
   std::vector<std::vector<KeyChunk>> ks(static_cast<std::size_t>(chunks), std::vector<KeyChunk>(static_cast<std::size_t>(pieces)));
   std::vector<float> chunk_tops(static_cast<std::size_t>(chunks * pieces), 0.0f);
