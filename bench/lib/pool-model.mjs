@@ -9,8 +9,9 @@
 //   time, and the invited threads that have no index of their own left join the first published
 //   region that has indices left and take them until none is left; once the publishing thread
 //   finds none left, it waits for the ones taken to finish, without helping elsewhere;
-// - the caller (thread 0) runs what lies outside regions, and a region ends when every invited
-//   thread has run out of indices and finished the ones it took.
+// - the caller (thread 0) runs what lies outside regions, and a region ends when every thread
+//   that joined it has run out of indices and finished the ones it took (a helper that has not
+//   joined by then is not waited for).
 // What it leaves out is what a machine adds: threads slower together than alone, wake-ups,
 // hand-offs. Two of those can be put back in, thread by thread (options of simulatePool): a
 // thread that runs slower than the others (speed[p]: its time for a second of one thread's

@@ -99,13 +99,13 @@ bool factored_attention(const std::vector<QueryHead>& heads, const FactorBlock& 
   const Index H = static_cast<Index>(heads.size());
   const Index L = heads[0].out.rows(), S = v.rows();
   chunk = std::min(chunk, std::max(L, S));  // a larger block only costs memory
-  const Index segment = chunk * std::max<Index>(1, kSegmentRows / chunk);
+  // Segments of whole chunks, at least one.
+  const auto segment_of = [chunk](Index rows) { return chunk * std::max<Index>(1, rows / chunk); };
   if (!causal) {
     PrefixState state = empty_prefix_state(features, v.cols());
     // max |v| taken as the fold reads v (the rare v far from 1 folds again, scaled)
     float v_top = 0.0f;
-    fold_range(keys, features, v, chunk, chunk * std::max<Index>(1, kFoldSegmentRows / chunk), 0, S, state,
-               rescalable ? &v_top : nullptr);
+    fold_range(keys, features, v, chunk, segment_of(kFoldSegmentRows), 0, S, state, rescalable ? &v_top : nullptr);
     if (rescalable)
       if (const int e = far_binary_exponent(v_top)) return with_v_scaled(heads, keys, features, v, causal, chunk, e);
     // Query blocks of `chunk` rows, cut into pieces where the (head, block) pairs would not share
@@ -132,7 +132,7 @@ bool factored_attention(const std::vector<QueryHead>& heads, const FactorBlock& 
     });
     return finite;
   }
-  causal_factored_attention(heads, keys, features, v, chunk, segment, step);
+  causal_factored_attention(heads, keys, features, v, chunk, segment_of(kSegmentRows), step);
   return false;
 }
 

@@ -189,7 +189,8 @@ class Pool {
       // Before the wave reads the helpers' flags: a helper that sets its flag to sleep then reads
       // this word, so either the wave sees it asleep or it sees the rousing (wake()).
       if (keep_spinning)
-        rousing_.store(((rousing_.load(std::memory_order_relaxed) >> 16) + 1) << 16 | static_cast<std::uint64_t>(helpers));
+        rousing_.store(((rousing_.load(std::memory_order_relaxed) >> kHelperBits) + 1) << kHelperBits |
+                       static_cast<std::uint64_t>(helpers));
       wave = start_wave(helpers, true);
     }
     spread_wave(wave, kRouserWakes);
@@ -346,7 +347,7 @@ class Pool {
     // A rousing for this helper since the last one it answered (or since it joined its last job).
     const auto roused_again = [&] {
       const std::uint64_t r = rousing_.load();
-      return (r >> 16) != (rousing_seen >> 16) && id < static_cast<int>(r & 0xffff);
+      return (r >> kHelperBits) != (rousing_seen >> kHelperBits) && id < static_cast<int>(r & kMaxHelpers);
     };
     // Answers a rousing: spins kRousedSpin for the job it announces.
     const auto answer_rousing = [&] {
@@ -494,7 +495,7 @@ class Pool {
   alignas(64) std::atomic<std::uint64_t> ticket_{0};
   alignas(64) std::atomic<std::uint64_t> active_{0};
   alignas(64) std::atomic<std::uint64_t> wave_{0};
-  // The last rousing: its number (the high bits) and how many helpers it was for (the low 16).
+  // The last rousing, laid out as ticket_: its number, and how many helpers it was for.
   alignas(64) std::atomic<std::uint64_t> rousing_{0};
   std::atomic<bool> caller_sleeps_{false};
   Job job_;
