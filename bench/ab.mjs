@@ -14,7 +14,7 @@
 //
 //   node bench/ab.mjs --a ../old-checkout [--b .] [--threads 1] [--simd auto] [--rounds 24]
 //                     [--burst 1] [--slow-copy-us 0]
-//                     [--cases favor,favor-tiny,favor-short,favor-long,favor8,favor8-causal,favor-causal,favor-structured,exact,exact-short,exact-tiny,exact-causal,codebook,decode,exact-decode,window-decode]
+//                     [--cases favor,favor-tiny,favor-short,favor-long,favor8,favor8-causal,favor3-causal,favor-causal,favor-structured,exact,exact-short,exact-tiny,exact-causal,codebook,decode,exact-decode,window-decode]
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -35,6 +35,9 @@ export const CASES = {
   // Heads that each take a thread or two: where a thread slower than the others holds up the call.
   favor8: { L: 4096, H, label: `favorAttention, ${H} heads, L = 4096`, call: (f, s, t) => f.favorAttention(t, t, t, { featureMap: s.map }) },
   'favor8-causal': { L: 4096, H, label: `favorAttention causal, ${H} heads, L = 4096`, call: (f, s, t) => f.favorAttention(t, t, t, { featureMap: s.map, causal: true }) },
+  // Causal heads that do not share out among the threads (3 on 2: a short last round): each runs
+  // its segments in waves whose pieces the other thread takes once it has no head left.
+  'favor3-causal': { L: 4096, H: 3, label: 'favorAttention causal, 3 heads, L = 4096', call: (f, s, t) => f.favorAttention(t, t, t, { featureMap: s.map, causal: true }) },
   'favor-causal': { L: 4096, label: 'favorAttention causal, 1 head, L = 4096', call: (f, s, t) => f.favorAttention(t, t, t, { featureMap: s.map, causal: true }) },
   'favor-structured': { L: 4096, label: 'favorAttention, structured W, 1 head, L = 4096', call: (f, s, t) => f.favorAttention(t, t, t, { featureMap: s.structuredMap }) },
   exact: { L: 1024, label: 'exactAttention, 1 head, L = 1024', call: (f, s, t) => f.exactAttention(t, t, t) },

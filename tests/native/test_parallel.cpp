@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <favor/threads/thread_plan.hpp>
+#include <favor/threads/work_span.hpp>
 
 #include "helpers_meet.hpp"
 #include "reference.hpp"
@@ -246,6 +247,48 @@ TEST(Parallel, NestedRegionsAreHelpedByIdleThreads) {
   std::atomic<int> after{0};
   favor::parallel_for(8, [&](Index) { favor::parallel_for(8, [&](Index) { ++after; }); });
   EXPECT_EQ(after.load(), 64) << "the pool works after an inner error";
+}
+
+// An index knows the region it runs in (the outermost, where regions nest): its threads and
+// indices, on every thread that runs one, nested indices included; outside, the threads a region
+// started there would have and one index. (A causal head decides from it whether to cut itself
+// into pieces the others can take.)
+TEST(Parallel, IndicesKnowTheRegionTheyRunIn) {
+  const auto same = [](favor::RegionShape a, favor::RegionShape b) { return a.threads == b.threads && a.count == b.count; };
+  {
+    Threads t(4);
+    EXPECT_TRUE(same(favor::enclosing_region(), {4, 1}));
+    {
+      const favor::ThreadLimit limit(2);
+      EXPECT_TRUE(same(favor::enclosing_region(), {2, 1}));
+    }
+    std::atomic<int> outer_wrong{0}, inner_wrong{0}, inner{0};
+    favor::parallel_for(6, [&](Index) {
+      if (!same(favor::enclosing_region(), {4, 6})) ++outer_wrong;
+      favor::parallel_for(16, [&](Index) {
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+        if (!same(favor::enclosing_region(), {4, 6})) ++inner_wrong;
+        ++inner;
+      });
+    });
+    EXPECT_EQ(outer_wrong.load(), 0);
+    EXPECT_EQ(inner_wrong.load(), 0) << "a nested region's indices read its outer region";
+    EXPECT_EQ(inner.load(), 6 * 16);
+    EXPECT_TRUE(same(favor::enclosing_region(), {4, 1})) << "restored after the region";
+    // Traced as on 8 threads (run here one index after another).
+    int traced_wrong = 0;
+    favor::measure_work_span(8, [&] {
+      favor::parallel_for(3, [&](Index) {
+        if (!same(favor::enclosing_region(), {8, 3})) ++traced_wrong;
+        favor::parallel_for(2, [&](Index) { traced_wrong += !same(favor::enclosing_region(), {8, 3}); });
+      });
+    });
+    EXPECT_EQ(traced_wrong, 0);
+  }
+  Threads t(1);
+  int serial_wrong = 0;
+  favor::parallel_for(3, [&](Index) { serial_wrong += !same(favor::enclosing_region(), {1, 1}); });
+  EXPECT_EQ(serial_wrong, 0) << "one thread: a serial loop, no other thread to take a piece";
 }
 
 }  // namespace

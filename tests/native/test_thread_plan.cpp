@@ -182,6 +182,52 @@ TEST(ThreadPlan, HomeRangesCoverEveryIndexOnceInOrder) {
   }
 }
 
+// A region's indices share out (an index on one thread need not be cut into pieces) with 4
+// rounds or more, or 2 or 3 whole ones; not in one round, nor with a short last round among
+// fewer than 4.
+TEST(ThreadPlan, IndicesShareOutInFourRoundsOrInTwoOrThreeWholeOnes) {
+  for (int threads = 1; threads <= 64; ++threads) {
+    for (Index count = 1; count <= 300; ++count) {
+      const std::string at = std::to_string(count) + " indices on " + std::to_string(threads) + " threads";
+      const bool share = favor::indices_share_out({threads, count});
+      if (count <= threads) EXPECT_FALSE(share) << at << ": one round";
+      if (count >= 4 * threads) EXPECT_TRUE(share) << at << ": 4 rounds or more";
+      if (count > threads && count < 4 * threads) EXPECT_EQ(share, count % threads == 0) << at << ": 2 or 3 rounds, whole or not";
+    }
+  }
+  EXPECT_FALSE(favor::indices_share_out({8, 8})) << "one round";
+  EXPECT_FALSE(favor::indices_share_out({3, 8})) << "a short last round";
+  EXPECT_TRUE(favor::indices_share_out({4, 8}));
+  EXPECT_TRUE(favor::indices_share_out({2, 8}));
+  EXPECT_TRUE(favor::indices_share_out({8, 33}));
+}
+
+// A causal head's waves: 1 to 4 segments per thread, as many as fit in its share of kWaveBytes,
+// so that the heads that run at once (min(count, threads) of the region) keep at most kWaveBytes
+// together unless each keeps a single segment; outside a region a head has all of it.
+TEST(ThreadPlan, CausalWavesShareTheirBytesAmongTheHeadsAtOnce) {
+  for (const double segment : {0.7e6, 6.4e6, 50e6, 300e6}) {
+    for (int region_threads = 1; region_threads <= 64; ++region_threads) {
+      for (Index count : {1, 2, 3, 7, 8, 16, 64, 100}) {
+        const Index at_once = std::min<Index>(count, region_threads);
+        const int threads = std::max(1, region_threads / static_cast<int>(at_once));  // a head's share
+        const std::string at = "segment " + std::to_string(segment) + ", T " + std::to_string(region_threads) + ", " +
+                               std::to_string(count) + " heads";
+        const Index wave = favor::wave_segments(threads, {region_threads, count}, segment);
+        ASSERT_GE(wave, 1) << at;
+        ASSERT_LE(wave, 4 * threads) << at;
+        if (wave > 1) EXPECT_LE(static_cast<double>(at_once * wave) * segment, favor::kWaveBytes) << at;
+        if (wave < 4 * threads) EXPECT_GT(static_cast<double>(at_once * (wave + 1)) * segment, favor::kWaveBytes) << at << ": one more fits";
+      }
+    }
+    // One head outside any region: all of it.
+    EXPECT_EQ(favor::wave_segments(16, {16, 1}, segment),
+              std::clamp<Index>(static_cast<Index>(favor::kWaveBytes / segment), 1, 64));
+  }
+  // 8 heads of m = 256, dv = 64 (about 6.4 MB a segment) on 16 threads: 2 segments each, not 8.
+  EXPECT_EQ(favor::wave_segments(2, {16, 8}, 6.4e6), 2);
+}
+
 TEST(ThreadPlan, ThreadsFollowTheWork) {
   for (int threads : {1, 2, 3, 8, 16, 64}) {
     favor::set_max_threads(threads);

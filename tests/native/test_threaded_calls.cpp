@@ -288,6 +288,39 @@ TEST(ThreadedCalls, ShortCausalInputsSweepInPiecesOfTheirChunks) {
   }
 }
 
+// Causal heads that do not share out among the threads (8 heads on 8 threads: one round; on 3: a
+// short last round) each run their segments in waves, whose folds and sweeps are regions the
+// other threads take from once they have no head left, so that a thread slowed down leaves its
+// head's last pieces to them; heads that do (8 on 2 or on 4 threads: 4 or 2 whole rounds) are
+// each one pass on their thread. Traced as on T threads, and the same bits as one thread either way.
+TEST(ThreadedCalls, FewCausalHeadsPerThreadPublishTheirWaves) {
+  std::mt19937 gen(16);
+  const Index H = 8, L = 2048 * 2 + 100, d = 8, dv = 3;  // 3 segments a head
+  const MatF q = ref::normal_matrix(H * L, d, gen), k = ref::normal_matrix(H * L, d, gen),
+             v = ref::normal_matrix(H * L, dv, gen);
+  favor::FeatureMapOptions fo;
+  fo.dim = d, fo.features = 16, fo.seed = 5;
+  const favor::FeatureMap map(fo);
+  favor::FavorOptions o;
+  o.causal = true;
+  MatF out(H * L, dv);
+  const auto call = [&] {
+    favor::favor_attention(map, {q.data(), {H, L, d}}, {k.data(), {H, L, d}}, {v.data(), {H, L, dv}},
+                           {out.data(), {H, L, dv}}, o);
+    return std::vector<MatF>{out};
+  };
+  for (int threads : {2, 3, 4, 8}) {
+    const favor::WorkSpan ws = favor::measure_work_span(threads, [&] { call(); });
+    ASSERT_FALSE(ws.call.regions.empty());
+    const favor::TracedRegion& heads = ws.call.regions.front();
+    ASSERT_EQ(static_cast<Index>(heads.indices.size()), H) << threads << " threads";
+    for (const favor::TracedIndex& head : heads.indices)
+      EXPECT_EQ(head.regions.empty(), threads == 2 || threads == 4)
+          << threads << " threads: " << head.regions.size() << " regions in a head";
+  }
+  expect_same_bits_as_one_thread(call, {2, 3, 4, 8}, "8 causal heads");
+}
+
 // Leading dims: heads go to threads (3 heads >= 2 threads) or run in turn (3 heads < 4 threads).
 TEST(ThreadedCalls, TensorHeadsSameBitsForAnyThreadCount) {
   std::mt19937 gen(11);

@@ -99,16 +99,9 @@ struct SweepScratch {
   SweepScratch(Index chunk, Index dv) : numerator(chunk, dv), local(chunk, chunk), denominator(chunk) {}
 };
 
-// Causal segments per wave, with several threads (one thread folds and sweeps a segment at a
-// time): up to four per thread, so that a thread slowed down (by another process on its core)
-// does not hold up the wave's end.
-// Bounded by what their stored keys take (SegmentKeys: ~4 MiB each at m = 256, dv = 64: each
-// chunk's state and features), never fewer than one per thread.
-Index causal_wave(int threads, Index chunks, Index chunk, Index features, Index dv) {
-  constexpr double kBudgetBytes = 128.0 * (1 << 20);
-  const double segment_bytes = 4.0 * chunks * (features * (dv + 2.0) + chunk * features);
-  const Index fit = static_cast<Index>(kBudgetBytes / segment_bytes);
-  return std::clamp<Index>(fit, threads, 4 * static_cast<Index>(threads));
+// What a segment keeps for its sweeps (SegmentKeys): each chunk's state before it and features.
+double segment_bytes(Index chunks, Index chunk, Index features, Index dv) {
+  return 4.0 * static_cast<double>(chunks) * static_cast<double>(features * (dv + 2) + chunk * features);
 }
 
 // The chunk's own keys j <= i: numerator += (masked qf kf^T) vs, denominator += its row sums.
@@ -317,11 +310,14 @@ void causal_factored_attention(const std::vector<QueryHead>& heads, const Factor
   const FactorBlock aligned = offset ? FactorBlock([&](Index j0, Index n) { return keys(j0 + offset, n); }) : keys;
   const auto va = v.bottomRows(L);
   const int threads = available_threads();
-  if (threads == 1) {
-    // Each segment starts from the state of every key before it (the prefix). One thread: each
-    // segment's keys folded and swept in one pass, chunk by chunk, so that nothing is kept per
-    // chunk (SegmentKeys, ~4 MiB a segment at m = 256, and its trips through memory). The same
-    // operations on the same values: the same bits.
+  const RegionShape region = enclosing_region();
+  if (threads == 1 && (region.threads == 1 || indices_share_out(region))) {
+    // Each segment starts from the state of every key before it (the prefix). One thread, where
+    // no other thread could help, or where the region's heads (this one among them) share out
+    // among its threads without it (indices_share_out): each segment's keys folded and swept in
+    // one pass, chunk by chunk, so that nothing is kept per chunk (SegmentKeys, and its trips
+    // through memory: the waves below cost up to 15% more work). The same operations on the
+    // same values: the same bits.
     SweepScratch scratch(chunk, v.cols());
     for (Index begin = 0; begin < L; begin += segment) {
       const Index end = std::min(L, begin + segment);
@@ -340,12 +336,14 @@ void causal_factored_attention(const std::vector<QueryHead>& heads, const Factor
     if (step) step->replace_with(std::move(prefix));
     return;
   }
-  // Several threads: segments in waves, first the keys of the wave's segments in parallel (each
-  // keeping its chunks' states; by feature blocks when the wave has fewer segments than threads),
-  // then the prefixes in segment order, then the sweeps in parallel
-  // (over heads and pieces). Same bits for any thread count or wave size, and as the one pass.
+  // Several threads, or one among a region's few heads: segments in waves, first the keys of the
+  // wave's segments in parallel (each keeping its chunks' states; by feature blocks when the wave
+  // has fewer segments than threads), then the prefixes in segment order, then the sweeps in
+  // parallel (over heads and pieces). On one thread, these regions are published for the
+  // region's other threads to help with once they have no head left. Same bits for any thread
+  // count or wave size, and as the one pass.
   const Index segments = (L + segment - 1) / segment;
-  const Index wave = causal_wave(threads, segment / chunk, chunk, features, v.cols());
+  const Index wave = wave_segments(threads, region, segment_bytes(segment / chunk, chunk, features, v.cols()));
   for (Index w0 = 0; w0 < segments; w0 += wave) {
     const Index count = std::min(wave, segments - w0);
     const auto rows = [&](Index s) { return std::pair{(w0 + s) * segment, std::min(L, (w0 + s + 1) * segment)}; };

@@ -35,6 +35,10 @@ void set_max_threads(int threads) {
 int max_threads() { return g_max_threads; }
 
 int available_threads() { return t_in_parallel ? t_share : t_limit ? std::min(t_limit, max_threads()) : max_threads(); }
+
+RegionShape enclosing_region() { return t_in_parallel ? detail::t_region : RegionShape{available_threads(), 1}; }
+#else
+RegionShape enclosing_region() { return {}; }
 #endif
 
 int take_threads_used() { return g_threads_used.exchange(1); }

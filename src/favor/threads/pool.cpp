@@ -32,6 +32,7 @@ FAVOR_THREAD_LOCAL int t_pool_thread = 0;  // 0: a thread that starts regions; h
 FAVOR_THREAD_LOCAL int t_index_depth = 0;  // indices of the pool's jobs this thread is inside
 
 using detail::t_in_parallel;
+using detail::t_region;
 using detail::t_share;
 using detail::threads_per_index;
 
@@ -78,6 +79,7 @@ class Pool {
     const int helpers = std::min<int>(threads - 1, static_cast<int>(helpers_.size()));
     job_.call = call, job_.context = context;
     job_.share = threads_per_index(count, threads);
+    job_.region = {helpers + 1, count};
     job_.in_flight.store(0, std::memory_order_relaxed);
     job_.range = ranges_, job_.ranges = helpers + 1;
     for (int p = 0; p <= helpers; ++p) {
@@ -115,6 +117,7 @@ class Pool {
   bool run_nested(Index count, void (*call)(void*, Index), void* context) {
     Job job;
     job.call = call, job.context = context, job.error_index.store(count, std::memory_order_relaxed);
+    job.region = t_region;
     Range all;
     all.end = count;
     job.range = &all;
@@ -289,6 +292,7 @@ class Pool {
     std::atomic<Index> in_flight{0};  // indices taken and not finished
     std::atomic<int> joined{0};       // a nested job's helpers still in it
     int share = 1;                    // threads per index, for available_threads() inside
+    RegionShape region;               // for enclosing_region() inside: a nested job's, its publisher's
     std::atomic<Index> error_index{0};  // the lowest index that threw (count: none), under error_mutex_
     std::exception_ptr error;
   };
@@ -414,8 +418,10 @@ class Pool {
   void work(Job& job, int self) {
     const bool nested = t_in_parallel;
     const int share = t_share;
+    const RegionShape region = t_region;
     t_in_parallel = true;
     t_share = job.share;
+    t_region = job.region;
     // A recording (timeline.hpp) notes this thread's outermost indices only.
     detail::Recording* const recording = t_index_depth ? nullptr : detail::recording();
     for (int r = 0; r < job.ranges; ++r) {
@@ -447,6 +453,7 @@ class Pool {
     }
     t_in_parallel = nested;
     t_share = share;
+    t_region = region;
   }
 
   // Until every index of `job` has finished: helps with the nested jobs its indices publish.

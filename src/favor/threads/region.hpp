@@ -6,6 +6,7 @@
 #include <atomic>
 
 #include "favor/parallel.hpp"  // FAVOR_SERIAL_ONLY: a build without threads
+#include "favor/threads/thread_plan.hpp"
 #include "favor/types.hpp"
 
 // A thread's own variable; in a build without threads, a plain one. wasm-ld refuses thread-local
@@ -26,6 +27,9 @@ inline std::atomic<int> g_max_threads{1};
 inline FAVOR_THREAD_LOCAL bool t_in_parallel = false;
 // Inside a region: its threads per index (>= 1), what available_threads() reads there.
 inline FAVOR_THREAD_LOCAL int t_share = 1;
+// Inside a region: the threads and indices of the outermost region (a nested region's are those
+// of the region it was started in), what enclosing_region() reads there.
+inline FAVOR_THREAD_LOCAL RegionShape t_region{};
 
 // The threads each index of a region of `count` indices on `threads` threads is given
 // (available_threads() inside it): the threads shared out among at most `threads` indices.

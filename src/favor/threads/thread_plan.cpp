@@ -40,6 +40,17 @@ Index region_pieces(Index blocks, Index units, int threads, Index min_units) {
   return std::max(pieces, std::min(finest, (kLeastRounds * threads + blocks - 1) / blocks));
 }
 
+bool indices_share_out(RegionShape region) {
+  const Index threads = region.threads;
+  return region.count >= kLeastRounds * threads || (region.count >= 2 * threads && region.count % threads == 0);
+}
+
+Index wave_segments(int threads, RegionShape region, double segment_bytes) {
+  const Index at_once = std::max<Index>(1, std::min<Index>(region.count, region.threads));
+  const double fit = std::floor(kWaveBytes / static_cast<double>(at_once) / segment_bytes);
+  return static_cast<Index>(std::clamp(fit, 1.0, 4.0 * threads));
+}
+
 FeatureBlocks plan_feature_blocks(Index segments, Index features, int threads, Index quantum) {
   const Index quanta = std::max<Index>(1, features / quantum);
   const Index blocks = pieces_per_block(std::max<Index>(1, segments), quanta, threads, 1);

@@ -89,6 +89,37 @@ inline std::pair<Index, Index> piece_rows(Index rows, Index pieces, Index p) {
 // call.
 std::pair<Index, Index> home_range(Index count, int threads, int thread);
 
+// What the waves of a causal call's heads keep at once, all its heads together (causal_sweep.cpp).
+constexpr double kWaveBytes = 128.0 * (1 << 20);
+
+// A region's threads and its count of indices.
+struct RegionShape {
+  int threads = 1;
+  Index count = 1;
+};
+
+// Whether the indices of `region`, each run on one thread, share out among its threads well
+// enough that an index need not be cut into pieces the others could take: kLeastRounds rounds of
+// them or more (the others take over a slow thread's last indices, and a short last round is a
+// small part of the whole), or 2 or 3 rounds that every thread has whole. Cutting a causal head
+// costs up to 15% more work (causal_sweep.cpp); in one round, one thread 1.5x slower than the
+// rest makes the whole region 1.5x late, and a short last round leaves threads idle.
+bool indices_share_out(RegionShape region);
+
+// The segments of `segment_bytes` each (what a segment keeps for its sweeps: ~6 MiB at m = 256,
+// dv = 64) a causal head with `threads` threads folds at once (a wave), the head an index of
+// `region` (enclosing_region()): up to four per thread, so that a thread slowed down does not
+// hold up the wave's end, within the head's share of kWaveBytes, so that the heads that run at
+// once (min(count, threads) of the region) keep at most kWaveBytes together (8 heads of
+// L = 16384 on 16 threads kept 400 MiB when each took all of it); at least one (a wave of fewer
+// segments than threads folds them by blocks of features).
+Index wave_segments(int threads, RegionShape region, double segment_bytes);
+
+// The region this thread runs an index of (the outermost, where regions nest): its threads and
+// indices; outside any region, {available_threads(), 1}. An index that could be cut into pieces
+// reads it to know whether other threads could take them, and how many of its kind run at once.
+RegionShape enclosing_region();
+
 // The regions this thread starts while it lives use at most `threads` threads (>= 1).
 class ThreadLimit {
  public:

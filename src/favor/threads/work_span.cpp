@@ -13,6 +13,7 @@ namespace favor {
 
 namespace {
 using detail::t_in_parallel;
+using detail::t_region;
 using detail::t_share;
 
 // While measure_work_span runs, the calling thread's regions run serially, each index timed,
@@ -94,16 +95,18 @@ void run_traced(Index count, void (*call)(void*, Index), void* context) {
   struct Restore {  // also when an index throws
     bool nested;
     int share;
+    RegionShape region;
     TracedIndex* index;
     ~Restore() {
-      t_in_parallel = nested, t_share = share, t_index = index;
+      t_in_parallel = nested, t_share = share, t_region = region, t_index = index;
       index->serial.push_back(0.0);
       t_mark = std::chrono::steady_clock::now();
     }
-  } const restore{t_in_parallel, t_share, &parent};
+  } const restore{t_in_parallel, t_share, t_region, &parent};
   TracedRegion region;
   region.threads = restore.nested ? 1 : available_threads();
   const int index_share = restore.nested ? 1 : threads_per_index(count, region.threads);
+  if (!restore.nested) t_region = {region.threads, count};
   region.indices.resize(static_cast<std::size_t>(count));
   parent.regions.push_back(std::move(region));
   for (Index i = 0; i < count; ++i) {
