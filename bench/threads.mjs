@@ -83,7 +83,8 @@ function stealTicks() {
 // to the peer compare calls made within the same seconds. A call under SHORT_MS is made once
 // untimed right before its timed one: the call before it has just filled the caches with its own
 // data (bench/lib/thread-rounds.mjs). Returns, per module, { ours: median ms, samples: each
-// round's ms, used: threads it took, peer: the peer's median ms or null, peerSamples }.
+// round's ms, used: threads it took, heap: the module's wasm memory after the case, in bytes,
+// peer: the peer's median ms or null, peerSamples }.
 async function runCase(modules, peers, c) {
   const inputs = new Map();  // by head count: the modules share one set of arrays
   const calls = modules.map(({ favor, featureMap, T }) => {
@@ -134,7 +135,7 @@ async function runCase(modules, peers, c) {
     const p = peerAt.get(T);
     const peerTimes = p === undefined ? [] : times[p].filter(Number.isFinite);
     const { steal } = entries[i];
-    return { ours: median(times[i]), samples: kept(times[i]), used: entries[i].used, ...(steal.threadMs && { steal }),
+    return { ours: median(times[i]), samples: kept(times[i]), used: entries[i].used, heap: modules[i].favor.memory().heapBytes, ...(steal.threadMs && { steal }),
       peer: peerTimes.length ? median(peerTimes) : null, ...(peerTimes.length && { peerSamples: kept(peerTimes) }) };
   });
 }
@@ -229,6 +230,7 @@ async function measure() {
     const favor = await loadFavor({ threads: T });
     modules.push({ T, favor, featureMap: favor.createFeatureMap({ dim: d, features: m, seed: 7 }) });
   }
+  results.heapAtLoad = Object.fromEntries(modules.map(({ T, favor }) => [T, favor.memory().heapBytes]));
   // onnxruntime-web, a process per T kept for the whole run, its calls in the same rounds as ours.
   const peers = new Map();
   if (!args['no-peers']) {
@@ -239,9 +241,9 @@ async function measure() {
   }
   for (const id of caseIds.filter((i) => CASES[i].method !== 'decode')) {
     const c = CASES[id];
-    (await runCase(modules, peers, c)).forEach(({ ours, samples, used, steal, peer, peerSamples }, i) => {
+    (await runCase(modules, peers, c)).forEach(({ ours, samples, used, heap, steal, peer, peerSamples }, i) => {
       const { T } = modules[i];
-      report({ id, label: c.label, threads: T, ours, samples, used, ...(steal && { steal }), peer, ...(peerSamples && { peerSamples }) });
+      report({ id, label: c.label, threads: T, ours, samples, used, heap, ...(steal && { steal }), peer, ...(peerSamples && { peerSamples }) });
     });
   }
   for (const peer of peers.values()) peer.close();

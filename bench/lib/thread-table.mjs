@@ -80,6 +80,20 @@ export function machineTable(r, { reps }) {
       : "The array of a result without `out` is made, its pages written once (the system maps them in as they are first written), while the helper threads compute, so that this part overlaps the call's work; the copies do not (this run came before a large call's inputs were copied in while it runs)";
     lines.push('', `What a call does on the calling thread alone, timed by itself: its inputs copied into a shared buffer and its output out into an array whose pages are mapped in already. ${overlap}: ${copies.join('; ')}.`);
   }
+  // Each T's wasm memory, which grows as a call needs it and never shrinks: after the last call,
+  // and the call that grew it most.
+  const grown = Ts.map((T) => {
+    const rows = r.rows.filter((x) => x.threads === T && x.heap);
+    if (!rows.length) return null;
+    let most = null, before = r.heapAtLoad?.[T] ?? 0, by = 0;
+    for (const x of rows) {
+      if (x.heap - before > by) by = x.heap - before, most = x;
+      before = Math.max(before, x.heap);
+    }
+    return `T = ${T}: ${(before / 2 ** 20).toFixed(0)} MiB${most ? ` (${(by / 2 ** 20).toFixed(0)} of them from ${most.label})` : ''}`;
+  }).filter(Boolean);
+  if (grown.length)
+    lines.push('', `Each T's wasm memory after the calls above (its inputs and outputs pass through it; it grows as a call needs more, and never shrinks), and the call that grew it most: ${grown.join('; ')}.`);
   const wake = Object.entries(r.wake ?? {}).sort((a, b) => a[0] - b[0]);
   if (wake.length) {
     const asleep = r.roused ? 'they have gone to sleep, and the call wakes them before it copies its inputs in' : 'they have gone to sleep; this run came before a call woke them while it copies its inputs in';

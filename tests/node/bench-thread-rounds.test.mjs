@@ -36,3 +36,15 @@ test("a machine's table names the browser it ran in, or Node", () => {
   assert.match(machineTable({ ...run, node: 'v26.10.0' }, { reps: 5 }), /^### CPU, 2 cores \(Node v26\.10\.0, 2026-12-01\)/);
   assert.match(machineTable({ ...run, node: 'v26' }, { reps: 5 }), /\| FAVOR\+, 1 head, L = 128, ms \| 1\.0 \(1\.0×\) \| 0\.50 \(2\.0×\) \| 2\.0× \|/);
 });
+
+test("a machine's table gives each T's wasm memory after the calls, and the call that grew it most", () => {
+  const MiB = 2 ** 20;
+  const row = (id, label, T, heap) => ({ id, label, threads: T, ours: 1, samples: [1], used: T, peer: null, heap });
+  const rows = [row('favorSmall', 'small', 1, 20 * MiB), row('favor8', 'large', 1, 60 * MiB), row('favorSmall', 'small', 2, 50 * MiB),
+    row('favor8', 'large', 2, 60 * MiB)];
+  const run = { cpu: 'CPU', cores: 2, date: '2026-12-01', rows, interleaved: true, peerInterleaved: true, node: 'v26', heapAtLoad: { 1: 16 * MiB, 2: 16 * MiB } };
+  const line = machineTable(run, { reps: 5 }).split('\n').find((l) => l.startsWith("Each T's wasm memory"));
+  assert.ok(line, 'no line on the wasm memory');
+  assert.match(line, /T = 1: 60 MiB \(40 of them from large\); T = 2: 60 MiB \(34 of them from small\)\.$/);
+  assert.equal(machineTable({ ...run, rows: rows.map(({ heap, ...x }) => x) }, { reps: 5 }).includes("wasm memory"), false, 'runs before heap was kept');
+});
