@@ -48,7 +48,7 @@ bool indices_share_out(RegionShape region) {
 Index wave_segments(int threads, RegionShape region, double segment_bytes) {
   const Index at_once = std::max<Index>(1, std::min<Index>(region.count, region.threads));
   const double fit = std::floor(kWaveBytes / static_cast<double>(at_once) / segment_bytes);
-  return static_cast<Index>(std::clamp(fit, 1.0, 4.0 * threads));
+  return static_cast<Index>(std::clamp(fit, 1.0, threads == 1 ? 2.0 : 4.0 * threads));
 }
 
 FeatureBlocks plan_feature_blocks(Index segments, Index features, int threads, Index quantum) {

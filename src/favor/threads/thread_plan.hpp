@@ -109,10 +109,12 @@ bool indices_share_out(RegionShape region);
 // The segments of `segment_bytes` each (what a segment keeps for its sweeps: ~6 MiB at m = 256,
 // dv = 64) a causal head with `threads` threads folds at once (a wave), the head an index of
 // `region` (enclosing_region()): up to four per thread, so that a thread slowed down does not
-// hold up the wave's end, within the head's share of kWaveBytes, so that the heads that run at
-// once (min(count, threads) of the region) keep at most kWaveBytes together (8 heads of
-// L = 16384 on 16 threads kept 400 MiB when each took all of it); at least one (a wave of fewer
-// segments than threads folds them by blocks of features).
+// hold up the wave's end, or two on one thread (a head on one thread runs waves only to leave
+// pieces for the threads that have no head left: the folds of two segments and their sweeps);
+// within the head's share of kWaveBytes, so that the heads that run at once (min(count,
+// threads) of the region) keep at most kWaveBytes together (8 heads of L = 16384 on 16 threads
+// kept 400 MiB when each took all of it); at least one (a wave of fewer segments than threads
+// folds them by blocks of features).
 Index wave_segments(int threads, RegionShape region, double segment_bytes);
 
 // The region this thread runs an index of (the outermost, where regions nest): its threads and
