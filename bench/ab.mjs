@@ -30,7 +30,7 @@ export const CASES = {
   'favor-tiny': { L: 128, label: 'favorAttention, 1 head, L = 128', call: (f, s, t) => f.favorAttention(t, t, t, { featureMap: s.map }) },
   // A long one-head call: its fold's segments (kFoldSegmentRows) are 4 rounds on 16 threads.
   'favor-long': { L: 65536, label: 'favorAttention, 1 head, L = 65536', call: (f, s, t) => f.favorAttention(t, t, t, { featureMap: s.map }) },
-  // A short call: its regions are cut into 4 rounds of pieces on 4 threads or more (region_pieces).
+  // A short call: its regions are cut into 8 rounds of pieces on 2 threads or more (region_pieces).
   'favor-short': { L: 1024, label: 'favorAttention, 1 head, L = 1024', call: (f, s, t) => f.favorAttention(t, t, t, { featureMap: s.map }) },
   // Heads that each take a thread or two: where a thread slower than the others holds up the call.
   favor8: { L: 4096, H, label: `favorAttention, ${H} heads, L = 4096`, call: (f, s, t) => f.favorAttention(t, t, t, { featureMap: s.map }) },

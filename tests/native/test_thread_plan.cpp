@@ -116,24 +116,26 @@ TEST(ThreadPlan, RowPiecesFeedEveryThreadAndCoverTheRows) {
 }
 
 // A region's pieces: never fewer than pieces_per_block cuts, and the fewest that give
-// kLeastRounds rounds (blocks x pieces >= 4 T), or as many as pieces of half the least size
+// kLeastRounds rounds (blocks x pieces >= 8 T), or as many as pieces of half the least size
 // allow; on one thread, one.
-TEST(ThreadPlan, RegionsAreCutIntoAtLeastFourRounds) {
+TEST(ThreadPlan, RegionsAreCutIntoAtLeastEightRounds) {
   using favor::kLeastRounds;
+  ASSERT_EQ(kLeastRounds, 8);
   // The thread bench's short calls on 16 threads: exact attention at L = 512 (8 blocks of 8
-  // strips, least 2 strips) in 64 pieces of a strip; FAVOR+ at L = 1024 (8 blocks of 128 rows) in
-  // 64 of 16 rows; at L = 4096 (32 blocks) in halves; exact attention at L = 4096 (64 blocks)
-  // already has 4 rounds.
+  // strips, least 2 strips) in 64 pieces of a strip, and FAVOR+ at L = 1024 (8 blocks of 128
+  // rows) in 64 of 16 rows, as fine as they go; one head of FAVOR+ at L = 4096 (32 blocks) in
+  // quarters, of exact attention (64 blocks) in halves.
   EXPECT_EQ(favor::region_pieces(8, 8, 16, 2), 8);
   EXPECT_EQ(favor::region_pieces(8, 128, 16), 8);
-  EXPECT_EQ(favor::region_pieces(32, 128, 16), 2);
-  EXPECT_EQ(favor::region_pieces(64, 8, 16, 2), 1);
-  EXPECT_EQ(favor::region_pieces(16, 128, 10), 3);  // pieces_per_block's thirds: 48 pieces, 4.8 rounds
-  // On 2 and 4 threads: exact attention at L = 512 in 8 and 16 pieces, at L = 256 (4 blocks) in
-  // 8 on 2; one FAVOR+ chunk of 128 rows in 8 pieces of 16 rows on 2.
-  EXPECT_EQ(favor::region_pieces(8, 8, 2, 2), 1);
-  EXPECT_EQ(favor::region_pieces(8, 8, 4, 2), 2);
-  EXPECT_EQ(favor::region_pieces(4, 8, 2, 2), 2);
+  EXPECT_EQ(favor::region_pieces(32, 128, 16), 4);
+  EXPECT_EQ(favor::region_pieces(64, 8, 16, 2), 2);
+  EXPECT_EQ(favor::region_pieces(128, 8, 16, 2), 1);
+  EXPECT_EQ(favor::region_pieces(16, 128, 10), 5);  // past pieces_per_block's thirds: 80 pieces, 8 rounds
+  // On 2 and 4 threads: exact attention at L = 512 in 16 and 32 pieces, at L = 256 (4 blocks) in
+  // 16 on 2; one FAVOR+ chunk of 128 rows in 8 pieces of 16 rows on 2.
+  EXPECT_EQ(favor::region_pieces(8, 8, 2, 2), 2);
+  EXPECT_EQ(favor::region_pieces(8, 8, 4, 2), 4);
+  EXPECT_EQ(favor::region_pieces(4, 8, 2, 2), 4);
   EXPECT_EQ(favor::region_pieces(1, 128, 2), 8);
   EXPECT_EQ(favor::region_pieces(1, 128, 1), 1);
   for (int threads = 1; threads <= 64; ++threads) {

@@ -42,7 +42,7 @@ Index region_pieces(Index blocks, Index units, int threads, Index min_units) {
 
 bool indices_share_out(RegionShape region) {
   const Index threads = region.threads;
-  return region.count >= kLeastRounds * threads || (region.count >= 2 * threads && region.count % threads == 0);
+  return region.count >= kWholeIndexRounds * threads || (region.count >= 2 * threads && region.count % threads == 0);
 }
 
 Index wave_segments(int threads, RegionShape region, double segment_bytes) {

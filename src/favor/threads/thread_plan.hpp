@@ -62,7 +62,7 @@ constexpr Index kExactPieceRows = 16;
 Index pieces_per_block(Index blocks, Index units, int threads, Index min_units = kPieceRows);
 
 // The rounds of pieces a region is cut into at least, where its rows allow (region_pieces).
-constexpr Index kLeastRounds = 4;
+constexpr Index kLeastRounds = 8;
 
 // The pieces each block of a region is cut into on `threads` threads: never fewer than
 // pieces_per_block, and enough for blocks x pieces >= kLeastRounds x T, as long as each piece
@@ -71,8 +71,9 @@ constexpr Index kLeastRounds = 4;
 // thread, a slower kind of core). A thread takes its own pieces before the others', so the
 // others can take over only the pieces it has not begun when they run out: in a region of one
 // or two rounds, one thread 1.5x slower ends it 1.5x late all the same; in four, the others take
-// its last piece (the pool model with a slow thread, docs/design.md §12). Calls of more blocks
-// already have the rounds and are not cut; on one thread nothing is.
+// its last piece, and the region still ends about a piece late, a quarter over its share; in
+// eight, about half a piece (the pool model with a slow thread, docs/design.md §12). Calls of
+// more blocks already have the rounds and are not cut; on one thread nothing is.
 Index region_pieces(Index blocks, Index units, int threads, Index min_units = kPieceRows);
 
 // Rows [begin, end) of piece p of a block of `rows` rows cut into `pieces`: in order, sizes within
@@ -98,12 +99,16 @@ struct RegionShape {
   Index count = 1;
 };
 
+// Rounds of indices run whole (causal heads) from which they share out without more (below).
+constexpr Index kWholeIndexRounds = 4;
+
 // Whether the indices of `region`, each run on one thread, share out among its threads well
-// enough that an index need not be cut into pieces the others could take: kLeastRounds rounds of
-// them or more (the others take over a slow thread's last indices, and a short last round is a
-// small part of the whole), or 2 or 3 rounds that every thread has whole. Cutting a causal head
-// costs up to 15% more work (causal_sweep.cpp); in one round, one thread 1.5x slower than the
-// rest makes the whole region 1.5x late, and a short last round leaves threads idle.
+// enough that an index need not be cut into pieces the others could take: kWholeIndexRounds
+// rounds of them or more (the others take over a slow thread's last indices, and a short last
+// round is a small part of the whole), or 2 or 3 rounds that every thread has whole. Fewer
+// rounds than for pieces (kLeastRounds): cutting a causal head costs up to 15% more work
+// (causal_sweep.cpp), cutting rows none that timings tell. In one round, one thread 1.5x slower
+// than the rest makes the whole region 1.5x late, and a short last round leaves threads idle.
 bool indices_share_out(RegionShape region);
 
 // The segments of `segment_bytes` each (what a segment keeps for its sweeps: ~6 MiB at m = 256,
