@@ -389,6 +389,8 @@ void causal_factored_attention(const std::vector<QueryHead>& heads, const Factor
     // Then the sweeps, in parallel, in pieces of whole chunks: segments are cut when the wave has
     // fewer than 4 per thread (short inputs, the last wave), so that every thread has work. The
     // cuts are of the rows there are: a short input's one segment is shorter than `segment`.
+    // (Not kLeastRounds' 8: a piece's sweep starts from the states carried to it, and pieces of
+    // a chunk or two cost 3-9% more work, which the pool model with a slow thread did not win back.)
     const Index cuts = (4 * threads + count * H - 1) / (count * H);
     const Index longest = (rows(0).second - rows(0).first + chunk - 1) / chunk;  // chunks of the wave's first segment
     const Index piece = chunk * std::max<Index>(1, (longest + cuts - 1) / cuts);
