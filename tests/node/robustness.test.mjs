@@ -365,6 +365,7 @@ test('inputs beyond float32 range for scores or squared norms give a documented 
     // q.k = 400, times 1e38: +Infinity (scores that overflow only to -Infinity are the exact limit, 0)
     ['attentionMatrix with scale 1e38', () => favor.attentionMatrix(fill([4, 4], () => 10), fill([4, 4], () => 10), { scale: 1e38 })],
     ['favorAttention', () => favor.favorAttention(big, big, v, { featureMap: map })],
+    ['favorAttention causal', () => favor.favorAttention(big, big, v, { featureMap: map, causal: true })],
     ['favorAttentionMatrix', () => favor.favorAttentionMatrix(big, big, { featureMap: map, causal: true })],
     ['codebookAttention', () => favor.codebookAttention(big, big, v, { codebook: big })],
   ];

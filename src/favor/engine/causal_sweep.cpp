@@ -1,6 +1,7 @@
 #include "favor/engine/causal_sweep.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <utility>
@@ -154,7 +155,7 @@ bool carried_chunk(const std::vector<QueryHead>& heads, const FactorBlock& keys,
 
 // Causal rows [i0, i0 + n), one chunk of a segment, from its keys (see ChunkKeys). Nothing
 // carries from one chunk to the next but the scratch: any cut of a segment gives the same bits.
-void sweep_chunk(const FactorBlock& queries, const ChunkKeys& keys, Index features, ConstMatrixRef v, MatrixRef out,
+bool sweep_chunk(const FactorBlock& queries, const ChunkKeys& keys, Index features, ConstMatrixRef v, MatrixRef out,
                  Index i0, Index n, SweepScratch& s) {
   // Usual case: the chunk's keys are at most e^kNear above the carried state's per-feature
   // shift. Then the state is rescaled to the combined shift (by factors
@@ -218,8 +219,7 @@ void sweep_chunk(const FactorBlock& queries, const ChunkKeys& keys, Index featur
     readout(qf, state, numerator, denominator.data());
     in_chunk(qf, kf, n, vs);
     if ((denominator.head(n).array().abs() >= kUnderflow).all()) {
-      write_rows(out, i0, numerator, denominator, n);
-      return;
+      return write_rows(out, i0, numerator, denominator, n);
     }
   }
   merge_into(prefix, own, state);  // the carried state at its own shift
@@ -279,32 +279,35 @@ void sweep_chunk(const FactorBlock& queries, const ChunkKeys& keys, Index featur
     numerator.topRows(n) = intra_num;
     denominator.head(n) = intra_den;
   }
-  write_rows(out, i0, numerator, denominator, n);
+  return write_rows(out, i0, numerator, denominator, n);
 }
 
 // Rows [begin, end) of causal attention (whole chunks of the segment that starts at
-// segment_begin), chunk by chunk, from the keys the segment's fold kept.
-void causal_sweep(const FactorBlock& queries, const SegmentKeys& keys, const FactorBlock& source, Index features,
+// segment_begin), chunk by chunk, from the keys the segment's fold kept. Returns whether every
+// value written is finite.
+bool causal_sweep(const FactorBlock& queries, const SegmentKeys& keys, const FactorBlock& source, Index features,
                   ConstMatrixRef v, MatrixRef out, Index chunk, Index segment_begin, Index begin, Index end,
                   const PrefixState& prefix) {
   SweepScratch scratch(chunk, v.cols());
+  bool finite = true;
   for (Index i0 = begin; i0 < end; i0 += chunk) {
     const std::size_t c = static_cast<std::size_t>((i0 - segment_begin) / chunk);
-    sweep_chunk(queries, {keys.chunks[c], keys.features[c], keys.before[c], prefix, source}, features, v, out, i0,
-                std::min(chunk, end - i0), scratch);
+    finite = sweep_chunk(queries, {keys.chunks[c], keys.features[c], keys.before[c], prefix, source}, features, v, out,
+                         i0, std::min(chunk, end - i0), scratch) && finite;
   }
+  return finite;
 }
 
 }  // namespace
 
-void causal_factored_attention(const std::vector<QueryHead>& heads, const FactorBlock& keys, Index features,
+bool causal_factored_attention(const std::vector<QueryHead>& heads, const FactorBlock& keys, Index features,
                                ConstMatrixRef v, Index chunk, Index segment, StateStep* step) {
   const Index H = static_cast<Index>(heads.size());
   const Index L = heads[0].out.rows(), S = v.rows();
   // The first S - L keys are seen by every query: they join the prefix state as in the
   // bidirectional fold. The last L keys are aligned with the queries.
   const Index offset = causal_offset(L, S);
-  if (step && offset == 0 && L <= chunk && carried_chunk(heads, keys, features, v, *step)) return;
+  if (step && offset == 0 && L <= chunk && carried_chunk(heads, keys, features, v, *step)) return false;
   PrefixState prefix = step ? step->carried() : empty_prefix_state(features, v.cols());
   fold_range(keys, features, v, chunk, segment, 0, offset, prefix);
   const FactorBlock aligned = offset ? FactorBlock([&](Index j0, Index n) { return keys(j0 + offset, n); }) : keys;
@@ -319,6 +322,7 @@ void causal_factored_attention(const std::vector<QueryHead>& heads, const Factor
     // through memory: the waves below cost up to 15% more work). The same operations on the
     // same values: the same bits.
     SweepScratch scratch(chunk, v.cols());
+    bool finite = true;
     for (Index begin = 0; begin < L; begin += segment) {
       const Index end = std::min(L, begin + segment);
       PrefixState own = empty_prefix_state(features, v.cols());
@@ -328,13 +332,13 @@ void causal_factored_attention(const std::vector<QueryHead>& heads, const Factor
         Vector shift;
         const Matrix kf = fold_features(own, k.log, k, shift);  // a copy of the log
         for (const QueryHead& head : heads)
-          sweep_chunk(head.factors, {k, kf, own, prefix, aligned}, features, va, head.out, j0, n, scratch);
+          finite = sweep_chunk(head.factors, {k, kf, own, prefix, aligned}, features, va, head.out, j0, n, scratch) && finite;
         fold_into(own, kf, shift, va.middleRows(j0, n));
       }
       merge(prefix, own);
     }
     if (step) step->replace_with(std::move(prefix));
-    return;
+    return finite;
   }
   // Several threads, or one among a region's few heads: segments in waves, first the keys of the
   // wave's segments in parallel (each keeping its chunks' states; by feature blocks when the wave
@@ -343,6 +347,7 @@ void causal_factored_attention(const std::vector<QueryHead>& heads, const Factor
   // region's other threads to help with once they have no head left. Same bits for any thread
   // count or wave size, and as the one pass.
   const Index segments = (L + segment - 1) / segment;
+  std::atomic<bool> finite{true};
   const Index wave = wave_segments(threads, region, segment_bytes(segment / chunk, chunk, features, v.cols()));
   for (Index w0 = 0; w0 < segments; w0 += wave) {
     const Index count = std::min(wave, segments - w0);
@@ -400,11 +405,13 @@ void causal_factored_attention(const std::vector<QueryHead>& heads, const Factor
       const QueryHead& head = heads[static_cast<std::size_t>(hp / P)];
       const auto [s, b] = pieces[static_cast<std::size_t>(hp % P)];
       const auto [begin, end] = rows(s);
-      causal_sweep(head.factors, ks[static_cast<std::size_t>(s)], aligned, features, va, head.out, chunk, begin, b,
-                   std::min(end, b + piece), prefixes[static_cast<std::size_t>(s)]);
+      if (!causal_sweep(head.factors, ks[static_cast<std::size_t>(s)], aligned, features, va, head.out, chunk, begin, b,
+                        std::min(end, b + piece), prefixes[static_cast<std::size_t>(s)]))
+        finite.store(false, std::memory_order_relaxed);
     });
   }
   if (step) step->replace_with(std::move(prefix));
+  return finite;
 }
 
 }  // namespace favor

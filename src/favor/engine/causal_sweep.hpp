@@ -13,7 +13,8 @@ namespace favor {
 // factored_attention with causal = true, once its arguments are checked (and v is near 1):
 // segments of `segment` rows (whole chunks) are the unit of parallel work, so the thread count
 // never changes the bits. With a `step`, the keys continue its carried state (see StateStep).
-void causal_factored_attention(const std::vector<QueryHead>& heads, const FactorBlock& keys, Index features,
+// Returns whether every output written is known finite (false: the caller checks them).
+bool causal_factored_attention(const std::vector<QueryHead>& heads, const FactorBlock& keys, Index features,
                                ConstMatrixRef v, Index chunk, Index segment, StateStep* step);
 
 }  // namespace favor

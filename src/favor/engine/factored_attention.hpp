@@ -49,8 +49,9 @@ struct QueryHead {
 // a `step` (causal only) the keys continue its carried prefix state: every query also sees the
 // keys summed into it, and the state after all S keys takes its place at step->commit(), so that a
 // caller can keep the old one until every head has succeeded (StateStep, prefix_state.hpp).
-// Returns true when every output value is known finite (the bidirectional rows, checked as they
-// are divided): the caller's check_result need not read them again.
+// Returns true when every output value is known finite (the rows, checked as they are divided;
+// not a decode step's, nor rows v was scaled for): the caller's check_result need not read them
+// again.
 bool factored_attention(const std::vector<QueryHead>& queries, const FactorBlock& keys, Index features,
                         ConstMatrixRef v, bool causal, Index chunk, StateStep* step = nullptr);
 // The normalized L x S weight matrix from whole factored queries and keys (masked when causal,

@@ -132,8 +132,7 @@ bool factored_attention(const std::vector<QueryHead>& heads, const FactorBlock& 
     });
     return finite;
   }
-  causal_factored_attention(heads, keys, features, v, chunk, segment_of(kSegmentRows), step);
-  return false;
+  return causal_factored_attention(heads, keys, features, v, chunk, segment_of(kSegmentRows), step);
 }
 
 namespace {
