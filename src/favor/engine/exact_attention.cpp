@@ -41,9 +41,9 @@ void detail::exact_attention(ConstMatrixRef q, const kernel::Keys& k, ConstMatri
 
   // Query blocks are independent: each writes only its rows of out, so any thread count gives
   // the same bits. Scratch is per block, never shared between threads. Where the blocks would not
-  // share out evenly among the threads, or would make fewer than 4 rounds of them, they are
-  // cut into pieces (thread_plan.hpp region_pieces): a row's output depends on its row alone,
-  // whatever rows share its block.
+  // share out evenly among the threads, or would make fewer than kLeastRounds rounds of them,
+  // they are cut into pieces (thread_plan.hpp region_pieces): a row's output depends on its row
+  // alone, whatever rows share its block.
   // Causal blocks cost more the later they are: hand the costly ones out first.
   // The pieces are whole strips of queries, the rows exact_query_block computes at once.
   using kernel::kStrip;
