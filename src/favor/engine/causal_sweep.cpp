@@ -20,73 +20,95 @@ namespace {
 // state before each chunk, the chunk's features at the fold's running shift, and the state of
 // all its keys. Computing these once, rather than once for the prefixes and again in the sweep,
 // is what lets causal attention use several threads without doing more work.
+//
+// The chunks' states, features and column max lie in a few blocks per segment, not a few per
+// chunk: a wave's folds on many threads would otherwise allocate ~5 blocks a chunk at once (and
+// the caller free them all after the sweeps), in wasm through an allocator that serves every
+// thread under one lock.
 struct SegmentKeys {
-  std::vector<KeyChunk> chunks;  // after the fold, the first whole, the others their column max alone
-  std::vector<Matrix> features;  // at the fold's running shift: the sweep's usual shift in the first segment
-  std::vector<PrefixState> before;
+  Index rows = 0, chunk = 0, features = 0, dv = 0;
+  // Whole key chunks (logs and values) where kept, else empty: made before the fold (a wave of
+  // fewer segments than threads); after a whole fold only the first keeps its logs (below).
+  std::vector<KeyChunk> chunks;
+  Matrix column_max;   // row c: chunk c's column max
+  Matrix kept;         // chunk c's rows of the segment: its features at the fold's running shift
+  Matrix before_kv;    // rows [c M, (c + 1) M): kv of the segment's own keys before chunk c
+  Matrix before_sums;  // rows 2c, 2c + 1: that state's k_sum and shift
   PrefixState total;
+
+  SegmentKeys(Index rows, Index chunk, Index features, Index dv)
+      : rows(rows), chunk(chunk), features(features), dv(dv), chunks(static_cast<std::size_t>(count())) {}
+  Index count() const { return (rows + chunk - 1) / chunk; }
+  Index rows_of(Index c) const { return std::min(chunk, rows - c * chunk); }
+  // Sized on the thread that fills them first (the fold's), or before a fold by feature blocks.
+  void allocate() {
+    const Index C = count();
+    column_max.resize(C, features), kept.resize(rows, features);
+    before_kv.resize(C * features, dv), before_sums.resize(2 * C, features);
+  }
+  // Features [r0, r0 + state's) of the state before chunk c.
+  void keep_before(Index c, const PrefixState& state, Index r0) {
+    const Index F = state.shift.size();
+    before_kv.middleRows(c * features + r0, F) = state.kv;
+    before_sums.row(2 * c).segment(r0, F) = state.k_sum.transpose();
+    before_sums.row(2 * c + 1).segment(r0, F) = state.shift.transpose();
+  }
+  PrefixView before(Index c) const {
+    return {&before_kv(c * features, 0), &before_sums(2 * c, 0), &before_sums(2 * c + 1, 0), features, dv};
+  }
+  const KeyChunk* whole(Index c) const {
+    const KeyChunk& k = chunks[static_cast<std::size_t>(c)];
+    return k.log.size() ? &k : nullptr;
+  }
 };
 
-// Folds the keys [begin, end) of a segment in order (segment.chunks sized to its chunks),
-// keeping what the sweep needs; makes each key chunk as it goes unless it was made already.
-// The sweep reads a chunk's logs only where its per-row path runs: in the call's first chunk
-// (nothing carried before it), or where keys jump far above those before them. So the first
-// chunk of a segment keeps them and the others only their column max (the logs were a third of
-// what a segment kept); the rare chunk that needs more makes them again (ChunkKeys).
-void fold_segment(SegmentKeys& segment, const FactorBlock& keys, Index features, ConstMatrixRef v, Index chunk,
-                  Index begin, Index end) {
-  PrefixState state = empty_prefix_state(features, v.cols());
-  for (std::size_t c = 0; c < segment.chunks.size(); ++c) {
-    const Index j0 = begin + static_cast<Index>(c) * chunk, n = std::min(chunk, end - j0);
-    KeyChunk& k = segment.chunks[c];
-    if (!k.column_max.size()) k = key_chunk(keys, features, j0, n);
-    segment.before.push_back(state);
-    if (c == 0) {
-      segment.features.push_back(fold_chunk(state, k.log, k, v.middleRows(j0, n)));  // a copy of the log
-    } else {
-      segment.features.push_back(fold_chunk(state, std::move(k.log), k, v.middleRows(j0, n)));
-      k.log.resize(0, 0), k.value.resize(0, 0);
-    }
+// Folds the keys of a segment that starts at row `begin` in order, keeping what the sweep needs;
+// makes each key chunk as it goes unless it was made already. The sweep reads a chunk's logs only
+// where its per-row path runs: in the call's first chunk (nothing carried before it), or where
+// keys jump far above those before them. So the first chunk of a segment keeps them and the
+// others only their column max (the logs were a third of what a segment kept); the rare chunk
+// that needs more makes them again (ChunkKeys).
+void fold_segment(SegmentKeys& segment, const FactorBlock& keys, ConstMatrixRef v, Index begin) {
+  segment.allocate();
+  PrefixState state = empty_prefix_state(segment.features, v.cols());
+  for (Index c = 0; c < segment.count(); ++c) {
+    const Index j0 = begin + c * segment.chunk, n = segment.rows_of(c);
+    KeyChunk& made = segment.chunks[static_cast<std::size_t>(c)];
+    KeyChunk k = made.column_max.size() ? std::move(made) : key_chunk(keys, segment.features, j0, n);
+    segment.keep_before(c, state, 0);
+    segment.column_max.row(c) = k.column_max.transpose();
+    if (c == 0) segment.kept.middleRows(0, n) = fold_chunk(state, k.log, k, v.middleRows(j0, n));  // a copy of the log
+    else segment.kept.middleRows(c * segment.chunk, n) = fold_chunk(state, std::move(k.log), k, v.middleRows(j0, n));
+    made = c == 0 ? std::move(k) : KeyChunk();
   }
   segment.total = std::move(state);
 }
 
 // fold_segment by feature blocks (kFeatureQuantum), with more threads than segments: what a
-// block folds goes to its rows of the segment's states and its columns of the chunks' features,
-// which size_segment sizes for every feature first. The key chunks are made already.
-void size_segment(SegmentKeys& segment, Index features, Index dv) {
-  const auto state = [&] {
-    PrefixState p;
-    p.kv.resize(features, dv), p.k_sum.resize(features), p.shift.resize(features);
-    return p;
-  };
-  for (const KeyChunk& k : segment.chunks) {
-    segment.before.push_back(state());
-    segment.features.emplace_back(k.log.rows(), features);
-  }
-  segment.total = state();
-}
-
-void fold_segment_block(SegmentKeys& segment, Index r0, Index F, ConstMatrixRef v, Index chunk, Index begin) {
+// block folds goes to its rows of the segment's states and its columns of the chunks' features
+// (allocated, and the total sized, for every feature first). The key chunks are made already.
+void fold_segment_block(SegmentKeys& segment, Index r0, Index F, ConstMatrixRef v, Index begin) {
   PrefixState state = empty_prefix_state(F, v.cols());
-  for (std::size_t c = 0; c < segment.chunks.size(); ++c) {
-    const Index j0 = begin + static_cast<Index>(c) * chunk, n = segment.chunks[c].log.rows();
-    KeyChunk k = key_columns(segment.chunks[c], r0, F);
-    set_feature_rows(segment.before[c], state, r0);
-    segment.features[c].middleCols(r0, F) = fold_chunk(state, std::move(k.log), k, v.middleRows(j0, n));
+  for (Index c = 0; c < segment.count(); ++c) {
+    const Index j0 = begin + c * segment.chunk, n = segment.rows_of(c);
+    const KeyChunk& whole = segment.chunks[static_cast<std::size_t>(c)];
+    KeyChunk k = key_columns(whole, r0, F);
+    segment.keep_before(c, state, r0);
+    segment.column_max.row(c).segment(r0, F) = k.column_max.transpose();
+    segment.kept.block(c * segment.chunk, r0, n, F) = fold_chunk(state, std::move(k.log), k, v.middleRows(j0, n));
   }
   set_feature_rows(segment.total, state, r0);
 }
 
 // What the sweep of one chunk needs besides its queries: the chunk's keys (their column max, and
-// their logs and values unless the fold dropped them: then `source` makes them again, the same
-// bits, in the rare chunk that needs them), their features at the fold's running shift (`kept`),
-// the state of the segment's own keys before the chunk (`own`) and that of every key before the
-// segment (`prefix`).
+// their logs and values where kept: else `source` makes them again, the same bits, in the rare
+// chunk that needs them), their features at the fold's running shift (`kept`), the state of the
+// segment's own keys before the chunk (`own`) and that of every key before the segment (`prefix`).
 struct ChunkKeys {
-  const KeyChunk& keys;
-  const Matrix& kept;
-  const PrefixState& own;
+  const KeyChunk* whole;
+  Eigen::Ref<const Vector> column_max;
+  ConstMatrixRef kept;
+  PrefixView own;
   const PrefixState& prefix;
   const FactorBlock& source;
 };
@@ -100,14 +122,15 @@ struct SweepScratch {
   SweepScratch(Index chunk, Index dv) : numerator(chunk, dv), local(chunk, chunk), denominator(chunk) {}
 };
 
-// What a segment keeps for its sweeps (SegmentKeys): each chunk's state before it and features.
+// What a segment keeps for its sweeps (SegmentKeys): each chunk's state before it, features and
+// column max.
 double segment_bytes(Index chunks, Index chunk, Index features, Index dv) {
-  return 4.0 * static_cast<double>(chunks) * static_cast<double>(features * (dv + 2) + chunk * features);
+  return 4.0 * static_cast<double>(chunks) * static_cast<double>(features * (dv + 3) + chunk * features);
 }
 
 // The chunk's own keys j <= i: numerator += (masked qf kf^T) vs, denominator += its row sums.
 // local is the n x n (or larger) scratch of the masked block.
-void add_in_chunk(const Matrix& qf, const Matrix& kf, Index n, ConstMatrixRef vs, Matrix& local, FloatBuffer& scratch,
+void add_in_chunk(const Matrix& qf, ConstMatrixRef kf, Index n, ConstMatrixRef vs, Matrix& local, FloatBuffer& scratch,
                   Matrix& numerator, Vector& denominator) {
   auto block = local.topLeftCorner(n, n);
   gemm::gemm_nt_lower(n, n, qf.cols(), qf.data(), qf.outerStride(), kf.data(), kf.outerStride(), block.data(),
@@ -172,17 +195,18 @@ bool sweep_chunk(const FactorBlock& queries, const ChunkKeys& keys, Index featur
   const auto vs = v.middleRows(i0, n);
   KeyChunk made;
   const auto whole_keys = [&]() -> const KeyChunk& {
-    if (keys.keys.log.size()) return keys.keys;
+    if (keys.whole) return *keys.whole;
     if (!made.log.size()) made = key_chunk(keys.source, features, i0, n);
     return made;
   };
-  const Vector& chunk_shift = keys.keys.column_max;
-  const PrefixState &own = keys.own, &prefix = keys.prefix;
+  const Vector chunk_shift = keys.column_max;
+  const PrefixView& own = keys.own;
+  const PrefixState& prefix = keys.prefix;
   PrefixState& state = s.state;
   Matrix& numerator = s.numerator;
   Vector& denominator = s.denominator;
   // numerator/denominator rows = the chunk's keys j <= i through `block` plus the state through qf.
-  auto in_chunk = [&](const Matrix& qf, const Matrix& kf, Index n, ConstMatrixRef vs) {
+  auto in_chunk = [&](const Matrix& qf, ConstMatrixRef kf, Index n, ConstMatrixRef vs) {
     add_in_chunk(qf, kf, n, vs, s.local, s.gemm, numerator, denominator);
   };
   const FactoredFeatures qfac = prepared(queries(i0, n), "q");
@@ -196,8 +220,8 @@ bool sweep_chunk(const FactorBlock& queries, const ChunkKeys& keys, Index featur
   // by exp(fold_shift - shift) <= 1 per column, or, below fold_shift, from their logs.
   const Vector fold_shift = joined_shift(own.shift, chunk_shift);
   Matrix recomputed;
-  auto key_features = [&](const Vector& shift) -> const Matrix& {
-    const Matrix& kept = keys.kept;
+  auto key_features = [&](const Vector& shift) -> ConstMatrixRef {
+    const ConstMatrixRef& kept = keys.kept;
     if (shift == fold_shift) return kept;
     if ((shift.array() < fold_shift.array()).any()) {
       const KeyChunk& k = whole_keys();
@@ -206,14 +230,14 @@ bool sweep_chunk(const FactorBlock& queries, const ChunkKeys& keys, Index featur
     Vector factor(shift.size());
     vec::rescale_factors(factor.data(), fold_shift.data(), shift.data(), shift.size());
     recomputed.resize(kept.rows(), kept.cols());
-    for (Index i = 0; i < kept.rows(); ++i) vec::multiply(&recomputed(i, 0), &kept(i, 0), factor.data(), kept.cols());
+    for (Index i = 0; i < kept.rows(); ++i) vec::multiply(&recomputed(i, 0), kept.row(i).data(), factor.data(), kept.cols());
     return recomputed;
   };
   if (near) {
     // The carried state straight at the combined shift (one rescale).
     merge_into(prefix, own, state, &chunk_shift);
     const Vector& shift = state.shift;
-    const Matrix& kf = key_features(shift);
+    const ConstMatrixRef kf = key_features(shift);
     Vector row_scale;
     const Matrix qf = shifted_queries(qfac.exponent, qfac.value, n, shift, row_scale);
     readout(qf, state, numerator, denominator.data());
@@ -223,7 +247,7 @@ bool sweep_chunk(const FactorBlock& queries, const ChunkKeys& keys, Index featur
     }
   }
   merge_into(prefix, own, state);  // the carried state at its own shift
-  const Matrix& kf = key_features(chunk_shift);
+  const ConstMatrixRef kf = key_features(chunk_shift);
   // In-chunk part.
   Vector intra_scale;
   const Matrix qf = shifted_queries(qfac.exponent, qfac.value, n, chunk_shift, intra_scale);
@@ -291,9 +315,12 @@ bool causal_sweep(const FactorBlock& queries, const SegmentKeys& keys, const Fac
   SweepScratch scratch(chunk, v.cols());
   bool finite = true;
   for (Index i0 = begin; i0 < end; i0 += chunk) {
-    const std::size_t c = static_cast<std::size_t>((i0 - segment_begin) / chunk);
-    finite = sweep_chunk(queries, {keys.chunks[c], keys.features[c], keys.before[c], prefix, source}, features, v, out,
-                         i0, std::min(chunk, end - i0), scratch) && finite;
+    const Index c = (i0 - segment_begin) / chunk, n = std::min(chunk, end - i0);
+    finite = sweep_chunk(queries,
+                         {keys.whole(c), keys.column_max.row(c).transpose(), keys.kept.middleRows(c * chunk, n),
+                          keys.before(c), prefix, source},
+                         features, v, out, i0, n, scratch) &&
+             finite;
   }
   return finite;
 }
@@ -332,7 +359,9 @@ bool causal_factored_attention(const std::vector<QueryHead>& heads, const Factor
         Vector shift;
         const Matrix kf = fold_features(own, k.log, k, shift);  // a copy of the log
         for (const QueryHead& head : heads)
-          finite = sweep_chunk(head.factors, {k, kf, own, prefix, aligned}, features, va, head.out, j0, n, scratch) && finite;
+          finite = sweep_chunk(head.factors, {&k, k.column_max, kf, own, prefix, aligned}, features, va, head.out, j0, n,
+                               scratch) &&
+                   finite;
         fold_into(own, kf, shift, va.middleRows(j0, n));
       }
       merge(prefix, own);
@@ -359,9 +388,8 @@ bool causal_factored_attention(const std::vector<QueryHead>& heads, const Factor
         for (Index b = rows(s).first; b < rows(s).second; b += step) at.emplace_back(s, b);
       return at;
     };
-    std::vector<SegmentKeys> ks(static_cast<std::size_t>(count));
-    for (Index s = 0; s < count; ++s)
-      ks[static_cast<std::size_t>(s)].chunks.resize(static_cast<std::size_t>((rows(s).second - rows(s).first + chunk - 1) / chunk));
+    std::vector<SegmentKeys> ks;
+    for (Index s = 0; s < count; ++s) ks.emplace_back(rows(s).second - rows(s).first, chunk, features, v.cols());
     if (count < threads) {
       // Fewer segments than threads (short inputs): the key chunks first, in parallel across
       // chunks. Otherwise each fold makes its chunks as it goes, while they are in cache.
@@ -375,16 +403,14 @@ bool causal_factored_attention(const std::vector<QueryHead>& heads, const Factor
     }
     const FeatureBlocks plan = plan_feature_blocks(count, features, count < threads ? threads : 1, kFeatureQuantum);
     if (const Index blocks = plan.count(); blocks > 1) {
-      for (SegmentKeys& k : ks) size_segment(k, features, v.cols());
+      for (SegmentKeys& k : ks) k.allocate(), k.total = empty_prefix_state(features, v.cols());
       parallel_for(count * blocks, [&](Index t) {
         const Index b = t % blocks;
         fold_segment_block(ks[static_cast<std::size_t>(t / blocks)], plan.starts[static_cast<std::size_t>(b)], plan.width(b),
-                           va, chunk, rows(t / blocks).first);
+                           va, rows(t / blocks).first);
       });
     } else {
-      parallel_for(count, [&](Index s) {
-        fold_segment(ks[static_cast<std::size_t>(s)], aligned, features, va, chunk, rows(s).first, rows(s).second);
-      });
+      parallel_for(count, [&](Index s) { fold_segment(ks[static_cast<std::size_t>(s)], aligned, va, rows(s).first); });
     }
     std::vector<PrefixState> prefixes;
     for (const SegmentKeys& k : ks) {

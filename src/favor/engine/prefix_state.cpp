@@ -16,7 +16,7 @@ PrefixState empty_prefix_state(Index features, Index dv) {
           Vector::Constant(features, -std::numeric_limits<float>::infinity()), Matrix(), Matrix()};
 }
 
-Vector joined_shift(const Vector& a, const Vector& b) {
+Vector joined_shift(Eigen::Ref<const Vector> a, Eigen::Ref<const Vector> b) {
   Vector out(a.size());
   vec::max_into(out.data(), a.data(), b.data(), a.size());
   return out;
@@ -348,7 +348,7 @@ PrefixState fold_keys(const FactorBlock& keys, Index features, ConstMatrixRef v,
   return state;
 }
 
-void merge_into(const PrefixState& a, const PrefixState& b, PrefixState& out, const Vector* floor) {
+void merge_into(PrefixView a, PrefixView b, PrefixState& out, const Vector* floor) {
   const Index features = a.shift.size(), dv = a.kv.cols();
   Vector shift = joined_shift(a.shift, b.shift);
   if (floor) shift = joined_shift(shift, *floor);
@@ -358,7 +358,7 @@ void merge_into(const PrefixState& a, const PrefixState& b, PrefixState& out, co
   out.kv.resize(features, dv);
   out.k_sum.resize(features);
   for (Index r = 0; r < features; ++r) {
-    vec::axpby(&out.kv(r, 0), fa(r), &a.kv(r, 0), fb(r), &b.kv(r, 0), dv);
+    vec::axpby(&out.kv(r, 0), fa(r), a.kv.row(r).data(), fb(r), b.kv.row(r).data(), dv);
     out.k_sum(r) = fa(r) * a.k_sum(r) + fb(r) * b.k_sum(r);
   }
   out.shift = std::move(shift);

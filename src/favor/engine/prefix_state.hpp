@@ -26,11 +26,23 @@ struct PrefixState {
 };
 PrefixState empty_prefix_state(Index features, Index dv);
 
+// A state's sums read where they lie: a PrefixState's (its pending keys aside), or one of the
+// states a causal wave keeps per chunk in one block per segment (causal_sweep.cpp).
+struct PrefixView {
+  Eigen::Map<const Matrix> kv;
+  Eigen::Map<const Vector> k_sum, shift;
+  PrefixView(const PrefixState& s)  // NOLINT: a state is read as its view wherever one is taken
+      : kv(s.kv.data(), s.kv.rows(), s.kv.cols()), k_sum(s.k_sum.data(), s.k_sum.size()),
+        shift(s.shift.data(), s.shift.size()) {}
+  PrefixView(const float* kv, const float* k_sum, const float* shift, Index features, Index dv)
+      : kv(kv, features, dv), k_sum(k_sum, features), shift(shift, features) {}
+};
+
 // Adds the pending keys to kv.
 void settle(PrefixState& state);
 
 // The per-feature max of two shifts (a state's and a chunk's column max, or two states').
-Vector joined_shift(const Vector& a, const Vector& b);
+Vector joined_shift(Eigen::Ref<const Vector> a, Eigen::Ref<const Vector> b);
 
 // The state's sums moved to a per-feature shift at or above its own (factors exp(old - new) <= 1).
 void rescale_state(PrefixState& state, const Vector& shift);
@@ -74,7 +86,7 @@ class StateStep {
 };
 
 // out = a + b, at the larger of the two shifts per feature and `floor` (out may be a).
-void merge_into(const PrefixState& a, const PrefixState& b, PrefixState& out, const Vector* floor = nullptr);
+void merge_into(PrefixView a, PrefixView b, PrefixState& out, const Vector* floor = nullptr);
 void merge(PrefixState& into, const PrefixState& from);
 // The state of the keys of all `parts` (at least one, pending keys included), at the largest of
 // their shifts per feature: one pass over each, no copies (a sliding window's new state from its
