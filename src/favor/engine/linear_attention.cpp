@@ -87,6 +87,20 @@ bool with_v_scaled(const std::vector<QueryHead>& heads, const FactorBlock& keys,
   return false;
 }
 
+// max |v| in blocks of rows on the call's threads: a causal call reads it before anything else,
+// and alone on one thread it was the longest serial step of a long call on many. (A head on a
+// thread of its own reads it alone: the other threads have heads of their own to read.)
+float max_abs(ConstMatrixRef v) {
+  if (available_threads() == 1) return max_abs_rows(v, 0, v.rows());
+  constexpr Index kRows = 512;
+  const Index blocks = (v.rows() + kRows - 1) / kRows;
+  std::vector<float> tops(static_cast<std::size_t>(blocks), 0.0f);
+  parallel_for(blocks, [&](Index b) {
+    tops[static_cast<std::size_t>(b)] = max_abs_rows(v, b * kRows, std::min(v.rows(), (b + 1) * kRows));
+  });
+  return tops.empty() ? 0.0f : *std::max_element(tops.begin(), tops.end());
+}
+
 }  // namespace
 
 bool factored_attention(const std::vector<QueryHead>& heads, const FactorBlock& keys, Index features,
@@ -94,7 +108,7 @@ bool factored_attention(const std::vector<QueryHead>& heads, const FactorBlock& 
   chunk = resolve_chunk(chunk, causal);
   const bool rescalable = v.size() && !step;
   if (rescalable && causal)
-    if (const int e = far_binary_exponent(max_abs_rows(v, 0, v.rows())))
+    if (const int e = far_binary_exponent(max_abs(v)))
       return with_v_scaled(heads, keys, features, v, causal, chunk, e);
   const Index H = static_cast<Index>(heads.size());
   const Index L = heads[0].out.rows(), S = v.rows();
