@@ -27,11 +27,12 @@ namespace {
 // thread under one lock.
 struct SegmentKeys {
   Index rows = 0, chunk = 0, features = 0, dv = 0;
-  // Whole key chunks (logs and values) where kept, else empty: made before the fold (a wave of
-  // fewer segments than threads); after a whole fold only the first keeps its logs (below).
+  // The first key chunk whole (logs and values: the sweep's per-row path reads them there), the
+  // others empty, or only their values where made before the fold (keep_made).
   std::vector<KeyChunk> chunks;
+  bool made = false;   // the key chunks were made before the fold (keep_made)
   Matrix column_max;   // row c: chunk c's column max
-  Matrix kept;         // chunk c's rows of the segment: its features at the fold's running shift
+  Matrix kept;         // chunk c's rows of the segment: its features at the fold's running shift (its logs until then, where made before)
   Matrix before_kv;    // rows [c M, (c + 1) M): kv of the segment's own keys before chunk c
   Matrix before_sums;  // rows 2c, 2c + 1: that state's k_sum and shift
   PrefixState total;
@@ -53,6 +54,24 @@ struct SegmentKeys {
     before_sums.row(2 * c).segment(r0, F) = state.k_sum.transpose();
     before_sums.row(2 * c + 1).segment(r0, F) = state.shift.transpose();
   }
+  // Chunk c's keys made before the fold, in parallel across chunks (a wave of fewer segments than
+  // threads), kept where the fold takes them: their logs in the chunk's rows of `kept`, their
+  // column max in `column_max`, so that the fold's threads do not each allocate (and the caller
+  // free) a block a chunk; their values in chunks[c]; chunk 0 whole besides.
+  void keep_made(Index c, KeyChunk k) {
+    kept.middleRows(c * chunk, k.log.rows()) = k.log;
+    column_max.row(c) = k.column_max.transpose();
+    if (c == 0) chunks[0] = std::move(k);
+    else chunks[static_cast<std::size_t>(c)].value = std::move(k.value);
+  }
+  // Features [r0, r0 + F) of chunk c's keys made before the fold (key_columns of the whole chunk).
+  KeyChunk made_columns(Index c, Index r0, Index F) const {
+    KeyChunk k;
+    k.log = kept.block(c * chunk, r0, rows_of(c), F);
+    if (const Matrix& value = chunks[static_cast<std::size_t>(c)].value; value.size()) k.value = value.middleCols(r0, F);
+    k.column_max = column_max.row(c).segment(r0, F).transpose();
+    return k;
+  }
   PrefixView before(Index c) const {
     return {&before_kv(c * features, 0), &before_sums(2 * c, 0), &before_sums(2 * c + 1, 0), features, dv};
   }
@@ -69,32 +88,30 @@ struct SegmentKeys {
 // others only their column max (the logs were a third of what a segment kept); the rare chunk
 // that needs more makes them again (ChunkKeys).
 void fold_segment(SegmentKeys& segment, const FactorBlock& keys, ConstMatrixRef v, Index begin) {
-  segment.allocate();
+  if (!segment.made) segment.allocate();
   PrefixState state = empty_prefix_state(segment.features, v.cols());
   for (Index c = 0; c < segment.count(); ++c) {
     const Index j0 = begin + c * segment.chunk, n = segment.rows_of(c);
-    KeyChunk& made = segment.chunks[static_cast<std::size_t>(c)];
-    KeyChunk k = made.column_max.size() ? std::move(made) : key_chunk(keys, segment.features, j0, n);
+    KeyChunk k = segment.made ? segment.made_columns(c, 0, segment.features) : key_chunk(keys, segment.features, j0, n);
     segment.keep_before(c, state, 0);
-    segment.column_max.row(c) = k.column_max.transpose();
-    if (c == 0) segment.kept.middleRows(0, n) = fold_chunk(state, k.log, k, v.middleRows(j0, n));  // a copy of the log
-    else segment.kept.middleRows(c * segment.chunk, n) = fold_chunk(state, std::move(k.log), k, v.middleRows(j0, n));
-    made = c == 0 ? std::move(k) : KeyChunk();
+    if (!segment.made) segment.column_max.row(c) = k.column_max.transpose();
+    const bool first = c == 0 && !segment.made;  // its logs kept whole: a copy of them folded
+    segment.kept.middleRows(c * segment.chunk, n) = fold_chunk(state, first ? Matrix(k.log) : std::move(k.log), k, v.middleRows(j0, n));
+    if (first) segment.chunks[0] = std::move(k);
   }
   segment.total = std::move(state);
 }
 
 // fold_segment by feature blocks (kFeatureQuantum), with more threads than segments: what a
 // block folds goes to its rows of the segment's states and its columns of the chunks' features
-// (allocated, and the total sized, for every feature first). The key chunks are made already.
+// (the total sized for every feature first), each block's features replacing its logs there.
+// The key chunks are made already (keep_made).
 void fold_segment_block(SegmentKeys& segment, Index r0, Index F, ConstMatrixRef v, Index begin) {
   PrefixState state = empty_prefix_state(F, v.cols());
   for (Index c = 0; c < segment.count(); ++c) {
     const Index j0 = begin + c * segment.chunk, n = segment.rows_of(c);
-    const KeyChunk& whole = segment.chunks[static_cast<std::size_t>(c)];
-    KeyChunk k = key_columns(whole, r0, F);
+    KeyChunk k = segment.made_columns(c, r0, F);
     segment.keep_before(c, state, r0);
-    segment.column_max.row(c).segment(r0, F) = k.column_max.transpose();
     segment.kept.block(c * segment.chunk, r0, n, F) = fold_chunk(state, std::move(k.log), k, v.middleRows(j0, n));
   }
   set_feature_rows(segment.total, state, r0);
@@ -391,19 +408,20 @@ bool causal_factored_attention(const std::vector<QueryHead>& heads, const Factor
     std::vector<SegmentKeys> ks;
     for (Index s = 0; s < count; ++s) ks.emplace_back(rows(s).second - rows(s).first, chunk, features, v.cols());
     if (count < threads) {
-      // Fewer segments than threads (short inputs): the key chunks first, in parallel across
-      // chunks. Otherwise each fold makes its chunks as it goes, while they are in cache.
+      // Fewer segments than threads (short inputs, a long input's last wave): the key chunks
+      // first, in parallel across chunks. Otherwise each fold makes its chunks as it goes, while
+      // they are in cache.
+      for (SegmentKeys& k : ks) k.allocate(), k.made = true;
       const auto key_chunks = starts(chunk);
       parallel_for(static_cast<Index>(key_chunks.size()), [&](Index i) {
         const auto [s, j0] = key_chunks[static_cast<std::size_t>(i)];
         const auto [begin, end] = rows(s);
-        ks[static_cast<std::size_t>(s)].chunks[static_cast<std::size_t>((j0 - begin) / chunk)] =
-            key_chunk(aligned, features, j0, std::min(chunk, end - j0));
+        ks[static_cast<std::size_t>(s)].keep_made((j0 - begin) / chunk, key_chunk(aligned, features, j0, std::min(chunk, end - j0)));
       });
     }
     const FeatureBlocks plan = plan_feature_blocks(count, features, count < threads ? threads : 1, kFeatureQuantum);
     if (const Index blocks = plan.count(); blocks > 1) {
-      for (SegmentKeys& k : ks) k.allocate(), k.total = empty_prefix_state(features, v.cols());
+      for (SegmentKeys& k : ks) k.total = empty_prefix_state(features, v.cols());
       parallel_for(count * blocks, [&](Index t) {
         const Index b = t % blocks;
         fold_segment_block(ks[static_cast<std::size_t>(t / blocks)], plan.starts[static_cast<std::size_t>(b)], plan.width(b),
