@@ -32,7 +32,9 @@ struct SegmentKeys {
   std::vector<KeyChunk> chunks;
   bool made = false;   // the key chunks were made before the fold (keep_made)
   Matrix column_max;   // row c: chunk c's column max
-  Matrix kept;         // chunk c's rows of the segment: its features at the fold's running shift (its logs until then, where made before)
+  // Chunk c's rows of the segment: its features at the fold's running shift (its logs until the
+  // fold, where made before it).
+  Matrix kept;
   Matrix before_kv;    // rows [c M, (c + 1) M): kv of the segment's own keys before chunk c
   Matrix before_sums;  // rows 2c, 2c + 1: that state's k_sum and shift
   PrefixState total;
@@ -68,7 +70,8 @@ struct SegmentKeys {
   KeyChunk made_columns(Index c, Index r0, Index F) const {
     KeyChunk k;
     k.log = kept.block(c * chunk, r0, rows_of(c), F);
-    if (const Matrix& value = chunks[static_cast<std::size_t>(c)].value; value.size()) k.value = value.middleCols(r0, F);
+    const Matrix& value = chunks[static_cast<std::size_t>(c)].value;
+    if (value.size()) k.value = value.middleCols(r0, F);
     k.column_max = column_max.row(c).segment(r0, F).transpose();
     return k;
   }
@@ -96,7 +99,8 @@ void fold_segment(SegmentKeys& segment, const FactorBlock& keys, ConstMatrixRef 
     segment.keep_before(c, state, 0);
     if (!segment.made) segment.column_max.row(c) = k.column_max.transpose();
     const bool first = c == 0 && !segment.made;  // its logs kept whole: a copy of them folded
-    segment.kept.middleRows(c * segment.chunk, n) = fold_chunk(state, first ? Matrix(k.log) : std::move(k.log), k, v.middleRows(j0, n));
+    segment.kept.middleRows(c * segment.chunk, n) =
+        fold_chunk(state, first ? Matrix(k.log) : std::move(k.log), k, v.middleRows(j0, n));
     if (first) segment.chunks[0] = std::move(k);
   }
   segment.total = std::move(state);
@@ -247,7 +251,8 @@ bool sweep_chunk(const FactorBlock& queries, const ChunkKeys& keys, Index featur
     Vector factor(shift.size());
     vec::rescale_factors(factor.data(), fold_shift.data(), shift.data(), shift.size());
     recomputed.resize(kept.rows(), kept.cols());
-    for (Index i = 0; i < kept.rows(); ++i) vec::multiply(&recomputed(i, 0), kept.row(i).data(), factor.data(), kept.cols());
+    for (Index i = 0; i < kept.rows(); ++i)
+      vec::multiply(&recomputed(i, 0), kept.row(i).data(), factor.data(), kept.cols());
     return recomputed;
   };
   if (near) {
@@ -376,8 +381,8 @@ bool causal_factored_attention(const std::vector<QueryHead>& heads, const Factor
         Vector shift;
         const Matrix kf = fold_features(own, k.log, k, shift);  // a copy of the log
         for (const QueryHead& head : heads)
-          finite = sweep_chunk(head.factors, {&k, k.column_max, kf, own, prefix, aligned}, features, va, head.out, j0, n,
-                               scratch) &&
+          finite = sweep_chunk(head.factors, {&k, k.column_max, kf, own, prefix, aligned}, features, va, head.out, j0,
+                               n, scratch) &&
                    finite;
         fold_into(own, kf, shift, va.middleRows(j0, n));
       }
@@ -416,7 +421,8 @@ bool causal_factored_attention(const std::vector<QueryHead>& heads, const Factor
       parallel_for(static_cast<Index>(key_chunks.size()), [&](Index i) {
         const auto [s, j0] = key_chunks[static_cast<std::size_t>(i)];
         const auto [begin, end] = rows(s);
-        ks[static_cast<std::size_t>(s)].keep_made((j0 - begin) / chunk, key_chunk(aligned, features, j0, std::min(chunk, end - j0)));
+        ks[static_cast<std::size_t>(s)].keep_made((j0 - begin) / chunk,
+                                                  key_chunk(aligned, features, j0, std::min(chunk, end - j0)));
       });
     }
     const FeatureBlocks plan = plan_feature_blocks(count, features, count < threads ? threads : 1, kFeatureQuantum);
