@@ -48,9 +48,11 @@ void check_out_length(const std::vector<favor::Index>& dims, double size, double
 std::function<void()> caller_part(double size, bool fresh, favor::InputArrival* arriving);
 
 // With `arriving`, q, k and v hold only their dims yet: their data is copied in while the call
-// runs (web/heap.js call, favor/threads/input_arrival.hpp), in pieces of a fold segment's rows.
+// runs (web/heap.js call, favor/threads/input_arrival.hpp), in pieces of a fold segment's rows,
+// in the order the call's threads read them (`reading`).
 std::unique_ptr<favor::InputArrival> arriving_inputs(bool arriving, const favor::ConstTensorView& q,
-                                                     const favor::ConstTensorView& k, const favor::ConstTensorView& v);
+                                                     const favor::ConstTensorView& k, const favor::ConstTensorView& v,
+                                                     favor::HeadReading reading = favor::HeadReading::whole);
 
 // Runs `compute(out)` into a freshly allocated output of `dims`, freeing it on failure.
 // out_length: the length of the caller's options.out (NaN: none), checked against the output's

@@ -12,7 +12,7 @@ namespace {
 // as on the inputs in place, or the same error. A read before its await would see the NaN.
 using AttentionCall = std::function<void(const Tensor& q, const Tensor& k, const Tensor& v, const favor::TensorView& out)>;
 void check_arriving(const AttentionCall& attend, const Tensor& q, const Tensor& k, const Tensor& v,
-                    const std::vector<Index>& out_dims, bool causal, Index rows) {
+                    const std::vector<Index>& out_dims, bool causal, Index rows, favor::HeadReading reading) {
   try {
     if (favor::attention_output_dims(q.dims, k.dims, v.dims, causal) != out_dims) return;
   } catch (...) {
@@ -38,7 +38,7 @@ void check_arriving(const AttentionCall& attend, const Tensor& q, const Tensor& 
     favor::InputArrival arrival(
         {hq.data.data(), hk.data.data(), hv.data.data()},
         {static_cast<Index>(q.data.size()), static_cast<Index>(k.data.size()), static_cast<Index>(v.data.size())},
-        favor::attention_input_order(q.dims, k.dims, v.dims, rows, 1), [&](const favor::InputPiece& p) {
+        favor::attention_input_order(q.dims, k.dims, v.dims, rows, 1, reading), [&](const favor::InputPiece& p) {
           std::memcpy(to[p.input]->data.data() + p.offset, from[p.input]->data.data() + p.offset, sizeof(float) * p.count);
         });
     error = call(hq, hk, hv, got);
@@ -147,7 +147,9 @@ void fuzz_tensor_attention(Decoder& in, int method) {
       if (method == 0) favor::exact_attention(a.view(), b.view(), c.view(), o, fo);
       else if (method == 2) favor::favor_attention(*map, a.view(), b.view(), c.view(), o, fo);
       else favor::codebook_attention(codebook.view(), a.view(), b.view(), c.view(), o, co);
-    }, q, k, v, out_dims, causal, 1 + in.pick(64));
+    }, q, k, v, out_dims, causal, 1 + in.pick(64),
+    // as the bindings order them: a bidirectional FAVOR+ call's heads by slices
+    method == 2 && !causal ? favor::HeadReading::by_slices : favor::HeadReading::whole);
   if (outcome != Outcome::ok) return;
 
   const std::size_t n = count(out_dims);

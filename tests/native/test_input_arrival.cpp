@@ -37,57 +37,112 @@ Index count_of(const std::vector<Index>& dims) {
   return n;
 }
 
-TEST(InputArrival, TheOrderCoversEveryFloatOnceHeadByHead) {
+constexpr favor::HeadReading kReadings[] = {favor::HeadReading::whole, favor::HeadReading::by_slices};
+
+// Every float comes once, in a piece within one head's part; a head's keys and values before its
+// queries; with several key/value heads, a head's slices in order, and a head read whole all
+// together.
+TEST(InputArrival, TheOrderCoversEveryFloatOnceAHeadsKeysFirst) {
   struct Case {
     std::vector<Index> q, k, v;
     Index rows;
   };
-  for (const Case& c : {Case{{5, 8}, {7, 8}, {7, 3}, 2}, Case{{2, 4, 9, 6}, {2, 2, 11, 6}, {2, 2, 11, 5}, 4},
-                        Case{{3, 10, 4}, {3, 10, 4}, {3, 10, 2}, 100}, Case{{6, 5, 4}, {1, 12, 4}, {1, 12, 4}, 1}}) {
-    const std::vector<std::vector<Index>> dims{c.q, c.k, c.v};
-    std::vector<std::vector<int>> seen(3);
-    for (int i = 0; i < 3; ++i) seen[i].assign(static_cast<std::size_t>(count_of(dims[i])), 0);
-    const auto pieces = favor::attention_input_order(c.q, c.k, c.v, c.rows, 3);
-    const Index heads = count_of(c.k) / (c.k[c.k.size() - 2] * c.k.back());
-    std::vector<int> head_done(static_cast<std::size_t>(heads), 0);
-    Index head = -1;       // the key/value head whose pieces come now: each once, 0 last
-    bool queries = false;  // its queries have begun: no more of its keys and values
-    for (const favor::InputPiece& p : pieces) {
-      ASSERT_GT(p.count, 0);
-      const Index per_head = count_of(dims[p.input]) / heads;
-      const Index h = p.offset / per_head;
-      EXPECT_EQ((p.offset + p.count - 1) / per_head, h) << "a piece within one head's part";
-      if (h != head) {
-        ASSERT_EQ(head_done[static_cast<std::size_t>(h)]++, 0) << "a head's pieces together";
-        head = h, queries = false;
+  for (const favor::HeadReading reading : kReadings)
+    for (const Case& c : {Case{{5, 8}, {7, 8}, {7, 3}, 2}, Case{{2, 4, 9, 6}, {2, 2, 11, 6}, {2, 2, 11, 5}, 4},
+                          Case{{3, 10, 4}, {3, 10, 4}, {3, 10, 2}, 100}, Case{{6, 5, 4}, {1, 12, 4}, {1, 12, 4}, 1},
+                          Case{{5, 9, 4}, {5, 9, 4}, {5, 9, 3}, 2}}) {
+      const std::vector<std::vector<Index>> dims{c.q, c.k, c.v};
+      std::vector<std::vector<int>> seen(3);
+      for (int i = 0; i < 3; ++i) seen[i].assign(static_cast<std::size_t>(count_of(dims[i])), 0);
+      const auto pieces = favor::attention_input_order(c.q, c.k, c.v, c.rows, 3, reading);
+      const Index heads = count_of(c.k) / (c.k[c.k.size() - 2] * c.k.back());
+      const std::string where = std::to_string(heads) + " heads, " + (reading == favor::HeadReading::whole ? "whole" : "by slices");
+      std::vector<int> head_done(static_cast<std::size_t>(heads), 0);
+      std::vector<bool> queries(static_cast<std::size_t>(heads), false);  // a head's queries have begun
+      std::vector<std::vector<Index>> next(3, std::vector<Index>(static_cast<std::size_t>(heads), 0));  // in order
+      Index head = -1;  // the head whose pieces come now
+      for (const favor::InputPiece& p : pieces) {
+        ASSERT_GT(p.count, 0);
+        const Index per_head = count_of(dims[p.input]) / heads;
+        const auto h = static_cast<std::size_t>(p.offset / per_head);
+        EXPECT_EQ((p.offset + p.count - 1) / per_head, static_cast<Index>(h)) << "a piece within one head's part, " << where;
+        if (static_cast<Index>(h) != head) {
+          if (reading == favor::HeadReading::whole) ASSERT_EQ(head_done[h]++, 0) << "a head's pieces together, " << where;
+          head = static_cast<Index>(h);
+        }
+        if (p.input == 0) queries[h] = true;
+        else EXPECT_FALSE(queries[h]) << "keys and values before the queries, " << where;
+        if (heads > 1) {
+          EXPECT_EQ(p.offset, static_cast<Index>(h) * per_head + next[p.input][h]) << "a head's slices in order, " << where;
+          next[p.input][h] += p.count;
+        }
+        for (Index i = p.offset; i < p.offset + p.count; ++i) ++seen[p.input][static_cast<std::size_t>(i)];
       }
-      if (p.input == 0) queries = true;
-      else EXPECT_FALSE(queries) << "keys and values before the queries";
-      for (Index i = p.offset; i < p.offset + p.count; ++i) ++seen[p.input][static_cast<std::size_t>(i)];
+      for (const auto& s : seen)
+        for (int n : s) ASSERT_EQ(n, 1) << where;
     }
-    for (const auto& s : seen)
-      for (int n : s) ASSERT_EQ(n, 1);
-  }
 }
 
 // Each helper's first head (its home range's) comes among the first `threads - 1`, its second
 // among the next, ...; the calling thread's last.
 TEST(InputArrival, HeadsComeInTheOrderThreadsStartOnThem) {
-  for (Index heads : {1, 2, 3, 8, 12, 16, 33, 64})
-    for (int threads = 1; threads <= 64; ++threads) {
-      const auto pieces = favor::attention_input_order({heads, 4, 2}, {heads, 4, 2}, {heads, 4, 2}, 4, threads);
-      std::vector<Index> order;  // the heads as they come
-      for (const favor::InputPiece& p : pieces)
-        if (p.input == 1) order.push_back(p.offset / 8);
-      ASSERT_EQ(static_cast<Index>(order.size()), heads);
-      const auto at = [&](Index h) { return std::find(order.begin(), order.end(), h) - order.begin(); };
-      const auto [own_begin, own_end] = favor::home_range(heads, threads, 0);
-      for (Index h = own_begin; h < own_end; ++h) EXPECT_EQ(at(h), heads - own_end + h) << "the caller's last, in order";
-      for (int t = 1; t < threads; ++t) {
-        const auto [begin, end] = favor::home_range(heads, threads, t);
-        for (Index h = begin; h < end; ++h)
-          EXPECT_LT(at(h), (h - begin + 1) * (threads - 1)) << heads << " heads, thread " << t << " of " << threads;
+  for (const favor::HeadReading reading : kReadings)
+    for (Index heads : {1, 2, 3, 8, 12, 16, 33, 64})
+      for (int threads = 1; threads <= 64; ++threads) {
+        const auto pieces = favor::attention_input_order({heads, 4, 2}, {heads, 4, 2}, {heads, 4, 2}, 4, threads, reading);
+        std::vector<Index> order;  // the heads as they come
+        for (const favor::InputPiece& p : pieces)
+          if (p.input == 1) order.push_back(p.offset / 8);
+        ASSERT_EQ(static_cast<Index>(order.size()), heads);
+        const auto at = [&](Index h) { return std::find(order.begin(), order.end(), h) - order.begin(); };
+        const auto [own_begin, own_end] = favor::home_range(heads, threads, 0);
+        for (Index h = own_begin; h < own_end; ++h) EXPECT_EQ(at(h), heads - own_end + h) << "the caller's last, in order";
+        for (int t = 1; t < threads; ++t) {
+          const auto [begin, end] = favor::home_range(heads, threads, t);
+          for (Index h = begin; h < end; ++h)
+            EXPECT_LT(at(h), (h - begin + 1) * (threads - 1)) << heads << " heads, thread " << t << " of " << threads;
+        }
       }
+}
+
+// Heads read by slices: every helper's first head has its first slice of keys and values in
+// before any head has its second (not once the heads before it are in whole). The caller's heads,
+// which it starts on once it has copied everything, come after every helper's; but with fewer
+// heads than threads a helper that has none takes the caller's at once, and it comes with the
+// others. With one head, its slices come as the threads start on them.
+TEST(InputArrival, HeadsReadBySlicesStartTogether) {
+  for (Index heads : {1, 2, 3, 8, 12, 16, 33})
+    for (int threads = 2; threads <= 40; ++threads) {
+      const Index S = 12, rows = 4;  // three slices a head
+      const auto pieces = favor::attention_input_order({heads, S, 2}, {heads, S, 2}, {heads, S, 2}, rows, threads,
+                                                       favor::HeadReading::by_slices);
+      std::vector<std::pair<Index, Index>> keys;  // (head, slice) as they come
+      Index last_helper_piece = -1, first_caller_piece = static_cast<Index>(pieces.size());
+      const Index own_end = favor::home_range(heads, threads, 0).second;
+      for (std::size_t i = 0; i < pieces.size(); ++i) {
+        const favor::InputPiece& p = pieces[i];
+        const Index h = p.offset / (S * 2);
+        if (p.input == 1) keys.emplace_back(h, p.offset % (S * 2) / (rows * 2));
+        if (heads > 1 && h < own_end) first_caller_piece = std::min(first_caller_piece, static_cast<Index>(i));
+        if (heads > 1 && h >= own_end) last_helper_piece = static_cast<Index>(i);
+      }
+      const auto at = [&](Index h, Index s) {
+        return std::find(keys.begin(), keys.end(), std::make_pair(h, s)) - keys.begin();
+      };
+      const std::string where = std::to_string(heads) + " heads, " + std::to_string(threads) + " threads";
+      if (heads == 1) {
+        // Slice t is helper t's first (home_range of 3 slices), the caller's own last.
+        const Index own = favor::home_range(3, threads, 0).second;
+        for (Index s = 0; s < 3; ++s) EXPECT_EQ(at(0, s) >= 3 - own, s < own) << where;
+        continue;
+      }
+      Index second_slice = static_cast<Index>(keys.size());
+      for (Index h = 0; h < heads; ++h) second_slice = std::min<Index>(second_slice, at(h, 1));
+      for (int t = 1; t < threads; ++t)
+        if (const auto [begin, end] = favor::home_range(heads, threads, t); begin < end)
+          EXPECT_LT(at(begin, 0), second_slice) << where << ", thread " << t;
+      if (heads < threads) EXPECT_LT(at(0, 0), second_slice) << where << ", the caller's head";
+      else EXPECT_LT(last_helper_piece, first_caller_piece) << where;
     }
 }
 
@@ -190,7 +245,8 @@ std::vector<float> random_floats(Index n, std::mt19937& gen, float scale) {
 std::pair<std::vector<float>, std::string> run(const Call& c, const favor::FeatureMap& map, const std::vector<float>& q,
                                                const std::vector<float>& k, const std::vector<float>& v,
                                                const std::vector<std::uint8_t>& mask, bool arriving, int* copies,
-                                               float poison = std::numeric_limits<float>::quiet_NaN(), int fail_at = -1) {
+                                               float poison = std::numeric_limits<float>::quiet_NaN(), int fail_at = -1,
+                                               favor::HeadReading reading = favor::HeadReading::whole) {
   favor::FavorOptions o;
   o.causal = c.causal;
   const auto out_dims = favor::attention_output_dims(c.q, c.k, c.v, c.causal);
@@ -206,7 +262,7 @@ std::pair<std::vector<float>, std::string> run(const Call& c, const favor::Featu
     if (arriving) {
       a.emplace(std::vector<float*>{hq.data(), hk.data(), hv.data()},
                 std::vector<Index>{count_of(c.q), count_of(c.k), count_of(c.v)},
-                favor::attention_input_order(c.q, c.k, c.v, 16, favor::max_threads()), arrival.copy());
+                favor::attention_input_order(c.q, c.k, c.v, 16, favor::max_threads(), reading), arrival.copy());
       task.emplace([&] { a->copy_all(); });
     }
     favor::ConstMaskView m;
@@ -263,16 +319,21 @@ TEST(InputArrival, FavorAttentionGivesTheSameBitsAsOnInputsCopiedBeforehand) {
     for (std::size_t i = 0; i < mask.size(); ++i) mask[i] = (i * 7) % 5 != 0;
     const auto [expected, expected_error] = run(c, map, q, k, v, mask, false, nullptr);
     ASSERT_EQ(expected_error, "") << c.name;
-    for (int threads : {1, 2, 4})
-      for (const float poison : {std::numeric_limits<float>::quiet_NaN(), 0.25f}) {
-        const Threads t(threads);
-        int copies = 0;
-        const auto [got, error] = run(c, map, q, k, v, mask, true, &copies, poison);
-        const std::string where = std::string(c.name) + ", " + std::to_string(threads) + " threads, poison " + std::to_string(poison);
-        EXPECT_EQ(error, "") << where;
-        EXPECT_EQ(std::memcmp(got.data(), expected.data(), sizeof(float) * got.size()), 0) << where;
-        EXPECT_EQ(copies, static_cast<int>(favor::attention_input_order(c.q, c.k, c.v, 16, favor::max_threads()).size())) << where;
-      }
+    // Either order: the bindings give a bidirectional FAVOR+ call its heads by slices, the others
+    // whole, and an order only changes which thread waits when.
+    for (const auto reading : {favor::HeadReading::whole, favor::HeadReading::by_slices})
+      for (int threads : {1, 2, 4})
+        for (const float poison : {std::numeric_limits<float>::quiet_NaN(), 0.25f}) {
+          const Threads t(threads);
+          int copies = 0;
+          const auto [got, error] = run(c, map, q, k, v, mask, true, &copies, poison, -1, reading);
+          const std::string where = std::string(c.name) + ", " + std::to_string(threads) + " threads, poison " +
+                                    std::to_string(poison) + (reading == favor::HeadReading::whole ? ", whole" : ", by slices");
+          EXPECT_EQ(error, "") << where;
+          EXPECT_EQ(std::memcmp(got.data(), expected.data(), sizeof(float) * got.size()), 0) << where;
+          EXPECT_EQ(copies, static_cast<int>(favor::attention_input_order(c.q, c.k, c.v, 16, favor::max_threads(), reading).size()))
+              << where;
+        }
   }
 }
 

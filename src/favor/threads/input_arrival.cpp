@@ -13,38 +13,71 @@ namespace {
 
 std::atomic<InputArrival*> g_arrival{nullptr};
 
-}  // namespace
-
 // 0 .. n-1 in the order `threads` threads start on them when a region deals each its contiguous
-// range first (home_range): every helper's first index, then every helper's second, ...; the
-// calling thread's range, busy copying, last.
-std::vector<Index> home_order(Index n, int threads) {
+// range first (home_range), in passes: every helper's first index, then every helper's second,
+// ...; last, the calling thread's range (busy copying, it starts on it once it has copied all),
+// one index a pass. With fewer indices than threads, the caller's one goes in the first pass: a
+// helper with none of its own takes it at once.
+std::vector<std::vector<Index>> home_passes(Index n, int threads) {
   threads = std::max(1, threads);
-  std::vector<Index> order;
-  order.reserve(static_cast<std::size_t>(n));
-  for (Index j = 0; static_cast<Index>(order.size()) < n - home_range(n, threads, 0).second; ++j)
+  std::vector<std::vector<Index>> passes;
+  const Index own = home_range(n, threads, 0).second;
+  for (Index j = 0, placed = 0; placed < n - own; ++j) {
+    passes.emplace_back();
     for (int t = threads - 1; t >= 1; --t)
-      if (const auto [begin, end] = home_range(n, threads, t); begin + j < end) order.push_back(begin + j);
-  for (Index i = 0; i < home_range(n, threads, 0).second; ++i) order.push_back(i);
-  return order;
+      if (const auto [begin, end] = home_range(n, threads, t); begin + j < end) passes.back().push_back(begin + j);
+    placed += static_cast<Index>(passes.back().size());
+  }
+  for (Index i = 0; i < own; ++i) {
+    if (n < threads && !passes.empty()) passes.front().push_back(i);
+    else passes.push_back({i});
+  }
+  return passes;
 }
 
+}  // namespace
+
 std::vector<InputPiece> attention_input_order(const std::vector<Index>& q, const std::vector<Index>& k,
-                                              const std::vector<Index>& v, Index rows, int threads) {
+                                              const std::vector<Index>& v, Index rows, int threads,
+                                              HeadReading reading) {
   const Index kv_heads = heads(k), S = k[k.size() - 2];
   const Index query_rows = heads(q) / kv_heads * q[q.size() - 2];  // a key/value head's query heads' rows
   const Index d = q.back(), dv = v.back();
   rows = std::max<Index>(1, rows);
-  const auto slices = [rows, threads](Index total, auto&& piece) {
-    for (const Index s : home_order((total + rows - 1) / rows, threads)) piece(s * rows, std::min(rows, total - s * rows));
-  };
+  const Index key_slices = (S + rows - 1) / rows, query_slices = (query_rows + rows - 1) / rows;
   std::vector<InputPiece> pieces;
-  for (const Index h : home_order(kv_heads, threads)) {
-    slices(S, [&](Index r, Index n) {
-      pieces.push_back({1, (h * S + r) * d, n * d});
-      pieces.push_back({2, (h * S + r) * dv, n * dv});
-    });
-    slices(query_rows, [&](Index r, Index n) { pieces.push_back({0, (h * query_rows + r) * d, n * d}); });
+  const auto keys = [&](Index h, Index s) {
+    const Index r = s * rows, n = std::min(rows, S - r);
+    pieces.push_back({1, (h * S + r) * d, n * d});
+    pieces.push_back({2, (h * S + r) * dv, n * dv});
+  };
+  const auto queries = [&](Index h, Index s) {
+    const Index r = s * rows;
+    pieces.push_back({0, (h * query_rows + r) * d, std::min(rows, query_rows - r) * d});
+  };
+  if (kv_heads == 1) {
+    // One head: its loops are the call's regions, whose threads start on their home ranges.
+    for (const auto& pass : home_passes(key_slices, threads))
+      for (const Index s : pass) keys(0, s);
+    for (const auto& pass : home_passes(query_slices, threads))
+      for (const Index s : pass) queries(0, s);
+    return pieces;
+  }
+  // Several: a head is an index of the call's region, and its loops are regions inside it, whose
+  // indices its threads take in order, so a head's slices come in order. A head read whole comes
+  // whole. Heads read by slices come a pass at a time, slice by slice: each thread has the first
+  // slice of its head once the pass's other heads have theirs, not once the heads before its own
+  // are in whole.
+  for (const auto& pass : home_passes(kv_heads, threads)) {
+    const std::size_t width = reading == HeadReading::whole ? 1 : pass.size();
+    for (std::size_t g = 0; g < pass.size(); g += width) {
+      const auto group = [&](Index slices, const auto& piece) {
+        for (Index s = 0; s < slices; ++s)
+          for (std::size_t i = g; i < g + width; ++i) piece(pass[i], s);
+      };
+      group(key_slices, keys);
+      group(query_slices, queries);
+    }
   }
   return pieces;
 }

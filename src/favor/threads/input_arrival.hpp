@@ -29,16 +29,23 @@ struct InputPiece {
   Index count = 0;
 };
 
+// How a call's threads read a key/value head's inputs: all of them before they start on it
+// (exact attention, codebooks, causal sweeps: they read v whole first), or its keys and values
+// slice by slice as they fold them, then its queries (bidirectional random features).
+enum class HeadReading { whole, by_slices };
+
 // The order in which the inputs of an attention call (q [..., Hq, L, d], k [..., Hkv, S, d],
-// v [..., Hkv, S, dv]; inputs 0, 1, 2) arrive: key/value head by key/value head (the heads of q
-// that read head kv are the kv-th of Hkv equal parts of q), each head's keys and values together
-// in slices of `rows` rows, then its queries in slices of `rows` rows. Heads, and slices within a
-// head, come in the order `threads` threads start on them (a region deals each thread a
+// v [..., Hkv, S, dv]; inputs 0, 1, 2) arrive: in slices of `rows` rows, a key/value head's keys
+// and values together, then its queries (the heads of q that read head kv are the kv-th of Hkv
+// equal parts of q), in the order `threads` threads start on them (a region deals each thread a
 // contiguous range of indices first, home_range): every helper's first, then every helper's
-// second, ...; the calling thread's own, which it takes once it has copied them all, last.
+// second, ...; the calling thread's own, which it takes once it has copied them all, last. With
+// one key/value head those indices are its slices. With several they are the heads, and a head's
+// slices come in order; heads read by slices come slice by slice across each such pass of heads.
 // Expects valid dims (checked by the caller beforehand).
 std::vector<InputPiece> attention_input_order(const std::vector<Index>& q, const std::vector<Index>& k,
-                                              const std::vector<Index>& v, Index rows, int threads);
+                                              const std::vector<Index>& v, Index rows, int threads,
+                                              HeadReading reading);
 
 class InputArrival {
  public:
