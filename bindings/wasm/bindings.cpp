@@ -156,8 +156,10 @@ double favor_attention(const FeatureMapHandle& map, std::uintptr_t q, std::uintp
     favor::FavorOptions o;
     static_cast<favor::AttentionOptions&>(o) = attention_options(causal, scale);
     if (!std::isnan(chunk)) o.chunk = static_cast<favor::Index>(chunk);
-    // A bidirectional call folds each head's keys and values as they come; a causal one reads v whole first.
-    const auto inputs = arriving_inputs(arriving, qv, kv, vv, causal ? favor::HeadReading::whole : favor::HeadReading::by_slices);
+    // A bidirectional call folds each head's keys and values as they come; a causal one reads v
+    // whole first.
+    const auto inputs = arriving_inputs(arriving, qv, kv, vv,
+                                        causal ? favor::HeadReading::whole : favor::HeadReading::by_slices);
     return with_output(dims, out_length, [&](const favor::TensorView& out) {
       favor::favor_attention(map.map(), qv, kv, vv, out, o, mask_view(mask));
     }, inputs.get());

@@ -112,7 +112,8 @@ std::unique_ptr<favor::InputArrival> arriving_inputs(bool arriving, const favor:
       data,
       std::vector<favor::Index>{favor::element_count(q.dims, "q"), favor::element_count(k.dims, "k"),
                                 favor::element_count(v.dims, "v")},
-      favor::attention_input_order(q.dims, k.dims, v.dims, kRows, favor::max_threads(), reading), [data](const favor::InputPiece& p) {
+      favor::attention_input_order(q.dims, k.dims, v.dims, kRows, favor::max_threads(), reading),
+      [data](const favor::InputPiece& p) {
         if (!copy_arriving_input(p.input, static_cast<double>(p.offset), static_cast<double>(p.count),
                                  data[static_cast<std::size_t>(p.input)] + p.offset))
           favor::throw_range("q, k, v", "could not be copied into the WebAssembly heap");

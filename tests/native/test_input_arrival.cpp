@@ -56,7 +56,8 @@ TEST(InputArrival, TheOrderCoversEveryFloatOnceAHeadsKeysFirst) {
       for (int i = 0; i < 3; ++i) seen[i].assign(static_cast<std::size_t>(count_of(dims[i])), 0);
       const auto pieces = favor::attention_input_order(c.q, c.k, c.v, c.rows, 3, reading);
       const Index heads = count_of(c.k) / (c.k[c.k.size() - 2] * c.k.back());
-      const std::string where = std::to_string(heads) + " heads, " + (reading == favor::HeadReading::whole ? "whole" : "by slices");
+      const std::string where =
+          std::to_string(heads) + " heads, " + (reading == favor::HeadReading::whole ? "whole" : "by slices");
       std::vector<int> head_done(static_cast<std::size_t>(heads), 0);
       std::vector<bool> queries(static_cast<std::size_t>(heads), false);  // a head's queries have begun
       std::vector<std::vector<Index>> next(3, std::vector<Index>(static_cast<std::size_t>(heads), 0));  // in order
@@ -65,15 +66,18 @@ TEST(InputArrival, TheOrderCoversEveryFloatOnceAHeadsKeysFirst) {
         ASSERT_GT(p.count, 0);
         const Index per_head = count_of(dims[p.input]) / heads;
         const auto h = static_cast<std::size_t>(p.offset / per_head);
-        EXPECT_EQ((p.offset + p.count - 1) / per_head, static_cast<Index>(h)) << "a piece within one head's part, " << where;
+        EXPECT_EQ((p.offset + p.count - 1) / per_head, static_cast<Index>(h))
+            << "a piece within one head's part, " << where;
         if (static_cast<Index>(h) != head) {
-          if (reading == favor::HeadReading::whole) ASSERT_EQ(head_done[h]++, 0) << "a head's pieces together, " << where;
+          if (reading == favor::HeadReading::whole)
+            ASSERT_EQ(head_done[h]++, 0) << "a head's pieces together, " << where;
           head = static_cast<Index>(h);
         }
         if (p.input == 0) queries[h] = true;
         else EXPECT_FALSE(queries[h]) << "keys and values before the queries, " << where;
         if (heads > 1) {
-          EXPECT_EQ(p.offset, static_cast<Index>(h) * per_head + next[p.input][h]) << "a head's slices in order, " << where;
+          EXPECT_EQ(p.offset, static_cast<Index>(h) * per_head + next[p.input][h])
+              << "a head's slices in order, " << where;
           next[p.input][h] += p.count;
         }
         for (Index i = p.offset; i < p.offset + p.count; ++i) ++seen[p.input][static_cast<std::size_t>(i)];
@@ -89,14 +93,16 @@ TEST(InputArrival, HeadsComeInTheOrderThreadsStartOnThem) {
   for (const favor::HeadReading reading : kReadings)
     for (Index heads : {1, 2, 3, 8, 12, 16, 33, 64})
       for (int threads = 1; threads <= 64; ++threads) {
-        const auto pieces = favor::attention_input_order({heads, 4, 2}, {heads, 4, 2}, {heads, 4, 2}, 4, threads, reading);
+        const auto pieces =
+            favor::attention_input_order({heads, 4, 2}, {heads, 4, 2}, {heads, 4, 2}, 4, threads, reading);
         std::vector<Index> order;  // the heads as they come
         for (const favor::InputPiece& p : pieces)
           if (p.input == 1) order.push_back(p.offset / 8);
         ASSERT_EQ(static_cast<Index>(order.size()), heads);
         const auto at = [&](Index h) { return std::find(order.begin(), order.end(), h) - order.begin(); };
         const auto [own_begin, own_end] = favor::home_range(heads, threads, 0);
-        for (Index h = own_begin; h < own_end; ++h) EXPECT_EQ(at(h), heads - own_end + h) << "the caller's last, in order";
+        for (Index h = own_begin; h < own_end; ++h)
+          EXPECT_EQ(at(h), heads - own_end + h) << "the caller's last, in order";
         for (int t = 1; t < threads; ++t) {
           const auto [begin, end] = favor::home_range(heads, threads, t);
           for (Index h = begin; h < end; ++h)
@@ -328,11 +334,12 @@ TEST(InputArrival, FavorAttentionGivesTheSameBitsAsOnInputsCopiedBeforehand) {
           int copies = 0;
           const auto [got, error] = run(c, map, q, k, v, mask, true, &copies, poison, -1, reading);
           const std::string where = std::string(c.name) + ", " + std::to_string(threads) + " threads, poison " +
-                                    std::to_string(poison) + (reading == favor::HeadReading::whole ? ", whole" : ", by slices");
+                                    std::to_string(poison) +
+                                    (reading == favor::HeadReading::whole ? ", whole" : ", by slices");
           EXPECT_EQ(error, "") << where;
           EXPECT_EQ(std::memcmp(got.data(), expected.data(), sizeof(float) * got.size()), 0) << where;
-          EXPECT_EQ(copies, static_cast<int>(favor::attention_input_order(c.q, c.k, c.v, 16, favor::max_threads(), reading).size()))
-              << where;
+          const auto order = favor::attention_input_order(c.q, c.k, c.v, 16, favor::max_threads(), reading);
+          EXPECT_EQ(copies, static_cast<int>(order.size())) << where;
         }
   }
 }
