@@ -14,7 +14,7 @@
 //
 //   node bench/ab.mjs --a ../old-checkout [--b .] [--threads 1] [--simd auto] [--rounds 24]
 //                     [--burst 1] [--slow-copy-us 0]
-//                     [--cases favor,favor-tiny,favor-short,favor-long,favor8,favor8-causal,favor3-causal,favor-causal,favor-structured,exact,exact-short,exact-tiny,exact-causal,codebook,decode,exact-decode,window-decode]
+//                     [--cases favor,favor-tiny,favor-short,favor-long,favor8,favor8-long,favor8-causal,favor3-causal,favor-causal,favor-structured,exact,exact-short,exact-tiny,exact-causal,codebook,decode,exact-decode,window-decode]
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -34,6 +34,9 @@ export const CASES = {
   'favor-short': { L: 1024, label: 'favorAttention, 1 head, L = 1024', call: (f, s, t) => f.favorAttention(t, t, t, { featureMap: s.map }) },
   // Heads that each take a thread or two: where a thread slower than the others holds up the call.
   favor8: { L: 4096, H, label: `favorAttention, ${H} heads, L = 4096`, call: (f, s, t) => f.favorAttention(t, t, t, { featureMap: s.map }) },
+  // The thread bench's long call of several heads: each head's inputs arrive slice by slice across
+  // the heads (input_arrival.hpp), and a head's fold starts on its first slice.
+  'favor8-long': { L: 16384, H, label: `favorAttention, ${H} heads, L = 16384`, call: (f, s, t) => f.favorAttention(t, t, t, { featureMap: s.map }) },
   'favor8-causal': { L: 4096, H, label: `favorAttention causal, ${H} heads, L = 4096`, call: (f, s, t) => f.favorAttention(t, t, t, { featureMap: s.map, causal: true }) },
   // Causal heads that do not share out among the threads (3 on 2: a short last round): each runs
   // its segments in waves whose pieces the other thread takes once it has no head left.

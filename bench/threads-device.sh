@@ -69,7 +69,7 @@ case ${1:-} in
     du -h "$dir"/*
     echo "then: run(command='bash bench/threads-device.sh run', carry=['$dir'], timeout_s=540)"
     if [[ -n ${2:-} ]]; then
-      echo "  or: run(command='bash bench/threads-device.sh ab --threads 16 --cases favor,favor-short,favor-long,exact,exact-short,favor8,favor8-causal', carry=['$dir'], timeout_s=300)"
+      echo "  or: run(command='bash bench/threads-device.sh ab --threads 16 --cases favor,favor-short,favor-long,exact,exact-short,favor8,favor8-long,favor8-causal', carry=['$dir'], timeout_s=300)"
     fi
     ;;
   run | ab)
