@@ -106,7 +106,9 @@ std::unique_ptr<favor::InputArrival> arriving_inputs(bool arriving, const favor:
                                                      const favor::ConstTensorView& k, const favor::ConstTensorView& v,
                                                      favor::HeadReading reading) {
   if (!arriving) return nullptr;
-  constexpr favor::Index kRows = 2048;
+  // A bidirectional fold's segment (linear_attention.cpp kFoldSegmentRows): a thread's first
+  // segment is in once a slice of each of the others' is.
+  constexpr favor::Index kRows = 1024;
   std::vector<float*> data{const_cast<float*>(q.data), const_cast<float*>(k.data), const_cast<float*>(v.data)};
   return std::make_unique<favor::InputArrival>(
       data,
