@@ -156,8 +156,8 @@ double favor_attention(const FeatureMapHandle& map, std::uintptr_t q, std::uintp
     favor::FavorOptions o;
     static_cast<favor::AttentionOptions&>(o) = attention_options(causal, scale);
     if (!std::isnan(chunk)) o.chunk = static_cast<favor::Index>(chunk);
-    // A bidirectional call folds each head's keys and values as they come; a causal one reads v
-    // whole first.
+    // A bidirectional call folds each head's keys and values as they come; a causal one folds a
+    // wave's before it sweeps its queries (input_arrival.hpp).
     const auto inputs = arriving_inputs(arriving, qv, kv, vv,
                                         causal ? favor::HeadReading::whole : favor::HeadReading::by_slices);
     return with_output(dims, out_length, [&](const favor::TensorView& out) {

@@ -366,11 +366,10 @@ TEST(FavorExplicit, OutputScalesExactlyWithVFarFromOne) {
   }
 }
 
-// A causal call reads max |v| over every row before anything else, in blocks of rows on the
-// call's threads. Here the rows far from 1 are only the last: unless the scan finds them, the
-// call does not scale v, and the sums of their products overflow float32. The output is checked
-// against the estimator in double, relative to its largest entry (the rows of the first
-// blocks, near 1, are 2^-126 of that).
+// A causal call takes max |v| as its folds read v, not beforehand. Here the rows far from 1 are
+// only the last: unless the call finds them, it does not scale v, and the sums of their products
+// overflow float32. The output is checked against the estimator in double, relative to its
+// largest entry (the rows of the first blocks, near 1, are 2^-126 of that).
 TEST(FavorExplicit, CausalFindsVFarFromOneInItsLastRows) {
   const Index L = 1100, d = 16, dv = 8, m = 24;
   std::mt19937 gen(2201);
@@ -382,6 +381,28 @@ TEST(FavorExplicit, CausalFindsVFarFromOneInItsLastRows) {
   v.bottomRows(L - 1024) = v.bottomRows(L - 1024).unaryExpr([](float x) { return std::ldexp(x, 126); });
   favor::FavorOptions o;
   o.causal = true;
+  const favor::Matrix got = favor::favor_attention(map, q, k, v, o);
+  const MatD want = ref::favor_output(Kernel::positive, ref::to_double(map.projection()), ref::to_double(q),
+                                      ref::to_double(k), ref::to_double(v), ref::default_scale(d), true);
+  EXPECT_LT(ref::max_rel(ref::to_double(got), want), kTol);
+}
+
+// The other way round: only the first rows of v far below 1 (2^-60). The call finds v far from
+// 1 in its first chunk and stops; all of v is near 1, so it runs again unscaled. A call that kept
+// the first run's outputs (not all written) or scaled v by the first rows' exponent (2^60, which
+// overflows the others) fails the check against the estimator in double.
+TEST(FavorExplicit, CausalWithVFarBelowOneInItsFirstRowsOnly) {
+  const Index L = 300, d = 16, dv = 8, m = 24;
+  std::mt19937 gen(2202);
+  const favor::FeatureMap map(Kernel::positive, ref::normal_matrix(m, d, gen));
+  const favor::Matrix q = ref::normal_matrix(L, d, gen, 0.6), k = ref::normal_matrix(L, d, gen, 0.6);
+  favor::Matrix v = ref::normal_matrix(L, dv, gen).unaryExpr([](float x) {
+    return std::copysign(0.5f + std::min(std::abs(x), 1.0f), x);
+  });
+  v.topRows(40) = v.topRows(40).unaryExpr([](float x) { return std::ldexp(x, -60); });
+  favor::FavorOptions o;
+  o.causal = true;
+  o.chunk = 32;
   const favor::Matrix got = favor::favor_attention(map, q, k, v, o);
   const MatD want = ref::favor_output(Kernel::positive, ref::to_double(map.projection()), ref::to_double(q),
                                       ref::to_double(k), ref::to_double(v), ref::default_scale(d), true);

@@ -106,6 +106,40 @@ TEST(ThreadedCalls, FavorFeatureBlocksSameBits) {
   }
 }
 
+// A causal call takes max |v| as its folds read v, and stops at the first wave that leaves it far
+// from 1; all of v then decides whether it runs again scaled or as it is. v far above 1 in its
+// last rows, far below 1 in its first rows only, and far below 1 everywhere: the bits of one
+// thread on several, for segments in waves (L = 5000: three segments) and for a short call's
+// one segment folded by blocks of features (L = 700).
+TEST(ThreadedCalls, CausalVFarFromOneInSomeRowsSameBits) {
+  std::mt19937 gen(37);
+  const Index d = 8, dv = 5, m = 40;
+  const favor::FeatureMap map(favor::Kernel::positive, ref::normal_matrix(m, d, gen));
+  for (const Index L : {Index{700}, Index{5000}}) {
+    const MatF q = 0.5f * ref::normal_matrix(L, d, gen), k = 0.5f * ref::normal_matrix(L, d, gen);
+    const MatF v0 = ref::normal_matrix(L, dv, gen);
+    for (const int kind : {0, 1, 2}) {
+      MatF v = v0;
+      if (kind == 0) v.bottomRows(50) *= 1e9f;
+      if (kind == 1) v.topRows(50) *= 1e-9f;
+      if (kind == 2) v *= 1e-9f;
+      favor::FavorOptions o;
+      o.causal = true;
+      MatF one;
+      {
+        Threads t(1);
+        one = favor::favor_attention(map, q, k, v, o);
+      }
+      ASSERT_TRUE(one.allFinite()) << "L " << L << " kind " << kind;
+      for (int threads : {2, 3, 8}) {
+        Threads t(threads);
+        EXPECT_TRUE(same_bits(favor::favor_attention(map, q, k, v, o), one))
+            << "L " << L << " kind " << kind << ", " << threads << " threads";
+      }
+    }
+  }
+}
+
 // A short call (fewer blocks of rows than threads) cuts its key chunks and query blocks into
 // pieces of rows made on several threads; every kernel and sampling's features, masks, a v that
 // is rescaled (1e7), grouped query heads, codebooks and exact attention (bidirectional and

@@ -89,13 +89,15 @@ struct SegmentKeys {
 // where its per-row path runs: in the call's first chunk (nothing carried before it), or where
 // keys jump far above those before them. So the first chunk of a segment keeps them and the
 // others only their column max (the logs were a third of what a segment kept); the rare chunk
-// that needs more makes them again (ChunkKeys).
-void fold_segment(SegmentKeys& segment, const FactorBlock& keys, ConstMatrixRef v, Index begin) {
+// that needs more makes them again (ChunkKeys). With `v_top`, the max |v| of the rows it makes
+// chunks of goes there (causal_factored_attention).
+void fold_segment(SegmentKeys& segment, const FactorBlock& keys, ConstMatrixRef v, Index begin, float* v_top) {
   if (!segment.made) segment.allocate();
   PrefixState state = empty_prefix_state(segment.features, v.cols());
   for (Index c = 0; c < segment.count(); ++c) {
     const Index j0 = begin + c * segment.chunk, n = segment.rows_of(c);
     KeyChunk k = segment.made ? segment.made_columns(c, 0, segment.features) : key_chunk(keys, segment.features, j0, n);
+    if (v_top && !segment.made) *v_top = std::max(*v_top, max_abs_rows(v, j0, j0 + n));
     segment.keep_before(c, state, 0);
     if (!segment.made) segment.column_max.row(c) = k.column_max.transpose();
     const bool first = c == 0 && !segment.made;  // its logs kept whole: a copy of them folded
@@ -350,15 +352,18 @@ bool causal_sweep(const FactorBlock& queries, const SegmentKeys& keys, const Fac
 }  // namespace
 
 bool causal_factored_attention(const std::vector<QueryHead>& heads, const FactorBlock& keys, Index features,
-                               ConstMatrixRef v, Index chunk, Index segment, StateStep* step) {
+                               ConstMatrixRef v, Index chunk, Index segment, StateStep* step, float* v_top) {
   const Index H = static_cast<Index>(heads.size());
   const Index L = heads[0].out.rows(), S = v.rows();
+  // A v far from 1 in the rows read so far: the call stops (see the header).
+  const auto far = [v_top] { return v_top && far_binary_exponent(*v_top) != 0; };
   // The first S - L keys are seen by every query: they join the prefix state as in the
   // bidirectional fold. The last L keys are aligned with the queries.
   const Index offset = causal_offset(L, S);
   if (step && offset == 0 && L <= chunk && carried_chunk(heads, keys, features, v, *step)) return false;
   PrefixState prefix = step ? step->carried() : empty_prefix_state(features, v.cols());
-  fold_range(keys, features, v, chunk, segment, 0, offset, prefix);
+  fold_range(keys, features, v, chunk, segment, 0, offset, prefix, v_top);
+  if (far()) return false;
   const FactorBlock aligned = offset ? FactorBlock([&](Index j0, Index n) { return keys(j0 + offset, n); }) : keys;
   const auto va = v.bottomRows(L);
   const int threads = available_threads();
@@ -378,6 +383,8 @@ bool causal_factored_attention(const std::vector<QueryHead>& heads, const Factor
       for (Index j0 = begin; j0 < end; j0 += chunk) {
         const Index n = std::min(chunk, end - j0);
         const KeyChunk k = key_chunk(aligned, features, j0, n);
+        if (v_top) *v_top = std::max(*v_top, max_abs_rows(va, j0, j0 + n));
+        if (far()) return false;
         Vector shift;
         const Matrix kf = fold_features(own, k.log, k, shift);  // a copy of the log
         for (const QueryHead& head : heads)
@@ -418,12 +425,15 @@ bool causal_factored_attention(const std::vector<QueryHead>& heads, const Factor
       // they are in cache.
       for (SegmentKeys& k : ks) k.allocate(), k.made = true;
       const auto key_chunks = starts(chunk);
+      std::vector<float> chunk_tops(v_top ? key_chunks.size() : 0, 0.0f);
       parallel_for(static_cast<Index>(key_chunks.size()), [&](Index i) {
         const auto [s, j0] = key_chunks[static_cast<std::size_t>(i)];
         const auto [begin, end] = rows(s);
-        ks[static_cast<std::size_t>(s)].keep_made((j0 - begin) / chunk,
-                                                  key_chunk(aligned, features, j0, std::min(chunk, end - j0)));
+        const Index n = std::min(chunk, end - j0);
+        ks[static_cast<std::size_t>(s)].keep_made((j0 - begin) / chunk, key_chunk(aligned, features, j0, n));
+        if (v_top) chunk_tops[static_cast<std::size_t>(i)] = max_abs_rows(va, j0, j0 + n);
       });
+      for (const float top : chunk_tops) *v_top = std::max(*v_top, top);
     }
     const FeatureBlocks plan = plan_feature_blocks(count, features, count < threads ? threads : 1, kFeatureQuantum);
     if (const Index blocks = plan.count(); blocks > 1) {
@@ -434,8 +444,15 @@ bool causal_factored_attention(const std::vector<QueryHead>& heads, const Factor
                            va, rows(t / blocks).first);
       });
     } else {
-      parallel_for(count, [&](Index s) { fold_segment(ks[static_cast<std::size_t>(s)], aligned, va, rows(s).first); });
+      std::vector<float> tops(static_cast<std::size_t>(count), 0.0f);
+      parallel_for(count, [&](Index s) {
+        fold_segment(ks[static_cast<std::size_t>(s)], aligned, va, rows(s).first,
+                     v_top ? &tops[static_cast<std::size_t>(s)] : nullptr);
+      });
+      if (v_top)
+        for (const float top : tops) *v_top = std::max(*v_top, top);
     }
+    if (far()) return false;
     std::vector<PrefixState> prefixes;
     for (const SegmentKeys& k : ks) {
       prefixes.push_back(prefix);

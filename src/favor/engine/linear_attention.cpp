@@ -87,9 +87,8 @@ bool with_v_scaled(const std::vector<QueryHead>& heads, const FactorBlock& keys,
   return false;
 }
 
-// max |v| in blocks of rows on the call's threads: a causal call reads it before anything else,
-// and alone on one thread it was the longest serial step of a long call on many. (A head on a
-// thread of its own reads it alone: the other threads have heads of their own to read.)
+// max |v| in blocks of rows on the call's threads (a causal call that found v far from 1, to scale
+// it). A head on a thread of its own reads it alone: the other threads have heads of their own.
 float max_abs(ConstMatrixRef v) {
   if (available_threads() == 1) return max_abs_rows(v, 0, v.rows());
   constexpr Index kRows = 512;
@@ -107,9 +106,6 @@ bool factored_attention(const std::vector<QueryHead>& heads, const FactorBlock& 
                         ConstMatrixRef v, bool causal, Index chunk, StateStep* step) {
   chunk = resolve_chunk(chunk, causal);
   const bool rescalable = v.size() && !step;
-  if (rescalable && causal)
-    if (const int e = far_binary_exponent(max_abs(v)))
-      return with_v_scaled(heads, keys, features, v, causal, chunk, e);
   const Index H = static_cast<Index>(heads.size());
   const Index L = heads[0].out.rows(), S = v.rows();
   chunk = std::min(chunk, std::max(L, S));  // a larger block only costs memory
@@ -146,7 +142,17 @@ bool factored_attention(const std::vector<QueryHead>& heads, const FactorBlock& 
     });
     return finite;
   }
-  return causal_factored_attention(heads, keys, features, v, chunk, segment_of(kSegmentRows), step);
+  // max |v| taken as the causal folds read v, not beforehand: a call whose inputs still arrive
+  // starts on its first rows. A run that finds v far from 1 so far stops, and all of v decides:
+  // scaled, or (its first rows far below 1, the rest not) run again as it is.
+  float v_top = 0.0f;
+  const Index segment = segment_of(kSegmentRows);
+  const bool finite =
+      causal_factored_attention(heads, keys, features, v, chunk, segment, step, rescalable ? &v_top : nullptr);
+  if (!rescalable || !far_binary_exponent(v_top)) return finite;
+  await_rows(v, 0, v.rows());
+  if (const int e = far_binary_exponent(max_abs(v))) return with_v_scaled(heads, keys, features, v, causal, chunk, e);
+  return causal_factored_attention(heads, keys, features, v, chunk, segment, step);
 }
 
 namespace {
@@ -238,7 +244,6 @@ void favor_attention(const FeatureMap& map, const std::vector<ConstMatrixRef>& q
       return map.factored(x.middleRows(i0, n), params, root, keys, keys ? Side::key : Side::query);
     };
   };
-  if (options.causal && !features) await_rows(v, 0, v.rows());  // the causal sweep reads v as it likes
   const Index L = qs[0].rows();
   bool finite = true;  // every output known finite as it was written
   const auto run = [&](std::vector<QueryHead> heads, const KernelParameters& params) {

@@ -29,9 +29,10 @@ struct InputPiece {
   Index count = 0;
 };
 
-// How a call's threads read a key/value head's inputs: all of them before they start on it
-// (exact attention, codebooks, causal sweeps: they read v whole first), or its keys and values
-// slice by slice as they fold them, then its queries (bidirectional random features).
+// How a call's threads read a key/value head's inputs: whole (exact and codebook attention read
+// all of them before they start on the head; a causal head folds a wave of segments' keys, up to
+// all of them, before it sweeps their queries), or by slices (a bidirectional fold reads the keys
+// and values slice by slice as they come, then the queries).
 enum class HeadReading { whole, by_slices };
 
 // The order in which the inputs of an attention call (q [..., Hq, L, d], k [..., Hkv, S, d],
