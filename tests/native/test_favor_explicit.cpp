@@ -366,47 +366,39 @@ TEST(FavorExplicit, OutputScalesExactlyWithVFarFromOne) {
   }
 }
 
-// A causal call takes max |v| as its folds read v, not beforehand. Here the rows far from 1 are
-// only the last: unless the call finds them, it does not scale v, and the sums of their products
-// overflow float32. The output is checked against the estimator in double, relative to its
-// largest entry (the rows of the first blocks, near 1, are 2^-126 of that).
-TEST(FavorExplicit, CausalFindsVFarFromOneInItsLastRows) {
-  const Index L = 1100, d = 16, dv = 8, m = 24;
-  std::mt19937 gen(2201);
+// Causal FAVOR+ (default chunk) of L random rows, v (|v| in [0.5, 1.5]) scaled by 2^e in rows
+// [first, first + n), against the estimator in double: the max error relative to its largest
+// entry.
+double causal_error_with_v_scaled_in_rows(Index L, unsigned seed, Index first, Index n, int e) {
+  const Index d = 16, dv = 8, m = 24;
+  std::mt19937 gen(seed);
   const favor::FeatureMap map(Kernel::positive, ref::normal_matrix(m, d, gen));
   const favor::Matrix q = ref::normal_matrix(L, d, gen, 0.6), k = ref::normal_matrix(L, d, gen, 0.6);
   favor::Matrix v = ref::normal_matrix(L, dv, gen).unaryExpr([](float x) {
     return std::copysign(0.5f + std::min(std::abs(x), 1.0f), x);
   });
-  v.bottomRows(L - 1024) = v.bottomRows(L - 1024).unaryExpr([](float x) { return std::ldexp(x, 126); });
+  v.middleRows(first, n) = v.middleRows(first, n).unaryExpr([e](float x) { return std::ldexp(x, e); });
   favor::FavorOptions o;
   o.causal = true;
   const favor::Matrix got = favor::favor_attention(map, q, k, v, o);
   const MatD want = ref::favor_output(Kernel::positive, ref::to_double(map.projection()), ref::to_double(q),
                                       ref::to_double(k), ref::to_double(v), ref::default_scale(d), true);
-  EXPECT_LT(ref::max_rel(ref::to_double(got), want), kTol);
+  return ref::max_rel(ref::to_double(got), want);
+}
+
+// A causal call takes max |v| as its folds read v, not beforehand. Here the rows far from 1 are
+// only the last (2^126): unless the call finds them, it does not scale v, and the sums of their
+// products overflow float32 (the rows of the first blocks, near 1, are 2^-126 of the largest).
+TEST(FavorExplicit, CausalFindsVFarFromOneInItsLastRows) {
+  EXPECT_LT(causal_error_with_v_scaled_in_rows(1100, 2201, 1024, 76, 126), kTol);
 }
 
 // The other way round: only the first rows of v far below 1 (2^-60). The call finds v far from
 // 1 in its first chunk and stops; all of v is near 1, so it runs again unscaled. A call that kept
 // the first run's outputs (not all written) or scaled v by the first rows' exponent (2^60, which
-// overflows the others) fails the check against the estimator in double.
+// overflows the others) fails.
 TEST(FavorExplicit, CausalWithVFarBelowOneInItsFirstRowsOnly) {
-  const Index L = 300, d = 16, dv = 8, m = 24;
-  std::mt19937 gen(2202);
-  const favor::FeatureMap map(Kernel::positive, ref::normal_matrix(m, d, gen));
-  const favor::Matrix q = ref::normal_matrix(L, d, gen, 0.6), k = ref::normal_matrix(L, d, gen, 0.6);
-  favor::Matrix v = ref::normal_matrix(L, dv, gen).unaryExpr([](float x) {
-    return std::copysign(0.5f + std::min(std::abs(x), 1.0f), x);
-  });
-  v.topRows(40) = v.topRows(40).unaryExpr([](float x) { return std::ldexp(x, -60); });
-  favor::FavorOptions o;
-  o.causal = true;
-  o.chunk = 32;
-  const favor::Matrix got = favor::favor_attention(map, q, k, v, o);
-  const MatD want = ref::favor_output(Kernel::positive, ref::to_double(map.projection()), ref::to_double(q),
-                                      ref::to_double(k), ref::to_double(v), ref::default_scale(d), true);
-  EXPECT_LT(ref::max_rel(ref::to_double(got), want), kTol);
+  EXPECT_LT(causal_error_with_v_scaled_in_rows(300, 2202, 0, 40, -60), kTol);
 }
 
 }  // namespace
