@@ -10,10 +10,12 @@
 // first's (which finds the helpers asleep after the other build's calls): the path of a loop of
 // calls, whose helpers are still spinning from the call before. --slow-copy-us N makes each copy
 // of more than 10,000 floats into a shared heap (the threaded builds' inputs) take N us longer,
-// a stand-in for a host whose single core copies slowly.
+// a stand-in for a host whose single core copies slowly; --copy-gbps G makes each such copy take
+// as long as G GB/s would (at least), the stand-in where the builds cut the inputs into pieces of
+// other sizes (a fixed cost per copy would favour the build that copies in fewer pieces).
 //
 //   node bench/ab.mjs --a ../old-checkout [--b .] [--threads 1] [--simd auto] [--rounds 24]
-//                     [--burst 1] [--slow-copy-us 0]
+//                     [--burst 1] [--slow-copy-us 0] [--copy-gbps G]
 //                     [--cases favor,favor-tiny,favor-short,favor-long,favor8,favor8-long,favor8-causal,favor3-causal,favor-causal,favor-structured,exact,exact-short,exact-tiny,exact-causal,codebook,decode,exact-decode,window-decode]
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -132,6 +134,7 @@ if (isMain) {
       rounds: { type: 'string', default: '24' },
       burst: { type: 'string', default: '1' },
       'slow-copy-us': { type: 'string', default: '0' },
+      'copy-gbps': { type: 'string' },
       cases: { type: 'string', default: Object.keys(CASES).join(',') },
     },
   });
@@ -140,14 +143,16 @@ if (isMain) {
     const { loadFavor } = await import(pathToFileURL(path.resolve(root, 'web/node.js')).href);
     return loadFavor({ threads: Number(args.threads), simd: args.simd === 'true' ? true : args.simd === 'false' ? false : args.simd });
   };
-  const slowUs = Number(args['slow-copy-us']);
-  if (slowUs > 0) {
+  const slowUs = Number(args['slow-copy-us']), gbps = args['copy-gbps'] === undefined ? 0 : Number(args['copy-gbps']);
+  if (!(gbps >= 0)) throw new RangeError(`--copy-gbps: expected a rate in GB/s, got ${args['copy-gbps']}`);
+  if (slowUs > 0 || gbps > 0) {
     const set = Float32Array.prototype.set;
     Float32Array.prototype.set = function slowSet(source, offset) {
-      if (this.buffer instanceof SharedArrayBuffer && source.length > 10_000) {
-        for (const end = performance.now() + slowUs / 1000; performance.now() < end;);
-      }
-      return set.call(this, source, offset);
+      if (!(this.buffer instanceof SharedArrayBuffer && source.length > 10_000)) return set.call(this, source, offset);
+      const start = performance.now();
+      set.call(this, source, offset);
+      const end = Math.max(performance.now() + slowUs / 1000, gbps > 0 ? start + (4 * source.length) / (gbps * 1e6) : 0);
+      while (performance.now() < end);
     };
   }
   const instances = [await load(args.a), await load(args.b)];
