@@ -87,19 +87,6 @@ bool with_v_scaled(const std::vector<QueryHead>& heads, const FactorBlock& keys,
   return false;
 }
 
-// max |v| in blocks of rows on the call's threads (a causal call that found v far from 1, to scale
-// it). A head on a thread of its own reads it alone: the other threads have heads of their own.
-float max_abs(ConstMatrixRef v) {
-  if (available_threads() == 1) return max_abs_rows(v, 0, v.rows());
-  constexpr Index kRows = 512;
-  const Index blocks = (v.rows() + kRows - 1) / kRows;
-  std::vector<float> tops(static_cast<std::size_t>(blocks), 0.0f);
-  parallel_for(blocks, [&](Index b) {
-    tops[static_cast<std::size_t>(b)] = max_abs_rows(v, b * kRows, std::min(v.rows(), (b + 1) * kRows));
-  });
-  return tops.empty() ? 0.0f : *std::max_element(tops.begin(), tops.end());
-}
-
 }  // namespace
 
 bool factored_attention(const std::vector<QueryHead>& heads, const FactorBlock& keys, Index features,
@@ -151,7 +138,8 @@ bool factored_attention(const std::vector<QueryHead>& heads, const FactorBlock& 
       causal_factored_attention(heads, keys, features, v, chunk, segment, step, rescalable ? &v_top : nullptr);
   if (!rescalable || !far_binary_exponent(v_top)) return finite;
   await_rows(v, 0, v.rows());
-  if (const int e = far_binary_exponent(max_abs(v))) return with_v_scaled(heads, keys, features, v, causal, chunk, e);
+  if (const int e = far_binary_exponent(max_abs_rows(v, 0, v.rows())))
+    return with_v_scaled(heads, keys, features, v, causal, chunk, e);
   return causal_factored_attention(heads, keys, features, v, chunk, segment, step);
 }
 
