@@ -68,23 +68,34 @@ MatF favor_on_1_2_3_threads(const favor::FeatureMap& map, const MatF& q, const M
 // With more threads than segments, a segment's keys are folded by blocks of features in parallel
 // (every step of the fold acts on each feature alone): the bits of the one-thread fold, for
 // every kernel (with and without feature values), feature counts that are and are not multiples
-// of the block quantum, one and two segments, cross attention, a key mask, v far from 1 (the
-// fold reads max |v| as it goes), and causal attention (whose folds keep each chunk's state and
-// features for the sweeps). With fewer features than two blocks (m = 12), the folds take the key
-// chunks made before them whole.
+// of the block quantum (96, 40), cross attention, a key mask, v far from 1 (the fold reads max |v|
+// as it goes), and causal attention (whose folds keep each chunk's state and features for the
+// sweeps). S = 1000: one segment, bidirectional (1024 rows) and causal (2048: a prefix of 700
+// keys, then the 300 aligned with the queries), on 2 threads and more. L = 2200, S = 2300: three
+// bidirectional segments (by feature blocks on 5 and 8 threads) and two causal ones in a wave (on
+// 3, 5 and 8; 2 threads fold whole segments there, as FavorAttentionSegmentsSameBitsAndCorrect
+// checks). With fewer features than two blocks (m = 12), the folds take the key chunks made
+// before them whole.
 TEST(ThreadedCalls, FavorFeatureBlocksSameBits) {
   std::mt19937 gen(23);
   const Index d = 8, dv = 5;
+  struct Lengths {
+    Index L, S;
+    std::vector<Index> features;
+    std::vector<int> threads;
+  };
+  const std::vector<Lengths> lengths = {{300, 1000, {12, 40, 96}, {2, 3, 5, 8}}, {2200, 2300, {12, 40, 96}, {3, 5, 8}}};
   for (favor::Kernel kernel : {favor::Kernel::positive, favor::Kernel::hyperbolic, favor::Kernel::trigonometric,
                                favor::Kernel::relu}) {
-    for (Index m : {Index{12}, Index{40}, Index{100}}) {
-      const favor::FeatureMap map(kernel, ref::normal_matrix(m, d, gen));
-      for (const auto [L, S] : {std::pair<Index, Index>{300, 1500}, {2500, 3100}}) {
-        const MatF q = 0.5f * ref::normal_matrix(L, d, gen), k = 0.5f * ref::normal_matrix(S, d, gen);
-        MatF v = ref::normal_matrix(S, dv, gen);
-        if (L == 300) v *= 1e7f;
-        std::vector<std::uint8_t> mask(static_cast<std::size_t>(S), 1);
-        for (Index j = 0; j < S; j += 7) mask[static_cast<std::size_t>(j)] = 0;
+    for (const Lengths& c : lengths) {
+      const Index L = c.L, S = c.S;
+      const MatF q = 0.5f * ref::normal_matrix(L, d, gen), k = 0.5f * ref::normal_matrix(S, d, gen);
+      MatF v = ref::normal_matrix(S, dv, gen);
+      if (S == 1000) v *= 1e7f;
+      std::vector<std::uint8_t> mask(static_cast<std::size_t>(S), 1);
+      for (Index j = 0; j < S; j += 7) mask[static_cast<std::size_t>(j)] = 0;
+      for (const Index m : c.features) {
+        const favor::FeatureMap map(kernel, ref::normal_matrix(m, d, gen));
         for (const auto [masked, is_causal] : {std::pair{false, false}, {true, false}, {false, true}, {true, true}}) {
           favor::FavorOptions o;
           if (masked) o.key_mask = mask.data();
@@ -94,7 +105,7 @@ TEST(ThreadedCalls, FavorFeatureBlocksSameBits) {
             Threads t(1);
             one = favor::favor_attention(map, q, k, v, o);
           }
-          for (int threads : {2, 3, 5, 8}) {
+          for (const int threads : c.threads) {
             Threads t(threads);
             EXPECT_TRUE(same_bits(favor::favor_attention(map, q, k, v, o), one))
                 << favor::to_string(kernel) << " m " << m << " L " << L << " S " << S << " masked " << masked
@@ -161,6 +172,12 @@ TEST(ThreadedCalls, ShortCallsCutIntoPiecesSameBits) {
                                  {favor::Kernel::oprf, favor::Sampling::orthogonal},
                                  {favor::Kernel::sderf, favor::Sampling::orthogonal},
                                  {favor::Kernel::aderf, favor::Sampling::iid}};
+  std::vector<favor::FeatureMap> feature_maps;
+  for (const Map& m : maps) {
+    favor::FeatureMapOptions fo;
+    fo.dim = d, fo.features = 128, fo.kernel = m.kernel, fo.sampling = m.sampling, fo.seed = 9;
+    feature_maps.emplace_back(fo);
+  }
   for (const auto& lengths : {std::pair<Index, Index>{128, 128}, {100, 90}, {40, 150}, {200, 64}}) {
     const Index L = lengths.first, S = lengths.second, H = 2;
     const MatF q = 0.4f * ref::normal_matrix(2 * H * L, d, gen), k = 0.4f * ref::normal_matrix(H * S, d, gen);
@@ -172,10 +189,7 @@ TEST(ThreadedCalls, ShortCallsCutIntoPiecesSameBits) {
     const MatF codebook = ref::normal_matrix(24, d, gen);
     auto run = [&] {
       std::vector<MatF> outs;
-      for (const Map& m : maps) {
-        favor::FeatureMapOptions fo;
-        fo.dim = d, fo.features = 128, fo.kernel = m.kernel, fo.sampling = m.sampling, fo.seed = 9;
-        const favor::FeatureMap map(fo);
+      for (const favor::FeatureMap& map : feature_maps) {
         for (bool masked : {false, true}) {
           const favor::ConstMaskView mv{masked ? mask.data() : nullptr, {H, S}};
           MatF out(2 * H * L, dv);

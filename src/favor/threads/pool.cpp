@@ -145,17 +145,21 @@ class Pool {
   // the work) and runs one job on each (a barrier: every thread takes one index and waits for the
   // others). set_max_threads does it before any region, so that what the threads keep (their
   // stacks, and what a first job allocates for them: 24 bytes in Emscripten 3.1.6) is part of
-  // what a module holds from the start.
+  // what a module holds from the start. Only when it started one: the others ran it before (a
+  // barrier of every thread is slow where they outnumber the cores, and tests change the count
+  // hundreds of times).
   void reserve(int wanted) {
     prepare_exception_state();
     int threads;
     {
       std::lock_guard<std::mutex> lock(pool_mutex_);
+      const std::size_t before = helpers_.size();
       try {
         while (static_cast<int>(helpers_.size()) < std::min(wanted, kHelperLimit))
           helpers_.emplace_back([this, id = static_cast<int>(helpers_.size())] { helper(id); });
       } catch (...) {  // no thread to be had (std::system_error, or no memory for one)
       }
+      if (helpers_.size() == before) return;
       threads = static_cast<int>(helpers_.size()) + 1;
     }
     std::atomic<int> arrived{0};
