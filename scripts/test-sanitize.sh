@@ -6,8 +6,8 @@
 # time. The ASan tests and the fuzzer link one build of the core in build/asan:
 # sanitizers, libFuzzer coverage of the core, and a 32-bit Eigen::Index as in wasm32 (CMake option
 # FAVOR_FUZZ). Both are unity builds, as in scripts/test-native.sh.
-# FUZZ_SECONDS (default 60) sets the fuzzing time; the corpus grows in build/asan/fuzz-corpus,
-# crashes land in build/asan/fuzz-crashes.
+# FUZZ_SECONDS (default 60) sets the fuzzing time; the corpus grows in build/asan/fuzz-corpus from
+# the seeds in tests/fuzz/seeds.hex, crashes land in build/asan/fuzz-crashes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/ensure-deps.sh sanitize
@@ -37,6 +37,12 @@ TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1} build/tsan/tests/native/favor_thre
 
 echo "== libFuzzer over the core for ${fuzz_seconds} s (build/asan/fuzz_core)"
 mkdir -p build/asan/fuzz-corpus build/asan/fuzz-crashes
+# The committed seeds (tests/fuzz/seeds.hex, one input per line in hex) join the corpus: replayed
+# first, then grown from.
+perl -e 'my $dir = shift; my $n = 0;
+  while (<>) { chomp; next if /^#/ || !length; ++$n;
+    open(my $f, ">:raw", sprintf("%s/seed-%04d", $dir, $n)) or die "$dir: $!";
+    print $f pack("H*", $_); close $f or die "$dir: $!"; }' build/asan/fuzz-corpus tests/fuzz/seeds.hex
 build/asan/fuzz_core -max_total_time="$fuzz_seconds" -timeout=30 -print_final_stats=1 \
   -artifact_prefix=build/asan/fuzz-crashes/ build/asan/fuzz-corpus 2>build/asan/fuzz.log || {
   tail -n 60 build/asan/fuzz.log >&2
