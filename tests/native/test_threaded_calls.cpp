@@ -50,15 +50,16 @@ TEST(ThreadedCalls, ExactAttentionSameBitsForAnyThreadCount) {
   }
 }
 
-// FAVOR+ on 1 thread, expected bit for bit on 2 and 3 threads; returns the 1-thread result.
-MatF favor_on_1_2_3_threads(const favor::FeatureMap& map, const MatF& q, const MatF& k, const MatF& v,
-                            const favor::FavorOptions& o, const std::string& what) {
+// FAVOR+ on 1 thread, expected bit for bit on each of `counts` threads; returns the 1-thread
+// result.
+MatF favor_same_bits_on(const std::vector<int>& counts, const favor::FeatureMap& map, const MatF& q, const MatF& k,
+                        const MatF& v, const favor::FavorOptions& o, const std::string& what) {
   MatF one;
   {
     Threads t(1);
     one = favor::favor_attention(map, q, k, v, o);
   }
-  for (int threads : {2, 3}) {
+  for (int threads : counts) {
     Threads t(threads);
     EXPECT_TRUE(same_bits(favor::favor_attention(map, q, k, v, o), one)) << what << ", " << threads << " threads";
   }
@@ -100,17 +101,10 @@ TEST(ThreadedCalls, FavorFeatureBlocksSameBits) {
           favor::FavorOptions o;
           if (masked) o.key_mask = mask.data();
           o.causal = is_causal;
-          MatF one;
-          {
-            Threads t(1);
-            one = favor::favor_attention(map, q, k, v, o);
-          }
-          for (const int threads : c.threads) {
-            Threads t(threads);
-            EXPECT_TRUE(same_bits(favor::favor_attention(map, q, k, v, o), one))
-                << favor::to_string(kernel) << " m " << m << " L " << L << " S " << S << " masked " << masked
-                << " causal " << is_causal << ", " << threads << " threads";
-          }
+          favor_same_bits_on(c.threads, map, q, k, v, o,
+                             std::string(favor::to_string(kernel)) + " m " + std::to_string(m) + " L " + std::to_string(L) +
+                                 " S " + std::to_string(S) + " masked " + std::to_string(masked) + " causal " +
+                                 std::to_string(is_causal));
         }
       }
     }
@@ -136,17 +130,8 @@ TEST(ThreadedCalls, CausalVFarFromOneInSomeRowsSameBits) {
       if (kind == 2) v *= 1e-9f;
       favor::FavorOptions o;
       o.causal = true;
-      MatF one;
-      {
-        Threads t(1);
-        one = favor::favor_attention(map, q, k, v, o);
-      }
-      ASSERT_TRUE(one.allFinite()) << "L " << L << " kind " << kind;
-      for (int threads : {2, 3, 8}) {
-        Threads t(threads);
-        EXPECT_TRUE(same_bits(favor::favor_attention(map, q, k, v, o), one))
-            << "L " << L << " kind " << kind << ", " << threads << " threads";
-      }
+      const std::string what = "L " + std::to_string(L) + " kind " + std::to_string(kind);
+      EXPECT_TRUE(favor_same_bits_on({2, 3, 8}, map, q, k, v, o, what).allFinite()) << what;
     }
   }
 }
@@ -265,7 +250,7 @@ TEST(ThreadedCalls, FavorAttentionSegmentsSameBitsAndCorrect) {
         favor::FavorOptions o;
         o.causal = is_causal;
         o.chunk = chunk;
-        const MatF one = favor_on_1_2_3_threads(map, q, k, v, o,
+        const MatF one = favor_same_bits_on({2, 3}, map, q, k, v, o,
                                                 std::string(favor::to_string(kernel)) + " causal " + std::to_string(is_causal) +
                                                     " chunk " + std::to_string(chunk));
         if (chunk == 0) {
@@ -289,7 +274,7 @@ TEST(ThreadedCalls, CausalFavorAcrossWavesSameBits) {
   const MatF q = ref::normal_matrix(L, d, gen), k = ref::normal_matrix(L, d, gen), v = ref::normal_matrix(L, dv, gen);
   favor::FavorOptions o;
   o.causal = true;
-  favor_on_1_2_3_threads(map, q, k, v, o, "causal across waves");
+  favor_same_bits_on({2, 3}, map, q, k, v, o, "causal across waves");
 }
 
 // One thread folds and sweeps each causal segment in one pass, keeping nothing per chunk; several
@@ -311,7 +296,7 @@ TEST(ThreadedCalls, CausalFavorOnePassEqualsWaves) {
     o.causal = true;
     o.chunk = chunk;
     o.key_mask = mask.data();
-    const MatF one = favor_on_1_2_3_threads(map, q, k, v, o, "one pass vs waves, chunk " + std::to_string(chunk));
+    const MatF one = favor_same_bits_on({2, 3}, map, q, k, v, o, "one pass vs waves, chunk " + std::to_string(chunk));
     EXPECT_TRUE(one.allFinite());
   }
 }
