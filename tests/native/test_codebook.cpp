@@ -211,6 +211,32 @@ TEST(Codebook, ErrorsNameTheArgument) {
   EXPECT_EQ(argument_of([&] { favor::kmeans(q, k); }), "clusters");
 }
 
+// Scores beyond float range are refused whichever query head of a group holds the large rows:
+// the bound takes the largest query norm over all of them.
+TEST(Codebook, ScoresOutOfFloatRangeAreRefusedForAnyQueryHeadOfAGroup) {
+  std::mt19937 g(19);
+  const Matrix c = gaussian(6, 8, g) * 1e18f, k = gaussian(5, 8, g), v = gaussian(5, 3, g);
+  const Matrix small = gaussian(5, 8, g), large = gaussian(5, 8, g) * 1e20f;  // scale |q| |c| ~ 1e38
+  for (const bool large_first : {true, false}) {
+    const std::vector<favor::ConstMatrixRef> qs = large_first ? std::vector<favor::ConstMatrixRef>{large, small}
+                                                              : std::vector<favor::ConstMatrixRef>{small, large};
+    std::vector<Matrix> out(2, Matrix(5, 3));
+    std::vector<favor::MatrixRef> out_refs(out.begin(), out.end());
+    try {
+      favor::codebook_attention(c, qs, k, v, out_refs, CodebookOptions{});
+      ADD_FAILURE() << "accepted, large head " << (large_first ? "first" : "last");
+    } catch (const favor::Error& e) {
+      EXPECT_EQ(e.argument(), "q, codebook") << e.what();
+    }
+  }
+  // the same heads with the large one scaled into range are accepted
+  const Matrix fine = large * 1e-20f;
+  std::vector<Matrix> out(2, Matrix(5, 3));
+  std::vector<favor::MatrixRef> out_refs(out.begin(), out.end());
+  EXPECT_NO_THROW(favor::codebook_attention(c * 1e-18f, {favor::ConstMatrixRef(fine), favor::ConstMatrixRef(small)}, k, v,
+                                            out_refs, CodebookOptions{}));
+}
+
 // A codebook prepared once (what a causal state keeps) gives the bits of the plain call, for every
 // assignment and grouped heads; a prepared codebook used at another scale is refused.
 TEST(Codebook, PreparedCodebookGivesTheBitsOfThePlainCall) {

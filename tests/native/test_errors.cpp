@@ -232,6 +232,23 @@ TEST(Errors, FeatureMapOptionsNonPositiveSizes) {
   }
 }
 
+// epsilon (added to relu features) must be finite and >= 0, from either constructor: the JS API
+// checks it too, so only these rows reach the core's own check.
+TEST(Errors, FeatureMapEpsilonNegativeOrNotFinite) {
+  std::mt19937 gen(5001);
+  const MatF w = ref::normal_matrix(8, 4, gen);
+  for (double bad : {-1e-3, -std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity(),
+                     std::numeric_limits<double>::quiet_NaN()}) {
+    favor::FeatureMapOptions o;
+    o.dim = 4, o.features = 8, o.kernel = Kernel::relu, o.epsilon = bad;
+    expect_error([&] { favor::FeatureMap m(o); }, "epsilon", "options epsilon");
+    expect_error([&] { favor::FeatureMap m(Kernel::relu, w, bad); }, "epsilon", "projection epsilon");
+  }
+  favor::FeatureMapOptions o;
+  o.dim = 4, o.features = 8, o.kernel = Kernel::relu, o.epsilon = 0.0;
+  EXPECT_EQ(favor::FeatureMap(o).epsilon(), 0.0);
+}
+
 TEST(Errors, ProjectionWithZeroRows) {
   expect_error([] { favor::FeatureMap m(Kernel::positive, MatF(0, 8)); }, "projection",
                "zero rows");
