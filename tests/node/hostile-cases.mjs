@@ -64,6 +64,8 @@ export const HOSTILE_CASES = [
     [RangeError, /^q: data has 4096 values but dims \[4,6\] need 24$/]],
   ['q.data an object made from Float32Array.prototype', (f) => f.exactAttention({ data: Object.create(Float32Array.prototype, { length: { value: 32 } }), dims: [4, 8] }, k, v),
     [TypeError, /^q\.data: expected a Float32Array, got an object \(Float32Array\)$/]],
+  ['out an object made from Float32Array.prototype', (f) => f.exactAttention(q, k, v, { out: Object.create(Float32Array.prototype, { length: { value: 12 } }) }),
+    [TypeError, /^out: expected a Float32Array to write the output into, got an object \(Float32Array\)$/]],
   ['out with an own length property (12, holding 1)', (f) => f.exactAttention(q, k, v, { out: lyingLength(1, 12) }),
     [RangeError, /^exactAttention: out: expected a Float32Array of 12 floats .* got one of 1$/]],
   ['a Buffer as q.data', (f) => f.exactAttention({ data: Buffer.alloc(128), dims: [4, 8] }, k, v), [TypeError, /^q\.data: expected a Float32Array, got a Buffer$/]],
