@@ -181,6 +181,33 @@ TEST(Parallel, LowestThrowingIndexWinsWhicheverThrowsFirst) {
   }
 }
 
+// ... and whichever throws last: index 15 throws once index 45 (another thread's) has started,
+// and 45 throws after it; 15's exception is still the one rethrown, not the latest.
+TEST(Parallel, LowestThrowingIndexWinsWhicheverThrowsLast) {
+  for (int threads : {2, 3, 4}) {
+    Threads t(threads);
+    std::atomic<bool> started{false};
+    try {
+      favor::parallel_for(60, [&](Index i) {
+        if (i == 45) {
+          started = true;
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          throw std::runtime_error("index 45");
+        }
+        if (i == 15) {
+          const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+          while (!started && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+          throw std::runtime_error("index 15");
+        }
+      });
+      ADD_FAILURE() << "no exception with " << threads << " threads";
+    } catch (const std::runtime_error& e) {
+      EXPECT_TRUE(started.load()) << threads << " threads: index 45 never ran";
+      EXPECT_STREQ(e.what(), "index 15") << threads << " threads";
+    }
+  }
+}
+
 TEST(Parallel, CoreErrorsKeepTheirType) {
   Threads t(2);
   try {
