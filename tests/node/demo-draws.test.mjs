@@ -39,6 +39,23 @@ test('rowAmongDraws: keys inside the range counted, KL to the mean as the inspec
   assert.equal(r.kl, rowKL(A, mean, 12, 4).kl);
 });
 
+test('rowAmongDraws: a key whose every draw is its exact weight (lo = A = hi) is inside the range', () => {
+  // the first row of causal attention: one key of weight 1, which every draw gets exactly
+  const A = Float32Array.from([1, 0, 0, 0]), same = { lo: A, hi: A, mean: A };
+  assert.deepEqual(rowAmongDraws(A, same, 4, 0, 1), { inside: 1, kl: 0 });
+  assert.equal(rowAmongDraws(A, same, 4, 0, 4).inside, 4);
+});
+
+test('rowKL: Â entries that are 0, negative, NaN or infinite count as 1e-12 and are counted; a window without exact weight reads 0', () => {
+  const A = Float32Array.from([0.5, 0.25, 0.25, 0]), Ahat = Float32Array.from([Infinity, NaN, -0.1, 0.3]);
+  const r = rowKL(A, Ahat, 0, 4);
+  assert.equal(r.nonPositive, 3);
+  const b = [1e-12, 1e-12, 1e-12, Math.fround(0.3)], sb = b.reduce((x, y) => x + y, 0);
+  const expected = [0.5, 0.25, 0.25].reduce((acc, a, j) => acc + a * Math.log(a / (b[j] / sb)), 0);
+  assert.ok(Number.isFinite(r.kl) && Math.abs(r.kl - expected) <= 1e-12 * expected, `${r.kl} against ${expected}`);
+  assert.deepEqual(rowKL(Float32Array.from([0, 0, 1]), Float32Array.from([0.2, 0.3, 0.5]), 0, 2), { kl: 0, nonPositive: 0 });
+});
+
 // Synthetic Q and K at the page's default input scale, FAVOR+ drawn as the compute worker draws it.
 function synthetic(L, d, scale) {
   const g = rng(11), t = (n) => ({ data: Float32Array.from({ length: n * d }, () => g.normal() * scale), dims: [n, d] });
