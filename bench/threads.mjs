@@ -8,7 +8,8 @@
 //                          [--json FILE] [--no-peers] [--out BENCHMARKS.md] [--merge FILE.json]
 //
 // Each machine's results are kept in bench/threads-results.json under its CPU and core count;
-// --out writes the section of BENCHMARKS.md (between <!-- threads --> markers) from all of them.
+// --out writes the section of BENCHMARKS.md (between <!-- threads --> markers) from all of them
+// (--out elsewhere: that file's section, and the results beside it, the committed ones untouched).
 // --merge adds a results file written elsewhere (--json on a machine with many cores, from the
 // folder bench/threads-bundle.sh packs) without measuring here; several runs of one machine
 // (--merge A.json,B.json) show as ranges.
@@ -19,6 +20,8 @@
 // binary and no network.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 import { loadFavor } from '../web/node.js';
 import { thisCpuName } from './lib/cpu-history.mjs';
@@ -298,7 +301,10 @@ if (args.merge) {
   if (!args.json || args.out) all[key(r)] = r;
 }
 if (args.out || args.merge) {
-  writeFileSync(RESULTS, toJson(all));
+  // The committed results with BENCHMARKS.md (or with --merge alone); beside any other report, so
+  // that a trial run elsewhere leaves them as they are (as bench/run.mjs does).
+  const canonical = !args.out || resolve(String(args.out)) === fileURLToPath(new URL('../BENCHMARKS.md', import.meta.url));
+  writeFileSync(canonical ? RESULTS : join(dirname(resolve(String(args.out))), 'threads-results.json'), toJson(all));
   if (args.out) {
     const { writeSection } = await import('./lib/sections.mjs');
     writeSection(String(args.out), 'threads', section(all));
