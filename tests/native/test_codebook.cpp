@@ -170,6 +170,34 @@ TEST(KMeans, ObjectiveNeverIncreasesAndSeedIsDeterministic) {
   EXPECT_NE(favor::kmeans(x, a).centroids, favor::kmeans(x, b).centroids);
 }
 
+// Where Lloyd's iterations settle, each centroid is the mean of the points assigned to it (one
+// point's included) and each point is assigned to a nearest centroid: over many small random sets,
+// where clusters of one point and clusters that change hands are common.
+TEST(KMeans, SettlesWhereEachCentroidIsItsPointsMean) {
+  std::mt19937 g(20);
+  for (int trial = 0; trial < 300; ++trial) {
+    const Matrix x = gaussian(7, 2, g);
+    favor::KMeansOptions o;
+    o.clusters = 4, o.iterations = 200, o.seed = static_cast<std::uint64_t>(trial);
+    const auto r = favor::kmeans(x, o);
+    EXPECT_LT(r.objective.size(), 201u) << "trial " << trial << ": never settled";
+    MatrixD sum = MatrixD::Zero(4, 2);
+    std::vector<int> count(4, 0);
+    for (Index i = 0; i < x.rows(); ++i) {
+      const Index a = r.assignment[static_cast<std::size_t>(i)];
+      sum.row(a) += x.row(i).cast<double>();
+      ++count[static_cast<std::size_t>(a)];
+      const double mine = (x.row(i) - r.centroids.row(a)).squaredNorm();
+      for (Index c = 0; c < 4; ++c) EXPECT_LE(mine, (x.row(i) - r.centroids.row(c)).squaredNorm() + 1e-6) << "trial " << trial;
+    }
+    for (Index c = 0; c < 4; ++c) {
+      if (!count[static_cast<std::size_t>(c)]) continue;
+      const MatrixD mean = sum.row(c) / count[static_cast<std::size_t>(c)];
+      EXPECT_LT((r.centroids.row(c).cast<double>() - mean).norm(), 1e-5) << "trial " << trial << ", cluster " << c;
+    }
+  }
+}
+
 TEST(KMeans, RecoversSeparatedClustersAndReseedsEmptyOnes) {
   std::mt19937 g(17);
   const Matrix centers = 20.0f * gaussian(5, 3, g);
