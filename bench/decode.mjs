@@ -23,7 +23,6 @@
 //   node bench/decode.mjs [--quick] [--out FILE.md] [--no-peers] [--max-step-ms 5000] [--contexts 1024,16384]
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
@@ -31,7 +30,7 @@ import { loadFavor } from 'favor-attention';
 
 import { oursDecoder, ortExactDecoder, ortFavorDecoder, stateOptions } from './lib/decoders.mjs';
 import { difference, gaussian, median, softmaxRow } from './lib/inputs.mjs';
-import { writeSection } from './lib/sections.mjs';
+import { isCommittedReport, writeSection } from './lib/sections.mjs';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const { values: args } = parseArgs({
@@ -373,7 +372,7 @@ const section = md.join('\n');
 
 const outFile = args.out ?? `${repo}BENCHMARKS.md`;
 writeSection(outFile, 'decode', section);
-if (path.resolve(outFile) === path.resolve(`${repo}BENCHMARKS.md`)) writeFileSync(`${repo}bench/decode-results.json`, `${JSON.stringify({ cpu, node: process.version, onnxruntimeWeb: ortVersion, decoders: decoders.map(({ id, label, kind, notes }) => ({ id, label, kind, notes })), unavailable, rows, scaling, gqa }, null, 1)}\n`);
+if (isCommittedReport(outFile)) writeFileSync(`${repo}bench/decode-results.json`, `${JSON.stringify({ cpu, node: process.version, onnxruntimeWeb: ortVersion, decoders: decoders.map(({ id, label, kind, notes }) => ({ id, label, kind, notes })), unavailable, rows, scaling, gqa }, null, 1)}\n`);
 console.log(section);
 fm.dispose();
 fm2.dispose();

@@ -28,7 +28,7 @@ import { measureRatio, searchCrossover } from './lib/crossover.mjs';
 import { difference, flops, gaussian, median } from './lib/inputs.mjs';
 import { native, onnxruntime, onnxruntimeMha, oursWasm, tfjs } from './lib/methods.mjs';
 import { writeReport } from './lib/report.mjs';
-import { readSections, writeSection } from './lib/sections.mjs';
+import { isCommittedReport, readSections, writeSection } from './lib/sections.mjs';
 import { cpuIdentity } from './lib/cpu-history.mjs';
 import { ruvector } from './lib/ruvector.mjs';
 
@@ -78,13 +78,13 @@ const config = {
 };
 // The committed report: BENCHMARKS.md, bench/plots/, bench/results.json. Any other report
 // (--quick, --out) keeps its plots and results beside itself.
-const canonical = path.join(repo, 'BENCHMARKS.md');
-const outFile = path.resolve(args.out ?? (quick ? path.join(repo, 'build/bench-quick/BENCHMARKS.md') : canonical));
-const plotDir = outFile === canonical ? path.join(repo, 'bench/plots') : path.join(path.dirname(outFile), 'plots');
-const resultsFile = outFile === canonical ? path.join(repo, 'bench/results.json') : path.join(path.dirname(outFile), 'results.json');
+const outFile = path.resolve(args.out ?? (quick ? path.join(repo, 'build/bench-quick/BENCHMARKS.md') : path.join(repo, 'BENCHMARKS.md')));
+const committed = isCommittedReport(outFile);
+const plotDir = committed ? path.join(repo, 'bench/plots') : path.join(path.dirname(outFile), 'plots');
+const resultsFile = committed ? path.join(repo, 'bench/results.json') : path.join(path.dirname(outFile), 'results.json');
 // The targets on every CPU the committed report has run on: this run's entry is written there only
 // for the committed report (other reports show it beside the committed entries).
-const history = { file: path.join(repo, 'bench/targets-by-cpu.json'), write: outFile === canonical };
+const history = { file: path.join(repo, 'bench/targets-by-cpu.json'), write: committed };
 // --report-only: rewrite the report and plots from the saved results (after changing the report code).
 // The decode and grouped-heads section (bench/decode.mjs), the sliding windows' (bench/window-decode.mjs), the worker section (bench/worker.mjs)
 // the packed-weights section (bench/packed.mjs), the feature maps' section (bench/feature-maps.mjs) and the peers sections (bench/node-peers.mjs, bench/browser-peers.mjs in Chromium and Firefox) live in the same file between

@@ -21,7 +21,6 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 
 import { loadFavor } from '../web/node.js';
 import { thisCpuName } from './lib/cpu-history.mjs';
@@ -301,12 +300,10 @@ if (args.merge) {
   if (!args.json || args.out) all[key(r)] = r;
 }
 if (args.out || args.merge) {
-  // The committed results with BENCHMARKS.md (or with --merge alone); beside any other report, so
-  // that a trial run elsewhere leaves them as they are (as bench/run.mjs does).
-  const canonical = !args.out || resolve(String(args.out)) === fileURLToPath(new URL('../BENCHMARKS.md', import.meta.url));
-  writeFileSync(canonical ? RESULTS : join(dirname(resolve(String(args.out))), 'threads-results.json'), toJson(all));
-  if (args.out) {
-    const { writeSection } = await import('./lib/sections.mjs');
-    writeSection(String(args.out), 'threads', section(all));
-  }
+  // (imported here: the folder bench/threads-bundle.sh packs measures with --json alone)
+  const { isCommittedReport, writeSection } = await import('./lib/sections.mjs');
+  // The committed results with BENCHMARKS.md (or with --merge alone); beside any other report.
+  const committed = !args.out || isCommittedReport(args.out);
+  writeFileSync(committed ? RESULTS : join(dirname(resolve(String(args.out))), 'threads-results.json'), toJson(all));
+  if (args.out) writeSection(String(args.out), 'threads', section(all));
 }

@@ -3,9 +3,17 @@
 // and a rewrite of the main report (bench/run.mjs --report-only), leaves the others in place.
 // 'reading' (how to read the figures) is written by hand: no script writes it, every one keeps it.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 export const SECTION_NAMES = ['decode', 'window', 'worker', 'packed', 'feature-maps', 'threads', 'threads-browser', 'threads-firefox', 'work-span', 'node', 'browser', 'firefox', 'reading'];
 const marked = (name) => new RegExp(`<!-- ${name} -->[\\s\\S]*<!-- /${name} -->`);
+
+const COMMITTED = fileURLToPath(new URL('../../BENCHMARKS.md', import.meta.url));
+
+// Whether `file` is the repository's BENCHMARKS.md, whose results files (bench/*.json, plots) are
+// committed with it: a report written anywhere else leaves them as they are.
+export const isCommittedReport = (file) => resolve(String(file)) === COMMITTED;
 
 // Replaces section `name` of `file` with `text` (which carries its markers), or appends it.
 export function writeSection(file, name, text) {
