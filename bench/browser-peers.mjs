@@ -10,7 +10,8 @@
 // (loadFavor({ simd: 'fixed' })), so that the relaxed build's gain over it is also measured where
 // users run it. Outputs are compared first (relative Frobenius ≤ 1e-3); then rounds that call the
 // three in rotating order. Writes its section into BENCHMARKS.md (between <!-- browser --> or
-// <!-- firefox --> markers) or --out FILE, and bench/browser-results.json or firefox-results.json.
+// <!-- firefox --> markers) or --out FILE, and bench/browser-results.json or
+// firefox-results.json (beside FILE with --out).
 //
 //   node bench/browser-peers.mjs [--browser chromium|firefox] [--quick] [--out FILE.md]
 //   (Firefox needs a global WebSocket: Node >= 22, or Node 20 with --experimental-websocket.)
@@ -21,7 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 import * as format from './lib/format.mjs';
-import { writeSection } from './lib/sections.mjs';
+import { resultsFileFor, writeSection } from './lib/sections.mjs';
 import { buildName, caseLine, caseRow, peerCases, peersTable } from './lib/side-by-side.mjs';
 import { CHROMIUM, CHROMIUM_ARGS, ortPages, serveRepo } from './lib/serve-repo.mjs';
 import { launchFirefox } from '../scripts/firefox.mjs';
@@ -106,7 +107,5 @@ const section = md.join('\n');
 
 const outFile = args.out ?? `${repo}BENCHMARKS.md`;
 writeSection(outFile, engine.marker, section);
-if (path.resolve(outFile) === path.resolve(`${repo}BENCHMARKS.md`)) {
-  writeFileSync(`${repo}bench/${engine.results}`, `${JSON.stringify({ cpu, options, ortVersion, ...result }, null, 1)}\n`);
-}
+writeFileSync(resultsFileFor(outFile, engine.results), `${JSON.stringify({ cpu, options, ortVersion, ...result }, null, 1)}\n`);
 console.log(section);

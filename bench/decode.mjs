@@ -18,7 +18,7 @@
 //  - grouped-query heads: favorAttention with Hq = 8, Hkv = 2 (Hq / Hkv = 4) against the same call
 //    on K and V repeated by hand, L = 4096, bidirectional and causal.
 // Writes its section into BENCHMARKS.md (between <!-- decode --> markers) or --out FILE, and
-// bench/decode-results.json.
+// bench/decode-results.json (beside FILE with --out).
 //
 //   node bench/decode.mjs [--quick] [--out FILE.md] [--no-peers] [--max-step-ms 5000] [--contexts 1024,16384]
 import { writeFileSync } from 'node:fs';
@@ -30,7 +30,7 @@ import { loadFavor } from 'favor-attention';
 
 import { oursDecoder, ortExactDecoder, ortFavorDecoder, stateOptions } from './lib/decoders.mjs';
 import { difference, gaussian, median, softmaxRow } from './lib/inputs.mjs';
-import { isCommittedReport, writeSection } from './lib/sections.mjs';
+import { resultsFileFor, writeSection } from './lib/sections.mjs';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const { values: args } = parseArgs({
@@ -372,7 +372,7 @@ const section = md.join('\n');
 
 const outFile = args.out ?? `${repo}BENCHMARKS.md`;
 writeSection(outFile, 'decode', section);
-if (isCommittedReport(outFile)) writeFileSync(`${repo}bench/decode-results.json`, `${JSON.stringify({ cpu, node: process.version, onnxruntimeWeb: ortVersion, decoders: decoders.map(({ id, label, kind, notes }) => ({ id, label, kind, notes })), unavailable, rows, scaling, gqa }, null, 1)}\n`);
+writeFileSync(resultsFileFor(outFile, 'decode-results.json'), `${JSON.stringify({ cpu, node: process.version, onnxruntimeWeb: ortVersion, decoders: decoders.map(({ id, label, kind, notes }) => ({ id, label, kind, notes })), unavailable, rows, scaling, gqa }, null, 1)}\n`);
 console.log(section);
 fm.dispose();
 fm2.dispose();

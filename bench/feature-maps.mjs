@@ -7,11 +7,10 @@
 // That pair's outputs are checked close first. Interleaved rounds (the order rotated each round),
 // medians; ratios to FAVOR+ positive/orthogonal are medians of per-round ratios. Node, the build
 // loadFavor picks (relaxed SIMD in Node 26), 1 thread. Writes its section into BENCHMARKS.md
-// (between <!-- feature-maps --> markers) or --out FILE, and bench/feature-maps-results.json.
+// (between <!-- feature-maps --> markers) or --out FILE, and bench/feature-maps-results.json (beside FILE with --out).
 //
 //   node bench/feature-maps.mjs [--quick] [--out FILE.md]
 import { writeFileSync } from 'node:fs';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
@@ -20,7 +19,7 @@ import { loadFavor } from 'favor-attention';
 import { thisCpuName } from './lib/cpu-history.mjs';
 import { fmtMs, fmtRatio } from './lib/format.mjs';
 import { difference, gaussian, median } from './lib/inputs.mjs';
-import { writeSection } from './lib/sections.mjs';
+import { resultsFileFor, writeSection } from './lib/sections.mjs';
 
 // The kernels timed with orthogonal sampling (kernels added to the library go here).
 const KERNELS = ['positive', 'hyperbolic', 'trigonometric', 'relu', 'oprf', 'sderf', 'aderf'];
@@ -90,8 +89,6 @@ md.push('<!-- /feature-maps -->');
 const section = md.join('\n');
 const outFile = args.out ?? `${repo}BENCHMARKS.md`;
 writeSection(outFile, 'feature-maps', section);
-if (path.resolve(outFile) === path.resolve(`${repo}BENCHMARKS.md`)) {
-  writeFileSync(`${repo}bench/feature-maps-results.json`, `${JSON.stringify({ cpu, node: process.version, info: favor.info, date, rounds, L, d, dv, m, seed, rows }, null, 1)}\n`);
-}
+writeFileSync(resultsFileFor(outFile, 'feature-maps-results.json'), `${JSON.stringify({ cpu, node: process.version, info: favor.info, date, rounds, L, d, dv, m, seed, rows }, null, 1)}\n`);
 console.log(section);
 for (const c of configs) c.map.dispose();

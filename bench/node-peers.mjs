@@ -6,7 +6,7 @@
 // Our relaxed and plain SIMD builds and onnxruntime-web (wasm, one thread, the graphs of
 // bench/onnx); each case in a child process, so that every library starts from a fresh heap.
 // Writes its section into BENCHMARKS.md (between <!-- node --> markers) or --out FILE, and
-// bench/node-results.json.
+// bench/node-results.json (beside FILE with --out).
 //
 //   node bench/node-peers.mjs [--quick] [--out FILE.md]
 import { execFileSync } from 'node:child_process';
@@ -18,7 +18,7 @@ import { parseArgs } from 'node:util';
 
 import * as format from './lib/format.mjs';
 import { difference, gaussian, median } from './lib/inputs.mjs';
-import { writeSection } from './lib/sections.mjs';
+import { resultsFileFor, writeSection } from './lib/sections.mjs';
 import { buildName, caseLine, caseRow, measureCase, peerCases, peersTable } from './lib/side-by-side.mjs';
 
 const here = fileURLToPath(import.meta.url);
@@ -64,7 +64,5 @@ md.push('<!-- /node -->');
 const section = md.join('\n');
 const outFile = args.out ?? `${repo}BENCHMARKS.md`;
 writeSection(outFile, 'node', section);
-if (path.resolve(outFile) === path.resolve(`${repo}BENCHMARKS.md`)) {
-  await writeFile(`${repo}bench/node-results.json`, `${JSON.stringify({ cpu, node: process.version, v8: process.versions.v8, options, ortVersion, info, plainInfo, rows }, null, 1)}\n`);
-}
+await writeFile(resultsFileFor(outFile, 'node-results.json'), `${JSON.stringify({ cpu, node: process.version, v8: process.versions.v8, options, ortVersion, info, plainInfo, rows }, null, 1)}\n`);
 console.log(section);

@@ -6,12 +6,11 @@
 // one row times each layer's weight, packed b against b given each call. Outputs are checked
 // bit-equal first; then interleaved rounds, medians (per-round ratios). Node, relaxed build,
 // 1 thread. Writes its section into BENCHMARKS.md (between <!-- packed --> markers) or --out
-// FILE, and bench/packed-results.json.
+// FILE, and bench/packed-results.json (beside FILE with --out).
 //
 //   node bench/packed.mjs [--quick] [--out FILE.md]
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
@@ -21,7 +20,7 @@ import { CharModel } from '../model/runner.js';
 import { loadModel } from '../model/node.js';
 import { fmtMs, fmtRatio } from './lib/format.mjs';
 import { gaussian, median } from './lib/inputs.mjs';
-import { writeSection } from './lib/sections.mjs';
+import { resultsFileFor, writeSection } from './lib/sections.mjs';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const { values: args } = parseArgs({ options: { quick: { type: 'boolean', default: false }, out: { type: 'string' } } });
@@ -99,7 +98,5 @@ md.push('<!-- /packed -->');
 const section = md.join('\n');
 const outFile = args.out ?? `${repo}BENCHMARKS.md`;
 writeSection(outFile, 'packed', section);
-if (path.resolve(outFile) === path.resolve(`${repo}BENCHMARKS.md`)) {
-  writeFileSync(`${repo}bench/packed-results.json`, `${JSON.stringify({ cpu, node: process.version, info: favor.info, rounds, rows }, null, 1)}\n`);
-}
+writeFileSync(resultsFileFor(outFile, 'packed-results.json'), `${JSON.stringify({ cpu, node: process.version, info: favor.info, rounds, rows }, null, 1)}\n`);
 console.log(section);

@@ -9,8 +9,8 @@
 // makes them in Node (bench/lib/thread-rounds.mjs), and decode in bursts of 400 appends.
 // Keeps each machine's results in bench/threads-browser-results.json (Firefox's in
 // threads-firefox-results.json) and writes its section of BENCHMARKS.md (or of --out FILE) from
-// them, between <!-- threads-browser --> (<!-- threads-firefox -->) markers; with --json FILE
-// alone, writes this run to FILE and nothing else.
+// them, between <!-- threads-browser --> (<!-- threads-firefox -->) markers (--out elsewhere: the
+// results beside FILE, the committed ones untouched); with --json FILE alone, writes this run to FILE and nothing else.
 //
 // --runs N measures it all N times (each a fresh page), its table then showing each cell's range;
 // --note TEXT adds a sentence on the machine under its heading; --report-only rewrites the section
@@ -28,7 +28,7 @@ import { parseArgs } from 'node:util';
 
 import { thisCpuName } from './lib/cpu-history.mjs';
 import { peerCase } from './lib/ort-peer.mjs';
-import { writeSection } from './lib/sections.mjs';
+import { resultsFileFor, writeSection } from './lib/sections.mjs';
 import { CHROMIUM, CHROMIUM_ARGS, ortPages, serveRepo } from './lib/serve-repo.mjs';
 import { launchFirefox } from '../scripts/firefox.mjs';
 import { CASES } from './lib/thread-cases.mjs';
@@ -194,7 +194,7 @@ if (!args['report-only']) {
   if (args.json) writeFileSync(args.json, toJson(results));
   if (!args.json || args.out) {
     all[`${results.cpu} (${results.cores} cores)`] = results;
-    writeFileSync(RESULTS, toJson(all));
+    writeFileSync(resultsFileFor(args.out, engine.results), toJson(all));
   }
 }
 if (args['report-only'] || !args.json || args.out) {

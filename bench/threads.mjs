@@ -20,7 +20,6 @@
 // binary and no network.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
 
 import { loadFavor } from '../web/node.js';
 import { thisCpuName } from './lib/cpu-history.mjs';
@@ -301,9 +300,7 @@ if (args.merge) {
 }
 if (args.out || args.merge) {
   // (imported here: the folder bench/threads-bundle.sh packs measures with --json alone)
-  const { isCommittedReport, writeSection } = await import('./lib/sections.mjs');
-  // The committed results with BENCHMARKS.md (or with --merge alone); beside any other report.
-  const committed = !args.out || isCommittedReport(args.out);
-  writeFileSync(committed ? RESULTS : join(dirname(resolve(String(args.out))), 'threads-results.json'), toJson(all));
+  const { resultsFileFor, writeSection } = await import('./lib/sections.mjs');
+  writeFileSync(resultsFileFor(args.out, 'threads-results.json'), toJson(all));
   if (args.out) writeSection(String(args.out), 'threads', section(all));
 }

@@ -23,7 +23,8 @@
 //                                                        thread bench's calls (threads-device.sh)
 //
 // Each machine's results are kept in bench/work-span-results.json under its CPU and core count;
-// the section of BENCHMARKS.md (between <!-- work-span --> markers) shows all of them.
+// the section of BENCHMARKS.md (between <!-- work-span --> markers) shows all of them (--out
+// elsewhere: that file's section, and the results beside it, the committed ones untouched).
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -32,7 +33,7 @@ import { parseArgs } from 'node:util';
 
 import { cpuIdentity } from './lib/cpu-history.mjs';
 import { fmtMs } from './lib/format.mjs';
-import { writeSection } from './lib/sections.mjs';
+import { resultsFileFor, writeSection } from './lib/sections.mjs';
 import { simulatePool } from './lib/pool-model.mjs';
 import { CASES } from './lib/thread-cases.mjs';
 
@@ -195,4 +196,4 @@ md.push('<!-- /work-span -->');
 const section = md.join('\n');
 console.log(section);
 writeSection(args.out ?? `${repo}BENCHMARKS.md`, 'work-span', section);
-if (!args.out || args.out.endsWith('BENCHMARKS.md')) writeFileSync(RESULTS, `${JSON.stringify({ machines }, null, 1)}\n`);
+writeFileSync(resultsFileFor(args.out, 'work-span-results.json'), `${JSON.stringify({ machines }, null, 1)}\n`);

@@ -7,12 +7,11 @@
 // one head, d = dv = 64, L = S from 64 to 4096, and on a FAVOR+ decode step (8 heads); beside
 // them a bare worker's round trip (the floor). Every variant's output is first checked equal to
 // the synchronous one's. Writes its section into BENCHMARKS.md (between <!-- worker --> markers)
-// or --out FILE, and bench/worker-results.json.
+// or --out FILE, and bench/worker-results.json (beside FILE with --out).
 //
 //   node bench/worker.mjs [--quick] [--out FILE.md] [--no-browser]
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Worker } from 'node:worker_threads';
@@ -20,7 +19,7 @@ import { Worker } from 'node:worker_threads';
 import { loadFavor } from 'favor-attention';
 
 import { fmtL, fmtMs, fmtRatio } from './lib/format.mjs';
-import { writeSection } from './lib/sections.mjs';
+import { resultsFileFor, writeSection } from './lib/sections.mjs';
 import { CHROMIUM, CHROMIUM_ARGS, serveRepo } from './lib/serve-repo.mjs';
 import { CONFIG, ECHO_OUTPUT_FLOATS, measureWorkerCost } from './lib/worker-cost.mjs';
 
@@ -114,7 +113,5 @@ const section = md.join('\n');
 
 const outFile = args.out ?? `${repo}BENCHMARKS.md`;
 writeSection(outFile, 'worker', section);
-if (path.resolve(outFile) === path.resolve(`${repo}BENCHMARKS.md`)) {
-  writeFileSync(`${repo}bench/worker-results.json`, `${JSON.stringify({ cpu, options, environments }, null, 1)}\n`);
-}
+writeFileSync(resultsFileFor(outFile, 'worker-results.json'), `${JSON.stringify({ cpu, options, environments }, null, 1)}\n`);
 console.log(section);

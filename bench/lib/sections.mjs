@@ -3,7 +3,7 @@
 // and a rewrite of the main report (bench/run.mjs --report-only), leaves the others in place.
 // 'reading' (how to read the figures) is written by hand: no script writes it, every one keeps it.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const SECTION_NAMES = ['decode', 'window', 'worker', 'packed', 'feature-maps', 'threads', 'threads-browser', 'threads-firefox', 'work-span', 'node', 'browser', 'firefox', 'reading'];
@@ -15,14 +15,22 @@ const COMMITTED = fileURLToPath(new URL('../../BENCHMARKS.md', import.meta.url))
 // committed with it: a report written anywhere else leaves them as they are.
 export const isCommittedReport = (file) => resolve(String(file)) === COMMITTED;
 
+// Where the results file `name` of `report` goes: bench/ beside this module for the committed
+// BENCHMARKS.md (also when `report` is undefined: no --out), the report's own folder for any other.
+export const resultsFileFor = (report, name) =>
+  (report === undefined || isCommittedReport(report) ? fileURLToPath(new URL(`../${name}`, import.meta.url)) : join(dirname(resolve(String(report))), name));
+
 // Replaces section `name` of `file` with `text` (which carries its markers), or appends it.
+// (A replacer function: a replacement string would read '$&', '$`' and "$'" in the text as patterns.)
 export function writeSection(file, name, text) {
-  const old = existsSync(file) ? readFileSync(file, 'utf8') : '';
-  writeFileSync(file, marked(name).test(old) ? old.replace(marked(name), text) : `${old.trimEnd()}\n\n${text}\n`);
+  const old = existsSync(file) ? readFileSync(file, 'utf8').trimEnd() : '';
+  writeFileSync(file, marked(name).test(old) ? `${old.replace(marked(name), () => text)}\n` : `${old ? `${old}\n\n` : ''}${text}\n`);
 }
 
-// Every section of `file` (with its markers), to put back after the file is rewritten.
+// Every section of `file` (with its markers) in the order the file has them, to put back after the
+// file is rewritten.
 export function readSections(file) {
   const text = existsSync(file) ? readFileSync(file, 'utf8') : '';
-  return SECTION_NAMES.map((name) => [name, text.match(marked(name))?.[0]]).filter(([, section]) => section);
+  return SECTION_NAMES.map((name) => [name, text.match(marked(name))]).filter(([, match]) => match)
+    .sort(([, a], [, b]) => a.index - b.index).map(([name, match]) => [name, match[0]]);
 }
