@@ -25,8 +25,8 @@ std::vector<float> random_floats(std::size_t n, std::mt19937& rng) {
 }
 
 // A(i, k) = a[i a_rs + k a_cs], Bt(k, j) = b[k ldb + j]: the scalar loop every build must match.
-void scalar_gemm(Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, const float* b, Index ldb,
-                 float* c, Index ldc, bool accumulate, bool lower = false) {
+void scalar_gemm(Index M, Index N, Index K, const float* a, Index a_rs, Index a_cs, const float* b, Index ldb, float* c,
+                 Index ldc, bool accumulate, bool lower = false) {
   for (Index i = 0; i < M; ++i)
     for (Index j = 0; j < N; ++j) {
       float s = accumulate ? c[i * ldc + j] : 0.0f;
@@ -86,11 +86,40 @@ TEST(Gemm, MatchesFloat64AndScalarLoopOverEveryTail) {
               }
           }
         }
-    }}
+  }
+}
 
-  TEST(Gemm, TransposedAAndPackedB) {
-    for (int rows : {2, 4, 6}) {
-      SCOPED_TRACE(rows);
+// With row_scale (the online softmax's rescale): C = diag(row_scale) C + A Bt, each row of C
+// scaled before its sum starts, in every tile, the single rows, and a product of rank 1 (K = 1,
+// where a row-by-row path serves the plain accumulation).
+TEST(Gemm, RowScaleMultipliesEachRowOfCBeforeItsSum) {
+  for (int rows : {2, 4, 6}) {
+    SCOPED_TRACE(rows);
+    const TileRows tiles(rows);
+    std::mt19937 rng(4321);
+    for (Index M : kSizes)
+      for (Index N : kSizes)
+        for (Index K : {Index(0), Index(1), Index(2), Index(9), Index(64)}) {
+          const Index lda = K + 1, ldb = N + 3, ldc = N + 1;
+          const auto a = random_floats(static_cast<std::size_t>(M * lda), rng);
+          const auto b = random_floats(static_cast<std::size_t>(std::max<Index>(K, 1) * ldb), rng);
+          const auto c0 = random_floats(static_cast<std::size_t>(M * ldc), rng);
+          std::vector<float> row_scale(static_cast<std::size_t>(M));
+          std::uniform_real_distribution<float> factor(0.0f, 1.0f);
+          for (float& f : row_scale) f = factor(rng);
+          std::vector<float> c = c0, expect = c0;
+          gemm::gemm(M, N, K, a.data(), lda, 1, b.data(), ldb, c.data(), ldc, true, row_scale.data());
+          for (Index i = 0; i < M; ++i)
+            for (Index j = 0; j < N; ++j) expect[i * ldc + j] = c0[i * ldc + j] * row_scale[i];
+          scalar_gemm(M, N, K, a.data(), lda, 1, b.data(), ldb, expect.data(), ldc, true);
+          expect_bits(c, expect, "gemm with row_scale", M, N, K);
+        }
+  }
+}
+
+TEST(Gemm, TransposedAAndPackedB) {
+  for (int rows : {2, 4, 6}) {
+    SCOPED_TRACE(rows);
     const TileRows tiles(rows);
     std::mt19937 rng(99);
     favor::FloatBuffer scratch;
@@ -112,7 +141,8 @@ TEST(Gemm, MatchesFloat64AndScalarLoopOverEveryTail) {
           const auto br = random_floats(static_cast<std::size_t>(N * ldbr), rng);
           std::vector<float> bt(static_cast<std::size_t>(K * N));
           for (Index j = 0; j < N; ++j)
-            for (Index k = 0; k < K; ++k) bt[static_cast<std::size_t>(k * N + j)] = br[static_cast<std::size_t>(j * ldbr + k)];
+            for (Index k = 0; k < K; ++k)
+              bt[static_cast<std::size_t>(k * N + j)] = br[static_cast<std::size_t>(j * ldbr + k)];
           std::vector<float> c2(static_cast<std::size_t>(M * N), -1.0f), expect2 = c2;
           gemm::gemm_nt(M, N, K, a.data(), lda, br.data(), ldbr, c2.data(), N, false, scratch);
           scalar_gemm(M, N, K, a.data(), lda, 1, bt.data(), N, expect2.data(), N, false);
@@ -155,39 +185,43 @@ TEST(Gemm, MatchesFloat64AndScalarLoopOverEveryTail) {
               top = std::max(top, x);
             }
             float got = -INFINITY;
-            for (Index l = 0; l < gemm::kLanes; ++l) got = std::max(got, row_max[static_cast<std::size_t>(i * gemm::kLanes + l)]);
+            for (Index l = 0; l < gemm::kLanes; ++l)
+              got = std::max(got, row_max[static_cast<std::size_t>(i * gemm::kLanes + l)]);
             ASSERT_EQ(got, top) << "row " << i << ": " << M << " " << N << " " << K;
           }
           expect_bits(c3, expect3, "gemm_packed with column terms", M, N, K);
           EXPECT_EQ(row_max.back(), -INFINITY);  // nothing past the rows
-          if (N > 1) ASSERT_EQ(scratch.size(), static_cast<std::size_t>(gemm::strips(N) * K * gemm::kStrip));  // one column: no packing
+          if (N > 1)
+            ASSERT_EQ(scratch.size(),
+                      static_cast<std::size_t>(gemm::strips(N) * K * gemm::kStrip));  // one column: no packing
         }
-    }}
-
-  // pack_bt's layout, entry by entry: packed[(s K + k) kStrip + j] = B(s kStrip + j, k), zero past N
-  // (full strips go through 4 x 4 register transposes, the rest and the last K % 4 one by one).
-  TEST(Gemm, PackBtLayout) {
-    std::mt19937 rng(17);
-    for (Index N : kSizes)
-      for (Index K : {Index(1), Index(4), Index(7), Index(64), Index(66)}) {
-        const Index ldb = K + 3;
-        const auto b = random_floats(static_cast<std::size_t>(N * ldb), rng);
-        std::vector<float> packed(static_cast<std::size_t>(gemm::strips(N) * K * gemm::kStrip), -7.0f);
-        gemm::pack_bt(N, K, b.data(), ldb, packed.data());
-        for (Index s = 0; s < gemm::strips(N); ++s)
-          for (Index k = 0; k < K; ++k)
-            for (Index j = 0; j < gemm::kStrip; ++j) {
-              const Index row = s * gemm::kStrip + j;
-              const float want = row < N ? b[static_cast<std::size_t>(row * ldb + k)] : 0.0f;
-              ASSERT_EQ(packed[static_cast<std::size_t>((s * K + k) * gemm::kStrip + j)], want)
-                  << "N " << N << " K " << K << " strip " << s << " k " << k << " j " << j;
-            }
-      }
   }
+}
 
-  TEST(Gemm, LowerTriangularSkipsOnlyZeros) {
-    for (int rows : {2, 4, 6}) {
-      SCOPED_TRACE(rows);
+// pack_bt's layout, entry by entry: packed[(s K + k) kStrip + j] = B(s kStrip + j, k), zero past N
+// (full strips go through 4 x 4 register transposes, the rest and the last K % 4 one by one).
+TEST(Gemm, PackBtLayout) {
+  std::mt19937 rng(17);
+  for (Index N : kSizes)
+    for (Index K : {Index(1), Index(4), Index(7), Index(64), Index(66)}) {
+      const Index ldb = K + 3;
+      const auto b = random_floats(static_cast<std::size_t>(N * ldb), rng);
+      std::vector<float> packed(static_cast<std::size_t>(gemm::strips(N) * K * gemm::kStrip), -7.0f);
+      gemm::pack_bt(N, K, b.data(), ldb, packed.data());
+      for (Index s = 0; s < gemm::strips(N); ++s)
+        for (Index k = 0; k < K; ++k)
+          for (Index j = 0; j < gemm::kStrip; ++j) {
+            const Index row = s * gemm::kStrip + j;
+            const float want = row < N ? b[static_cast<std::size_t>(row * ldb + k)] : 0.0f;
+            ASSERT_EQ(packed[static_cast<std::size_t>((s * K + k) * gemm::kStrip + j)], want)
+                << "N " << N << " K " << K << " strip " << s << " k " << k << " j " << j;
+          }
+    }
+}
+
+TEST(Gemm, LowerTriangularSkipsOnlyZeros) {
+  for (int rows : {2, 4, 6}) {
+    SCOPED_TRACE(rows);
     const TileRows tiles(rows);
     std::mt19937 rng(5);
     for (Index M : kSizes)
@@ -204,12 +238,13 @@ TEST(Gemm, MatchesFloat64AndScalarLoopOverEveryTail) {
         expect_bits(c, expect, "gemm_lower", M, N, K);
         expect_bits(c, full, "gemm_lower vs full (finite B: zeros add nothing)", M, N, K);
       }
-    }}
+  }
+}
 
-  // The causal in-chunk block: C = A B^T on and below the diagonal, as the full product has it.
-  TEST(Gemm, NtLowerMatchesTheFullProductOnAndBelowTheDiagonal) {
-    for (int rows : {2, 4, 6}) {
-      SCOPED_TRACE(rows);
+// The causal in-chunk block: C = A B^T on and below the diagonal, as the full product has it.
+TEST(Gemm, NtLowerMatchesTheFullProductOnAndBelowTheDiagonal) {
+  for (int rows : {2, 4, 6}) {
+    SCOPED_TRACE(rows);
     const TileRows tiles(rows);
     std::mt19937 rng(6);
     favor::FloatBuffer scratch;
@@ -230,6 +265,7 @@ TEST(Gemm, MatchesFloat64AndScalarLoopOverEveryTail) {
           for (Index i = 0; i < M; ++i)
             for (Index j = N; j < ldc; ++j) ASSERT_EQ(lower[static_cast<std::size_t>(i * ldc + j)], -7.0f);
         }
-    }}
+  }
+}
 
-  }  // namespace
+}  // namespace
