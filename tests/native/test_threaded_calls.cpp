@@ -123,11 +123,16 @@ TEST(ThreadedCalls, CausalVFarFromOneInSomeRowsSameBits) {
   for (const Index L : {Index{700}, Index{5000}}) {
     const MatF q = 0.5f * ref::normal_matrix(L, d, gen), k = 0.5f * ref::normal_matrix(L, d, gen);
     const MatF v0 = ref::normal_matrix(L, dv, gen);
-    for (const int kind : {0, 1, 2}) {
+    // (1e9 and 1e-9 give the same bits scaled or not: a power of two scales exactly where
+    // nothing overflows or underflows. 1e36 overflows the sums and 1e-36 sinks the products into
+    // subnormals unless v is scaled, so there only a call that missed the far rows differs.)
+    for (const int kind : {0, 1, 2, 3, 4}) {
       MatF v = v0;
       if (kind == 0) v.bottomRows(50) *= 1e9f;
       if (kind == 1) v.topRows(50) *= 1e-9f;
       if (kind == 2) v *= 1e-9f;
+      if (kind == 3) v *= 1e36f;
+      if (kind == 4) v *= 1e-36f;
       favor::FavorOptions o;
       o.causal = true;
       const std::string what = "L " + std::to_string(L) + " kind " + std::to_string(kind);
