@@ -52,11 +52,16 @@ struct TileRows {
 
 const Index kSizes[] = {1, 2, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 23, 31, 32, 33, 64, 67};
 
+// Each product three ways: C = A Bt, C += A Bt, and C = diag(row_scale) C + A Bt (the online
+// softmax's rescale: each row of C scaled before its sum starts, also in a product of rank 1,
+// K = 1, where a row-by-row path serves the plain accumulation).
 TEST(Gemm, MatchesFloat64AndScalarLoopOverEveryTail) {
+  enum Mode { kOverwrite, kAccumulate, kRowScale };
   for (int rows : {2, 4, 6}) {
     SCOPED_TRACE(rows);
     const TileRows tiles(rows);
     std::mt19937 rng(1234);
+    std::uniform_real_distribution<float> factor(0.0f, 1.0f);
     for (Index M : kSizes)
       for (Index N : kSizes)
         for (Index K : {Index(0), Index(1), Index(3), Index(4), Index(9), Index(64), Index(130)}) {
@@ -65,18 +70,27 @@ TEST(Gemm, MatchesFloat64AndScalarLoopOverEveryTail) {
           const auto a = random_floats(static_cast<std::size_t>(M * lda), rng);
           const auto b = random_floats(static_cast<std::size_t>(std::max<Index>(K, 1) * ldb), rng);
           const auto c0 = random_floats(static_cast<std::size_t>(M * ldc), rng);
-          for (bool accumulate : {false, true}) {
-            std::vector<float> c = c0, expect = c0;
-            gemm::gemm(M, N, K, a.data(), lda, 1, b.data(), ldb, c.data(), ldc, accumulate);
+          std::vector<float> row_scale(static_cast<std::size_t>(M));
+          for (float& f : row_scale) f = factor(rng);
+          for (const Mode mode : {kOverwrite, kAccumulate, kRowScale}) {
+            const bool accumulate = mode != kOverwrite;
+            // C as the sums start from it
+            std::vector<float> start = c0;
+            if (mode == kRowScale)
+              for (Index i = 0; i < M; ++i)
+                for (Index j = 0; j < N; ++j) start[i * ldc + j] = c0[i * ldc + j] * row_scale[i];
+            std::vector<float> c = c0, expect = start;
+            gemm::gemm(M, N, K, a.data(), lda, 1, b.data(), ldb, c.data(), ldc, accumulate,
+                       mode == kRowScale ? row_scale.data() : nullptr);
             scalar_gemm(M, N, K, a.data(), lda, 1, b.data(), ldb, expect.data(), ldc, accumulate);
-            expect_bits(c, expect, "gemm", M, N, K);
+            expect_bits(c, expect, mode == kRowScale ? "gemm with row_scale" : "gemm", M, N, K);
             for (Index i = 0; i < M; ++i)
               for (Index j = 0; j < ldc; ++j) {
                 if (j >= N) {  // padding untouched
                   ASSERT_EQ(c[i * ldc + j], c0[i * ldc + j]);
                   continue;
                 }
-                double s = accumulate ? c0[i * ldc + j] : 0.0, mag = std::abs(s);
+                double s = accumulate ? start[i * ldc + j] : 0.0, mag = std::abs(s);
                 for (Index k = 0; k < K; ++k) {
                   const double t = static_cast<double>(a[i * lda + k]) * b[k * ldb + j];
                   s += t;
@@ -85,34 +99,6 @@ TEST(Gemm, MatchesFloat64AndScalarLoopOverEveryTail) {
                 ASSERT_NEAR(c[i * ldc + j], s, 1e-6 * (mag + 1.0)) << M << " " << N << " " << K;
               }
           }
-        }
-  }
-}
-
-// With row_scale (the online softmax's rescale): C = diag(row_scale) C + A Bt, each row of C
-// scaled before its sum starts, in every tile, the single rows, and a product of rank 1 (K = 1,
-// where a row-by-row path serves the plain accumulation).
-TEST(Gemm, RowScaleMultipliesEachRowOfCBeforeItsSum) {
-  for (int rows : {2, 4, 6}) {
-    SCOPED_TRACE(rows);
-    const TileRows tiles(rows);
-    std::mt19937 rng(4321);
-    for (Index M : kSizes)
-      for (Index N : kSizes)
-        for (Index K : {Index(0), Index(1), Index(2), Index(9), Index(64)}) {
-          const Index lda = K + 1, ldb = N + 3, ldc = N + 1;
-          const auto a = random_floats(static_cast<std::size_t>(M * lda), rng);
-          const auto b = random_floats(static_cast<std::size_t>(std::max<Index>(K, 1) * ldb), rng);
-          const auto c0 = random_floats(static_cast<std::size_t>(M * ldc), rng);
-          std::vector<float> row_scale(static_cast<std::size_t>(M));
-          std::uniform_real_distribution<float> factor(0.0f, 1.0f);
-          for (float& f : row_scale) f = factor(rng);
-          std::vector<float> c = c0, expect = c0;
-          gemm::gemm(M, N, K, a.data(), lda, 1, b.data(), ldb, c.data(), ldc, true, row_scale.data());
-          for (Index i = 0; i < M; ++i)
-            for (Index j = 0; j < N; ++j) expect[i * ldc + j] = c0[i * ldc + j] * row_scale[i];
-          scalar_gemm(M, N, K, a.data(), lda, 1, b.data(), ldb, expect.data(), ldc, true);
-          expect_bits(c, expect, "gemm with row_scale", M, N, K);
         }
   }
 }
