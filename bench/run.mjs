@@ -28,7 +28,7 @@ import { measureRatio, searchCrossover } from './lib/crossover.mjs';
 import { difference, flops, gaussian, median } from './lib/inputs.mjs';
 import { native, onnxruntime, onnxruntimeMha, oursWasm, tfjs } from './lib/methods.mjs';
 import { writeReport } from './lib/report.mjs';
-import { isCommittedReport, readSections, writeSection } from './lib/sections.mjs';
+import { isCommittedReport, readSections, resultsFileFor, writeSection } from './lib/sections.mjs';
 import { cpuIdentity } from './lib/cpu-history.mjs';
 import { ruvector } from './lib/ruvector.mjs';
 
@@ -80,8 +80,7 @@ const config = {
 // (--quick, --out) keeps its plots and results beside itself.
 const outFile = path.resolve(args.out ?? (quick ? path.join(repo, 'build/bench-quick/BENCHMARKS.md') : path.join(repo, 'BENCHMARKS.md')));
 const committed = isCommittedReport(outFile);
-const plotDir = committed ? path.join(repo, 'bench/plots') : path.join(path.dirname(outFile), 'plots');
-const resultsFile = committed ? path.join(repo, 'bench/results.json') : path.join(path.dirname(outFile), 'results.json');
+const plotDir = resultsFileFor(outFile, 'plots'), resultsFile = resultsFileFor(outFile, 'results.json');
 // The targets on every CPU the committed report has run on: this run's entry is written there only
 // for the committed report (other reports show it beside the committed entries).
 const history = { file: path.join(repo, 'bench/targets-by-cpu.json'), write: committed };
