@@ -174,11 +174,16 @@ class Pool {
       std::this_thread::yield();
   }
 
-  // Whether each helper started sleeps now (for tests).
+  // For tests: whether each helper started sleeps with no wake-up on its way: one notified but not yet run still
+  // has its flag set (on a loaded machine, for tens of milliseconds), and a test that took it
+  // for asleep would rouse it while it wakes.
   std::vector<bool> asleep() {
     std::lock_guard<std::mutex> lock(pool_mutex_);
     std::vector<bool> result(helpers_.size());
-    for (std::size_t id = 0; id < helpers_.size(); ++id) result[id] = sleep_[id].asleep.load();
+    for (std::size_t id = 0; id < helpers_.size(); ++id) {
+      std::lock_guard<std::mutex> sleeping(sleep_[id].mutex);
+      result[id] = sleep_[id].asleep.load() && !sleep_[id].woken;
+    }
     return result;
   }
 
@@ -264,6 +269,7 @@ class Pool {
         if (!sleep.asleep.load(std::memory_order_relaxed)) return false;
         sleep.roused = true;
       }
+      if (sleep.asleep.load(std::memory_order_relaxed)) sleep.woken = true;  // (not if it woke meanwhile)
     }
     sleep.wake.notify_one();
     return true;
@@ -313,6 +319,7 @@ class Pool {
     std::mutex mutex;
     std::atomic<bool> asleep{false};
     bool roused = false;  // under the mutex: woken by rouse(), not by a job
+    bool woken = false;   // under the mutex: notified, and not yet back from its wait
     std::condition_variable wake;
   };
   struct alignas(64) Slot {
@@ -387,6 +394,7 @@ class Pool {
           });
           sleep.asleep.store(false, std::memory_order_relaxed);
           woken_roused = std::exchange(sleep.roused, false);
+          sleep.woken = false;
         }
         // Woken by a wave: goes on with it (holding no mutex: it takes the others').
         spread_wave(wave_.load() >> 32, kHelperLimit);

@@ -39,7 +39,7 @@ class RousedCall {
 
 namespace detail {
 // For tests: helpers that rouse_threads() has reached so far (woken, or kept spinning); whether
-// each helper started sleeps now.
+// each helper started sleeps now (with no wake-up on its way).
 long long rousings();
 std::vector<bool> helpers_asleep();
 }  // namespace detail
