@@ -67,12 +67,12 @@ export class Heatmap {
       const end = causal ? Math.min(cols, i + 1) : cols;
       for (let j = 0; j < end; j++) {
         const x = values[o + j];
+        if (x !== x) { px[o + j] = INVALID_COLOR; continue; }  // NaN, on every scale; ±Infinity clamp to the ends
         let t;
         if (mode === 'linear') t = x > 0 ? x * k : 0;
         else if (mode === 'log') t = x > 0 ? (Math.log(x) - offset) * k : 0;
         else if (mode === 'diverging') t = offset + x * k;
         else t = offset + (x >= 0 ? 1 : -1) * Math.log1p(Math.abs(x) * inv) * k;
-        if (t !== t) { px[o + j] = INVALID_COLOR; continue; }  // NaN; ±Infinity clamp to the ends
         const idx = t <= 0 ? 0 : t >= top ? top : (t + 0.5) | 0;
         px[o + j] = lut[idx];
       }
