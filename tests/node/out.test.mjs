@@ -166,6 +166,13 @@ describe('options.out through the worker API', () => {
     assert.equal(result.data, out);
     assert.equal(out.length, 80, 'out is not detached');
     assert.deepEqual(bits(out), bits(favor.favorAttention(q, k, v, { featureMap: map }).data));
+    // out may be an input's own array: that input is copied, never moved, and the result lands in it.
+    const qOwn = { data: q.data.slice(), dims: q.dims }, kOwn = { data: k.data.slice(), dims: k.dims };
+    const into = await transferring.favorAttention(qOwn, kOwn, { data: v.data.slice(), dims: v.dims }, { featureMap: tmap, out: qOwn.data });
+    assert.equal(into.data, qOwn.data);
+    assert.equal(qOwn.data.length, 80, 'the input that is out was not moved');
+    assert.equal(kOwn.data.length, 0, 'the other inputs were moved');
+    assert.deepEqual(bits(qOwn.data), bits(result.data));
     const state = await worker.createCausalState({ method: 'exact' });
     await state.append(q, q, q);
     await assert.rejects(state.append(...step, { out: new Float32Array(1) }), RangeError);

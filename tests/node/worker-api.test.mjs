@@ -81,6 +81,13 @@ test('transfer: true moves the inputs (the caller\'s arrays are detached); the r
     const out = await moving.exactAttention(q2, k2, k2);
     assert.equal(q2.data.byteLength, 0, 'q was transferred');
     assertBitIdentical(out.data, want, 'transferred');
+    // Two inputs viewing one whole buffer: it is moved, once (twice in a transfer list would fail the message).
+    const buffer = normalTensor([40, 16], 9).data.buffer;
+    const a = { data: new Float32Array(buffer), dims: [40, 16] }, b = { data: new Float32Array(buffer), dims: [40, 16] };
+    const wantShared = sync.exactAttention(a, b, b).data;
+    const shared = await moving.exactAttention(a, b, b);
+    assert.equal(buffer.byteLength, 0, 'the shared buffer was transferred');
+    assertBitIdentical(shared.data, wantShared, 'a buffer shared by two inputs');
   } finally {
     moving.dispose();
   }
