@@ -4,6 +4,7 @@
 // the worker behind proxies with dispose(); transfer: true detaches the caller's inputs; the
 // caller's event loop keeps running during a long call; dispose() ends the worker.
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
 import { after, before, test } from 'node:test';
 
 import { loadFavor } from 'favor-attention';
@@ -91,6 +92,28 @@ test('transfer: true moves the inputs (the caller\'s arrays are detached); the r
   } finally {
     moving.dispose();
   }
+});
+
+test("wasmBinary reaches the worker as an ArrayBuffer, a Uint8Array or a view into a larger buffer, and stays the caller's", async () => {
+  const bytes = await readFile(new URL('../../dist/favor-scalar.wasm', import.meta.url));
+  const scalar = await loadFavor({ simd: false, threads: 1 });
+  const whole = Uint8Array.from(bytes).buffer;
+  const padded = new Uint8Array(bytes.length + 16);
+  padded.set(bytes, 8);
+  const view = Uint8Array.from(bytes);
+  for (const wasmBinary of [whole, view, padded.subarray(8, 8 + bytes.length)]) {
+    const own = await loadFavor({ worker: true, transfer: true, threads: 1, simd: false, wasmBinary });
+    try {
+      assert.equal(own.info.simd, false);
+      const copy = (t) => ({ data: t.data.slice(), dims: t.dims });  // (transfer: true moves the inputs, not the load options)
+      assertBitIdentical((await own.exactAttention(copy(q), copy(k), copy(v))).data, scalar.exactAttention(q, k, v).data, wasmBinary.constructor.name);
+    } finally {
+      await own.dispose();
+    }
+  }
+  assert.equal(whole.byteLength, bytes.length, 'the ArrayBuffer was not moved');
+  assert.equal(view.byteLength, bytes.length, 'the Uint8Array was not moved');
+  assert.equal(padded.byteLength, bytes.length + 16, 'the larger buffer was not moved');
 });
 
 test('a long call does not block the caller; dispose() ends the worker and later calls reject', async () => {
