@@ -20,6 +20,7 @@ const SAMPLINGS = ['iid', 'orthogonal', 'orthogonal-fixed', 'simplex', 'structur
 const ASSIGNMENTS = ['hard', 'soft', 'gaussian'];
 const STATE_METHODS = ['exact', 'favor', 'codebook'];
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
+const NO_VALUES = Symbol('no v');  // attentionArgs for the calls with no v
 // Floats of q, k and v together from which an attention call copies them in while it runs.
 const ARRIVING_FLOATS = 2 ** 18;
 
@@ -157,9 +158,11 @@ export function createApi(Module, { simd, threads = 1, cores = 0, threadsReason,
     return new FeatureMap(handle);
   }
 
+  // v: the caller's (checked like q and k, so a null v is refused), or NO_VALUES for the calls
+  // that return the matrix.
   function attentionArgs(name, q, k, v, options, extra = []) {
     const o = checkOptions(options, `${name} options`, ['causal', 'scale', 'keyMask', 'out', ...extra]);
-    const tensors = { q: checkTensor(q, 'q'), k: checkTensor(k, 'k'), v: v === null ? null : checkTensor(v, 'v') };
+    const tensors = { q: checkTensor(q, 'q'), k: checkTensor(k, 'k'), v: v === NO_VALUES ? null : checkTensor(v, 'v') };
     const keyMask = o.keyMask;
     const mask = keyMask === undefined ? null : checkMask(keyMask);
     return {
@@ -320,7 +323,7 @@ export function createApi(Module, { simd, threads = 1, cores = 0, threadsReason,
     },
 
     attentionMatrix(q, k, options) {
-      const a = attentionArgs('attentionMatrix', q, k, null, options), { causal, scale, mask, out } = a;
+      const a = attentionArgs('attentionMatrix', q, k, NO_VALUES, options), { causal, scale, mask, out } = a;
       return takeTensor(call('attentionMatrix', [a.q, a.k, mask], (qp, kp, mp) =>
         Module.attentionMatrix(qp, kp, causal, scale, mp, outLength(out))), out);
     },
@@ -339,7 +342,7 @@ export function createApi(Module, { simd, threads = 1, cores = 0, threadsReason,
     },
 
     favorAttentionMatrix(q, k, options) {
-      const a = attentionArgs('favorAttentionMatrix', q, k, null, options, ['featureMap']), { o, causal, scale, mask, out } = a;
+      const a = attentionArgs('favorAttentionMatrix', q, k, NO_VALUES, options, ['featureMap']), { o, causal, scale, mask, out } = a;
       const map = featureMapOf(o);
       return takeTensor(call('favorAttentionMatrix', [a.q, a.k, mask], (qp, kp, mp) =>
         Module.favorAttentionMatrix(map.handle('featureMap'), qp, kp, causal, scale, mp, outLength(out))), out);
@@ -357,7 +360,7 @@ export function createApi(Module, { simd, threads = 1, cores = 0, threadsReason,
     },
 
     codebookAttentionMatrix(q, k, options) {
-      const a = attentionArgs('codebookAttentionMatrix', q, k, null, options, ['codebook', 'assignment', 'temperature']), { o, causal, scale, mask, out } = a;
+      const a = attentionArgs('codebookAttentionMatrix', q, k, NO_VALUES, options, ['codebook', 'assignment', 'temperature']), { o, causal, scale, mask, out } = a;
       const { codebook, assignment, temperature } = codebookArgs(o);
       return takeTensor(call('codebookAttentionMatrix', [codebook, a.q, a.k, mask], (cp, qp, kp, mp) =>
         Module.codebookAttentionMatrix(cp, qp, kp, assignment, temperature, causal, scale, mp, outLength(out))), out);

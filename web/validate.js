@@ -5,6 +5,7 @@
 
 export function describe(value) {
   if (value === null) return 'null';
+  if (value === undefined) return 'undefined';
   if (Array.isArray(value)) return 'an Array';
   if (ArrayBuffer.isView(value)) return `a ${value.constructor.name}`;
   if (typeof value === 'object') return `an object (${value.constructor?.name ?? 'Object'})`;

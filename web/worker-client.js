@@ -9,7 +9,7 @@ import { watchSilence } from './load-watch.js';
 import { OBJECTS, OPERATIONS, optionsIndex } from './operations.js';
 import { writeOut } from './out.js';
 import { isTypedArray } from './validate.js';
-import { bytesOf, encodeArgs, outputStandIn } from './worker-messages.js';
+import { bytesOf, encodeArgs, withOutputStandIn } from './worker-messages.js';
 
 const ERRORS = { TypeError, RangeError };
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
@@ -26,9 +26,9 @@ function forward(spec, args, run) {
     const sent = args.slice(0, spec.args.length);
     const at = spec.out ? optionsIndex(spec) : -1;
     const options = sent[at];
-    const out = options !== null && typeof options === 'object' && Object.hasOwn(options, 'out') ? options.out : undefined;
+    const out = options !== null && typeof options === 'object' ? options.out : undefined;  // (inherited too, as the API reads it)
     if (!isTypedArray(out, Float32Array)) return run(sent);  // none, or one the worker rejects as the synchronous API does
-    sent[at] = { ...options, out: outputStandIn(out) };
+    sent[at] = withOutputStandIn(options, out);
     return run(sent, bytesOf(out).buffer).then((result) => writeOut(result.data, result.dims, out));
   } catch (e) {
     return Promise.reject(e);

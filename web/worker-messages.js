@@ -7,6 +7,10 @@
 
 import { lengthOf, typedArrayTag } from './validate.js';
 
+// Defined, not assigned: an own key named __proto__ is a property like any other (assigned, it
+// would set the copy's prototype).
+const define = (target, key, value) => Object.defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
+
 const HANDLE = '\u0000favorHandle';   // { [HANDLE]: id, kind }: an object living in the worker (id 0: disposed)
 const STAND_IN = '\u0000favorStandIn'; // { [STAND_IN]: 'function' | 'symbol' | 'object' | 'output', ... }
 
@@ -48,11 +52,14 @@ export function encodeArgs(args, { transfer = false, handleOf, keep }) {
     const props = {};
     // A class instance keeps its name (the API says "got an object (Name)") and, like the
     // synchronous API reading it, a tensor's data and dims even when they are getters.
-    const out = plain ? props : { [STAND_IN]: 'object', name: value.constructor?.name ?? 'Object', props };
+    const out = plain ? props : { [STAND_IN]: 'object', name: value.constructor?.name ?? 'Object', props, inherited: {} };
     done.set(value, out);
-    for (const [key, v] of Object.entries(value)) props[key] = encode(v);
+    for (const [key, v] of Object.entries(value)) define(props, key, encode(v));
     if (!plain) {
-      for (const key of ['data', 'dims']) if (key in value && !(key in props)) props[key] = encode(value[key]);
+      for (const key of ['data', 'dims']) if (key in value && !(key in props)) define(props, key, encode(value[key]));
+      // The API reads options through the prototype chain (Object.create(defaults) keeps its
+      // defaults) but checks only own keys against the known ones: so inherited ones stay inherited.
+      for (const key in value) if (!Object.hasOwn(value, key) && !Object.hasOwn(props, key)) define(out.inherited, key, encode(value[key]));
     }
     return out;
   };
@@ -60,11 +67,14 @@ export function encodeArgs(args, { transfer = false, handleOf, keep }) {
 }
 
 /**
- * What stands for a call's options.out on its way to the worker: an array of the same length
- * made there (the worker computes into it and moves it back; the caller's out never travels).
+ * A call's options with options.out replaced by what stands for it on the way to the worker: an
+ * array of the same length made there (the worker computes into it and moves it back; the
+ * caller's out never travels). The other keys stay as they were: own, or inherited.
  */
-export function outputStandIn(out) {
-  return { [STAND_IN]: 'output', length: lengthOf(out) };
+export function withOutputStandIn(options, out) {
+  const copy = Object.create(Object.getPrototypeOf(options));
+  for (const [key, value] of Object.entries(options)) define(copy, key, value);
+  return define(copy, 'out', { [STAND_IN]: 'output', length: lengthOf(out) });
 }
 
 // The built-in class of a typed array or DataView (Float32Array for a subclass of it, Uint8Array
@@ -137,7 +147,8 @@ export function decodeArgs(args, resolve) {
 const prototypes = new Map();
 
 // A value that describes itself as the caller's did: String(fn) is its source text, a symbol
-// has its description, an object has its constructor's name and its own properties.
+// has its description, an object has its constructor's name, its own properties and, on a
+// prototype of its own, the enumerable ones it inherited.
 function standIn(value, decode, done) {
   if (value[STAND_IN] === 'function') {
     const fn = function standIn() {};
@@ -149,9 +160,12 @@ function standIn(value, decode, done) {
   if (value[STAND_IN] === 'view') return namedView(value.name, value.view);
   const { name } = value;
   if (!prototypes.has(name)) prototypes.set(name, { constructor: { name } });
-  const object = Object.create(prototypes.get(name));
+  const inherited = Object.keys(value.inherited);
+  const prototype = inherited.length ? Object.create(prototypes.get(name)) : prototypes.get(name);
+  const object = Object.create(prototype);
   done.set(value, object);
-  for (const [key, v] of Object.entries(value.props)) object[key] = decode(v);
+  for (const key of inherited) define(prototype, key, decode(value.inherited[key]));
+  for (const [key, v] of Object.entries(value.props)) define(object, key, decode(v));
   return object;
 }
 

@@ -40,6 +40,11 @@ const cases = [
   ['q is a Float32Array, not a tensor', (f) => f.exactAttention(q.data, k, v), TypeError, /\bq\b/],
   ['q is null', (f) => f.exactAttention(null, k, v), TypeError, /\bq\b/],
   ['q missing', (f) => f.exactAttention(undefined, k, v), TypeError, /\bq\b/],
+  // The calls returning the matrix take no v; a null v is refused like any other non-tensor.
+  ['v is null', (f) => f.exactAttention(q, k, null), TypeError, /^v: expected a tensor .*, got null$/],
+  ['v missing', (f) => f.exactAttention(q, k), TypeError, /^v: expected a tensor .*, got undefined$/],
+  ['favorAttention: v is null', (f, map) => f.favorAttention(q, k, null, { featureMap: map }), TypeError, /^v: .*got null$/],
+  ['codebookAttention: v is null', (f) => f.codebookAttention(q, k, null, { codebook: filledTensor([3, 8]) }), TypeError, /^v: .*got null$/],
   ['q.data is a Float64Array', (f) => f.exactAttention({ data: Float64Array.from(q.data), dims: [4, 8] }, k, v), TypeError, /q\.data/],
   ['k.data is a plain Array', (f) => f.exactAttention(q, { data: Array.from(k.data), dims: [6, 8] }, v), TypeError, /k\.data/],
   ['v.data is missing', (f) => f.exactAttention(q, k, { dims: [6, 3] }), TypeError, /v\.data/],

@@ -82,6 +82,8 @@ function corruptOptions(c, options) {
     case 1: return { ...options, scale: c.pick([0, -1, NaN, '0.5', null, () => 1, Symbol('s')]) };
     case 2: return { ...options, causal: c.pick(['yes', 1, null, () => true]) };
     case 3: return c.pick([null, 5, 'causal', [true], () => options]);
+    case 4: return Object.create(options ?? null);  // every option inherited: read, but not checked, as own keys are
+    case 5: return Object.assign(Object.create({ causal: true, Causal: 1 }), options);
     default: return options;
   }
 }
@@ -93,7 +95,9 @@ function outChoice(c, size, bad) {
   const kind = bad ? c.pick(['short', 'long', 'float64', 'array']) : c.chance(0.8) ? 'right' : c.pick(['short', 'long']);
   const make = { right: () => new Float32Array(size), short: () => new Float32Array(size - 1), long: () => new Float32Array(size + 3),
     float64: () => new Float64Array(size), array: () => Array.from({ length: size }, () => 0) }[kind];
-  return (o) => (o && typeof o === 'object' && !Array.isArray(o) && typeof o !== 'function' ? { ...o, out: make() } : o);
+  const inherited = c.chance(0.3);  // out (and the rest) on the options' prototype
+  return (o) => (o && typeof o === 'object' && !Array.isArray(o) && typeof o !== 'function'
+    ? (inherited ? Object.create({ ...o, out: make() }) : { ...o, out: make() }) : o);
 }
 
 /**

@@ -72,6 +72,9 @@ const cases = [
   ['options null', (f) => f.exactAttention(q, k, v, null)],
   ['options a function', (f) => f.exactAttention(q, k, v, function causal() {})],
   ['v a class instance without data', (f) => f.exactAttention(q, k, new Tensorish())],
+  ['v null', (f) => f.exactAttention(q, k, null)],
+  ['favorAttention: v null', (f, map) => f.favorAttention(q, k, null, { featureMap: map })],
+  ['codebookAttention: v null', (f) => f.codebookAttention(q, k, null, { codebook: filledTensor([3, 8]) })],
   ['attentionMatrix: q an Array', (f) => f.attentionMatrix([1, 2], k)],
   ['attentionMatrix: causal with L > S', (f) => f.attentionMatrix(filledTensor([8, 8]), k, { causal: true })],
   ['attentionMatrix: does not take featureMap', (f, map) => f.attentionMatrix(q, k, { featureMap: map })],
@@ -442,6 +445,43 @@ test('arguments structured clone cannot carry give the synchronous errors; tenso
     const expected = await outcome(() => call(sync));
     const actual = await within(outcome(() => call(worker)), LIMIT_MS, label);
     assertSameOutcome(actual, expected, label);
+  }
+});
+
+test('options and tensors read through their prototypes: what they inherit counts, as the synchronous API reads it', async () => {
+  class Options {}
+  Options.prototype.causal = true;
+  const kq = { data: k.data, dims: [6, 8] };  // six queries, so that causal changes the result
+  const causal = sync.exactAttention(kq, k, v, { causal: true }).data, full = sync.exactAttention(kq, k, v).data;
+  assert.notDeepEqual(causal, full);
+  for (const [label, make, want] of [
+    ['options inheriting causal', () => Object.create({ causal: true }), causal],
+    ['options inheriting causal from two prototypes up', () => Object.create(Object.create({ causal: true })), causal],
+    ['options inheriting an unknown key (only own keys are checked)', () => Object.create({ causl: true }), full],
+    ['options whose own causal overrides the inherited', () => Object.assign(Object.create({ causal: true }), { causal: false }), full],
+    ['a class instance inheriting causal', () => new Options(), causal],
+  ]) {
+    for (const api of [sync, worker]) {
+      const result = await within(Promise.resolve(api.exactAttention(kq, k, v, make())), LIMIT_MS, label);
+      assert.deepEqual(result.data, want, `${label}${api === worker ? ' (worker)' : ''}`);
+    }
+  }
+  // An inherited out is written (the caller's array, never a copy of it), beside an inherited causal.
+  for (const api of [sync, worker]) {
+    const out = new Float32Array(6 * 3);
+    const result = await api.exactAttention(kq, k, v, Object.create({ out, causal: true }));
+    assert.equal(result.data, out);
+    assert.deepEqual(out, causal);
+  }
+  // A tensor inheriting its data and dims; an own key named __proto__ is an unknown option in both.
+  const inheriting = Object.create({ data: q.data, dims: [4, 8] });
+  for (const [label, call] of [
+    ['a tensor inheriting data and dims', (f) => f.exactAttention(inheriting, k, v)],
+    ['options with an own __proto__ key', (f) => f.exactAttention(q, k, v, JSON.parse('{"__proto__": {"causal": true}}'))],
+    ['options with an own __proto__ key and an out', (f) => f.exactAttention(q, k, v, Object.assign(JSON.parse('{"__proto__": {"causal": true}}'), { out: new Float32Array(12) }))],
+    ['class-instance options with an own __proto__ key', (f) => f.exactAttention(q, k, v, Object.defineProperty(new Tensorish(), '__proto__', { value: 1, enumerable: true }))],
+  ]) {
+    assertSameOutcome(await within(outcome(() => call(worker)), LIMIT_MS, label), await outcome(() => call(sync)), label);
   }
 });
 
