@@ -33,7 +33,7 @@ export function serve(port, loadFavor) {
     }
     return tombstones[kind];
   };
-  const resolve = (id, kind) => (id === 0 ? tombstone(kind) : handles.get(id)?.object ?? tombstone(kind));
+  const resolve = (id, kind) => handles.get(id)?.object ?? tombstone(kind);  // (ids start at 1: 0 is a disposed proxy's)
 
   function run({ op, target, args }) {
     if (target !== undefined) {
