@@ -122,19 +122,37 @@ test('dispose() ends the worker thread and resolves once it has ended; the pthre
   }
 });
 
-test('an instance dropped without dispose() ends its worker once collected, after its pending call settles', { skip }, async () => {
+// An instance dropped without dispose() ends its worker once collected: at once if it is idle, or
+// when the call it was running settles.
+test('an idle instance dropped without dispose() ends its worker once collected', { skip }, async () => {
   const base = await settledThreadCount();
-  const pending = await (async () => {
+  await (async () => {
     const favor = await loadFavor({ worker: true, threads: 1 });
-    const map = await favor.createFeatureMap({ dim: d, features: 16 });
+    await favor.memory();
     assert.equal(threadCount(), base + 1);
-    const big = normalTensor([2048, d], 8);
-    return favor.favorAttention(big, big, big, { featureMap: map });  // the caller keeps only this Promise
   })();
-  globalThis.gc();
-  const out = await pending;  // the worker lived until its call settled
-  assert.deepEqual(out.dims, [2048, d]);
-  assert.ok(await collectUntil(() => threadCount() === base), `threads: ${threadCount()}, expected ${base}: the dropped instance's worker still runs`);
+  assert.ok(await collectUntil(() => threadCount() === base), `threads: ${threadCount()}, expected ${base}: the dropped idle instance's worker still runs`);
+});
+
+test('an instance collected while its call runs ends its worker when the call settles', { skip }, async () => {
+  const base = await settledThreadCount();
+  let collected = false, settled = false;
+  const watch = new FinalizationRegistry(() => { collected = true; });
+  const { pending } = await (async () => {
+    const favor = await loadFavor({ worker: true, threads: 1 });
+    watch.register(favor, 'the instance');
+    const big = normalTensor([8192, 64], 9);  // seconds of exact attention on one thread
+    return { pending: favor.exactAttention(big, big, big) };  // (returned bare, the Promise would be awaited here)
+  })();
+  pending.then(() => { settled = true; });
+  for (let i = 0; i < 100 && !collected; i++) {
+    globalThis.gc();
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  assert.ok(collected && !settled, `collected ${collected} before the call settled (${settled ? 'it had' : 'it had not'})`);
+  assert.equal(threadCount(), base + 1, 'the worker runs on while its call does');
+  assert.deepEqual((await pending).dims, [8192, 64]);
+  assert.ok(await eventually(() => threadCount() === base), `threads: ${threadCount()}, expected ${base}: the worker outlived its last call`);
 });
 
 test('a proxy kept alive keeps its instance (and worker) alive though the instance itself was dropped', { skip }, async () => {

@@ -414,6 +414,22 @@ test('transfer: true moves whole-buffer inputs once each; views into larger or s
   }
 });
 
+test('arguments past those a call takes are ignored, as the synchronous API ignores them: never read, sent or moved', async () => {
+  const moving = await loadFavor({ worker: true, threads: 1, transfer: true });
+  try {
+    const extra = new Float32Array(8), unreadable = { get boom() { throw new Error('read'); } };
+    const want = sync.exactAttention(q, k, v, {}, extra, unreadable);
+    assertSameOutcome({ value: await within(moving.exactAttention(cloneTensor(q), cloneTensor(k), cloneTensor(v), {}, extra, unreadable), LIMIT_MS, 'extra') },
+      { value: want }, 'extra arguments');
+    assert.equal(extra.length, 8, 'an extra array is not moved');
+    const map = await moving.createFeatureMap({ dim: 8, features: 4 }, unreadable);
+    assert.deepEqual((await map.redraw(3, unreadable, extra)).features, 4);
+    assert.equal(extra.length, 8);
+  } finally {
+    await moving.dispose();
+  }
+});
+
 test('without transfer, inputs are copied when the call is made and never detached', async () => {
   const arena = new Float32Array(1 << 20);  // 4 MiB, of which q is 128 bytes
   arena.set(q.data, 1000);
