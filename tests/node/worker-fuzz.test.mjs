@@ -243,6 +243,9 @@ async function walk(t, worker, SEED, STEPS) {
     const where = `${label} (FAVOR_FUZZ_SEED=${SEED})`;
     epoch++;
     const expected = await outcome(() => run(sync, objects.sync));
+    // Bad arguments are refused with a TypeError or RangeError, never an abort of the module.
+    assert.ok(!expected.error || expected.error instanceof TypeError || expected.error instanceof RangeError,
+      `${where}: the synchronous call failed with ${expected.error?.constructor?.name}: ${expected.error?.message}`);
     epoch++;
     const actual = await within(outcome(() => run(guarded, objects.worker)), 20_000, where);
     assert.deepEqual(violations, [], `${where}: threw synchronously or returned no Promise`);
