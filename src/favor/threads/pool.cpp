@@ -174,9 +174,9 @@ class Pool {
       std::this_thread::yield();
   }
 
-  // For tests: whether each helper started sleeps with no wake-up on its way: one notified but not yet run still
-  // has its flag set (on a loaded machine, for tens of milliseconds), and a test that took it
-  // for asleep would rouse it while it wakes.
+  // For tests: whether each helper started sleeps with no wake-up on its way. One notified but
+  // not yet run still has its flag set (on a loaded machine, for tens of milliseconds), and a
+  // test that took it for asleep would rouse it while it wakes.
   std::vector<bool> asleep() {
     std::lock_guard<std::mutex> lock(pool_mutex_);
     std::vector<bool> result(helpers_.size());
