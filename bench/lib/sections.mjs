@@ -15,8 +15,9 @@ const COMMITTED = fileURLToPath(new URL('../../BENCHMARKS.md', import.meta.url))
 // committed with it: a report written anywhere else leaves them as they are.
 export const isCommittedReport = (file) => resolve(String(file)) === COMMITTED;
 
-// Where the results file (or folder: plots) `name` of `report` goes: bench/ beside this module for the committed
-// BENCHMARKS.md (also when `report` is undefined: no --out), the report's own folder for any other.
+// Where the results file (or folder: plots) `name` of `report` goes: bench/ beside this module
+// for the committed BENCHMARKS.md (also when `report` is undefined: no --out), the report's own
+// folder for any other.
 export const resultsFileFor = (report, name) =>
   (report === undefined || isCommittedReport(report) ? fileURLToPath(new URL(`../${name}`, import.meta.url)) : join(dirname(resolve(String(report))), name));
 

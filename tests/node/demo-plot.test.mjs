@@ -19,7 +19,6 @@ class Element {
   setAttribute(key, value) { this.attrs[key] = String(value); }
   appendChild(child) { this.children.push(child); return child; }
   replaceChildren() { this.children = []; }
-  get outerHTML() { return `<${this.name}></${this.name}>`; }
   all(test) {
     const found = [];
     const walk = (e) => { if (test(e)) found.push(e); e.children.forEach(walk); };
