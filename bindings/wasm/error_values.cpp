@@ -37,6 +37,8 @@ ErrorValue current_error() {
     e = {x->kind() == favor::Error::Kind::type ? "TypeError" : "RangeError", x->what()};
   } else if (is(typeid(std::bad_alloc)) || is(typeid(std::bad_array_new_length)) || is(typeid(std::length_error))) {
     e = {"RangeError", "out of memory: the request does not fit in the WebAssembly heap"};
+  } else if (is(typeid(InternalError))) {
+    e = {"Error", std::string("internal error: ") + static_cast<const InternalError*>(object)->what()};
   } else {
     e = {"Error", std::string("unknown internal error") + (type ? std::string(" (") + type->name() + ")" : "")};
   }

@@ -7,9 +7,16 @@
 #include <emscripten/val.h>
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 
 namespace favor_wasm {
+
+// A broken promise between web/heap.js and the bindings (a bad heap pointer or header): a bug in
+// this package, reported to JS as a plain Error rather than read on into an abort.
+struct InternalError : std::logic_error {
+  using std::logic_error::logic_error;
+};
 
 struct ErrorValue {
   const char* kind;  // "TypeError", "RangeError" or "Error"

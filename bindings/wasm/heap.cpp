@@ -3,12 +3,15 @@
 #include <emscripten/em_js.h>
 #include <emscripten/em_macros.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <new>
 
 #include <favor/error.hpp>
 #include <favor/parallel.hpp>
 #include <favor/tensor/shape.hpp>
+
+#include "error_values.hpp"
 
 // The array a result of `count` floats will be copied out into (web/heap.js takeTensor), made
 // with its pages written once, so that the system maps them in now. Called on the calling thread
@@ -46,12 +49,25 @@ constexpr std::size_t kLine = 64;
 std::size_t header_bytes(std::size_t rank) { return (8 * (rank + 1) + kLine - 1) / kLine * kLine; }
 }  // namespace
 
+// JS writes every pointer and header (web/heap.js), so a bad one is this package's bug, not the
+// caller's: it is refused as an internal error rather than read (a pointer of 0 would read its
+// dims at -8 and abort the instance).
 std::vector<favor::Index> dims_before(std::uintptr_t data) {
+  constexpr double kMaxRank = 64;
+  if (data < 8 || data % 4)
+    throw InternalError("a tensor's heap pointer " + std::to_string(data) + " is null or misaligned");
   const double* rank_at = reinterpret_cast<const double*>(data) - 1;
-  const auto rank = static_cast<std::size_t>(*rank_at);
+  const double r = *rank_at;
+  if (!(r >= 0 && r <= kMaxRank && r == std::floor(r)) || data < 8 * (static_cast<std::size_t>(r) + 1))
+    throw InternalError("the tensor at heap pointer " + std::to_string(data) + " has no valid dims before it");
+  const auto rank = static_cast<std::size_t>(r);
   const double* first = rank_at - rank;
   std::vector<favor::Index> dims(rank);
-  for (std::size_t i = 0; i < rank; ++i) dims[i] = static_cast<favor::Index>(first[i]);
+  for (std::size_t i = 0; i < rank; ++i) {
+    if (!(first[i] >= 0 && first[i] <= 9007199254740991.0 && first[i] == std::floor(first[i])))
+      throw InternalError("the tensor at heap pointer " + std::to_string(data) + " has no valid dims before it");
+    dims[i] = static_cast<favor::Index>(first[i]);
+  }
   return dims;
 }
 

@@ -25,6 +25,7 @@ constexpr double kMaxAllocationBytes = 2147483647.0 - 65536.0;
 // `rank` doubles before that (web/api.js writes them for its inputs, allocate_output for
 // outputs). A pointer alone then describes a tensor: reading a JS dims array through Embind's val
 // took a crossing per element and per property, much of a small call's time.
+// Throws InternalError where data is 0, misaligned, or has no rank and dims there.
 std::vector<favor::Index> dims_before(std::uintptr_t data);
 
 favor::ConstTensorView view(std::uintptr_t ptr);
