@@ -6,6 +6,7 @@ import { samplePairs, theoryConstants, unnormalizedMSE, codebookKernelMSE } from
 import { loadModel, readable } from './model-view.js';
 import { heartbeat } from './load-watch.js';
 import { CODEBOOK_MODES } from './modes.js';
+import { sweepLengths } from './study-timing.js';
 
 const favorReady = loadFavor();
 heartbeat(favorReady);
@@ -113,62 +114,35 @@ async function errorStudy(p) {
   postMessage({ type: 'done', elapsed: performance.now() - t0 });
 }
 
-function median(values) {
-  const s = [...values].sort((a, b) => a - b);
-  return s[s.length >> 1];
-}
-
-// Times fn: at least `minRuns` runs and ~minMs in total (at most maxRuns); returns the median.
-function timeIt(fn, { minRuns = 3, minMs = 250, maxRuns = 25 } = {}) {
-  const times = [];
-  let spent = 0;
-  while (times.length < minRuns || (spent < minMs && times.length < maxRuns)) {
-    const t0 = performance.now();
-    fn();
-    const t = performance.now() - t0;
-    times.push(t);
-    spent += t;
-    if (t > 1000 && times.length >= 1) break;  // one run of a slow call is enough
-  }
-  return median(times);
-}
-
-// Speed: exact attention (online softmax, O(L²d)) vs FAVOR+ (O(Lmd)) across L.
+// Speed: exact attention (online softmax, O(L²d)) vs FAVOR+ (O(Lmd)) across L (study-timing.js).
 async function speedStudy(p) {
   const favor = await favorReady;
   const { d, m, kernel, sampling, causal, Ls, exactBudgetMs } = p;
   const featureMap = favor.createFeatureMap({ dim: d, features: m, kernel, sampling, seed: 1 });
-  // Warm-up: let the engine tier the wasm up before anything is timed.
-  {
+  try {
+    // Warm-up: let the engine tier the wasm up before anything is timed.
     const { q, k, v } = makeInputs({ L: 256, d, pattern: 'gaussian', scale: 0.5, dataSeed: 7 });
     const T = (x) => ({ data: x, dims: [256, d] });
     for (let i = 0; i < 30; i++) {
       favor.exactAttention(T(q), T(k), T(v), { causal });
       favor.favorAttention(T(q), T(k), T(v), { featureMap, causal });
     }
+    const elapsed = await sweepLengths({
+      Ls, budgetMs: exactBudgetMs,
+      callsAt: (L) => {
+        const { q, k, v } = makeInputs({ L, d, pattern: 'gaussian', scale: 0.5, dataSeed: 7 });
+        const Q = { data: q, dims: [L, d] }, K = { data: k, dims: [L, d] }, V = { data: v, dims: [L, d] };
+        return { favor: () => favor.favorAttention(Q, K, V, { featureMap, causal }), exact: () => favor.exactAttention(Q, K, V, { causal }) };
+      },
+      report: ({ L, favorMs, exactMs, fraction }) => {
+        postMessage({ type: 'speed-point', L, favor: favorMs, exact: exactMs });
+        postMessage({ type: 'progress', fraction, label: `L = ${L}` });
+      },
+    });
+    postMessage({ type: 'done', elapsed });
+  } finally {
+    featureMap.dispose();
   }
-  const work = (L, exact) => L * m * d * 4 + (exact ? L * L * d * 2 : 0);
-  let total = 0;
-  for (const L of Ls) total += work(L, true);
-  let done = 0, exactOn = true;
-  const t0 = performance.now();
-  for (const L of Ls) {
-    const { q, k, v } = makeInputs({ L, d, pattern: 'gaussian', scale: 0.5, dataSeed: 7 });
-    const Q = { data: q, dims: [L, d] }, K = { data: k, dims: [L, d] }, V = { data: v, dims: [L, d] };
-    const favorMs = timeIt(() => favor.favorAttention(Q, K, V, { featureMap, causal }));
-    let exactMs = null;
-    if (exactOn) {
-      exactMs = timeIt(() => favor.exactAttention(Q, K, V, { causal }));
-      // Exact attention is quadratic: stop once the next size would take more than the budget.
-      if (exactMs * 4 > exactBudgetMs) exactOn = false;
-    }
-    done += work(L, true);
-    postMessage({ type: 'speed-point', L, favor: favorMs, exact: exactMs });
-    postMessage({ type: 'progress', fraction: done / total, label: `L = ${L}` });
-    await new Promise((r) => setTimeout(r, 0));
-  }
-  featureMap.dispose();
-  postMessage({ type: 'done', elapsed: performance.now() - t0 });
 }
 
 self.onmessage = async (event) => {
