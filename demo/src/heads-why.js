@@ -59,25 +59,25 @@ export const MEASURES = {
   },
   rebalanced: {
     value: (o) => o.rebalanced, symbol: 'σ²ₖ′', axis: 'rebalanced keys\' spread σ²ₖ′',
-    what: 'σ²ₖ′: how far apart the keys its queries see lie as ADERF\'s features see them (mean ‖Ψ⁻ᵀ(k̃ⱼ − k̄)‖², k̃ = k/d^¼, ' +
+    what: 'σ²ₖ′: how far apart the keys its queries see lie as ADERF\'s features see them (mean ‖Ψ⁻ᵀ(k̃ⱼ − k̄)‖², k̃ = k/∜d, ' +
       'Ψ fitted to the head so that Ψq̃ and Ψ⁻ᵀk̃ have equal second moments). Each random feature misjudges the ratio of two ' +
       'keys\' weights by a factor of log-variance ‖Ψ⁻ᵀ(k̃ⱼ − k̃ₗ)‖², as OPRF\'s does with ‖k̃ⱼ − k̃ₗ‖²',
   },
   spread: {
     value: (o) => o.spread, symbol: 'σ²ₖ', axis: 'keys\' spread σ²ₖ',
-    what: 'σ²ₖ: how far apart the keys its queries see lie (mean ‖k̃ⱼ − k̄‖², k̃ = k/d^¼). Each random feature misjudges the ratio ' +
+    what: 'σ²ₖ: how far apart the keys its queries see lie (mean ‖k̃ⱼ − k̄‖², k̃ = k/∜d). Each random feature misjudges the ratio ' +
       'of two keys\' weights by a factor of log-variance ‖k̃ⱼ − k̃ₗ‖²',
   },
   residual: {
     ...CODEWORDS_MISS,
     what: 'σ²ᵣ = ‖q̃‖²D/d: D the mean ‖c̃ − k̃‖² from each key to its codeword (k-means\' distortion), ‖q̃‖² the queries\' ' +
-      '(x̃ = x/d^¼). Putting a key\'s codeword in its place changes the logarithm of its weight by q̃·(c̃ − k̃), of variance ' +
+      '(x̃ = x/∜d). Putting a key\'s codeword in its place changes the logarithm of its weight by q̃·(c̃ − k̃), of variance ' +
       'σ²ᵣ were c̃ − k̃ to point anywhere',
   },
   softResidual: {
     ...CODEWORDS_MISS,
     what: 'σ²ᵣ = ‖q̃‖²D/d: D the mean ‖c̄ − k̃‖² from each key to c̄, the codewords\' mean weighted by its responsibilities, ' +
-      '‖q̃‖² the queries\' (x̃ = x/d^¼). Putting them in a key\'s place changes the logarithm of its weight by q̃·(c̄ − k̃), of ' +
+      '‖q̃‖² the queries\' (x̃ = x/∜d). Putting them in a key\'s place changes the logarithm of its weight by q̃·(c̄ − k̃), of ' +
       'variance σ²ᵣ were c̄ − k̃ to point anywhere, and by a term ≥ 0 from their spread around c̄',
   },
 };

@@ -82,13 +82,13 @@ export class PcaView {
     let text = `Keys (× input scale s, as the library gets them) on their top-2 PCs; ● key, colored by ${colorBy}; ` +
       (hollow ? `◇ codeword in its color (grey: nearest to no key): ${view.used} of ${c} used.`
         : `◆ codeword (◇ nearest to no key): ${view.used} of ${c} used.`);
-    if (assignment === 'gaussian') text += ' Codewords W·d^1/4: not fitted to the keys.';
-    let title = 'The keys K as the library gets them (after the input scale s; the kernel sees k̃ = K·d^−1/4, the same picture ' +
+    if (assignment === 'gaussian') text += ' Codewords W·∜d: not fitted to the keys.';
+    let title = 'The keys K as the library gets them (after the input scale s; the kernel sees k̃ = K/∜d, the same picture ' +
       'rescaled), projected on their top two principal components (power iteration on the d×d covariance), one scale on both ' +
       'axes; the codewords live in key space and are projected the same way. The dot color is the nearest codeword: the hard ' +
       'assignment, and the largest responsibility for soft and Gaussian assignments.';
     if (assignment === 'gaussian') {
-      title += ' Here c_y = ω_y/√scale = ω_y·d^1/4 with ‖ω_y‖ = √d (orthogonal-fixed): random directions of norm d^3/4, ' +
+      title += ' Here c_y = ω_y/√scale = ω_y·∜d with ‖ω_y‖ = √d (orthogonal-fixed): random directions of norm d/∜d, ' +
         'not fitted to the keys; every key still weighs on every codeword.';
     }
     this.note.title = title;

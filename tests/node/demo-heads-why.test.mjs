@@ -122,7 +122,7 @@ test('codewordMiss for soft VQ: ‖q̃‖²·D/d to the responsibility-weighted 
       let distortion = 0, length = 0;
       for (let j = 0; j < L; j++) {
         const key = (t) => k[(h * L + j) * d + t], word = (a, t) => words[(h * c + a) * d + t];
-        // responsibilities softmax(−‖k̃ − c̃‖²/(2T)), k̃ = k/d^¼
+        // responsibilities softmax(−‖k̃ − c̃‖²/(2T)), k̃ = k/∜d
         const logits = Array.from({ length: c }, (_, a) => {
           let e = 0;
           for (let t = 0; t < d; t++) e += (key(t) - word(a, t)) ** 2;
@@ -229,7 +229,7 @@ test('rankCorrelation: the same order 1, reversed −1, any monotone map keeps i
 test('the sentence under the plot: what σ²ₖ is and how far the heads shown follow it', () => {
   const overview = [0.5, 2, 9, 30].map((spread, x) => ({ layer: 0, head: x, spread, errors: { meanRowKL: [0.01, 0.2, 0.1, 6][x] } }));
   const note = headsWhyNote(overview);
-  assert.match(note, /σ²ₖ: how far apart the keys its queries see lie \(mean ‖k̃ⱼ − k̄‖², k̃ = k\/d\^¼\)/);
+  assert.match(note, /σ²ₖ: how far apart the keys its queries see lie \(mean ‖k̃ⱼ − k̄‖², k̃ = k\/∜d\)/);
   assert.match(note, /over these 4 heads, σ²ₖ and the error rank alike at 0\.80 \(Spearman\)\.$/);
   assert.doesNotMatch(headsWhyNote(overview.slice(0, 2)), /rank alike/, 'two heads: no correlation to state');
   const vq = headsWhyNote(overview.map((o, x) => ({ ...o, residual: [3, 1, 2, 4][x] })), MEASURES.residual);
