@@ -5,7 +5,7 @@
 // calls, or the caller's options.out (out.js). The calls are those of operations.js.
 import { coreError, createHeap } from './heap.js';
 import { chooseTileRows } from './load.js';
-import { OBJECTS } from './operations.js';
+import { FIT_OPTIONS, OBJECTS, OPERATIONS } from './operations.js';
 import { checkOut, outLength } from './out.js';
 import {
   checkBoolean, checkChoice, checkInteger, checkMask, checkNumber, checkOptions, checkScale, checkTensor, describe, isTypedArray, lengthOf,
@@ -98,7 +98,7 @@ export function createApi(Module, { simd, threads = 1, cores = 0, threadsReason,
   }
 
   function createFeatureMap(options) {
-    const o = checkOptions(options, 'options', ['dim', 'features', 'kernel', 'sampling', 'seed', 'projection', 'epsilon', 'rho', 'fit']);
+    const o = checkOptions(options, 'options', OPERATIONS.createFeatureMap.options);
     if (options === undefined) throw new TypeError('createFeatureMap: expected an options object with dim and features (or projection)');
     const kernel = checkChoice(o.kernel, 'kernel', KERNELS, 'positive');
     const sampling = checkChoice(o.sampling, 'sampling', SAMPLINGS, 'orthogonal');
@@ -113,7 +113,7 @@ export function createApi(Module, { simd, threads = 1, cores = 0, threadsReason,
     }
     let fit = null;
     if (o.fit !== undefined) {
-      const f = checkOptions(o.fit, 'fit', ['q', 'k', 'scale']);
+      const f = checkOptions(o.fit, 'fit', FIT_OPTIONS);
       if (!FITTED_KERNELS.includes(kernel)) {
         throw new RangeError(`fit: only the ${FITTED_KERNELS.map((k) => `'${k}'`).join(', ')} kernels have parameters to fit, got kernel '${kernel}'`);
       }
@@ -160,8 +160,8 @@ export function createApi(Module, { simd, threads = 1, cores = 0, threadsReason,
 
   // v: the caller's (checked like q and k, so a null v is refused), or NO_VALUES for the calls
   // that return the matrix.
-  function attentionArgs(name, q, k, v, options, extra = []) {
-    const o = checkOptions(options, `${name} options`, ['causal', 'scale', 'keyMask', 'out', ...extra]);
+  function attentionArgs(name, q, k, v, options) {
+    const o = checkOptions(options, `${name} options`, OPERATIONS[name].options);
     const tensors = { q: checkTensor(q, 'q'), k: checkTensor(k, 'k'), v: v === NO_VALUES ? null : checkTensor(v, 'v') };
     const keyMask = o.keyMask;
     const mask = keyMask === undefined ? null : checkMask(keyMask);
@@ -187,7 +187,7 @@ export function createApi(Module, { simd, threads = 1, cores = 0, threadsReason,
 
     append(q, k, v, options) {
       this.#live();
-      const o = checkOptions(options, 'append options', ['keyMask', 'out']);
+      const o = checkOptions(options, 'append options', OBJECTS.state.methods.append.options);
       const tq = checkTensor(q, 'q'), tk = checkTensor(k, 'k'), tv = checkTensor(v, 'v');
       const keyMask = o.keyMask;
       const mask = keyMask === undefined ? null : checkMask(keyMask);
@@ -226,7 +226,7 @@ export function createApi(Module, { simd, threads = 1, cores = 0, threadsReason,
 
   function packMatrix(b, options) {
     const tb = checkTensor(b, 'b');
-    const o = checkOptions(options, 'packMatrix options', ['transposeB']);
+    const o = checkOptions(options, 'packMatrix options', OPERATIONS.packMatrix.options);
     const transposeB = checkBoolean(o.transposeB, 'transposeB');
     const handle = new Module.PackedMatrix();
     try {
@@ -240,7 +240,7 @@ export function createApi(Module, { simd, threads = 1, cores = 0, threadsReason,
 
   function createCausalState(options) {
     if (options === undefined) throw new TypeError("createCausalState: expected an options object with method ('exact', 'favor' or 'codebook')");
-    const o = checkOptions(options, 'createCausalState options', ['method', 'scale', 'featureMap', 'codebook', 'assignment', 'temperature', 'chunk', 'window']);
+    const o = checkOptions(options, 'createCausalState options', OPERATIONS.createCausalState.options);
     if (o.method === undefined) throw new TypeError("method: required ('exact', 'favor' or 'codebook')");
     const method = checkChoice(o.method, 'method', STATE_METHODS, 'exact');
     const scale = checkScale(o.scale, 'scale');
@@ -331,7 +331,7 @@ export function createApi(Module, { simd, threads = 1, cores = 0, threadsReason,
     createFeatureMap,
 
     favorAttention(q, k, v, options) {
-      const a = attentionArgs('favorAttention', q, k, v, options, ['featureMap', 'chunk']), { o, causal, scale, mask, out } = a;
+      const a = attentionArgs('favorAttention', q, k, v, options), { o, causal, scale, mask, out } = a;
       const map = featureMapOf(o);
       const chunkOption = o.chunk;
       const chunk = chunkOption === undefined ? NaN : checkInteger(chunkOption, 'chunk', 1, 1 << 20);
@@ -342,14 +342,14 @@ export function createApi(Module, { simd, threads = 1, cores = 0, threadsReason,
     },
 
     favorAttentionMatrix(q, k, options) {
-      const a = attentionArgs('favorAttentionMatrix', q, k, NO_VALUES, options, ['featureMap']), { o, causal, scale, mask, out } = a;
+      const a = attentionArgs('favorAttentionMatrix', q, k, NO_VALUES, options), { o, causal, scale, mask, out } = a;
       const map = featureMapOf(o);
       return takeTensor(call('favorAttentionMatrix', [a.q, a.k, mask], (qp, kp, mp) =>
         Module.favorAttentionMatrix(map.handle('featureMap'), qp, kp, causal, scale, mp, outLength(out))), out);
     },
 
     codebookAttention(q, k, v, options) {
-      const a = attentionArgs('codebookAttention', q, k, v, options, ['codebook', 'assignment', 'temperature', 'chunk']), { o, causal, scale, mask, out } = a;
+      const a = attentionArgs('codebookAttention', q, k, v, options), { o, causal, scale, mask, out } = a;
       const { codebook, assignment, temperature } = codebookArgs(o);
       const chunkOption = o.chunk;
       const chunk = chunkOption === undefined ? NaN : checkInteger(chunkOption, 'chunk', 1, 1 << 20);
@@ -360,7 +360,7 @@ export function createApi(Module, { simd, threads = 1, cores = 0, threadsReason,
     },
 
     codebookAttentionMatrix(q, k, options) {
-      const a = attentionArgs('codebookAttentionMatrix', q, k, NO_VALUES, options, ['codebook', 'assignment', 'temperature']), { o, causal, scale, mask, out } = a;
+      const a = attentionArgs('codebookAttentionMatrix', q, k, NO_VALUES, options), { o, causal, scale, mask, out } = a;
       const { codebook, assignment, temperature } = codebookArgs(o);
       return takeTensor(call('codebookAttentionMatrix', [codebook, a.q, a.k, mask], (cp, qp, kp, mp) =>
         Module.codebookAttentionMatrix(cp, qp, kp, assignment, temperature, causal, scale, mp, outLength(out))), out);
@@ -376,7 +376,7 @@ export function createApi(Module, { simd, threads = 1, cores = 0, threadsReason,
       // Another instance's (or, through the worker API, another worker's) packed matrix, by name.
       if (!packed && b?.constructor?.name === 'PackedMatrix') throw new TypeError("b: a packed matrix of another favor instance; pack b with this instance's packMatrix");
       const tb = packed ? null : checkTensor(b, 'b');
-      const o = checkOptions(options, 'matmul options', ['transposeB', 'bias', 'out']);
+      const o = checkOptions(options, 'matmul options', OPERATIONS.matmul.options);
       const transposeB = checkBoolean(o.transposeB, 'transposeB');
       if (packed && o.transposeB !== undefined) {
         throw new TypeError('transposeB: a packed b keeps the layout it was packed with (packMatrix\'s transposeB); omit it here');
@@ -406,7 +406,7 @@ export function createApi(Module, { simd, threads = 1, cores = 0, threadsReason,
 
     kmeans(k, options) {
       const tk = checkTensor(k, 'k');
-      const o = checkOptions(options, 'kmeans options', ['clusters', 'iterations', 'seed']);
+      const o = checkOptions(options, 'kmeans options', OPERATIONS.kmeans.options);
       if (o.clusters === undefined) throw new TypeError('clusters: required (the codebook size)');
       const clusters = checkInteger(o.clusters, 'clusters', 1, 1 << 24);
       const iterations = o.iterations === undefined ? 25 : checkInteger(o.iterations, 'iterations', 0, 1 << 20);
@@ -415,7 +415,7 @@ export function createApi(Module, { simd, threads = 1, cores = 0, threadsReason,
     },
 
     randomCodebook(options) {
-      const o = checkOptions(options, 'randomCodebook options', ['clusters', 'dim', 'seed', 'sigma']);
+      const o = checkOptions(options, 'randomCodebook options', OPERATIONS.randomCodebook.options);
       if (o.clusters === undefined || o.dim === undefined) throw new TypeError('randomCodebook: clusters and dim are required');
       const clusters = checkInteger(o.clusters, 'clusters', 1, 1 << 24);
       const dim = checkInteger(o.dim, 'dim', 1, 1 << 20);
@@ -429,7 +429,7 @@ export function createApi(Module, { simd, threads = 1, cores = 0, threadsReason,
       if (!(featureMap instanceof FeatureMap)) {
         throw new TypeError(`featureMap: expected a FeatureMap from this instance's createFeatureMap, got ${describe(featureMap)}`);
       }
-      const o = checkOptions(options, 'codebookFromFeatureMap options', ['scale']);
+      const o = checkOptions(options, 'codebookFromFeatureMap options', OPERATIONS.codebookFromFeatureMap.options);
       const w = featureMap.projection;
       const scale = o.scale === undefined ? 1 / Math.sqrt(w.dims[1]) : checkScale(o.scale, 'scale');
       const root = Math.sqrt(scale);

@@ -9,7 +9,7 @@ import { watchSilence } from './load-watch.js';
 import { OBJECTS, OPERATIONS, optionsIndex } from './operations.js';
 import { writeOut } from './out.js';
 import { isTypedArray } from './validate.js';
-import { bytesOf, encodeArgs, withOutputStandIn } from './worker-messages.js';
+import { encodeArgs } from './worker-messages.js';
 
 const ERRORS = { TypeError, RangeError };
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
@@ -19,7 +19,8 @@ const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
 // worker gets an array of the same length to compute into (so it checks out as the synchronous
 // API does, with the same errors), moves it back, and it is copied into out here. out's own
 // buffer is never moved, even with transfer: true and out one of the inputs' arrays, so that the
-// result always has somewhere to go. run(sent, keep) sends; everything here, the caller's getters
+// result always has somewhere to go. run(sent, output) sends (encodeArgs' output: the options
+// object carrying out, and out); everything here, the caller's getters
 // and Proxies included, runs inside the Promise: no call throws synchronously.
 function forward(spec, args, run) {
   try {
@@ -28,8 +29,7 @@ function forward(spec, args, run) {
     const options = sent[at];
     const out = options !== null && typeof options === 'object' ? options.out : undefined;  // (inherited too, as the API reads it)
     if (!isTypedArray(out, Float32Array)) return run(sent);  // none, or one the worker rejects as the synchronous API does
-    sent[at] = withOutputStandIn(options, out);
-    return run(sent, bytesOf(out).buffer).then((result) => writeOut(result.data, result.dims, out));
+    return run(sent, { options, out }).then((result) => writeOut(result.data, result.dims, out));
   } catch (e) {
     return Promise.reject(e);
   }
@@ -113,13 +113,13 @@ function connect({ worker, listen, terminate, keepAlive = () => {} }, transfer) 
   }
 
   // target: the id of the object a method runs on, or a function returning it (read after the
-  // arguments, whose getters may have disposed that object; it throws if they have). keep: a
-  // buffer never moved (encodeArgs).
-  function send(op, args = [], target, { transferInputs = transfer, keep } = {}) {
+  // arguments, whose getters may have disposed that object; it throws if they have). output:
+  // the call's options.out, sent as an array of its length and never moved (encodeArgs).
+  function send(op, args = [], target, { transferInputs = transfer, output } = {}) {
     if (link.ended) return Promise.reject(link.ended.later(op));
     let message, targetId;
     try {
-      message = encodeArgs(args, { transfer: transferInputs, handleOf, keep });
+      message = encodeArgs(args, { transfer: transferInputs, handleOf, output });
       targetId = typeof target === 'function' ? target() : target;
     } catch (e) {
       return Promise.reject(e);
@@ -213,8 +213,8 @@ for (const [kind, { name, getters, methods }] of Object.entries(OBJECTS)) {
   }
   for (const [method, spec] of Object.entries(methods)) {
     const { [method]: value } = spec.returns === 'this'
-      ? { async [method](...args) { await forward(spec, args, (sent, keep) => this.call(method, sent, { keep })); return this; } }
-      : { [method](...args) { return forward(spec, args, (sent, keep) => this.call(method, sent, { keep })); } };
+      ? { async [method](...args) { await forward(spec, args, (sent, output) => this.call(method, sent, { output })); return this; } }
+      : { [method](...args) { return forward(spec, args, (sent, output) => this.call(method, sent, { output })); } };
     Object.defineProperty(ProxyClass.prototype, method, { value, writable: true, configurable: true });
   }
   PROXIES[kind] = ProxyClass;
@@ -261,7 +261,7 @@ export async function createWorkerApi(start, { loadOptions, transfer, silentMs =
     }
   }
   link.loading = false;
-  const send = (op, args, keep) => link.send(op, args, undefined, { keep });
+  const send = (op, args, output) => link.send(op, args, undefined, { output });
 
   const api = {
     info: Object.freeze(info),
@@ -270,8 +270,8 @@ export async function createWorkerApi(start, { loadOptions, transfer, silentMs =
   };
   for (const [op, spec] of Object.entries(OPERATIONS)) {
     const ProxyClass = PROXIES[spec.returns];
-    api[op] = ProxyClass ? async (...args) => new ProxyClass(link, await forward(spec, args, (sent, keep) => send(op, sent, keep)), api)
-      : (...args) => forward(spec, args, (sent, keep) => send(op, sent, keep));
+    api[op] = ProxyClass ? async (...args) => new ProxyClass(link, await forward(spec, args, (sent, output) => send(op, sent, output)), api)
+      : (...args) => forward(spec, args, (sent, output) => send(op, sent, output));
   }
   // An instance dropped without dispose() (with every proxy it made) ends its worker once
   // garbage-collected, after its pending calls have settled.

@@ -5,6 +5,7 @@
 // class's `data`). encodeArgs makes a cloneable copy that the worker's decodeArgs turns back into
 // values the synchronous API describes and validates exactly as it would the caller's own.
 
+import { READ_KEYS } from './operations.js';
 import { lengthOf, typedArrayTag } from './validate.js';
 
 // Defined, not assigned: an own key named __proto__ is a property like any other (assigned, it
@@ -21,11 +22,14 @@ const STAND_IN = '\u0000favorStandIn'; // { [STAND_IN]: 'function' | 'symbol' | 
  * view into a larger buffer is copied by its own bytes (never moving the caller's larger
  * buffer); one on a SharedArrayBuffer is copied (a snapshot, as the synchronous API takes); an
  * empty or detached one (an input already moved by an earlier call) becomes an empty array of its
- * type. A buffer is transferred once however many inputs use it. `keep`: a buffer never moved
- * (the call's options.out, which the result is written back into), its inputs copied.
+ * type. A buffer is transferred once however many inputs use it. `output`: { options, out } where
+ * a call has an options.out (own or inherited): it travels as an array of its length made in the
+ * worker (which computes into it and moves it back), is never read again here, and its buffer is
+ * never moved (the result is written back into it), inputs on it being copied.
  */
-export function encodeArgs(args, { transfer = false, handleOf, keep }) {
+export function encodeArgs(args, { transfer = false, handleOf, output }) {
   const transferList = [];
+  const keep = output && bytesOf(output.out).buffer;
   const done = new Map();  // shared references and cycles stay shared in the copy
 
   const encode = (value) => {
@@ -47,34 +51,26 @@ export function encodeArgs(args, { transfer = false, handleOf, keep }) {
       for (let i = 0; i < value.length; i++) out.push(encode(value[i]));
       return out;
     }
+    // The API reads an object's keys through its prototype chain, getters included, and checks
+    // only its own enumerable ones against the known keys. So what it reads besides those (keys
+    // inherited, as Object.create(defaults) gives, a class's getters, keys not enumerable) is
+    // read here the same way and kept apart, to stand on a prototype in the worker's copy.
+    const own = Object.keys(value), ownSet = new Set(own), hidden = [];
+    for (const key in value) if (!ownSet.has(key)) hidden.push(key);
+    for (const key of READ_KEYS) if (!ownSet.has(key) && !hidden.includes(key) && key in value) hidden.push(key);
     const proto = Object.getPrototypeOf(value);
-    const plain = proto === Object.prototype || proto === null;
     const props = {};
-    // A class instance keeps its name (the API says "got an object (Name)") and, like the
-    // synchronous API reading it, a tensor's data and dims even when they are getters.
-    const out = plain ? props : { [STAND_IN]: 'object', name: value.constructor?.name ?? 'Object', props, inherited: {} };
+    // A class instance keeps its name (the API says "got an object (Name)").
+    const out = (proto === Object.prototype || proto === null) && !hidden.length ? props
+      : { [STAND_IN]: 'object', name: value.constructor?.name ?? 'Object', props, inherited: {} };
     done.set(value, out);
-    for (const [key, v] of Object.entries(value)) define(props, key, encode(v));
-    if (!plain) {
-      for (const key of ['data', 'dims']) if (key in value && !(key in props)) define(props, key, encode(value[key]));
-      // The API reads options through the prototype chain (Object.create(defaults) keeps its
-      // defaults) but checks only own keys against the known ones: so inherited ones stay inherited.
-      for (const key in value) if (!Object.hasOwn(value, key) && !Object.hasOwn(props, key)) define(out.inherited, key, encode(value[key]));
-    }
+    const read = (key) => (value === output?.options && key === 'out' ? { [STAND_IN]: 'output', length: lengthOf(output.out) }
+      : encode(value[key]));
+    for (const key of own) define(props, key, read(key));
+    for (const key of hidden) define(out.inherited, key, read(key));
     return out;
   };
   return { args: args.map(encode), transferList };
-}
-
-/**
- * A call's options with options.out replaced by what stands for it on the way to the worker: an
- * array of the same length made there (the worker computes into it and moves it back; the
- * caller's out never travels). The other keys stay as they were: own, or inherited.
- */
-export function withOutputStandIn(options, out) {
-  const copy = Object.create(Object.getPrototypeOf(options));
-  for (const [key, value] of Object.entries(options)) define(copy, key, value);
-  return define(copy, 'out', { [STAND_IN]: 'output', length: lengthOf(out) });
 }
 
 // The built-in class of a typed array or DataView (Float32Array for a subclass of it, Uint8Array

@@ -76,14 +76,28 @@ function corruptTensor(c, t) {
   }
 }
 
+// Options whose every key the API reads but does not check: getters of a class, or keys not enumerable.
+class GetterOptions {
+  #values;
+  constructor(values) { this.#values = values; }
+  static {
+    for (const key of ['causal', 'scale', 'chunk', 'keyMask', 'out', 'featureMap', 'codebook', 'assignment', 'temperature', 'clusters', 'iterations', 'seed']) {
+      Object.defineProperty(this.prototype, key, { get() { return this.#values[key]; } });
+    }
+  }
+}
+const hidden = (options) => Object.defineProperties({}, Object.fromEntries(Object.entries(options).map(([key, value]) => [key, { value }])));
+
 function corruptOptions(c, options) {
-  switch (c.int(0, 9)) {
+  switch (c.int(0, 11)) {
     case 0: return { ...options, [c.pick(['Causal', 'chunks', 'features', 'mask'])]: true };
     case 1: return { ...options, scale: c.pick([0, -1, NaN, '0.5', null, () => 1, Symbol('s')]) };
     case 2: return { ...options, causal: c.pick(['yes', 1, null, () => true]) };
     case 3: return c.pick([null, 5, 'causal', [true], () => options]);
     case 4: return Object.create(options ?? null);  // every option inherited: read, but not checked, as own keys are
     case 5: return Object.assign(Object.create({ causal: true, Causal: 1 }), options);
+    case 6: return options && typeof options === 'object' ? new GetterOptions(options) : options;
+    case 7: return options && typeof options === 'object' ? hidden(options) : options;
     default: return options;
   }
 }

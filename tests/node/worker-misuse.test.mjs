@@ -467,6 +467,16 @@ test('arguments structured clone cannot carry give the synchronous errors; tenso
 test('options and tensors read through their prototypes: what they inherit counts, as the synchronous API reads it', async () => {
   class Options {}
   Options.prototype.causal = true;
+  // A class whose options are getters over private fields (read with the caller's object as this).
+  class GetterOptions {
+    #causal = true;
+    #out;
+    constructor(out) { this.#out = out; }
+    get causal() { return this.#causal; }
+    get out() { return this.#out; }
+    get gpuBuffer() { throw new Error('not an option: never read'); }
+  }
+  const hiddenCausal = () => Object.defineProperty({}, 'causal', { value: true, enumerable: false });
   const kq = { data: k.data, dims: [6, 8] };  // six queries, so that causal changes the result
   const causal = sync.exactAttention(kq, k, v, { causal: true }).data, full = sync.exactAttention(kq, k, v).data;
   assert.notDeepEqual(causal, full);
@@ -476,6 +486,9 @@ test('options and tensors read through their prototypes: what they inherit count
     ['options inheriting an unknown key (only own keys are checked)', () => Object.create({ causl: true }), full],
     ['options whose own causal overrides the inherited', () => Object.assign(Object.create({ causal: true }), { causal: false }), full],
     ['a class instance inheriting causal', () => new Options(), causal],
+    ['a class instance whose causal is a getter over a private field', () => new GetterOptions(), causal],
+    ['options whose own causal is not enumerable (read, not checked)', hiddenCausal, causal],
+    ['options with no prototype and a causal not enumerable', () => Object.defineProperty(Object.create(null), 'causal', { value: true }), causal],
   ]) {
     for (const api of [sync, worker]) {
       const result = await within(Promise.resolve(api.exactAttention(kq, k, v, make())), LIMIT_MS, label);
@@ -488,6 +501,16 @@ test('options and tensors read through their prototypes: what they inherit count
     const result = await api.exactAttention(kq, k, v, Object.create({ out, causal: true }));
     assert.equal(result.data, out);
     assert.deepEqual(out, causal);
+  }
+  // ... and an out behind a getter, or not enumerable, with a causal of the same kind.
+  for (const api of [sync, worker]) {
+    for (const [label, make] of [['a getter', (out) => new GetterOptions(out)],
+      ['not enumerable', (out) => Object.defineProperty(hiddenCausal(), 'out', { value: out })]]) {
+      const out = new Float32Array(6 * 3);
+      const result = await api.exactAttention(kq, k, v, make(out));
+      assert.equal(result.data, out, `out ${label}${api === worker ? ' (worker)' : ''}`);
+      assert.deepEqual(out, causal, `out ${label}${api === worker ? ' (worker)' : ''}`);
+    }
   }
   // A tensor inheriting its data and dims; an own key named __proto__ is an unknown option in both.
   const inheriting = Object.create({ data: q.data, dims: [4, 8] });
