@@ -1,15 +1,15 @@
 // web/operations.js, the table of calls and objects that the worker client and host are made
 // from, against the two things it must agree with: the hand-written declarations in
 // web/index.d.ts (every call, method and getter of the table declared on the synchronous and the
-// worker interfaces with the table's parameters and result, and nothing declared there missing
-// from the table), and the objects loadFavor() and loadFavor({ worker: true }) return.
+// worker interfaces with the table's parameters, options and result, and nothing declared there
+// missing from the table), and the objects loadFavor() and loadFavor({ worker: true }) return.
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
 
 import { loadFavor } from 'favor-attention';
 
-import { LIFECYCLE, OBJECTS, OPERATIONS } from '../../web/operations.js';
+import { FIT_OPTIONS, LIFECYCLE, OBJECTS, OPERATIONS } from '../../web/operations.js';
 
 const declarations = parseInterfaces(await readFile(new URL('../../web/index.d.ts', import.meta.url), 'utf8'));
 
@@ -46,9 +46,9 @@ function parseMember(text) {
   let rest = text.slice(m[0].length).trim();
   if (rest.startsWith('(')) {
     const end = closing(rest, 0);
-    const params = splitTopLevel(rest.slice(1, end), ',').map((p) => /^\s*(\w+)/.exec(p)?.[1]).filter(Boolean);
+    const parts = splitTopLevel(rest.slice(1, end), ',').map((p) => /^\s*(\w+)\??\s*:\s*([\s\S]*?)\s*$/.exec(p)).filter(Boolean);
     rest = rest.slice(end + 1).trim();
-    return { name: m[1], method: true, params, type: rest.replace(/^:\s*/, '').trim() };
+    return { name: m[1], method: true, params: parts.map((p) => p[1]), paramTypes: parts.map((p) => p[2]), type: rest.replace(/^:\s*/, '').trim() };
   }
   return { name: m[1], method: false, type: rest.replace(/^:\s*/, '').trim() };
 }
@@ -78,6 +78,44 @@ function splitTopLevel(text, separator) {
   }
   parts.push(text.slice(from));
   return parts;
+}
+
+// index.d.ts's type aliases by name: { param (a generic's, or undefined), body }.
+const aliases = new Map();
+{
+  const source = (await readFile(new URL('../../web/index.d.ts', import.meta.url), 'utf8')).replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, '');
+  for (const m of source.matchAll(/\btype (\w+)(?:<(\w+)>)?\s*=/g)) {
+    const rest = source.slice(m.index + m[0].length);
+    aliases.set(m[1], { param: m[2], body: splitTopLevel(rest, ';')[0].trim() });
+  }
+}
+
+// The keys an object of a declared type may have: interfaces (with what they extend), aliases,
+// unions and intersections, Omit<T, 'a' | 'b'>, generic aliases and object literals. Enough
+// TypeScript for index.d.ts's option types.
+function keysOfType(type) {
+  type = type.trim();
+  const union = splitTopLevel(type, '|').map((t) => t.trim()).filter(Boolean);
+  if (union.length > 1) return sorted(union.flatMap(keysOfType));
+  const both = splitTopLevel(type, '&');
+  if (both.length > 1) return sorted(both.flatMap(keysOfType));
+  if (type.startsWith('{')) {
+    return sorted(splitTopLevel(type.slice(1, closing(type, 0)), ';').flatMap((t) => t.split(/,(?![^<{(]*[>})])/))
+      .map((t) => /^\s*(\w+)\??\s*:/.exec(t)?.[1]).filter(Boolean));
+  }
+  const generic = /^(\w+)<([\s\S]*)>$/.exec(type);
+  if (generic) {
+    const [first, ...rest] = splitTopLevel(generic[2], ',');
+    if (generic[1] === 'Omit') {
+      const omitted = [...rest.join(',').matchAll(/'(\w+)'/g)].map((m) => m[1]);
+      return keysOfType(first).filter((key) => !omitted.includes(key));
+    }
+    const alias = aliases.get(generic[1]);
+    assert.ok(alias?.param, `index.d.ts declares the generic ${generic[1]}`);
+    return keysOfType(alias.body.replace(new RegExp(`\\b${alias.param}\\b`, 'g'), first.trim()));
+  }
+  if (aliases.has(type)) return keysOfType(aliases.get(type).body);
+  return sorted([...declared(type).keys()]);
 }
 
 const sorted = (names) => [...new Set(names)].sort();
@@ -138,6 +176,36 @@ for (const async of [false, true]) {
     });
   }
 }
+
+// The options each call checks (the table's `options`, which the worker also reads through the
+// prototype chain) are those its declared options type has, in both APIs: every overload of it
+// together (matmul with a packed matrix takes all but transposeB).
+for (const async of [false, true]) {
+  test(`${async ? INSTANCE.async : INSTANCE.sync} in index.d.ts declares exactly the options the table lists`, () => {
+    const calls = [...Object.entries(OPERATIONS).map(([op, spec]) => [declared(INSTANCE[async ? 'async' : 'sync']).get(op), spec, op]),
+      ...Object.values(OBJECTS).flatMap((kind) => Object.entries(kind.methods).map(([method, spec]) =>
+        [declared(interfaceOf(Object.keys(OBJECTS).find((k) => OBJECTS[k] === kind), async)).get(method), spec, `${kind.name}.${method}`]))];
+    let checked = 0;
+    for (const [decls, spec, where] of calls) {
+      const at = spec.args.indexOf('options');
+      assert.equal(at >= 0, Boolean(spec.options), `${where}: options listed exactly where the call takes options`);
+      if (at < 0) continue;
+      const declaredKeys = sorted(decls.flatMap((decl) => keysOfType(decl.paramTypes[at])));
+      assert.deepEqual(sorted(spec.options), declaredKeys, `${where}: the table's options against index.d.ts`);
+      checked++;
+    }
+    assert.equal(checked, 14);
+    assert.deepEqual(sorted(FIT_OPTIONS), keysOfType(declared('FeatureMapOptions').get('fit')[0].type), 'createFeatureMap options.fit');
+  });
+}
+
+test('keysOfType reads aliases, unions, intersections, Omit and generics', () => {
+  assert.deepEqual(keysOfType("Omit<MatmulOptions, 'transposeB'>"), ['bias', 'out']);
+  assert.deepEqual(keysOfType('{ scale?: number }'), ['scale']);
+  assert.deepEqual(keysOfType('WithAsyncMap<FavorMatrixOptions>'), sorted(keysOfType('FavorMatrixOptions')));
+  assert.ok(keysOfType('CausalStateOptions').includes('window'));
+  assert.ok(keysOfType('AttentionOptions').includes('out'), 'members of the interface it extends');
+});
 
 test('the parser reads index.d.ts: overloads, extended interfaces, optional parameters', () => {
   const matmul = declared('Favor').get('matmul');
