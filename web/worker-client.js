@@ -19,9 +19,9 @@ const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
 // worker gets an array of the same length to compute into (so it checks out as the synchronous
 // API does, with the same errors), moves it back, and it is copied into out here. out's own
 // buffer is never moved, even with transfer: true and out one of the inputs' arrays, so that the
-// result always has somewhere to go. run(sent, output) sends (encodeArgs' output: the options
-// object carrying out, and out); everything here, the caller's getters
-// and Proxies included, runs inside the Promise: no call throws synchronously.
+// result always has somewhere to go. run(sent, output) sends (output: encodeArgs' { options, out });
+// everything here, the caller's getters and Proxies included, runs inside the Promise: no call
+// throws synchronously.
 function forward(spec, args, run) {
   try {
     const sent = args.slice(0, spec.args.length);
