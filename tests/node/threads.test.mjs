@@ -414,7 +414,9 @@ test('bytes in use return to the start after parallel decode steps, and do not g
 
 // Long calls allocate large temporaries (each block of rows' features) on every thread; the caches
 // keep the last few a thread freed. They count as free, and a call that repeats finds them: the
-// heap stops growing after the first one.
+// heap stops growing. Its high-water mark also depends on how the threads' blocks happen to
+// interleave (one CI run's first round peaked at 51 MB, where rounds reach 61 MB), so it is taken
+// after three rounds, each drained (memory() empties the caches), before five undrained ones.
 test('bytes in use return to the start after long parallel calls, and the heap stops growing', (t) => {
   const featureMap = two.createFeatureMap({ dim: 64, features: 256, seed: 3 });
   const x = normalTensor([2, 8192, 64], 11);
@@ -424,15 +426,19 @@ test('bytes in use return to the start after long parallel calls, and the heap s
     two.favorAttention(x, x, x, { featureMap, causal: true });
     two.exactAttention(sliceRows(x, 0, 1024), sliceRows(x, 0, 1024), sliceRows(x, 0, 1024));
   };
-  runs();
-  const after = two.memory();
+  const rounds = [];
+  for (let i = 0; i < 3; ++i) {
+    runs();
+    rounds.push(two.memory());
+  }
+  const after = rounds.at(-1);
   for (let i = 0; i < 5; ++i) runs();
   const end = two.memory();
   featureMap.dispose();
-  t.diagnostic(`bytes in use: start ${start.usedBytes}, after one round ${after.usedBytes}, after five more ${end.usedBytes}; heap ${after.heapBytes} -> ${end.heapBytes}`);
-  assert.equal(after.usedBytes, start.usedBytes, 'every temporary of the calls is free');
+  t.diagnostic(`bytes in use: start ${start.usedBytes}, after each of three rounds ${rounds.map((r) => r.usedBytes).join(', ')}, after five more ${end.usedBytes}; heap ${rounds.map((r) => r.heapBytes).join(', ')} -> ${end.heapBytes}`);
+  for (const r of rounds) assert.equal(r.usedBytes, start.usedBytes, 'every temporary of the calls is free');
   assert.equal(end.usedBytes, start.usedBytes, 'and after five more rounds');
-  assert.equal(end.heapBytes, after.heapBytes, 'the heap did not grow after the first round');
+  assert.equal(end.heapBytes, after.heapBytes, 'the heap did not grow in five more rounds');
 });
 
 test('results stay right across heap growth', () => {
