@@ -3,8 +3,8 @@
 // and against the objects the synchronous and worker APIs return.
 //
 // args: the parameters in order. 'options' is the options object (with out: it may carry
-// options.out; its keys: `options`); a name of an object kind below (featureMap) is such an object; any other is a
-// tensor (matmul's b may also be a packed matrix).
+// options.out; its keys: `options`); a name of an object kind below (featureMap) is such an
+// object; any other is a tensor (matmul's b may also be a packed matrix).
 // returns: 'tensor'; an object kind below (the call makes one); 'this' (the object itself);
 // 'value' (anything else: a number, a plain object).
 

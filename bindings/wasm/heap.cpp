@@ -53,19 +53,23 @@ std::size_t header_bytes(std::size_t rank) { return (8 * (rank + 1) + kLine - 1)
 // caller's: it is refused as an internal error rather than read (a pointer of 0 would read its
 // dims at -8 and abort the instance).
 std::vector<favor::Index> dims_before(std::uintptr_t data) {
-  constexpr double kMaxRank = 64;
   if (data < 8 || data % 4)
     throw InternalError("a tensor's heap pointer " + std::to_string(data) + " is null or misaligned");
-  const double* rank_at = reinterpret_cast<const double*>(data) - 1;
-  const double r = *rank_at;
-  if (!(r >= 0 && r <= kMaxRank && r == std::floor(r)) || data < 8 * (static_cast<std::size_t>(r) + 1))
+  const auto invalid = [data] {
     throw InternalError("the tensor at heap pointer " + std::to_string(data) + " has no valid dims before it");
-  const auto rank = static_cast<std::size_t>(r);
+  };
+  // A rank (at most 64) or a dim (at most 2^53 - 1) is a whole number in its range.
+  const auto check = [&](double x, double most) {
+    if (!(x >= 0 && x <= most && x == std::floor(x))) invalid();
+  };
+  const double* rank_at = reinterpret_cast<const double*>(data) - 1;
+  check(*rank_at, 64);
+  const auto rank = static_cast<std::size_t>(*rank_at);
+  if (data < 8 * (rank + 1)) invalid();  // its dims would start below address 0
   const double* first = rank_at - rank;
   std::vector<favor::Index> dims(rank);
   for (std::size_t i = 0; i < rank; ++i) {
-    if (!(first[i] >= 0 && first[i] <= 9007199254740991.0 && first[i] == std::floor(first[i])))
-      throw InternalError("the tensor at heap pointer " + std::to_string(data) + " has no valid dims before it");
+    check(first[i], 9007199254740991.0);
     dims[i] = static_cast<favor::Index>(first[i]);
   }
   return dims;
