@@ -132,7 +132,7 @@ export function createApi(Module, { simd, threads = 1, cores = 0, threadsReason,
         if (o.dim !== undefined && checkInteger(o.dim, 'dim', 1) !== w.dims[1]) {
           throw new RangeError(`dim: ${o.dim} does not match the projection's d = ${w.dims[1]}`);
         }
-        result = call('createFeatureMap', [w], (ptr) => handle.initProjection(ptr, w.dims[0], w.dims[1], kernel, sampling, epsilon, rho));
+        result = call('createFeatureMap', [w], (ptr) => handle.initProjection(ptr, kernel, sampling, epsilon, rho));
       } else {
         if (o.dim === undefined) throw new TypeError('dim: required (the head dimension d) unless a projection is given');
         if (o.features === undefined) throw new TypeError('features: required (the number of random features m) unless a projection is given');

@@ -56,14 +56,17 @@ class FeatureMapHandle {
     });
   }
 
-  val init_projection(std::uintptr_t ptr, double rows, double cols, std::string kernel,
-                      std::string sampling, double epsilon, double rho) {
+  // The projection W [m, d] is a heap tensor (web/heap.js), its dims read from before its data.
+  val init_projection(std::uintptr_t ptr, std::string kernel, std::string sampling, double epsilon,
+                      double rho) {
     return guarded([&] {
       const favor::Kernel k = favor::parse_kernel(kernel);
       const favor::Sampling s = favor::parse_sampling(sampling);
-      const auto m = static_cast<favor::Index>(rows), d = static_cast<favor::Index>(cols);
-      favor::check_finite(reinterpret_cast<const float*>(ptr), m * d, "projection");
-      favor::Matrix w = Eigen::Map<const favor::Matrix>(reinterpret_cast<const float*>(ptr), m, d);
+      const favor::ConstTensorView w_view = view(ptr);
+      if (w_view.dims.size() != 2) throw InternalError("the projection is not a matrix");
+      const favor::Index m = w_view.dims[0], d = w_view.dims[1];
+      favor::check_finite(w_view.data, m * d, "projection");
+      favor::Matrix w = Eigen::Map<const favor::Matrix>(w_view.data, m, d);
       auto map = std::make_unique<favor::FeatureMap>(k, std::move(w), epsilon, s);
       if (!std::isnan(rho)) map->set_rho(rho);
       map_ = std::move(map);

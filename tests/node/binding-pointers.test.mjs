@@ -111,3 +111,23 @@ test('after them the instance works, and they leak nothing', () => {
   const got = api.exactAttention(q, k, v);
   assert.ok(ref.maxRelError(got.data, expected.data) < 1e-5);
 });
+
+test('initProjection reads the projection\'s dims from before its data, and refuses a bad pointer or a rank that is not 2', () => {
+  const w = { ...normalTensor([6, 8], 5), name: 'projection' }, cube = { ...normalTensor([2, 3, 8], 6), name: 'projection' };
+  const made = new Module.FeatureMap();
+  try {
+    assert.equal(heap.call('createFeatureMap', [w], (p) => made.initProjection(p, 'positive', 'orthogonal', 1e-6, NaN)), undefined);
+    assert.deepEqual([made.features(), made.dim()], [6, 8]);
+    assert.deepEqual(Array.from(made.projection()), Array.from(w.data));
+    for (const bad of [() => 0, (x) => x + 2]) {
+      assert.throws(() => heap.call('createFeatureMap', [w], (p) => made.initProjection(bad(p), 'positive', 'orthogonal', 1e-6, NaN)),
+        isInternal(/^createFeatureMap: internal error: a tensor's heap pointer \d+ is null or misaligned$/));
+    }
+    assert.throws(() => heap.call('createFeatureMap', [cube], (p) => made.initProjection(p, 'positive', 'orthogonal', 1e-6, NaN)),
+      isInternal(/^createFeatureMap: internal error: the projection is not a matrix$/));
+    // the map made first is still the one in place
+    assert.deepEqual([made.features(), made.dim()], [6, 8]);
+  } finally {
+    made.delete();
+  }
+});
