@@ -5,14 +5,13 @@
 // against position; and the evaluation's bits per character against position
 // (model/long-results.json, written by `npm run eval:long`, fetched by a static URL so that a
 // build copies it). Every sentence about the measurements is derived from them.
-import { generationSummary } from '../../model/generation-rates.js';
 import { fmt, fmtRate } from './colors.js';
+import { BLOCK, binLabel, bytes, contextOnBins, evaluationNote, introNote, ms, n0, runInfo, runNote } from './long-notes.js';
 import { LONG_LIMITS, LONG_MODEL } from './long-model.js';
 import { drawPlot } from './plot.js';
 
 // A static URL, so that a build copies the file (as the model files in model-view.js).
 const RESULTS_URL = new URL('../../model/long-results.json', import.meta.url);
-const BLOCK = 64;  // characters per method between progress messages
 const EXACT = { color: '#1d2330', label: 'exact: key/value cache' };
 const FAVOR = { color: '#e0711a', label: 'FAVOR+: running state (its exported W)' };
 // The FAVOR+ series of a run whose state has a window (0: none).
@@ -27,26 +26,6 @@ const CURVE_STYLE = {
 };
 
 const $ = (sel) => document.querySelector(sel);
-const n0 = (x) => Math.round(x).toLocaleString('en-US');
-const bytes = (b) => (b >= 1e6 ? `${fmt(b / 1e6, 3)} MB` : b >= 1e3 ? `${fmt(b / 1e3, 3)} kB` : `${n0(b)} B`);
-const ms = (x) => (x >= 100 ? `${n0(x)} ms` : `${fmt(x, 2)} ms`);
-const short = (x) => (x >= 1024 ? `${x / 1024}k` : String(x));
-// "a is R× as fast as b" where they differ by more than 10 %, else "about as fast".
-function compareRates(a, b, nameA, nameB) {
-  const r = a / b;
-  if (r >= 1.1) return `${nameA} ${fmt(r, 2)}× as fast as ${nameB}`;
-  if (r <= 1 / 1.1) return `${nameB} ${fmt(1 / r, 2)}× as fast as ${nameA}`;
-  return `${nameA} and ${nameB} about as fast (within 10 %)`;
-}
-
-// What the sliding windows of the evaluation's curves see, for the note: "(all of them, or …)".
-function windows(r) {
-  const parts = [];
-  if (r.curves.some((c) => c.id === 'softmax-window')) parts.push(`the last ${n0(r.context)} for the exact sliding window`);
-  const favor = r.curves.find((c) => c.id === 'performer-favor-window');
-  if (favor?.window) parts.push(`the last ${n0((3 * favor.window) / 4 + 1)} to ${n0(favor.window)} for FAVOR+ over a window (blocks of ${n0(favor.window / 4)})`);
-  return parts.length ? ` (all of them, or ${parts.join(', ')})` : '';
-}
 
 export class LongView {
   /**
@@ -258,59 +237,9 @@ export class LongView {
 
   drawNote() {
     const run = this.run, start = run?.start, blocks = run?.blocks ?? [];
-    if (!start) {
-      const record = this.record;
-      $('#long-note').textContent = `The ${LONG_MODEL} model${record ? ` (${record.rotary ? 'rotary positions, ' : ''}trained with a context of ${n0(record.context)} characters)` : ''} ` +
-        'continues the text above with exact attention, through a key/value cache that grows by one position per character, and with FAVOR+, ' +
-        'through a state whose size does not grow with the text.';
-      for (const which of ['exact', 'favor']) $(`#long-${which}-info`).textContent = '';
-      return;
-    }
-    const parts = [`Interleaved: ${BLOCK} characters with the exact cache, then ${BLOCK} with the FAVOR+ state (${start.label}), and again, ` +
-      `so that both curves grow together; the same model (${start.model}), prompt (the last ${n0(start.promptLength)} characters of the text box when you pressed generate) and sampling seed (${this.seed}). ` +
-      'Each point is one block: its characters over the time of its own next() calls in the compute worker (performance.now()); ' +
-      `the prompt's prefill (exact ${ms(start.prefillMs.exact)}, FAVOR+ ${ms(start.prefillMs.favor)}) is not in them.`];
-    // the model was trained with FAVOR+: say how its exact attention predicts (the evaluation below)
-    const curve = (id) => this.results?.curves.find((c) => c.id === id);
-    // (against the FAVOR+ curve of the column's own window)
-    const favorCurve = curve(start.window ? 'performer-favor-window' : 'performer-favor');
-    const [withFavor, withExact] = [favorCurve?.all.mean, curve('performer-exact')?.all.mean];
-    if (withFavor && withExact && (favorCurve.window ?? 0) === start.window) {
-      parts.push(`${start.model} was trained with FAVOR+, so exact attention on its q and k is not what it learned: on held-out text it predicts ` +
-        `${withExact > withFavor ? 'worse' : 'better'} that way (${fmt(withExact, 3)} against ${fmt(withFavor, 3)} bits per character with FAVOR+ ${start.window ? `over a window of ${n0(start.window)}` : 'over the whole prefix'}, over 8k-character sequences, below), ` +
-        `${withExact > withFavor ? 'so the exact column\'s text is the poorer one; ' : ''}what the two columns compare is time and memory.`);
-    }
-    if (blocks.length) {
-      // rates over the first and the last (up to) four blocks of the run
-      const over = (list, which) => list.reduce((s, b) => s + b[which].text.length, 0) / (list.reduce((s, b) => s + b[which].ms, 0) / 1000);
-      const k = Math.min(4, Math.ceil(blocks.length / 2));
-      const first = blocks.slice(0, k), last = blocks.slice(-k);
-      const span = (list) => `characters ${n0(list[0].from + 1)}–${n0(list.at(-1).position)}`;
-      const [ef, ff, el, fl] = [over(first, 'exact'), over(first, 'favor'), over(last, 'exact'), over(last, 'favor')];
-      if (blocks.length >= 2) {
-        parts.push(`${k === 1 ? 'First block' : `First ${k} blocks`} (${span(first)}): exact ${fmtRate(ef)}, FAVOR+ ${fmtRate(ff)} characters/s (${compareRates(ff, ef, 'FAVOR+', 'exact')}); ` +
-          `${k === 1 ? 'last block' : `last ${k}`} (${span(last)}): exact ${fmtRate(el)}, FAVOR+ ${fmtRate(fl)} (${compareRates(fl, el, 'FAVOR+', 'exact')}).`);
-      }
-      // where FAVOR+ stays faster than exact to the end (at least three blocks)
-      let from = blocks.length;
-      while (from > 0 && blocks[from - 1].favor.charsPerSecond > blocks[from - 1].exact.charsPerSecond) from--;
-      if (blocks.length >= 3 && from === 0) parts.push('FAVOR+ was faster in every block.');
-      else if (blocks.length - from >= 3) parts.push(`FAVOR+ was faster in every block from character ${n0(blocks[from].from + 1)} on.`);
-      else if (blocks.length >= 3 && blocks.every((b) => b.exact.charsPerSecond > b.favor.charsPerSecond)) parts.push('The exact cache was faster in every block.');
-      const e0 = start.stateBytes.exact, e1 = blocks.at(-1).exact.stateBytes, p1 = blocks.at(-1).position;
-      const favorBytes = [start.stateBytes.favor, ...blocks.map((b) => b.favor.stateBytes)];
-      const fmin = Math.min(...favorBytes), fmax = Math.max(...favorBytes);
-      // stateBytes: what the states hold in wasm memory (the cache's allocation, which grows in steps)
-      const steps = new Set([e0, ...blocks.map((b) => b.exact.stateBytes)]).size - 1;
-      parts.push(`Memory (the bytes each method's states hold in wasm memory, summed over the layers): the exact cache went from ${bytes(e0)} after the prompt ` +
-        `to ${bytes(e1)} after ${n0(p1)} characters${steps > 0 && steps < blocks.length ? ` (its allocation grew in ${steps} step${steps > 1 ? 's' : ''})` : ''}; the FAVOR+ state ` +
-        `${fmin === fmax ? `stayed at ${bytes(fmin)}` : `stayed between ${bytes(fmin)} and ${bytes(fmax)}`}` +
-        `${e1 > fmax ? `; at the end the cache holds ${fmt(e1 / fmax, 3)}× the state's bytes` : ''}.`);
-      const lastBlock = blocks.at(-1);
-      $('#long-exact-info').textContent = `${n0(run.exact.length)} characters; last block ${fmtRate(lastBlock.exact.charsPerSecond)} characters/s, cache ${bytes(lastBlock.exact.stateBytes)}`;
-      $('#long-favor-info').textContent = `${n0(run.favor.length)} characters; last block ${fmtRate(lastBlock.favor.charsPerSecond)} characters/s, state ${bytes(lastBlock.favor.stateBytes)}`;
-    }
-    $('#long-note').textContent = parts.join(' ');
+    $('#long-note').textContent = start ? runNote({ start, blocks, seed: this.seed, results: this.results }) : introNote(this.record);
+    const info = start && blocks.length ? runInfo(run) : { exact: '', favor: '' };
+    for (const which of ['exact', 'favor']) $(`#long-${which}-info`).textContent = info[which];
   }
 
   async loadResults() {
@@ -339,44 +268,22 @@ export class LongView {
       $('#long-bpc-legend').replaceChildren();
       return;
     }
-    const bins = r.bins, label = (b) => `${short(b.from)}–${short(b.to)}`;
+    const bins = r.bins;
     const series = r.curves.map((c) => ({
       label: `${c.label} (${c.seeds.length} seed${c.seeds.length > 1 ? 's' : ''})`, ...(CURVE_STYLE[c.id] ?? { color: '#555' }), width: 1.8,
-      points: c.bins.map((b, i) => [i, b.mean, `${c.label}, positions ${label(bins[i])}: ${fmt(b.mean, 3)} ± ${fmt(b.sd, 2)} bits/char (n = ${b.n})`]),
+      points: c.bins.map((b, i) => [i, b.mean, `${c.label}, positions ${binLabel(bins[i])}: ${fmt(b.mean, 3)} ± ${fmt(b.sd, 2)} bits/char (n = ${b.n})`]),
       band: c.bins.map((b, i) => [i, b.mean - b.sd, b.mean + b.sd]),
     }));
-    // the training context on the bin axis: between the bins it separates, or inside one
-    const at = bins.findIndex((b) => r.context > b.from && r.context <= b.to);
-    const ctx = at < 0 ? null : r.context === bins[at].to ? at + 0.5 : at - 0.5 + (r.context - bins[at].from) / (bins[at].to - bins[at].from);
+    const ctx = contextOnBins(r);
     drawPlot(svg, {
       x: { log: false, domain: [-0.3, bins.length - 0.7], label: 'position in the sequence (characters, bins)',
-        format: (v) => (Math.abs(v - Math.round(v)) < 1e-6 && bins[Math.round(v)] ? label(bins[Math.round(v)]) : '') },
+        format: (v) => (Math.abs(v - Math.round(v)) < 1e-6 && bins[Math.round(v)] ? binLabel(bins[Math.round(v)]) : '') },
       y: { log: false, label: 'bits per character' },
       series,
       vlines: ctx === null ? [] : [{ x: ctx, label: `training context ${n0(r.context)}`, color: '#777' }],
       legendRoot: $('#long-bpc-legend'),
     });
     svg.dataset.curves = String(series.length);
-    // What each curve does past the training context: the bin before it ends against the last bin.
-    const before = bins.findIndex((b) => b.to >= r.context), lastBin = bins.length - 1;
-    const moves = r.curves.map((c) => {
-      const a = c.bins[before].mean, b = c.bins[lastBin].mean, d = b - a;
-      const how = Math.abs(d) < 0.05 ? `stays within 0.05 (${fmt(a, 3)} → ${fmt(b, 3)})` : `${d > 0 ? 'rises' : 'falls'} from ${fmt(a, 3)} to ${fmt(b, 3)}`;
-      return `${c.label}: ${how}`;
-    });
-    const g = r.generation;
-    let gen = '';
-    if (g?.favor?.length && g?.favorWindow?.length && g?.exact?.length) {
-      const { span, last } = generationSummary(g), end = (list) => list.at(-1).stateBytes;
-      gen = ` The same evaluation generated ${n0(g.characters)} characters in Node after a ${n0(g.prompt)}-character prompt (${g.order}): ` +
-        `characters per second over its last ${n0(span)} characters, ${fmtRate(last.exact)} exact, ${fmtRate(last.favor)} FAVOR+ and ${fmtRate(last.favorWindow)} FAVOR+ over a window of ${n0(g.window)} ` +
-        `(${compareRates(last.favor, last.exact, 'FAVOR+', 'exact')}), with ${bytes(end(g.exact))} of cache against ${bytes(end(g.favor))} of state ` +
-        `(${bytes(end(g.favorWindow))} with the window).`;
-    }
-    $('#long-bpc-note').textContent = `Precomputed by npm run eval:long (model/eval-long.mjs, the JS runner on favor-attention; ${r.cpu}, Node ${r.node}, ` +
-      `${r.threads} thread${r.threads > 1 ? 's' : ''}): the held-out text (chapters 122–135 and the epilogue) cut into ${r.sequences} sequences of ${n0(r.length)} characters, ` +
-      `each character predicted from the characters before it in its sequence${windows(r)}; ` +
-      'points: mean over the seeds of each model, band ±1 s.d. ' +
-      `From the bin ${label(bins[before])} (${bins[before].to === r.context ? 'the last within the training context' : 'the one where the training context ends'}) to ${label(bins[lastBin])}: ${moves.join('; ')}.${gen}`;
+    $('#long-bpc-note').textContent = evaluationNote(r);
   }
 }
