@@ -8,8 +8,9 @@ import { LONG_MODEL } from './long-model.js';
 export const BLOCK = 64;  // characters per method between the worker's progress messages
 
 export const n0 = (x) => Math.round(x).toLocaleString('en-US');
-export const bytes = (b) => (b >= 1e6 ? `${fmt(b / 1e6, 3)} MB` : b >= 1e3 ? `${fmt(b / 1e3, 3)} kB` : `${n0(b)} B`);
-export const ms = (x) => (x >= 100 ? `${n0(x)} ms` : `${fmt(x, 2)} ms`);
+// (a unit from where three digits of the smaller one would round up to 1000: never "1.00·10³ kB")
+export const bytes = (b) => (b >= 999.5e3 ? `${fmt(b / 1e6, 3)} MB` : b >= 999.5 ? `${fmt(b / 1e3, 3)} kB` : `${n0(b)} B`);
+export const ms = (x) => (x >= 10 ? `${n0(x)} ms` : `${fmt(x, 2)} ms`);
 const short = (x) => (x >= 1024 ? `${x / 1024}k` : String(x));
 export const binLabel = (b) => `${short(b.from)}–${short(b.to)}`;
 

@@ -54,6 +54,9 @@ test('a run\'s rates are its first and last blocks\' characters over their summe
   // one block: no first and last to compare
   const one = runNote({ start: START, blocks: makeRun(1, { exactMs: () => 10, favorMs: () => 20 }), seed: 3, results: null });
   assert.doesNotMatch(one, /First|faster in every block/);
+  // prefill times: whole milliseconds from 10 on (99.7 is not "1.0·10² ms"), two digits under
+  assert.match(runNote({ start: { ...START, prefillMs: { exact: 8.25, favor: 340.4 } }, blocks: [], seed: 1, results: null }), /prefill \(exact 8\.3 ms, FAVOR\+ 340 ms\)/);
+  assert.match(runNote({ start: { ...START, prefillMs: { exact: 99.7, favor: 12.4 } }, blocks: [], seed: 1, results: null }), /prefill \(exact 100 ms, FAVOR\+ 12 ms\)/);
   assert.match(one, /^Interleaved: 64 characters with the exact cache, then 64 with the FAVOR\+ state \(its exported W\), .* sampling seed \(3\)\. .*prefill \(exact 120 ms, FAVOR\+ 80 ms\) is not in them\. Memory/);
 });
 
@@ -84,7 +87,13 @@ test('memory: the cache from after the prompt to the end, its allocation\'s step
   assert.doesNotMatch(memory(makeRun(5, { exactMs: () => 30, favorMs: () => 20 })), /allocation grew/);
   // a state that varies, and a cache never above it: its range, no ratio
   const small = memory(makeRun(3, { exactMs: () => 30, favorMs: () => 20, exactBytes: () => 1e5, favorBytes: (i) => 2e5 + 1e4 * i }));
+  // bytes that three digits would round up to the next unit are said in it
+  assert.match(memory(makeRun(1, { exactMs: () => 30, favorMs: () => 20, exactBytes: () => 999.7e3, favorBytes: () => 999.7 })),
+    /to 1\.00 MB after .*the FAVOR\+ state stayed between 1\.00 kB and 210 kB/);
   assert.match(small, /went from 1\.00 MB after the prompt to 100 kB .*the FAVOR\+ state stayed between 200 kB and 220 kB\.$/);
+  // a state that varies under a larger cache: the ratio to its largest
+  const varies = memory(makeRun(3, { exactMs: () => 30, favorMs: () => 20, exactBytes: () => 5e6, favorBytes: (i) => 2e5 + 1.5e5 * i }));
+  assert.match(varies, /stayed between 200 kB and 500 kB; at the end the cache holds 10\.0× the state's bytes\.$/);
 });
 
 test('the trained-with-FAVOR+ sentence quotes the evaluation\'s curve of the run\'s own window, and only that one', () => {
@@ -126,6 +135,7 @@ test('the training context on the bin axis: at a bin\'s edge between bins, insid
   assert.equal(contextOnBins({ bins, context: 256 }), 0.5);
   assert.equal(contextOnBins({ bins, context: 1536 }), 2);
   assert.equal(contextOnBins({ bins, context: 64 }), -0.25);
+  assert.equal(contextOnBins({ bins, context: 4096 }), 3.5);
   assert.equal(contextOnBins({ bins, context: 8192 }), null);
   // it moves right with the context, bin after bin
   let x = -Infinity;
@@ -142,7 +152,10 @@ test('the evaluation\'s note states the committed results: each curve from the b
   const before = r.bins.findIndex((b) => b.to >= r.context), lastBin = r.bins.length - 1;
   assert.ok(before >= 0 && before < lastBin, 'the committed evaluation runs past its training context');
   assert.ok(note.includes(`cut into ${r.sequences} sequences of ${r.length.toLocaleString('en-US')} characters`));
-  assert.ok(note.includes(`${r.cpu}, Node ${r.node}, ${r.threads} thread`));
+  assert.ok(note.includes(`${r.cpu}, Node ${r.node}, ${r.threads} thread${r.threads > 1 ? 's' : ''})`));
+  // the windows: the exact one sees the training context; FAVOR+'s blocks of w/4, a character seeing its own up to itself and the 3 before
+  const w = r.curves.find((c) => c.id === 'performer-favor-window').window;
+  assert.ok(note.includes(`(all of them, or the last ${r.context.toLocaleString('en-US')} for the exact sliding window, the last ${w - w / 4 + 1} to ${w} for FAVOR+ over a window (blocks of ${w / 4}))`), note);
   for (const c of r.curves) {
     const a = c.bins[before].mean, b = c.bins[lastBin].mean;
     const said = note.match(new RegExp(`${escape(c.label)}: (stays within 0\\.05 \\((\\d+\\.\\d+) → (\\d+\\.\\d+)\\)|(rises|falls) from (\\d+\\.\\d+) to (\\d+\\.\\d+))`));
@@ -166,6 +179,7 @@ test('the evaluation\'s note where the context ends inside a bin, or past every 
   const note = evaluationNote(r);
   assert.ok(note.includes(' From the bin 1k–2k (the one where the training context ends) to 2k–4k: up: rises from 2.10 to 3.00; down: falls from 2.90 to 2.50; flat: stays within 0.05 (2.20 → 2.24).'), note);
   assert.match(note, /1 thread\)/);
+  assert.match(evaluationNote({ ...r, threads: 4 }), /a CPU, Node v26, 4 threads\)/);
   // past every bin, or in the last: nothing beyond the context to tell
   for (const context of [4096, 9000]) assert.doesNotMatch(evaluationNote({ ...r, context }), /From the bin/);
 });
