@@ -1,5 +1,5 @@
 // The inspected query in the manner of bertviz: the text drawn once, in lines of monospace
-// characters, and from the query character an arc to every key it weighs, stroke width ∝ weight:
+// characters, and from the query character an arc to every key it weighs, wider for more weight:
 // exact attention above the text line, the approximation below it, in two colors. Keys under
 // 1 % in both are left out (the subtitle says how much weight that leaves undrawn).
 import { fmt } from './colors.js';
@@ -46,12 +46,33 @@ export function textZoom(L, width, cw) {
   return Math.max(1, Math.min(MAX_ZOOM, (width - 8) / (Math.max(1, L) * cw)));
 }
 
+// The keys row i draws, [j, A, Â] for j <= i in order: those of weight >= MIN_WEIGHT in A or Â;
+// undrawn: A's weight on the others.
+export function drawnKeys(A, Ahat, L, i) {
+  const keys = [];
+  let undrawn = 0;
+  for (let j = 0; j <= i; j++) {
+    const a = A[i * L + j], b = Ahat[i * L + j];
+    if (Math.max(a, b) >= MIN_WEIGHT) keys.push([j, a, b]); else undrawn += a;
+  }
+  return { keys, undrawn };
+}
+
+// An arc's stroke width for weight w: from 0.6 px (a faint arc stays visible) to 9.6 px at 1.
+export const arcWidth = (w) => 0.6 + 9 * Math.min(1, w);
+
+// The view's subtitle; before: the exact weight on keys before the window (undefined: no window).
+export function lineSubtitle({ keys, undrawn, before }) {
+  return `${keys.length} keys drawn; undrawn exact weight ${fmt(undrawn, 2)}` +
+    `${before === undefined ? '' : ` in the window, ${fmt(before, 2)} on keys before it`}`;
+}
+
 export class LineView {
   constructor(svg, legend) {
     this.svg = svg;
     legend.innerHTML = '<span class="item"><svg width="22" height="8"><line x1="0" y1="4" x2="22" y2="4" stroke="var(--exact)" stroke-width="3"/></svg> exact A (arcs above)</span>' +
       '<span class="item"><svg width="22" height="8"><line x1="0" y1="4" x2="22" y2="4" stroke="var(--approx)" stroke-width="3"/></svg> approximation Â (arcs below)</span>' +
-      '<span class="item">width ∝ weight; keys under 1 % in both not drawn</span>';
+      '<span class="item">wider for more weight; keys under 1 % in both not drawn</span>';
   }
 
   // before: in a window of a longer text, the exact weight of row i on keys before the window.
@@ -70,12 +91,7 @@ export class LineView {
     svg.replaceChildren();
     // (x, y) of character j: the middle of its cell, on the line's baseline minus 4 (× zoom)
     const pos = (j) => [4 + (j - starts[line[j]]) * cw + cw / 2, top + line[j] * lineH + 12 * z];
-    const keys = [];
-    let undrawn = 0;
-    for (let j = 0; j <= i; j++) {
-      const a = A[i * L + j], b = Ahat[i * L + j];
-      if (Math.max(a, b) >= MIN_WEIGHT) keys.push([j, a, b]); else undrawn += a;
-    }
+    const { keys, undrawn } = drawnKeys(A, Ahat, L, i);
     // key highlights, under the text
     const marks = el('g', {}, svg);
     for (const [j, a] of keys) {
@@ -103,14 +119,13 @@ export class LineView {
         const lift = Math.min(lineH / 2 - 2, 6 * z + Math.abs(qx - x) / 12 + Math.abs(qy - y) / 4);
         const cy = (dir < 0 ? Math.min(y0, y1) : Math.max(y0, y1)) + dir * lift;
         el('path', { d: `M${qx.toFixed(1)},${y1} Q${((x + qx) / 2).toFixed(1)},${cy.toFixed(1)} ${x.toFixed(1)},${y0}`,
-          class: cls, 'stroke-width': (0.6 + 9 * Math.min(1, w)).toFixed(2) }, arcs).appendChild(
+          class: cls, 'stroke-width': arcWidth(w).toFixed(2) }, arcs).appendChild(
           Object.assign(document.createElementNS(NS, 'title'), { textContent: `key ${j} ${JSON.stringify(chars[j])}: ${cls === 'exact' ? 'A' : 'Â'} = ${fmt(w)}` }));
       }
     }
     svg.dataset.keys = String(keys.length);
     svg.dataset.query = String(i);
     document.getElementById('line-query').textContent = `${i} “${shownChar(chars[i])}”`;
-    document.getElementById('line-sub').textContent = `${keys.length} keys drawn; undrawn exact weight ${fmt(undrawn, 2)}` +
-      `${before === undefined ? '' : ` in the window, ${fmt(before, 2)} on keys before it`}`;
+    document.getElementById('line-sub').textContent = lineSubtitle({ keys, undrawn, before });
   }
 }
