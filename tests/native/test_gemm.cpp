@@ -133,6 +133,11 @@ TEST(Gemm, TransposedAAndPackedB) {
           gemm::gemm_nt(M, N, K, a.data(), lda, br.data(), ldbr, c2.data(), N, false, scratch);
           scalar_gemm(M, N, K, a.data(), lda, 1, bt.data(), N, expect2.data(), N, false);
           expect_bits(c2, expect2, "gemm_nt", M, N, K);
+          // and accumulating into C (N = 1 takes gemm's path, with no packing)
+          std::vector<float> c4(static_cast<std::size_t>(M * N), -1.0f), expect4 = c4;
+          gemm::gemm_nt(M, N, K, a.data(), lda, br.data(), ldbr, c4.data(), N, true, scratch);
+          scalar_gemm(M, N, K, a.data(), lda, 1, bt.data(), N, expect4.data(), N, true);
+          expect_bits(c4, expect4, "gemm_nt accumulating", M, N, K);
           // gemm_packed with a scale: each finished sum times it once (the feature map's root).
           scratch.resize(static_cast<std::size_t>(gemm::strips(N) * K * gemm::kStrip));
           gemm::pack_bt(N, K, br.data(), ldbr, scratch.data());
