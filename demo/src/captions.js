@@ -162,8 +162,9 @@ export function trainedNote(record, kernel, bpc) {
 export function negativeNote(nonPositive, nonFinite) {
   if (!nonPositive && !nonFinite) return null;
   return {
-    text: `⚠ ${count(nonPositive + nonFinite)} entries of Â ≤ 0 (why?)`,
-    title: `${count(nonPositive)} entries of Â are ≤ 0${nonFinite ? ` and ${count(nonFinite)} are not finite` : ''}: ` +
+    text: `⚠ ${count(nonPositive + nonFinite)} entries of Â ≤ 0${nonFinite ? ' or not finite' : ''} (why?)`,
+    title: `${[nonPositive && `${count(nonPositive)} entries of Â are ≤ 0`, nonFinite && `${count(nonFinite)} ${nonPositive ? '' : 'entries of Â '}are not finite`]
+      .filter(Boolean).join(' and ')}: ` +
       'the trigonometric (sin/cos) estimator is unbiased but not positive, so normalized rows can hold negative ' +
       'or very large weights (the Performer paper\'s motivating failure). The heatmaps draw them as 0 on the linear ' +
       'scale and at the floor of the log scale; the readout shows the true value; the KL treats them as 1e-12 and ' +

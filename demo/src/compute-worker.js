@@ -8,6 +8,7 @@ import { principalAxes, project, nearestCodewords } from './pca.js';
 import { LONG_MODEL } from './long-model.js';
 import { HEATMAP_WINDOW, codebookOptions, computeModel, cropWindow, generate, generateBlock, loadManifest, loadModel, modelDraws, startLongGeneration } from './model-view.js';
 import { spreadOfDraws } from './draws.js';
+import { countInvalid } from './invalid-entries.js';
 import { heartbeat } from './load-watch.js';
 import { CODEBOOK_MODES } from './modes.js';
 
@@ -96,22 +97,6 @@ function cachedMap(d, m, kernel, sampling, seed, timings) {
     timings.featureMap = 0;
   }
   return mapCache.map;
-}
-
-// Entries of Â that cannot be drawn as probabilities (trigonometric features give them).
-// zeroOk: exact zeros are underflow of a positive estimator (an exported W on a sharp head gives
-// weights below float32's range), not invalid weights; only negative ones are counted then.
-function countInvalid(a, L, causal, zeroOk = false) {
-  let nonPositive = 0, nonFinite = 0;
-  for (let i = 0; i < L; i++) {
-    const jmax = causal ? i : L - 1;
-    for (let j = 0; j <= jmax; j++) {
-      const x = a[i * L + j];
-      if (!Number.isFinite(x)) nonFinite++;
-      else if (x < 0 || (x === 0 && !zeroOk)) nonPositive++;
-    }
-  }
-  return { nonPositive, nonFinite };
 }
 
 let codebookCache = { key: '', codebook: null };

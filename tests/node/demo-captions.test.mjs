@@ -119,9 +119,10 @@ test('the note on entries of Â that are not probabilities appears only when the
   assert.equal(only.text, '⚠ 5 entries of Â ≤ 0 (why?)');
   assert.ok(only.title.startsWith('5 entries of Â are ≤ 0: '), only.title);
   const both = negativeNote(5, 2);
-  assert.equal(both.text, '⚠ 7 entries of Â ≤ 0 (why?)');
+  assert.equal(both.text, '⚠ 7 entries of Â ≤ 0 or not finite (why?)');
   assert.ok(both.title.startsWith('5 entries of Â are ≤ 0 and 2 are not finite: '), both.title);
-  assert.ok(negativeNote(0, 3).title.startsWith('0 entries of Â are ≤ 0 and 3 are not finite'));
+  assert.equal(negativeNote(0, 3).text, '⚠ 3 entries of Â ≤ 0 or not finite (why?)');
+  assert.ok(negativeNote(0, 3).title.startsWith('3 entries of Â are not finite: '), negativeNote(0, 3).title);
   assert.equal(negativeNote(32241, 0).text, '⚠ 32,241 entries of Â ≤ 0 (why?)', 'counts with thousands separators');
 });
 
