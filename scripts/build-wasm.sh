@@ -31,9 +31,13 @@ for variant in "${modules[@]}"; do
   [[ $relaxed == ON || $variant == scalar ]] && exts="wasm"
   [[ $exts == *js* ]] && glue=1
   dir=build/wasm-$variant
-  if [[ ! -f $dir/CMakeCache.txt ]]; then
+  # Unity builds (8 sources compiled as one), as the native ones: half the compile time, the same
+  # bits. Every module the same way: the scalar and relaxed ones load with the SIMD builds' glue,
+  # whose imports are named by the build (a folder configured before is configured again).
+  if ! grep -qs '^CMAKE_UNITY_BUILD:BOOL=ON$' "$dir/CMakeCache.txt"; then
     emcmake cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DFAVOR_WASM_SIMD=$simd \
-      -DFAVOR_WASM_THREADS=$threads -DFAVOR_WASM_RELAXED=$relaxed -DEigen3_DIR=/usr/share/eigen3/cmake >/dev/null
+      -DFAVOR_WASM_THREADS=$threads -DFAVOR_WASM_RELAXED=$relaxed -DCMAKE_UNITY_BUILD=ON \
+      -DEigen3_DIR=/usr/share/eigen3/cmake >/dev/null
   fi
   cmake --build "$dir" -j"$(nproc)" --target favor_wasm
   # Copy then rename: a page or test reading dist/ never sees a .js and .wasm of different builds.
