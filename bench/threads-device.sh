@@ -38,7 +38,8 @@ case ${1:-} in
     if [[ -n $variant && ! -d $variant ]]; then
       # A commit of this repository (a branch, say) whose change is to the core: its source with
       # this checkout's dist/, and its relaxed-SIMD threads module (the one the bench loads) built
-      # by its own scripts/build-wasm.sh (the glue stays this checkout's).
+      # by its own scripts/build-wasm.sh with the glue it loads with (the threaded SIMD build's:
+      # its imports are named by the build, so one glue does not load another build's module).
       git rev-parse --verify -q "$variant^{commit}" >/dev/null ||
         { echo "pack: $variant is neither a package root nor a commit" >&2; exit 1; }
       [[ -f dist/favor-relaxed-threads.wasm ]] || scripts/build-wasm.sh
@@ -47,7 +48,8 @@ case ${1:-} in
       mkdir -p "$root"
       git archive "$variant" | tar -x -C "$root"
       cp -r dist "$root/"
-      (cd "$root" && scripts/build-wasm.sh relaxed-threads >/dev/null)
+      ln -s "$PWD/node_modules" "$root/node_modules"  # for the worker bundle that follows the glue
+      (cd "$root" && scripts/build-wasm.sh simd-threads relaxed-threads >/dev/null)
       echo "variant: $variant ($(git rev-parse --short "$variant")) built in $root"
       variant=$root
     fi
