@@ -5,7 +5,8 @@
 // trigonometric kernel; keyboard use; settings in the URL; the error-vs-m study runs to
 // completion while the page stays responsive; a study can be cancelled; no horizontal
 // scrolling at 1366×768; the codebook modes (hard VQ, soft VQ, Performer as soft VQ) with their
-// PCA view and the live check that Performer as soft VQ is FAVOR+. Saves demo.png and
+// PCA view and the live check that Performer as soft VQ is FAVOR+; the error measures against
+// float64 ones of the setting shown, as the seeds and the input scale change. Saves demo.png and
 // demo-vq.png to build/screenshots (UPDATE_SCREENSHOTS=1: to docs/, the copies the README and docs/page.md show).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -14,6 +15,10 @@ import { createServer as createHttpServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, extname, normalize } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { loadFavor } from 'favor-attention';
+
+import { makeInputs } from '../../demo/src/inputs.js';
+import * as ref from '../node/reference.mjs';
 import { startDemoServer, assertUrl } from './demo-server.mjs';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
@@ -120,6 +125,57 @@ test('the page loads in Chromium without console errors and draws every panel', 
   // Fits 1366×768 without horizontal scrolling.
   const widths = await page.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]);
   assert.ok(widths[0] <= widths[1], `no horizontal scroll: scrollWidth ${widths[0]} > ${widths[1]}`);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+// The page's error measures for the setting it shows, in float64 from their definitions: its
+// inputs as the compute worker makes them (demo/src/inputs.js, Q and K times the input scale in
+// float32) and its W as createFeatureMap draws it for the seed (the same in Node and browsers).
+async function expectedMetrics(p) {
+  const favor = await loadFavor();
+  const { q: q1, k: k1, v } = makeInputs({ L: p.L, d: p.d, pattern: p.pattern, scale: 1, dataSeed: p.dataSeed });
+  const tensor = (data) => ({ data, dims: [p.L, p.d] });
+  const q = tensor(Float32Array.from(q1, (x) => x * p.scale)), k = tensor(Float32Array.from(k1, (x) => x * p.scale));
+  const map = favor.createFeatureMap({ dim: p.d, features: p.m, kernel: p.kernel, sampling: p.sampling, seed: p.seed });
+  const projection = map.projection;
+  map.dispose();
+  const options = { causal: p.causal };
+  const A = ref.attentionMatrix(q, k, options), Ahat = ref.favorAttentionMatrix(p.kernel, projection, q, k, options);
+  const out = ref.exactAttention(q, k, tensor(v), options), outHat = ref.favorAttention(p.kernel, projection, q, k, tensor(v), options);
+  return { ...ref.compare(A, Ahat), outputRelError: ref.outputRelativeError(out, outHat) };
+}
+
+test('the error measures are those of the setting shown, in float64, as the feature seed, the input seed and the input scale change', { skip }, async () => {
+  const page = await openPage('?pattern=gaussian&L=32&d=8&m=16&causal=1&scale=0.8&seed=3&data=2');
+  const check = async (what) => {
+    const shown = await page.evaluate(() => window.__favorDemo.shown);
+    const { metrics } = await snapshot(page);
+    const expected = await expectedMetrics(shown);
+    // float32 against float64 over 32 x 32 entries and m = 16 moves them by under 1e-6 relative
+    for (const [name, value] of Object.entries(expected)) {
+      assert.ok(Math.abs(metrics[name] - value) <= 1e-4 * Math.abs(value) + 1e-9, `${what}: ${name} ${metrics[name]}, in float64 ${value}`);
+    }
+    return metrics;
+  };
+  const changed = async (what, act) => {
+    const before = await page.evaluate(() => window.__favorDemo.updates);
+    await act();
+    await settle(page, `&& window.__favorDemo.updates > ${before}`);
+    return check(what);
+  };
+  const enter = (sel, value) => async () => {
+    await page.fill(sel, value);
+    await page.press(sel, 'Enter');
+  };
+  const first = await check('as opened');
+  assert.equal((await page.evaluate(() => window.__favorDemo.shown)).causal, true);
+  const seeds = [first];
+  seeds.push(await changed('feature seed 4', enter('#seed', '4')));
+  seeds.push(await changed('input seed 7', enter('#dataSeed', '7')));
+  seeds.push(await changed('input scale 1.2', () => setRange(page, 'scale', '1.2')));
+  // each change gave other figures
+  for (let i = 1; i < seeds.length; i++) assert.notEqual(seeds[i].meanRowKL, seeds[i - 1].meanRowKL, `change ${i}`);
   assert.deepEqual(problems, []);
   await page.close();
 });
