@@ -6,7 +6,8 @@
 // completion while the page stays responsive; a study can be cancelled; no horizontal
 // scrolling at 1366×768; the codebook modes (hard VQ, soft VQ, Performer as soft VQ) with their
 // PCA view and the live check that Performer as soft VQ is FAVOR+; the error measures against
-// float64 ones of the setting shown, as the seeds and the input scale change. Saves demo.png and
+// float64 ones of the setting shown (random features and codebooks), as the seeds, the input
+// scale, the mode and m change. Saves demo.png and
 // demo-vq.png to build/screenshots (UPDATE_SCREENSHOTS=1: to docs/, the copies the README and docs/page.md show).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -131,37 +132,62 @@ test('the page loads in Chromium without console errors and draws every panel', 
 
 // The page's error measures for the setting it shows, in float64 from their definitions: its
 // inputs as the compute worker makes them (demo/src/inputs.js, Q and K times the input scale in
-// float32) and its W as createFeatureMap draws it for the seed (the same in Node and browsers).
+// float32), and its W as createFeatureMap draws it for the seed or its codebook as kmeans finds
+// it (both the same in Node and browsers).
 async function expectedMetrics(p) {
   const favor = await loadFavor();
-  const { q: q1, k: k1, v } = makeInputs({ L: p.L, d: p.d, pattern: p.pattern, scale: 1, dataSeed: p.dataSeed });
+  const { q: q1, k: k1, v: v1 } = makeInputs({ L: p.L, d: p.d, pattern: p.pattern, scale: 1, dataSeed: p.dataSeed });
   const tensor = (data) => ({ data, dims: [p.L, p.d] });
-  const q = tensor(Float32Array.from(q1, (x) => x * p.scale)), k = tensor(Float32Array.from(k1, (x) => x * p.scale));
-  const map = favor.createFeatureMap({ dim: p.d, features: p.m, kernel: p.kernel, sampling: p.sampling, seed: p.seed });
-  const projection = map.projection;
-  map.dispose();
+  const q = tensor(Float32Array.from(q1, (x) => x * p.scale)), k = tensor(Float32Array.from(k1, (x) => x * p.scale)), v = tensor(v1);
   const options = { causal: p.causal };
-  const A = ref.attentionMatrix(q, k, options), Ahat = ref.favorAttentionMatrix(p.kernel, projection, q, k, options);
-  const out = ref.exactAttention(q, k, tensor(v), options), outHat = ref.favorAttention(p.kernel, projection, q, k, tensor(v), options);
+  const A = ref.attentionMatrix(q, k, options), out = ref.exactAttention(q, k, v, options);
+  let Ahat, outHat;
+  const assignment = { vq: 'hard', 'soft-vq': 'soft', 'performer-vq': 'gaussian' }[p.kernel];
+  if (assignment) {
+    let codebook;
+    if (assignment === 'gaussian') {
+      const map = favor.createFeatureMap({ dim: p.d, features: p.m, kernel: 'positive', sampling: 'orthogonal-fixed', seed: p.seed });
+      codebook = favor.codebookFromFeatureMap(map);
+      map.dispose();
+    } else {
+      codebook = favor.kmeans(k, { clusters: Math.min(p.m, p.L), seed: p.seed });
+    }
+    Ahat = ref.codebookMatrix(codebook, q, k, { assignment, temperature: p.temperature, causal: p.causal });
+    outHat = { data: ref.linearProduct(Ahat, v), dims: v.dims };
+  } else {
+    const map = favor.createFeatureMap({ dim: p.d, features: p.m, kernel: p.kernel, sampling: p.sampling, seed: p.seed });
+    const projection = map.projection;
+    map.dispose();
+    Ahat = ref.favorAttentionMatrix(p.kernel, projection, q, k, options);
+    outHat = ref.favorAttention(p.kernel, projection, q, k, v, options);
+  }
   return { ...ref.compare(A, Ahat), outputRelError: ref.outputRelativeError(out, outHat) };
+}
+
+// Checks the page's error measures against expectedMetrics; returns them.
+async function checkMetrics(page, what) {
+  const shown = await page.evaluate(() => window.__favorDemo.shown);
+  const { metrics } = await snapshot(page);
+  const expected = await expectedMetrics(shown);
+  // float32 against float64 over these 32 x 32 entries moves them by under 1e-6 relative
+  for (const [name, value] of Object.entries(expected)) {
+    assert.ok(Math.abs(metrics[name] - value) <= 1e-4 * Math.abs(value) + 1e-9, `${what}: ${name} ${metrics[name]}, in float64 ${value}`);
+  }
+  return metrics;
+}
+
+// Runs act() on the page and waits for the update it makes.
+async function afterUpdate(page, act) {
+  const before = await page.evaluate(() => window.__favorDemo.updates);
+  await act();
+  await settle(page, `&& window.__favorDemo.updates > ${before}`);
 }
 
 test('the error measures are those of the setting shown, in float64, as the feature seed, the input seed and the input scale change', { skip }, async () => {
   const page = await openPage('?pattern=gaussian&L=32&d=8&m=16&causal=1&scale=0.8&seed=3&data=2');
-  const check = async (what) => {
-    const shown = await page.evaluate(() => window.__favorDemo.shown);
-    const { metrics } = await snapshot(page);
-    const expected = await expectedMetrics(shown);
-    // float32 against float64 over 32 x 32 entries and m = 16 moves them by under 1e-6 relative
-    for (const [name, value] of Object.entries(expected)) {
-      assert.ok(Math.abs(metrics[name] - value) <= 1e-4 * Math.abs(value) + 1e-9, `${what}: ${name} ${metrics[name]}, in float64 ${value}`);
-    }
-    return metrics;
-  };
+  const check = (what) => checkMetrics(page, what);
   const changed = async (what, act) => {
-    const before = await page.evaluate(() => window.__favorDemo.updates);
-    await act();
-    await settle(page, `&& window.__favorDemo.updates > ${before}`);
+    await afterUpdate(page, act);
     return check(what);
   };
   const enter = (sel, value) => async () => {
@@ -176,6 +202,25 @@ test('the error measures are those of the setting shown, in float64, as the feat
   seeds.push(await changed('input scale 1.2', () => setRange(page, 'scale', '1.2')));
   // each change gave other figures
   for (let i = 1; i < seeds.length; i++) assert.notEqual(seeds[i].meanRowKL, seeds[i - 1].meanRowKL, `change ${i}`);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('the codebook modes\' error measures are those of the setting shown, in float64, as the mode, the input seed and the codebook size change', { skip }, async () => {
+  const page = await openPage('?pattern=clustered&L=32&d=8&m=8&causal=1&scale=0.8&seed=2&data=1&kernel=vq');
+  const seen = [await checkMetrics(page, 'hard VQ')];
+  for (const kernel of ['soft-vq', 'performer-vq', 'vq']) {
+    await afterUpdate(page, () => page.selectOption('#kernel', kernel));
+    seen.push(await checkMetrics(page, kernel));
+  }
+  await afterUpdate(page, async () => {
+    await page.fill('#dataSeed', '4');
+    await page.press('#dataSeed', 'Enter');
+  });
+  seen.push(await checkMetrics(page, 'hard VQ, input seed 4'));
+  await afterUpdate(page, () => setRange(page, 'm', 12));
+  seen.push(await checkMetrics(page, 'hard VQ, 12 codewords'));
+  for (let i = 1; i < seen.length; i++) assert.notEqual(seen[i].meanRowKL, seen[i - 1].meanRowKL, `change ${i}`);
   assert.deepEqual(problems, []);
   await page.close();
 });

@@ -299,6 +299,43 @@ export function windowedFavorAttention(kernel, projection, q, k, v, window, { sc
 }
 
 // ---------------------------------------------------------------------------------------------
+// Codebook attention (docs/design.md §7)
+
+/** w_ij = sum_y exp(s q_i.c_y) R_jy, normalized per row (masked when causal), s = 1/√d; one head [L, d]. */
+export function codebookMatrix(codebook, q, k, { assignment = 'hard', temperature = 1, causal = false } = {}) {
+  const [c, d] = codebook.dims, L = q.dims[0], S = k.dims[0];
+  const s = 1 / Math.sqrt(d);
+  const row = (t, i) => Array.from(t.data.subarray(i * d, (i + 1) * d));
+  const dot = (a, b) => a.reduce((acc, x, t) => acc + x * b[t], 0);
+  const cs = Array.from({ length: c }, (_, y) => row(codebook, y));
+  const R = Array.from({ length: S }, (_, j) => {
+    const kj = row(k, j);
+    const d2 = cs.map((cy) => s * cy.reduce((acc, x, t) => acc + (kj[t] - x) ** 2, 0));
+    const min = Math.min(...d2);
+    if (assignment === 'hard') return d2.map((x) => (x === min && d2.indexOf(x) === d2.indexOf(min) ? 1 : 0));
+    if (assignment === 'gaussian') return d2.map((x) => Math.exp(-x / 2));
+    const e = d2.map((x) => Math.exp(-(x - min) / (2 * temperature)));
+    const total = e.reduce((a, b) => a + b, 0);
+    return e.map((x) => x / total);
+  });
+  const out = new Float64Array(L * S);
+  for (let i = 0; i < L; i++) {
+    const qi = row(q, i);
+    const e = cs.map((cy) => s * dot(qi, cy));
+    const top = Math.max(...e);
+    const w = e.map((x) => Math.exp(x - top));
+    let total = 0;
+    for (let j = 0; j < S; j++) {
+      const v = causal && j > i ? 0 : R[j].reduce((acc, r, y) => acc + r * w[y], 0);
+      out[i * S + j] = v;
+      total += v;
+    }
+    for (let j = 0; j < S; j++) out[i * S + j] /= total;
+  }
+  return { data: out, dims: [L, S] };
+}
+
+// ---------------------------------------------------------------------------------------------
 // Error measures (docs/design.md §10, conventions of index.d.ts): rows are the last dim.
 
 export const KL_FLOOR = 1e-12;
