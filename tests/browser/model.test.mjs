@@ -4,7 +4,8 @@
 // the bits per character; layer and head selection (select and grid) work; generation adds
 // characters with exact and approximated attention; the error-vs-m study runs on the real heads;
 // FAVOR#'s kernels draw every panel, and the study compares them with FAVOR+'s sampling modes;
-// which heads are hard plots every head's error against its keys' spread.
+// which heads are hard plots every head's error against its keys' spread; the page's bits per
+// character are the Node runner's on the same text.
 // Saves docs/demo-model.png with UPDATE_SCREENSHOTS=1 (else build/screenshots/).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,6 +13,10 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { loadFavor } from 'favor-attention';
+
+import { loadModel } from '../../model/node.js';
+import { DEFAULT_TEXT } from '../../demo/src/model-panel.js';
 import { demoInChromium, assertUrl } from './demo-server.mjs';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
@@ -58,6 +63,33 @@ test('synthetic mode fetches no model; model mode loads the weights and draws ev
   assert.equal(r.shown.causal, true);
   assert.ok(r.bpcExact > 0.5 && r.bpcExact < 8, `bits per character ${r.bpcExact}`);
   assert.ok(r.bpcApprox > 0.5, `approximated ${r.bpcApprox}`);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('the bits per character shown are the Node runner\'s on the text the model reads: exact, and FAVOR+ with the Performer\'s exported W', async () => {
+  const { page } = await open('?pattern=model&model=performer');
+  await page.waitForFunction(() => Number.isFinite(Number(document.querySelector('#bpc-approx').dataset.value)), null, { timeout: 60000 });
+  await page.waitForFunction(() => window.__favorDemo.idle);
+  const r = await read(page);
+  assert.equal(r.shown.model, 'performer');
+  assert.equal(r.shown.trainedW, true, 'the performer model opens on its exported W');
+  const favor = await loadFavor();
+  const model = await loadModel(favor, 'performer'), featureMaps = model.exportedFeatureMaps();
+  try {
+    // the text box's characters the model knows, its last `context` (the page's note says so)
+    const text = [...DEFAULT_TEXT].filter((c) => model.index.has(c)).slice(-model.context).join('');
+    assert.equal(r.shown.text, DEFAULT_TEXT);
+    const exact = model.bitsPerChar(text, { method: 'exact' }).bitsPerChar;
+    const approx = model.bitsPerChar(text, { method: 'favor', featureMaps }).bitsPerChar;
+    // the same float32 model in another build (relaxed SIMD in Chromium): the same to 1e-5 relative
+    assert.ok(Math.abs(r.bpcExact - exact) <= 1e-5 * exact, `exact: the page ${r.bpcExact}, Node ${exact}`);
+    assert.ok(Math.abs(r.bpcApprox - approx) <= 1e-5 * approx, `FAVOR+: the page ${r.bpcApprox}, Node ${approx}`);
+    assert.notEqual(exact, approx);
+  } finally {
+    featureMaps.forEach((f) => f.dispose());
+    model.dispose();
+  }
   assert.deepEqual(problems, []);
   await page.close();
 });
