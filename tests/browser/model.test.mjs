@@ -5,7 +5,8 @@
 // characters with exact and approximated attention; the error-vs-m study runs on the real heads;
 // FAVOR#'s kernels draw every panel, and the study compares them with FAVOR+'s sampling modes;
 // which heads are hard plots every head's error against its keys' spread; the page's bits per
-// character are the Node runner's on the same text.
+// character are the Node runner's on the same text, and the selected head's error measures the
+// float64 ones of the runner's q, k and v.
 // Saves docs/demo-model.png with UPDATE_SCREENSHOTS=1 (else build/screenshots/).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -17,6 +18,7 @@ import { loadFavor } from 'favor-attention';
 
 import { loadModel } from '../../model/node.js';
 import { DEFAULT_TEXT } from '../../demo/src/model-panel.js';
+import * as ref from '../node/reference.mjs';
 import { demoInChromium, assertUrl } from './demo-server.mjs';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
@@ -88,6 +90,34 @@ test('the bits per character shown are the Node runner\'s on the text the model 
     assert.notEqual(exact, approx);
   } finally {
     featureMaps.forEach((f) => f.dispose());
+    model.dispose();
+  }
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('the selected head\'s error measures are those of its q, k and v from the Node runner\'s forward pass, in float64', async () => {
+  const { page } = await open('?pattern=model&model=performer&layer=1&head=2');
+  await page.waitForFunction(() => Number.isFinite(Number(document.querySelector('#bpc-approx').dataset.value)), null, { timeout: 60000 });
+  await page.waitForFunction(() => window.__favorDemo.idle);
+  const metrics = await page.evaluate(() => Object.fromEntries([...document.querySelectorAll('#metrics td')].map((td) => [td.dataset.metric, Number(td.dataset.value)])));
+  const favor = await loadFavor();
+  const model = await loadModel(favor, 'performer');
+  try {
+    const text = [...DEFAULT_TEXT].filter((c) => model.index.has(c)).slice(-model.context).join('');
+    const { q, k, v } = model.forward(model.encode(text), { method: 'exact' }, { capture: true }).qk[1];
+    const [, L, hd] = q.dims;
+    const head = (x) => ({ data: x.data.slice(2 * L * hd, 3 * L * hd), dims: [L, hd] });
+    const [Q, K, V] = [head(q), head(k), head(v)], W = model.projections[1], causal = { causal: true };
+    const A = ref.attentionMatrix(Q, K, causal), Ahat = ref.favorAttentionMatrix('positive', W, Q, K, causal);
+    const expected = { ...ref.compare(A, Ahat),
+      outputRelError: ref.outputRelativeError(ref.exactAttention(Q, K, V, causal), ref.favorAttention('positive', W, Q, K, V, causal)) };
+    // the page's float32 pass (relaxed SIMD in Chromium) against float64 on Node's q, k and v:
+    // under 1e-6 relative here
+    for (const [name, value] of Object.entries(expected)) {
+      assert.ok(Math.abs(metrics[name] - value) <= 1e-4 * Math.abs(value), `${name}: the page ${metrics[name]}, in float64 ${value}`);
+    }
+  } finally {
     model.dispose();
   }
   assert.deepEqual(problems, []);
