@@ -5,7 +5,8 @@
 // characters with exact and approximated attention; the error-vs-m study runs on the real heads;
 // FAVOR#'s kernels draw every panel, and the study compares them with FAVOR+'s sampling modes;
 // which heads are hard plots every head's error against its keys' spread; the page's bits per
-// character are the Node runner's on the same text, and the selected head's error measures the
+// character are the Node runner's on the same text (the page as it opens, and the Performer's
+// exported W), and the selected head's error measures the
 // float64 ones of the runner's q, k and v.
 // Saves docs/demo-model.png with UPDATE_SCREENSHOTS=1 (else build/screenshots/).
 import { test } from 'node:test';
@@ -88,6 +89,33 @@ test('the bits per character shown are the Node runner\'s on the text the model 
     assert.ok(Math.abs(r.bpcExact - exact) <= 1e-5 * exact, `exact: the page ${r.bpcExact}, Node ${exact}`);
     assert.ok(Math.abs(r.bpcApprox - approx) <= 1e-5 * approx, `FAVOR+: the page ${r.bpcApprox}, Node ${approx}`);
     assert.notEqual(exact, approx);
+  } finally {
+    featureMaps.forEach((f) => f.dispose());
+    model.dispose();
+  }
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('the page as it opens: its bits per character are the Node runner\'s, FAVOR+ with one map per layer from the feature seed', async () => {
+  const { page } = await open('');
+  await page.waitForFunction(() => Number.isFinite(Number(document.querySelector('#bpc-approx').dataset.value)), null, { timeout: 60000 });
+  await page.waitForFunction(() => window.__favorDemo.idle);
+  const r = await read(page);
+  // the softmax model has no exported W: its FAVOR+ maps are drawn from the feature seed
+  const { model: name, kernel, sampling, m, seed } = r.shown;
+  assert.deepEqual({ name, kernel, sampling, m, seed }, { name: 'softmax', kernel: 'positive', sampling: 'orthogonal', m: 256, seed: 1 });
+  const favor = await loadFavor();
+  const model = await loadModel(favor, name);
+  // the page's rule (demo/src/model-view.js): layer l of `layers` draws its W from seed * layers + l
+  const featureMaps = Array.from({ length: model.layers }, (_, l) => favor.createFeatureMap({
+    dim: model.config.width / model.heads, features: m, kernel, sampling, seed: seed * model.layers + l }));
+  try {
+    const text = [...DEFAULT_TEXT].filter((c) => model.index.has(c)).slice(-model.context).join('');
+    const exact = model.bitsPerChar(text, { method: 'exact' }).bitsPerChar;
+    const approx = model.bitsPerChar(text, { method: 'favor', featureMaps }).bitsPerChar;
+    assert.ok(Math.abs(r.bpcExact - exact) <= 1e-5 * exact, `exact: the page ${r.bpcExact}, Node ${exact}`);
+    assert.ok(Math.abs(r.bpcApprox - approx) <= 1e-5 * approx, `FAVOR+: the page ${r.bpcApprox}, Node ${approx}`);
   } finally {
     featureMaps.forEach((f) => f.dispose());
     model.dispose();
