@@ -70,19 +70,23 @@ test('synthetic mode fetches no model; model mode loads the weights and draws ev
   await page.close();
 });
 
-test('the bits per character shown are the Node runner\'s on the text the model reads: exact, and FAVOR+ with the Performer\'s exported W', async () => {
-  const { page } = await open('?pattern=model&model=performer');
+// A model-mode page once its bits per character are computed and nothing else is.
+async function openComputed(query) {
+  const { page } = await open(query);
   await page.waitForFunction(() => Number.isFinite(Number(document.querySelector('#bpc-approx').dataset.value)), null, { timeout: 60000 });
   await page.waitForFunction(() => window.__favorDemo.idle);
-  const r = await read(page);
-  assert.equal(r.shown.model, 'performer');
-  assert.equal(r.shown.trainedW, true, 'the performer model opens on its exported W');
-  const favor = await loadFavor();
-  const model = await loadModel(favor, 'performer'), featureMaps = model.exportedFeatureMaps();
+  return page;
+}
+
+// The text box's characters the model knows, its last `context` (the page's note says so),
+// computed here apart from the page.
+const textRead = (model) => [...DEFAULT_TEXT].filter((c) => model.index.has(c)).slice(-model.context).join('');
+
+// The page's bits per character (read()) against CharModel.bitsPerChar in Node on the text it
+// reads, exact and FAVOR+ with featureMaps (one per layer), which it disposes with the model.
+function assertBitsPerChar(r, model, featureMaps) {
   try {
-    // the text box's characters the model knows, its last `context` (the page's note says so)
-    const text = [...DEFAULT_TEXT].filter((c) => model.index.has(c)).slice(-model.context).join('');
-    assert.equal(r.shown.text, DEFAULT_TEXT);
+    const text = textRead(model);
     const exact = model.bitsPerChar(text, { method: 'exact' }).bitsPerChar;
     const approx = model.bitsPerChar(text, { method: 'favor', featureMaps }).bitsPerChar;
     // the same float32 model in another build (relaxed SIMD in Chromium): the same to 1e-5 relative
@@ -93,14 +97,22 @@ test('the bits per character shown are the Node runner\'s on the text the model 
     featureMaps.forEach((f) => f.dispose());
     model.dispose();
   }
+}
+
+test('the bits per character shown are the Node runner\'s on the text the model reads: exact, and FAVOR+ with the Performer\'s exported W', async () => {
+  const page = await openComputed('?pattern=model&model=performer');
+  const r = await read(page);
+  assert.equal(r.shown.model, 'performer');
+  assert.equal(r.shown.trainedW, true, 'the performer model opens on its exported W');
+  assert.equal(r.shown.text, DEFAULT_TEXT);
+  const model = await loadModel(await loadFavor(), 'performer');
+  assertBitsPerChar(r, model, model.exportedFeatureMaps());
   assert.deepEqual(problems, []);
   await page.close();
 });
 
 test('the page as it opens: its bits per character are the Node runner\'s, FAVOR+ with one map per layer from the feature seed', async () => {
-  const { page } = await open('');
-  await page.waitForFunction(() => Number.isFinite(Number(document.querySelector('#bpc-approx').dataset.value)), null, { timeout: 60000 });
-  await page.waitForFunction(() => window.__favorDemo.idle);
+  const page = await openComputed('');
   const r = await read(page);
   // the softmax model has no exported W: its FAVOR+ maps are drawn from the feature seed
   const { model: name, kernel, sampling, m, seed } = r.shown;
@@ -108,32 +120,19 @@ test('the page as it opens: its bits per character are the Node runner\'s, FAVOR
   const favor = await loadFavor();
   const model = await loadModel(favor, name);
   // the page's rule (demo/src/model-view.js): layer l of `layers` draws its W from seed * layers + l
-  const featureMaps = Array.from({ length: model.layers }, (_, l) => favor.createFeatureMap({
-    dim: model.config.width / model.heads, features: m, kernel, sampling, seed: seed * model.layers + l }));
-  try {
-    const text = [...DEFAULT_TEXT].filter((c) => model.index.has(c)).slice(-model.context).join('');
-    const exact = model.bitsPerChar(text, { method: 'exact' }).bitsPerChar;
-    const approx = model.bitsPerChar(text, { method: 'favor', featureMaps }).bitsPerChar;
-    assert.ok(Math.abs(r.bpcExact - exact) <= 1e-5 * exact, `exact: the page ${r.bpcExact}, Node ${exact}`);
-    assert.ok(Math.abs(r.bpcApprox - approx) <= 1e-5 * approx, `FAVOR+: the page ${r.bpcApprox}, Node ${approx}`);
-  } finally {
-    featureMaps.forEach((f) => f.dispose());
-    model.dispose();
-  }
+  assertBitsPerChar(r, model, Array.from({ length: model.layers }, (_, l) => favor.createFeatureMap({
+    dim: model.config.width / model.heads, features: m, kernel, sampling, seed: seed * model.layers + l })));
   assert.deepEqual(problems, []);
   await page.close();
 });
 
 test('the selected head\'s error measures are those of its q, k and v from the Node runner\'s forward pass, in float64', async () => {
-  const { page } = await open('?pattern=model&model=performer&layer=1&head=2');
-  await page.waitForFunction(() => Number.isFinite(Number(document.querySelector('#bpc-approx').dataset.value)), null, { timeout: 60000 });
-  await page.waitForFunction(() => window.__favorDemo.idle);
+  const page = await openComputed('?pattern=model&model=performer&layer=1&head=2');
   const metrics = await page.evaluate(() => Object.fromEntries([...document.querySelectorAll('#metrics td')].map((td) => [td.dataset.metric, Number(td.dataset.value)])));
   const favor = await loadFavor();
   const model = await loadModel(favor, 'performer');
   try {
-    const text = [...DEFAULT_TEXT].filter((c) => model.index.has(c)).slice(-model.context).join('');
-    const { q, k, v } = model.forward(model.encode(text), { method: 'exact' }, { capture: true }).qk[1];
+    const { q, k, v } = model.forward(model.encode(textRead(model)), { method: 'exact' }, { capture: true }).qk[1];
     const [, L, hd] = q.dims;
     const head = (x) => ({ data: x.data.slice(2 * L * hd, 3 * L * hd), dims: [L, hd] });
     const [Q, K, V] = [head(q), head(k), head(v)], W = model.projections[1], causal = { causal: true };
