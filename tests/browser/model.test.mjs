@@ -126,27 +126,50 @@ test('the page as it opens: its bits per character are the Node runner\'s, FAVOR
   await page.close();
 });
 
-test('the selected head\'s error measures are those of its q, k and v from the Node runner\'s forward pass, in float64', async () => {
-  const page = await openComputed('?pattern=model&model=performer&layer=1&head=2');
+// The page's error measures of the head it shows (model, layer and head from its settings) against
+// float64 ones of that head's q, k and v from the Node runner's forward pass, with the W that
+// featureMapOf(favor, model, layer) gives (it is disposed here).
+async function assertSelectedHead(page, featureMapOf) {
   const metrics = await page.evaluate(() => Object.fromEntries([...document.querySelectorAll('#metrics td')].map((td) => [td.dataset.metric, Number(td.dataset.value)])));
+  const { model: name, layer, head, kernel } = await page.evaluate(() => window.__favorDemo.shown);
   const favor = await loadFavor();
-  const model = await loadModel(favor, 'performer');
+  const model = await loadModel(favor, name);
+  const featureMap = featureMapOf(favor, model, layer);
   try {
-    const { q, k, v } = model.forward(model.encode(textRead(model)), { method: 'exact' }, { capture: true }).qk[1];
+    const { q, k, v } = model.forward(model.encode(textRead(model)), { method: 'exact' }, { capture: true }).qk[layer];
     const [, L, hd] = q.dims;
-    const head = (x) => ({ data: x.data.slice(2 * L * hd, 3 * L * hd), dims: [L, hd] });
-    const [Q, K, V] = [head(q), head(k), head(v)], W = model.projections[1], causal = { causal: true };
-    const A = ref.attentionMatrix(Q, K, causal), Ahat = ref.favorAttentionMatrix('positive', W, Q, K, causal);
+    const pick = (x) => ({ data: x.data.slice(head * L * hd, (head + 1) * L * hd), dims: [L, hd] });
+    const [Q, K, V] = [pick(q), pick(k), pick(v)], W = featureMap.projection, causal = { causal: true };
+    const A = ref.attentionMatrix(Q, K, causal), Ahat = ref.favorAttentionMatrix(kernel, W, Q, K, causal);
     const expected = { ...ref.compare(A, Ahat),
-      outputRelError: ref.outputRelativeError(ref.exactAttention(Q, K, V, causal), ref.favorAttention('positive', W, Q, K, V, causal)) };
+      outputRelError: ref.outputRelativeError(ref.exactAttention(Q, K, V, causal), ref.favorAttention(kernel, W, Q, K, V, causal)) };
     // the page's float32 pass (relaxed SIMD in Chromium) against float64 on Node's q, k and v:
     // under 1e-6 relative here
-    for (const [name, value] of Object.entries(expected)) {
-      assert.ok(Math.abs(metrics[name] - value) <= 1e-4 * Math.abs(value), `${name}: the page ${metrics[name]}, in float64 ${value}`);
+    for (const [metric, value] of Object.entries(expected)) {
+      assert.ok(Math.abs(metrics[metric] - value) <= 1e-4 * Math.abs(value), `${metric}: the page ${metrics[metric]}, in float64 ${value}`);
     }
   } finally {
+    featureMap.dispose();
     model.dispose();
   }
+}
+
+test('the selected head\'s error measures are those of its q, k and v from the Node runner\'s forward pass, in float64: the Performer\'s exported W', async () => {
+  const page = await openComputed('?pattern=model&model=performer&layer=1&head=2');
+  const { layer, head, trainedW } = await page.evaluate(() => window.__favorDemo.shown);
+  assert.deepEqual({ layer, head, trainedW }, { layer: 1, head: 2, trainedW: true });
+  await assertSelectedHead(page, (favor, model, l) => favor.createFeatureMap({ projection: model.projections[l], kernel: 'positive' }));
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('the selected head\'s error measures, the page as it opens: W drawn for its layer from the feature seed', async () => {
+  const page = await openComputed('');
+  const { model: name, layer, head, kernel, sampling, m, seed } = await page.evaluate(() => window.__favorDemo.shown);
+  assert.deepEqual({ name, layer, head }, { name: 'softmax', layer: 2, head: 1 });
+  // the page's rule (demo/src/model-view.js): layer l of `layers` draws its W from seed * layers + l
+  await assertSelectedHead(page, (favor, model, l) => favor.createFeatureMap({
+    dim: model.config.width / model.heads, features: m, kernel, sampling, seed: seed * model.layers + l }));
   assert.deepEqual(problems, []);
   await page.close();
 });
