@@ -115,6 +115,20 @@ function windows(r) {
   return parts.length ? ` (all of them, or ${parts.join(', ')})` : '';
 }
 
+/**
+ * What a curve does over its bins' means (from the first to the last of `bins`): "stays within
+ * 0.05" only where every bin does, else how it ends, and a bin between that strays further than
+ * 0.05 from the first (the one furthest from it).
+ */
+export function curveMove(means, bins) {
+  const [a, b] = [means[0], means.at(-1)], d = b - a;
+  const far = means.reduce((best, x, i) => (Math.abs(x - a) > Math.abs(means[best] - a) ? i : best), 0);
+  const strays = Math.abs(means[far] - a) >= 0.05 && far !== means.length - 1;
+  const via = strays ? ` (through ${fmt(means[far], 3)} at ${binLabel(bins[far])})` : '';
+  if (Math.abs(d) < 0.05) return strays ? `ends within 0.05 of where it starts (${fmt(a, 3)} → ${fmt(b, 3)}) after ${means[far] > a ? 'rising' : 'falling'} to ${fmt(means[far], 3)} at ${binLabel(bins[far])}` : `stays within 0.05 (${fmt(a, 3)} → ${fmt(b, 3)})`;
+  return `${d > 0 ? 'rises' : 'falls'} from ${fmt(a, 3)} to ${fmt(b, 3)}${via}`;
+}
+
 /** The note under the evaluation's plot: how it was made, what each curve does past the training context, and its generation figures. */
 export function evaluationNote(r) {
   const bins = r.bins, lastBin = bins.length - 1;
@@ -123,10 +137,7 @@ export function evaluationNote(r) {
   let moves = '';
   if (before >= 0 && before < lastBin) {
     moves = ` From the bin ${binLabel(bins[before])} (${bins[before].to === r.context ? 'the last within the training context' : 'the one where the training context ends'}) to ${binLabel(bins[lastBin])}: ` +
-      r.curves.map((c) => {
-        const a = c.bins[before].mean, b = c.bins[lastBin].mean, d = b - a;
-        return `${c.label}: ${Math.abs(d) < 0.05 ? `stays within 0.05 (${fmt(a, 3)} → ${fmt(b, 3)})` : `${d > 0 ? 'rises' : 'falls'} from ${fmt(a, 3)} to ${fmt(b, 3)}`}`;
-      }).join('; ') + '.';
+      r.curves.map((c) => `${c.label}: ${curveMove(c.bins.slice(before, lastBin + 1).map((x) => x.mean), bins.slice(before, lastBin + 1))}`).join('; ') + '.';
   }
   const g = r.generation;
   let gen = '';
