@@ -2,6 +2,7 @@
 // new URL(..., import.meta.url) and emit the file), overridable by wasmUrl, wasmBinary or locateFile.
 // The pthreads build is used only on cross-origin isolated pages (SharedArrayBuffer).
 import { createApi } from './api.js';
+import { namedAsyncCall, typeError } from './errors.js';
 import { checkLoadOptions, checkWasmBinary, chooseBuild, chooseThreads, printErr, threadedStartup } from './load.js';
 import { createWorkerApi, workerStartError } from './worker-client.js';
 
@@ -13,7 +14,7 @@ function threadsBlocker() {
   return undefined;
 }
 
-export async function loadFavor(options) {
+export const loadFavor = namedAsyncCall('loadFavor', async (options) => {
   const o = checkLoadOptions(options);
   if (o.worker) return loadInWorker(o);
   const build = chooseBuild(o.simd);
@@ -22,10 +23,10 @@ export async function loadFavor(options) {
   const { threads, threadsReason } = chooseThreads(o, { simd, cores, blocker: threadsBlocker() });
   const wasmBinary = checkWasmBinary(o.wasmBinary);
   if (o.locateFile !== undefined && typeof o.locateFile !== 'function') {
-    throw new TypeError('locateFile: expected a function (fileName) => URL');
+    throw typeError('locateFile: expected a function (fileName) => URL');
   }
   if (o.wasmUrl !== undefined && typeof o.wasmUrl !== 'string' && !(o.wasmUrl instanceof URL)) {
-    throw new TypeError('wasmUrl: expected a URL or a string');
+    throw typeError('wasmUrl: expected a URL or a string');
   }
   if (threads > 1) return loadThreaded(o, { build, threads, cores, wasmBinary });
   // Literal URLs: bundlers emit the files they name.
@@ -41,8 +42,8 @@ export async function loadFavor(options) {
     const where = wasmBinary ? 'the wasmBinary given' : locateFile();
     throw new Error(`loadFavor: could not load ${where}: ${error?.message ?? error}`, { cause: error });
   });
-  return createApi(Module, { simd, threadsReason, tileRows: o.tileRows });
-}
+  return createApi(Module, { threadsReason, tileRows: o.tileRows });
+});
 
 // { worker: true }: the module in a dedicated Web Worker (a module worker), the API returning
 // Promises; the page's thread never blocks on a call.
@@ -110,7 +111,7 @@ async function loadThreaded(o, { build, threads, cores, wasmBinary }) {
   const terminate = () => {
     for (const worker of [...Module.PThread.runningWorkers, ...Module.PThread.unusedWorkers]) worker.terminate();
   };
-  return createApi(Module, { simd: true, threads, cores, terminate, tileRows: o.tileRows });
+  return createApi(Module, { threads, cores, terminate, tileRows: o.tileRows });
 }
 
 // dist/favor-simd-threads.worker.js as Emscripten 3.1.6 writes it, verbatim (a test checks it

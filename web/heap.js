@@ -2,19 +2,17 @@
 // their dims in a header before the data, outputs taken back out of it, views of the memory made
 // again after it grows, and the core's errors (returned as values, never thrown through wasm)
 // turned into TypeError/RangeError.
+import { coreError, rangeError } from './errors.js';
 import { writeOut } from './out.js';
 import { lengthOf } from './validate.js';
 
 const CACHE_LINE = 64;  // bytes
-const ERROR_TYPES = { TypeError, RangeError };
 // The most the wasm heap can ever hold (-sMAXIMUM_MEMORY=4GB: 4 GiB less one 64 KiB page).
 export const MAX_HEAP_BYTES = 2 ** 32 - 65536;
 
 const outOfMemory = (fnName, bytes) =>
-  new RangeError(`${fnName}: out of memory: ${bytes} bytes of input do not fit in the WebAssembly heap`);
+  rangeError(`${fnName}: out of memory: ${bytes} bytes of input do not fit in the WebAssembly heap`);
 
-/** The core's error value { error, message } as the Error it names, its message prefixed by fnName. */
-export const coreError = (fnName, e) => new (ERROR_TYPES[e.error] ?? Error)(`${fnName}: ${e.message}`);
 
 /**
  * The heap of an instantiated module: call(fnName, tensors, fn) runs fn on the tensors' heap
@@ -67,7 +65,7 @@ export function createHeap(Module) {
       }
       const count = t.dims.reduce((n, d) => n * d, 1);
       const length = lengthOf(t.data);
-      if (length !== count) throw new RangeError(`${t.name}: data has ${length} values but dims [${t.dims}] need ${count}`);
+      if (length !== count) throw rangeError(`${t.name}: data has ${length} values but dims [${t.dims}] need ${count}`);
       const header = 8 * (t.dims.length + 1);
       const at = Math.ceil((total + header) / CACHE_LINE) * CACHE_LINE;
       offsets.push(at);

@@ -37,7 +37,7 @@ export interface LoadOptions {
    *   relaxed build's results may differ between machines in the last bits).
    * - false: the scalar build.
    * With wasmUrl or wasmBinary, the value only picks the glue (the SIMD glue for every SIMD
-   * build); `info.relaxedSimd` reports what the module given is.
+   * build); `info.simd` and `info.relaxedSimd` report what the module given is.
    */
   simd?: 'auto' | 'relaxed' | 'fixed' | boolean;
   /**
@@ -96,6 +96,7 @@ export interface WorkerLoadOptions extends Omit<LoadOptions, 'worker' | 'locateF
 }
 export interface FavorInfo {
   readonly version: string;
+  /** Whether a SIMD build runs (false: the scalar build), read from the module loaded. */
   readonly simd: boolean;
   /** Whether the relaxed-SIMD build runs (vector multiply-adds as f32x4.relaxed_madd). */
   readonly relaxedSimd: boolean;
@@ -410,7 +411,7 @@ export interface Favor {
    */
   packMatrix(b: Tensor, options?: PackMatrixOptions): PackedMatrix;
   /** Error measures between an exact and an approximate attention matrix of equal dims. */
-  compare(exactMatrix: Tensor, approxMatrix: Tensor): MatrixErrors;
+  compare(exact: Tensor, approx: Tensor): MatrixErrors;
   /** |approx - exact|_F / |exact|_F over two tensors of equal dims. */
   outputRelativeError(exact: Tensor, approx: Tensor): number;
 }
@@ -481,7 +482,7 @@ export interface FavorAsync {
   matmul(a: Tensor, b: Tensor, options?: MatmulOptions): Promise<Tensor>;
   matmul(a: Tensor, b: PackedMatrixAsync, options?: Omit<MatmulOptions, 'transposeB'>): Promise<Tensor>;
   packMatrix(b: Tensor, options?: PackMatrixOptions): Promise<PackedMatrixAsync>;
-  compare(exactMatrix: Tensor, approxMatrix: Tensor): Promise<MatrixErrors>;
+  compare(exact: Tensor, approx: Tensor): Promise<MatrixErrors>;
   outputRelativeError(exact: Tensor, approx: Tensor): Promise<number>;
 }
 

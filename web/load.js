@@ -2,6 +2,7 @@
 // web/browser.js: its options checked, which build the engine validates (wasm feature probes),
 // how many threads, the GEMM's tile rows for this engine (version sniffing), and how long the
 // threaded build may take to start.
+import { rangeError, typeError } from './errors.js';
 import { checkBoolean, checkInteger, checkOptions, describe } from './validate.js';
 
 // A 1-function module with a memory, using memory.copy (0xfc 0x0a) and two SIMD instructions:
@@ -23,17 +24,17 @@ const SIMD_CHOICES = "'auto', 'relaxed', 'fixed', true or false";
 //   plain SIMD build, whose results are the same bits on every machine; false: the scalar build.
 export function chooseBuild(option) {
   if (option !== undefined && typeof option !== 'boolean' && option !== 'auto' && option !== 'relaxed' && option !== 'fixed') {
-    if (typeof option === 'string') throw new RangeError(`simd: expected ${SIMD_CHOICES}, got '${option}'`);
-    throw new TypeError(`simd: expected ${SIMD_CHOICES}, got ${describe(option)}`);
+    if (typeof option === 'string') throw rangeError(`simd: expected ${SIMD_CHOICES}, got '${option}'`);
+    throw typeError(`simd: expected ${SIMD_CHOICES}, got ${describe(option)}`);
   }
   if (option === false) return 'scalar';
   const simd = WebAssembly.validate(SIMD_PROBE);
   const relaxed = simd && WebAssembly.validate(RELAXED_PROBE);
   if (option === 'relaxed' && !relaxed) {
-    throw new RangeError("simd: 'relaxed' was requested but this engine does not validate relaxed SIMD (f32x4.relaxed_madd: Chromium >= 114, Firefox >= 146, Node >= 22)");
+    throw rangeError("simd: 'relaxed' was requested but this engine does not validate relaxed SIMD (f32x4.relaxed_madd: Chromium >= 114, Firefox >= 146, Node >= 22)");
   }
   if ((option === true || option === 'fixed') && !simd) {
-    throw new RangeError(`simd: ${option === true ? 'true' : "'fixed'"} was requested but this engine does not support WebAssembly SIMD (with bulk memory)`);
+    throw rangeError(`simd: ${option === true ? 'true' : "'fixed'"} was requested but this engine does not support WebAssembly SIMD (with bulk memory)`);
   }
   if (option === 'fixed') return 'simd';
   return relaxed ? 'relaxed' : simd ? 'simd' : 'scalar';
@@ -45,16 +46,16 @@ export function checkLoadOptions(options) {
   const o = checkOptions(options, 'loadFavor options', ['wasmUrl', 'wasmBinary', 'simd', 'locateFile', 'threads', 'loadTimeout', 'worker', 'transfer', 'tileRows']);
   checkBoolean(o.worker, 'worker');
   checkBoolean(o.transfer, 'transfer');
-  if (o.transfer && !o.worker) throw new RangeError('transfer: only with worker: true (inputs move to the worker)');
-  if (o.worker && o.locateFile !== undefined) throw new TypeError('locateFile: a function cannot be sent to the worker; pass wasmUrl or wasmBinary');
+  if (o.transfer && !o.worker) throw rangeError('transfer: only with worker: true (inputs move to the worker)');
+  if (o.worker && o.locateFile !== undefined) throw typeError('locateFile: a function cannot be sent to the worker; pass wasmUrl or wasmBinary');
   if (o.threads !== undefined && o.threads !== 'auto') {
-    if (typeof o.threads !== 'number') throw new TypeError(`threads: expected 'auto' or an integer >= 1, got ${describe(o.threads)}`);
+    if (typeof o.threads !== 'number') throw typeError(`threads: expected 'auto' or an integer >= 1, got ${describe(o.threads)}`);
     checkInteger(o.threads, 'threads', 1, MAX_THREADS);
   }
   if (o.loadTimeout !== undefined) checkInteger(o.loadTimeout, 'loadTimeout', 1, MAX_TIMEOUT_MS);
   if (o.tileRows !== undefined && o.tileRows !== 'auto' && !TILE_ROWS.includes(o.tileRows)) {
-    const Type = typeof o.tileRows === 'number' || typeof o.tileRows === 'string' ? RangeError : TypeError;
-    throw new Type(`tileRows: expected 'auto', 2, 4 or 6, got ${typeof o.tileRows === 'string' ? `'${o.tileRows}'` : describe(o.tileRows)}`);
+    const error = typeof o.tileRows === 'number' || typeof o.tileRows === 'string' ? rangeError : typeError;
+    throw error(`tileRows: expected 'auto', 2, 4 or 6, got ${typeof o.tileRows === 'string' ? `'${o.tileRows}'` : describe(o.tileRows)}`);
   }
   return o;
 }
@@ -137,13 +138,13 @@ export function printErr(text) {
 export function checkWasmBinary(binary) {
   if (binary === undefined) return undefined;
   if (!(binary instanceof ArrayBuffer || ArrayBuffer.isView(binary))) {
-    throw new TypeError(`wasmBinary: expected an ArrayBuffer or Uint8Array, got ${describe(binary)}`);
+    throw typeError(`wasmBinary: expected an ArrayBuffer or Uint8Array, got ${describe(binary)}`);
   }
   // The module's magic bytes '\0asm': anything else would only fail inside the Emscripten glue.
   const bytes = binary instanceof ArrayBuffer ? new Uint8Array(binary, 0, Math.min(4, binary.byteLength))
     : new Uint8Array(binary.buffer, binary.byteOffset, Math.min(4, binary.byteLength));
   if (bytes.length < 4 || bytes[0] !== 0 || bytes[1] !== 0x61 || bytes[2] !== 0x73 || bytes[3] !== 0x6d) {
-    throw new TypeError(`wasmBinary: expected the bytes of a WebAssembly module (starting with \\0asm), got [${Array.from(bytes).join(', ')}${binary.byteLength > 4 ? ', ...' : ''}]`);
+    throw typeError(`wasmBinary: expected the bytes of a WebAssembly module (starting with \\0asm), got [${Array.from(bytes).join(', ')}${binary.byteLength > 4 ? ', ...' : ''}]`);
   }
   return binary;
 }

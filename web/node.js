@@ -5,13 +5,14 @@ import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
 import { createApi } from './api.js';
+import { namedAsyncCall, typeError } from './errors.js';
 import { checkLoadOptions, checkWasmBinary, chooseBuild, chooseThreads, printErr, threadedStartup } from './load.js';
 import { withWorkerGlobal } from './node-worker-shim.js';
 import { createWorkerApi } from './worker-client.js';
 
 export { version } from './api.js';
 
-export async function loadFavor(options) {
+export const loadFavor = namedAsyncCall('loadFavor', async (options) => {
   const o = checkLoadOptions(options);
   if (o.worker) return loadInWorker(o);
   const build = chooseBuild(o.simd);
@@ -23,31 +24,38 @@ export async function loadFavor(options) {
   });
   const name = `favor-${build}${threads > 1 ? '-threads' : ''}`;
   let wasmBinary = checkWasmBinary(o.wasmBinary);
+  let where = 'the wasmBinary given';  // for an error: what was instantiated
   if (!wasmBinary) {
     let location = new URL(`../dist/${name}.wasm`, import.meta.url);
-    let source = 'wasmUrl';
+    let source = null;  // the option that gave the location, if one did
     if (o.locateFile !== undefined) {
-      if (typeof o.locateFile !== 'function') throw new TypeError('locateFile: expected a function (fileName) => path or URL');
+      if (typeof o.locateFile !== 'function') throw typeError('locateFile: expected a function (fileName) => path or URL');
       location = o.locateFile(`${name}.wasm`);
       source = 'locateFile';
     } else if (o.wasmUrl !== undefined) {
       location = o.wasmUrl;
+      source = 'wasmUrl';
     }
     if (typeof location !== 'string' && !(location instanceof URL)) {
-      throw new TypeError(`${source}: expected a path, a file: URL string or a URL, got ${typeof location}`);
+      throw typeError(`${source}: expected a path, a file: URL string or a URL, got ${typeof location}`);
     }
     const path = location instanceof URL || location.startsWith('file:') ? fileURLToPath(location) : location;
-    wasmBinary = await readFile(path);
+    where = path;
+    try {
+      wasmBinary = await readFile(path);
+    } catch (error) {
+      throw Object.assign(new Error(`loadFavor: could not read ${path}${source ? ` (${source})` : ''}: ${error?.message ?? error}`, { cause: error }), { code: error?.code });
+    }
   }
   const fail = (error) => {
-    throw new Error(`loadFavor: could not instantiate ${o.wasmBinary ? 'the wasmBinary given' : `${name}.wasm`}: ${error?.message ?? error}`, { cause: error });
+    throw new Error(`loadFavor: could not instantiate ${where}: ${error?.message ?? error}`, { cause: error });
   };
   if (threads === 1) {
     // Every single-thread module runs on the SIMD build's glue (the builds' glue differs only in
     // its file name).
     const { default: createModule } = await import('../dist/favor-simd.js');
     const Module = await createModule({ wasmBinary }).catch(fail);
-    return createApi(Module, { simd, threadsReason, tileRows: o.tileRows });
+    return createApi(Module, { threadsReason, tileRows: o.tileRows });
   }
   // The workers import the glue from mainScriptUrlOrBlob; the pool (threads - 1 workers, the
   // caller being the last thread) is started by the factory itself, hence the Worker global.
@@ -68,8 +76,8 @@ export async function loadFavor(options) {
   for (const worker of workers) worker.unref();  // loaded: from now on they never keep Node alive
   Module.setMaxThreads(threads);
   const terminate = () => { for (const worker of workers) worker.terminate(); };
-  return createApi(Module, { simd, threads, cores, terminate, tileRows: o.tileRows });
-}
+  return createApi(Module, { threads, cores, terminate, tileRows: o.tileRows });
+});
 
 // { worker: true }: the module in a worker_threads worker, the API returning Promises.
 async function loadInWorker(o) {

@@ -35,7 +35,7 @@ export const OPERATIONS = {
   },
   matmul: { args: ['a', 'b', 'options'], options: ['transposeB', 'bias', 'out'], out: true, returns: 'tensor' },
   packMatrix: { args: ['b', 'options'], options: ['transposeB'], returns: 'matrix' },
-  compare: { args: ['exactMatrix', 'approxMatrix'], returns: 'value' },
+  compare: { args: ['exact', 'approx'], returns: 'value' },
   outputRelativeError: { args: ['exact', 'approx'], returns: 'value' },
 };
 

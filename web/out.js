@@ -5,11 +5,12 @@
 // knows the output's dims, before anything is computed or a causal state changes (outLength); it
 // is written only when the call succeeds. It may be an input's array: inputs are copied into the
 // wasm heap before the call.
+import { typeError } from './errors.js';
 import { describe, isTypedArray, lengthOf } from './validate.js';
 
 export function checkOut(out, name = 'out') {
   if (out !== undefined && !isTypedArray(out, Float32Array)) {
-    throw new TypeError(`${name}: expected a Float32Array to write the output into, got ${describe(out)}`);
+    throw typeError(`${name}: expected a Float32Array to write the output into, got ${describe(out)}`);
   }
   return out;
 }

@@ -1,7 +1,8 @@
 // Argument checks shared by the API and loadFavor, with their error messages: TypeError for a
-// wrong type, RangeError for a wrong value, each message naming the argument. Everything is
-// checked in JS before anything reaches wasm; the core checks the rest (shapes across q/k/v,
-// finite values).
+// wrong type, RangeError for a wrong value, each message naming the argument (the call's name is
+// put before it by errors.js). Everything is checked in JS before anything reaches wasm; the core
+// checks the rest (shapes across q/k/v, finite values).
+import { rangeError, typeError } from './errors.js';
 
 export function describe(value) {
   if (value === null) return 'null';
@@ -16,11 +17,11 @@ export function describe(value) {
 export function checkOptions(options, name, allowed) {
   if (options === undefined) return {};
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
-    throw new TypeError(`${name}: expected an options object, got ${describe(options)}`);
+    throw typeError(`${name}: expected an options object, got ${describe(options)}`);
   }
   for (const key of Object.keys(options)) {
     if (!allowed.includes(key)) {
-      throw new TypeError(`${name}.${key}: unknown option (known: ${allowed.join(', ')})`);
+      throw typeError(`${name}.${key}: unknown option (known: ${allowed.join(', ')})`);
     }
   }
   return options;
@@ -28,20 +29,20 @@ export function checkOptions(options, name, allowed) {
 
 export function checkBoolean(value, name) {
   if (value === undefined) return false;
-  if (typeof value !== 'boolean') throw new TypeError(`${name}: expected a boolean, got ${describe(value)}`);
+  if (typeof value !== 'boolean') throw typeError(`${name}: expected a boolean, got ${describe(value)}`);
   return value;
 }
 
 export function checkNumber(value, name) {
-  if (typeof value !== 'number') throw new TypeError(`${name}: expected a number, got ${describe(value)}`);
-  if (!Number.isFinite(value)) throw new RangeError(`${name}: expected a finite number, got ${value}`);
+  if (typeof value !== 'number') throw typeError(`${name}: expected a number, got ${describe(value)}`);
+  if (!Number.isFinite(value)) throw rangeError(`${name}: expected a finite number, got ${value}`);
   return value;
 }
 
 export function checkInteger(value, name, min, max = Number.MAX_SAFE_INTEGER) {
   checkNumber(value, name);
   if (!Number.isInteger(value) || value < min || value > max) {
-    throw new RangeError(`${name}: expected an integer in [${min}, ${max}], got ${value}`);
+    throw rangeError(`${name}: expected an integer in [${min}, ${max}], got ${value}`);
   }
   return value;
 }
@@ -49,14 +50,14 @@ export function checkInteger(value, name, min, max = Number.MAX_SAFE_INTEGER) {
 export function checkScale(value, name) {
   if (value === undefined) return NaN;  // the core's default, 1/sqrt(d)
   checkNumber(value, name);
-  if (value <= 0) throw new RangeError(`${name}: expected a number > 0, got ${value}`);
+  if (value <= 0) throw rangeError(`${name}: expected a number > 0, got ${value}`);
   return value;
 }
 
 export function checkChoice(value, name, choices, fallback) {
   if (value === undefined) return fallback;
-  if (typeof value !== 'string') throw new TypeError(`${name}: expected one of '${choices.join("', '")}', got ${describe(value)}`);
-  if (!choices.includes(value)) throw new RangeError(`${name}: expected one of '${choices.join("', '")}', got '${value}'`);
+  if (typeof value !== 'string') throw typeError(`${name}: expected one of '${choices.join("', '")}', got ${describe(value)}`);
+  if (!choices.includes(value)) throw rangeError(`${name}: expected one of '${choices.join("', '")}', got '${value}'`);
   return value;
 }
 
@@ -87,16 +88,16 @@ export const lengthOf = (view) => lengthGetter.call(view);
 // The dims array read once, element by element, and checked on the way: [..dims] (an iterator a
 // Proxy or subclass can change) and a second read are both avoided.
 function readDims(dims, name, minRank, got) {
-  if (!Array.isArray(dims)) throw new TypeError(`${name}.dims: expected an array of integers, got ${describe(dims)}`);
+  if (!Array.isArray(dims)) throw typeError(`${name}.dims: expected an array of integers, got ${describe(dims)}`);
   const rank = dims.length;
-  if (rank < minRank) throw new RangeError(`${name}.dims: ${got(Array.from({ length: rank }, (_, i) => dims[i]))}`);
+  if (rank < minRank) throw rangeError(`${name}.dims: ${got(Array.from({ length: rank }, (_, i) => dims[i]))}`);
   // Checked as they are read: a sparse array of length 2^32 - 1 fails at its first hole.
   const copy = [];
   let count = 1;
   for (let i = 0; i < rank; i++) {
     const d = dims[i];
-    if (typeof d !== 'number') throw new TypeError(`${name}.dims: expected integers, got ${describe(d)}`);
-    if (!Number.isInteger(d) || d < 1) throw new RangeError(`${name}.dims: expected integers >= 1, got [${dims}]`);
+    if (typeof d !== 'number') throw typeError(`${name}.dims: expected integers, got ${describe(d)}`);
+    if (!Number.isInteger(d) || d < 1) throw rangeError(`${name}.dims: expected integers >= 1, got [${dims}]`);
     copy.push(d);
     count *= d;
   }
@@ -105,16 +106,16 @@ function readDims(dims, name, minRank, got) {
 
 export function checkTensor(tensor, name) {
   if (tensor === null || typeof tensor !== 'object' || ArrayBuffer.isView(tensor) || Array.isArray(tensor)) {
-    throw new TypeError(`${name}: expected a tensor { data: Float32Array, dims: number[] }, got ${describe(tensor)}`);
+    throw typeError(`${name}: expected a tensor { data: Float32Array, dims: number[] }, got ${describe(tensor)}`);
   }
   const t = snapshot(tensor, name);
   if (!isTypedArray(t.data, Float32Array)) {
-    throw new TypeError(`${name}.data: expected a Float32Array, got ${describe(t.data)}`);
+    throw typeError(`${name}.data: expected a Float32Array, got ${describe(t.data)}`);
   }
   const { copy, count } = readDims(t.dims, name, 2, (dims) => `expected at least 2 dims ([..., rows, cols]), got [${dims}]`);
   t.dims = copy;
   if (lengthOf(t.data) !== count) {
-    throw new RangeError(`${name}: data has ${lengthOf(t.data)} values but dims [${copy}] need ${count}`);
+    throw rangeError(`${name}: data has ${lengthOf(t.data)} values but dims [${copy}] need ${count}`);
   }
   return t;
 }
@@ -122,12 +123,12 @@ export function checkTensor(tensor, name) {
 // A key mask { data: Uint8Array, dims: [..., S] }: 1 = attend, 0 = ignore (values checked in wasm).
 export function checkMask(mask, name = 'keyMask') {
   if (mask === null || typeof mask !== 'object' || ArrayBuffer.isView(mask) || Array.isArray(mask)) {
-    throw new TypeError(`${name}: expected a mask { data: Uint8Array, dims: number[] } (1 = attend, 0 = ignore), got ${describe(mask)}`);
+    throw typeError(`${name}: expected a mask { data: Uint8Array, dims: number[] } (1 = attend, 0 = ignore), got ${describe(mask)}`);
   }
   const t = snapshot(mask, name);
-  if (!isTypedArray(t.data, Uint8Array)) throw new TypeError(`${name}.data: expected a Uint8Array (1 = attend, 0 = ignore), got ${describe(t.data)}`);
+  if (!isTypedArray(t.data, Uint8Array)) throw typeError(`${name}.data: expected a Uint8Array (1 = attend, 0 = ignore), got ${describe(t.data)}`);
   const { copy, count } = readDims(t.dims, name, 1, () => 'expected at least 1 dim ([..., S]), got []');
   t.dims = copy;
-  if (lengthOf(t.data) !== count) throw new RangeError(`${name}: data has ${lengthOf(t.data)} values but dims [${copy}] need ${count}`);
+  if (lengthOf(t.data) !== count) throw rangeError(`${name}: data has ${lengthOf(t.data)} values but dims [${copy}] need ${count}`);
   return t;
 }

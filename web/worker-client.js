@@ -98,7 +98,7 @@ function connect({ worker, listen, terminate, keepAlive = () => {} }, transfer) 
     if (link.orphaned && waiting.size === 0) end(DISPOSED);
   }, (event) => end(failed(failure(event, link.loading))));
 
-  const handleOf = (value) => (value instanceof WorkerObject ? value.handleFor(link) : undefined);
+  const handleOf = (value) => (value instanceof WorkerObject ? handleFor(value, link) : undefined);
 
   // A buffer that cannot be moved (one marked untransferable in Node, a WebAssembly memory's)
   // fails the whole postMessage before anything is detached; the message then goes again with
@@ -156,12 +156,22 @@ const orphans = new FinalizationRegistry(({ link, id }) => {
   if (!link.ended) link.send('dispose', [], id).catch(() => {});
 });
 
+// handleFor(proxy, link): { id, kind } (id 0 once disposed) when the proxy belongs to `link`'s
+// instance; callOn(proxy, op, args, options): a call on its object in the worker, rejected at once
+// if it was disposed. Set in WorkerObject's static block: no member of a proxy a caller can reach.
+let handleFor, callOn;
+
 /** An object living in a worker (OBJECTS in operations.js); it works only with the instance that made it. */
 class WorkerObject {
   #link;
   #id;
   #kind;
   #owner;  // the API object: keeps the instance (and its worker) alive while a proxy lives
+
+  static {
+    handleFor = (proxy, link) => (link === proxy.#link ? { id: proxy.#id, kind: proxy.#kind } : undefined);
+    callOn = (proxy, op, args, options) => proxy.#call(op, args, options);
+  }
 
   /** made: the worker's answer to the call that made it, { id, props } (props: its settings) */
   constructor(link, { id, props }, kind, owner) {
@@ -173,19 +183,19 @@ class WorkerObject {
     Object.assign(this, props);
   }
 
-  /** @internal { id, kind } (id 0 once disposed) when this proxy belongs to `link`'s instance */
-  handleFor(link) { return link === this.#link ? { id: this.#id, kind: this.#kind } : undefined; }
-
-  /** @internal a call on this object in the worker, rejected at once if it was disposed */
-  call(op, args, options) {
-    if (!this.#id) return Promise.reject(this.#disposedError());
+  #call(op, args, options) {
+    if (!this.#id) return Promise.reject(this.#disposedError(op));
     return this.#link.send(op, args, () => {
-      if (!this.#id) throw this.#disposedError();  // by a getter of one of the arguments
+      if (!this.#id) throw this.#disposedError(op);  // by a getter of one of the arguments
       return this.#id;
     }, options);
   }
 
-  #disposedError() { return new TypeError(`${this.#kind}: this ${OBJECTS[this.#kind].what} has been disposed`); }
+  // As the synchronous API's: a method's error names the method first, a getter's the object.
+  #disposedError(op) {
+    const { what, methods } = OBJECTS[this.#kind];
+    return new TypeError(`${Object.hasOwn(methods, op) ? `${op}: ` : ''}${this.#kind}: this ${what} has been disposed`);
+  }
 
   get disposed() { return !this.#id; }
 
@@ -209,12 +219,12 @@ for (const [kind, { name, getters, methods }] of Object.entries(OBJECTS)) {
     constructor(link, made, owner) { super(link, made, kind, owner); }
   } }[name];
   for (const getter of getters) {
-    Object.defineProperty(ProxyClass.prototype, getter, { get() { return this.call(getter, []); }, configurable: true });
+    Object.defineProperty(ProxyClass.prototype, getter, { get() { return callOn(this, getter, []); }, configurable: true });
   }
   for (const [method, spec] of Object.entries(methods)) {
     const { [method]: value } = spec.returns === 'this'
-      ? { async [method](...args) { await forward(spec, args, (sent, output) => this.call(method, sent, { output })); return this; } }
-      : { [method](...args) { return forward(spec, args, (sent, output) => this.call(method, sent, { output })); } };
+      ? { async [method](...args) { await forward(spec, args, (sent, output) => callOn(this, method, sent, { output })); return this; } }
+      : { [method](...args) { return forward(spec, args, (sent, output) => callOn(this, method, sent, { output })); } };
     Object.defineProperty(ProxyClass.prototype, method, { value, writable: true, configurable: true });
   }
   PROXIES[kind] = ProxyClass;

@@ -388,8 +388,15 @@ double heap_used() {
   return static_cast<double>(mallinfo().uordblks);
 }
 
-// Whether this module is the relaxed-SIMD build (fused multiply-adds): favor.info.relaxedSimd
-// comes from the module itself, whichever file was loaded.
+// Whether this module is a SIMD build, and the relaxed-SIMD one (fused multiply-adds):
+// favor.info.simd and .relaxedSimd come from the module itself, whichever file was loaded.
+bool simd() {
+#if defined(__wasm_simd128__)
+  return true;
+#else
+  return false;
+#endif
+}
 bool relaxed_simd() { return favor::vec::kFusedMultiplyAdd; }
 
 // The GEMM's register tile rows (4 or 6, see gemm.hpp): the loader picks them for the engine.
@@ -454,6 +461,7 @@ EMSCRIPTEN_BINDINGS(favor_attention) {
   emscripten::function("threadsUsed", &favor::take_threads_used);
   emscripten::function("rouseThreads", &favor::rouse_threads);
   emscripten::function("setMaxThreads", &set_max_threads);
+  emscripten::function("simd", &simd);
   emscripten::function("relaxedSimd", &relaxed_simd);
   emscripten::function("setTileRows", &set_tile_rows);
 }

@@ -345,8 +345,8 @@ async function loaderOptions(b, engine) {
     assert.equal(result.variants.wasmUrlObject.simd, false);
     assert.equal(result.variants.wasmBinary.simd, false);
     assert.deepEqual(result.locatedFiles, ['favor-relaxed.wasm'], 'locateFile is asked for the relaxed module file name');
-    assert.match(result.badWasmUrl, /^TypeError: wasmUrl/);
-    assert.match(result.badWasmBinary, /^TypeError: wasmBinary/);
+    assert.match(result.badWasmUrl, /^TypeError: loadFavor: wasmUrl/);
+    assert.match(result.badWasmBinary, /^TypeError: loadFavor: wasmBinary/);
   } finally {
     await server.close();
   }

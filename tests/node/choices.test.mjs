@@ -42,9 +42,9 @@ function refused(call) {
     call();
   } catch (e) {
     assert.ok(e instanceof RangeError, `${e}`);
-    const m = /^(\w+): expected one of (.*), got 'nope'$/.exec(e.message);
+    const m = /^\w+: \w+: expected one of (.*), got 'nope'$/.exec(e.message);
     assert.ok(m, e.message);
-    return quoted(m[2]);
+    return quoted(m[1]);
   }
   assert.fail('an unknown name was accepted');
 }

@@ -51,9 +51,9 @@ export const HOSTILE_CASES = [
   ['inputs past 4 GiB: favorAttention', (f, { map }) => f.favorAttention(...huge(), { featureMap: map }), [RangeError, /^favorAttention: out of memory/]],
   ['inputs past 4 GiB: append', (f, { state }) => state.append(...huge()), [RangeError, /^append: out of memory/]],
   ['dims whose product is 2^32 (0 in 32 bits)', (f) => f.exactAttention({ data: new Float32Array(1), dims: [65536, 65536] }, k, v),
-    [RangeError, /^q: data has 1 values but dims \[65536,65536\] need 4294967296$/]],
+    [RangeError, /^exactAttention: q: data has 1 values but dims \[65536,65536\] need 4294967296$/]],
   ['mask dims whose product is 2^32', (f) => f.exactAttention(q, k, v, { keyMask: { data: new Uint8Array(6), dims: [65536, 65536] } }),
-    [RangeError, /^keyMask: data has 6 values but dims \[65536,65536\] need 4294967296$/]],
+    [RangeError, /^exactAttention: keyMask: data has 6 values but dims \[65536,65536\] need 4294967296$/]],
   ['an output of 2^32 floats (0 in 32 bits)', (f) => f.attentionMatrix(normalTensor([65536, 1], 5), normalTensor([65536, 1], 6)),
     [RangeError, /^attentionMatrix: output: dims \[65536, 65536\] hold more elements than can be addressed$/]],
   ['a matmul output of 2^32 floats', (f) => f.matmul(normalTensor([65536, 1], 5), normalTensor([1, 65536], 6)),
@@ -61,28 +61,28 @@ export const HOSTILE_CASES = [
 
   // ---- typed arrays that lie about themselves ----
   ['q.data with an own length property (24, holding 4096)', (f) => f.exactAttention({ data: lyingLength(4096, 24), dims: [4, 6] }, k, v),
-    [RangeError, /^q: data has 4096 values but dims \[4,6\] need 24$/]],
+    [RangeError, /^exactAttention: q: data has 4096 values but dims \[4,6\] need 24$/]],
   ['q.data an object made from Float32Array.prototype', (f) => f.exactAttention({ data: Object.create(Float32Array.prototype, { length: { value: 32 } }), dims: [4, 8] }, k, v),
-    [TypeError, /^q\.data: expected a Float32Array, got an object \(Float32Array\)$/]],
+    [TypeError, /^exactAttention: q\.data: expected a Float32Array, got an object \(Float32Array\)$/]],
   ['out an object made from Float32Array.prototype', (f) => f.exactAttention(q, k, v, { out: Object.create(Float32Array.prototype, { length: { value: 12 } }) }),
-    [TypeError, /^out: expected a Float32Array to write the output into, got an object \(Float32Array\)$/]],
+    [TypeError, /^exactAttention: out: expected a Float32Array to write the output into, got an object \(Float32Array\)$/]],
   ['out with an own length property (12, holding 1)', (f) => f.exactAttention(q, k, v, { out: lyingLength(1, 12) }),
     [RangeError, /^exactAttention: out: expected a Float32Array of 12 floats .* got one of 1$/]],
-  ['a Buffer as q.data', (f) => f.exactAttention({ data: Buffer.alloc(128), dims: [4, 8] }, k, v), [TypeError, /^q\.data: expected a Float32Array, got a Buffer$/]],
+  ['a Buffer as q.data', (f) => f.exactAttention({ data: Buffer.alloc(128), dims: [4, 8] }, k, v), [TypeError, /^exactAttention: q\.data: expected a Float32Array, got a Buffer$/]],
   ['a pooled Buffer mask of the wrong length', (f) => f.exactAttention(q, k, v, { keyMask: { data: Buffer.from([1, 0, 1]), dims: [6] } }),
-    [RangeError, /^keyMask: data has 3 values but dims \[6\] need 6$/]],
+    [RangeError, /^exactAttention: keyMask: data has 3 values but dims \[6\] need 6$/]],
 
   // ---- getters that dispose what the call uses, or throw ----
   ['a getter disposes the state during append', (f, { state }) => {
     const t = fresh(normalTensor([1, 8], 7));
     return state.append(t, { get data() { state.dispose(); return t.data; }, dims: [1, 8] }, fresh(normalTensor([1, 3], 8)));
-  }, [TypeError, /^state: this causal state has been disposed$/]],
+  }, [TypeError, /^append: state: this causal state has been disposed$/]],
   ['a getter disposes the feature map during favorAttention', (f, { map }) => f.favorAttention(fresh(q), fresh(k), fresh(v), {
     featureMap: map, get chunk() { map.dispose(); return 2; },
-  }), [TypeError, /^featureMap: this feature map has been disposed$/]],
+  }), [TypeError, /^favorAttention: featureMap: this feature map has been disposed$/]],
   ['a getter disposes the packed matrix during matmul', (f, { packed }) => f.matmul(fresh(q), packed, {
     get bias() { packed.dispose(); return undefined; },
-  }), [TypeError, /^b: this packed matrix has been disposed$/]],
+  }), [TypeError, /^matmul: b: this packed matrix has been disposed$/]],
   ['an options.out getter throws', (f) => f.exactAttention(fresh(q), fresh(k), fresh(v), { get out() { return throwing('out: a hostile getter')(); } }),
     [TypeError, /^out: a hostile getter$/]],
   ['append options.out getter throws', (f, { state }) => state.append(fresh(normalTensor([1, 8], 7)), fresh(normalTensor([1, 8], 8)), fresh(normalTensor([1, 3], 9)), {

@@ -97,9 +97,30 @@ test('wasmUrl: a path string, a file: URL string and a URL object', async () => 
   }
 });
 
-test('wasmUrl is really used: a missing file rejects with ENOENT', async () => {
-  await assert.rejects(loadFavor({ wasmUrl: '/nonexistent/favor-scalar.wasm', simd: false }), (e) => e.code === 'ENOENT');
-  await assert.rejects(loadFavor({ wasmUrl: new URL('file:///nonexistent/favor-simd.wasm') }), (e) => e.code === 'ENOENT');
+test('wasmUrl is really used: a missing file rejects with ENOENT, naming the file and the option', async () => {
+  await assert.rejects(loadFavor({ wasmUrl: '/nonexistent/favor-scalar.wasm', simd: false }), (e) => e.code === 'ENOENT'
+    && /^loadFavor: could not read \/nonexistent\/favor-scalar\.wasm \(wasmUrl\): ENOENT/.test(e.message));
+  await assert.rejects(loadFavor({ wasmUrl: new URL('file:///nonexistent/favor-simd.wasm') }), (e) => e.code === 'ENOENT'
+    && /^loadFavor: could not read \/nonexistent\/favor-simd\.wasm \(wasmUrl\)/.test(e.message));
+});
+
+test('a file that is no wasm module: the error names the file given, not the build\'s own', async () => {
+  const notWasm = fileURLToPath(new URL('../../package.json', import.meta.url));
+  await assert.rejects(loadFavor({ wasmUrl: notWasm }), (e) => e.constructor === Error
+    && e.message.startsWith(`loadFavor: could not instantiate ${notWasm}: `));
+});
+
+// The build comes from the module loaded, not from the simd option (which then picks only the glue).
+test('info.simd, info.relaxedSimd and the auto tile describe the module given by wasmUrl or wasmBinary', async (t) => {
+  if (!SIMD_SUPPORTED) return t.skip('this engine has no wasm SIMD');
+  const scalarByUrl = await loadFavor({ wasmUrl: scalarWasm });
+  assert.deepEqual([scalarByUrl.info.simd, scalarByUrl.info.relaxedSimd, scalarByUrl.info.tileRows], [false, false, 4]);
+  const scalarBytes = await loadFavor({ wasmBinary: await readFile(scalarWasm) });
+  assert.deepEqual([scalarBytes.info.simd, scalarBytes.info.relaxedSimd, scalarBytes.info.tileRows], [false, false, 4]);
+  const simdAsScalar = await loadFavor({ wasmUrl: simdWasm, simd: false });
+  assert.deepEqual([simdAsScalar.info.simd, simdAsScalar.info.relaxedSimd, simdAsScalar.info.tileRows], [true, false, 2]);
+  // the scalar build and the plain SIMD build's 'fixed' results are the same bits (api.md)
+  assert.deepEqual(assertWorks(scalarByUrl, 'scalar by wasmUrl').data, assertWorks(simdAsScalar, 'simd as scalar').data);
 });
 
 test('locateFile: receives the module file name, may return a path or a URL', async () => {
@@ -165,10 +186,10 @@ const badOptions = [
   ['loadTimeout fractional', { loadTimeout: 1.5 }, RangeError, /loadTimeout/],
   ['loadTimeout NaN', { loadTimeout: NaN }, RangeError, /loadTimeout/],
   ['loadTimeout beyond setTimeout', { loadTimeout: 2 ** 31 }, RangeError, /loadTimeout/],
-  ['tileRows 5', { tileRows: 5 }, RangeError, /^tileRows: expected 'auto', 2, 4 or 6, got number 5$/],
-  ['tileRows a string', { tileRows: '6' }, RangeError, /^tileRows: expected 'auto', 2, 4 or 6, got '6'$/],
-  ['tileRows null', { tileRows: null }, TypeError, /^tileRows: expected 'auto', 2, 4 or 6, got null$/],
-  ['tileRows true', { tileRows: true }, TypeError, /^tileRows: /],
+  ['tileRows 5', { tileRows: 5 }, RangeError, /^loadFavor: tileRows: expected 'auto', 2, 4 or 6, got number 5$/],
+  ['tileRows a string', { tileRows: '6' }, RangeError, /^loadFavor: tileRows: expected 'auto', 2, 4 or 6, got '6'$/],
+  ['tileRows null', { tileRows: null }, TypeError, /^loadFavor: tileRows: expected 'auto', 2, 4 or 6, got null$/],
+  ['tileRows true', { tileRows: true }, TypeError, /^loadFavor: tileRows: /],
 ];
 
 for (const [label, options, type, pattern] of badOptions) {
@@ -176,6 +197,7 @@ for (const [label, options, type, pattern] of badOptions) {
     await assert.rejects(loadFavor(options), (e) => {
       assert.ok(e instanceof type, `expected ${type.name}, got ${e?.constructor?.name}: ${e?.message}`);
       assert.match(e.message, pattern);
+      assert.match(e.message, /^loadFavor: /);
       return true;
     });
   });

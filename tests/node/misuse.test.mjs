@@ -1,6 +1,7 @@
 // Misuse, table-driven: every function and option rejects bad arguments with a TypeError (wrong
-// kind of value) or RangeError (right kind, bad value) whose message names the argument, and
-// the same instance computes correctly afterwards (no leaked shadow stack, heap or state).
+// kind of value) or RangeError (right kind, bad value) whose message starts with the call and
+// names the argument, and the same instance computes correctly afterwards (no leaked shadow
+// stack, heap or state).
 import assert from 'node:assert/strict';
 import { before, test } from 'node:test';
 
@@ -10,6 +11,7 @@ import { loadFavor } from 'favor-attention';
 
 import { assertBelow, filledTensor, normalTensor, withValue } from './helpers.mjs';
 import { failingRows, syncRun } from './hostile-cases.mjs';
+import { OBJECTS, OPERATIONS } from '../../web/operations.js';
 import * as ref from './reference.mjs';
 
 let favor, other;
@@ -34,6 +36,14 @@ function assertInstanceWorks(label) {
   map.dispose();
 }
 
+// The calls and methods an error may name first; a getter of a disposed object names the object.
+const CALLS = [...Object.keys(OPERATIONS), ...Object.values(OBJECTS).flatMap((o) => Object.keys(o.methods))];
+function assertStartsWithCall(message, call) {
+  const [, name] = /^(\w+): /.exec(message) ?? [];
+  if (Object.hasOwn(OBJECTS, name) && /^\w+: this [\w ]+ has been disposed$/.test(message)) return;
+  assert.ok(CALLS.includes(name) && call.toString().includes(`${name}(`), `the message starts with the call the case makes: ${message}`);
+}
+
 // [label, (favor, map) => call, error class, pattern the message must match]
 const cases = [
   // ---- tensors (exactAttention) ----
@@ -41,10 +51,10 @@ const cases = [
   ['q is null', (f) => f.exactAttention(null, k, v), TypeError, /\bq\b/],
   ['q missing', (f) => f.exactAttention(undefined, k, v), TypeError, /\bq\b/],
   // The calls returning the matrix take no v; a null v is refused like any other non-tensor.
-  ['v is null', (f) => f.exactAttention(q, k, null), TypeError, /^v: expected a tensor .*, got null$/],
-  ['v missing', (f) => f.exactAttention(q, k), TypeError, /^v: expected a tensor .*, got undefined$/],
-  ['favorAttention: v is null', (f, map) => f.favorAttention(q, k, null, { featureMap: map }), TypeError, /^v: .*got null$/],
-  ['codebookAttention: v is null', (f) => f.codebookAttention(q, k, null, { codebook: filledTensor([3, 8]) }), TypeError, /^v: .*got null$/],
+  ['v is null', (f) => f.exactAttention(q, k, null), TypeError, /^exactAttention: v: expected a tensor .*, got null$/],
+  ['v missing', (f) => f.exactAttention(q, k), TypeError, /^exactAttention: v: expected a tensor .*, got undefined$/],
+  ['favorAttention: v is null', (f, map) => f.favorAttention(q, k, null, { featureMap: map }), TypeError, /^favorAttention: v: .*got null$/],
+  ['codebookAttention: v is null', (f) => f.codebookAttention(q, k, null, { codebook: filledTensor([3, 8]) }), TypeError, /^codebookAttention: v: .*got null$/],
   ['q.data is a Float64Array', (f) => f.exactAttention({ data: Float64Array.from(q.data), dims: [4, 8] }, k, v), TypeError, /q\.data/],
   ['k.data is a plain Array', (f) => f.exactAttention(q, { data: Array.from(k.data), dims: [6, 8] }, v), TypeError, /k\.data/],
   ['v.data is missing', (f) => f.exactAttention(q, k, { dims: [6, 3] }), TypeError, /v\.data/],
@@ -113,11 +123,11 @@ const cases = [
   ['createFeatureMap: kernel not a string', (f) => f.createFeatureMap({ dim: 8, features: 8, kernel: 1 }), TypeError, /kernel/],
   ['createFeatureMap: kernel in capitals', (f) => f.createFeatureMap({ dim: 8, features: 8, kernel: 'Positive' }), RangeError, /kernel/],
   ['createFeatureMap: unknown sampling', (f) => f.createFeatureMap({ dim: 8, features: 8, sampling: 'qmc' }), RangeError,
-    /^sampling: expected one of 'iid', 'orthogonal', 'orthogonal-fixed', 'simplex', 'structured', got 'qmc'$/],
+    /^createFeatureMap: sampling: expected one of 'iid', 'orthogonal', 'orthogonal-fixed', 'simplex', 'structured', got 'qmc'$/],
   ['createFeatureMap: sampling not a string', (f) => f.createFeatureMap({ dim: 8, features: 8, sampling: true }), TypeError,
-    /^sampling: expected one of 'iid', 'orthogonal', 'orthogonal-fixed', 'simplex', 'structured', got /],
-  ['createFeatureMap: sampling in C++ spelling', (f) => f.createFeatureMap({ dim: 8, features: 8, sampling: 'orthogonal_fixed' }), RangeError, /^sampling: .*'simplex', 'structured', got 'orthogonal_fixed'$/],
-  ['createFeatureMap: sampling misspelt', (f) => f.createFeatureMap({ dim: 8, features: 8, sampling: 'Simplex' }), RangeError, /^sampling: .*got 'Simplex'$/],
+    /^createFeatureMap: sampling: expected one of 'iid', 'orthogonal', 'orthogonal-fixed', 'simplex', 'structured', got /],
+  ['createFeatureMap: sampling in C++ spelling', (f) => f.createFeatureMap({ dim: 8, features: 8, sampling: 'orthogonal_fixed' }), RangeError, /^createFeatureMap: sampling: .*'simplex', 'structured', got 'orthogonal_fixed'$/],
+  ['createFeatureMap: sampling misspelt', (f) => f.createFeatureMap({ dim: 8, features: 8, sampling: 'Simplex' }), RangeError, /^createFeatureMap: sampling: .*got 'Simplex'$/],
   ['createFeatureMap: seed negative', (f) => f.createFeatureMap({ dim: 8, features: 8, seed: -1 }), RangeError, /seed/],
   ['createFeatureMap: seed non-integer', (f) => f.createFeatureMap({ dim: 8, features: 8, seed: 1.5 }), RangeError, /seed/],
   ['createFeatureMap: seed 2^53 (not exactly representable)', (f) => f.createFeatureMap({ dim: 8, features: 8, seed: 2 ** 53 }), RangeError, /seed/],
@@ -179,11 +189,12 @@ const cases = [
   // ---- compare ----
   ['compare: dims differ', (f) => f.compare(filledTensor([4, 6]), filledTensor([6, 4])), RangeError, /approx/],
   ['compare: leading dims differ', (f) => f.compare(filledTensor([2, 4, 6]), filledTensor([1, 8, 6])), RangeError, /approx/],
-  ['compare: exactMatrix not a tensor', (f) => f.compare(new Float32Array(4), filledTensor([2, 2])), TypeError, /exactMatrix/],
-  ['compare: approxMatrix data a Float64Array', (f) => f.compare(filledTensor([2, 2]), { data: new Float64Array(4), dims: [2, 2] }), TypeError, /approxMatrix\.data/],
-  ['compare: exactMatrix rank 1', (f) => f.compare({ data: new Float32Array(4), dims: [4] }, filledTensor([2, 2])), RangeError, /exactMatrix\.dims/],
-  ['compare: NaN in exactMatrix', (f) => f.compare(withValue(filledTensor([3, 3]), 4, NaN), filledTensor([3, 3])), RangeError, /exact/],
-  ['compare: approxMatrix missing', (f) => f.compare(filledTensor([3, 3])), TypeError, /approxMatrix/],
+  ['compare: exact not a tensor', (f) => f.compare(new Float32Array(4), filledTensor([2, 2])), TypeError, /^compare: exact: expected a tensor/],
+  ['compare: approx data a Float64Array', (f) => f.compare(filledTensor([2, 2]), { data: new Float64Array(4), dims: [2, 2] }), TypeError, /^compare: approx\.data: /],
+  ['compare: exact rank 1', (f) => f.compare({ data: new Float32Array(4), dims: [4] }, filledTensor([2, 2])), RangeError, /^compare: exact\.dims: /],
+  ['compare: NaN in exact', (f) => f.compare(withValue(filledTensor([3, 3]), 4, NaN), filledTensor([3, 3])), RangeError, /^compare: exact: /],
+  ['compare: approx of other dims', (f) => f.compare(filledTensor([2, 2]), filledTensor([2, 3])), RangeError, /^compare: approx: expected dims \[2, 2\] \(as exact\)/],
+  ['compare: approx missing', (f) => f.compare(filledTensor([3, 3])), TypeError, /^compare: approx: /],
 
   // ---- outputRelativeError ----
   ['outputRelativeError: dims differ', (f) => f.outputRelativeError(filledTensor([4, 3]), filledTensor([3, 4])), RangeError, /approx/],
@@ -300,22 +311,22 @@ const cases = [
   ['matmul: NaN in b', (f) => f.matmul(q, withValue(filledTensor([8, 3]), 4, NaN)), RangeError, /\bb\b/],
   ['matmul: unknown option', (f) => f.matmul(q, filledTensor([8, 3]), { transpose: true }), TypeError, /transpose/],
   // ---- packMatrix and matmul with a packed b ----
-  ['packMatrix: b not a tensor', (f) => f.packMatrix(q.data), TypeError, /^b: expected a tensor/],
+  ['packMatrix: b not a tensor', (f) => f.packMatrix(q.data), TypeError, /^packMatrix: b: expected a tensor/],
   ['packMatrix: b rank 3', (f) => f.packMatrix(filledTensor([1, 8, 3])), RangeError, /^packMatrix: b: expected dims \[k, m\]/],
   ['packMatrix: NaN in b', (f) => f.packMatrix(withValue(filledTensor([8, 3]), 2, NaN)), RangeError, /^packMatrix: b\b/],
-  ['packMatrix: transposeB a number', (f) => f.packMatrix(filledTensor([8, 3]), { transposeB: 1 }), TypeError, /^transposeB/],
-  ['matmul: transposeB with a packed b', (f) => f.matmul(q, f.packMatrix(filledTensor([8, 3])), { transposeB: false }), TypeError, /^transposeB: a packed b/],
+  ['packMatrix: transposeB a number', (f) => f.packMatrix(filledTensor([8, 3]), { transposeB: 1 }), TypeError, /^packMatrix: transposeB/],
+  ['matmul: transposeB with a packed b', (f) => f.matmul(q, f.packMatrix(filledTensor([8, 3])), { transposeB: false }), TypeError, /^matmul: transposeB: a packed b/],
   ['matmul: packed b of the wrong k', (f) => f.matmul(q, f.packMatrix(filledTensor([7, 3]))), RangeError, /^matmul: b: expected \[8, m\]/],
   ['matmul: a disposed packed b', (f) => {
     const packed = f.packMatrix(filledTensor([8, 3]));
     packed.dispose();
     return f.matmul(q, packed);
-  }, TypeError, /^b: this packed matrix has been disposed$/],
+  }, TypeError, /^matmul: b: this packed matrix has been disposed$/],
   ['matmul: a packed b of another instance', () => favor.matmul(q, other.packMatrix(filledTensor([8, 3]))), TypeError, /another favor instance/],
   // ---- options.out ----
-  ['out a Float64Array', (f) => f.exactAttention(q, k, v, { out: new Float64Array(12) }), TypeError, /^out: expected a Float32Array/],
-  ['out a tensor, not its array', (f, map) => f.favorAttention(q, k, v, { featureMap: map, out: filledTensor([4, 3]) }), TypeError, /^out: expected a Float32Array/],
-  ['out a plain Array', (f) => f.matmul(q, filledTensor([8, 3]), { out: [0, 0, 0] }), TypeError, /^out: expected a Float32Array/],
+  ['out a Float64Array', (f) => f.exactAttention(q, k, v, { out: new Float64Array(12) }), TypeError, /^exactAttention: out: expected a Float32Array/],
+  ['out a tensor, not its array', (f, map) => f.favorAttention(q, k, v, { featureMap: map, out: filledTensor([4, 3]) }), TypeError, /^favorAttention: out: expected a Float32Array/],
+  ['out a plain Array', (f) => f.matmul(q, filledTensor([8, 3]), { out: [0, 0, 0] }), TypeError, /^matmul: out: expected a Float32Array/],
   ['out one float short', (f) => f.attentionMatrix(q, k, { out: new Float32Array(23) }), RangeError, /^attentionMatrix: out: expected a Float32Array of 24 floats \(the output's dims \[4, 6\]\), got one of 23$/],
   ['out detached', (f) => {
     const out = new Float32Array(12);
@@ -331,12 +342,12 @@ const cases = [
   ['createFeatureMap: rho a string', (f) => f.createFeatureMap({ dim: 8, features: 4, kernel: 'oprf', rho: '1' }), TypeError, /rho/],
 
   // ---- createFeatureMap fit (FAVOR#, OPRF) ----
-  ['createFeatureMap: fit on a positive map', (f) => f.createFeatureMap({ dim: 8, features: 4, fit: { q, k } }), RangeError, /^fit: only the 'oprf', 'sderf', 'aderf' kernels/],
+  ['createFeatureMap: fit on a positive map', (f) => f.createFeatureMap({ dim: 8, features: 4, fit: { q, k } }), RangeError, /^createFeatureMap: fit: only the 'oprf', 'sderf', 'aderf' kernels/],
   ['createFeatureMap: fit and rho', (f) => f.createFeatureMap({ dim: 8, features: 4, kernel: 'oprf', rho: 1, fit: { q, k } }), RangeError, /fit: give either rho or fit/],
-  ['createFeatureMap: fit not an object', (f) => f.createFeatureMap({ dim: 8, features: 4, kernel: 'sderf', fit: 3 }), TypeError, /^fit: expected an options object/],
+  ['createFeatureMap: fit not an object', (f) => f.createFeatureMap({ dim: 8, features: 4, kernel: 'sderf', fit: 3 }), TypeError, /^createFeatureMap: fit: expected an options object/],
   ['createFeatureMap: fit with an unknown key', (f) => f.createFeatureMap({ dim: 8, features: 4, kernel: 'sderf', fit: { q, k, keys: k } }), TypeError, /fit\.keys: unknown option/],
   ['createFeatureMap: fit.q missing', (f) => f.createFeatureMap({ dim: 8, features: 4, kernel: 'aderf', fit: { k } }), TypeError, /fit\.q: expected a tensor/],
-  ['createFeatureMap: fit.k of another d', (f) => f.createFeatureMap({ dim: 8, features: 4, kernel: 'aderf', fit: { q, k: filledTensor([6, 5]) } }), RangeError, /^fit\.k: expected dims \[\.\.\., rows, 8\]/],
+  ['createFeatureMap: fit.k of another d', (f) => f.createFeatureMap({ dim: 8, features: 4, kernel: 'aderf', fit: { q, k: filledTensor([6, 5]) } }), RangeError, /^createFeatureMap: fit\.k: expected dims \[\.\.\., rows, 8\]/],
   ['createFeatureMap: fit.q with NaN', (f) => f.createFeatureMap({ dim: 8, features: 4, kernel: 'sderf', fit: { q: withValue(q, 3, NaN), k } }), RangeError, /^createFeatureMap: fit\.q: contains NaN/],
   ['createFeatureMap: fit.scale 0', (f) => f.createFeatureMap({ dim: 8, features: 4, kernel: 'sderf', fit: { q, k, scale: 0 } }), RangeError, /fit\.scale/],
   ['createFeatureMap: sderf with d over 256', (f) => f.createFeatureMap({ dim: 300, features: 4, kernel: 'sderf' }), RangeError, /^createFeatureMap: dim: the 'sderf' kernel takes d <= 256/],
@@ -358,17 +369,17 @@ const cases = [
   ['createCausalState: exact takes no featureMap', (f, map) => f.createCausalState({ method: 'exact', featureMap: map }), TypeError, /featureMap/],
   ['createCausalState: scale 0', (f) => f.createCausalState({ method: 'exact', scale: 0 }), RangeError, /scale/],
   ['createCausalState: chunk 0', (f, map) => f.createCausalState({ method: 'favor', featureMap: map, chunk: 0 }), RangeError, /chunk/],
-  ['createCausalState: window 0', (f) => f.createCausalState({ method: 'exact', window: 0 }), RangeError, /^window: expected an integer in \[1, 9007199254740991\], got 0$/],
-  ['createCausalState: window -1', (f) => f.createCausalState({ method: 'exact', window: -1 }), RangeError, /^window: expected an integer in \[1, /],
-  ['createCausalState: window 1.5', (f) => f.createCausalState({ method: 'exact', window: 1.5 }), RangeError, /^window: expected an integer in \[1, .*got 1\.5$/],
-  ['createCausalState: window a string', (f) => f.createCausalState({ method: 'exact', window: '8' }), TypeError, /^window: expected a number, got the string '8'$/],
-  ['createCausalState: window NaN', (f) => f.createCausalState({ method: 'exact', window: NaN }), RangeError, /^window: expected a finite number, got NaN$/],
-  ['createCausalState: window 2^53', (f) => f.createCausalState({ method: 'exact', window: 2 ** 53 }), RangeError, /^window: expected an integer in \[1, 9007199254740991\]/],
+  ['createCausalState: window 0', (f) => f.createCausalState({ method: 'exact', window: 0 }), RangeError, /^createCausalState: window: expected an integer in \[1, 9007199254740991\], got 0$/],
+  ['createCausalState: window -1', (f) => f.createCausalState({ method: 'exact', window: -1 }), RangeError, /^createCausalState: window: expected an integer in \[1, /],
+  ['createCausalState: window 1.5', (f) => f.createCausalState({ method: 'exact', window: 1.5 }), RangeError, /^createCausalState: window: expected an integer in \[1, .*got 1\.5$/],
+  ['createCausalState: window a string', (f) => f.createCausalState({ method: 'exact', window: '8' }), TypeError, /^createCausalState: window: expected a number, got the string '8'$/],
+  ['createCausalState: window NaN', (f) => f.createCausalState({ method: 'exact', window: NaN }), RangeError, /^createCausalState: window: expected a finite number, got NaN$/],
+  ['createCausalState: window 2^53', (f) => f.createCausalState({ method: 'exact', window: 2 ** 53 }), RangeError, /^createCausalState: window: expected an integer in \[1, 9007199254740991\]/],
   ['createCausalState: favor window not a multiple of 4', (f, map) => f.createCausalState({ method: 'favor', featureMap: map, window: 6 }), RangeError, /^createCausalState: window: FAVOR\+'s window is in blocks of window \/ 4 positions: expected a multiple of 4, got 6$/],
-  ['createCausalState: favor window 0', (f, map) => f.createCausalState({ method: 'favor', featureMap: map, window: 0 }), RangeError, /^window: expected an integer in \[1, 9007199254740991\], got 0$/],
-  ['createCausalState: favor window a string', (f, map) => f.createCausalState({ method: 'favor', featureMap: map, window: '8' }), TypeError, /^window: expected a number, got the string '8'$/],
-  ['createCausalState: favor takes no assignment', (f, map) => f.createCausalState({ method: 'favor', featureMap: map, window: 8, assignment: 'soft' }), TypeError, /^createCausalState options\.assignment: not an option of method 'favor' \(its options: method, scale, featureMap, chunk, window\)$/],
-  ['createCausalState: codebook takes no window', (f) => f.createCausalState({ method: 'codebook', codebook: filledTensor([3, 8]), window: 8 }), TypeError, /^createCausalState options\.window: not an option of method 'codebook'/],
+  ['createCausalState: favor window 0', (f, map) => f.createCausalState({ method: 'favor', featureMap: map, window: 0 }), RangeError, /^createCausalState: window: expected an integer in \[1, 9007199254740991\], got 0$/],
+  ['createCausalState: favor window a string', (f, map) => f.createCausalState({ method: 'favor', featureMap: map, window: '8' }), TypeError, /^createCausalState: window: expected a number, got the string '8'$/],
+  ['createCausalState: favor takes no assignment', (f, map) => f.createCausalState({ method: 'favor', featureMap: map, window: 8, assignment: 'soft' }), TypeError, /^createCausalState: options\.assignment: not an option of method 'favor' \(its options: method, scale, featureMap, chunk, window\)$/],
+  ['createCausalState: codebook takes no window', (f) => f.createCausalState({ method: 'codebook', codebook: filledTensor([3, 8]), window: 8 }), TypeError, /^createCausalState: options\.window: not an option of method 'codebook'/],
   ['append: leading dims differ from the first append', (f) => {
     const st = f.createCausalState({ method: 'exact' });
     st.append(filledTensor([2, 1, 8]), filledTensor([2, 1, 8]), filledTensor([2, 1, 3]));
@@ -400,16 +411,18 @@ const cases = [
   ['a getter detaches q.data after q was checked', (f) => {
     const data = q.data.slice();
     return f.exactAttention({ data, dims: [4, 8] }, { get data() { structuredClone(data.buffer, { transfer: [data.buffer] }); return k.data; }, dims: [6, 8] }, v);
-  }, RangeError, /^q: data has 0 values but dims \[4,8\] need 32$/],
+  }, RangeError, /^exactAttention: q: data has 0 values but dims \[4,8\] need 32$/],
   ['a getter resizes a length-tracking q.data after q was checked', (f) => {
     const buffer = new ArrayBuffer(128, { maxByteLength: 1 << 20 });
     const data = new Float32Array(buffer);
     return f.exactAttention({ data, dims: [4, 8] }, k, v, { get causal() { buffer.resize(1 << 20); return false; } });
-  }, RangeError, /^q: data has 262144 values but dims \[4,8\] need 32$/],
+  }, RangeError, /^exactAttention: q: data has 262144 values but dims \[4,8\] need 32$/],
 
   // ---- hostile and oversized arguments (hostile-cases.mjs, shared with the worker's table) ----
-  ...failingRows(syncRun),
 ];
+const ownCases = cases.length;
+// (their patterns name the call: an error a getter of the caller's throws passes unchanged)
+cases.push(...failingRows(syncRun));
 
 test(`the misuse table has at least 40 cases across every function (${cases.length})`, () => {
   assert.ok(cases.length >= 40);
@@ -421,7 +434,7 @@ test(`the misuse table has at least 40 cases across every function (${cases.leng
   }
 });
 
-for (const [label, call, type, pattern] of cases) {
+for (const [index, [label, call, type, pattern]] of cases.entries()) {
   test(`misuse: ${label} -> ${type.name} ${pattern}`, () => {
     const map = favor.createFeatureMap({ dim: 8, features: 8, seed: 1 });
     let thrown;
@@ -433,6 +446,7 @@ for (const [label, call, type, pattern] of cases) {
     assert.ok(thrown !== undefined, 'expected an error, the call returned normally');
     assert.ok(thrown instanceof type, `expected ${type.name}, got ${thrown?.constructor?.name}: ${thrown?.message}`);
     assert.match(thrown.message, pattern);
+    if (index < ownCases) assertStartsWithCall(thrown.message, call);
     // the map used by the case is still usable unless the case disposed its own
     assert.equal(map.disposed, false);
     map.dispose();

@@ -215,6 +215,15 @@ test('the parser reads index.d.ts: overloads, extended interfaces, optional para
   assert.deepEqual(declared('FavorAsync').get('codebookFromFeatureMap')[0].params, ['featureMap', 'options']);
 });
 
+// The string-named members of an object and its prototypes, as a caller sees them.
+function publicMembers(object) {
+  const names = new Set();
+  for (let o = object; o && o !== Object.prototype; o = Object.getPrototypeOf(o)) {
+    for (const key of Object.getOwnPropertyNames(o)) if (key !== 'constructor') names.add(key);
+  }
+  return [...names];
+}
+
 // The table against what the loaders return: the same calls, and objects of each kind with the
 // table's members. One small object of each kind, made by the call that returns that kind.
 const SAMPLES = {
@@ -252,6 +261,9 @@ describe('the loaders', () => {
         }
         for (const method of Object.keys(methods)) assert.equal(typeof object[method], 'function', `${name}.${method}`);
         for (const member of LIFECYCLE.object) assert.ok(member in object, `${name}.${member}`);
+        // and no member the table does not list (nothing internal a caller could reach)
+        assert.deepEqual(sorted(publicMembers(object)), sorted([...settings, ...getters, ...Object.keys(methods), ...LIFECYCLE.object]),
+          `${name}'s members`);
         await object.dispose();
         assert.equal(object.disposed, true);
       }

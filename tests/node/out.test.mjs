@@ -80,7 +80,7 @@ describe('options.out in the synchronous API', () => {
     test(`${name}: out of another type is a TypeError naming out`, async () => {
       const n = (await call(favor, {}, map)).data.length;
       for (const bad of [new Float64Array(n), Array.from({ length: n }, () => 0), { data: new Float32Array(n), dims: [n] }, null, 'out']) {
-        await assert.rejects(async () => call(favor, { out: bad }, map), (e) => e instanceof TypeError && /^out: expected a Float32Array/.test(e.message));
+        await assert.rejects(async () => call(favor, { out: bad }, map), (e) => e instanceof TypeError && new RegExp(`^${name}: out: expected a Float32Array`).test(e.message));
       }
     });
   }

@@ -58,18 +58,18 @@ describe('packMatrix in the synchronous API', () => {
     const cases = [
       [() => favor.packMatrix(withValue(bKM, 4, NaN)), RangeError, /^packMatrix: b\b/],
       [() => favor.packMatrix(normalTensor([2, 12, 7], 4)), RangeError, /^packMatrix: b: expected dims \[k, m\]/],
-      [() => favor.packMatrix(bKM.data), TypeError, /^b: expected a tensor/],
-      [() => favor.packMatrix(bKM, { transposeB: 'yes' }), TypeError, /^transposeB/],
-      [() => favor.packMatrix(bKM, { transpose: true }), TypeError, /^packMatrix options\.transpose: unknown option/],
-      [() => favor.matmul(a, packed, { transposeB: false }), TypeError, /^transposeB: a packed b keeps the layout/],
+      [() => favor.packMatrix(bKM.data), TypeError, /^packMatrix: b: expected a tensor/],
+      [() => favor.packMatrix(bKM, { transposeB: 'yes' }), TypeError, /^packMatrix: transposeB/],
+      [() => favor.packMatrix(bKM, { transpose: true }), TypeError, /^packMatrix: options\.transpose: unknown option/],
+      [() => favor.matmul(a, packed, { transposeB: false }), TypeError, /^matmul: transposeB: a packed b keeps the layout/],
       [() => favor.matmul(normalTensor([5, 11], 5), packed), RangeError, /^matmul: b: expected \[11, m\]/],
       [() => favor.matmul(a, packed, { bias: { data: new Float32Array(3), dims: [3] } }), RangeError, /^matmul: bias: expected dims \[7\]/],
       [() => favor.matmul(withValue(a, 0, Infinity), packed), RangeError, /^matmul: a\b/],
-      [() => favor.matmul(a, other.packMatrix(bKM)), TypeError, /^b: a packed matrix of another favor instance/],
+      [() => favor.matmul(a, other.packMatrix(bKM)), TypeError, /^matmul: b: a packed matrix of another favor instance/],
     ];
     for (const [call, type, pattern] of cases) assert.throws(call, (e) => e instanceof type && pattern.test(e.message), String(call));
     packed.dispose();
-    assert.throws(() => favor.matmul(a, packed), { name: 'TypeError', message: 'b: this packed matrix has been disposed' });
+    assert.throws(() => favor.matmul(a, packed), { name: 'TypeError', message: 'matmul: b: this packed matrix has been disposed' });
     assert.throws(() => packed.bytes, { name: 'TypeError', message: 'matrix: this packed matrix has been disposed' });
     assert.throws(() => packed.dims, TypeError);
     packed.dispose();  // idempotent

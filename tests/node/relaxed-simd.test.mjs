@@ -46,7 +46,7 @@ test('simd options pick the build this engine can run', async () => {
   } else {
     await assert.rejects(loadFavor({ simd: 'relaxed' }), {
       name: 'RangeError',
-      message: "simd: 'relaxed' was requested but this engine does not validate relaxed SIMD (f32x4.relaxed_madd: Chromium >= 114, Firefox >= 146, Node >= 22)",
+      message: "loadFavor: simd: 'relaxed' was requested but this engine does not validate relaxed SIMD (f32x4.relaxed_madd: Chromium >= 114, Firefox >= 146, Node >= 22)",
     });
   }
 });

@@ -126,7 +126,7 @@ test('threadsUsed() tells how many threads calls took since it was last asked', 
 test('bad threads values are rejected with the argument named', async () => {
   for (const [value, type] of [[0, RangeError], [1.5, RangeError], [65, RangeError], [NaN, RangeError],
     ['2', TypeError], ['all', TypeError], [true, TypeError], [null, TypeError]]) {
-    await assert.rejects(loadFavor({ threads: value }), (e) => e instanceof type && /^threads: /.test(e.message),
+    await assert.rejects(loadFavor({ threads: value }), (e) => e instanceof type && /^loadFavor: threads: /.test(e.message),
       `threads: ${String(value)}`);
   }
 });

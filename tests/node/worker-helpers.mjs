@@ -25,12 +25,12 @@ export function within(promise, ms, label) {
 /**
  * The worker API (or a proxy it made) behind a guard: every method call and every getter that
  * is not a plain setting must return a Promise without throwing; violations are pushed to
- * `violations`. Objects the Promises resolve to are guarded too. Methods run on the real object
- * (the proxies' private fields need it).
+ * `violations`. Objects the Promises resolve to are guarded too. Methods run on the real object,
+ * and guarded objects passed as arguments (or as an options object's data properties) are passed
+ * as the real ones: the proxies' private fields need it.
  */
 export function strict(target, violations, where = 'favor') {
-  // Settings, and handle(): the client's own look-up when a guarded proxy is an argument.
-  const plain = new Set(['info', 'disposed', 'method', 'dim', 'features', 'numFeatures', 'kernel', 'sampling', 'epsilon', 'rho', 'then', 'handleFor']);
+  const plain = new Set(['info', 'disposed', 'method', 'dim', 'features', 'numFeatures', 'kernel', 'sampling', 'epsilon', 'rho', 'then']);
   const guardResult = (result, name) => {
     if (!(result instanceof Promise)) {
       violations.push(`${where}.${name} returned ${typeof result}, not a Promise`);
@@ -38,7 +38,7 @@ export function strict(target, violations, where = 'favor') {
     }
     return result.then((value) => (value && typeof value === 'object' && typeof value.dispose === 'function' && !('data' in value) ? strict(value, violations, name) : value));
   };
-  return new Proxy(target, {
+  const guarded = new Proxy(target, {
     get(object, name) {
       if (typeof name === 'symbol' || plain.has(name)) {
         const value = Reflect.get(object, name, object);
@@ -55,7 +55,7 @@ export function strict(target, violations, where = 'favor') {
       return (...args) => {
         let result;
         try {
-          result = value.apply(object, args);
+          result = value.apply(object, args.map(unguarded));
         } catch (error) {
           violations.push(`${where}.${name}() threw synchronously: ${error?.message}`);
           throw error;
@@ -64,6 +64,28 @@ export function strict(target, violations, where = 'favor') {
       };
     },
   });
+  guards.set(guarded, target);
+  return guarded;
+}
+
+const guards = new WeakMap();  // strict()'s guards: the object each one guards
+// An argument as the API must see it: a guard's object; an object holding guards among its data
+// properties (or its prototype's: inherited options), copied with theirs (getters are copied as
+// getters, never called here).
+function unguarded(arg) {
+  if (guards.has(arg)) return guards.get(arg);
+  if (arg === null || typeof arg !== 'object') return arg;
+  let proto, descriptors;
+  try {
+    proto = Object.getPrototypeOf(arg);
+    descriptors = Object.getOwnPropertyDescriptors(arg);
+  } catch {
+    return arg;  // a hostile Proxy: the API meets its traps itself
+  }
+  const base = proto === null || proto === Object.prototype ? proto : unguarded(proto);
+  if (base === proto && !Object.values(descriptors).some((d) => guards.has(d.value))) return arg;
+  for (const d of Object.values(descriptors)) if (guards.has(d.value)) d.value = guards.get(d.value);
+  return Object.create(base, descriptors);
 }
 
 /**

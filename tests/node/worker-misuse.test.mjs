@@ -318,19 +318,19 @@ for (const [label, call] of cases) {
 test('feature maps of another instance (synchronous or another worker) reject as the synchronous API rejects a foreign map', async () => {
   const foreign = otherSync.createFeatureMap({ dim: 8, features: 8 });
   const expected = await outcome(() => sync.favorAttention(q, k, v, { featureMap: foreign }));
-  assert.match(expected.error.message, /^featureMap: expected a FeatureMap from this instance's createFeatureMap, got an object \(FeatureMap\)$/);
+  assert.match(expected.error.message, /^favorAttention: featureMap: expected a FeatureMap from this instance's createFeatureMap, got an object \(FeatureMap\)$/);
   const syncMap = sync.createFeatureMap({ dim: 8, features: 8 });
   const otherWorkersMap = await otherWorker.createFeatureMap({ dim: 8, features: 8 });
   const ownMap = await worker.createFeatureMap({ dim: 8, features: 8 });
   for (const [name, map] of [['a synchronous map', syncMap], ["another worker's map", otherWorkersMap]]) {
     for (const call of [
-      (m) => worker.favorAttention(q, k, v, { featureMap: m }),
-      (m) => worker.favorAttentionMatrix(q, k, { featureMap: m, causal: false }),
-      (m) => worker.createCausalState({ method: 'favor', featureMap: m }),
-      (m) => worker.codebookFromFeatureMap(m),
+      (f, m) => f.favorAttention(q, k, v, { featureMap: m }),
+      (f, m) => f.favorAttentionMatrix(q, k, { featureMap: m, causal: false }),
+      (f, m) => f.createCausalState({ method: 'favor', featureMap: m }),
+      (f, m) => f.codebookFromFeatureMap(m),
     ]) {
-      const actual = await within(outcome(() => call(map)), LIMIT_MS, name);
-      assertSameOutcome(actual, expected, `${name}: ${call}`);
+      const actual = await within(outcome(() => call(worker, map)), LIMIT_MS, name);
+      assertSameOutcome(actual, await outcome(() => call(sync, foreign)), `${name}: ${call}`);
     }
   }
   // ... and the worker's own map in the synchronous API or in the other worker
@@ -545,7 +545,7 @@ test('failed loads reject as the synchronous load does and leave no worker runni
     ['transfer: "yes"', { transfer: 'yes' }],
     ['locateFile (a function cannot cross)', { locateFile: (file) => file }],
   ]) {
-    const expected = label.startsWith('locateFile') ? { error: new TypeError('locateFile: a function cannot be sent to the worker; pass wasmUrl or wasmBinary') }
+    const expected = label.startsWith('locateFile') ? { error: new TypeError('loadFavor: locateFile: a function cannot be sent to the worker; pass wasmUrl or wasmBinary') }
       : await outcome(() => loadFavor(options));
     assert.ok(expected.error, `${label}: the synchronous load fails`);
     const actual = await within(outcome(() => loadFavor({ worker: true, ...options })), LIMIT_MS, label);
@@ -553,6 +553,6 @@ test('failed loads reject as the synchronous load does and leave no worker runni
     if (expected.error.code !== undefined) assert.equal(actual.error.code, expected.error.code, `${label}: code`);
     assert.ok(await eventually(() => threadCount() <= base), `${label}: ${threadCount() - base} thread(s) left running`);
   }
-  await assert.rejects(loadFavor({ worker: 'yes' }), (e) => e instanceof TypeError && /^worker: expected a boolean/.test(e.message));
-  await assert.rejects(loadFavor({ transfer: true }), (e) => e instanceof RangeError && /^transfer: only with worker: true/.test(e.message));
+  await assert.rejects(loadFavor({ worker: 'yes' }), (e) => e instanceof TypeError && /^loadFavor: worker: expected a boolean/.test(e.message));
+  await assert.rejects(loadFavor({ transfer: true }), (e) => e instanceof RangeError && /^loadFavor: transfer: only with worker: true/.test(e.message));
 });
