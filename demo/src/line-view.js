@@ -63,7 +63,7 @@ export const arcWidth = (w) => 0.6 + 9 * Math.min(1, w);
 
 // The view's subtitle; before: the exact weight on keys before the window (undefined: no window).
 export function lineSubtitle({ keys, undrawn, before }) {
-  return `${keys.length} keys drawn; undrawn exact weight ${fmt(undrawn, 2)}` +
+  return `${keys.length} key${keys.length === 1 ? '' : 's'} drawn; undrawn exact weight ${fmt(undrawn, 2)}` +
     `${before === undefined ? '' : ` in the window, ${fmt(before, 2)} on keys before it`}`;
 }
 

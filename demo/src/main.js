@@ -84,7 +84,6 @@ function writeControls() {
   controls.row.value = String(shownRow());
   controls.pattern.title = PATTERNS[state.pattern] ?? MODEL_TITLE;
   if (controls.text.value !== state.text) controls.text.value = state.text;
-  controls.trainedW.checked = state.trainedW;
   controls.spread.checked = state.spread;
   controls.model.value = state.model;
   controls.layer.value = String(state.layer);
@@ -120,6 +119,7 @@ function writeModeControls() {
   const favorTrained = manifestModels?.find((m) => m.name === state.model)?.attention === 'favor';
   const f = modeControls(state, { hasExported: favorTrained });
   $('#story-try-model').textContent = modelTry(favorTrained, state.kernel);
+  controls.trainedW.checked = f.trainedW.checked;
   controls.trainedW.disabled = f.trainedW.disabled;
   controls.trainedW.closest('.row').classList.toggle('disabled', f.trainedW.disabled);
   setNote($('#trainedW-note'), f.trainedW.note);

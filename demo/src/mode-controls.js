@@ -14,6 +14,8 @@ export function modeControls(state, { hasExported = false } = {}) {
   const exported = usesExportedW(state, hasExported);
   return {
     trainedW: {
+      // a model with no exported W shows the box off: ticked, it would say Â uses one
+      checked: hasExported && state.trainedW,
       disabled: !hasExported || mode !== EXPORTED_W.kernel,
       note: hasExported && state.trainedW && mode !== EXPORTED_W.kernel ? 'Not used: the exported W is for the positive kernel, the one the model was trained with.' : null,
     },

@@ -64,6 +64,8 @@ test('synthetic mode fetches no model; model mode loads the weights and draws ev
   assert.equal(r.heads, 16);
   assert.equal(r.pressed, 2 * 4 + 1, 'default: layer 2, head 1 (a sharp head of the softmax model)');
   assert.equal(r.shown.causal, true);
+  // the softmax model has no exported W: its box is off (and disabled), though the setting is on
+  assert.deepEqual(await page.evaluate(() => [document.querySelector('#trainedW').checked, document.querySelector('#trainedW').disabled]), [false, true]);
   assert.ok(r.bpcExact > 0.5 && r.bpcExact < 8, `bits per character ${r.bpcExact}`);
   assert.ok(r.bpcApprox > 0.5, `approximated ${r.bpcApprox}`);
   assert.deepEqual(problems, []);
@@ -104,6 +106,7 @@ test('the bits per character shown are the Node runner\'s on the text the model 
   const r = await read(page);
   assert.equal(r.shown.model, 'performer');
   assert.equal(r.shown.trainedW, true, 'the performer model opens on its exported W');
+  assert.equal(await page.evaluate(() => document.querySelector('#trainedW').checked), true, 'its box says so');
   assert.equal(r.shown.text, DEFAULT_TEXT);
   const model = await loadModel(await loadFavor(), 'performer');
   assertBitsPerChar(r, model, model.exportedFeatureMaps());

@@ -113,4 +113,5 @@ test('the subtitle: the keys drawn, the undrawn weight, and in a window the weig
   assert.equal(lineSubtitle({ keys, undrawn: 0.0134 }), '2 keys drawn; undrawn exact weight 0.013');
   assert.equal(lineSubtitle({ keys, undrawn: 0.0134, before: 0.21 }), '2 keys drawn; undrawn exact weight 0.013 in the window, 0.21 on keys before it');
   assert.equal(lineSubtitle({ keys: [], undrawn: 0, before: 0 }), '0 keys drawn; undrawn exact weight 0 in the window, 0 on keys before it');
+  assert.equal(lineSubtitle({ keys: keys.slice(0, 1), undrawn: 0 }), '1 key drawn; undrawn exact weight 0');
 });

@@ -201,9 +201,10 @@ test('the form by mode: sampling, temperature, m and the text on what is drawn f
       else assert.equal(f.mNote, null, kernel);
     }
   }
-  // without an exported W the box is off and the features are the controls'
+  // without an exported W the box is off (even where the URL's setting is on) and the features are the controls'
   for (const kernel of KERNELS) {
-    const f = modeControls(parseSettings(`?pattern=model&model=softmax&kernel=${kernel}`), { hasExported: false });
+    const f = modeControls(parseSettings(`?pattern=model&model=softmax&kernel=${kernel}&tw=1`), { hasExported: false });
+    assert.equal(f.trainedW.checked, false, kernel);
     assert.equal(f.trainedW.disabled, true, kernel);
     assert.equal(f.trainedW.note, null, kernel);
     assert.equal(f.features.disabled, false, kernel);
@@ -219,6 +220,7 @@ test('the Performer\'s exported W: used with the positive kernel only; while use
       const s = parseSettings(`?pattern=model&model=performer&kernel=${kernel}&sampling=simplex&tw=${tw}`);
       const f = modeControls(s, { hasExported: true });
       const used = kernel === 'positive' && tw === 1;
+      assert.equal(f.trainedW.checked, tw === 1, `${kernel} tw=${tw}: the box shows the setting`);
       assert.equal(f.trainedW.disabled, kernel !== 'positive', `${kernel}: the box is the positive kernel's`);
       assert.equal(f.trainedW.note !== null, kernel !== 'positive' && tw === 1, `${kernel} tw=${tw}: a ticked box that is not used says so`);
       assert.equal(f.features.disabled, used, `${kernel} tw=${tw}`);
