@@ -21,7 +21,7 @@ function niceStep(span, count) {
   return (f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10) * p;
 }
 
-function axis({ log, domain, pixels, format }) {
+function axis({ log, domain, pixels, format, integer }) {
   let [lo, hi] = domain;
   if (log) {
     lo = Math.log10(lo);
@@ -37,17 +37,24 @@ function axis({ log, domain, pixels, format }) {
   if (log) {
     const span = hi - lo;
     const every = Math.max(1, Math.ceil(span / 7));
-    // An axis of counts (`format`) labels its powers of ten as it labels the ticks between them.
-    for (let e = Math.ceil(lo - 1e-9); e <= hi + 1e-9; e += every) ticks.push({ v: 10 ** e, label: format ? format(10 ** e) : pow10Label(e), major: true });
-    if (span < 3) {
+    // An axis with ticks between its powers of ten labels them all alike: as decimals (0.2, 0.1,
+    // 0.05) where they are, powers of ten and their multiples beyond (10⁻⁴, 2·10⁻⁴); an axis of
+    // counts (`format`) as it labels the others.
+    const between = span < 3;
+    const label = (v, e) => (format ? format(v) : !between ? pow10Label(e) : v >= 1e-3 && v < 1e5 ? String(Number(v.toPrecision(1)))
+      : Number.isInteger(e) ? pow10Label(e) : fmt(v, 1));
+    for (let e = Math.ceil(lo - 1e-9); e <= hi + 1e-9; e += every) ticks.push({ v: 10 ** e, label: label(10 ** e, e), major: true });
+    if (between) {
       for (let e = Math.floor(lo); e <= hi; e++) for (const f of [2, 5]) {
         const v = f * 10 ** e, t = Math.log10(v);
-        if (t >= lo && t <= hi) ticks.push({ v, label: format ? format(v) : fmt(v, 1), major: false });
+        if (t >= lo && t <= hi) ticks.push({ v, label: label(v, t), major: false });
       }
     }
   } else {
-    const step = niceStep(hi - lo, 5);
-    for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) ticks.push({ v, label: format ? format(v) : fmt(v, 2), major: true });
+    // an axis of indices (`integer`) has no tick between two of them: a short one would label 0.5 "1"
+    const step = integer ? Math.max(1, niceStep(hi - lo, 5)) : niceStep(hi - lo, 5);
+    // (+ 0: a tick at 0, not at −0, where the axis starts below 0)
+    for (let v = Math.ceil(lo / step) * step + 0; v <= hi + step * 1e-9; v += step) ticks.push({ v, label: format ? format(v) : fmt(v, 2), major: true });
   }
   return { map, ticks, lo, hi, log };
 }
@@ -78,17 +85,37 @@ const MARKERS = {
 };
 
 /**
- * spec: { x: { log, domain?, pad?, label, format? }, y: { log, domain?, pad?, label },
- *   (pad: the data range's margin, a fraction of it, where there is no domain)
+ * spec: { x: { log, domain?, pad?, label, format?, integer? }, y: { log, domain?, pad?, label },
+ *   (pad: the data range's margin, a fraction of it, where there is no domain; integer: linear
+ *   ticks at whole numbers only)
  *   series: [{ label, color, points: [[x, y, title?, key?]], dash?, width?, band?: [[x, lo, hi]], marker?, legend? }],
  *   (a point's key, on its marker as data-key, tells a click which point it was)
- *   vlines: [{ x, label, color }], cursorX?, empty?: 'message', legendRoot?: element }
+ *   vlines: [{ x, label, color }], cursorX?, empty?: 'message', legendRoot?: element,
+ *   onRedraw?: (geometry) => {}, called when a resize draws the plot again (below) }
  */
-// Element sizes from a ResizeObserver, so redrawing never forces a synchronous layout.
+// Element sizes from a ResizeObserver, so redrawing never forces a synchronous layout. A plot
+// whose element changes size after it was drawn (not only with the window: a mode switch shows
+// or hides the panels beside it, in the same task that draws it) is drawn again from its last
+// spec, at the new size, before that frame is painted; spec.onRedraw(geometry) then tells its owner.
 const sizes = new WeakMap();
+const drawn = new WeakMap();  // svg → [spec, width, height] of its last drawing
 const observer = typeof ResizeObserver === 'function'
-  ? new ResizeObserver((entries) => { for (const e of entries) sizes.set(e.target, [e.contentRect.width, e.contentRect.height]); })
+  ? new ResizeObserver((entries) => {
+    for (const e of entries) {
+      const { width: w, height: h } = e.contentRect;
+      sizes.set(e.target, [w, h]);
+      const last = drawn.get(e.target);
+      const [width, height] = plotSize(w, h);
+      if (!last || !(w > 0 && h > 0) || (width === last[1] && height === last[2])) continue;  // hidden (0 × 0): drawn again once shown
+      const geometry = drawPlot(e.target, last[0]);
+      last[0].onRedraw?.(geometry);
+    }
+  })
   : null;
+// The viewBox of an element of w × h px (0 before it is laid out).
+function plotSize(w, h) {
+  return [Math.max(200, Math.round(w || 480)), Math.max(120, Math.round(h || 260))];
+}
 function sizeOf(svg) {
   if (!sizes.has(svg) || !observer) {
     observer?.observe(svg);
@@ -98,9 +125,8 @@ function sizeOf(svg) {
 }
 
 export function drawPlot(svg, spec) {
-  const [w, h] = sizeOf(svg);
-  const width = Math.max(200, Math.round(w || 480));
-  const height = Math.max(120, Math.round(h || 260));
+  const [width, height] = plotSize(...sizeOf(svg));
+  drawn.set(svg, [spec, width, height]);
   svg.setAttribute('viewBox', `0 0 ${width} ${height}`);
   svg.replaceChildren();
   const m = { l: 56, r: 12, t: 10, b: 36, ...spec.margin };
@@ -210,7 +236,8 @@ export function drawPlot(svg, spec) {
 // A legend's picture of a series: its line (colour, dash) with its marker in the middle.
 export function swatch({ color, dash, width, marker }) {
   const svg = document.createElementNS(NS, 'svg');
-  for (const [k, v] of Object.entries({ width: 30, height: 10, 'aria-hidden': 'true' })) svg.setAttribute(k, v);
+  // overflow: a ring (r = 6) is taller than the line's box
+  for (const [k, v] of Object.entries({ width: 30, height: 10, overflow: 'visible', 'aria-hidden': 'true' })) svg.setAttribute(k, v);
   el('line', { x1: 1, x2: 29, y1: 5, y2: 5, stroke: color, 'stroke-width': width ?? 1.8, 'stroke-dasharray': dash }, svg);
   if (marker) MARKERS[marker](svg, 15, 5, color);
   return svg.outerHTML;

@@ -151,8 +151,9 @@ export function setUpStudies({ state, setting, isModel, modelRows, metrics, writ
   });
   $('#speed-cancel').addEventListener('click', cancelStudy);
 
+  let drawnMetric = null;  // the metric on the error plot's y axis
   function drawErrorStudy() {
-    const metric = setting('studyMetric');
+    const metric = drawnMetric = setting('studyMetric');
     const p = errorStudy.params;
     const svg = $('#study-plot');
     drawPlot(svg, {
@@ -213,6 +214,8 @@ export function setUpStudies({ state, setting, isModel, modelRows, metrics, writ
     $('#study-heads-wrap').hidden = !isModel();
     $('#study-mmax').value = String(setting('studyMmax'));
     $('#study-metric').value = setting('studyMetric');
+    // the metric follows the mode unless chosen: a mode switch changes the menu, and the axis with it
+    if (setting('studyMetric') !== drawnMetric) drawErrorStudy();
     $('#speed-settings').textContent =
       `positive kernel (FAVOR+), d = ${state.d}, m = ${state.m}, ${state.sampling}, ${state.causal ? 'causal' : 'bidirectional'}; L = 128 … 65,536`;
   }

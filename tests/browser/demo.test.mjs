@@ -320,10 +320,10 @@ test('trigonometric features: negative weights are explained and nothing shows N
   assert.match(readout, /\(i, j\) = \(\d+, \d+\)/);
   assert.doesNotMatch(readout, /NaN/);
   // the inspected row's weights <= 0: off a log axis; on a linear one they are drawn below 0
-  assert.match(await page.textContent('#inspector-sub'), /, \d+ weights ≤ 0 \(off the log axis\)$/);
+  assert.match(await page.textContent('#inspector-sub'), /, (\d+ weights? of A and \d+|\d+ weights?) of Â ≤ 0 \(off the log axis\)$/);
   await page.click('#log');
   await page.waitForFunction(() => !document.querySelector('#log').checked && window.__favorDemo.idle);
-  assert.match(await page.textContent('#inspector-sub'), /, \d+ weights ≤ 0$/);
+  assert.match(await page.textContent('#inspector-sub'), /, \d+ weights? of Â ≤ 0$/);
   assert.deepEqual(problems, []);
   await page.close();
 });
@@ -380,10 +380,10 @@ test('the row inspector over 16 draws: a band and its mean, what they say of the
     legend: document.querySelector('#row-legend').textContent,
     timing: [...document.querySelectorAll('#timings th')].some((th) => th.textContent === 'Â over 16 draws'),
   }));
-  const m = /^A inside the 16 draws' range for (\d+) of 128 keys; KL\(A_i ‖ their mean\) = ([\d.·⁻]+), one draw's ([\d.·⁻]+)$/.exec(r.note);
+  const m = /^A inside the 16 draws' range for (\d+) of 128 keys; KL\(Aᵢ ‖ their mean\) = ([\d.·⁻]+), one draw's ([\d.·⁻]+)$/.exec(r.note);
   assert.ok(m, r.note);
   assert.ok(Number(m[1]) > 64, `A inside for ${m[1]} keys`);
-  assert.ok(r.sub.includes(`KL(A_i ‖ Â_i) = ${m[3]}`), `one draw's KL is the inspector's: ${r.sub}`);
+  assert.ok(r.sub.includes(`KL(Aᵢ ‖ Âᵢ) = ${m[3]}`), `one draw's KL is the inspector's: ${r.sub}`);
   assert.equal(r.bands, 1);
   assert.match(r.legend, /Â\[64, :\] over 16 draws: mean, and their range/);
   assert.ok(r.timing, 'the timings table counts the draws');

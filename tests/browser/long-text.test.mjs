@@ -140,7 +140,7 @@ test('a long-context model on a text longer than the heatmaps\' window: the last
   assert.match(r.window ?? '', /reads 600 characters; the heatmaps, the line view and the row inspector show the last 256 \(positions 344–599/);
   assert.match(r.note, /^600 characters; the heatmaps show the last 256/);
   assert.match(r.sub, /reads its last 1,024 characters/);
-  assert.match(r.inspector, /^query i = 255: KL\(A_i ‖ Â_i\) = .* over all 600 keys; plotted: the last 256/);
+  assert.match(r.inspector, /^query i = 255: KL\(Aᵢ ‖ Âᵢ\) = .* over all 600 keys; plotted: the last 256/);
   assert.match(r.line, /on keys before it$/);
   assert.ok(r.bpc > 0 && Number.isFinite(r.bpc), `bits per character ${r.bpc}`);
   await assertUrl(page, /model=long-softmax/);

@@ -7,7 +7,9 @@
 // which heads are hard plots every head's error against its keys' spread; the page's bits per
 // character are the Node runner's on the same text (the page as it opens, and the Performer's
 // exported W), and the selected head's error measures the
-// float64 ones of the runner's q, k and v.
+// float64 ones of the runner's q, k and v; a switch between the modes lays every plot out and
+// labels its axes as the page opened in that mode; the row inspector counts A's and Â's weights
+// off its log axis and draws short rows with a tick per key (one key: its points).
 // Saves docs/demo-model.png with UPDATE_SCREENSHOTS=1 (else build/screenshots/).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -331,6 +333,96 @@ test('which heads are hard: every head a point (KL against its keys\' spread, fo
   await synthetic.page.close();
 });
 
+// Every plot shown: its viewBox against its element's size, and its axes' labels; the error study's
+// menu. A plot is laid out for its panel when its viewBox is the panel's size (plot.js).
+const plots = (page) => page.evaluate(() => ({
+  plots: Object.fromEntries([...document.querySelectorAll('svg.plot')].filter((svg) => svg.getClientRects().length).map((svg) => [svg.id, {
+    viewBox: svg.getAttribute('viewBox'),
+    size: `0 0 ${Math.max(200, Math.round(svg.clientWidth))} ${Math.max(120, Math.round(svg.clientHeight))}`,
+    axes: [...svg.querySelectorAll('.axis-label')].map((t) => t.textContent),
+  }])),
+  metric: document.querySelector('#study-metric').selectedOptions[0].textContent,
+}));
+// After a click that computes: the update drawn and laid out (two frames: a plot resized by it is drawn again before its paint).
+async function clickAndSettle(page, selector) {
+  const n = await page.evaluate(() => window.__favorDemo.updates);
+  await page.click(selector);
+  await settled(page, n);
+  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+}
+
+test('switching between a trained model and synthetic inputs: every plot laid out for its new panel, every axis label its menu\'s, as when the page opens in that mode', async () => {
+  const direct = {};
+  for (const [mode, query] of [['synthetic', '?pattern=gaussian'], ['model', '']]) {
+    const { page } = await open(query);
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    direct[mode] = await plots(page);
+    await page.close();
+  }
+  for (const [mode, r] of Object.entries(direct)) for (const [id, p] of Object.entries(r.plots)) assert.equal(p.viewBox, p.size, `${mode}, opened so: #${id}`);
+  assert.ok(direct.model.plots['heads-why-plot'] && direct.model.plots['row-plot'] && direct.synthetic.plots['row-plot']);
+  assert.notEqual(direct.model.plots['row-plot'].size, direct.synthetic.plots['row-plot'].size, 'the inspector\'s panel is narrower beside which heads are hard');
+  assert.notDeepEqual(direct.model.plots['study-plot'].axes, direct.synthetic.plots['study-plot'].axes, 'the study\'s metric follows the mode');
+
+  // the page as opened in either mode, after a switch either way (twice over: the plots drawn in
+  // the other mode before are hidden, then shown again)
+  for (const [start, clicks] of [['', ['synthetic', 'model', 'synthetic']], ['?pattern=gaussian', ['model', 'synthetic', 'model']]]) {
+    const { page } = await open(start);
+    for (const mode of clicks) {
+      await clickAndSettle(page, `#mode-${mode}`);
+      assert.equal(await page.evaluate(() => window.__favorDemo.shown.pattern === 'model'), mode === 'model');
+      const r = await plots(page);
+      for (const [id, p] of Object.entries(r.plots)) assert.equal(p.viewBox, p.size, `${start || 'default'} → ${mode}: #${id} drawn for its panel`);
+      assert.equal(r.metric, direct[mode].metric, `${start || 'default'} → ${mode}: the study's menu`);
+      assert.deepEqual(r.plots['study-plot'].axes, direct[mode].plots['study-plot'].axes, `${start || 'default'} → ${mode}: the study's axes are its menu's`);
+      assert.deepEqual(Object.keys(r.plots).sort(), Object.keys(direct[mode].plots).sort(), `${start || 'default'} → ${mode}: the plots shown`);
+      for (const id of Object.keys(r.plots)) assert.equal(r.plots[id].viewBox, direct[mode].plots[id].viewBox, `${start || 'default'} → ${mode}: #${id} as opened so`);
+    }
+    await page.close();
+  }
+  assert.deepEqual(problems, []);
+});
+
+// The row inspector's exact and approximate lines: how many points each path draws.
+const rowPlot = (page) => page.evaluate(() => ({
+  sub: document.querySelector('#inspector-sub').textContent,
+  drawn: [...document.querySelectorAll('#row-plot path.series')].map((p) => (p.getAttribute('d').match(/[ML]/g) ?? []).length),
+  markers: [...document.querySelectorAll('#row-plot circle')].map((c) => c.getAttribute('fill')),
+  xTicks: [...document.querySelectorAll('#row-plot .tick')].filter((t) => t.getAttribute('text-anchor') === 'middle').map((t) => t.textContent),
+  yTicks: [...document.querySelectorAll('#row-plot .tick')].filter((t) => t.getAttribute('text-anchor') === 'end').map((t) => t.textContent),
+}));
+
+test('the row inspector says how many of A\'s and Â\'s weights are off the log axis; a short row has a tick per key, a one-key row its points', async () => {
+  // the Performer's last row: A underflows to 0 for half its keys, Â is ≤ 0 for some: each counted, each the keys its line leaves out
+  const performer = await open('?model=performer');
+  const p = await rowPlot(performer.page);
+  const m = /^query i = 255: KL\(Aᵢ ‖ Âᵢ\) = [0-9.]+, (\d+) weights of A and (\d+) of Â ≤ 0 \(off the log axis\)$/.exec(p.sub);
+  assert.ok(m, p.sub);
+  assert.ok(Number(m[1]) >= 64, `A: ${m[1]} weights off the axis`);
+  assert.deepEqual(p.drawn, [256 - Number(m[1]), 256 - Number(m[2])], 'each line draws the keys the note does not count');
+  await performer.page.close();
+
+  // two keys: ticks 0 and 1 only, no tick between them
+  const two = await open('?text=Ca');
+  const t = await rowPlot(two.page);
+  assert.match(t.sub, /^query i = 1: KL\(Aᵢ ‖ Âᵢ\) = /);
+  assert.deepEqual(t.xTicks, ['0', '1']);
+  await two.page.close();
+
+  // one key (row 0, causal): A = Â = 1, drawn as points (a dot in a ring), on an axis that reaches below it
+  for (const log of ['', '&log=0']) {
+    const one = await open(`?pattern=model&row=0${log}`);
+    const r = await rowPlot(one.page);
+    assert.equal(r.sub, 'query i = 0: KL(Aᵢ ‖ Âᵢ) = 0');
+    assert.deepEqual(r.xTicks, ['0']);
+    assert.deepEqual(r.markers.sort(), ['#1d2330', 'none'], `${log}: A's dot and Â's ring`);
+    assert.ok(r.yTicks.length >= 3, `${log}: y ticks ${r.yTicks}`);
+    assert.ok(r.yTicks.some((y) => /^1(\.0*)?$/.test(y)), `${log}: the weight 1 has a tick: ${r.yTicks}`);
+    await one.page.close();
+  }
+  assert.deepEqual(problems, []);
+});
+
 test('generation continues the text with exact and approximated attention', async () => {
   const { page } = await open('?pattern=model&model=performer&m=64&tw=1');
   await page.fill('#gen-n', '30');
@@ -414,7 +506,7 @@ test('FAVOR#\'s sderf and aderf: synthetic inputs, and on the model every head\'
     assert.ok(finite(r.grid) && r.grid.every((x) => x >= 0), `${kernel}: every head's mean row KL ${r.grid}`);
     assert.ok(finite(r.metrics), `${kernel}: error measures ${r.metrics}`);
     assert.ok(r.bpc > 0.5 && r.bpc < 10, `${kernel}: bits per character ${r.bpc}`);
-    assert.match(r.inspector, /^query i = 255: KL\(A_i ‖ Â_i\) = [0-9]/);
+    assert.match(r.inspector, /^query i = 255: KL\(Aᵢ ‖ Âᵢ\) = [0-9]/);
     assert.match(r.caption, new RegExp(`${kernel}, orthogonal, m = 64`));
     // the story's FAVOR+ paragraph is followed by what the grid shows instead
     assert.match(r.story ?? '', new RegExp(`^Here the grid and Â show ${kernel}, orthogonal, m = 64 instead \\(FAVOR#'s .*\\): the frames are its errors\\.$`));

@@ -1,11 +1,13 @@
 // The page's line plots (demo/src/plot.js), drawn into a stand-in for the SVG DOM and read back:
 // the axes span the data, their ticks are round numbers (linear: one step of 1, 2 or 5 × 10^k;
 // log: powers of ten) inside the frame, every point lies where the axes put it, a line breaks
-// where a point cannot be drawn, x labels never overlap, and an empty plot's message fits.
+// where a point cannot be drawn, x labels never overlap, an axis of indices ticks whole numbers
+// only, and an empty plot's message fits.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { drawPlot } from '../../demo/src/plot.js';
+import { keyAxis } from '../../demo/src/row-inspector.js';
 import { rng } from './helpers.mjs';
 
 class Element {
@@ -122,6 +124,18 @@ test('log axes: ticks at the powers of ten inside, 2 and 5 between them on short
   }
 });
 
+test('a log axis labels its ticks alike: decimals where it has ticks between its powers of ten, powers of ten where it has none', () => {
+  const labels = (lo, hi) => {
+    const geom = drawPlot(svg(480, 260), { x: { label: 'x' }, y: { label: 'y', log: true, domain: [lo, hi] }, series: [{ label: 's', color: '#000', points: [[1, lo], [2, hi]] }] });
+    return geom.y.ticks.slice().sort((a, b) => a.v - b.v).map((t) => t.label);
+  };
+  // "Which heads are hard" under hard VQ: its axis read 10⁻¹ and 10⁻² among 0.2 and 0.05
+  assert.deepEqual(labels(0.004, 2.5), ['0.005', '0.01', '0.02', '0.05', '0.1', '0.2', '0.5', '1', '2']);
+  assert.deepEqual(labels(8, 600), ['10', '20', '50', '100', '200', '500']);
+  assert.deepEqual(labels(1.5e-5, 3e-4), ['2·10⁻⁵', '5·10⁻⁵', '10⁻⁴', '2·10⁻⁴']);
+  assert.deepEqual(labels(1e-6, 0.5), ['10⁻⁶', '10⁻⁵', '10⁻⁴', '10⁻³', '10⁻²', '10⁻¹']);
+});
+
 test('x labels never overlap, however narrow the plot; the major ticks are labelled before the others', () => {
   for (const width of [200, 320, 480, 900]) {
     for (const [log, at] of [[false, (i) => i * 1234.5], [true, (i) => 10 ** (i / 4)], [true, (i) => 1 + i * 6]]) {
@@ -179,4 +193,25 @@ test('bands, reference lines and the cursor sit on the axes; an empty plot says 
     for (const line of lines) assert.ok(line.length <= room, `${width} px: "${line}" is over ${room} characters`);
     if (width === 200) assert.ok(lines.length >= 3);
   }
+});
+
+test('an integer axis (the row inspector\'s keys): ticks at whole numbers only, each label once, however few the keys', () => {
+  for (const S of [1, 2, 3, 4, 5, 7, 12, 40, 256]) {
+    for (const width of [200, 436, 672]) {
+      const root = svg(width, 170);
+      const points = Array.from({ length: S }, (_, j) => [j, 1 / S]);
+      const geom = drawPlot(root, { x: keyAxis(S, S - 1, true), y: { label: 'weight' }, series: [{ label: 's', color: '#000', points }] });
+      const ticks = geom.x.ticks.map((t) => t.v);
+      for (const v of ticks) assert.ok(Number.isInteger(v) && v >= 0 && v <= S - 1, `${S} keys, ${width} px: a tick at ${v}`);
+      assert.ok(ticks.includes(0), `${S} keys: key 0 has a tick`);
+      if (S <= 5) assert.deepEqual(ticks, Array.from({ length: S }, (_, j) => j), `${S} keys: one tick per key`);
+      const bottom = geom.height - geom.margin.b + 14;
+      const labels = root.all((e) => e.name === 'text' && e.attrs.class === 'tick' && Number(e.attrs.y) === bottom).map((e) => e.textContent);
+      assert.equal(new Set(labels).size, labels.length, `${S} keys, ${width} px: labels ${labels.join(' ')}`);
+      for (const label of labels) assert.match(label, /^\d+$/);
+    }
+  }
+  // a plain linear axis over the same span keeps its half steps
+  const geom = drawPlot(svg(480, 170), { x: { domain: [-0.5, 1.5], label: 'x' }, y: { label: 'y' }, series: [] });
+  assert.deepEqual(geom.x.ticks.map((t) => t.v), [-0.5, 0, 0.5, 1, 1.5]);
 });
