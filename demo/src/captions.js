@@ -27,6 +27,9 @@ export const STORY_NOTES = {
 
 // A count as people read it: 32,241.
 const count = (n) => n.toLocaleString('en-US');
+// n entries, and the verb that agrees with them
+const entries = (n) => `${count(n)} ${n === 1 ? 'entry' : 'entries'}`;
+const agrees = (n, one, more) => (n === 1 ? one : more);
 
 // A model run whose Â is the trained model's own (its exported W): the story's FAVOR+ itself.
 const exportedW = (model) => /exported W/.test(model.label);
@@ -41,11 +44,17 @@ export function approxCaption(params, { model, codebook: cb }) {
   return `(${params.kernel}, ${params.sampling}, m = ${params.m})`;
 }
 
-// A caption cut around its "m = …", which the page keeps on one line: [before, m, after], or
-// [caption] where it has none.
+// A caption cut around each of its "m = 256", "m = 64 = L", "m ≥ L = 256", which the page keeps
+// on one line: [text, kept, text, …, text], the kept parts at the odd places; [caption] where it has
+// none. Only the relation itself: the words after it wrap as any others.
 export function captionParts(caption) {
-  const m = /m = [^,)]+/.exec(caption);
-  return m ? [caption.slice(0, m.index), m[0], caption.slice(m.index + m[0].length)] : [caption];
+  const parts = [];
+  let last = 0;
+  for (const m of caption.matchAll(/\bm(?: [=≥] (?:L|\d+))+/g)) {
+    parts.push(caption.slice(last, m.index), m[0]);
+    last = m.index + m[0].length;
+  }
+  return [...parts, caption.slice(last)];
 }
 
 // The synthetic inputs' headline (HTML: the mean row KL in bold).
@@ -64,9 +73,14 @@ export function syntheticHeadline(params, errors, cb) {
 const APPROX_NAMES = { positive: 'FAVOR+', hyperbolic: 'hyperbolic features', trigonometric: 'trigonometric features',
   relu: 'relu features', oprf: 'OPRF (FAVOR++)', sderf: 'SDERF (FAVOR#)', aderf: 'ADERF (FAVOR#)', ...MODE_NAMES };
 // favorTrained: the model shown was trained with FAVOR+ (the manifest's attention 'favor'), so the
-// other of the pair is the softmax model.
-export function modelTry(favorTrained, kernel = 'positive') {
+// other of the pair is the softmax model. m, L: the codewords and the length of the text, where
+// known; at m ≥ L there are no more codewords to add, and hard VQ is exact already.
+export function modelTry(favorTrained, kernel = 'positive', { m, L } = {}) {
   const start = 'type at the end of the text (the predictions are what comes next), click a head in the grid, or ';
+  if ((kernel === 'vq' || kernel === 'soft-vq') && L > 0 && m >= L) {
+    return kernel === 'vq' ? `${start}lower the codewords m below L = ${L}: keys then share codewords, and hard VQ is no longer exact.`
+      : `${start}lower T: with a codeword for every key (m ≥ L = ${L}), soft VQ then tends to hard VQ, which is exact here.`;
+  }
   if (kernel === 'vq' || kernel === 'soft-vq') {
     return `${start}raise the codewords m: at m = L every key is its own codeword and hard VQ is exact` +
       `${kernel === 'soft-vq' ? '; lower T and soft VQ tends to hard VQ' : ''}.`;
@@ -162,8 +176,9 @@ export function trainedNote(record, kernel, bpc) {
 export function negativeNote(nonPositive, nonFinite) {
   if (!nonPositive && !nonFinite) return null;
   return {
-    text: `⚠ ${count(nonPositive + nonFinite)} entries of Â ≤ 0${nonFinite ? ' or not finite' : ''} (why?)`,
-    title: `${[nonPositive && `${count(nonPositive)} entries of Â are ≤ 0`, nonFinite && `${count(nonFinite)} ${nonPositive ? '' : 'entries of Â '}are not finite`]
+    text: `⚠ ${entries(nonPositive + nonFinite)} of Â ≤ 0${nonFinite ? ' or not finite' : ''} (why?)`,
+    title: `${[nonPositive && `${entries(nonPositive)} of Â ${agrees(nonPositive, 'is', 'are')} ≤ 0`,
+      nonFinite && `${nonPositive ? count(nonFinite) : `${entries(nonFinite)} of Â`} ${agrees(nonFinite, 'is', 'are')} not finite`]
       .filter(Boolean).join(' and ')}: ` +
       'the trigonometric (sin/cos) estimator is unbiased but not positive, so normalized rows can hold negative ' +
       'or very large weights (the Performer paper\'s motivating failure). The heatmaps draw them as 0 on the linear ' +
@@ -186,13 +201,13 @@ export function sharedLegend({ model, causal, log, scale, ranges }) {
   const { vmax, over } = ranges;
   const name = `${log ? 'log' : 'linear'} scale${log ? ` ${fmt(scale.vmin, 1)} … ${fmt(vmax, 2)}` : ` 0 … ${fmt(vmax, 2)}`}`;
   return model
-    ? `A, Â and every head in the grid: one fixed ${name}${over ? `; ${count(over)} Â entries above 1 saturate` : ''}; grey: masked (j > i)`
-    : `A and Â: A's ${name}${over ? `; ${count(over)} Â entries above A's top saturate` : ''}${causal ? '; grey: masked (j > i)' : ''}`;
+    ? `A, Â and every head in the grid: one fixed ${name}${over ? `; ${count(over)} Â ${agrees(over, 'entry', 'entries')} above 1 ${agrees(over, 'saturates', 'saturate')}` : ''}; grey: masked (j > i)`
+    : `A and Â: A's ${name}${over ? `; ${count(over)} Â ${agrees(over, 'entry', 'entries')} above A's top ${agrees(over, 'saturates', 'saturate')}` : ''}${causal ? '; grey: masked (j > i)' : ''}`;
 }
 
 export function diffLegend({ log, ranges }) {
   const { dover, dmax } = ranges;
-  return `A − Â, diverging at 0${log ? ' (symmetric log)' : ''}${dover ? `; ${count(dover)} entries beyond ±${fmt(dmax, 2)} saturate` : ''}`;
+  return `A − Â, diverging at 0${log ? ' (symmetric log)' : ''}${dover ? `; ${entries(dover)} beyond ±${fmt(dmax, 2)} ${agrees(dover, 'saturates', 'saturate')}` : ''}`;
 }
 
 // The timings' last row, [label, title]: from what to every panel drawn, for the page's first

@@ -131,27 +131,41 @@ export function drawLegend(root, scale, title) {
   const img = ctx.createImageData(256, 1);
   new Uint32Array(img.data.buffer).set(scale.lut);
   ctx.putImageData(img, 0, 0);
-  const ticks = [];
+  // The ends, then groups of ticks in the order they are kept while they fit: a diverging scale's
+  // ± pairs together, so that its ticks stay symmetric about 0.
+  let ends;
+  const groups = [];
   if (scale.kind === 'sequential' && scale.log) {
     const lo = Math.ceil(Math.log10(scale.vmin) - 1e-9), hi = Math.floor(Math.log10(scale.vmax) + 1e-9);
     const step = Math.max(1, Math.ceil((hi - lo + 1) / 6));
-    for (let e = hi; e >= lo; e -= step) ticks.push([scale.position(10 ** e), pow10Label(e)]);
-    ticks.push([0, fmt(scale.vmin, 1)], [1, fmt(scale.vmax, 2)]);
+    for (let e = hi; e >= lo; e -= step) groups.push([[scale.position(10 ** e), pow10Label(e)]]);
+    // a bottom that is a power of ten is named as one
+    ends = [[0, scale.position(10 ** lo) < 1e-6 ? pow10Label(lo) : fmt(scale.vmin, 1)], [1, fmt(scale.vmax, 2)]];
   } else if (scale.kind === 'sequential') {
-    for (const t of [0, 0.25, 0.5, 0.75, 1]) ticks.push([t, fmt(t * scale.vmax, 2)]);
-  } else if (scale.log) {
-    for (const s of [-1, 1]) for (const f of [1, 1e-1, 1e-2]) ticks.push([scale.position(s * f * scale.vmax), fmt(s * f * scale.vmax, 1)]);
-    ticks.push([0.5, '0']);
+    ends = [[0, '0'], [1, fmt(scale.vmax, 2)]];
+    groups.push([[0.5, fmt(0.5 * scale.vmax, 2)]], [0.25, 0.75].map((t) => [t, fmt(t * scale.vmax, 2)]));
   } else {
-    for (const t of [-1, -0.5, 0, 0.5, 1]) ticks.push([0.5 + t / 2, fmt(t * scale.vmax, 2)]);
+    const digits = scale.log ? 1 : 2;
+    ends = [[0, fmt(-scale.vmax, digits)], [1, fmt(scale.vmax, digits)]];
+    groups.push([[0.5, '0']]);
+    if (scale.log) for (const f of [1e-1, 1e-2]) groups.push([-1, 1].map((s) => [scale.position(s * f * scale.vmax), fmt(s * f * scale.vmax, 1)]));
+    else groups.push([-1, 1].map((s) => [0.5 + s / 4, fmt(s * 0.5 * scale.vmax, 2)]));
   }
-  // Drop ticks that would overlap their neighbour (keep the ends).
-  ticks.sort((a, b) => a[0] - b[0]);
-  const kept = [];
-  ticks.forEach((t, n) => {
-    if (!kept.length || t[0] - kept.at(-1)[0] > 0.14) kept.push(t);
-    else if (n === ticks.length - 1 && kept.length > 1) kept[kept.length - 1] = t;  // keep the top end
-  });
+  // Drop the groups whose labels would overlap one kept already, at the legend's width (read now:
+  // a resize draws it again). A label is taken as 6.5 px a character at the ticks' 10 px, a little
+  // more than they measure; the ends' labels are drawn inwards from the ends (style.css).
+  const width = root.clientWidth || 256;
+  const extent = ([p, label]) => {
+    const x = p * width, w = label.length * 6.5;
+    return p <= 0 ? [x, x + w] : p >= 1 ? [x - w, x] : [x - w / 2, x + w / 2];
+  };
+  const apart = (a, b) => a[1] + 6 <= b[0] || b[1] + 6 <= a[0];
+  const kept = [...ends];
+  for (const group of groups) {
+    const boxes = group.map(extent);
+    if (boxes.every((a, n) => kept.every((k) => apart(a, extent(k))) && boxes.slice(0, n).every((b) => apart(a, b)))) kept.push(...group);
+  }
+  kept.sort((a, b) => a[0] - b[0]);
   root.querySelector('.ticks').innerHTML = kept
     .map(([p, label]) => `<span style="left:${(p * 100).toFixed(2)}%">${label}</span>`).join('');
   root.dataset.vmax = String(scale.vmax);

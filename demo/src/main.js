@@ -111,14 +111,21 @@ function showMode(model) {
   $('#story').classList.toggle('synthetic', !model);
   $('#grid-panel').hidden = $('#legend-grid').hidden = $('#hint-grid').hidden = !model;
   document.querySelector('.panels').classList.toggle('with-grid', model);
-  document.querySelector('.legends').classList.toggle('with-grid', model);
+}
+
+// The model shown was trained with FAVOR+ (once the manifest says).
+const favorTrained = () => manifestModels?.find((m) => m.name === state.model)?.attention === 'favor';
+
+// The model story's suggestion; for VQ it weighs the codewords against the length of the text last
+// computed, so a result drawn writes it again.
+function writeTry() {
+  $('#story-try-model').textContent = modelTry(favorTrained(), state.kernel, { m: state.m, L: result?.model?.shown?.total });
 }
 
 // The form's parts that depend on the kernel menu and the input (mode-controls.js).
 function writeModeControls() {
-  const favorTrained = manifestModels?.find((m) => m.name === state.model)?.attention === 'favor';
-  const f = modeControls(state, { hasExported: favorTrained });
-  $('#story-try-model').textContent = modelTry(favorTrained, state.kernel);
+  const f = modeControls(state, { hasExported: favorTrained() });
+  writeTry();
   controls.trainedW.checked = f.trainedW.checked;
   controls.trainedW.disabled = f.trainedW.disabled;
   controls.trainedW.closest('.row').classList.toggle('disabled', f.trainedW.disabled);
@@ -362,6 +369,7 @@ function redraw(t0, fresh = false) {
     $('#headline').innerHTML = syntheticHeadline(params, errors, result.codebook);
   }
   drawNotes(params, result);
+  writeTry();
   drawSide(result.codebook, result.model, params, view.L);
   drawErrors(errors);
   for (const h of Object.values(heatmaps)) h.setRow(row);
@@ -424,7 +432,7 @@ function recordUpdate(record, t0) {
 function drawNotes(params, r) {
   const caption = approxCaption(params, r);
   $('#approx-caption').replaceChildren(...captionParts(caption).map((part, i) =>
-    (i === 1 ? Object.assign(document.createElement('span'), { className: 'nowrap', textContent: part }) : part)));
+    (i % 2 === 1 ? Object.assign(document.createElement('span'), { className: 'nowrap', textContent: part }) : part)));
   $('#approx-caption').title = caption;
   const negative = negativeNote(r.nonPositive, r.nonFinite), note = $('#negative-note');
   note.hidden = !negative;

@@ -261,6 +261,79 @@ test('390×844: the heatmap fills the width, the settings are a drawer, nothing 
   await page.close();
 });
 
+// The matrices' boxes as drawn: the three heatmaps and their panels, the two legends (bar, ticks,
+// sentence) and the panels each reads, the Â caption's parts kept on one line.
+const matrixBoxes = (page) => page.evaluate(() => {
+  const box = (el) => el.getBoundingClientRect().toJSON();
+  const q = (sel) => document.querySelector(sel);
+  const panel = (sel) => box(q(sel).closest('.panel'));
+  const legend = (sel) => ({
+    box: box(q(sel)), title: q(`${sel} .legend-title`).textContent, titleBox: box(q(`${sel} .legend-title`)),
+    titleClipped: q(`${sel} .legend-title`).scrollWidth > q(`${sel} .legend-title`).clientWidth + 1,
+    bar: box(q(`${sel} canvas`)), ticks: [...q(`${sel} .ticks`).children].map((t) => ({ text: t.textContent, ...box(t) })),
+  });
+  return {
+    innerWidth,
+    heatmaps: ['#hm-exact', '#hm-approx', '#hm-diff'].map((sel) => ({ sel, ...box(q(sel)), panel: panel(sel) })),
+    shared: { ...legend('#legend-shared'), from: panel('#hm-exact'), to: panel('#hm-approx') },
+    diff: { ...legend('#legend-diff'), from: panel('#hm-diff'), to: panel('#hm-diff') },
+    caption: { ...box(q('#approx-caption').closest('figcaption')), text: q('#approx-caption').textContent, kept: [...q('#approx-caption').children].map((c) => c.textContent) },
+    tryText: q('#story-try-model').textContent,
+  };
+});
+
+test('the heatmaps keep one size and the legends stay in their panels, however long the caption and the legend\'s sentence (1440, 1024, 390 px)', { timeout: 240000 }, async () => {
+  // each of these counts saturated A − Â entries, which lengthens the legend's sentence; the last
+  // has the longest Â caption (hard VQ with as many codewords as characters)
+  for (const query of ['?model=performer', '?layer=0&head=3', '?model=finetune&kernel=sderf', '?pattern=model&kernel=vq&m=256']) {
+    const { page, problems } = await open(query);
+    for (const [width, height] of [[1440, 900], [1024, 900], [390, 844]]) {
+      const n = await page.evaluate(() => window.__favorDemo.updates);
+      await page.setViewportSize({ width, height });
+      // a resize redraws the panels (the legends' ticks at their new width)
+      if (width !== 1440) await page.waitForFunction((k) => window.__favorDemo.updates > k && window.__favorDemo.idle, n, { timeout: 60000 });
+      const g = await matrixBoxes(page);
+      const where = `${query} at ${width} px`;
+      const inside = (a, b, what) => assert.ok(a.left >= b.left - 1 && a.right <= b.right + 1, `${where}: ${what} [${a.left}, ${a.right}] leaves [${b.left}, ${b.right}]`);
+      const viewport = { left: 0, right: g.innerWidth };
+      // the three heatmaps: one size, each in its panel, none over another
+      const [a] = g.heatmaps;
+      for (const [i, h] of g.heatmaps.entries()) {
+        assert.ok(Math.abs(h.width - a.width) <= 1 && Math.abs(h.height - a.height) <= 1, `${where}: ${h.sel} ${h.width}×${h.height} against A's ${a.width}×${a.height}`);
+        inside(h, h.panel, `${h.sel} in its panel`);
+        inside(h, viewport, `${h.sel} in the page`);
+        for (const o of g.heatmaps.slice(i + 1)) {
+          const overlap = Math.min(h.right, o.right) - Math.max(h.left, o.left) > 1 && Math.min(h.bottom, o.bottom) - Math.max(h.top, o.top) > 1;
+          assert.ok(!overlap, `${where}: ${h.sel} and ${o.sel} overlap`);
+        }
+      }
+      // the legends: bar, ticks and the whole sentence within the panels each reads, ticks apart
+      assert.match(g.diff.title, /^A − Â, diverging at 0 \(symmetric log\); \d[\d,]* entr(?:y|ies) beyond ±\S+ saturates?$/, where);
+      for (const [name, l] of [['A, Â legend', g.shared], ['A − Â legend', g.diff]]) {
+        const span = { left: l.from.left, right: l.to.right };
+        for (const [what, b] of [['', l.box], [' bar', l.bar], [' sentence', l.titleBox], ...l.ticks.map((t) => [` tick ${t.text}`, t])]) {
+          inside(b, span, `the ${name}${what}`);
+          inside(b, viewport, `the ${name}${what} in the page`);
+        }
+        assert.ok(!l.titleClipped, `${where}: the ${name}'s sentence is cut: "${l.title}"`);
+        assert.ok(l.ticks.length >= 3, `${where}: the ${name} has ${l.ticks.length} ticks`);
+        l.ticks.slice(1).forEach((t, i) => assert.ok(l.ticks[i].right <= t.left, `${where}: the ${name}'s ticks ${l.ticks[i].text} and ${t.text} overlap`));
+      }
+      // the Â caption within its panel; only its "m = …" relations kept on one line
+      inside(g.caption, g.heatmaps[1].panel, 'the Â caption');
+      for (const k of g.caption.kept) assert.match(k, /^m( [=≥] (L|\d+))+$/, `${where}: "${k}" kept on one line`);
+      if (/kernel=vq&m=256/.test(query)) {
+        assert.equal(g.caption.text, '(hard VQ, k-means m = 256 per head (m ≥ L = 256: every key is its own codeword, so Â = A: trivially exact))');
+        // m is L already: no suggestion to raise it
+        assert.doesNotMatch(g.tryText, /raise the codewords/, where);
+        assert.match(g.tryText, /lower the codewords m below L = 256/, where);
+      }
+    }
+    assert.deepEqual(problems, [], query);
+    await page.close();
+  }
+});
+
 test('the grid cells keep their size while typing', async () => {
   const { page, problems } = await open('');
   const sizes = () => page.$$eval('#heads-grid button', (bs) => bs.map((b) => { const r = b.getBoundingClientRect(); return `${Math.round(r.left)},${Math.round(r.top)},${Math.round(r.width)}x${Math.round(r.height)}`; }).join(' '));
@@ -332,9 +405,11 @@ test('studies and VQ at the model\'s defaults: mean row KL, a codebook smaller t
   const v = await page.evaluate(() => ({ m: window.__favorDemo.shown.m, caption: document.querySelector('#approx-caption').textContent }));
   assert.ok(v.m < 256 / 2, `codewords ${v.m}`);
   assert.doesNotMatch(v.caption, /trivially exact/);
-  // as many codewords as characters: said
+  assert.match(await page.textContent('#story-try-model'), /raise the codewords m: at m = L/);
+  // as many codewords as characters: said, and no more suggestion to raise m
   await page.$eval('#m', (el) => { el.value = String(Number(el.max)); el.dispatchEvent(new Event('input', { bubbles: true })); });
   await page.waitForFunction(() => window.__favorDemo.idle && /trivially exact/.test(document.querySelector('#approx-caption').textContent), null, { timeout: 60000 });
+  assert.match(await page.textContent('#story-try-model'), /lower the codewords m below L = 256: keys then share codewords/);
   // synthetic inputs keep the kernel MSE of Lemma 2
   await page.click('#mode-synthetic');
   await page.waitForFunction(() => window.__favorDemo.idle && window.__favorDemo.shown?.pattern === 'gaussian', null, { timeout: 60000 });

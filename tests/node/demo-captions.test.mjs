@@ -113,6 +113,23 @@ test('a trained model: its label; the story note only where Â is not its FAVOR+
   }
 });
 
+test('a caption keeps each m = … on one line, and only that: the words after it wrap as any others', () => {
+  // hard VQ on a model with as many codewords as characters (model-view.js): its label said m ≥ L
+  const label = 'hard VQ, k-means m = 256 per head (m ≥ L = 256: every key is its own codeword, so Â = A: trivially exact)';
+  const caption = approxCaption(synthetic('vq'), { model: { label }, codebook: codebookOf('vq') });
+  const parts = captionParts(caption);
+  assert.equal(parts.join(''), caption);
+  assert.deepEqual(parts.filter((_, i) => i % 2 === 1), ['m = 256', 'm ≥ L = 256']);
+  assert.equal(parts.length, 5);
+  for (const c of [caption, '(FAVOR+ with the exported W (the last training draw; positive, m = 64))', '(Performer as soft VQ, C = W/√scale, orthogonal, m = 8)',
+    '(hard VQ, k-means, m = 64 = L)', '(soft VQ, T = 0.0316, k-means, m = 32)']) {
+    const kept = captionParts(c).filter((_, i) => i % 2 === 1);
+    assert.equal(kept.length, (c.match(/\bm [=≥]/g) ?? []).length, c);
+    for (const k of kept) assert.match(k, /^m( [=≥] (L|\d+))+$/, `${c}: "${k}" kept on one line`);
+  }
+  assert.deepEqual(captionParts('(no codewords)'), ['(no codewords)']);
+});
+
 test('the note on entries of Â that are not probabilities appears only when there are some', () => {
   assert.equal(negativeNote(0, 0), null);
   const only = negativeNote(5, 0);
@@ -124,6 +141,11 @@ test('the note on entries of Â that are not probabilities appears only when the
   assert.equal(negativeNote(0, 3).text, '⚠ 3 entries of Â ≤ 0 or not finite (why?)');
   assert.ok(negativeNote(0, 3).title.startsWith('3 entries of Â are not finite: '), negativeNote(0, 3).title);
   assert.equal(negativeNote(32241, 0).text, '⚠ 32,241 entries of Â ≤ 0 (why?)', 'counts with thousands separators');
+  // one entry
+  assert.equal(negativeNote(1, 0).text, '⚠ 1 entry of Â ≤ 0 (why?)');
+  assert.ok(negativeNote(1, 0).title.startsWith('1 entry of Â is ≤ 0: '), negativeNote(1, 0).title);
+  assert.ok(negativeNote(0, 1).title.startsWith('1 entry of Â is not finite: '), negativeNote(0, 1).title);
+  assert.ok(negativeNote(2, 1).title.startsWith('2 entries of Â are ≤ 0 and 1 is not finite: '), negativeNote(2, 1).title);
 });
 
 test('a text past the heatmaps\' window: the positions shown are the last ones, numbered from 0', () => {
@@ -146,6 +168,10 @@ test('legends: the scale and its range as drawn; saturation and masking only whe
   assert.equal(diffLegend({ log: true, ranges: { ...ranges, dover: 4 } }), `A − Â, diverging at 0 (symmetric log); 4 entries beyond ±${fmt(0.4, 2)} saturate`);
   assert.ok(sharedLegend({ model: null, causal: false, log: false, scale, ranges: { ...ranges, over: 3847 } }).includes('; 3,847 Â entries'));
   assert.ok(diffLegend({ log: false, ranges: { ...ranges, dover: 12000 } }).endsWith(`; 12,000 entries beyond ±${fmt(0.4, 2)} saturate`));
+  // one entry
+  assert.ok(sharedLegend({ model: {}, causal: true, log: false, scale, ranges: { ...ranges, over: 1 } }).includes('; 1 Â entry above 1 saturates;'));
+  assert.ok(sharedLegend({ model: null, causal: false, log: false, scale, ranges: { ...ranges, over: 1 } }).endsWith("; 1 Â entry above A's top saturates"));
+  assert.ok(diffLegend({ log: false, ranges: { ...ranges, dover: 1 } }).endsWith(`; 1 entry beyond ±${fmt(0.4, 2)} saturates`));
 });
 
 test('timings: a row per step of what was computed, each with its time or "cached"', () => {
@@ -265,6 +291,23 @@ test('the model story\'s suggestion names the other model of the pair: the softm
     noGaps(text);
     assert.match(text, /^type at the end of the text/);
     assert.match(text, favorTrained ? /choose the softmax model/ : /choose the performer model/);
+  }
+});
+
+test('the model story\'s suggestion for VQ: raise m while m < L, never once m ≥ L already (hard VQ is exact there)', () => {
+  for (const favorTrained of [false, true]) {
+    for (const kernel of ['vq', 'soft-vq']) {
+      for (const L of [undefined, null, 256]) assert.match(modelTry(favorTrained, kernel, { m: 128, L }), /raise the codewords m: at m = L/);
+      for (const m of [256, 1024]) {
+        const text = modelTry(favorTrained, kernel, { m, L: 256 });
+        noGaps(text);
+        assert.doesNotMatch(text, /raise the codewords/, text);
+        assert.match(text, kernel === 'vq' ? /or lower the codewords m below L = 256: keys then share codewords, and hard VQ is no longer exact\.$/
+          : /or lower T: with a codeword for every key \(m ≥ L = 256\), soft VQ then tends to hard VQ, which is exact here\.$/);
+      }
+    }
+    // random features: m and L say nothing
+    assert.equal(modelTry(favorTrained, 'positive', { m: 256, L: 256 }), modelTry(favorTrained, 'positive'));
   }
 });
 

@@ -5,8 +5,10 @@
 // seed 1, the Performer's exported W ticked. A head "reaches a KL of 1" when its mean row
 // KL(A‖Â) over the whole text is >= 1, as the grid frames it; "most" is more than half of the
 // 16 heads. The counts are far from the thresholds (0 against 1; 11–16 against 9), so a claim
-// only fails for a real change of the models or the estimators. The story's sentence on which heads
-// are approximated worst is measured the same way.
+// only fails for a real change of the models or the estimators. VQ's suggestion also weighs the
+// codewords against the text's length L (256 for the default text), so it is measured at m = 64 and
+// at m = 256 as well. The story's sentence on which heads are approximated worst is measured the
+// same way.
 import assert from 'node:assert/strict';
 import { before, test } from 'node:test';
 
@@ -17,7 +19,7 @@ import { modelTry } from '../../demo/src/captions.js';
 import { rankCorrelation } from '../../demo/src/heads-why.js';
 import { computeModel } from '../../demo/src/model-view.js';
 import { temperatureOf } from '../../demo/src/modes.js';
-import { DEFAULTS } from '../../demo/src/settings.js';
+import { DEFAULTS, TEMP_RANGE } from '../../demo/src/settings.js';
 
 const MODELS = ['softmax', 'performer', 'finetune', 'long-softmax', 'long-performer'];
 const KERNELS = ['positive', 'hyperbolic', 'trigonometric', 'relu', 'oprf', 'sderf', 'aderf', 'vq', 'soft-vq', 'performer-vq'];
@@ -32,16 +34,19 @@ before(async () => {
 });
 
 const computed = new Map();
-// Every head of the model with the kernel, at the page's defaults (or m): the grid's errors and spreads.
-function overviewOf(model, kernel, m = DEFAULTS.m) {
-  const key = `${model} ${kernel} ${m}`;
+// The model with the kernel, at the page's defaults (or m, or the temperature's step).
+function computedOf(model, kernel, m = DEFAULTS.m, tempStep = DEFAULTS.tempStep) {
+  const key = `${model} ${kernel} ${m} ${tempStep}`;
   if (!computed.has(key)) {
-    const s = { ...DEFAULTS, pattern: 'model', model, kernel, m };
+    const s = { ...DEFAULTS, pattern: 'model', model, kernel, m, tempStep };
     const p = { ...s, temperature: temperatureOf(s.tempStep) };
-    computed.set(key, computeModel(favor, models.get(model), p, {}).extras.overview);
+    const r = computeModel(favor, models.get(model), p, {});
+    computed.set(key, { L: r.L, overview: r.extras.overview });
   }
   return computed.get(key);
 }
+// Every head of the model with the kernel: the grid's errors and spreads.
+const overviewOf = (...setting) => computedOf(...setting).overview;
 // How many of the model's heads reach a KL of 1 with the kernel, at the page's defaults.
 const headsAboveOne = (model, kernel) => overviewOf(model, kernel).filter((o) => o.errors.meanRowKL >= 1).length;
 const most = (n) => n > 8;
@@ -49,9 +54,13 @@ const most = (n) => n > 8;
 test('every "Try:" claim of the model story holds on the models, for every model and kernel', { timeout: 600000 }, () => {
   assert.deepEqual([...favorTrained].sort(), ['finetune', 'long-performer', 'performer'], 'the pairs: these three beside the softmax model');
   for (const model of MODELS) {
-    for (const kernel of KERNELS) {
-      const text = modelTry(favorTrained.has(model), kernel);
-      const where = `${model}, ${kernel}: "${text}"`;
+    // the default text's length; VQ's suggestion weighs the codewords against it, at m = 64 and at
+    // the default m (as many codewords as characters)
+    const L = computedOf(model, 'positive').L;
+    const settings = [...KERNELS.map((kernel) => [kernel, {}]), ...['vq', 'soft-vq'].flatMap((kernel) => [64, DEFAULTS.m].map((m) => [kernel, { m, L }]))];
+    for (const [kernel, codewords] of settings) {
+      const text = modelTry(favorTrained.has(model), kernel, codewords);
+      const where = `${model}, ${kernel}${codewords.m ? `, m = ${codewords.m}, L = ${L}` : ''}: "${text}"`;
       assert.match(text, /^type at the end of the text \(the predictions are what comes next\), click a head in the grid, or /, where);
       assert.doesNotMatch(text, /undefined|\s{2}/, where);
       let claims = 0;
@@ -75,6 +84,23 @@ test('every "Try:" claim of the model story holds on the models, for every model
         assert.ok(kernel === 'vq' || kernel === 'soft-vq', where);
         // at m = L the page's hard VQ is A itself
         assert.ok(overviewOf(model, 'vq', 1024).every((o) => o.errors.maxAbs < 1e-5), `${where}: hard VQ at m ≥ L is exact`);
+        assert.ok(!(codewords.m >= L), `${where}: m is below L`);
+        claims++;
+      }
+      if (/lower the codewords m below L = (\d+): keys then share codewords, and hard VQ is no longer exact\./.test(text)) {
+        assert.ok(kernel === 'vq' && codewords.m >= L, where);
+        assert.equal(Number(/L = (\d+)/.exec(text)[1]), L, where);
+        // measured at m = 64: every model has heads at a mean row KL of 10⁻³ and more
+        assert.ok(overviewOf(model, 'vq', 64).some((o) => o.errors.meanRowKL > 1e-3), `${where}: hard VQ at m < L is not A`);
+        claims++;
+      }
+      if (/lower T: with a codeword for every key \(m ≥ L = (\d+)\), soft VQ then tends to hard VQ, which is exact here\./.test(text)) {
+        assert.ok(kernel === 'soft-vq' && codewords.m >= L, where);
+        assert.equal(Number(/L = (\d+)/.exec(text)[1]), L, where);
+        // at the slider's lowest T (0.01) against T = 1, every head's error falls, to a mean row KL
+        // under 0.01 (measured on the softmax model: 10⁻⁴ at most, against 0.41)
+        const cold = overviewOf(model, 'soft-vq', codewords.m, TEMP_RANGE[0]), warm = overviewOf(model, 'soft-vq', codewords.m);
+        cold.forEach((o, h) => assert.ok(o.errors.meanRowKL < Math.min(0.01, warm[h].errors.meanRowKL), `${where}: head ${h}: ${o.errors.meanRowKL} at T = 0.01, ${warm[h].errors.meanRowKL} at T = 1`));
         claims++;
       }
       assert.equal(claims, 1, `${where}: one measured claim`);
