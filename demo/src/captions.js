@@ -39,7 +39,7 @@ export function approxCaption(params, { model, codebook: cb }) {
   if (model) return `(${model.label})`;
   if (cb) {
     return `(${MODE_NAMES[params.kernel]}${cb.assignment === 'soft' ? `, T = ${fmtT(params.temperature)}` : ''}, ` +
-      `${cb.assignment === 'gaussian' ? 'C = W/√scale, orthogonal-fixed' : 'k-means'}, m = ${cb.clusters}${cb.capped ? ' = L' : ''})`;
+      `${cb.assignment === 'gaussian' ? 'C = W·∜d, orthogonal-fixed' : 'k-means'}, m = ${cb.clusters}${cb.capped ? ' = L' : ''})`;
   }
   return `(${params.kernel}, ${params.sampling}, m = ${params.m})`;
 }
@@ -123,7 +123,7 @@ export function syntheticTry(kernel, pattern) {
 // What the codebook modes computed.
 export function codebookNote(params, cb) {
   if (cb.assignment === 'gaussian') {
-    return `Codebook C = W/√scale of an orthogonal-fixed positive feature map (m = ${cb.clusters}, seed ${params.seed}); ` +
+    return `Codebook C = W·∜d of an orthogonal-fixed positive feature map (m = ${cb.clusters}, seed ${params.seed}); ` +
       'responsibilities exp(−‖k̃ − c̃‖²/2), not normalized.';
   }
   const how = cb.assignment === 'hard' ? 'each key replaced by its nearest codeword'
@@ -144,7 +144,7 @@ export function featuresNote(params, { model, codebook: cb, numFeatures }) {
 // Performer as soft VQ beside FAVOR+ with the same W, measured in the same computation (HTML):
 // { matrix, output } the largest differences of Â and of the outputs.
 export function identityNote({ matrix, output }) {
-  return '<span title="Â from codebookAttentionMatrix (Gaussian responsibilities, C = W/√scale) against favorAttentionMatrix ' +
+  return '<span title="Â from codebookAttentionMatrix (Gaussian responsibilities, C = W·∜d) against favorAttentionMatrix ' +
     'with the same W, measured now; the outputs likewise">= FAVOR+ positive with this W:<br>' +
     `max |Â − Â<sub>FAVOR+</sub>| = <b>${fmt(matrix, 2)}</b><br>max |out − out<sub>FAVOR+</sub>| = <b>${fmt(output, 2)}</b></span>`;
 }
@@ -239,7 +239,7 @@ function computeRows(t, { model, codebook }) {
   if (codebook) {
     return [
       ['inputs Q, K, V (JS)', t.inputs, t.inputs === 0 ? 'cached' : ''],
-      codebook.assignment === 'gaussian' ? ['W, C = W/√scale', t.featureMap, t.mapCached ? 'cached' : '']
+      codebook.assignment === 'gaussian' ? ['W, C = W·∜d', t.featureMap, t.mapCached ? 'cached' : '']
         : ['C (kmeans)', t.featureMap, t.mapCached ? 'cached' : ''],
       ['A (attentionMatrix)', t.exactMatrix],
       ['Â (codebook matrix)', t.approxMatrix, '', 'codebookAttentionMatrix'],

@@ -165,7 +165,7 @@ function approximation(favor, model, p) {
   }
   return { spec: { method: 'favor', featureMaps: mapCache.get(key) },
     label: trained ? `FAVOR+ with the exported W (the last training draw; ${EXPORTED_W.kernel}, m = ${EXPORTED_W.m})`
-      : p.kernel === 'performer-vq' ? `Performer as soft VQ, C = W/√scale, ${sampling}, m = ${p.m}` : `${kernel}, ${sampling}, m = ${p.m}` };
+      : p.kernel === 'performer-vq' ? `Performer as soft VQ, C = W·∜d, ${sampling}, m = ${p.m}` : `${kernel}, ${sampling}, m = ${p.m}` };
 }
 
 // The selected head's Â under DRAWS draws of the approximation (draws.js): the feature seed shown

@@ -75,7 +75,7 @@ test('codebook modes: the mode, its temperature where soft, its m and whether m 
       assert.equal(note, codebookNote(p, cb));
       noGaps(note);
       if (cb.assignment === 'gaussian') {
-        assert.ok(note.includes('C = W/√scale') && note.includes(`seed ${p.seed}`), note);
+        assert.ok(note.includes('C = W·∜d') && note.includes(`seed ${p.seed}`), note);
       } else {
         assert.ok(note.includes(`k-means codebook of ${cb.clusters} codewords`), note);
         assert.equal(note.includes(`m capped at L = ${p.L}`), capped, note);
@@ -121,7 +121,7 @@ test('a caption keeps each m = … on one line, and only that: the words after i
   assert.equal(parts.join(''), caption);
   assert.deepEqual(parts.filter((_, i) => i % 2 === 1), ['m = 256', 'm ≥ L = 256']);
   assert.equal(parts.length, 5);
-  for (const c of [caption, '(FAVOR+ with the exported W (the last training draw; positive, m = 64))', '(Performer as soft VQ, C = W/√scale, orthogonal, m = 8)',
+  for (const c of [caption, '(FAVOR+ with the exported W (the last training draw; positive, m = 64))', '(Performer as soft VQ, C = W·∜d, orthogonal, m = 8)',
     '(hard VQ, k-means, m = 64 = L)', '(soft VQ, T = 0.0316, k-means, m = 32)']) {
     const kept = captionParts(c).filter((_, i) => i % 2 === 1);
     assert.equal(kept.length, (c.match(/\bm [=≥]/g) ?? []).length, c);
@@ -192,7 +192,7 @@ test('timings: a row per step of what was computed, each with its time or "cache
   for (const identity of [null, { matrix: 0, output: 0 }]) {
     for (const assignment of ['hard', 'soft', 'gaussian']) {
       const rows = timingRows(t, 0.25, { codebook: { assignment, identity } });
-      check(rows, ['inputs Q, K, V (JS)', assignment === 'gaussian' ? 'W, C = W/√scale' : 'C (kmeans)', 'A (attentionMatrix)',
+      check(rows, ['inputs Q, K, V (JS)', assignment === 'gaussian' ? 'W, C = W·∜d' : 'C (kmeans)', 'A (attentionMatrix)',
         'Â (codebook matrix)', 'out (exactAttention)', 'out (codebook)', 'compare, output error',
         ...(identity ? ['FAVOR+ check (Â, out)'] : []), 'PCA, nearest codeword', 'draw every panel']);
     }

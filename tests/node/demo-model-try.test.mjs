@@ -204,5 +204,5 @@ test('the exported W stands in for the positive kernel only', () => {
   for (const kernel of ['hyperbolic', 'oprf', 'performer-vq']) assert.doesNotMatch(label(kernel), /exported W/, kernel);
   // and each approximation is named for what was chosen
   assert.equal(label('hyperbolic'), 'hyperbolic, orthogonal, m = 256');
-  assert.equal(label('performer-vq'), 'Performer as soft VQ, C = W/√scale, orthogonal-fixed, m = 256');
+  assert.equal(label('performer-vq'), 'Performer as soft VQ, C = W·∜d, orthogonal-fixed, m = 256');
 });
