@@ -32,6 +32,7 @@ export const EXPECTED_FILES = [
   'docs/api.md',
   'package.json',
   'web/api.js',
+  'web/errors.js',
   'web/browser.js',
   'web/favor-worker-node.js',
   'web/heap.js',
