@@ -107,7 +107,7 @@ export function createApi(Module, { threads = 1, cores = 0, threadsReason, termi
 
   function createFeatureMap(options) {
     const o = checkOptions(options, 'options', OPERATIONS.createFeatureMap.options);
-    if (options === undefined) throw typeError('createFeatureMap: expected an options object with dim and features (or projection)');
+    if (options === undefined) throw typeError('expected an options object with dim and features (or projection)');
     const kernel = checkChoice(o.kernel, 'kernel', KERNELS, 'positive');
     const sampling = checkChoice(o.sampling, 'sampling', SAMPLINGS, 'orthogonal');
     const epsilon = o.epsilon === undefined ? 1e-3 : checkNumber(o.epsilon, 'epsilon');
@@ -244,7 +244,7 @@ export function createApi(Module, { threads = 1, cores = 0, threadsReason, termi
   }
 
   function createCausalState(options) {
-    if (options === undefined) throw typeError("createCausalState: expected an options object with method ('exact', 'favor' or 'codebook')");
+    if (options === undefined) throw typeError("expected an options object with method ('exact', 'favor' or 'codebook')");
     const o = checkOptions(options, 'options', OPERATIONS.createCausalState.options);
     if (o.method === undefined) throw typeError("method: required ('exact', 'favor' or 'codebook')");
     const method = checkChoice(o.method, 'method', STATE_METHODS, 'exact');
@@ -426,7 +426,7 @@ export function createApi(Module, { threads = 1, cores = 0, threadsReason, termi
 
     randomCodebook(options) {
       const o = checkOptions(options, 'options', OPERATIONS.randomCodebook.options);
-      if (o.clusters === undefined || o.dim === undefined) throw typeError('randomCodebook: clusters and dim are required');
+      if (o.clusters === undefined || o.dim === undefined) throw typeError('clusters and dim are required');
       const clusters = checkInteger(o.clusters, 'clusters', 1, 1 << 24);
       const dim = checkInteger(o.dim, 'dim', 1, 1 << 20);
       const seed = o.seed === undefined ? 0 : checkInteger(o.seed, 'seed', 0);

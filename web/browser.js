@@ -2,7 +2,7 @@
 // new URL(..., import.meta.url) and emit the file), overridable by wasmUrl, wasmBinary or locateFile.
 // The pthreads build is used only on cross-origin isolated pages (SharedArrayBuffer).
 import { createApi } from './api.js';
-import { namedAsyncCall, typeError } from './errors.js';
+import { namedCall, typeError } from './errors.js';
 import { checkLoadOptions, checkWasmBinary, chooseBuild, chooseThreads, printErr, threadedStartup } from './load.js';
 import { createWorkerApi, workerStartError } from './worker-client.js';
 
@@ -14,7 +14,7 @@ function threadsBlocker() {
   return undefined;
 }
 
-export const loadFavor = namedAsyncCall('loadFavor', async (options) => {
+export const loadFavor = namedCall('loadFavor', async (options) => {
   const o = checkLoadOptions(options);
   if (o.worker) return loadInWorker(o);
   const build = chooseBuild(o.simd);

@@ -31,28 +31,21 @@ function named(fnName, e) {
   return e;
 }
 
-/** fn as the call fnName: the errors of this package's checks it throws name the call first. */
+/**
+ * fn as the call fnName: the errors of this package's checks it throws name the call first, and
+ * so do those of the Promise it returns (loadFavor).
+ */
 export function namedCall(fnName, fn) {
+  const rethrow = (e) => { throw named(fnName, e); };
   return {
     [fnName](...args) {
+      let result;
       try {
-        return fn.apply(this, args);
+        result = fn.apply(this, args);
       } catch (e) {
-        throw named(fnName, e);
+        rethrow(e);
       }
-    },
-  }[fnName];
-}
-
-/** The same for a function returning a Promise (its rejections too). */
-export function namedAsyncCall(fnName, fn) {
-  return {
-    async [fnName](...args) {
-      try {
-        return await fn.apply(this, args);
-      } catch (e) {
-        throw named(fnName, e);
-      }
+      return result instanceof Promise ? result.catch(rethrow) : result;
     },
   }[fnName];
 }

@@ -5,14 +5,14 @@ import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
 import { createApi } from './api.js';
-import { namedAsyncCall, typeError } from './errors.js';
+import { namedCall, typeError } from './errors.js';
 import { checkLoadOptions, checkWasmBinary, chooseBuild, chooseThreads, printErr, threadedStartup } from './load.js';
 import { withWorkerGlobal } from './node-worker-shim.js';
 import { createWorkerApi } from './worker-client.js';
 
 export { version } from './api.js';
 
-export const loadFavor = namedAsyncCall('loadFavor', async (options) => {
+export const loadFavor = namedCall('loadFavor', async (options) => {
   const o = checkLoadOptions(options);
   if (o.worker) return loadInWorker(o);
   const build = chooseBuild(o.simd);
