@@ -1,6 +1,7 @@
 // A canvas heatmap of an L×S matrix with a crosshair, a marker for the inspected row, mouse and
 // keyboard cursors (arrow keys move, Enter inspects the row), and a color legend.
 import { MASKED_COLOR, INVALID_COLOR, lutToCss, fmt, pow10Label } from './colors.js';
+import { pointerX, pointerY } from './pointer.js';
 import { escapeHtml } from './text.js';
 
 export class Heatmap {
@@ -15,11 +16,11 @@ export class Heatmap {
     this.rows = 0;
     this.cols = 0;
     this.cursor = null;
+    // The cell drawn under the pointer; the event landed on the canvas, so the edges clamp into it.
     const cell = (event) => {
       const r = this.canvas.getBoundingClientRect();
-      const j = Math.floor(((event.clientX - r.left) / r.width) * this.cols);
-      const i = Math.floor(((event.clientY - r.top) / r.height) * this.rows);
-      return i >= 0 && j >= 0 && i < this.rows && j < this.cols ? [i, j] : null;
+      const at = (c, start, size, n) => Math.max(0, Math.min(n - 1, Math.floor(((c - start) / size) * n)));
+      return this.rows && this.cols ? [at(pointerY(event), r.top, r.height, this.rows), at(pointerX(event), r.left, r.width, this.cols)] : null;
     };
     this.canvas.addEventListener('pointermove', (e) => { const c = cell(e); onHover(c ? c[0] : null, c ? c[1] : null); });
     this.canvas.addEventListener('pointerleave', () => onHover(null, null));

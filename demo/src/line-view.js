@@ -92,24 +92,8 @@ export class LineView {
     // (x, y) of character j: the middle of its cell, on the line's baseline minus 4 (× zoom)
     const pos = (j) => [4 + (j - starts[line[j]]) * cw + cw / 2, top + line[j] * lineH + 12 * z];
     const { keys, undrawn } = drawnKeys(A, Ahat, L, i);
-    // key highlights, under the text
-    const marks = el('g', {}, svg);
-    for (const [j, a] of keys) {
-      const [x, y] = pos(j);
-      el('rect', { x: x - cw / 2, y: y - 11 * z, width: cw, height: 15 * z, fill: `rgba(29, 35, 48, ${Math.min(0.35, 0.05 + a).toFixed(3)})` }, marks);
-    }
-    const [qx, qy] = pos(i);
-    el('rect', { x: qx - cw / 2 - 1, y: qy - 12 * z, width: cw + 2, height: 17 * z, class: 'query-mark' }, marks);
-    // the text, one <text> per line
-    const text = el('g', { class: 'line-text' }, svg);
-    if (z > 1) text.style.fontSize = `${(12 * z).toFixed(1)}px`;
-    for (let l = 0; l < lines; l++) {
-      const t = el('text', { x: 4, y: top + l * lineH + 16 * z, 'xml:space': 'preserve' }, text);
-      const end = starts[l + 1] ?? L;
-      t.textContent = chars.slice(starts[l], end).replace(/\n/g, '⏎');
-      t.setAttribute('textLength', String((end - starts[l]) * cw));
-    }
     // arcs: exact above (from the top of the characters), approximated below
+    const [qx, qy] = pos(i);
     const arcs = el('g', { class: 'arcs' }, svg);
     for (const [j, a, b] of keys) {
       const [x, y] = pos(j);
@@ -123,6 +107,23 @@ export class LineView {
           Object.assign(document.createElementNS(NS, 'title'), { textContent: `key ${j} ${JSON.stringify(chars[j])}: ${cls === 'exact' ? 'A' : 'Â'} = ${fmt(w)}` }));
       }
     }
+    // the text, one <text> per line, over the arcs: an arc to a key some lines up crosses the lines
+    // between, and the text's halo (style.css) keeps them legible where it does
+    const text = el('g', { class: 'line-text' }, svg);
+    if (z > 1) text.style.fontSize = `${(12 * z).toFixed(1)}px`;
+    for (let l = 0; l < lines; l++) {
+      const t = el('text', { x: 4, y: top + l * lineH + 16 * z, 'xml:space': 'preserve' }, text);
+      const end = starts[l + 1] ?? L;
+      t.textContent = chars.slice(starts[l], end).replace(/\n/g, '⏎');
+      t.setAttribute('textLength', String((end - starts[l]) * cw));
+    }
+    // key highlights over the text: translucent, so that they shade the halo with the glyphs
+    const marks = el('g', { class: 'key-marks' }, svg);
+    for (const [j, a] of keys) {
+      const [x, y] = pos(j);
+      el('rect', { x: x - cw / 2, y: y - 11 * z, width: cw, height: 15 * z, fill: `rgba(29, 35, 48, ${Math.min(0.35, 0.05 + a).toFixed(3)})` }, marks);
+    }
+    el('rect', { x: qx - cw / 2 - 1, y: qy - 12 * z, width: cw + 2, height: 17 * z, class: 'query-mark' }, marks);
     svg.dataset.keys = String(keys.length);
     svg.dataset.query = String(i);
     document.getElementById('line-query').textContent = `${i} “${shownChar(chars[i])}”`;

@@ -19,7 +19,7 @@ import { LongView } from './long-view.js';
 import { ComputeClient } from './compute-client.js';
 import { temperatureOf } from './modes.js';
 import { modeControls } from './mode-controls.js';
-import { LISTS, MODE_DEFAULTS, TEMP_RANGE, applyControl, genLengthIn, parseSettings, settingsQuery } from './settings.js';
+import { LISTS, TEMP_RANGE, applyControl, genLengthIn, parseSettings, settingOf, settingsQuery } from './settings.js';
 import { setUpStudies } from './studies.js';
 import {
   approxCaption, captionParts, diffLegend, featuresNote, identityNote, latencyLabel, modelTry, negativeNote,
@@ -28,7 +28,7 @@ import {
 
 // ---------------------------------------------------------------- settings and the URL
 
-const setting = (key) => state[key] ?? MODE_DEFAULTS[isModel() ? 'model' : 'synthetic'][key];
+const setting = (key) => settingOf(state, key);
 const MODEL_TITLE = 'a trained character-level transformer (train/): Q and K of the chosen layer and head on the text below';
 const isModel = () => state.pattern === 'model';
 

@@ -4,6 +4,7 @@ import { fmt } from './colors.js';
 import { drawPlot } from './plot.js';
 import { rowAmongDraws } from './draws.js';
 import { rowKL } from './row-kl.js';
+import { pointerX } from './pointer.js';
 
 // The draws' mean of row i, dashed, over the band of their range.
 function drawsSeries({ lo, hi, mean, draws }, L, i, S) {
@@ -82,7 +83,7 @@ export class RowInspector {
       const g = this.geom;
       if (!g) return;
       const r = svg.getBoundingClientRect();
-      const px = ((e.clientX - r.left) / r.width) * g.width;
+      const px = ((pointerX(e) - r.left) / r.width) * g.width;
       const t = (px - g.margin.l) / (g.width - g.margin.l - g.margin.r);
       const j = Math.round(g.x.lo + t * (g.x.hi - g.x.lo));
       if (j >= 0 && j < g.S) onHover([g.i, j]);

@@ -33,6 +33,14 @@ export const MODE_DEFAULTS = {
   model: { log: true, studyMetric: 'meanRowKL', studySeeds: 3, studyMmax: 256 },
   synthetic: { log: false, studyMetric: 'kernelMSE', studySeeds: 6, studyMmax: 1024 },
 };
+// A setting as the page uses it: the one chosen, else its mode's default. Causal synthetic inputs
+// open on log colours too: row i spreads its weight over i + 1 keys, so the first rows' weights
+// near 1 would top a linear scale and leave every later row one colour.
+export function settingOf(s, key) {
+  if (s[key] !== null && s[key] !== undefined) return s[key];
+  if (key === 'log' && s.causal) return true;
+  return MODE_DEFAULTS[s.pattern === 'model' ? 'model' : 'synthetic'][key];
+}
 export const TEXT_LIMIT = 1024;  // the box and the URL; the model reads the last 256 characters
 
 const nearest = (list, v) => list.reduce((best, x) => (Math.abs(Math.log(x / v)) < Math.abs(Math.log(best / v)) ? x : best));

@@ -84,6 +84,20 @@ test('the default URL opens on the softmax model on held-out text: headline, eve
   // the suggestion names the performer model, and what it says of the softmax model holds here
   assert.match(await page.textContent('#story-try-model'), /choose the performer model .* none of its heads reaches a KL of 1 with it\.$/);
   assert.ok(await headsAboveOne(page) > 8, 'most of the softmax model\'s heads reach a KL of 1 with FAVOR+');
+  // the query's arcs reach keys lines above it: the text is painted after them, with a halo of the
+  // panel's colour, so that the lines they cross stay legible
+  const layers = await page.$eval('#line-view', (svg) => {
+    const groups = [...svg.children].map((g) => g.getAttribute('class'));
+    const style = getComputedStyle(svg.querySelector('.line-text text'));
+    const lines = [...svg.querySelectorAll('.line-text text')].map((t) => t.getBBox().y);
+    const arcs = [...svg.querySelectorAll('.arcs path')].map((p) => p.getBBox());
+    return { groups, paintOrder: style.paintOrder, halo: style.stroke, panel: getComputedStyle(svg.parentElement).backgroundColor,
+      crossing: arcs.filter((b) => lines.some((y) => y > b.y && y < b.y + b.height)).length };
+  });
+  assert.deepEqual(layers.groups, ['arcs', 'line-text', 'key-marks']);
+  assert.match(layers.paintOrder, /^stroke/);
+  assert.equal(layers.halo, layers.panel);
+  assert.ok(layers.crossing > 0, 'some arc crosses a line of text here');
   mkdirSync(shots, { recursive: true });
   await page.screenshot({ path: join(shots, 'demo-story.png') });
   assert.deepEqual(problems, []);

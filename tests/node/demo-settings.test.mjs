@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { DEFAULTS, GEN_RANGE, LISTS, TEXT_LIMIT, applyControl, genLengthIn, parseSettings, settingsQuery } from '../../demo/src/settings.js';
+import { DEFAULTS, GEN_RANGE, LISTS, TEXT_LIMIT, applyControl, genLengthIn, parseSettings, settingOf, settingsQuery } from '../../demo/src/settings.js';
 import { KERNELS, SAMPLINGS, STUDY_KERNELS, isCodebook } from '../../demo/src/modes.js';
 import { modeControls } from '../../demo/src/mode-controls.js';
 import { rng } from './helpers.mjs';
@@ -125,6 +125,15 @@ test('a control into the settings: what it changes, what it clamps, what it refu
   assert.deepEqual([what, s.log], ['draw', true]);
   [what, s] = apply(synthetic(), 'causal', { checked: true });
   assert.deepEqual([what, s.causal], ['compute', true]);
+  // Unchosen, the colours follow the mode, and causal synthetic inputs open on log colours; a
+  // chosen scale stays whatever causal does.
+  assert.equal(settingOf(s, 'log'), true);
+  assert.equal(settingOf(apply(s, 'causal', { checked: false })[1], 'log'), false);
+  assert.equal(settingOf(parseSettings('?pattern=gaussian&causal=1&log=0'), 'log'), false);
+  assert.equal(settingOf(parseSettings('?pattern=gaussian&causal=0&log=1'), 'log'), true);
+  assert.equal(settingOf(parseSettings(''), 'log'), true);
+  assert.equal(settingOf(parseSettings('?pattern=gaussian'), 'studyMetric'), 'kernelMSE');
+  assert.equal(settingOf(parseSettings(''), 'studyMetric'), 'meanRowKL');
   // Editing the text returns the row to its last character.
   s = parseSettings('?row=10');
   assert.equal(s.rowFollow, false);
