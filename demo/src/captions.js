@@ -4,7 +4,8 @@
 // reads each sentence against what it describes.
 import { fmt } from './colors.js';
 import { DRAWS } from './draws.js';
-import { patternWord } from './inputs.js';
+import { logBottomLabel } from './legend-ticks.js';
+import { clusterCount, patternWord } from './inputs.js';
 import { MODE_NAMES, fmtT } from './modes.js';
 
 // What each feature kernel's estimate is, in a few words.
@@ -104,15 +105,21 @@ export function modelTry(favorTrained, kernel = 'positive', { m, L } = {}) {
 // The synthetic story's suggestion (after "Try:"), by the kernel menu and the input pattern:
 // what to change to see how this estimator behaves (HTML). tests/node/demo-captions.test.mjs
 // measures what each one claims.
-export function syntheticTry(kernel, pattern) {
+export function syntheticTry(kernel, pattern, { m, L }) {
   const clustered = pattern === 'clustered' ? '' : 'choose clustered keys and ';
+  const centres = clusterCount(L);
   if (kernel === 'performer-vq') {
     return `${clustered}switch to hard VQ at the same m: codewords that k-means fits to the keys beat these random ` +
-      'directions in mean row KL, by ten times and more at the default L, d and input scale, and by less as s grows.';
+      `directions in mean row KL, by ten times and more from m = ${2 * centres}, two codewords for each of the ${centres} centres ` +
+      '(at the default L, d and input scale), by less with fewer codewords and as s grows.';
+  }
+  if ((kernel === 'vq' || kernel === 'soft-vq') && m >= L) {
+    return kernel === 'vq' ? `${clustered}lower the codewords m below L = ${L}: keys then share codewords, and hard VQ is no longer exact.`
+      : `${clustered}lower T: with a codeword for every key (m ≥ L = ${L}), soft VQ then tends to hard VQ, which is exact here.`;
   }
   if (kernel === 'vq' || kernel === 'soft-vq') {
     return `${clustered}raise the codewords m: up to an input scale of about 1, the error falls steeply until there ` +
-      'is a codeword for each of the 8 centres, then levels off (what is left is the keys\' spread around their centre, ' +
+      `is a codeword for each of the ${centres} centres, then levels off (what is left is the keys' spread around their centre, ` +
       'which weighs more as s grows) until m = L, where every key is its own codeword and hard VQ is exact.' +
       (kernel === 'soft-vq' ? ' Lower T: soft VQ tends to hard VQ.' : '');
   }
@@ -138,7 +145,7 @@ export function featuresNote(params, { model, codebook: cb, numFeatures }) {
     const note = KERNEL_NOTES[params.kernel] && !exportedW(model) ? ` (${KERNEL_NOTES[params.kernel]})` : '';
     return `Layer ${params.layer}, head ${params.head} of the model on the text: its real q and k (exact forward pass), Â by ${model.label}${note}.`;
   }
-  return cb ? codebookNote(params, cb) : `φ(x) has M = ${numFeatures} features (${KERNEL_NOTES[params.kernel]}).`;
+  return cb ? codebookNote(params, cb) : `φ(x) has M = ${numFeatures} ${agrees(numFeatures, 'feature', 'features')} (${KERNEL_NOTES[params.kernel]}).`;
 }
 
 // Performer as soft VQ beside FAVOR+ with the same W, measured in the same computation (HTML):
@@ -199,7 +206,7 @@ export function windowNote(shown) {
 // The legends under the heatmaps. scale: the shared scale ({ vmin }); ranges: { vmax, over, dmax, dover }.
 export function sharedLegend({ model, causal, log, scale, ranges }) {
   const { vmax, over } = ranges;
-  const name = `${log ? 'log' : 'linear'} scale${log ? ` ${fmt(scale.vmin, 1)} … ${fmt(vmax, 2)}` : ` 0 … ${fmt(vmax, 2)}`}`;
+  const name = `${log ? 'log' : 'linear'} scale${log ? ` ${logBottomLabel(scale.vmin)} … ${fmt(vmax, 2)}` : ` 0 … ${fmt(vmax, 2)}`}`;
   return model
     ? `A, Â and every head in the grid: one fixed ${name}${over ? `; ${count(over)} Â ${agrees(over, 'entry', 'entries')} above 1 ${agrees(over, 'saturates', 'saturate')}` : ''}; grey: masked (j > i)`
     : `A and Â: A's ${name}${over ? `; ${count(over)} Â ${agrees(over, 'entry', 'entries')} above A's top ${agrees(over, 'saturates', 'saturate')}` : ''}${causal ? '; grey: masked (j > i)' : ''}`;

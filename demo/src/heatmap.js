@@ -1,6 +1,7 @@
 // A canvas heatmap of an L×S matrix with a crosshair, a marker for the inspected row, mouse and
 // keyboard cursors (arrow keys move, Enter inspects the row), and a color legend.
-import { MASKED_COLOR, INVALID_COLOR, lutToCss, fmt, pow10Label } from './colors.js';
+import { MASKED_COLOR, INVALID_COLOR, lutToCss } from './colors.js';
+import { legendTicks } from './legend-ticks.js';
 import { pointerX, pointerY } from './pointer.js';
 import { escapeHtml } from './text.js';
 
@@ -132,26 +133,7 @@ export function drawLegend(root, scale, title) {
   const img = ctx.createImageData(256, 1);
   new Uint32Array(img.data.buffer).set(scale.lut);
   ctx.putImageData(img, 0, 0);
-  // The ends, then groups of ticks in the order they are kept while they fit: a diverging scale's
-  // ± pairs together, so that its ticks stay symmetric about 0.
-  let ends;
-  const groups = [];
-  if (scale.kind === 'sequential' && scale.log) {
-    const lo = Math.ceil(Math.log10(scale.vmin) - 1e-9), hi = Math.floor(Math.log10(scale.vmax) + 1e-9);
-    const step = Math.max(1, Math.ceil((hi - lo + 1) / 6));
-    for (let e = hi; e >= lo; e -= step) groups.push([[scale.position(10 ** e), pow10Label(e)]]);
-    // a bottom that is a power of ten is named as one
-    ends = [[0, scale.position(10 ** lo) < 1e-6 ? pow10Label(lo) : fmt(scale.vmin, 1)], [1, fmt(scale.vmax, 2)]];
-  } else if (scale.kind === 'sequential') {
-    ends = [[0, '0'], [1, fmt(scale.vmax, 2)]];
-    groups.push([[0.5, fmt(0.5 * scale.vmax, 2)]], [0.25, 0.75].map((t) => [t, fmt(t * scale.vmax, 2)]));
-  } else {
-    const digits = scale.log ? 1 : 2;
-    ends = [[0, fmt(-scale.vmax, digits)], [1, fmt(scale.vmax, digits)]];
-    groups.push([[0.5, '0']]);
-    if (scale.log) for (const f of [1e-1, 1e-2]) groups.push([-1, 1].map((s) => [scale.position(s * f * scale.vmax), fmt(s * f * scale.vmax, 1)]));
-    else groups.push([-1, 1].map((s) => [0.5 + s / 4, fmt(s * 0.5 * scale.vmax, 2)]));
-  }
+  const { ends, groups } = legendTicks(scale);
   // Drop the groups whose labels would overlap one kept already, at the legend's width (read now:
   // a resize draws it again). A label is taken as 6.5 px a character at the ticks' 10 px, a little
   // more than they measure; the ends' labels are drawn inwards from the ends (style.css).

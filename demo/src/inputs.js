@@ -26,7 +26,7 @@ export function rng(seed, stream = 0) {
 
 export const PATTERNS = {
   gaussian: 'Gaussian: every entry of Q and K is N(0, s²)',
-  clustered: 'Clustered: keys (and queries) lie near 8 shared centres, in contiguous blocks, so attention is block-diagonal',
+  clustered: 'Clustered: keys (and queries) lie near 8 shared centres (L/2 below L = 16), in contiguous blocks, so attention is block-diagonal',
   banded: 'Local / banded: Q and K carry sinusoidal position codes, so query i attends to keys near j = i',
 };
 
@@ -39,12 +39,15 @@ function gaussianMatrix(r, rows, cols) {
   return out;
 }
 
+// How many centres clustered keys of length L lie near: two keys at least to each.
+export const clusterCount = (L) => Math.max(1, Math.min(8, Math.floor(L / 2)));
+
 // Returns { q, k, v } (Float32Array, row-major L×d each) for a pattern.
 export function makeInputs({ L, d, pattern, scale, dataSeed }) {
   const r = rng(dataSeed, 1);
   let q, k;
   if (pattern === 'clustered') {
-    const clusters = Math.max(1, Math.min(8, Math.floor(L / 2)));
+    const clusters = clusterCount(L);
     const noise = 0.35, norm = 1 / Math.sqrt(1 + noise * noise);
     const centres = gaussianMatrix(r, clusters, d);
     q = new Float32Array(L * d);

@@ -95,7 +95,7 @@ function writeControls() {
   longView.set({ n: state.longN, window: state.longWindow, text: state.text, seed: state.seed });
   textSub();
   showMode(isModel());
-  $('#story-try-synthetic').innerHTML = syntheticTry(state.kernel, state.pattern);
+  $('#story-try-synthetic').innerHTML = syntheticTry(state.kernel, state.pattern, state);
 }
 
 // The page by mode: a trained model has its text, its grid of heads, the model panel and the
@@ -497,7 +497,8 @@ function setHover(h, fromRedraw = false) {
 
 // ---------------------------------------------------------------- studies (studies.js)
 
-const studies = setUpStudies({ state, setting, isModel, modelRows: () => view?.total ?? 256, metrics, writeUrl });
+const studies = setUpStudies({ state, setting, isModel, modelRows: () => view?.total ?? 256,
+  speedSetting: () => modeControls(state, { hasExported: favorTrained() }).speed, metrics, writeUrl });
 
 // ---------------------------------------------------------------- start
 

@@ -2,9 +2,11 @@
 // (not used by k-means codebooks, fixed to orthogonal-fixed for Performer as soft VQ), the
 // Performer's exported W (for the positive kernel only; while it is used, the sampling, m and
 // the feature seed are not), the temperature (soft VQ only), the meaning of m and its cap at L,
-// and which "What is drawn" text applies. Pure, so that each mode's form is checked in Node;
+// which "What is drawn" text applies, and the FAVOR+ the speed study times (the m and sampling
+// the form shows, or FAVOR+'s defaults where m counts k-means codewords). Pure, so that each mode's form is checked in Node;
 // main.js writes it into the page.
 import { EXPORTED_W, fmtT, isCodebook, temperatureOf, usesExportedW } from './modes.js';
+import { DEFAULTS } from './settings.js';
 
 // hasExported: the chosen model is a Performer with an exported W (from the manifest).
 export function modeControls(state, { hasExported = false } = {}) {
@@ -30,5 +32,7 @@ export function modeControls(state, { hasExported = false } = {}) {
     mLabel: codebook ? 'codewords m' : 'features m',
     mNote: capped ? `m = ${state.m} > L: k-means uses m = L = ${state.L} codewords (at most one per key).` : null,
     about: state.pattern === 'model' ? 'model' : codebook ? 'vq' : 'features',
+    speed: codebook && mode !== 'performer-vq' ? { m: DEFAULTS.m, sampling: DEFAULTS.sampling, kmeans: true }
+      : { m: exported ? EXPORTED_W.m : state.m, sampling: mode === 'performer-vq' ? 'orthogonal-fixed' : exported ? EXPORTED_W.sampling : state.sampling, kmeans: false },
   };
 }

@@ -14,8 +14,10 @@ export function codewordColor(y, c) {
   return `hsl(${hue.toFixed(1)}, 68%, ${[44, 56, 36][y % 3]}%)`;
 }
 
-const SIZE = 240;
-const M = { l: 16, r: 4, t: 4, b: 16 };
+const M = { l: 17, r: 4, t: 4, b: 17 };
+// The square's side in the viewBox: the element's width in px, so that its labels and dots keep
+// their size in px whatever the panel's width; drawn again when that changes.
+const sideOf = (width) => Math.max(160, Math.round(width || 240));
 
 export class PcaView {
   constructor(svg, note) {
@@ -23,11 +25,23 @@ export class PcaView {
     this.note = note;
     this.view = null;
     this.map = null;
-    svg.setAttribute('viewBox', `0 0 ${SIZE} ${SIZE}`);
+    this.width = 0;
+    if (typeof ResizeObserver === 'function') {
+      new ResizeObserver(([entry]) => {
+        const width = entry.contentRect.width;
+        const redraw = width > 0 && this.drawn && sideOf(width) !== this.drawn.side;
+        this.width = width;
+        if (redraw) this.draw(this.view, this.drawn.args);
+      }).observe(svg);
+    }
   }
 
   // view: { keys: Float32Array 2L, codewords: Float32Array 2c, assign, counts, used, explained }
-  draw(view, { L, clusters, assignment }) {
+  draw(view, args) {
+    const { L, clusters, assignment } = args;
+    const SIZE = sideOf(this.width || this.svg.clientWidth);
+    this.drawn = { side: SIZE, args };
+    this.svg.setAttribute('viewBox', `0 0 ${SIZE} ${SIZE}`);
     this.view = view;
     const { keys, codewords, assign, counts, explained } = view;
     const c = clusters;
@@ -55,8 +69,8 @@ export class PcaView {
     let out = `<rect class="frame" x="${M.l}" y="${M.t}" width="${w}" height="${h}"/>` +
       `<line class="zero" x1="${M.l}" x2="${M.l + w}" y1="${zy.toFixed(1)}" y2="${zy.toFixed(1)}"/>` +
       `<line class="zero" x1="${zx.toFixed(1)}" x2="${zx.toFixed(1)}" y1="${M.t}" y2="${M.t + h}"/>` +
-      `<text class="axis-label" x="${cx}" y="${SIZE - 4}" text-anchor="middle">PC1 (${fmt(100 * explained[0], 2)} % of variance)</text>` +
-      `<text class="axis-label" x="11" y="${cy}" text-anchor="middle" transform="rotate(-90 11 ${cy})">PC2 (${fmt(100 * explained[1], 2)} %)</text>` +
+      `<text class="axis-label" x="${cx}" y="${SIZE - 5}" text-anchor="middle">PC1 (${fmt(100 * explained[0], 2)} % of variance)</text>` +
+      `<text class="axis-label" x="12" y="${cy}" text-anchor="middle" transform="rotate(-90 12 ${cy})">PC2 (${fmt(100 * explained[1], 2)} %)</text>` +
       `<g class="keys">`;
     for (let i = 0; i < L; i++) {
       out += `<circle class="key" cx="${px(keys[2 * i]).toFixed(1)}" cy="${py(keys[2 * i + 1]).toFixed(1)}" r="${dot}" fill="${colors[assign[i]]}"/>`;

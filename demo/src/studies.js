@@ -7,7 +7,7 @@ import { isCodebook, temperatureOf } from './modes.js';
 import { drawPlot, swatch } from './plot.js';
 import { intIn } from './settings.js';
 import {
-  KERNEL_STYLE, METRIC_LABELS, SAMPLING_COLORS, STUDY_KERNEL_NAMES, errorNote, errorSeries, speedNote, speedSeries,
+  KERNEL_STYLE, METRIC_LABELS, SAMPLING_COLORS, STUDY_KERNEL_NAMES, curvesOf, errorNote, errorSeries, speedNote, speedSeries,
 } from './study-plots.js';
 
 const $ = (sel) => document.querySelector(sel);
@@ -17,15 +17,16 @@ const COMPARE_SERIES = [['positive', 'orthogonal'], ['positive', 'simplex'], ['p
   ['oprf', 'orthogonal'], ['sderf', 'orthogonal'], ['aderf', 'orthogonal']];
 
 // The page's side: its settings (`state`, `setting` for those that follow the mode), whether a
-// trained model is shown, the rows of text the model reads, the test hooks (`metrics`) and
+// trained model is shown, the rows of text the model reads, the FAVOR+ the speed study times
+// (speedSetting(): { m, sampling, kmeans }, mode-controls.js), the test hooks (`metrics`) and
 // writeUrl() for a study setting changed here. Returns what the page calls as its settings
 // change: writeControls (the studies' controls from the settings), drawError (the metric), draw
 // (a resize).
-export function setUpStudies({ state, setting, isModel, modelRows, metrics, writeUrl }) {
+export function setUpStudies({ state, setting, isModel, modelRows, speedSetting, metrics, writeUrl }) {
   let studyWorker = null;
   let running = null;  // 'error' | 'speed' | null
-  const errorStudy = { params: null, theory: null, points: new Map(), pairs: 0, done: false };
-  const speedStudy = { params: null, points: [], done: false };
+  const errorStudy = { params: null, theory: null, points: new Map(), pairs: 0, done: false, cancelled: false };
+  const speedStudy = { params: null, points: [], done: false, cancelled: false };
   metrics.errorStudy = errorStudy;
   metrics.speedStudy = speedStudy;
 
@@ -114,11 +115,17 @@ export function setUpStudies({ state, setting, isModel, modelRows, metrics, writ
     studyWorker.terminate();  // immediate, even in the middle of a long wasm call
     studyWorker = null;
     studyLoad.loaded();
-    const status = running === 'error' ? $('#study-status') : $('#speed-status');
-    status.textContent = `cancelled (${status.textContent.split(' (')[0]} done; partial results kept)`;
+    const error = running === 'error';
+    const status = error ? $('#study-status') : $('#speed-status');
+    const fraction = (error ? $('#study-progress') : $('#speed-progress')).value;
+    const kept = error ? [...errorStudy.points.values()].reduce((a, v) => a + v.length, 0) : speedStudy.points.length;
+    status.textContent = kept ? `cancelled at ${Math.round(fraction * 100)} %; ${kept === 1 ? 'the 1 point computed is' : `the ${kept} points computed are`} kept`
+      : 'cancelled before its first point';
     status.dataset.state = 'cancelled';
+    (error ? errorStudy : speedStudy).cancelled = true;
     running = null;
     studyButtons();
+    if (error) drawErrorStudy(); else drawSpeedStudy();
   }
 
   $('#study-run').addEventListener('click', () => {
@@ -134,7 +141,7 @@ export function setUpStudies({ state, setting, isModel, modelRows, metrics, writ
         heads: state.studyHeads === 'all' ? 'all' : [state.layer, state.head] }) };
     errorStudy.points = new Map();
     errorStudy.theory = null;
-    errorStudy.done = false;
+    errorStudy.done = errorStudy.cancelled = false;
     drawErrorStudy();
     startWorker('error', { type: 'error-study', params: errorStudy.params });
   });
@@ -142,10 +149,10 @@ export function setUpStudies({ state, setting, isModel, modelRows, metrics, writ
   $('#speed-run').addEventListener('click', () => {
     const Ls = [];
     for (let L = 128; L <= 65536; L *= 2) Ls.push(L);
-    const { d, m, sampling, causal } = state;
+    const { d, causal } = state, { m, sampling } = speedSetting();
     speedStudy.params = { d, m, kernel: 'positive', sampling, causal, Ls, exactBudgetMs: 3000 };
     speedStudy.points = [];
-    speedStudy.done = false;
+    speedStudy.done = speedStudy.cancelled = false;
     drawSpeedStudy();
     startWorker('speed', { type: 'speed-study', params: speedStudy.params });
   });
@@ -161,10 +168,10 @@ export function setUpStudies({ state, setting, isModel, modelRows, metrics, writ
         label: p?.kernels.some(isCodebook) ? 'features or codewords m (log)' : 'features m (log)', format: (v) => v.toLocaleString('en-US') },
       y: { log: true, label: `${METRIC_LABELS[metric]} (log)` },
       series: errorSeries(errorStudy, metric),
-      empty: p ? 'computing…' : 'Run the study: the chosen kernels and sampling modes, several seeds per m.',
+      empty: p ? (errorStudy.cancelled ? 'Cancelled before its first point.' : 'computing…') : 'Run the study: the chosen kernels and sampling modes, several seeds per m.',
       legendRoot: $('#study-legend'),
     });
-    drawStudyKey(p);
+    drawStudyKey(p, metric);
     svg.dataset.points = String([...errorStudy.points.values()].reduce((a, v) => a + v.length, 0));
     svg.dataset.done = String(errorStudy.done);
     $('#study-note').textContent = errorNote(errorStudy, metric);
@@ -172,9 +179,9 @@ export function setUpStudies({ state, setting, isModel, modelRows, metrics, writ
 
   // Above the study's legend: which colour is which sampling mode and which line and marker which
   // kernel, for the modes and kernels of the run.
-  function drawStudyKey(p) {
+  function drawStudyKey(p, metric) {
     const key = $('#study-key');
-    const features = (p?.series ?? []).filter((x) => !isCodebook(x.kernel));
+    const features = (p ? curvesOf(p, metric) : []).filter((x) => !isCodebook(x.kernel));
     key.hidden = !features.length;
     if (!features.length) { key.innerHTML = ''; return; }
     const samplings = [...new Set(features.map((x) => x.sampling))];
@@ -192,7 +199,7 @@ export function setUpStudies({ state, setting, isModel, modelRows, metrics, writ
       x: { log: true, domain: [100, 80000], label: 'sequence length L (log)', format: (v) => v.toLocaleString('en-US') },
       y: { log: true, label: 'time per call, ms (log)' },
       series, vlines,
-      empty: speedStudy.params ? 'warming up…' : 'Run the speed study: both methods timed in the worker, median of several calls per L.',
+      empty: speedStudy.params ? (speedStudy.cancelled ? 'Cancelled before its first point.' : 'warming up…') : 'Run the speed study: both methods timed in the worker, median of several calls per L.',
       legendRoot: $('#speed-legend'),
     });
     svg.dataset.points = String(speedStudy.points.length);
@@ -216,8 +223,10 @@ export function setUpStudies({ state, setting, isModel, modelRows, metrics, writ
     $('#study-metric').value = setting('studyMetric');
     // the metric follows the mode unless chosen: a mode switch changes the menu, and the axis with it
     if (setting('studyMetric') !== drawnMetric) drawErrorStudy();
+    const speed = speedSetting();
     $('#speed-settings').textContent =
-      `positive kernel (FAVOR+), d = ${state.d}, m = ${state.m}, ${state.sampling}, ${state.causal ? 'causal' : 'bidirectional'}; L = 128 … 65,536`;
+      `positive kernel (FAVOR+), d = ${state.d}, m = ${speed.m}, ${speed.sampling}, ${state.causal ? 'causal' : 'bidirectional'}; L = 128 … 65,536` +
+      `${speed.kmeans ? ' (FAVOR+\'s default m and sampling: the kernel menu shows a k-means codebook, whose m counts codewords)' : ''}`;
   }
   for (const [name, key] of [['study-kernel', 'studyKernels'], ['study-sampling', 'studySamplings']]) {
     for (const box of document.querySelectorAll(`input[name=${name}]`)) {

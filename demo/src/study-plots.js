@@ -67,13 +67,17 @@ export function crossover(points) {
   return null;
 }
 
+// The (kernel, sampling) pairs of a run that have a curve of `metric`: relu features estimate
+// another kernel than exp(q̃·k̃), so they have no kernel MSE.
+export const curvesOf = (p, metric) => p.series.filter(({ kernel }) => !(kernel === 'relu' && metric === 'kernelMSE'));
+
 // The error study's curves for `metric`: one per (kernel, sampling) of the run, then Lemma 2's
 // lines for the kernels it covers (the kernel MSE only). study: { params, points (Map of
 // "kernel|sampling" to [{ m, values }]), theory }.
 export function errorSeries({ params: p, points, theory }, metric) {
   if (!p) return [];
   const series = [];
-  for (const { kernel, sampling } of p.series) {
+  for (const { kernel, sampling } of curvesOf(p, metric)) {
     const pts = points.get(`${kernel}|${sampling}`) ?? [];
     const line = [], band = [];
     const name = isCodebook(kernel) ? `${MODE_NAMES[kernel]}${kernel === 'soft-vq' ? ` (T = ${fmtT(p.temperature)})` : ''}, k-means`

@@ -655,6 +655,16 @@ test('the speed study starts, reports progress and can be cancelled', { skip }, 
   assert.ok(pts.every((p) => p.favor > 0 && (p.exact === null || p.exact > 0)));
   await page.click('#speed-cancel');
   assert.equal(await page.$eval('#speed-status', (el) => el.dataset.state), 'cancelled');
+  const kept = await page.evaluate(() => window.__favorDemo.speedStudy.points.length);
+  assert.match(await page.textContent('#speed-status'), new RegExp(`^cancelled at \\d+ %; the ${kept} points computed are kept$`));
+  // cancelled at once: the status and both plots say so, none says it is still working
+  for (const [run, cancel, status, plot] of [['#speed-run', '#speed-cancel', '#speed-status', '#speed-plot'], ['#study-run', '#study-cancel', '#study-status', '#study-plot']]) {
+    await page.click(run);
+    await page.click(cancel);
+    assert.equal(await page.textContent(status), 'cancelled before its first point');
+    assert.match(await page.textContent(plot), /Cancelled before its first point\./);
+    assert.doesNotMatch(await page.textContent(plot), /warming up|computing/);
+  }
   assert.deepEqual(problems, []);
   await page.close();
 });

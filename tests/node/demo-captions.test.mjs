@@ -44,6 +44,7 @@ test('random features: the caption, headline and note name the kernel, the sampl
         const note = featuresNote(p, { numFeatures: 2 * m });
         noGaps(note);
         assert.ok(note.includes(`M = ${2 * m} features`) && note.includes(KERNEL_NOTES[kernel]), note);
+        if (m === 1) assert.ok(featuresNote(p, { numFeatures: 1 }).startsWith('φ(x) has M = 1 feature ('), 'one feature');
         const head = syntheticHeadline(p, { meanRowKL: 0.0123 }, null);
         noGaps(head);
         assert.ok(head.includes(`with ${kernel}, ${sampling}, m = ${m}`), head);
@@ -161,7 +162,8 @@ test('legends: the scale and its range as drawn; saturation and masking only whe
   const ranges = { vmax: 0.5, over: 0, dmax: 0.4, dover: 0 };
   assert.equal(sharedLegend({ model: null, causal: false, log: false, scale, ranges }), 'A and Â: A\'s linear scale 0 … 0.50');
   assert.equal(sharedLegend({ model: null, causal: true, log: true, scale, ranges: { ...ranges, over: 3 } }),
-    `A and Â: A's log scale ${fmt(1e-4, 1)} … 0.50; 3 Â entries above A's top saturate; grey: masked (j > i)`);
+    'A and Â: A\'s log scale 10⁻⁴ … 0.50; 3 Â entries above A\'s top saturate; grey: masked (j > i)', 'a bottom that is a power of ten, as its tick writes it');
+  assert.match(sharedLegend({ model: null, causal: false, log: true, scale: { vmin: 0.0023 }, ranges }), /log scale 0\.002 … 0\.50$/);
   assert.equal(sharedLegend({ model: {}, causal: true, log: false, scale, ranges: { ...ranges, vmax: 1 } }),
     'A, Â and every head in the grid: one fixed linear scale 0 … 1.0; grey: masked (j > i)');
   assert.equal(diffLegend({ log: false, ranges }), 'A − Â, diverging at 0');
@@ -234,11 +236,37 @@ test('the synthetic story\'s suggestion holds for each kernel menu entry', async
   }));
   for (const kernel of KERNELS) {
     for (const pattern of ['gaussian', 'clustered']) {
-      const text = syntheticTry(kernel, pattern);
+      const text = syntheticTry(kernel, pattern, { m: 16, L });
       noGaps(text);
       assert.equal(/^choose clustered keys/.test(text), kernel in CODEBOOK_MODES && pattern !== 'clustered', `${kernel} on ${pattern}`);
       assert.equal(/Lower T/.test(text), kernel === 'soft-vq', kernel);
+      assert.equal(/each of the 8 centres/.test(text), kernel in CODEBOOK_MODES, kernel);
+      if (kernel === 'performer-vq') assert.match(text, /by ten times and more from m = 16,/);
     }
+  }
+  // at m >= L hard VQ is already exact: the suggestion is to lower m (or T), not to raise it
+  for (const m of [L, 2 * L]) {
+    assert.match(syntheticTry('vq', 'clustered', { m, L }), /^lower the codewords m below L = 256: .* no longer exact\.$/);
+    assert.match(syntheticTry('soft-vq', 'clustered', { m, L }), /^lower T: .* hard VQ, which is exact here\.$/);
+  }
+  assert.match(syntheticTry('vq', 'clustered', { m: L - 1, L }), /^raise the codewords m/);
+  // as many centres as makeInputs draws: min(8, L/2); every key lies nearest its own block's centre
+  for (const Ls of [2, 8, 12, 16, 64]) {
+    const c = Math.max(1, Math.min(8, Math.floor(Ls / 2)));
+    assert.match(syntheticTry('vq', 'clustered', { m: 1, L: Ls }), new RegExp(`each of the ${c} centres`));
+    // the keys' groups: keys of one centre lie about √14 apart (noise 0.35 in 64 dimensions), keys
+    // of two centres about √114
+    const { k } = makeInputs({ L: Ls, d: 64, pattern: 'clustered', scale: 1, dataSeed: 0 });
+    const group = Array.from({ length: Ls }, (_, i) => i);
+    const root = (i) => (group[i] === i ? i : (group[i] = root(group[i])));
+    for (let i = 0; i < Ls; i++) {
+      for (let j = 0; j < i; j++) {
+        let dist = 0;
+        for (let t = 0; t < 64; t++) dist += (k[i * 64 + t] - k[j * 64 + t]) ** 2;
+        if (dist < 40) group[root(i)] = root(j);
+      }
+    }
+    assert.equal(new Set(group.map((_, i) => root(i))).size, c, `L = ${Ls}: the keys' groups`);
   }
   for (const dataSeed of [DEFAULTS.dataSeed, 1, 2]) {
     const plateau = {}, ratio = {};
@@ -252,17 +280,19 @@ test('the synthetic story\'s suggestion holds for each kernel menu entry', async
       const soft = [10, 1, 0.1].map((T) => vq(x, 16, 'soft', T));
       assert.ok(soft[0] > soft[1] && soft[1] > soft[2], `input seed ${dataSeed}, s = ${scale}: soft VQ's error falls with T (${soft})`);
       assert.ok(Math.abs(soft[2] - e[16]) < 0.1 * e[16] + 1e-3, `input seed ${dataSeed}, s = ${scale}: T = 0.1 is close to hard VQ (${soft[2]} vs ${e[16]})`);
-      for (const m of [16, 64, 256]) {
+      for (const m of [2, 4, 8, 16, 64, 128, 256]) {
         const map = favor.createFeatureMap({ dim: d, features: m, kernel: 'positive', sampling: 'orthogonal-fixed', seed: 1 });
         const performer = kl(x, favor.codebookAttentionMatrix(x.Q, x.K, { codebook: favor.codebookFromFeatureMap(map), assignment: 'gaussian' }));
         map.dispose();
-        const kmeans = e[m];  // m = 16, 64 and L: measured above
-        assert.ok(performer >= 10 * kmeans, `input seed ${dataSeed}, s = ${scale}, m = ${m}: k-means ten times better (${performer} vs ${kmeans})`);
+        const kmeans = e[m] ?? vq(x, m);
+        if (m >= 16) assert.ok(performer >= 10 * kmeans, `input seed ${dataSeed}, s = ${scale}, m = ${m}: k-means ten times better (${performer} vs ${kmeans})`);
         if (m < L) ratio[`${scale}|${m}`] = performer / kmeans;
       }
     }
     assert.ok(plateau[1] > 5 * plateau[0.5], `input seed ${dataSeed}: the level weighs more as s grows (${plateau[0.5]} → ${plateau[1]})`);
     for (const m of [16, 64]) assert.ok(ratio[`1|${m}`] < ratio[`0.5|${m}`], `input seed ${dataSeed}, m = ${m}: k-means' lead shrinks as s grows`);
+    // with fewer codewords k-means leads by less
+    for (const m of [2, 4, 8]) assert.ok(ratio[`0.5|${m}`] < ratio['0.5|16'], `input seed ${dataSeed}, m = ${m}: ${ratio[`0.5|${m}`]} vs ${ratio['0.5|16']} at m = 16`);
   }
   // feature kernels: the error grows with s at a fixed m; the trigonometric kernel gives weights <= 0
   const favorKL = (scale, kernel) => {

@@ -208,6 +208,11 @@ test('the form by mode: sampling, temperature, m and the text on what is drawn f
       // k-means has at most one codeword per key; Performer as soft VQ samples its m codewords
       if (kernel === 'vq' || kernel === 'soft-vq') assert.match(f.mNote, /^m = 128 > L: k-means uses m = L = 64 codewords/);
       else assert.equal(f.mNote, null, kernel);
+      // the speed study times FAVOR+ with the m and sampling the form shows; where m counts
+      // k-means codewords, with FAVOR+'s defaults
+      const kmeans = kernel === 'vq' || kernel === 'soft-vq';
+      assert.deepEqual(f.speed, kmeans ? { m: DEFAULTS.m, sampling: DEFAULTS.sampling, kmeans }
+        : { m: f.features.m, sampling: f.sampling.value, kmeans }, `${pattern} ${kernel}`);
     }
   }
   // without an exported W the box is off (even where the URL's setting is on) and the features are the controls'
@@ -234,6 +239,7 @@ test('the Performer\'s exported W: used with the positive kernel only; while use
       assert.equal(f.trainedW.note !== null, kernel !== 'positive' && tw === 1, `${kernel} tw=${tw}: a ticked box that is not used says so`);
       assert.equal(f.features.disabled, used, `${kernel} tw=${tw}`);
       assert.equal(f.features.m, used ? 64 : s.m, `${kernel} tw=${tw}: the m shown is the m used`);
+      if (!['vq', 'soft-vq'].includes(kernel)) assert.deepEqual([f.speed.m, f.speed.sampling], [f.features.m, f.sampling.value], `${kernel} tw=${tw}: the speed study's FAVOR+`);
       assert.equal(f.sampling.disabled, used || isCodebook(kernel), `${kernel} tw=${tw}`);
       if (used) {
         assert.equal(f.sampling.value, 'orthogonal', 'the exported W\'s sampling is shown');

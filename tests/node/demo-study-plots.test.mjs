@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { crossover, duration, errorNote, errorSeries, speedNote, speedSeries, stats } from '../../demo/src/study-plots.js';
+import { crossover, curvesOf, duration, errorNote, errorSeries, speedNote, speedSeries, stats } from '../../demo/src/study-plots.js';
 
 const noGaps = (text) => assert.doesNotMatch(text, /undefined|NaN|null|\[object/, text);
 
@@ -55,6 +55,14 @@ test('the error study\'s curves: each series\' seeds as mean and band; Lemma 2 a
   const kl = new Map([...points].map(([key, pts]) => [key, pts.map(({ m, values }) => ({ m, values: { meanRowKL: values.kernelMSE } }))]));
   assert.equal(errorSeries({ params, points: kl, theory }, 'meanRowKL').length, 3, 'Lemma 2 is about the kernel MSE');
   assert.deepEqual(errorSeries({ params: null, points, theory }, 'kernelMSE'), []);
+  // relu has no kernel MSE: no curve (nor a line in the key above the legend), its other measures do
+  const withRelu = { ...params, series: [...params.series, { kernel: 'relu', sampling: 'simplex' }], kernels: [...params.kernels, 'relu'] };
+  const reluPoints = new Map([...kl, ['relu|simplex', [{ m: 1, values: { meanRowKL: [1, 2], kernelMSE: [] } }]]]);
+  assert.deepEqual(curvesOf(withRelu, 'kernelMSE'), params.series);
+  assert.deepEqual(curvesOf(withRelu, 'meanRowKL'), withRelu.series);
+  assert.equal(errorSeries({ params: withRelu, points: new Map([...points, ['relu|simplex', [{ m: 1, values: { kernelMSE: [] } }]]]), theory }, 'kernelMSE')
+    .some((x) => /relu/.test(x.label)), false);
+  assert.deepEqual(errorSeries({ params: withRelu, points: reluPoints, theory }, 'meanRowKL').at(-1).points.map(([m, y]) => [m, y]), [[1, 1.5]]);
 });
 
 test('the error study\'s note says what the run had, and only that', () => {
