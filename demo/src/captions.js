@@ -76,8 +76,10 @@ const APPROX_NAMES = { positive: 'FAVOR+', hyperbolic: 'hyperbolic features', tr
 // favorTrained: the model shown was trained with FAVOR+ (the manifest's attention 'favor'), so the
 // other of the pair is the softmax model. m, L: the codewords and the length of the text, where
 // known; at m ≥ L there are no more codewords to add, and hard VQ is exact already.
-export function modelTry(favorTrained, kernel = 'positive', { m, L } = {}) {
+export function modelTry(favorTrained, kernel = 'positive', { m, L, ownText = false } = {}) {
   const start = 'type at the end of the text (the predictions are what comes next), click a head in the grid, or ';
+  // what another model's heads do was measured on the default passage: said so beside a typed text
+  const where = ownText ? ' on the default passage' : '';
   if ((kernel === 'vq' || kernel === 'soft-vq') && L > 0 && m >= L) {
     return kernel === 'vq' ? `${start}lower the codewords m below L = ${L}: keys then share codewords, and hard VQ is no longer exact.`
       : `${start}lower T: with a codeword for every key (m ≥ L = ${L}), soft VQ then tends to hard VQ, which is exact here.`;
@@ -88,18 +90,18 @@ export function modelTry(favorTrained, kernel = 'positive', { m, L } = {}) {
   }
   if (kernel === 'trigonometric' || kernel === 'relu') {
     return `${start}switch the kernel to positive (FAVOR+): ${kernel === 'relu' ? 'relu features estimate another kernel, not softmax' : 'trigonometric features give negative weights'}, ` +
-      'and most heads of every model, the Performer\'s too, reach a KL of 1 with them.';
+      `and most heads of every model, the Performer's too, reach a KL of 1 with them${where}.`;
   }
   const name = APPROX_NAMES[kernel];
   if (!favorTrained) {
     return `${start}choose the performer model in the settings: trained with FAVOR+, none of its heads reaches a KL of 1 ` +
-      `${kernel === 'positive' ? 'with it' : `with ${name} either`}.`;
+      `${kernel === 'positive' ? 'with it' : `with ${name} either`}${where}.`;
   }
   if (kernel === 'sderf') {
     return `${start}choose the softmax model in the settings: trained with exact attention, most of its heads reach a KL of 1 with FAVOR+, ` +
-      'but not with SDERF, whose features are fitted to each head\'s q and k.';
+      `but not with SDERF, whose features are fitted to each head's q and k${where}.`;
   }
-  return `${start}choose the softmax model in the settings: trained with exact attention, most of its heads reach a KL of 1 with ${name}.`;
+  return `${start}choose the softmax model in the settings: trained with exact attention, most of its heads reach a KL of 1 with ${name}${where}.`;
 }
 
 // The synthetic story's suggestion (after "Try:"), by the kernel menu and the input pattern:
@@ -170,10 +172,11 @@ export function storyKernelNote(params, { model, codebook: cb }) {
 // frames are not its loss. Null for other models.
 export function trainedNote(record, kernel, bpc) {
   if (record?.attention !== 'favor') return null;
-  const used = record.name === 'finetune' ? 'was fine-tuned away from' : 'never used';
+  const finetuned = record.name === 'finetune';
   const reads = bpc.exact > bpc.approx ? 'worse' : 'better';
   const name = APPROX_NAMES[kernel] ?? kernel;
-  return `This model was trained with FAVOR+ in every layer: exact softmax on its q and k is attention it ${used}, ` +
+  return `${finetuned ? 'This model, trained with softmax, was then fine-tuned with FAVOR+ in every layer: exact softmax on its q and k is attention it was fine-tuned away from'
+    : 'This model was trained with FAVOR+ in every layer: exact softmax on its q and k is attention it never used'}, ` +
     `and it reads this text ${reads} with it (${fmt(bpc.exact, 3)} bits/char) than with ${name} (${fmt(bpc.approx, 3)}). ` +
     `The frames measure how far ${kernel === 'positive' ? 'FAVOR+' : 'the approximation'} is from softmax on these q and k, not what the model loses.`;
 }

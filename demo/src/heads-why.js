@@ -114,7 +114,17 @@ export function headsWhyNote(overview, measure = MEASURES.spread) {
     ? ` Rotary positions turn each key by its position: with the turn undone, the keys' spread is ${fmt(mean((o) => o.unrotated), 2)} ` +
       `on average over these heads, against ${fmt(mean((o) => o.spread), 2)} as attention sees them.` : '';
   return `Each point a head, coloured as its frame; ◯ the inspected one. ${measure.what}` +
-    (Number.isFinite(r) ? `; over these ${overview.length} heads, ${measure.symbol} and the error rank alike at ${r.toFixed(2)} (Spearman).` : '.') + rotary;
+    (Number.isFinite(r) ? `; over these ${overview.length} heads, ${measure.symbol} and the error ${rankWords(r)} (Spearman).` : '.') + rotary;
+}
+
+// What a rank correlation says, in words that fit its sign and size (a typed text can leave the
+// measure unrelated to the error, or ranked the other way round).
+export function rankWords(r) {
+  const value = r.toFixed(2).replace(/^-/, '−');
+  if (r >= 0.6) return `rank alike at ${value}`;
+  if (r >= 0.3) return `rank only loosely alike at ${value}`;
+  if (r > -0.3) return `hardly rank alike here: ${value}`;
+  return `rank in opposite orders here: ${value}`;
 }
 
 // Tick labels of σ²ₖ and σ²ᵣ (about 0.001 to 100): 0.5, 2, 20 rather than 2·10¹.

@@ -101,9 +101,15 @@ export class LongView {
     if (!this.run) this.status(record ? '' : `needs the ${LONG_MODEL} model in train/models/manifest.json`);
   }
 
+  // A text the model cannot read (too short): nothing to generate from until it can.
+  setTextValid(ok) {
+    this.textValid = ok;
+    this.buttons();
+  }
+
   buttons() {
     const running = this.run?.state === 'running';
-    $('#long-run').disabled = running || !this.available;
+    $('#long-run').disabled = running || !this.available || this.textValid === false;
     $('#long-cancel').disabled = !running;
     this.section.dataset.state = this.run?.state ?? 'idle';
   }

@@ -9,7 +9,7 @@ import { sequentialScale, divergingScale, fmt } from './colors.js';
 import { PATTERNS } from './inputs.js';
 import { HeadsWhy, measureOf } from './heads-why.js';
 import { PcaView } from './pca-view.js';
-import { ModelPanel } from './model-panel.js';
+import { DEFAULT_TEXT, ModelPanel } from './model-panel.js';
 import { LineView } from './line-view.js';
 import { RowInspector } from './row-inspector.js';
 import { readoutHtml } from './readout.js';
@@ -119,7 +119,7 @@ const favorTrained = () => manifestModels?.find((m) => m.name === state.model)?.
 // The model story's suggestion; for VQ it weighs the codewords against the length of the text last
 // computed, so a result drawn writes it again.
 function writeTry() {
-  $('#story-try-model').textContent = modelTry(favorTrained(), state.kernel, { m: state.m, L: result?.model?.shown?.total });
+  $('#story-try-model').textContent = modelTry(favorTrained(), state.kernel, { m: state.m, L: result?.model?.shown?.total, ownText: state.text !== DEFAULT_TEXT });
 }
 
 // The form's parts that depend on the kernel menu and the input (mode-controls.js).
@@ -287,6 +287,8 @@ function onComputed(msg, req) {
     // last text they showed, dimmed, until the next one.
     textNote(msg.message, true);
     document.body.classList.add('stale');
+    modelPanel.setTextValid(false);
+    longView.setTextValid(false);
   } else if (msg.type === 'error') {
     setStatus(`computation failed: ${msg.message}`, true);
     metrics.errors.push(msg.message);
@@ -294,6 +296,8 @@ function onComputed(msg, req) {
   } else {
     result = { ...msg, received: performance.now(), sent: req.sent };
     document.body.classList.remove('stale');
+    modelPanel.setTextValid(true);
+    longView.setTextValid(true);
     if (msg.model) textNote(msg.model.window, false);
     redraw(req.t0, true);
   }

@@ -72,6 +72,11 @@ export class ModelPanel {
       '<div class="ticks"><span style="left:0%">≤ 10⁻³</span><span style="left:50%">0.03</span><span style="left:100%">≥ 1</span></div>';
   }
 
+  // A text the model cannot read (too short): nothing to generate from until it can.
+  setTextValid(ok) {
+    $('#gen-run').disabled = !ok;
+  }
+
   show(on) {
     $('#model-settings').hidden = !on;
     $('#model-view').hidden = !on;
@@ -154,7 +159,7 @@ export class ModelPanel {
       'long-softmax': 'long-context softmax', 'long-performer': 'long-context Performer' };
     $('#headline').innerHTML = `The ${params.model} model on ${passage}: <b class="num">${fmt(model.bpc.exact, 3)}</b> bits/char with exact attention → ` +
       `<b class="num approx">${fmt(model.bpc.approx, 3)}</b> with ${approxName} in every layer.` +
-      `<span class="headline-sub">On the whole held-out text (chapters 122–135), each with the attention it was trained with: ` +
+      `<span class="headline-sub">On the whole held-out text (chapters 122–135 and the epilogue), each with the attention it was trained with: ` +
       `${model.models.map((m) => `${names[m.name] ?? m.name} ${fmt(m.heldOutBpc, 3)}${m.context && m.context !== 256 ? ` (in windows of ${m.context.toLocaleString('en-US')})` : ''}`).join(' · ')} bits/char (train/models/manifest.json).</span>`;
     const note = trainedNote(model.models.find((m) => m.name === params.model), params.kernel, model.bpc), trained = $('#story-trained');
     trained.hidden = !note;
@@ -195,7 +200,8 @@ export class ModelPanel {
     const put = (el, text) => {
       const tail = document.createElement('span'), cont = document.createElement('span');
       tail.className = 'gen-prompt';
-      tail.textContent = `…${msg.prompt ?? ''}`;
+      const prompt = msg.prompt ?? '';
+      tail.textContent = `${msg.promptLength > prompt.length ? '…' : ''}${prompt}`;
       cont.className = 'gen-text';
       cont.textContent = text;
       el.replaceChildren(tail, cont);

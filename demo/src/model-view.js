@@ -69,9 +69,10 @@ export const HEATMAP_WINDOW = 256;
 function windowNote(model, text, used, shown) {
   const known = [...text].filter((c) => model.index.has(c)).length, all = [...text].length;
   const dropped = all - known;
-  return `${known > used ? `the model reads the last ${used} of ${known} characters` : `${used} characters`}` +
-    `${dropped ? `; ${dropped} outside the book's alphabet dropped` : ''}` +
-    `${shown < used ? `; the heatmaps show the last ${shown}` : ''}; predictions: the character after the inspected one (by default the last)`;
+  const n = (x) => x.toLocaleString('en-US');
+  return `${known > used ? `the model reads the last ${n(used)} of ${n(known)} characters` : `${n(used)} characters`}` +
+    `${dropped ? `; ${n(dropped)} outside the book's alphabet dropped` : ''}` +
+    `${shown < used ? `; the heatmaps show the last ${n(shown)}` : ''}; predictions: the character after the inspected one (by default the last)`;
 }
 
 // The W×W block of an L×L matrix that starts at row and column `offset`.
@@ -312,7 +313,7 @@ export function generate(favor, model, p, n) {
   const { spec, label } = approximation(favor, model, p);
   const exact = model.generate(text, n, { method: 'exact' }, { seed: p.seed });
   const approx = model.generate(text, n, spec, { seed: p.seed });
-  return { exact, approx, label, prompt: text.slice(-Math.min(40, Math.max(0, model.context - n))) };
+  return { exact, approx, label, prompt: text.slice(-Math.min(40, Math.max(0, model.context - n))), promptLength: text.length };
 }
 
 // The long-text view: long-performer continues the text (its last `context` readable characters)

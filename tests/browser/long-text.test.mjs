@@ -123,7 +123,7 @@ test('long text: cancel stops a run of 16,384 characters, and the panels keep an
 });
 
 test('a long-context model on a text longer than the heatmaps\' window: the last 256 positions, said so; every panel drawn', { timeout: 120000 }, async () => {
-  const text = 'Call me Ishmael. Some years ago, never mind how long precisely, having little money in my purse. '.repeat(7).slice(0, 600);
+  const text = 'Call me Ishmael. Some years ago, never mind how long precisely, having little money in my purse. '.repeat(11).slice(0, 1000);
   const page = await open(`?pattern=model&model=long-softmax&text=${encodeURIComponent(text)}`);
   await page.waitForFunction(() => window.__favorDemo.shown?.model === 'long-softmax' && window.__favorDemo.idle, null, { timeout: 60000 });
   const r = await page.evaluate(() => ({
@@ -137,10 +137,10 @@ test('a long-context model on a text longer than the heatmaps\' window: the last
   assert.equal(r.L, 256);
   assert.equal(r.canvas, 256);
   assert.equal(r.heads, 16);
-  assert.match(r.window ?? '', /reads 600 characters; the heatmaps, the line view and the row inspector show the last 256 \(positions 344–599/);
-  assert.match(r.note, /^600 characters; the heatmaps show the last 256/);
+  assert.match(r.window ?? '', /reads 1,000 characters; the heatmaps, the line view and the row inspector show the last 256 \(positions 744–999/);
+  assert.match(r.note, /^1,000 characters; the heatmaps show the last 256/);
   assert.match(r.sub, /reads its last 1,024 characters/);
-  assert.match(r.inspector, /^query i = 255: KL\(Aᵢ ‖ Âᵢ\) = .* over all 600 keys; plotted: the last 256/);
+  assert.match(r.inspector, /^query i = 255: KL\(Aᵢ ‖ Âᵢ\) = .* over all 1,000 keys; plotted: the last 256/);
   assert.match(r.line, /on keys before it$/);
   assert.ok(r.bpc > 0 && Number.isFinite(r.bpc), `bits per character ${r.bpc}`);
   await assertUrl(page, /model=long-softmax/);

@@ -145,6 +145,12 @@ test('a 1-character text, then a sentence: the error is said at the box and gone
   assert.equal(short.invalid, 'true');
   assert.equal(short.statusError, false, 'not a failure of the page: nothing in the header');
   assert.ok(short.stale, 'the panels of the previous text are marked stale');
+  // every panel of the previous text is dimmed, and neither generation starts from this one
+  const opacities = () => ['#matrices', '#model-view', '.inspector', '#heads-why', '.numbers']
+    .map((sel) => [sel, Number(getComputedStyle(document.querySelector(sel).closest('.below') ?? document.querySelector(sel)).opacity)]);
+  await page.waitForFunction((f) => new Function(`return (${f})()`)().every(([, o]) => o < 0.6), String(opacities), { timeout: 5000 })
+    .catch(async () => assert.fail(`not dimmed: ${JSON.stringify(await page.evaluate(opacities))}`));
+  assert.deepEqual(await page.evaluate(() => [document.querySelector('#gen-run').disabled, document.querySelector('#long-run').disabled]), [true, true]);
   await page.focus('#text');
   await page.keyboard.press('End');
   await page.keyboard.type('all me Ishmael. Some years ago, never mind how long');
@@ -160,6 +166,16 @@ test('a 1-character text, then a sentence: the error is said at the box and gone
   assert.match(r.topTitle, /how long”$/);
   assert.equal(r.rowBox, String(r.L - 1), 'the row box says the row shown');
   assert.equal(r.lineQuery, String(r.L - 1));
+  assert.deepEqual(await page.evaluate(() => [document.querySelector('#gen-run').disabled, document.querySelector('#long-run').disabled]), [false, false]);
+  // the continuation starts after the prompt's last characters, '…' before them only where some are left out
+  await page.fill('#gen-n', '5');
+  await page.click('#gen-run');
+  await page.waitForFunction(() => document.querySelector('#gen-approx .gen-text')?.textContent.length === 5, null, { timeout: 60000 });
+  assert.equal(await page.textContent('#gen-exact .gen-prompt'), '…ael. Some years ago, never mind how long', 'the last 40 characters, after a mark of what is left out');
+  await page.fill('#text', 'Call me Ishmael.');
+  await caughtUp(page);
+  await page.click('#gen-run');
+  await page.waitForFunction(() => document.querySelector('#gen-exact .gen-prompt')?.textContent === 'Call me Ishmael.', null, { timeout: 60000 });
   assert.deepEqual(problems, []);
   await page.close();
 });

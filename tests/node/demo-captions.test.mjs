@@ -321,6 +321,12 @@ test('the model story\'s suggestion names the other model of the pair: the softm
     noGaps(text);
     assert.match(text, /^type at the end of the text/);
     assert.match(text, favorTrained ? /choose the softmax model/ : /choose the performer model/);
+    // what the other model's heads do was measured on the default passage: said so beside a typed text
+    for (const kernel of KERNELS.filter((k) => !['vq', 'soft-vq'].includes(k))) {
+      const typed = modelTry(favorTrained, kernel, { ownText: true });
+      assert.equal(typed, modelTry(favorTrained, kernel).replace(/\.$/, ' on the default passage.'), kernel);
+    }
+    assert.equal(modelTry(favorTrained, 'vq', { m: 64, L: 256, ownText: true }), modelTry(favorTrained, 'vq', { m: 64, L: 256 }), 'VQ\'s is about the text shown');
   }
 });
 
@@ -358,7 +364,7 @@ test('a model trained with FAVOR+ says why exact attention can read its text wor
     'softmax on these q and k, not what the model loses.');
   assert.match(trainedNote(finetune, 'positive', { exact: 2.0, approx: 2.5 }), /was fine-tuned away from, and it reads this text better with it \(2\.00 bits\/char\) than with FAVOR\+ \(2\.50\)/);
   assert.equal(trainedNote({ name: 'softmax', attention: 'softmax' }, 'positive', { exact: 1.9, approx: 5 }), null);
-  assert.equal(trainedNote(finetune, 'hyperbolic', { exact: 2.53, approx: 2.12 }), 'This model was trained with FAVOR+ in every layer: ' +
+  assert.equal(trainedNote(finetune, 'hyperbolic', { exact: 2.53, approx: 2.12 }), 'This model, trained with softmax, was then fine-tuned with FAVOR+ in every layer: ' +
     'exact softmax on its q and k is attention it was fine-tuned away from, and it reads this text worse with it (2.53 bits/char) ' +
     'than with hyperbolic features (2.12). The frames measure how far the approximation is from softmax on these q and k, not what the model loses.');
   for (const kernel of ['trigonometric', 'relu', 'oprf', 'sderf', 'aderf', 'vq', 'soft-vq', 'performer-vq']) {

@@ -11,7 +11,7 @@ import { causalKeySpread, causalKeySpreadRows } from '../../model/runner.js';
 import { codewordMiss } from '../../demo/src/model-view.js';
 import { predictedKL, rebalancedSpread } from '../../demo/src/dense-variance.js';
 import { denseExponentialParameters, scaledMoments } from '../../demo/src/estimators.js';
-import { MEASURES, headsWhyNote, measureOf, rankCorrelation } from '../../demo/src/heads-why.js';
+import { MEASURES, headsWhyNote, measureOf, rankCorrelation, rankWords } from '../../demo/src/heads-why.js';
 import { rng } from './helpers.mjs';
 
 // mean over rows i of the mean over j <= i of ‖k̃ⱼ − k̄ᵢ‖², from its definition, in float64
@@ -226,6 +226,16 @@ test('rankCorrelation: the same order 1, reversed −1, any monotone map keeps i
   assert.ok(Number.isNaN(rankCorrelation([1, 2, 3], [5, 5, 5])), 'no order to follow');
 });
 
+test('a rank correlation in words that fit its sign and size', () => {
+  assert.equal(rankWords(0.93), 'rank alike at 0.93');
+  assert.equal(rankWords(0.6), 'rank alike at 0.60');
+  assert.equal(rankWords(0.43), 'rank only loosely alike at 0.43');
+  assert.equal(rankWords(0.1), 'hardly rank alike here: 0.10');
+  assert.equal(rankWords(-0.24), 'hardly rank alike here: −0.24');
+  assert.equal(rankWords(-0.5), 'rank in opposite orders here: −0.50');
+  assert.equal(rankWords(-1), 'rank in opposite orders here: −1.00');
+});
+
 test('the sentence under the plot: what σ²ₖ is and how far the heads shown follow it', () => {
   const overview = [0.5, 2, 9, 30].map((spread, x) => ({ layer: 0, head: x, spread, errors: { meanRowKL: [0.01, 0.2, 0.1, 6][x] } }));
   const note = headsWhyNote(overview);
@@ -234,7 +244,7 @@ test('the sentence under the plot: what σ²ₖ is and how far the heads shown f
   assert.doesNotMatch(headsWhyNote(overview.slice(0, 2)), /rank alike/, 'two heads: no correlation to state');
   const vq = headsWhyNote(overview.map((o, x) => ({ ...o, residual: [3, 1, 2, 4][x] })), MEASURES.residual);
   assert.match(vq, /σ²ᵣ = ‖q̃‖²D\/d: D the mean ‖c̃ − k̃‖² from each key to its codeword \(k-means' distortion\)/);
-  assert.match(vq, /over these 4 heads, σ²ᵣ and the error rank alike at 0\.20 \(Spearman\)\.$/);
+  assert.match(vq, /over these 4 heads, σ²ᵣ and the error hardly rank alike here: 0\.20 \(Spearman\)\.$/);
   // a rotary model's heads carry their keys' spread before the rotation: the note says how much the rotation adds
   const turned = headsWhyNote(overview.map((o, x) => ({ ...o, unrotated: [0.2, 0.3, 0.25, 0.25][x] })));
   assert.match(turned, /\(Spearman\)\. Rotary positions turn each key by its position: with the turn undone, the keys' spread is 0\.25 on average over these heads, against 10 as attention sees them\.$/);
