@@ -1,7 +1,7 @@
 // Errors out as values (internal to the bindings). No exception may unwind through wasm frames
 // into JS (it leaks the shadow stack in Emscripten 3.1.6), so every entry point catches
-// everything and returns either its result or { error, message }, which web/api.js turns into a
-// TypeError or RangeError.
+// everything and returns either its result or { error, message }, which web/heap.js turns into a
+// TypeError or RangeError (coreError, web/errors.js).
 #pragma once
 
 #include <emscripten/val.h>

@@ -1,6 +1,7 @@
 // What a causal state keeps per key/value head, behind one interface: the key/value cache of exact
-// attention (kv_cache_state.hpp) or the prefix states of FAVOR+ and codebook attention
-// (factored_state.hpp). An append runs as a transaction over it (state_transaction.hpp).
+// attention (kv_cache_state.hpp), the prefix states of FAVOR+ and codebook attention
+// (factored_state.hpp), or FAVOR+'s over a sliding window (windowed_state.hpp). An append runs
+// as a transaction over it (state_transaction.hpp).
 #pragma once
 
 #include <cstddef>
