@@ -4,13 +4,16 @@ import { fmt } from './colors.js';
 import { escapeHtml } from './text.js';
 
 export const READOUT_HINT = 'Hover a heatmap (or focus one and use the arrow keys) to read (i, j), A, Â and the error; click to inspect a row.';
+// Where nothing hovers (a phone), a tap does both.
+export const TOUCH_HINT = 'Tap a heatmap to read (i, j), A, Â and the error there and to inspect its row.';
+const touch = () => typeof matchMedia === 'function' && matchMedia('(hover: none)').matches;
 
 const code = (c) => (c === undefined ? '' : escapeHtml(JSON.stringify(c).slice(1, -1)));
 
 // HTML for the entry h = [i, j] (or null) of `view` ({ L, causal, A, Ahat }); `codebook` is the
 // computation's ({ view: { assign }, assignment }) or absent, `chars` the model's text or absent.
 export function readoutHtml(view, h, { codebook, chars } = {}) {
-  if (!h) return READOUT_HINT;
+  if (!h) return touch() ? TOUCH_HINT : READOUT_HINT;
   const [i, j] = h;
   if (view.causal && j > i) return `(i, j) = (<b>${i}</b>, <b>${j}</b>): masked (causal: key j > query i)`;
   const a = view.A[i * view.L + j], b = view.Ahat[i * view.L + j], e = a - b;

@@ -30,11 +30,16 @@ export function setUpStudies({ state, setting, isModel, modelRows, speedSetting,
   metrics.errorStudy = errorStudy;
   metrics.speedStudy = speedStudy;
 
+  // A button that disables itself would drop the keyboard's focus onto the page: it passes to its
+  // partner (run ⇄ cancel) instead.
   function studyButtons() {
+    const focused = document.activeElement;
     $('#study-run').disabled = running !== null;
     $('#speed-run').disabled = running !== null;
     $('#study-cancel').disabled = running !== 'error';
     $('#speed-cancel').disabled = running !== 'speed';
+    const partner = { 'study-run': 'study-cancel', 'study-cancel': 'study-run', 'speed-run': 'speed-cancel', 'speed-cancel': 'speed-run' }[focused?.id];
+    if (partner && focused.disabled) $(`#${partner}`).focus();
   }
 
   // The study worker, started on the first study and kept; watched while it loads (load-watch.js).
@@ -216,6 +221,9 @@ export function setUpStudies({ state, setting, isModel, modelRows, speedSetting,
     $('#study-set').value = state.studySet;
     $('#study-kernels').disabled = $('#study-samplings').disabled = state.studySet === 'compare';
     $('#study-set-note').hidden = state.studySet !== 'compare';
+    // a hidden note is still read out where aria-describedby names it
+    if (state.studySet === 'compare') $('#study-set').setAttribute('aria-describedby', 'study-set-note');
+    else $('#study-set').removeAttribute('aria-describedby');
     $('#study-seeds').value = String(setting('studySeeds'));
     $('#study-heads').value = state.studyHeads;
     $('#study-heads-wrap').hidden = !isModel();

@@ -388,6 +388,22 @@ test('a click inspects the row drawn under the pointer, at 1440, 1024 and 390 px
     assert.deepEqual(wrong, [], `at ${width} px (canvas ${box.height} px high)`);
     await page.close();
   }
+  // a phone: a tap sends no pointermove, and it focuses the map; the readout shows the tapped
+  // entry (not the keyboard cursor's start at (0, 0)), a second tap another, and the hint says tap
+  const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+  const page = await phone.newPage();
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  await page.goto(`${base}?pattern=gaussian&L=256`);
+  await settle(page);
+  assert.match(await page.textContent('#readout'), /^Tap a heatmap/);
+  const box = await page.locator('#hm-exact canvas').boundingBox();
+  for (const [row, col] of [[205, 153], [128, 77]]) {
+    await page.touchscreen.tap(box.x + (box.width * (col + 0.5)) / 256, box.y + (box.height * (row + 0.5)) / 256);
+    await page.waitForFunction((r) => document.querySelector('#row').value === String(r) && window.__favorDemo.idle, row, { timeout: 5000 })
+      .catch(async () => assert.fail(`tapped row ${row}: the row box says ${await page.inputValue('#row')}, the readout ${await page.textContent('#readout')}`));
+    assert.match(await page.textContent('#readout'), new RegExp(`^\\(i, j\\) = \\(${row}, ${col}\\)`));
+  }
+  await phone.close();
 });
 
 test('the row inspector over 16 draws: a band and its mean, what they say of the row, in the URL and the timings', { skip }, async () => {
