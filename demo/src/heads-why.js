@@ -137,8 +137,17 @@ export class HeadsWhy {
   constructor(svg, note, onSelect) {
     this.svg = svg;
     this.note = note;
+    // a point is a few px across: a click or tap within a fingertip of one (14 px) takes the nearest
     svg.addEventListener('click', (e) => {
-      const key = e.target.closest?.('[data-key]')?.getAttribute('data-key');
+      let point = e.target.closest?.('[data-key]');
+      if (!point) {
+        let best = 14;
+        for (const p of svg.querySelectorAll('[data-key]')) {
+          const r = p.getBoundingClientRect(), d = Math.hypot(r.left + r.width / 2 - e.clientX, r.top + r.height / 2 - e.clientY);
+          if (d < best) [best, point] = [d, p];
+        }
+      }
+      const key = point?.getAttribute('data-key');
       if (!key) return;
       const [layer, head] = key.split(' ').map(Number);
       onSelect(layer, head);

@@ -178,11 +178,19 @@ const drawer = $('#settings-drawer');
 function setDrawer(open) {
   drawer.classList.toggle('open', open);
   $('#drawer-toggle').setAttribute('aria-expanded', String(open));
-  if (open) drawer.querySelector('select, input')?.focus();
+  // the first control shown: a model hides the synthetic inputs' rows
+  if (open) [...drawer.querySelectorAll('select, input')].find((el) => el.offsetParent !== null && !el.disabled)?.focus();
 }
 $('#drawer-toggle').addEventListener('click', () => setDrawer(!drawer.classList.contains('open')));
 $('#drawer-close').addEventListener('click', () => { setDrawer(false); $('#drawer-toggle').focus(); });
 drawer.addEventListener('keydown', (e) => { if (e.key === 'Escape' && drawer.classList.contains('open')) { setDrawer(false); $('#drawer-toggle').focus(); } });
+// A tap on the page beside the open drawer closes it, and does nothing else there.
+document.addEventListener('click', (e) => {
+  if (!drawer.classList.contains('open') || drawer.contains(e.target) || $('#drawer-toggle').contains(e.target)) return;
+  e.preventDefault();
+  e.stopPropagation();
+  setDrawer(false);
+}, true);
 $('#redraw').addEventListener('click', (e) => {
   controls.seed.value = String((state.seed + 1) % 1000000);
   onControl('seed', e);

@@ -284,6 +284,18 @@ test('which heads are hard: every head a point (KL against its keys\' spread, fo
   await page.waitForFunction(() => document.querySelector('#layer').value === '0' && document.querySelector('#head').value === '2');
   await page.waitForFunction(() => document.querySelector('#heads-why-plot circle[fill="none"]')?.getAttribute('data-key') === '0 2');
   await assertUrl(page, /layer=0&head=2/);
+  // a click (a tap) 8 px beside a point takes the nearest point within a fingertip
+  const near = await page.evaluate(() => {
+    const points = [...document.querySelectorAll('#heads-why-plot circle[data-key]:not([fill="none"])')]
+      .map((p) => { const r = p.getBoundingClientRect(); return { key: p.getAttribute('data-key'), x: r.left + r.width / 2, y: r.top + r.height / 2 }; });
+    // the point farthest from every other, so that 8 px beside it nothing else is nearer
+    const apart = (p) => Math.min(...points.filter((q) => q !== p).map((q) => Math.hypot(q.x - p.x, q.y - p.y)));
+    return points.filter((p) => p.key !== '0 2').sort((a, b) => apart(b) - apart(a))[0];
+  });
+  const m = await page.evaluate(() => window.__favorDemo.updates);
+  await page.mouse.click(near.x + 8, near.y);
+  await settled(page, m);
+  await page.waitForFunction((key) => `${document.querySelector('#layer').value} ${document.querySelector('#head').value}` === key, near.key);
   // hard and soft VQ: against what the codewords miss; SDERF against KL₂; synthetic inputs: neither
   const card = () => page.evaluate(() => ({
     hidden: document.querySelector('#heads-why').hidden,

@@ -282,10 +282,21 @@ test('390×844: the heatmap fills the width, the settings are a drawer, nothing 
   // the drawer opens over the page and its controls work
   await page.click('#drawer-toggle');
   await page.waitForFunction(() => getComputedStyle(document.querySelector('#settings-drawer')).visibility === 'visible');
+  // focus goes to its first control shown (on a model the synthetic inputs' rows are hidden)
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'pattern');
   const n = await page.evaluate(() => window.__favorDemo.updates);
   await page.selectOption('#head', '3');
   await page.waitForFunction((k) => window.__favorDemo.updates > k && window.__favorDemo.idle && window.__favorDemo.shown.head === 3, n, { timeout: 60000 });
   await page.click('#drawer-close');
+  // a tap on the page beside the open drawer closes it and does nothing else there
+  await page.click('#drawer-toggle');
+  await page.waitForFunction(() => getComputedStyle(document.querySelector('#settings-drawer')).visibility === 'visible');
+  const row = await page.inputValue('#row');
+  const box = await page.evaluate(() => { const d = document.querySelector('#settings-drawer').getBoundingClientRect(); return { x: d.right, w: innerWidth, h: innerHeight }; });
+  assert.ok(box.w - box.x >= 10, `the page shows beside the drawer (${box.w - box.x} px)`);
+  await page.mouse.click((box.x + box.w) / 2, box.h / 2);
+  await page.waitForFunction(() => !document.querySelector('#settings-drawer').classList.contains('open'));
+  assert.equal(await page.inputValue('#row'), row);
   assert.equal(await page.evaluate(() => document.documentElement.scrollWidth), 390);
   assert.deepEqual(problems, []);
   await page.close();
