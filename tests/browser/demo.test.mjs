@@ -396,6 +396,12 @@ test('a click inspects the row drawn under the pointer, at 1440, 1024 and 390 px
   await page.goto(`${base}?pattern=gaussian&L=256`);
   await settle(page);
   assert.match(await page.textContent('#readout'), /^Tap a heatmap/);
+  // a fingertip's targets: every button, menu, box and link shown at least 24 px tall and wide
+  // (a checkbox's target is its label as well)
+  const small = await page.evaluate(() => [...document.querySelectorAll('button, select, input:not([type=checkbox]), header a')]
+    .filter((e) => e.offsetParent !== null).map((e) => [e.id || e.textContent.trim(), e.getBoundingClientRect()])
+    .filter(([, r]) => r.height < 24 || r.width < 24).map(([name, r]) => `${name} ${Math.round(r.width)}×${Math.round(r.height)}`));
+  assert.deepEqual(small, []);
   const box = await page.locator('#hm-exact canvas').boundingBox();
   for (const [row, col] of [[205, 153], [128, 77]]) {
     await page.touchscreen.tap(box.x + (box.width * (col + 0.5)) / 256, box.y + (box.height * (row + 0.5)) / 256);
