@@ -73,6 +73,12 @@ export function syntheticHeadline(params, errors, cb) {
 // How the story's sentences name each kernel's approximation.
 const APPROX_NAMES = { positive: 'FAVOR+', hyperbolic: 'hyperbolic features', trigonometric: 'trigonometric features',
   relu: 'relu features', oprf: 'OPRF (FAVOR++)', sderf: 'SDERF (FAVOR#)', aderf: 'ADERF (FAVOR#)', ...MODE_NAMES };
+// Hard or soft VQ with a codeword for every key (m ≥ L): hard VQ is exact, so the suggestion is to
+// lower m, or T for soft VQ.
+const lowerTry = (kernel, L) => (kernel === 'vq'
+  ? `lower the codewords m below L = ${L}: keys then share codewords, and hard VQ is no longer exact.`
+  : `lower T: with a codeword for every key (m ≥ L = ${L}), soft VQ then tends to hard VQ, which is exact here.`);
+
 // favorTrained: the model shown was trained with FAVOR+ (the manifest's attention 'favor'), so the
 // other of the pair is the softmax model. m, L: the codewords and the length of the text, where
 // known; at m ≥ L there are no more codewords to add, and hard VQ is exact already.
@@ -80,10 +86,7 @@ export function modelTry(favorTrained, kernel = 'positive', { m, L, ownText = fa
   const start = 'type at the end of the text (the predictions are what comes next), click a head in the grid, or ';
   // what another model's heads do was measured on the default passage: said so beside a typed text
   const where = ownText ? ' on the default passage' : '';
-  if ((kernel === 'vq' || kernel === 'soft-vq') && L > 0 && m >= L) {
-    return kernel === 'vq' ? `${start}lower the codewords m below L = ${L}: keys then share codewords, and hard VQ is no longer exact.`
-      : `${start}lower T: with a codeword for every key (m ≥ L = ${L}), soft VQ then tends to hard VQ, which is exact here.`;
-  }
+  if ((kernel === 'vq' || kernel === 'soft-vq') && L > 0 && m >= L) return start + lowerTry(kernel, L);
   if (kernel === 'vq' || kernel === 'soft-vq') {
     return `${start}raise the codewords m: at m = L every key is its own codeword and hard VQ is exact` +
       `${kernel === 'soft-vq' ? '; lower T and soft VQ tends to hard VQ' : ''}.`;
@@ -115,10 +118,7 @@ export function syntheticTry(kernel, pattern, { m, L }) {
       `directions in mean row KL, by ten times and more from m = ${2 * centres}, two codewords for each of the ${centres} centres ` +
       '(at the default L, d and input scale), by less with fewer codewords and as s grows.';
   }
-  if ((kernel === 'vq' || kernel === 'soft-vq') && m >= L) {
-    return kernel === 'vq' ? `${clustered}lower the codewords m below L = ${L}: keys then share codewords, and hard VQ is no longer exact.`
-      : `${clustered}lower T: with a codeword for every key (m ≥ L = ${L}), soft VQ then tends to hard VQ, which is exact here.`;
-  }
+  if ((kernel === 'vq' || kernel === 'soft-vq') && m >= L) return clustered + lowerTry(kernel, L);
   if (kernel === 'vq' || kernel === 'soft-vq') {
     return `${clustered}raise the codewords m: up to an input scale of about 1, the error falls steeply until there ` +
       `is a codeword for each of the ${centres} centres, then levels off (what is left is the keys' spread around their centre, ` +

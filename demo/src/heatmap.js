@@ -26,10 +26,10 @@ export class Heatmap {
     this.canvas.addEventListener('pointermove', (e) => { const c = cell(e); onHover(c ? c[0] : null, c ? c[1] : null); });
     this.canvas.addEventListener('pointerleave', () => onHover(null, null));
     // a tap sends no pointermove: the click shows its cell too, and the focus it gives the map
-    // does not put the cursor at (0, 0)
+    // (right after its pointerdown) does not put the cursor at (0, 0)
     let pointing = false;
     this.canvas.addEventListener('pointerdown', () => { pointing = true; });
-    this.canvas.addEventListener('click', (e) => { pointing = false; const c = cell(e); if (c) { onHover(c[0], c[1]); onSelect(c[0], c[1]); } });
+    this.canvas.addEventListener('click', (e) => { const c = cell(e); if (c) { onHover(c[0], c[1]); onSelect(c[0], c[1]); } });
     root.addEventListener('keydown', (e) => {
       if (!this.rows) return;
       const [i, j] = this.cursor ?? [0, 0];
@@ -48,7 +48,10 @@ export class Heatmap {
         onHover(null, null);
       }
     });
-    root.addEventListener('focus', () => { if (!this.cursor && this.rows && !pointing) onHover(0, 0); });
+    root.addEventListener('focus', () => {
+      if (!this.cursor && this.rows && !pointing) onHover(0, 0);
+      pointing = false;
+    });
     root.addEventListener('blur', () => onHover(null, null));
   }
 

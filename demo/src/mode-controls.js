@@ -14,6 +14,8 @@ export function modeControls(state, { hasExported = false } = {}) {
   const codebook = isCodebook(mode);
   const capped = codebook && mode !== 'performer-vq' && state.m > state.L;
   const exported = usesExportedW(state, hasExported);
+  const sampling = { disabled: codebook || exported, value: mode === 'performer-vq' ? 'orthogonal-fixed' : exported ? EXPORTED_W.sampling : state.sampling };
+  const features = { disabled: exported, m: exported ? EXPORTED_W.m : state.m };
   return {
     trainedW: {
       // a model with no exported W shows the box off: ticked, it would say Â uses one
@@ -21,18 +23,18 @@ export function modeControls(state, { hasExported = false } = {}) {
       disabled: !hasExported || mode !== EXPORTED_W.kernel,
       note: hasExported && state.trainedW && mode !== EXPORTED_W.kernel ? 'Not used: the exported W is for the positive kernel, the one the model was trained with.' : null,
     },
-    sampling: { disabled: codebook || exported, value: mode === 'performer-vq' ? 'orthogonal-fixed' : exported ? EXPORTED_W.sampling : state.sampling },
+    sampling,
     samplingNote: mode === 'performer-vq'
       ? 'Fixed: with every ‖ω‖ = √d, FAVOR+ is exactly this codebook attention.'
       : codebook ? 'Not used: k-means codebook of the keys (seed: the feature seed).'
         : exported ? `Not used, nor m and the feature seed: the model's exported W is its last training draw (${EXPORTED_W.sampling}, m = ${EXPORTED_W.m}); untick it above to draw features here.` : null,
     // while the exported W is used, the m it has (the slider keeps the m it would draw)
-    features: { disabled: exported, m: exported ? EXPORTED_W.m : state.m },
+    features,
     temperature: { shown: mode === 'soft-vq', step: state.tempStep, text: fmtT(temperatureOf(state.tempStep)) },
     mLabel: codebook ? 'codewords m' : 'features m',
     mNote: capped ? `m = ${state.m} > L: k-means uses m = L = ${state.L} codewords (at most one per key).` : null,
     about: state.pattern === 'model' ? 'model' : codebook ? 'vq' : 'features',
     speed: codebook && mode !== 'performer-vq' ? { m: DEFAULTS.m, sampling: DEFAULTS.sampling, kmeans: true }
-      : { m: exported ? EXPORTED_W.m : state.m, sampling: mode === 'performer-vq' ? 'orthogonal-fixed' : exported ? EXPORTED_W.sampling : state.sampling, kmeans: false },
+      : { m: features.m, sampling: sampling.value, kmeans: false },
   };
 }

@@ -123,7 +123,7 @@ export function setUpStudies({ state, setting, isModel, modelRows, speedSetting,
     const error = running === 'error';
     const status = error ? $('#study-status') : $('#speed-status');
     const fraction = (error ? $('#study-progress') : $('#speed-progress')).value;
-    const kept = error ? [...errorStudy.points.values()].reduce((a, v) => a + v.length, 0) : speedStudy.points.length;
+    const kept = error ? errorPoints() : speedStudy.points.length;
     status.textContent = kept ? `cancelled at ${Math.round(fraction * 100)} %; ${kept === 1 ? 'the 1 point computed is' : `the ${kept} points computed are`} kept`
       : 'cancelled before its first point';
     status.dataset.state = 'cancelled';
@@ -164,6 +164,7 @@ export function setUpStudies({ state, setting, isModel, modelRows, speedSetting,
   $('#speed-cancel').addEventListener('click', cancelStudy);
 
   let drawnMetric = null;  // the metric on the error plot's y axis
+  const errorPoints = () => [...errorStudy.points.values()].reduce((a, v) => a + v.length, 0);
   function drawErrorStudy() {
     const metric = drawnMetric = setting('studyMetric');
     const p = errorStudy.params;
@@ -177,7 +178,7 @@ export function setUpStudies({ state, setting, isModel, modelRows, speedSetting,
       legendRoot: $('#study-legend'),
     });
     drawStudyKey(p, metric);
-    svg.dataset.points = String([...errorStudy.points.values()].reduce((a, v) => a + v.length, 0));
+    svg.dataset.points = String(errorPoints());
     svg.dataset.done = String(errorStudy.done);
     $('#study-note').textContent = errorNote(errorStudy, metric);
   }
